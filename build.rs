@@ -1,0 +1,20 @@
+//! Compiles the kubelet protos in `proto/` with protox (no system `protoc`)
+//! and generates prost messages plus tonic clients and servers into OUT_DIR.
+
+use std::path::PathBuf;
+
+const PROTOS: &[&str] = &[
+    "deviceplugin/v1beta1/api.proto",
+    "pluginregistration/v1/api.proto",
+    "podresources/v1/api.proto",
+    "podresources/v1alpha1/api.proto",
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-changed=proto");
+    let fds = protox::compile(PROTOS, ["proto"])?;
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    std::fs::write(out.join("descriptors.bin"), prost::Message::encode_to_vec(&fds))?;
+    tonic_prost_build::configure().build_client(true).build_server(true).compile_fds(fds)?;
+    Ok(())
+}

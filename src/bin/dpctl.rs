@@ -1,0 +1,57 @@
+//! The `dpctl` binary: parse the command line, set up logging and color, run
+//! the library, and map the outcome to an exit code.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+use dpctl::cli::{Cli, ColorChoice, Term};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { dpctl::error::exit::USAGE } else { 0 });
+        }
+    };
+    let level = match (cli.global.quiet, cli.global.verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        (false, 2) => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_env("DPCTL_LOG").unwrap_or_else(|_| EnvFilter::new(format!("dpctl={level},warn")));
+    let err_tty = std::io::stderr().is_terminal();
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(err_tty).init();
+    match cli.global.color {
+        ColorChoice::Always => colored::control::set_override(true),
+        ColorChoice::Never => colored::control::set_override(false),
+        ColorChoice::Auto => {
+            if !std::io::stdout().is_terminal() {
+                colored::control::set_override(false);
+            }
+        }
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("dpctl: error: cannot start the async runtime: {e}");
+            return ExitCode::from(dpctl::error::exit::SOCKET);
+        }
+    };
+    let mut term = Term { out: Box::new(std::io::stdout()), err: Box::new(std::io::stderr()), err_is_tty: err_tty };
+    match runtime.block_on(dpctl::cli::run(cli, &mut term)) {
+        Ok(code) => ExitCode::from(code),
+        Err(dpctl::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("dpctl: error: {e}");
+            if let Some(hint) = e.hint() {
+                eprintln!("  hint: {hint}");
+            }
+            ExitCode::from(e.exit_code())
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Placeholder: filled in by its own issue.
+
+use clap::Args;
+
+use super::Ctx;
+use crate::error::{Error, Result};
+
+/// Arguments (placeholder).
+#[derive(Debug, Args)]
+pub struct MockPluginArgs {}
+
+/// Runs the command (placeholder).
+pub async fn run(_args: MockPluginArgs, _ctx: &mut Ctx<'_>) -> Result<u8> {
+    Err(Error::invalid("mock", "not implemented yet"))
+}

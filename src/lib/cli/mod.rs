@@ -1,0 +1,213 @@
+//! The command line: clap definitions and the glue from arguments to the
+//! library. This is the only module that knows about clap; it writes data to
+//! the `Term`'s stdout and progress to its stderr, never anywhere else.
+
+pub mod completions;
+pub mod demo;
+pub mod kubelet_sim;
+pub mod mock;
+pub mod plugin;
+pub mod podresources;
+pub mod smoke;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::error::Result;
+use crate::output::Format;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success (and every check passed)
+  1  a check or expectation failed (the report says which)
+  2  bad usage or input (flags, config file, manifest)
+  3  socket problem: no socket, not a socket, permission denied, nothing listening, cannot bind
+  4  the peer answered with an error (gRPC status, rejected registration, message over the limit)
+  5  a deadline or wait timed out
+
+Environment:
+  DPCTL_DEVICE_PLUGIN_DIR    device-plugin directory [default: /var/lib/kubelet/device-plugins]
+  DPCTL_PODRESOURCES_SOCKET  PodResources socket [default: /var/lib/kubelet/pod-resources/kubelet.sock]
+  DPCTL_LOG                  log filter for stderr, e.g. debug or dpctl=trace (overrides -v)
+  NO_COLOR                   disables color (as --color never)";
+
+/// Debug Kubernetes device plugins without a cluster: be the kubelet, poke a
+/// plugin's socket, read a kubelet's PodResources API, or be a device plugin.
+#[derive(Debug, Parser)]
+#[command(name = "dpctl", version, after_long_help = EXIT_CODES, propagate_version = true)]
+pub struct Cli {
+    /// Options every command takes.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Output format: table for people, json for programs (JSON Lines for streams).
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+    /// When to color the output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// More logging on stderr (-v info, -vv debug, -vvv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors on stderr; no progress display.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+/// When to color.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// When stdout is a terminal and NO_COLOR is unset.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Talk to a device plugin's socket as the kubelet would.
+    #[command(subcommand)]
+    Plugin(plugin::PluginCommand),
+    /// Be the kubelet's device manager: accept registrations, admit pods, restart.
+    KubeletSim(kubelet_sim::KubeletSimArgs),
+    /// Read a kubelet's PodResources API.
+    #[command(subcommand)]
+    Podresources(podresources::PodResourcesCommand),
+    /// Be a device plugin, well-behaved or misbehaving on request.
+    MockPlugin(mock::MockPluginArgs),
+    /// Run a vendor's plugin against a fresh kubelet-sim and check it end to end.
+    Smoke(smoke::SmokeArgs),
+    /// Watch kubelet-sim and mock-plugin work together, in a temporary directory.
+    Demo(demo::DemoArgs),
+    /// Print a shell completion script.
+    Completions(completions::CompletionsArgs),
+}
+
+/// Where commands write: data to `out`, progress and messages to `err`.
+pub struct Term {
+    /// Standard output: data only.
+    pub out: Box<dyn Write + Send>,
+    /// Standard error: progress, narration, warnings.
+    pub err: Box<dyn Write + Send>,
+    /// True when stderr is a terminal (progress bars and live views allowed).
+    pub err_is_tty: bool,
+}
+
+impl std::fmt::Debug for Term {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Term").field("err_is_tty", &self.err_is_tty).finish_non_exhaustive()
+    }
+}
+
+/// What every command gets: the output format, quietness and the terminal.
+#[derive(Debug)]
+pub struct Ctx<'a> {
+    /// Output format.
+    pub format: Format,
+    /// `--quiet`.
+    pub quiet: bool,
+    /// `-v` count.
+    pub verbose: u8,
+    /// Where to write.
+    pub term: &'a mut Term,
+}
+
+impl Ctx<'_> {
+    /// True when a progress display may be drawn on stderr.
+    pub fn progress_allowed(&self) -> bool {
+        self.term.err_is_tty && !self.quiet && self.verbose == 0 && !self.format.is_json()
+    }
+
+    /// Writes a line of narration to stderr unless `--quiet`.
+    pub fn note(&mut self, line: impl std::fmt::Display) -> Result<()> {
+        if !self.quiet {
+            writeln!(self.term.err, "{line}").map_err(out_err)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs a parsed command line. Returns the exit code (see `--help`).
+pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
+    let mut ctx = Ctx { format: cli.global.output, quiet: cli.global.quiet, verbose: cli.global.verbose, term };
+    let code = match cli.command {
+        Command::Plugin(cmd) => plugin::run(cmd, &mut ctx).await?,
+        Command::KubeletSim(args) => kubelet_sim::run(args, &mut ctx).await?,
+        Command::Podresources(cmd) => podresources::run(cmd, &mut ctx).await?,
+        Command::MockPlugin(args) => mock::run(args, &mut ctx).await?,
+        Command::Smoke(args) => smoke::run(args, &mut ctx).await?,
+        Command::Demo(args) => demo::run(args, &mut ctx).await?,
+        Command::Completions(args) => completions::run(&args, &mut ctx)?,
+    };
+    ctx.term.out.flush().map_err(out_err)?;
+    Ok(code)
+}
+
+/// Maps a failed write to stdout or stderr to an error.
+pub fn out_err(e: std::io::Error) -> crate::Error {
+    crate::Error::io("writing output", e)
+}
+
+/// Parses `500ms`, `10s`, `2m`, `1h` (and a bare number as seconds).
+pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>()
+        && secs >= 0.0
+        && secs.is_finite()
+    {
+        return Ok(Duration::from_secs_f64(secs));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 500ms, 10s, 2m)"))
+}
+
+/// Lists the sockets in a directory, for hints.
+pub fn sockets_in(dir: &std::path::Path) -> Vec<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(std::result::Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_socket()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// A path argument that defaults from the environment, for `--dir`.
+pub fn default_dir() -> PathBuf {
+    crate::paths::device_plugin_dir_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+        assert!(parse_duration("soon").is_err());
+    }
+}

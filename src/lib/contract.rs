@@ -1,0 +1,167 @@
+//! What a device plugin's answers must satisfy for the kubelet, as pure
+//! functions returning the rules an answer breaks. Used by `plugin call` to
+//! flag bad answers and by `plugin check` and `smoke` as evidence.
+
+use std::collections::HashSet;
+
+use serde::Serialize;
+
+use crate::error::KUBELET_MAX_RECV;
+use crate::model::Device;
+use crate::proto::deviceplugin::v1beta1 as dp;
+
+/// One broken rule, with the evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// Short stable name of the rule.
+    pub rule: &'static str,
+    /// What the answer did, with the IDs or numbers involved.
+    pub evidence: String,
+}
+
+fn v(rule: &'static str, evidence: String) -> Violation {
+    Violation { rule, evidence }
+}
+
+/// Checks a GetPreferredAllocation answer for one container request: the
+/// requested size, every must-include ID, only available IDs, no duplicates.
+pub fn check_preferred(req: &dp::ContainerPreferredAllocationRequest, answer: &[String]) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let size = usize::try_from(req.allocation_size).unwrap_or(0);
+    if answer.len() != size {
+        out.push(v("preferred-size", format!("returned {} device(s), {} were requested", answer.len(), size)));
+    }
+    let available: HashSet<&str> = req.available_device_i_ds.iter().map(String::as_str).collect();
+    let outside: Vec<&str> = answer.iter().map(String::as_str).filter(|id| !available.contains(id)).collect();
+    if !outside.is_empty() {
+        out.push(v("preferred-subset-of-available", format!("not in available_deviceIDs: {}", outside.join(","))));
+    }
+    let given: HashSet<&str> = answer.iter().map(String::as_str).collect();
+    let missing: Vec<&str> =
+        req.must_include_device_i_ds.iter().map(String::as_str).filter(|id| !given.contains(id)).collect();
+    if !missing.is_empty() {
+        out.push(v("preferred-must-include", format!("missing must_include_deviceIDs: {}", missing.join(","))));
+    }
+    let dups = duplicates(answer.iter().map(String::as_str));
+    if !dups.is_empty() {
+        out.push(v("preferred-no-duplicates", format!("listed more than once: {}", dups.join(","))));
+    }
+    out
+}
+
+/// Checks one ListAndWatch message: IDs non-empty and unique, health exactly
+/// `Healthy` or `Unhealthy`, NUMA IDs not negative, encoded size within the
+/// kubelet's receive limit.
+pub fn check_snapshot(devices: &[Device], encoded_len: usize) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let empty = devices.iter().filter(|d| d.id.is_empty()).count();
+    if empty > 0 {
+        out.push(v("device-id-non-empty", format!("{empty} device(s) with an empty ID")));
+    }
+    let dups = duplicates(devices.iter().map(|d| d.id.as_str()).filter(|id| !id.is_empty()));
+    if !dups.is_empty() {
+        out.push(v("device-id-unique", format!("IDs listed more than once: {}", preview(&dups))));
+    }
+    let bad_health: Vec<String> = devices
+        .iter()
+        .filter(|d| d.health != dp::HEALTHY && d.health != dp::UNHEALTHY)
+        .map(|d| format!("{}={:?}", d.id, d.health))
+        .collect();
+    if !bad_health.is_empty() {
+        out.push(v(
+            "health-value",
+            format!(
+                "health must be exactly \"Healthy\" or \"Unhealthy\" (anything else counts as unhealthy): {}",
+                preview(&bad_health)
+            ),
+        ));
+    }
+    let negative: Vec<String> = devices
+        .iter()
+        .filter(|d| d.numa_nodes.as_ref().is_some_and(|n| n.iter().any(|x| *x < 0)))
+        .map(|d| d.id.clone())
+        .collect();
+    if !negative.is_empty() {
+        out.push(v("numa-non-negative", format!("negative NUMA node IDs on: {}", preview(&negative))));
+    }
+    if encoded_len > KUBELET_MAX_RECV {
+        out.push(v(
+            "message-size",
+            format!("ListAndWatch message is {encoded_len} bytes, over the kubelet's {KUBELET_MAX_RECV}-byte limit"),
+        ));
+    }
+    out
+}
+
+/// Checks an Allocate answer: exactly one container response per container request.
+pub fn check_allocate(requests: usize, resp: &dp::AllocateResponse) -> Vec<Violation> {
+    if resp.container_responses.len() == requests {
+        return Vec::new();
+    }
+    vec![v(
+        "allocate-one-response-per-container",
+        format!("{} container response(s) for {requests} container request(s)", resp.container_responses.len()),
+    )]
+}
+
+/// The values that occur more than once, in first-seen order.
+fn duplicates<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut reported = HashSet::new();
+    let mut out = Vec::new();
+    for it in items {
+        if !seen.insert(it) && reported.insert(it) {
+            out.push(it.to_string());
+        }
+    }
+    out
+}
+
+/// At most five items, then a count of the rest.
+fn preview(items: &[String]) -> String {
+    let mut s = items.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    if items.len() > 5 {
+        s.push_str(&format!(" and {} more", items.len() - 5));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(avail: &[&str], must: &[&str], size: i32) -> dp::ContainerPreferredAllocationRequest {
+        dp::ContainerPreferredAllocationRequest {
+            available_device_i_ds: avail.iter().map(|s| s.to_string()).collect(),
+            must_include_device_i_ds: must.iter().map(|s| s.to_string()).collect(),
+            allocation_size: size,
+        }
+    }
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn preferred_rules() {
+        let r = req(&["a", "b", "c"], &["c"], 2);
+        assert!(check_preferred(&r, &ids(&["c", "a"])).is_empty());
+        let rules: Vec<_> = check_preferred(&r, &ids(&["a", "a", "x"])).into_iter().map(|v| v.rule).collect();
+        assert_eq!(
+            rules,
+            ["preferred-size", "preferred-subset-of-available", "preferred-must-include", "preferred-no-duplicates"]
+        );
+    }
+
+    #[test]
+    fn snapshot_rules() {
+        let d = |id: &str, h: &str, n: Option<Vec<i64>>| Device { id: id.into(), health: h.into(), numa_nodes: n };
+        assert!(check_snapshot(&[d("a", "Healthy", Some(vec![0]))], 10).is_empty());
+        let bad = [d("", "Healthy", None), d("a", "ok", None), d("a", "Healthy", Some(vec![-1]))];
+        let rules: Vec<_> = check_snapshot(&bad, KUBELET_MAX_RECV + 1).into_iter().map(|v| v.rule).collect();
+        assert_eq!(
+            rules,
+            ["device-id-non-empty", "device-id-unique", "health-value", "numa-non-negative", "message-size"]
+        );
+    }
+}

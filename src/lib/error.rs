@@ -1,0 +1,345 @@
+//! dpctl's one error type. Every variant says what failed and where; [`Error::hint`]
+//! adds what to do about it when the cause is known, and [`Error::exit_code`]
+//! maps it to the documented process exit code.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The kubelet's receive limit for device-plugin messages (grpc-go's default).
+pub const KUBELET_MAX_RECV: usize = 4 * 1024 * 1024;
+
+/// Result with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Exit codes, as documented in the README and `dpctl --help`.
+pub mod exit {
+    /// Everything worked and every check passed.
+    pub const OK: u8 = 0;
+    /// dpctl ran, but a check or expectation failed (the report says which).
+    pub const CHECK_FAILED: u8 = 1;
+    /// Bad usage or input: flags, config file, manifest.
+    pub const USAGE: u8 = 2;
+    /// A socket problem: nothing to connect to, permission denied, cannot bind.
+    pub const SOCKET: u8 = 3;
+    /// The peer answered with an error (gRPC status, rejection, over-size message).
+    pub const RPC: u8 = 4;
+    /// A deadline or wait timed out.
+    pub const TIMEOUT: u8 = 5;
+}
+
+/// Everything that can go wrong in dpctl.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Nothing exists at the socket path.
+    #[error("no socket at {}", path.display())]
+    NoSocket {
+        /// The socket path.
+        path: PathBuf,
+    },
+    /// Something exists at the path, but it is not a unix socket.
+    #[error("{} is not a unix socket (it is a {kind})", path.display())]
+    NotASocket {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
+    },
+    /// The OS refused access.
+    #[error("permission denied: cannot {op} {}", path.display())]
+    PermissionDenied {
+        /// The path.
+        path: PathBuf,
+        /// What was attempted ("connect to", "bind", "read").
+        op: &'static str,
+    },
+    /// The socket file exists but nothing accepts connections on it.
+    #[error("connection refused at {}: nothing is listening on this socket", path.display())]
+    ConnectionRefused {
+        /// The socket path.
+        path: PathBuf,
+    },
+    /// Connecting did not finish in time.
+    #[error("timed out after {} connecting to {}", fmt_duration(*timeout), path.display())]
+    ConnectTimeout {
+        /// The socket path.
+        path: PathBuf,
+        /// The connect timeout.
+        timeout: Duration,
+    },
+    /// Connecting failed for another reason (including the HTTP/2 handshake).
+    #[error("could not connect to {}: {reason}", path.display())]
+    Connect {
+        /// The socket path.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The server does not implement the service or method.
+    #[error("{rpc} on {}: not implemented by the server ({message})", path.display())]
+    Unimplemented {
+        /// The full method, e.g. `v1beta1.DevicePlugin/Allocate`.
+        rpc: String,
+        /// The socket path.
+        path: PathBuf,
+        /// The server's message.
+        message: String,
+    },
+    /// The call did not complete within its deadline.
+    #[error("{rpc} on {}: no answer within {} (deadline exceeded)", path.display(), fmt_duration(*timeout))]
+    DeadlineExceeded {
+        /// The full method.
+        rpc: String,
+        /// The socket path.
+        path: PathBuf,
+        /// The deadline.
+        timeout: Duration,
+    },
+    /// A message was larger than the receive limit.
+    #[error("{rpc} on {}: message of {} is over the receive limit of {limit} bytes", path.display(), size.map_or_else(|| "unknown size".to_string(), |s| format!("{s} bytes")))]
+    MessageTooLarge {
+        /// The full method.
+        rpc: String,
+        /// The socket path.
+        path: PathBuf,
+        /// The message size, when the transport reported it.
+        size: Option<usize>,
+        /// The receive limit in force.
+        limit: usize,
+    },
+    /// The server answered with a gRPC error status.
+    #[error("{rpc} on {} failed: {code:?}: {message}", path.display())]
+    Rpc {
+        /// The full method.
+        rpc: String,
+        /// The socket path.
+        path: PathBuf,
+        /// The status code.
+        code: tonic::Code,
+        /// The status message.
+        message: String,
+    },
+    /// The socket path does not fit in `sun_path`.
+    #[error("socket path {} is {len} bytes long; unix sockets allow at most {max}", path.display())]
+    PathTooLong {
+        /// The path.
+        path: PathBuf,
+        /// Its length in bytes.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A live process already answers on the socket we were asked to serve.
+    #[error("{} is already served by a live process", path.display())]
+    AlreadyServing {
+        /// The socket path.
+        path: PathBuf,
+        /// The flag that forces taking it over.
+        force_flag: &'static str,
+    },
+    /// Something that is not a socket is in the way; dpctl never deletes it.
+    #[error("refusing to replace {}: it is a {kind}, not a unix socket", path.display())]
+    NotReplaceable {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// Binding the socket failed.
+    #[error("could not bind {}: {source}", path.display())]
+    Bind {
+        /// The socket path.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Invalid input: a flag value, a config file, a manifest.
+    #[error("{place}: {message}")]
+    Invalid {
+        /// Where: a flag, a file and key, a manifest field.
+        place: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A registration was rejected by the kubelet.
+    #[error("registration of {resource} rejected by the kubelet at {}: {message}", path.display())]
+    Rejected {
+        /// The resource name.
+        resource: String,
+        /// The kubelet socket.
+        path: PathBuf,
+        /// The kubelet's message.
+        message: String,
+    },
+    /// A wait ran out of time.
+    #[error("timed out after {}: {what}", fmt_duration(*timeout))]
+    Timeout {
+        /// What was awaited.
+        what: String,
+        /// How long.
+        timeout: Duration,
+    },
+    /// A local I/O operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was attempted, naming the file.
+        what: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Shorthand for [`Error::Invalid`].
+    pub fn invalid(place: impl Into<String>, message: impl Into<String>) -> Self {
+        Error::Invalid { place: place.into(), message: message.into() }
+    }
+
+    /// Shorthand for [`Error::Io`].
+    pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io { what: what.into(), source }
+    }
+
+    /// Classifies a gRPC status from a call of `rpc` on the socket at `path`.
+    pub fn from_status(rpc: &str, path: &std::path::Path, status: &tonic::Status, limit: usize) -> Self {
+        let message = status.message().to_string();
+        let rpc = rpc.to_string();
+        let path = path.to_path_buf();
+        match status.code() {
+            tonic::Code::Unimplemented => Error::Unimplemented { rpc, path, message },
+            tonic::Code::OutOfRange | tonic::Code::ResourceExhausted if too_large_size(&message).is_some() => {
+                Error::MessageTooLarge { rpc, path, size: too_large_size(&message).flatten(), limit }
+            }
+            code => Error::Rpc { rpc, path, code, message },
+        }
+    }
+
+    /// What the user can do about it, when the cause is known.
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            Error::NoSocket { .. } => {
+                "is the plugin (or kubelet) running, and is this its directory? Check --socket / --dir".into()
+            }
+            Error::NotASocket { .. } => "point --socket at the plugin's unix socket file".into(),
+            Error::PermissionDenied { .. } => "sockets under /var/lib/kubelet belong to root: run as root (sudo), \
+                 or check the directory's mode and SELinux labels (ls -lZ)"
+                .into(),
+            Error::ConnectionRefused { .. } => {
+                "the socket file is stale: the process that created it has exited or restarted".into()
+            }
+            Error::ConnectTimeout { .. } | Error::DeadlineExceeded { .. } | Error::Timeout { .. } => {
+                "the peer is slow or stuck; raise --timeout to wait longer".into()
+            }
+            Error::Unimplemented { message, .. }
+                if message.contains("deviceplugin.") || message.contains("v1alpha") =>
+            {
+                "the peer speaks an old API (deviceplugin v1alpha); current kubelets only speak v1beta1".into()
+            }
+            Error::Unimplemented { .. } => {
+                "wrong API package or version: dpctl speaks device plugin v1beta1 and PodResources v1/v1alpha1; \
+                 is this the right socket?"
+                    .into()
+            }
+            Error::MessageTooLarge { limit, .. } => format!(
+                "the kubelet accepts at most {KUBELET_MAX_RECV} bytes (4 MiB) per message; \
+                 a plugin that sends more is marked unhealthy and never retried. \
+                 Raise --max-recv-bytes (now {limit}) to inspect it anyway"
+            ),
+            Error::PathTooLong { .. } => "use a shorter directory, e.g. under /tmp".into(),
+            Error::AlreadyServing { force_flag, .. } => {
+                format!("another process answers on this socket; stop it, or pass {force_flag} to take the socket over")
+            }
+            Error::NotReplaceable { .. } => "move it away, or choose another socket path".into(),
+            Error::Bind { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+                "run as root, or choose a directory you can write to".into()
+            }
+            _ => return None,
+        })
+    }
+
+    /// The process exit code for this error (see [`exit`]).
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::NoSocket { .. }
+            | Error::NotASocket { .. }
+            | Error::PermissionDenied { .. }
+            | Error::ConnectionRefused { .. }
+            | Error::Connect { .. }
+            | Error::PathTooLong { .. }
+            | Error::AlreadyServing { .. }
+            | Error::NotReplaceable { .. }
+            | Error::Bind { .. } => exit::SOCKET,
+            Error::Unimplemented { .. }
+            | Error::MessageTooLarge { .. }
+            | Error::Rpc { .. }
+            | Error::Rejected { .. } => exit::RPC,
+            Error::ConnectTimeout { .. } | Error::DeadlineExceeded { .. } | Error::Timeout { .. } => exit::TIMEOUT,
+            Error::Invalid { .. } => exit::USAGE,
+            Error::Io { .. } => exit::SOCKET,
+        }
+    }
+}
+
+/// Parses the size out of an over-limit message from tonic
+/// ("found N bytes, the limit is: M bytes") or grpc-go ("larger than max (N vs. M)").
+/// `Some(None)` means the message is an over-limit one without a size.
+fn too_large_size(message: &str) -> Option<Option<usize>> {
+    let number_after = |key: &str| {
+        message.find(key).and_then(|i| {
+            message[i + key.len()..]
+                .trim_start()
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse().ok())
+        })
+    };
+    if message.contains("message length too large") {
+        Some(number_after("found"))
+    } else if message.contains("larger than max") {
+        Some(number_after("larger than max ("))
+    } else {
+        None
+    }
+}
+
+/// Formats a duration for people: `500ms`, `10s`, `1m 30s`.
+pub fn fmt_duration(d: Duration) -> String {
+    if d.as_secs() == 0 || d.subsec_millis() != 0 && d.as_secs() < 10 {
+        return format!("{}ms", d.as_millis());
+    }
+    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn too_large_is_recognised_from_both_stacks() {
+        let tonic = "Error, decoded message length too large: found 5000000 bytes, the limit is: 4194304 bytes";
+        assert_eq!(too_large_size(tonic), Some(Some(5_000_000)));
+        let go = "grpc: received message larger than max (23000000 vs. 4194304)";
+        assert_eq!(too_large_size(go), Some(Some(23_000_000)));
+        assert_eq!(too_large_size("something else"), None);
+    }
+
+    #[test]
+    fn status_classification() {
+        let p = std::path::Path::new("/x.sock");
+        let e =
+            Error::from_status("v1beta1.DevicePlugin/Allocate", p, &tonic::Status::unimplemented("unknown service"), 1);
+        assert_eq!(e.exit_code(), exit::RPC);
+        assert!(matches!(e, Error::Unimplemented { .. }));
+        let st = tonic::Status::out_of_range(
+            "Error, decoded message length too large: found 9 bytes, the limit is: 4 bytes",
+        );
+        assert!(matches!(Error::from_status("r", p, &st, 4), Error::MessageTooLarge { size: Some(9), limit: 4, .. }));
+    }
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(fmt_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(fmt_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(fmt_duration(Duration::from_secs(90)), "1m 30s");
+    }
+}

@@ -1,0 +1,24 @@
+//! dpctl: a toolkit for debugging Kubernetes device plugins.
+//!
+//! It can play every part of the device-plugin protocol over one shared
+//! gRPC-over-unix-socket [`transport`]: the kubelet (`kubelet_sim`), a client
+//! of a plugin's socket ([`plugin_client`]), a PodResources reader
+//! (`podresources`), and a device plugin (`mock_plugin`). The library never
+//! prints: commands render their data through [`output`] into writers that
+//! the binary hands in.
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod contract;
+pub mod error;
+pub mod model;
+pub mod output;
+pub mod paths;
+pub mod plugin_client;
+pub mod podresources;
+pub mod proto;
+pub mod transport;
+pub mod validate;
+
+pub use error::{Error, Result};

@@ -1,0 +1,174 @@
+//! The one output layer: every command's data goes through here, rendered as
+//! a table for people or JSON for programs (JSON Lines for streams). Renderers
+//! write into any `Write`, so tests render into a `Vec<u8>`; nothing here
+//! decides where bytes go.
+
+pub mod plugin;
+
+use std::io::{self, Write};
+use std::time::SystemTime;
+
+use colored::Colorize;
+use comfy_table::{ContentArrangement, Table, presets};
+use serde::Serialize;
+
+/// How a command renders its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns for people.
+    #[default]
+    Table,
+    /// Like `table`, with more columns.
+    Wide,
+    /// JSON with stable snake_case keys; JSON Lines for streams.
+    Json,
+}
+
+impl Format {
+    /// True for `json`.
+    pub fn is_json(self) -> bool {
+        self == Format::Json
+    }
+}
+
+/// A table in dpctl's style: kubectl-like columns, upper-case headers, no borders.
+pub fn table<I, S>(headers: I) -> Table
+where
+    I: IntoIterator<Item = S>,
+    S: Into<comfy_table::Cell>,
+{
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING).set_content_arrangement(ContentArrangement::Disabled).set_header(headers);
+    for col in t.column_iter_mut() {
+        col.set_padding((0, 3));
+    }
+    t
+}
+
+/// Writes a table followed by a newline, with trailing spaces trimmed.
+pub fn write_table(w: &mut dyn Write, table: &Table) -> io::Result<()> {
+    // Padding is set after the header exists; columns added later get it here.
+    let mut t = table.clone();
+    for col in t.column_iter_mut() {
+        col.set_padding((0, 3));
+    }
+    for line in t.lines() {
+        writeln!(w, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// Writes `value` as pretty JSON and a newline.
+pub fn write_json<T: Serialize + ?Sized>(w: &mut dyn Write, value: &T) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *w, value)?;
+    writeln!(w)
+}
+
+/// Writes `value` as one JSON line and flushes, so a reader sees it at once.
+pub fn write_json_line<T: Serialize + ?Sized>(w: &mut dyn Write, value: &T) -> io::Result<()> {
+    serde_json::to_writer(&mut *w, value)?;
+    writeln!(w)?;
+    w.flush()
+}
+
+/// A health string, green when `Healthy`, red otherwise.
+pub fn health(h: &str) -> String {
+    if h == crate::proto::deviceplugin::v1beta1::HEALTHY { h.green().to_string() } else { h.red().to_string() }
+}
+
+/// NUMA nodes for a table: `0-1,3`, or `-` when the device has no topology.
+pub fn numa(nodes: Option<&[i64]>) -> String {
+    match nodes {
+        Some(n) if !n.is_empty() => ranges(n),
+        _ => "-".into(),
+    }
+}
+
+/// Compresses integers into ranges: `[0,1,2,3,8]` becomes `0-3,8`.
+pub fn ranges(ids: &[i64]) -> String {
+    let mut v = ids.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let start = v[i];
+        let mut end = start;
+        while i + 1 < v.len() && v[i + 1] == end + 1 {
+            i += 1;
+            end = v[i];
+        }
+        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+/// Bytes in binary units: `512`, `1Ki`, `1.5Gi`, as Kubernetes quantities read.
+pub fn bytes_binary(n: u64) -> String {
+    const UNITS: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+    if n < 1024 {
+        return n.to_string();
+    }
+    let mut value = n as f64;
+    let mut unit = "";
+    for u in UNITS {
+        if value < 1024.0 {
+            break;
+        }
+        value /= 1024.0;
+        unit = u;
+    }
+    if (value - value.round()).abs() < 0.005 {
+        format!("{}{unit}", value.round() as u64)
+    } else {
+        format!("{value:.2}{unit}").replace(".00", "")
+    }
+}
+
+/// A timestamp as RFC 3339 UTC with milliseconds.
+pub fn timestamp(t: SystemTime) -> String {
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// A comma-separated list, or `-` when empty.
+pub fn list(items: &[String]) -> String {
+    if items.is_empty() { "-".into() } else { items.join(",") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_compress() {
+        assert_eq!(ranges(&[8, 0, 1, 2, 3]), "0-3,8");
+        assert_eq!(ranges(&[5]), "5");
+        assert_eq!(ranges(&[]), "");
+        assert_eq!(ranges(&[1, 3, 5, 6]), "1,3,5-6");
+    }
+
+    #[test]
+    fn binary_units() {
+        assert_eq!(bytes_binary(512), "512");
+        assert_eq!(bytes_binary(1024), "1Ki");
+        assert_eq!(bytes_binary(2 * 1024 * 1024), "2Mi");
+        assert_eq!(bytes_binary(1536 * 1024 * 1024), "1.50Gi");
+    }
+
+    #[test]
+    fn numa_zero_is_shown() {
+        assert_eq!(numa(Some(&[0])), "0");
+        assert_eq!(numa(None), "-");
+    }
+
+    #[test]
+    fn tables_are_trimmed_columns() {
+        let mut t = table(["ID", "HEALTH"]);
+        t.add_row(["dev-0", "Healthy"]);
+        let mut out = Vec::new();
+        write_table(&mut out, &t).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(s, "ID      HEALTH\ndev-0   Healthy\n");
+    }
+}

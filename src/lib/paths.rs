@@ -1,0 +1,73 @@
+//! Default locations on a node, and the environment variables that override
+//! them. No other module spells a kubelet path.
+
+use std::path::{Path, PathBuf};
+
+/// The kubelet's device-plugin directory (hard-coded in the kubelet; it does
+/// not follow `--root-dir`).
+pub const DEFAULT_DEVICE_PLUGIN_DIR: &str = "/var/lib/kubelet/device-plugins";
+/// Overrides [`DEFAULT_DEVICE_PLUGIN_DIR`].
+pub const ENV_DEVICE_PLUGIN_DIR: &str = "DPCTL_DEVICE_PLUGIN_DIR";
+/// The kubelet's registration socket, inside the device-plugin directory.
+pub const KUBELET_SOCKET_NAME: &str = "kubelet.sock";
+/// The device manager's checkpoint file, inside the device-plugin directory.
+pub const CHECKPOINT_FILE_NAME: &str = "kubelet_internal_checkpoint";
+/// The PodResources socket of a kubelet with the default `--root-dir`.
+pub const DEFAULT_PODRESOURCES_SOCKET: &str = "/var/lib/kubelet/pod-resources/kubelet.sock";
+/// Overrides [`DEFAULT_PODRESOURCES_SOCKET`].
+pub const ENV_PODRESOURCES_SOCKET: &str = "DPCTL_PODRESOURCES_SOCKET";
+/// The kubelet's plugin-watcher directory.
+pub const DEFAULT_PLUGINS_REGISTRY_DIR: &str = "/var/lib/kubelet/plugins_registry";
+/// Name of the PodResources socket `dpctl kubelet-sim` serves in its directory.
+pub const SIM_PODRESOURCES_SOCKET_NAME: &str = "pod-resources.sock";
+/// Subdirectory that holds dpctl's own control sockets. A kubelet (real or
+/// simulated) cleans up only the sockets directly in its directory, so these
+/// survive a kubelet restart.
+pub const CONTROL_DIR_NAME: &str = ".dpctl";
+
+/// Longest unix socket path Linux accepts (`sun_path` is 108 bytes with the NUL).
+pub const MAX_SOCKET_PATH_LEN: usize = 107;
+
+/// `<dir>/kubelet.sock`.
+pub fn kubelet_socket(dir: &Path) -> PathBuf {
+    dir.join(KUBELET_SOCKET_NAME)
+}
+
+/// The control socket of a dpctl process that serves `name` in `dir`.
+///
+/// Names that would make the path too long are shortened to a stable hash.
+pub fn control_socket(dir: &Path, name: &str) -> PathBuf {
+    let safe: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+    let ctl = dir.join(CONTROL_DIR_NAME);
+    let candidate = ctl.join(format!("{safe}.sock"));
+    if candidate.as_os_str().len() <= MAX_SOCKET_PATH_LEN {
+        return candidate;
+    }
+    ctl.join(format!("{:016x}.sock", fnv1a64(name.as_bytes())))
+}
+
+/// FNV-1a, 64 bit: a short stable name for long inputs.
+fn fnv1a64(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// The device-plugin directory: the environment override or the default.
+pub fn device_plugin_dir_default() -> PathBuf {
+    std::env::var_os(ENV_DEVICE_PLUGIN_DIR).map_or_else(|| PathBuf::from(DEFAULT_DEVICE_PLUGIN_DIR), PathBuf::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_socket_is_short_and_stable() {
+        let dir = Path::new("/tmp/x");
+        assert_eq!(control_socket(dir, "example.com/gpu"), Path::new("/tmp/x/.dpctl/example.com_gpu.sock"));
+        let long = "a".repeat(200);
+        let p = control_socket(dir, &long);
+        assert!(p.as_os_str().len() <= MAX_SOCKET_PATH_LEN);
+        assert_eq!(p, control_socket(dir, &long));
+    }
+}

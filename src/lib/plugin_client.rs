@@ -1,0 +1,158 @@
+//! A client for a device plugin's socket: every DevicePlugin RPC, with
+//! deadlines and errors that name the socket and the call.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::{Stream, StreamExt};
+use prost::Message;
+use tonic::transport::Channel;
+
+use crate::error::{Error, Result};
+use crate::model::Device;
+use crate::proto::deviceplugin::v1beta1 as dp;
+use crate::proto::deviceplugin::v1beta1::device_plugin_client::DevicePluginClient;
+use crate::transport::{self, ClientConfig};
+
+/// One ListAndWatch message, with when it arrived and how big it was.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The devices, in the order the plugin sent them.
+    pub devices: Vec<Device>,
+    /// Encoded size of the message in bytes.
+    pub encoded_len: usize,
+    /// When it was received.
+    pub received: std::time::SystemTime,
+}
+
+/// A connected device-plugin client.
+#[derive(Debug, Clone)]
+pub struct PluginClient {
+    inner: DevicePluginClient<Channel>,
+    path: PathBuf,
+    config: ClientConfig,
+}
+
+impl PluginClient {
+    /// Connects to the plugin socket at `path`.
+    pub async fn connect(path: &Path, config: &ClientConfig) -> Result<Self> {
+        let channel = transport::connect(path, config.connect_timeout).await?;
+        Ok(Self::from_channel(channel, path, config))
+    }
+
+    /// Wraps an existing channel (for callers that dial themselves).
+    pub fn from_channel(channel: Channel, path: &Path, config: &ClientConfig) -> Self {
+        let inner = DevicePluginClient::new(channel).max_decoding_message_size(config.max_recv_bytes);
+        PluginClient { inner, path: path.to_path_buf(), config: config.clone() }
+    }
+
+    /// The socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs one unary call under the call deadline and classifies its error.
+    async fn unary<T, F>(&self, rpc: &str, call: F) -> Result<T>
+    where
+        F: Future<Output = std::result::Result<tonic::Response<T>, tonic::Status>>,
+    {
+        let timeout = self.config.call_timeout;
+        let full = format!("v1beta1.DevicePlugin/{rpc}");
+        match tokio::time::timeout(timeout, call).await {
+            Ok(Ok(resp)) => Ok(resp.into_inner()),
+            Ok(Err(status)) if is_deadline(&status) => {
+                Err(Error::DeadlineExceeded { rpc: full, path: self.path.clone(), timeout })
+            }
+            Ok(Err(status)) => Err(Error::from_status(&full, &self.path, &status, self.config.max_recv_bytes)),
+            Err(_) => Err(Error::DeadlineExceeded { rpc: full, path: self.path.clone(), timeout }),
+        }
+    }
+
+    /// The request with the call deadline sent along as `grpc-timeout`.
+    fn request<T>(&self, msg: T) -> tonic::Request<T> {
+        let mut req = tonic::Request::new(msg);
+        req.set_timeout(self.config.call_timeout);
+        req
+    }
+
+    /// GetDevicePluginOptions.
+    pub async fn options(&self) -> Result<dp::DevicePluginOptions> {
+        let mut c = self.inner.clone();
+        let req = self.request(dp::Empty {});
+        self.unary("GetDevicePluginOptions", async move { c.get_device_plugin_options(req).await }).await
+    }
+
+    /// Allocate with one container request per group of device IDs.
+    pub async fn allocate(&self, groups: &[Vec<String>]) -> Result<dp::AllocateResponse> {
+        let mut c = self.inner.clone();
+        let req = self.request(dp::AllocateRequest {
+            container_requests: groups
+                .iter()
+                .map(|g| dp::ContainerAllocateRequest { devices_ids: g.clone() })
+                .collect(),
+        });
+        self.unary("Allocate", async move { c.allocate(req).await }).await
+    }
+
+    /// GetPreferredAllocation with the given container requests.
+    pub async fn preferred(
+        &self,
+        requests: Vec<dp::ContainerPreferredAllocationRequest>,
+    ) -> Result<dp::PreferredAllocationResponse> {
+        let mut c = self.inner.clone();
+        let req = self.request(dp::PreferredAllocationRequest { container_requests: requests });
+        self.unary("GetPreferredAllocation", async move { c.get_preferred_allocation(req).await }).await
+    }
+
+    /// PreStartContainer for the given devices.
+    pub async fn pre_start(&self, devices_ids: Vec<String>) -> Result<dp::PreStartContainerResponse> {
+        let mut c = self.inner.clone();
+        let req = self.request(dp::PreStartContainerRequest { devices_ids });
+        self.unary("PreStartContainer", async move { c.pre_start_container(req).await }).await
+    }
+
+    /// Opens ListAndWatch. The stream yields each snapshot, and ends with
+    /// `Ok` when the plugin closes the stream or with the classified error.
+    /// Opening waits at most the call deadline for the response headers.
+    pub async fn list_and_watch(&self) -> Result<impl Stream<Item = Result<Snapshot>> + Send + 'static + use<>> {
+        let mut c = self.inner.clone();
+        let full = "v1beta1.DevicePlugin/ListAndWatch";
+        let stream = self.unary("ListAndWatch", async move { c.list_and_watch(dp::Empty {}).await }).await?;
+        let path = self.path.clone();
+        let limit = self.config.max_recv_bytes;
+        Ok(stream.map(move |item| match item {
+            Ok(msg) => Ok(Snapshot {
+                devices: msg.devices.iter().map(Device::from).collect(),
+                encoded_len: msg.encoded_len(),
+                received: std::time::SystemTime::now(),
+            }),
+            Err(status) => Err(Error::from_status(full, &path, &status, limit)),
+        }))
+    }
+
+    /// The first ListAndWatch message, waiting at most `timeout`.
+    pub async fn list_once(&self, timeout: Duration) -> Result<Snapshot> {
+        let mut stream = Box::pin(self.list_and_watch().await?);
+        match tokio::time::timeout(timeout, stream.next()).await {
+            Ok(Some(item)) => item,
+            Ok(None) => Err(Error::Rpc {
+                rpc: "v1beta1.DevicePlugin/ListAndWatch".into(),
+                path: self.path.clone(),
+                code: tonic::Code::Ok,
+                message: "the plugin ended the stream without sending a device list".into(),
+            }),
+            Err(_) => Err(Error::Timeout {
+                what: format!("first ListAndWatch message from {}", self.path.display()),
+                timeout,
+            }),
+        }
+    }
+}
+
+/// True for a status that means the deadline passed: DeadlineExceeded, or the
+/// `Cancelled: Timeout expired` a tonic server answers when it enforces grpc-timeout.
+fn is_deadline(status: &tonic::Status) -> bool {
+    status.code() == tonic::Code::DeadlineExceeded
+        || (status.code() == tonic::Code::Cancelled && status.message().contains("Timeout expired"))
+}

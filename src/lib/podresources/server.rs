@@ -1,0 +1,204 @@
+//! A PodResources server (v1 and v1alpha1 on one socket, as the kubelet
+//! serves them) that answers from a [`Provider`], with the kubelet's rate
+//! limit, its error texts, and its `Get` feature gate.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tonic::{Request, Response, Status};
+
+use crate::proto::podresources::{v1, v1alpha1};
+
+/// Where the answers come from.
+pub trait Provider: Send + Sync + 'static {
+    /// Every active pod, sidecars (restartable init containers) before regular containers.
+    fn list(&self) -> Vec<v1::PodResources>;
+    /// One pod, or `None` when unknown.
+    fn get(&self, name: &str, namespace: &str) -> Option<v1::PodResources> {
+        self.list().into_iter().find(|p| p.name == name && p.namespace == namespace)
+    }
+    /// Healthy devices, CPUs and memory.
+    fn allocatable(&self) -> v1::AllocatableResourcesResponse;
+    /// The v1alpha1 view: regular containers only, no topology. The default
+    /// converts [`Provider::list`], keeping every container.
+    fn list_v1alpha1(&self) -> Vec<v1alpha1::PodResources> {
+        self.list().iter().map(to_v1alpha1).collect()
+    }
+}
+
+/// How the server behaves.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Serve `Get` (feature gate `KubeletPodResourcesGet`, on since 1.34).
+    pub get_enabled: bool,
+    /// Token bucket: calls per second and burst; `None` disables the limit.
+    pub rate_limit: Option<(f64, u32)>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig { get_enabled: true, rate_limit: Some((RATE_QPS, RATE_BURST)) }
+    }
+}
+
+/// The kubelet's PodResources rate: `DefaultQPS`.
+pub const RATE_QPS: f64 = 100.0;
+/// The kubelet's PodResources burst: `DefaultBurstTokens`.
+pub const RATE_BURST: u32 = 10;
+
+/// The kubelet's message for a rate-limited call.
+pub const RATE_LIMIT_MESSAGE: &str = "rejected by rate limit";
+/// The kubelet's message when `Get` is disabled.
+pub const GET_DISABLED_MESSAGE: &str = "PodResources API Get method disabled";
+
+/// The text the kubelet returns for an unknown pod.
+pub fn pod_not_found(name: &str, namespace: &str) -> String {
+    format!("pod {name} in namespace {namespace} not found")
+}
+
+/// Strips a v1 pod down to its v1alpha1 form.
+pub fn to_v1alpha1(p: &v1::PodResources) -> v1alpha1::PodResources {
+    v1alpha1::PodResources {
+        name: p.name.clone(),
+        namespace: p.namespace.clone(),
+        containers: p
+            .containers
+            .iter()
+            .map(|c| v1alpha1::ContainerResources {
+                name: c.name.clone(),
+                devices: c
+                    .devices
+                    .iter()
+                    .map(|d| v1alpha1::ContainerDevices {
+                        resource_name: d.resource_name.clone(),
+                        device_ids: d.device_ids.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+#[derive(Debug)]
+struct Bucket {
+    qps: f64,
+    burst: f64,
+    state: Mutex<(f64, Instant)>,
+}
+
+impl Bucket {
+    fn take(&self) -> bool {
+        let Ok(mut s) = self.state.lock() else { return true };
+        let now = Instant::now();
+        let refill = now.duration_since(s.1).as_secs_f64() * self.qps;
+        s.0 = (s.0 + refill).min(self.burst);
+        s.1 = now;
+        if s.0 >= 1.0 {
+            s.0 -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+struct Shared {
+    provider: Arc<dyn Provider>,
+    config: ServerConfig,
+    bucket: Option<Bucket>,
+}
+
+impl Shared {
+    fn admit(&self) -> Result<(), Status> {
+        match &self.bucket {
+            Some(b) if !b.take() => Err(Status::resource_exhausted(RATE_LIMIT_MESSAGE)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The v1 and v1alpha1 services, sharing one rate limit (as the kubelet's
+/// interceptor does).
+#[derive(Clone)]
+pub struct PodResourcesService {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for PodResourcesService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PodResourcesService").field("config", &self.shared.config).finish_non_exhaustive()
+    }
+}
+
+impl PodResourcesService {
+    /// A service answering from `provider`.
+    pub fn new(provider: Arc<dyn Provider>, config: ServerConfig) -> Self {
+        let bucket = config.rate_limit.map(|(qps, burst)| Bucket {
+            qps,
+            burst: f64::from(burst),
+            state: Mutex::new((f64::from(burst), Instant::now())),
+        });
+        PodResourcesService { shared: Arc::new(Shared { provider, config, bucket }) }
+    }
+
+    /// A tonic router serving both API versions.
+    pub fn router(&self) -> tonic::transport::server::Router {
+        tonic::transport::Server::builder()
+            .add_service(v1::pod_resources_lister_server::PodResourcesListerServer::new(self.clone()))
+            .add_service(v1alpha1::pod_resources_lister_server::PodResourcesListerServer::new(V1Alpha1(self.clone())))
+    }
+}
+
+#[tonic::async_trait]
+impl v1::pod_resources_lister_server::PodResourcesLister for PodResourcesService {
+    async fn list(
+        &self,
+        _req: Request<v1::ListPodResourcesRequest>,
+    ) -> Result<Response<v1::ListPodResourcesResponse>, Status> {
+        self.shared.admit()?;
+        Ok(Response::new(v1::ListPodResourcesResponse { pod_resources: self.shared.provider.list() }))
+    }
+
+    async fn get_allocatable_resources(
+        &self,
+        _req: Request<v1::AllocatableResourcesRequest>,
+    ) -> Result<Response<v1::AllocatableResourcesResponse>, Status> {
+        self.shared.admit()?;
+        Ok(Response::new(self.shared.provider.allocatable()))
+    }
+
+    async fn get(
+        &self,
+        req: Request<v1::GetPodResourcesRequest>,
+    ) -> Result<Response<v1::GetPodResourcesResponse>, Status> {
+        self.shared.admit()?;
+        if !self.shared.config.get_enabled {
+            return Err(Status::unknown(GET_DISABLED_MESSAGE));
+        }
+        let r = req.into_inner();
+        match self.shared.provider.get(&r.pod_name, &r.pod_namespace) {
+            Some(pod) => Ok(Response::new(v1::GetPodResourcesResponse { pod_resources: Some(pod) })),
+            None => Err(Status::unknown(pod_not_found(&r.pod_name, &r.pod_namespace))),
+        }
+    }
+}
+
+/// The v1alpha1 face of [`PodResourcesService`].
+#[derive(Clone, Debug)]
+struct V1Alpha1(PodResourcesService);
+
+#[tonic::async_trait]
+impl v1alpha1::pod_resources_lister_server::PodResourcesLister for V1Alpha1 {
+    async fn list(
+        &self,
+        _req: Request<v1alpha1::ListPodResourcesRequest>,
+    ) -> Result<Response<v1alpha1::ListPodResourcesResponse>, Status> {
+        self.0.shared.admit()?;
+        Ok(Response::new(v1alpha1::ListPodResourcesResponse { pod_resources: self.0.shared.provider.list_v1alpha1() }))
+    }
+}
+
+/// Time until the bucket has a token again at `qps` (for clients that back off).
+pub fn refill_interval(qps: f64) -> Duration {
+    Duration::from_secs_f64(1.0 / qps.max(f64::MIN_POSITIVE))
+}

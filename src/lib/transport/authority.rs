@@ -1,0 +1,408 @@
+//! A connection adapter that makes every `:authority` real clients send over a
+//! unix socket acceptable to tonic's HTTP/2 server (h2).
+//!
+//! grpc-go dialing a bare socket path sends the path itself as `:authority`
+//! (`/var/lib/kubelet/device-plugins/kubelet.sock`), and grpc-core sends it
+//! percent-encoded (`var%2Flib%2F...`). h2 parses `:authority` as a URI
+//! authority, rejects both, and resets the stream with PROTOCOL_ERROR, so such
+//! clients cannot talk to a plain tonic server at all.
+//!
+//! [`AuthorityFix`] sits between the socket and the server. It reads the
+//! client's frames, decodes every header block with HPACK (keeping the
+//! client's dynamic table), replaces an `:authority` that h2 would reject by
+//! `localhost`, and re-encodes the block with its own encoder (so the server's
+//! HPACK state only ever sees what this adapter wrote). Every other frame, and
+//! everything the server writes, passes through unchanged.
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::{Buf, BufMut, BytesMut};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+const FRAME_HEADER_LEN: usize = 9;
+const TYPE_HEADERS: u8 = 0x1;
+const TYPE_CONTINUATION: u8 = 0x9;
+const FLAG_END_STREAM: u8 = 0x1;
+const FLAG_END_HEADERS: u8 = 0x4;
+const FLAG_PADDED: u8 = 0x8;
+const FLAG_PRIORITY: u8 = 0x20;
+/// SETTINGS_MAX_FRAME_SIZE default; h2's server does not raise it.
+const MAX_FRAME: usize = 16_384;
+/// Largest frame we accept from a client before giving up (h2 would too).
+const MAX_INBOUND_FRAME: usize = 16 * 1024 * 1024;
+/// Upper bound of a header block being collected over CONTINUATION frames.
+const MAX_HEADER_BLOCK: usize = 1024 * 1024;
+/// The authority substituted for one h2 would reject.
+pub const REPLACEMENT_AUTHORITY: &str = "localhost";
+
+/// True when h2 accepts `value` as an `:authority`.
+pub fn is_valid_authority(value: &[u8]) -> bool {
+    http::uri::Authority::try_from(value).is_ok()
+}
+
+/// Wraps the server side of a connection; see the module docs.
+pub struct AuthorityFix<S> {
+    inner: S,
+    raw: BytesMut,
+    ready: BytesMut,
+    preface_left: usize,
+    block: Option<PendingBlock>,
+    decoder: loona_hpack::Decoder<'static>,
+    encoder: loona_hpack::Encoder<'static>,
+    rewritten: u64,
+    eof: bool,
+}
+
+struct PendingBlock {
+    stream_id: u32,
+    end_stream: bool,
+    fragment: Vec<u8>,
+}
+
+impl<S> std::fmt::Debug for AuthorityFix<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthorityFix").field("rewritten", &self.rewritten).finish_non_exhaustive()
+    }
+}
+
+impl<S> AuthorityFix<S> {
+    /// Wraps a freshly accepted connection (before the client preface).
+    pub fn new(inner: S) -> Self {
+        AuthorityFix {
+            inner,
+            raw: BytesMut::with_capacity(16 * 1024),
+            ready: BytesMut::with_capacity(16 * 1024),
+            preface_left: PREFACE.len(),
+            block: None,
+            decoder: loona_hpack::Decoder::new(),
+            encoder: loona_hpack::Encoder::new(),
+            rewritten: 0,
+            eof: false,
+        }
+    }
+
+    /// The wrapped connection.
+    pub fn get_ref(&self) -> &S {
+        &self.inner
+    }
+
+    /// How many `:authority` values this connection had replaced so far.
+    pub fn rewritten(&self) -> u64 {
+        self.rewritten
+    }
+
+    /// Moves every complete frame from `raw` to `ready`, rewriting header blocks.
+    fn process(&mut self) -> io::Result<()> {
+        if self.preface_left > 0 {
+            let n = self.preface_left.min(self.raw.len());
+            let offset = PREFACE.len() - self.preface_left;
+            if self.raw[..n] != PREFACE[offset..offset + n] {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "not an HTTP/2 client preface"));
+            }
+            self.ready.extend_from_slice(&self.raw.split_to(n));
+            self.preface_left -= n;
+            if self.preface_left > 0 {
+                return Ok(());
+            }
+        }
+        while self.raw.len() >= FRAME_HEADER_LEN {
+            let len = (usize::from(self.raw[0]) << 16) | (usize::from(self.raw[1]) << 8) | usize::from(self.raw[2]);
+            if len > MAX_INBOUND_FRAME {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "HTTP/2 frame too large"));
+            }
+            if self.raw.len() < FRAME_HEADER_LEN + len {
+                self.raw.reserve(FRAME_HEADER_LEN + len - self.raw.len());
+                return Ok(());
+            }
+            let kind = self.raw[3];
+            let flags = self.raw[4];
+            let stream_id = u32::from_be_bytes([self.raw[5], self.raw[6], self.raw[7], self.raw[8]]) & 0x7fff_ffff;
+            match kind {
+                TYPE_HEADERS => {
+                    let frame = self.raw.split_to(FRAME_HEADER_LEN + len);
+                    let fragment = headers_fragment(&frame[FRAME_HEADER_LEN..], flags)?;
+                    let block = PendingBlock {
+                        stream_id,
+                        end_stream: flags & FLAG_END_STREAM != 0,
+                        fragment: fragment.to_vec(),
+                    };
+                    self.collect(block, flags)?;
+                }
+                TYPE_CONTINUATION => {
+                    let frame = self.raw.split_to(FRAME_HEADER_LEN + len);
+                    let Some(mut block) = self.block.take() else {
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, "CONTINUATION without HEADERS"));
+                    };
+                    if block.stream_id != stream_id || block.fragment.len() + len > MAX_HEADER_BLOCK {
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, "bad CONTINUATION frame"));
+                    }
+                    block.fragment.extend_from_slice(&frame[FRAME_HEADER_LEN..]);
+                    self.collect(block, flags)?;
+                }
+                _ => {
+                    if self.block.is_some() {
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, "frame interleaved in a header block"));
+                    }
+                    let frame = self.raw.split_to(FRAME_HEADER_LEN + len);
+                    self.ready.extend_from_slice(&frame);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn collect(&mut self, block: PendingBlock, flags: u8) -> io::Result<()> {
+        if flags & FLAG_END_HEADERS == 0 {
+            self.block = Some(block);
+            return Ok(());
+        }
+        self.rewrite(&block)
+    }
+
+    /// Decodes one complete header block and writes it back, re-encoded.
+    fn rewrite(&mut self, block: &PendingBlock) -> io::Result<()> {
+        let mut headers: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(12);
+        self.decoder
+            .decode_with_cb(&block.fragment, |name, value| headers.push((name.into_owned(), value.into_owned())))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("HPACK decoding failed: {e:?}")))?;
+        for (name, value) in &mut headers {
+            if name.as_slice() == b":authority" && !is_valid_authority(value) {
+                tracing::debug!(
+                    authority = %String::from_utf8_lossy(value),
+                    "replacing an :authority h2 would reject by {REPLACEMENT_AUTHORITY}"
+                );
+                *value = REPLACEMENT_AUTHORITY.as_bytes().to_vec();
+                self.rewritten += 1;
+            }
+        }
+        let encoded = self.encoder.encode(headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice())));
+        let mut chunks = encoded.chunks(MAX_FRAME).peekable();
+        let mut first = true;
+        // An empty block still needs its HEADERS frame.
+        let empty: &[u8] = &[];
+        let mut chunk = chunks.next().unwrap_or(empty);
+        loop {
+            let last = chunks.peek().is_none();
+            let mut flags = if last { FLAG_END_HEADERS } else { 0 };
+            let kind = if first {
+                if block.end_stream {
+                    flags |= FLAG_END_STREAM;
+                }
+                TYPE_HEADERS
+            } else {
+                TYPE_CONTINUATION
+            };
+            put_frame_header(&mut self.ready, chunk.len(), kind, flags, block.stream_id);
+            self.ready.extend_from_slice(chunk);
+            first = false;
+            match chunks.next() {
+                Some(next) => chunk = next,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The header block fragment of a HEADERS frame payload, without padding and priority.
+fn headers_fragment(payload: &[u8], flags: u8) -> io::Result<&[u8]> {
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, "malformed HEADERS frame");
+    let mut start = 0;
+    let mut end = payload.len();
+    if flags & FLAG_PADDED != 0 {
+        let pad = usize::from(*payload.first().ok_or_else(bad)?);
+        start += 1;
+        end = end.checked_sub(pad).ok_or_else(bad)?;
+    }
+    if flags & FLAG_PRIORITY != 0 {
+        start += 5;
+    }
+    if start > end {
+        return Err(bad());
+    }
+    Ok(&payload[start..end])
+}
+
+fn put_frame_header(buf: &mut BytesMut, len: usize, kind: u8, flags: u8, stream_id: u32) {
+    // `len` is at most MAX_FRAME, which fits in 24 bits.
+    let len = u32::try_from(len).unwrap_or(u32::MAX) & 0x00ff_ffff;
+    buf.put_slice(&len.to_be_bytes()[1..]);
+    buf.put_u8(kind);
+    buf.put_u8(flags);
+    buf.put_u32(stream_id & 0x7fff_ffff);
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for AuthorityFix<S> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if !this.ready.is_empty() {
+                let n = this.ready.len().min(buf.remaining());
+                buf.put_slice(&this.ready[..n]);
+                this.ready.advance(n);
+                return Poll::Ready(Ok(()));
+            }
+            if this.eof {
+                return Poll::Ready(Ok(()));
+            }
+            if this.raw.capacity() - this.raw.len() < 8 * 1024 {
+                this.raw.reserve(16 * 1024);
+            }
+            let filled = {
+                let dst = this.raw.spare_capacity_mut();
+                let mut rb = ReadBuf::uninit(dst);
+                ready!(Pin::new(&mut this.inner).poll_read(cx, &mut rb))?;
+                rb.filled().len()
+            };
+            if filled == 0 {
+                this.eof = true;
+                continue;
+            }
+            // SAFETY: `poll_read` initialised `filled` bytes of the spare capacity.
+            unsafe { this.raw.set_len(this.raw.len() + filled) };
+            this.process()?;
+        }
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for AuthorityFix<S> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl<S: tonic::transport::server::Connected> tonic::transport::server::Connected for AuthorityFix<S> {
+    type ConnectInfo = S::ConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.inner.connect_info()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers_frame(block: &[u8], flags: u8, stream: u32) -> Vec<u8> {
+        let mut b = BytesMut::new();
+        put_frame_header(&mut b, block.len(), TYPE_HEADERS, flags, stream);
+        b.extend_from_slice(block);
+        b.to_vec()
+    }
+
+    fn run(input: &[u8]) -> (Vec<u8>, u64) {
+        let mut fix = AuthorityFix::new(());
+        fix.raw.extend_from_slice(input);
+        fix.process().unwrap();
+        (fix.ready.to_vec(), fix.rewritten)
+    }
+
+    fn decode_all(out: &[u8]) -> Vec<Vec<(String, String)>> {
+        let mut dec = loona_hpack::Decoder::new();
+        let mut rest = &out[PREFACE.len()..];
+        let mut blocks = Vec::new();
+        while !rest.is_empty() {
+            let len = (usize::from(rest[0]) << 16) | (usize::from(rest[1]) << 8) | usize::from(rest[2]);
+            let kind = rest[3];
+            let payload = &rest[9..9 + len];
+            if kind == TYPE_HEADERS {
+                let mut hs = Vec::new();
+                dec.decode_with_cb(payload, |n, v| {
+                    hs.push((String::from_utf8_lossy(&n).into_owned(), String::from_utf8_lossy(&v).into_owned()))
+                })
+                .unwrap();
+                blocks.push(hs);
+            }
+            rest = &rest[9 + len..];
+        }
+        blocks
+    }
+
+    #[test]
+    fn authority_forms() {
+        assert!(is_valid_authority(b"localhost"));
+        assert!(!is_valid_authority(b"/var/lib/kubelet/device-plugins/kubelet.sock"));
+        assert!(!is_valid_authority(b"var%2Flib%2Fkubelet%2Fdevice-plugins%2Fkubelet.sock"));
+    }
+
+    #[test]
+    fn rewrites_bad_authority_across_indexed_references() {
+        // A client that indexes its bad :authority and refers to it again on the next request.
+        let mut enc = loona_hpack::Encoder::new();
+        let hs: Vec<(&[u8], &[u8])> = vec![
+            (b":method", b"POST"),
+            (b":scheme", b"http"),
+            (b":path", b"/v1beta1.Registration/Register"),
+            (b":authority", b"/tmp/dp/kubelet.sock"),
+            (b"content-type", b"application/grpc"),
+        ];
+        let b1 = enc.encode(hs.iter().copied());
+        let b2 = enc.encode(hs.iter().copied());
+        let mut input = PREFACE.to_vec();
+        input.extend(headers_frame(&b1, FLAG_END_HEADERS, 1));
+        input.extend([0, 0, 1, 0, 0, 0, 0, 0, 1, 0]); // a DATA frame, passed through
+        input.extend(headers_frame(&b2, FLAG_END_HEADERS | FLAG_END_STREAM, 3));
+        let (out, rewritten) = run(&input);
+        assert_eq!(rewritten, 2);
+        let blocks = decode_all(&out);
+        assert_eq!(blocks.len(), 2);
+        for b in &blocks {
+            assert!(b.contains(&(":authority".into(), "localhost".into())), "{b:?}");
+            assert!(b.contains(&(":path".into(), "/v1beta1.Registration/Register".into())));
+        }
+    }
+
+    #[test]
+    fn keeps_valid_authority_and_joins_continuations() {
+        let mut enc = loona_hpack::Encoder::new();
+        let hs: Vec<(&[u8], &[u8])> = vec![(b":authority", b"localhost"), (b"x-big", &[b'a'; 300])];
+        let block = enc.encode(hs.iter().copied());
+        let (a, b) = block.split_at(10);
+        let mut input = PREFACE.to_vec();
+        input.extend(headers_frame(a, 0, 1));
+        let mut cont = BytesMut::new();
+        put_frame_header(&mut cont, b.len(), TYPE_CONTINUATION, FLAG_END_HEADERS, 1);
+        cont.extend_from_slice(b);
+        input.extend(cont);
+        // Feed the input one byte at a time: frames split anywhere must still work.
+        let mut fix = AuthorityFix::new(());
+        for byte in &input {
+            fix.raw.extend_from_slice(&[*byte]);
+            fix.process().unwrap();
+        }
+        assert_eq!(fix.rewritten, 0);
+        let blocks = decode_all(&fix.ready);
+        assert_eq!(blocks[0][0], (":authority".to_string(), "localhost".to_string()));
+        assert_eq!(blocks[0][1].1.len(), 300);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        let mut fix = AuthorityFix::new(());
+        fix.raw.extend_from_slice(b"GET / HTTP/1.1\r\n\r\n");
+        assert!(fix.process().is_err());
+    }
+}

@@ -1,0 +1,123 @@
+//! Dialing a unix socket as a gRPC client.
+
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hyper_util::rt::TokioIo;
+use tokio::net::UnixStream;
+use tonic::transport::{Channel, Endpoint};
+
+use crate::error::{Error, KUBELET_MAX_RECV, Result};
+
+/// How to dial and call.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// Limit for establishing the connection (socket and HTTP/2 handshake).
+    pub connect_timeout: Duration,
+    /// Deadline of each unary call.
+    pub call_timeout: Duration,
+    /// Largest message accepted from the server.
+    pub max_recv_bytes: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            connect_timeout: Duration::from_secs(10),
+            call_timeout: Duration::from_secs(10),
+            max_recv_bytes: KUBELET_MAX_RECV,
+        }
+    }
+}
+
+/// Connects to the gRPC server on the unix socket at `path`, sending
+/// `:authority: localhost` as current kubelets do.
+///
+/// Before dialing, the path is checked so that the error says what is wrong:
+/// nothing there, not a socket, permission denied, or nothing listening.
+pub async fn connect(path: &Path, timeout: Duration) -> Result<Channel> {
+    let first = dial(path, timeout).await?;
+    // The endpoint URI only sets :authority; the connector below ignores it.
+    let endpoint = Endpoint::from_static("http://localhost").connect_timeout(timeout);
+    let slot = Arc::new(Mutex::new(Some(first)));
+    let owned: PathBuf = path.to_path_buf();
+    let connector = tower::service_fn(move |_: http::Uri| {
+        let slot = Arc::clone(&slot);
+        let path = owned.clone();
+        async move {
+            // The first connection is the one already checked; later ones (after
+            // the server closed the connection) are dialed afresh.
+            let ready = slot.lock().map_or(None, |mut s| s.take());
+            let stream = match ready {
+                Some(s) => s,
+                None => UnixStream::connect(&path).await?,
+            };
+            Ok::<_, std::io::Error>(TokioIo::new(stream))
+        }
+    });
+    match tokio::time::timeout(timeout, endpoint.connect_with_connector(connector)).await {
+        Ok(Ok(channel)) => Ok(channel),
+        Ok(Err(e)) => Err(Error::Connect { path: path.to_path_buf(), reason: error_chain(&e) }),
+        Err(_) => Err(Error::ConnectTimeout { path: path.to_path_buf(), timeout }),
+    }
+}
+
+/// Opens the raw connection, classifying every failure.
+async fn dial(path: &Path, timeout: Duration) -> Result<UnixStream> {
+    let owned = || path.to_path_buf();
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.file_type().is_socket() => {
+            return Err(Error::NotASocket { path: owned(), kind: file_kind(&meta.file_type()) });
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Error::NoSocket { path: owned() }),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Err(Error::PermissionDenied { path: owned(), op: "reach" });
+        }
+        Err(e) => return Err(Error::Connect { path: owned(), reason: e.to_string() }),
+    }
+    match tokio::time::timeout(timeout, UnixStream::connect(path)).await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => Error::ConnectionRefused { path: owned() },
+            std::io::ErrorKind::PermissionDenied => Error::PermissionDenied { path: owned(), op: "connect to" },
+            std::io::ErrorKind::NotFound => Error::NoSocket { path: owned() },
+            _ => Error::Connect { path: owned(), reason: e.to_string() },
+        }),
+        Err(_) => Err(Error::ConnectTimeout { path: owned(), timeout }),
+    }
+}
+
+/// Names a file type for messages.
+pub(crate) fn file_kind(t: &std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "directory"
+    } else if t.is_symlink() {
+        "symbolic link"
+    } else if t.is_file() {
+        "regular file"
+    } else if t.is_fifo() {
+        "named pipe"
+    } else if t.is_socket() {
+        "socket"
+    } else {
+        "special file"
+    }
+}
+
+/// An error and its sources on one line.
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        cur = c.source();
+    }
+    s
+}

@@ -1,0 +1,178 @@
+//! Serving gRPC on a unix socket: careful binding, the authority fix, and
+//! removal of the socket on shutdown.
+
+use std::future::Future;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures_util::Stream;
+use tokio::net::{UnixListener, UnixStream};
+use tokio_stream::StreamExt;
+use tonic::transport::server::Router;
+
+use super::authority::AuthorityFix;
+use super::client::file_kind;
+use crate::error::{Error, Result};
+use crate::paths::MAX_SOCKET_PATH_LEN;
+
+/// How long a connect probe may take when deciding whether a socket is live.
+const LIVENESS_PROBE: Duration = Duration::from_millis(500);
+/// How long in-flight calls get to finish after shutdown is asked for.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
+
+/// How to bind a socket.
+#[derive(Debug, Clone)]
+pub struct BindOptions {
+    /// Take the socket over even when a live process answers on it.
+    pub force: bool,
+    /// The flag that sets `force`, named in the error when it is needed.
+    pub force_flag: &'static str,
+    /// File mode of the socket; owner-only by default.
+    pub mode: u32,
+    /// Create the parent directory if it is missing.
+    pub create_dir: bool,
+}
+
+impl Default for BindOptions {
+    fn default() -> Self {
+        BindOptions { force: false, force_flag: "--force", mode: 0o600, create_dir: true }
+    }
+}
+
+/// Removes the socket file it guards when dropped, but only while the file
+/// is still the socket that was bound (same inode): a socket that someone
+/// else has since replaced is left alone.
+#[derive(Debug)]
+pub struct SocketGuard {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl SocketGuard {
+    /// The socket path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// True while the file at the path is still this socket.
+    pub fn still_ours(&self) -> bool {
+        std::fs::symlink_metadata(&self.path)
+            .map(|m| m.file_type().is_socket() && m.dev() == self.dev && m.ino() == self.ino)
+            .unwrap_or(false)
+    }
+}
+
+impl Drop for SocketGuard {
+    fn drop(&mut self) {
+        if self.still_ours() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// A bound unix socket and the guard that removes it.
+#[derive(Debug)]
+pub struct Listener {
+    /// The listening socket.
+    pub listener: UnixListener,
+    /// Removes the socket file when dropped.
+    pub guard: SocketGuard,
+}
+
+/// Binds a unix socket at `path` the safe way:
+///
+/// - fails clearly when the path is longer than a unix socket allows;
+/// - when something is at the path: a live socket (a connect succeeds) is
+///   refused unless `force`; a stale socket is removed; a regular file,
+///   directory or symlink is never touched;
+/// - the socket is created with `mode` (owner-only by default).
+pub async fn bind(path: &Path, opts: &BindOptions) -> Result<Listener> {
+    let len = path.as_os_str().len();
+    if len > MAX_SOCKET_PATH_LEN {
+        return Err(Error::PathTooLong { path: path.to_path_buf(), len, max: MAX_SOCKET_PATH_LEN });
+    }
+    if opts.create_dir
+        && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::io(format!("creating directory {}", parent.display()), e))?;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            let live = matches!(tokio::time::timeout(LIVENESS_PROBE, UnixStream::connect(path)).await, Ok(Ok(_)));
+            if live && !opts.force {
+                return Err(Error::AlreadyServing { path: path.to_path_buf(), force_flag: opts.force_flag });
+            }
+            tracing::info!(socket = %path.display(), live, "removing existing socket");
+            std::fs::remove_file(path)
+                .map_err(|e| Error::io(format!("removing stale socket {}", path.display()), e))?;
+        }
+        Ok(meta) => {
+            return Err(Error::NotReplaceable { path: path.to_path_buf(), kind: file_kind(&meta.file_type()) });
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(Error::io(format!("inspecting {}", path.display()), e)),
+    }
+    let listener = UnixListener::bind(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::PermissionDenied => Error::PermissionDenied { path: path.to_path_buf(), op: "bind" },
+        _ => Error::Bind { path: path.to_path_buf(), source },
+    })?;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(format!("inspecting {}", path.display()), e))?;
+    let guard = SocketGuard { path: path.to_path_buf(), dev: meta.dev(), ino: meta.ino() };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(opts.mode))
+        .map_err(|e| Error::io(format!("setting the mode of {}", path.display()), e))?;
+    Ok(Listener { listener, guard })
+}
+
+/// The accepted connections of `listener`, each behind [`AuthorityFix`].
+pub fn incoming(listener: UnixListener) -> impl Stream<Item = std::io::Result<AuthorityFix<UnixStream>>> {
+    tokio_stream::wrappers::UnixListenerStream::new(listener).map(|conn| conn.map(AuthorityFix::new))
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then gives
+/// in-flight calls a short grace period, stops, and removes the socket.
+///
+/// Streams that never end by themselves (ListAndWatch) do not hold the
+/// shutdown up.
+pub async fn serve(router: Router, listener: Listener, shutdown: impl Future<Output = ()>) -> Result<()> {
+    let Listener { listener, guard } = listener;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = router.serve_with_incoming_shutdown(incoming(listener), async {
+        let _ = stop_rx.await;
+    });
+    tokio::pin!(server);
+    let outcome = tokio::select! {
+        r = &mut server => Some(r),
+        () = shutdown => None,
+    };
+    let result = match outcome {
+        Some(r) => r,
+        None => {
+            let _ = stop_tx.send(());
+            tokio::time::timeout(SHUTDOWN_GRACE, &mut server).await.unwrap_or(Ok(()))
+        }
+    };
+    drop(guard);
+    result.map_err(|e| Error::io(format!("serving {}", "gRPC"), std::io::Error::other(e)))
+}
+
+/// Completes on Ctrl-C (SIGINT) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+}

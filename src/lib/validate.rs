@@ -1,0 +1,131 @@
+//! The kubelet's registration checks, with its exact error texts.
+
+use crate::proto::deviceplugin::v1beta1::SUPPORTED_VERSIONS;
+
+/// Checks a `RegisterRequest` the way the kubelet does, in the same order
+/// (version first, then the resource name). The error is the kubelet's text.
+pub fn check_registration(version: &str, resource_name: &str) -> Result<(), String> {
+    if !SUPPORTED_VERSIONS.contains(&version) {
+        return Err(format!(
+            "requested API version {} is not supported by kubelet. Supported version is [{}]",
+            go_quote(version),
+            SUPPORTED_VERSIONS.iter().map(|v| go_quote(v)).collect::<Vec<_>>().join(" ")
+        ));
+    }
+    if !is_extended_resource_name(resource_name) {
+        return Err(format!("the ResourceName {} is invalid", go_quote(resource_name)));
+    }
+    Ok(())
+}
+
+/// Go's `%q` for the strings that can appear here.
+fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `v1helper.IsExtendedResourceName`: a name that needs a device plugin.
+pub fn is_extended_resource_name(name: &str) -> bool {
+    if !name.contains('/') || name.contains("kubernetes.io/") || name.starts_with("requests.") {
+        return false;
+    }
+    is_qualified_name(&format!("requests.{name}"))
+}
+
+/// Explains why a resource name is not a valid extended resource name.
+pub fn explain_resource_name(name: &str) -> Option<String> {
+    if is_extended_resource_name(name) {
+        return None;
+    }
+    Some(if !name.contains('/') {
+        format!("{name:?} has no domain prefix; extended resources look like vendor.com/device")
+    } else if name.contains("kubernetes.io/") {
+        format!("{name:?} is in the kubernetes.io namespace, which is reserved for native resources")
+    } else {
+        format!(
+            "{name:?} is not <dns-subdomain>/<name>: lowercase domain, one '/', and a name of 1-63 \
+             characters [A-Za-z0-9-_.] starting and ending alphanumeric"
+        )
+    })
+}
+
+/// `validation.IsQualifiedName`.
+fn is_qualified_name(value: &str) -> bool {
+    let mut parts = value.split('/');
+    let (prefix, name) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(name), None, None) => (None, name),
+        (Some(prefix), Some(name), None) => (Some(prefix), name),
+        _ => return false,
+    };
+    if let Some(prefix) = prefix
+        && !is_dns1123_subdomain(prefix)
+    {
+        return false;
+    }
+    !name.is_empty() && name.len() <= 63 && is_qualified_name_part(name)
+}
+
+fn is_qualified_name_part(name: &str) -> bool {
+    let b = name.as_bytes();
+    let alnum = |c: &u8| c.is_ascii_alphanumeric();
+    alnum(&b[0]) && alnum(&b[b.len() - 1]) && b.iter().all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'))
+}
+
+fn is_dns1123_subdomain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            let b = label.as_bytes();
+            let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+            !b.is_empty() && ok(&b[0]) && ok(&b[b.len() - 1]) && b.iter().all(|c| ok(c) || *c == b'-')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_names_as_the_kubelet_judges_them() {
+        for ok in ["example.com/foo", "nvidia.com/gpu", "a.b-c.d/x_y.z-1", "intel.com/sriov_netdevice"] {
+            assert!(is_extended_resource_name(ok), "{ok}");
+        }
+        for bad in [
+            "foo",
+            "kubernetes.io/foo",
+            "Example.com/foo",
+            "a/b/c",
+            "example.com/-x",
+            "requests.a/b",
+            "example.com/",
+            "/x",
+        ] {
+            assert!(!is_extended_resource_name(bad), "{bad}");
+            assert!(explain_resource_name(bad).is_some());
+        }
+        let long = format!("example.com/{}", "a".repeat(64));
+        assert!(!is_extended_resource_name(&long));
+    }
+
+    #[test]
+    fn kubelet_error_texts() {
+        assert_eq!(
+            check_registration("v1alpha", "example.com/foo").unwrap_err(),
+            r#"requested API version "v1alpha" is not supported by kubelet. Supported version is ["v1beta1"]"#
+        );
+        assert_eq!(check_registration("v1beta1", "foo").unwrap_err(), r#"the ResourceName "foo" is invalid"#);
+        assert!(check_registration("v1beta1", "example.com/foo").is_ok());
+    }
+}

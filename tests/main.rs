@@ -1,0 +1,9 @@
+//! dpctl's integration tests: one test binary (one link step), one module
+//! per area. Tests start real servers on sockets in a fresh temporary
+//! directory, never sleep for readiness, and put a timeout on every wait.
+
+mod support;
+
+mod plugin_cli;
+mod transport;
+mod vectors;

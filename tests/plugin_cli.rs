@@ -1,0 +1,176 @@
+//! `dpctl plugin` as a user runs it, against a plugin built on the generated code.
+
+use std::io::BufRead;
+use std::process::Stdio;
+
+use dpctl::proto::deviceplugin::v1beta1 as dp;
+
+use crate::support::plugin::{Behaviour, TestPlugin, device};
+use crate::support::{Sandbox, WAIT, dpctl, dpctl_command, dpctl_env};
+
+async fn plugin(sb: &Sandbox, behaviour: Behaviour) -> (TestPlugin, std::path::PathBuf, tokio::sync::oneshot::Sender<()>) {
+    let devices = vec![
+        device("GPU-0", "Healthy", Some(&[0])),
+        device("GPU-1", "Healthy", Some(&[0])),
+        device("GPU-2", "Unhealthy", Some(&[1])),
+        device("GPU-3", "Healthy", None),
+    ];
+    let p = TestPlugin::new(devices, behaviour);
+    let path = sb.join("gpu.sock");
+    let stop = p.serve(&path).await;
+    (p, path, stop)
+}
+
+#[tokio::test]
+async fn options_as_table_and_json() {
+    let sb = Sandbox::new();
+    let opts = dp::DevicePluginOptions { pre_start_required: true, get_preferred_allocation_available: false };
+    let (_p, path, _stop) = plugin(&sb, Behaviour { options: opts, ..Default::default() }).await;
+    let s = path.to_str().unwrap();
+    let r = dpctl(&["plugin", "call", "options", "--socket", s]).await;
+    r.expect_code(0);
+    assert!(r.stdout.contains("pre_start_required                   true"), "{}", r.stdout);
+    assert!(r.stderr.is_empty(), "stderr: {}", r.stderr);
+    let r = dpctl(&["plugin", "call", "options", "--socket", s, "-o", "json"]).await;
+    let v = r.expect_code(0).json();
+    assert_eq!(v["pre_start_required"], true);
+    assert_eq!(v["get_preferred_allocation_available"], false, "zero values are kept");
+}
+
+#[tokio::test]
+async fn dir_and_endpoint_from_flag_or_environment() {
+    let sb = Sandbox::new();
+    let (_p, _path, _stop) = plugin(&sb, Behaviour::default()).await;
+    let dir = sb.path().to_str().unwrap();
+    dpctl(&["plugin", "call", "options", "--dir", dir, "--endpoint", "gpu.sock"]).await.expect_code(0);
+    dpctl_env(&["plugin", "call", "options", "--endpoint", "gpu.sock"], &[("DPCTL_DEVICE_PLUGIN_DIR", dir)])
+        .await
+        .expect_code(0);
+    // Without a socket name, the error lists what is there.
+    let r = dpctl(&["plugin", "call", "options", "--dir", dir]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("sockets in") && r.stderr.contains("gpu.sock"), "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn list_shows_devices_counts_and_numa_zero() {
+    let sb = Sandbox::new();
+    let (_p, path, _stop) = plugin(&sb, Behaviour::default()).await;
+    let s = path.to_str().unwrap();
+    let r = dpctl(&["plugin", "call", "list", "--socket", s]).await;
+    r.expect_code(0);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines[0].split_whitespace().collect::<Vec<_>>(), ["ID", "HEALTH", "NUMA"]);
+    assert_eq!(lines[1].split_whitespace().collect::<Vec<_>>(), ["GPU-0", "Healthy", "0"]);
+    assert_eq!(lines[4].split_whitespace().collect::<Vec<_>>(), ["GPU-3", "Healthy", "-"]);
+    assert!(r.stdout.contains("capacity 4  allocatable 3"), "{}", r.stdout);
+    let v = dpctl(&["plugin", "call", "list", "--socket", s, "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(v["devices"][0]["numa_nodes"], serde_json::json!([0]));
+    assert_eq!(v["devices"][3]["numa_nodes"], serde_json::Value::Null);
+    assert_eq!((v["capacity"].as_u64(), v["allocatable"].as_u64()), (Some(4), Some(3)));
+}
+
+#[tokio::test]
+async fn allocate_sends_one_request_per_group() {
+    let sb = Sandbox::new();
+    let (p, path, _stop) = plugin(&sb, Behaviour::default()).await;
+    let s = path.to_str().unwrap();
+    let r = dpctl(&["plugin", "call", "allocate", "--socket", s, "--devices", "GPU-0,GPU-1", "--devices", "GPU-3", "-o", "json"]).await;
+    let v = r.expect_code(0).json();
+    let c = v["containers"].as_array().unwrap();
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[0]["envs"]["VISIBLE_DEVICES"], "GPU-0,GPU-1");
+    assert_eq!(c[1]["devices_ids"], serde_json::json!(["GPU-3"]));
+    assert_eq!(c[1]["cdi_devices"], serde_json::json!(["example.com/gpu=GPU-3"]));
+    assert_eq!(c[0]["mounts"][0]["read_only"], true);
+    assert_eq!(p.calls.lock().unwrap().as_slice(), ["Allocate"]);
+    let r = dpctl(&["plugin", "call", "allocate", "--socket", s, "--devices", "GPU-0"]).await;
+    r.expect_code(0);
+    assert!(r.stdout.contains("container 0  devices: GPU-0"), "{}", r.stdout);
+    assert!(r.stdout.contains("cdi") && r.stdout.contains("example.com/gpu=GPU-0"), "{}", r.stdout);
+}
+
+#[tokio::test]
+async fn allocate_error_status_is_reported() {
+    let sb = Sandbox::new();
+    let b = Behaviour { allocate_error: Some((tonic::Code::InvalidArgument, "unknown device GPU-9".into())), ..Default::default() };
+    let (_p, path, _stop) = plugin(&sb, b).await;
+    let r = dpctl(&["plugin", "call", "allocate", "--socket", path.to_str().unwrap(), "--devices", "GPU-9"]).await;
+    r.expect_code(4);
+    assert!(r.stderr.contains("Allocate on") && r.stderr.contains("InvalidArgument: unknown device GPU-9"), "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn preferred_flags_contract_breaches() {
+    let sb = Sandbox::new();
+    let (_p, path, _stop) = plugin(&sb, Behaviour::default()).await;
+    let s = path.to_str().unwrap();
+    let ok = dpctl(&["plugin", "call", "preferred", "--socket", s, "--available", "GPU-2,GPU-0,GPU-1", "--must-include", "GPU-2", "--size", "2", "-o", "json"]).await;
+    let v = ok.expect_code(0).json();
+    assert_eq!(v["preferred"], serde_json::json!(["GPU-2", "GPU-0"]));
+    assert_eq!(v["violations"], serde_json::json!([]));
+
+    let sb2 = Sandbox::new();
+    let bad = Behaviour { preferred: Some(vec!["GPU-7".into()]), ..Default::default() };
+    let (_p2, path2, _stop2) = plugin(&sb2, bad).await;
+    let r = dpctl(&["plugin", "call", "preferred", "--socket", path2.to_str().unwrap(), "--available", "GPU-0,GPU-1", "--must-include", "GPU-1", "--size", "2"]).await;
+    r.expect_code(1);
+    for rule in ["preferred-size", "preferred-subset-of-available", "preferred-must-include"] {
+        assert!(r.stdout.contains(rule), "{rule} missing from:\n{}", r.stdout);
+    }
+}
+
+#[tokio::test]
+async fn prestart_answers() {
+    let sb = Sandbox::new();
+    let (p, path, _stop) = plugin(&sb, Behaviour::default()).await;
+    let r = dpctl(&["plugin", "call", "prestart", "--socket", path.to_str().unwrap(), "--devices", "GPU-0"]).await;
+    r.expect_code(0);
+    assert!(r.stdout.contains("PreStartContainer OK for GPU-0"));
+    assert_eq!(p.calls.lock().unwrap().as_slice(), ["PreStartContainer"]);
+}
+
+// Multi-threaded: the test blocks on the child's output while the plugin serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_streams_json_lines_with_changes() {
+    let sb = Sandbox::new();
+    let (p, path, _stop) = plugin(&sb, Behaviour::default()).await;
+    let mut child = dpctl_command()
+        .args(["plugin", "watch", "--socket", path.to_str().unwrap(), "--count", "2", "-o", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let first: serde_json::Value = serde_json::from_str(&rx.recv_timeout(WAIT).expect("first snapshot")).unwrap();
+    assert_eq!(first["seq"], 1);
+    assert_eq!(first["allocatable"], 3);
+    p.set_devices(vec![device("GPU-0", "Unhealthy", Some(&[0])), device("GPU-4", "Healthy", Some(&[1]))]);
+    let second: serde_json::Value = serde_json::from_str(&rx.recv_timeout(WAIT).expect("second snapshot")).unwrap();
+    assert_eq!(second["seq"], 2);
+    assert_eq!((second["capacity"].as_u64(), second["allocatable"].as_u64()), (Some(2), Some(1)));
+    let changes = second["changes"].as_array().unwrap();
+    assert!(changes.contains(&serde_json::json!({"change": "health_changed", "id": "GPU-0", "from": "Healthy", "to": "Unhealthy"})));
+    assert!(changes.contains(&serde_json::json!({"change": "added", "id": "GPU-4"})));
+    assert!(changes.contains(&serde_json::json!({"change": "removed", "id": "GPU-1"})));
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0), "watch stops by itself after --count");
+}
+
+#[tokio::test]
+async fn watch_reports_a_stream_the_plugin_ends() {
+    let sb = Sandbox::new();
+    let (_p, path, _stop) = plugin(&sb, Behaviour { end_stream_after_first: true, ..Default::default() }).await;
+    let r = dpctl(&["plugin", "watch", "--socket", path.to_str().unwrap(), "-o", "json"]).await;
+    r.expect_code(4);
+    assert_eq!(r.json_lines().len(), 1);
+    assert!(r.stderr.contains("the plugin ended the stream"), "{}", r.stderr);
+}

@@ -1,0 +1,110 @@
+//! Shared test helpers: sandboxes, the dpctl binary, an in-test device plugin.
+
+#![allow(dead_code)]
+
+pub mod h2raw;
+pub mod plugin;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+/// How long any single wait in a test may take.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Awaits `fut`, failing the test if it takes longer than [`WAIT`].
+pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(WAIT, fut).await {
+        Ok(v) => v,
+        Err(_) => panic!("timed out after {WAIT:?} waiting for {what}"),
+    }
+}
+
+/// A fresh, short temporary directory (unix socket paths must stay short).
+pub struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").expect("create temp dir");
+        Sandbox { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// The dpctl binary under test.
+pub fn dpctl_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_dpctl")
+}
+
+/// Result of running dpctl.
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Self {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Panics with the whole run shown unless the exit code is `code`.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, code, "unexpected exit code\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        self
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}\n--- stderr\n{}", self.stdout, self.stderr))
+    }
+
+    pub fn json_lines(&self) -> Vec<serde_json::Value> {
+        self.stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}"))).collect()
+    }
+}
+
+/// Runs dpctl with `args` (colors off, no inherited dpctl env), waiting at most [`WAIT`].
+pub async fn dpctl(args: &[&str]) -> Run {
+    dpctl_env(args, &[]).await
+}
+
+/// Like [`dpctl`], with extra environment variables.
+pub async fn dpctl_env(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = tokio::process::Command::new(dpctl_bin());
+    cmd.args(args)
+        .env_remove("DPCTL_DEVICE_PLUGIN_DIR")
+        .env_remove("DPCTL_PODRESOURCES_SOCKET")
+        .env_remove("DPCTL_LOG")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = within(&format!("dpctl {}", args.join(" ")), cmd.output()).await.expect("run dpctl");
+    Run::from(out)
+}
+
+/// A std Command for dpctl, for tests that manage the child themselves.
+pub fn dpctl_command() -> Command {
+    let mut cmd = Command::new(dpctl_bin());
+    cmd.env_remove("DPCTL_DEVICE_PLUGIN_DIR").env_remove("DPCTL_LOG").env("NO_COLOR", "1");
+    cmd
+}

@@ -1,0 +1,162 @@
+//! The shared transport: safe binding, socket cleanup, every `:authority`
+//! form real clients send, and client errors that say what is wrong.
+
+use std::os::unix::fs::PermissionsExt;
+
+use dpctl::transport::{BindOptions, bind};
+
+use crate::support::plugin::{Behaviour, TestPlugin, device};
+use crate::support::{Sandbox, dpctl, h2raw, within};
+
+#[tokio::test]
+async fn bind_refuses_a_live_socket_and_replaces_a_stale_one() {
+    let sb = Sandbox::new();
+    let path = sb.join("p.sock");
+    let first = bind(&path, &BindOptions::default()).await.unwrap();
+    let err = bind(&path, &BindOptions::default()).await.unwrap_err();
+    assert!(err.to_string().contains("already served by a live process"), "{err}");
+    assert!(err.hint().unwrap().contains("--force"));
+    // A socket nobody listens on any more is stale: it is replaced.
+    let std_listener = std::os::unix::net::UnixListener::bind(sb.join("stale.sock")).unwrap();
+    drop(std_listener);
+    assert!(sb.join("stale.sock").exists());
+    bind(&sb.join("stale.sock"), &BindOptions::default()).await.unwrap();
+    // Forcing takes over a live one.
+    let forced = bind(&path, &BindOptions { force: true, ..Default::default() }).await.unwrap();
+    drop(first); // the old guard must not remove the new socket
+    assert!(path.exists());
+    drop(forced);
+    assert!(!path.exists(), "the socket is removed when its listener goes");
+}
+
+#[tokio::test]
+async fn bind_never_touches_files_dirs_or_symlinks() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.join("file"), b"keep me").unwrap();
+    std::fs::create_dir(sb.join("dir")).unwrap();
+    std::os::unix::fs::symlink(sb.join("file"), sb.join("link")).unwrap();
+    for (name, kind) in [("file", "regular file"), ("dir", "directory"), ("link", "symbolic link")] {
+        let err = bind(&sb.join(name), &BindOptions { force: true, ..Default::default() }).await.unwrap_err();
+        assert!(err.to_string().contains(&format!("it is a {kind}")), "{err}");
+    }
+    assert_eq!(std::fs::read(sb.join("file")).unwrap(), b"keep me");
+    assert!(sb.join("dir").is_dir());
+}
+
+#[tokio::test]
+async fn bind_checks_path_length_and_makes_owner_only_sockets() {
+    let sb = Sandbox::new();
+    let long = sb.join(&"x".repeat(120));
+    let err = bind(&long, &BindOptions::default()).await.unwrap_err();
+    assert!(err.to_string().contains("unix sockets allow at most 107"), "{err}");
+    let l = bind(&sb.join("m.sock"), &BindOptions::default()).await.unwrap();
+    let mode = std::fs::metadata(l.guard.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
+
+#[tokio::test]
+async fn server_accepts_every_authority_form_clients_send() {
+    let sb = Sandbox::new();
+    let path = sb.join("a.sock");
+    let plugin = TestPlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default());
+    let _stop = plugin.serve(&path).await;
+    let raw = path.display().to_string();
+    let encoded = raw.trim_start_matches('/').replace('/', "%2F");
+    for authority in ["localhost", raw.as_str(), encoded.as_str()] {
+        // Three calls on one connection: the later ones refer to the authority
+        // through the HPACK dynamic table.
+        let answers = within(
+            authority,
+            h2raw::unary_calls(&path, authority, "/v1beta1.DevicePlugin/GetDevicePluginOptions", 3),
+        )
+        .await;
+        for a in &answers {
+            assert_eq!(a.reset, None, "stream reset for authority {authority}");
+            assert_eq!(a.get(":status"), Some("200"), "{authority}: {a:?}");
+            assert_eq!(a.get("grpc-status"), Some("0"), "{authority}: {a:?}");
+        }
+    }
+    assert_eq!(plugin.calls.lock().unwrap().len(), 9);
+}
+
+#[tokio::test]
+async fn client_errors_name_the_cause() {
+    let sb = Sandbox::new();
+    let missing = sb.join("none.sock");
+    let r = dpctl(&["plugin", "call", "options", "--socket", missing.to_str().unwrap()]).await;
+    r.expect_code(3);
+    assert!(r.stderr.contains("no socket at"), "{}", r.stderr);
+    assert!(r.stderr.contains("hint:"));
+
+    std::fs::write(sb.join("plain"), b"").unwrap();
+    let r = dpctl(&["plugin", "call", "options", "--socket", sb.join("plain").to_str().unwrap()]).await;
+    r.expect_code(3);
+    assert!(r.stderr.contains("is not a unix socket (it is a regular file)"), "{}", r.stderr);
+
+    drop(std::os::unix::net::UnixListener::bind(sb.join("stale.sock")).unwrap());
+    let r = dpctl(&["plugin", "call", "options", "--socket", sb.join("stale.sock").to_str().unwrap()]).await;
+    r.expect_code(3);
+    assert!(r.stderr.contains("connection refused"), "{}", r.stderr);
+    assert!(r.stderr.contains("stale"), "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn wrong_service_is_explained() {
+    // A socket that serves gRPC, but not the DevicePlugin service (here: PodResources).
+    let sb = Sandbox::new();
+    let path = sb.join("pr.sock");
+    let svc = dpctl::podresources::server::PodResourcesService::new(
+        std::sync::Arc::new(Empty),
+        dpctl::podresources::server::ServerConfig::default(),
+    );
+    let listener = bind(&path, &BindOptions::default()).await.unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(dpctl::transport::serve(svc.router(), listener, async {
+        let _ = rx.await;
+    }));
+    let r = dpctl(&["plugin", "call", "options", "--socket", path.to_str().unwrap()]).await;
+    r.expect_code(4);
+    assert!(r.stderr.contains("not implemented by the server"), "{}", r.stderr);
+    assert!(r.stderr.contains("wrong API package or version"), "{}", r.stderr);
+    drop(tx);
+}
+
+struct Empty;
+impl dpctl::podresources::server::Provider for Empty {
+    fn list(&self) -> Vec<dpctl::proto::podresources::v1::PodResources> {
+        Vec::new()
+    }
+    fn allocatable(&self) -> dpctl::proto::podresources::v1::AllocatableResourcesResponse {
+        Default::default()
+    }
+}
+
+#[tokio::test]
+async fn deadline_and_message_limit() {
+    let sb = Sandbox::new();
+    let path = sb.join("slow.sock");
+    let slow = TestPlugin::new(
+        vec![device("d0", "Healthy", None)],
+        Behaviour { delay: Some(std::time::Duration::from_secs(5)), ..Default::default() },
+    );
+    let _s1 = slow.serve(&path).await;
+    let p = path.to_str().unwrap();
+    let r = dpctl(&["plugin", "call", "allocate", "--socket", p, "--devices", "d0", "--timeout", "200ms"]).await;
+    r.expect_code(5);
+    assert!(r.stderr.contains("deadline exceeded"), "{}", r.stderr);
+
+    // 80,000 devices with long IDs: about 4.8 MB, over the kubelet's 4 MiB.
+    let big: Vec<_> = (0..80_000).map(|i| device(&format!("GPU-{i:08}-0000-0000-0000-000000000000"), "Healthy", Some(&[0]))).collect();
+    let path = sb.join("big.sock");
+    let _s2 = TestPlugin::new(big, Behaviour::default()).serve(&path).await;
+    let p = path.to_str().unwrap();
+    let r = dpctl(&["plugin", "call", "list", "--socket", p]).await;
+    r.expect_code(4);
+    assert!(r.stderr.contains("over the receive limit of 4194304 bytes"), "{}", r.stderr);
+    assert!(r.stderr.contains("4 MiB"), "{}", r.stderr);
+    let r = dpctl(&["plugin", "call", "list", "--socket", p, "--max-recv-bytes", "16777216", "-o", "json"]).await;
+    r.expect_code(0);
+    let v = r.json();
+    assert_eq!(v["capacity"], 80_000);
+    assert!(v["message_bytes"].as_u64().unwrap() > 4 * 1024 * 1024);
+}
