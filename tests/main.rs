@@ -4,6 +4,10 @@
 
 mod support;
 
+mod check;
+mod kubelet_sim;
+mod mock_plugin;
 mod plugin_cli;
+mod podresources;
 mod transport;
 mod vectors;

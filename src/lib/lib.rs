@@ -9,9 +9,12 @@
 
 #![warn(missing_docs)]
 
+pub mod check;
 pub mod cli;
 pub mod contract;
 pub mod error;
+pub mod kubelet_sim;
+pub mod mock_plugin;
 pub mod model;
 pub mod output;
 pub mod paths;

@@ -3,7 +3,11 @@
 //! write into any `Write`, so tests render into a `Vec<u8>`; nothing here
 //! decides where bytes go.
 
+pub mod check;
+pub mod mock;
 pub mod plugin;
+pub mod podresources;
+pub mod sim;
 
 use std::io::{self, Write};
 use std::time::SystemTime;

@@ -1,0 +1,1 @@
+//! Placeholder: renderers for its own issue.

@@ -1,0 +1,1 @@
+//! Placeholder: tests for its own issue.
