@@ -5,6 +5,8 @@
 mod support;
 
 mod check;
+mod completions;
+mod interop;
 mod kubelet_sim;
 mod mock_plugin;
 mod plugin_cli;

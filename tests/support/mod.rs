@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod h2raw;
+pub mod interop;
 pub mod plugin;
 
 use std::future::Future;

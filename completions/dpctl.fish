@@ -1,0 +1,178 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_dpctl_global_optspecs
+    string join \n o/output= color= v/verbose q/quiet h/help V/version
+end
+
+function __fish_dpctl_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_dpctl_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_dpctl_using_subcommand
+    set -l cmd (__fish_dpctl_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c dpctl -n "__fish_dpctl_needs_command" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_needs_command" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_needs_command" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_needs_command" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_needs_command" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -f -a "call" -d 'Make one call to a plugin'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -f -a "options" -d 'GetDevicePluginOptions'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -f -a "list" -d 'The first ListAndWatch message (one snapshot of the device list)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -f -a "allocate" -d 'Allocate: one container request per --devices group'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -f -a "preferred" -d 'GetPreferredAllocation for one container, checking the answer against the contract (subset of available, includes must-include, right size)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -f -a "prestart" -d 'PreStartContainer for the given devices'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l count -d 'Stop after this many messages' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "call" -d 'Make one call to a plugin'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -f -a "list" -d 'List (placeholder)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "list" -d 'List (placeholder)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "call" -d 'Make one call to a plugin'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "list" -d 'List (placeholder)'

@@ -1,0 +1,34 @@
+//! The committed completion scripts in completions/ match what the current
+//! command line generates. To refresh them after changing flags:
+//! `DPCTL_BLESS=1 cargo test --test integration completions`.
+
+use clap_complete::Shell;
+use dpctl::cli::completions::{file_name, render};
+
+#[test]
+fn committed_completions_are_current() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("completions");
+    let bless = std::env::var_os("DPCTL_BLESS").is_some();
+    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+        let path = dir.join(file_name(shell));
+        let fresh = render(shell);
+        if bless {
+            std::fs::write(&path, &fresh).unwrap();
+            continue;
+        }
+        let committed = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            committed == fresh,
+            "{} is out of date: run `DPCTL_BLESS=1 cargo test --test integration completions` and commit it",
+            path.display()
+        );
+    }
+}
+
+#[tokio::test]
+async fn completions_command_prints_the_script() {
+    let r = crate::support::dpctl(&["completions", "bash"]).await;
+    r.expect_code(0);
+    assert!(r.stdout.contains("_dpctl()"), "{}", &r.stdout[..200.min(r.stdout.len())]);
+    assert!(r.stdout.contains("kubelet-sim"));
+}

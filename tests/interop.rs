@@ -1,0 +1,99 @@
+//! dpctl against an independent gRPC stack: grpcio (grpc-core) clients and
+//! servers from tests/interop/peer.py, and grpcurl (grpc-go). Each
+//! `:authority` form that real clients send is exercised against dpctl's
+//! servers. Blocking waits on peer processes run on a multi-threaded runtime
+//! so that in-test servers keep serving.
+
+use crate::support::interop::{self, AUTHORITY_MODES, Peer};
+use crate::support::plugin::{Behaviour, TestPlugin, device};
+use crate::support::{Sandbox, dpctl};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpcio_clients_reach_a_dpctl_server_with_every_authority() {
+    let Some(env) = interop::env() else { return };
+    let sb = Sandbox::new();
+    let path = sb.join("gpu.sock");
+    let plugin = TestPlugin::new(vec![device("GPU-0", "Healthy", Some(&[0]))], Behaviour::default());
+    let _stop = plugin.serve(&path).await;
+    let sock = path.to_str().unwrap();
+    for mode in AUTHORITY_MODES {
+        let env = env.clone();
+        let sock = sock.to_string();
+        let results = tokio::task::spawn_blocking(move || {
+            ["options", "list", "allocate"]
+                .map(|rpc| interop::call(&env, &["--socket", &sock, "--authority", mode, "--rpc", rpc, "--devices", "GPU-0"]))
+        })
+        .await
+        .unwrap();
+        for r in &results {
+            assert_eq!(r["event"], "ok", "authority {mode}: {r}");
+        }
+        assert_eq!(results[1]["response"]["devices"][0]["ID"], "GPU-0");
+        assert_eq!(results[2]["response"]["container_responses"][0]["envs"]["VISIBLE_DEVICES"], "GPU-0");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpcurl_with_its_raw_path_authority_reaches_a_dpctl_server() {
+    let Some(env) = interop::env() else { return };
+    let sb = Sandbox::new();
+    let path = sb.join("gpu.sock");
+    let plugin = TestPlugin::new(vec![device("GPU-0", "Healthy", None)], Behaviour::default());
+    let _stop = plugin.serve(&path).await;
+    // grpcurl (grpc-go) with -unix and no -authority sends the socket path as :authority.
+    let mut cmd = tokio::process::Command::new(&env.grpcurl);
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args([
+        "-plaintext",
+        "-unix",
+        "-import-path",
+        "proto",
+        "-proto",
+        "deviceplugin/v1beta1/api.proto",
+        "-d",
+        r#"{"container_requests":[{"devices_ids":["GPU-0"]}]}"#,
+        path.to_str().unwrap(),
+        "v1beta1.DevicePlugin/Allocate",
+    ]);
+    let out = crate::support::within("grpcurl", cmd.output()).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "grpcurl failed: {stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("VISIBLE_DEVICES"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dpctl_plugin_commands_against_a_grpcio_plugin() {
+    let Some(env) = interop::env() else { return };
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap().to_string();
+    let mut peer = tokio::task::spawn_blocking({
+        let env = env.clone();
+        move || {
+            let mut p = Peer::start(&env, &["plugin", "--dir", &dir, "--no-register", "--devices", "3", "--pre-start"]);
+            p.wait_event("serving");
+            p
+        }
+    })
+    .await
+    .unwrap();
+    let sock = sb.join("peer.sock");
+    let s = sock.to_str().unwrap();
+    let v = dpctl(&["plugin", "call", "options", "--socket", s, "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(v["pre_start_required"], true);
+    let v = dpctl(&["plugin", "call", "list", "--socket", s, "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(v["capacity"], 3);
+    assert_eq!(v["devices"][0]["numa_nodes"], serde_json::json!([0]));
+    let v = dpctl(&["plugin", "call", "allocate", "--socket", s, "--devices", "dev-0,dev-1", "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(v["containers"][0]["envs"]["PEER_DEVICES"], "dev-0,dev-1");
+    let v = dpctl(&["plugin", "call", "preferred", "--socket", s, "--available", "dev-0,dev-1,dev-2", "--must-include", "dev-2", "--size", "2", "-o", "json"])
+        .await
+        .expect_code(0)
+        .json();
+    assert_eq!(v["preferred"], serde_json::json!(["dev-2", "dev-0"]));
+    dpctl(&["plugin", "call", "prestart", "--socket", s, "--devices", "dev-0"]).await.expect_code(0);
+    let r = dpctl(&["plugin", "watch", "--socket", s, "--count", "1", "-o", "json"]).await;
+    assert_eq!(r.expect_code(0).json_lines().len(), 1);
+    let r = dpctl(&["plugin", "call", "allocate", "--socket", s, "--devices", "nope"]).await;
+    r.expect_code(4);
+    assert!(r.stderr.contains("InvalidArgument: unknown device nope"), "{}", r.stderr);
+    drop(peer.seen.drain(..));
+}
