@@ -20,8 +20,9 @@ async fn grpcio_clients_reach_a_dpctl_server_with_every_authority() {
         let env = env.clone();
         let sock = sock.to_string();
         let results = tokio::task::spawn_blocking(move || {
-            ["options", "list", "allocate"]
-                .map(|rpc| interop::call(&env, &["--socket", &sock, "--authority", mode, "--rpc", rpc, "--devices", "GPU-0"]))
+            ["options", "list", "allocate"].map(|rpc| {
+                interop::call(&env, &["--socket", &sock, "--authority", mode, "--rpc", rpc, "--devices", "GPU-0"])
+            })
         })
         .await
         .unwrap();
@@ -82,12 +83,29 @@ async fn dpctl_plugin_commands_against_a_grpcio_plugin() {
     let v = dpctl(&["plugin", "call", "list", "--socket", s, "-o", "json"]).await.expect_code(0).json();
     assert_eq!(v["capacity"], 3);
     assert_eq!(v["devices"][0]["numa_nodes"], serde_json::json!([0]));
-    let v = dpctl(&["plugin", "call", "allocate", "--socket", s, "--devices", "dev-0,dev-1", "-o", "json"]).await.expect_code(0).json();
-    assert_eq!(v["containers"][0]["envs"]["PEER_DEVICES"], "dev-0,dev-1");
-    let v = dpctl(&["plugin", "call", "preferred", "--socket", s, "--available", "dev-0,dev-1,dev-2", "--must-include", "dev-2", "--size", "2", "-o", "json"])
+    let v = dpctl(&["plugin", "call", "allocate", "--socket", s, "--devices", "dev-0,dev-1", "-o", "json"])
         .await
         .expect_code(0)
         .json();
+    assert_eq!(v["containers"][0]["envs"]["PEER_DEVICES"], "dev-0,dev-1");
+    let v = dpctl(&[
+        "plugin",
+        "call",
+        "preferred",
+        "--socket",
+        s,
+        "--available",
+        "dev-0,dev-1,dev-2",
+        "--must-include",
+        "dev-2",
+        "--size",
+        "2",
+        "-o",
+        "json",
+    ])
+    .await
+    .expect_code(0)
+    .json();
     assert_eq!(v["preferred"], serde_json::json!(["dev-2", "dev-0"]));
     dpctl(&["plugin", "call", "prestart", "--socket", s, "--devices", "dev-0"]).await.expect_code(0);
     let r = dpctl(&["plugin", "watch", "--socket", s, "--count", "1", "-o", "json"]).await;

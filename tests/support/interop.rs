@@ -56,9 +56,9 @@ fn setup() -> Result<Env, String> {
             }
         };
         run(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-        run(Command::new(&python).args(["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"]).arg(
-            root().join("tests/interop/requirements.txt"),
-        ))?;
+        run(Command::new(&python)
+            .args(["-m", "pip", "install", "-q", "--disable-pip-version-check", "-r"])
+            .arg(root().join("tests/interop/requirements.txt")))?;
         std::fs::write(&stamp, b"").map_err(|e| e.to_string())?;
     }
     Ok(Env { python, grpcurl: venv.join("bin/grpcurl") })
@@ -150,9 +150,8 @@ impl Drop for Peer {
 pub fn call(env: &Env, args: &[&str]) -> serde_json::Value {
     let out = Command::new(&env.python).arg(peer_script()).arg("call").args(args).output().expect("run peer.py call");
     let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.lines().last().unwrap_or("")).unwrap_or_else(|e| {
-        panic!("peer call printed no JSON ({e}): {text}\n{}", String::from_utf8_lossy(&out.stderr))
-    })
+    serde_json::from_str(text.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("peer call printed no JSON ({e}): {text}\n{}", String::from_utf8_lossy(&out.stderr)))
 }
 
 /// The three `:authority` forms real clients send over a unix socket.
