@@ -160,15 +160,15 @@ async fn wrong_preferred_answer_fails_preferred_contract() {
 #[tokio::test]
 async fn empty_allocate_response_fails_allocate_healthy() {
     let f = Faults { allocate_empty: true, ..Faults::default() };
-    // The concurrent Allocates come back empty too.
+    // parallel-calls leaves Allocate out, as it fails even alone: one fault, one failed check.
     expect_failures(
         devices(),
         f,
         &[],
-        &["allocate-healthy", "parallel-calls"],
+        &["allocate-healthy"],
         &[
             ("allocate-healthy", "0 container response(s) for 1 container request(s)"),
-            ("parallel-calls", "Allocate: 0 container response(s)"),
+            ("parallel-calls", "left out, as it fails even alone: Allocate"),
         ],
     )
     .await;
@@ -321,11 +321,45 @@ async fn options_error_fails_options_answer_and_dependants_cannot_run() {
         devices(),
         f,
         &[],
-        &["options-answer", "parallel-calls"],
-        &[("options-answer", "Internal: boom: no driver"), ("preferred-contract", "GetDevicePluginOptions failed")],
+        &["options-answer"],
+        &[
+            ("options-answer", "the plugin answered Internal: boom: no driver"),
+            ("preferred-contract", "GetDevicePluginOptions failed"),
+            ("parallel-calls", "left out, as it fails even alone: GetDevicePluginOptions"),
+        ],
     )
     .await;
     assert_eq!(with(&v, "error"), ["preferred-contract", "preferred-not-advertised", "prestart-deadline"], "{v:#}");
+}
+
+#[tokio::test]
+async fn second_stream_ending_the_first_fails_parallel_calls() {
+    // As after a re-registration, a second ListAndWatch opens while the first is live.
+    let f = Faults { single_stream: true, ..Faults::default() };
+    expect_failures(
+        devices(),
+        f,
+        &[],
+        &["list-stream-stays-open", "parallel-calls"],
+        &[
+            ("parallel-calls", "the open ListAndWatch stream ended during the calls"),
+            ("list-stream-stays-open", "closed the stream with status OK"),
+        ],
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn allocate_busy_under_concurrency_fails_parallel_calls() {
+    let f = Faults { busy_when_concurrent: true, ..Faults::default() };
+    expect_failures(
+        devices(),
+        f,
+        &[],
+        &["parallel-calls"],
+        &[("parallel-calls", "Allocate: the plugin answered ResourceExhausted: busy: another Allocate is in progress")],
+    )
+    .await;
 }
 
 #[tokio::test]

@@ -3,7 +3,8 @@
 //! keeps the contract, unknown IDs refused), with one switch per misbehaviour.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dpctl::proto::deviceplugin::v1beta1 as dp;
@@ -32,6 +33,10 @@ pub struct Faults {
     pub first_list_delay: Option<Duration>,
     /// PreStartContainer waits this long before answering.
     pub prestart_delay: Option<Duration>,
+    /// A new ListAndWatch ends the one before (one stream at a time).
+    pub single_stream: bool,
+    /// Allocate fails with ResourceExhausted "busy" while another Allocate is in flight.
+    pub busy_when_concurrent: bool,
 }
 
 impl Default for Faults {
@@ -46,6 +51,8 @@ impl Default for Faults {
             close_stream_after_first: false,
             first_list_delay: None,
             prestart_delay: None,
+            single_stream: false,
+            busy_when_concurrent: false,
         }
     }
 }
@@ -54,11 +61,20 @@ impl Default for Faults {
 pub struct CheckPlugin {
     devices: Arc<Vec<dp::Device>>,
     faults: Arc<Faults>,
+    /// Ends the current ListAndWatch stream (for `single_stream`).
+    current_stream: Arc<Mutex<Option<tokio::sync::oneshot::Sender<()>>>>,
+    /// Allocate calls in flight (for `busy_when_concurrent`).
+    allocating: Arc<AtomicUsize>,
 }
 
 impl CheckPlugin {
     pub fn new(devices: Vec<dp::Device>, faults: Faults) -> Self {
-        CheckPlugin { devices: Arc::new(devices), faults: Arc::new(faults) }
+        CheckPlugin {
+            devices: Arc::new(devices),
+            faults: Arc::new(faults),
+            current_stream: Arc::default(),
+            allocating: Arc::default(),
+        }
     }
 
     /// Serves on `path` (bound before this returns) until the sender is dropped.
@@ -97,6 +113,12 @@ impl DevicePlugin for CheckPlugin {
         let (tx, rx) = tokio::sync::mpsc::channel(1);
         let devices = self.devices.clone();
         let faults = self.faults.clone();
+        let (kill_tx, kill_rx) = tokio::sync::oneshot::channel::<()>();
+        if self.faults.single_stream
+            && let Some(previous) = self.current_stream.lock().unwrap().replace(kill_tx)
+        {
+            let _ = previous.send(());
+        }
         tokio::spawn(async move {
             if let Some(d) = faults.first_list_delay {
                 tokio::time::sleep(d).await;
@@ -105,8 +127,11 @@ impl DevicePlugin for CheckPlugin {
                 return;
             }
             if !faults.close_stream_after_first {
-                // Keep the stream open until the client goes away.
-                tx.closed().await;
+                // Keep the stream open until the client goes away (or a newer stream replaces it).
+                tokio::select! {
+                    () = tx.closed() => {}
+                    Ok(()) = kill_rx => {}
+                }
             }
         });
         Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
@@ -146,6 +171,15 @@ impl DevicePlugin for CheckPlugin {
 
     async fn allocate(&self, req: Request<dp::AllocateRequest>) -> Result<Response<dp::AllocateResponse>, Status> {
         let req = req.into_inner();
+        if self.faults.busy_when_concurrent {
+            let before = self.allocating.fetch_add(1, Ordering::SeqCst);
+            // Stay in flight a while, so concurrent calls overlap.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            self.allocating.fetch_sub(1, Ordering::SeqCst);
+            if before > 0 {
+                return Err(Status::resource_exhausted("busy: another Allocate is in progress"));
+            }
+        }
         if !self.faults.allocate_accepts_unknown {
             let unknown: Vec<&str> = req
                 .container_requests

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::probe::{Ended, Probe};
+use super::probe::{Ended, Probe, said};
 use super::{CheckId, Finding};
 use crate::contract::{self, Violation};
 use crate::error::{Error, fmt_duration};
@@ -216,12 +216,15 @@ async fn allocate_healthy(p: &mut Probe<'_>) -> Finding {
     }
     let mut good = Vec::new();
     let mut bad = Vec::new();
-    for groups in &shapes {
+    for (i, groups) in shapes.iter().enumerate() {
         let what = format!("Allocate {}", describe_groups(groups));
         match p.client.allocate(groups).await {
-            Err(e) => bad.push(format!("{what} failed: {e}")),
+            Err(e) => bad.push(format!("{what} failed: {}", said(&e))),
             Ok(resp) => {
                 let v = contract::check_allocate(groups.len(), &resp);
+                if i == 0 {
+                    p.allocate_ok = Some(v.is_empty());
+                }
                 if v.is_empty() {
                     good.push(format!("{what}: {} response(s)", resp.container_responses.len()));
                 } else {
@@ -230,6 +233,7 @@ async fn allocate_healthy(p: &mut Probe<'_>) -> Finding {
             }
         }
     }
+    p.allocate_ok.get_or_insert(false);
     p.allocated = Some(vec![first]);
     if bad.is_empty() {
         let note = if shapes.len() == 1 { " (only one healthy device: two containers not tried)" } else { "" };
@@ -274,7 +278,7 @@ async fn allocate_unknown_id(p: &mut Probe<'_>) -> Finding {
         Err(Error::Unimplemented { message, .. }) => {
             Finding::pass(format!("refused with Unimplemented ({message}); see allocate-healthy"))
         }
-        Err(e) => Finding::error(format!("Allocate of {id} could not be made: {e}")),
+        Err(e) => Finding::error(format!("Allocate of {id} could not be made: {}", said(&e))),
     }
 }
 
@@ -328,8 +332,9 @@ async fn preferred_contract(p: &mut Probe<'_>) -> Finding {
     for (what, req) in &shapes {
         match p.client.preferred(vec![req.clone()]).await {
             Err(e) => bad.push(format!(
-                "{what}: {e} (the kubelet fails the admission: \"device plugin GetPreferredAllocation rpc failed \
-                 with err: ...\")"
+                "{what}: {} (the kubelet fails the admission: \"device plugin GetPreferredAllocation rpc failed \
+                 with err: ...\")",
+                said(&e)
             )),
             Ok(resp) => {
                 let answer = resp.container_responses.first().map(|r| r.device_i_ds.clone()).unwrap_or_default();
@@ -391,7 +396,7 @@ async fn preferred_not_advertised(p: &mut Probe<'_>) -> Finding {
             )
         }
         Err(Error::Unimplemented { .. }) => "and the plugin does not implement it".to_string(),
-        Err(e) => format!("(asked anyway, it answered: {e})"),
+        Err(e) => format!("(asked anyway: {})", said(&e)),
     };
     Finding::skip(format!(
         "not advertised (get_preferred_allocation_available=false): the kubelet never calls it, {said}"
@@ -416,7 +421,9 @@ async fn prestart_deadline(p: &mut Probe<'_>) -> Finding {
     let deadline = p.opts.prestart_timeout;
     let client = p.client_with(deadline);
     let t = Instant::now();
-    match client.pre_start(devices.clone()).await {
+    let answer = client.pre_start(devices.clone()).await;
+    p.prestart_ok = Some(answer.is_ok());
+    match answer {
         Ok(_) => Finding::pass(format!(
             "answered in {} for [{}] (deadline {})",
             fmt_duration(t.elapsed()),
@@ -429,46 +436,110 @@ async fn prestart_deadline(p: &mut Probe<'_>) -> Finding {
             devices.join(",")
         )),
         Err(e) => Finding::fail(format!(
-            "PreStartContainer for [{}] failed: {e}; the kubelet fails the container start (\"device plugin \
+            "PreStartContainer for [{}] failed: {}; the kubelet fails the container start (\"device plugin \
              PreStartContainer rpc failed with err: ...\")",
-            devices.join(",")
+            devices.join(","),
+            said(&e)
         )),
     }
 }
 
 type Call = Pin<Box<dyn Future<Output = (&'static str, Result<(), String>)> + Send>>;
 
+/// A kind of call `parallel-calls` makes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Options,
+    Allocate,
+    PreStart,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Options => "GetDevicePluginOptions",
+            Kind::Allocate => "Allocate",
+            Kind::PreStart => "PreStartContainer",
+        }
+    }
+}
+
+/// Which calls work when made alone; only those are made concurrently, so
+/// that a failure here is about concurrency, not a repeat of another check.
+async fn working_alone(p: &mut Probe<'_>, healthy: &[String]) -> (Vec<Kind>, Vec<Kind>) {
+    let options = p.options().await.result.ok();
+    let mut works = Vec::new();
+    let mut broken = Vec::new();
+    if options.is_some() {
+        works.push(Kind::Options);
+    } else {
+        broken.push(Kind::Options);
+    }
+    if let Some(d) = healthy.first() {
+        if p.allocate_ok.is_none() {
+            let r = p.client.allocate(&[vec![d.clone()]]).await;
+            p.allocate_ok = Some(r.is_ok_and(|resp| contract::check_allocate(1, &resp).is_empty()));
+        }
+        if p.allocate_ok == Some(true) {
+            works.push(Kind::Allocate)
+        } else {
+            broken.push(Kind::Allocate)
+        }
+        if options.is_some_and(|o| o.pre_start_required) {
+            if p.prestart_ok.is_none() {
+                p.prestart_ok = Some(p.client.pre_start(vec![d.clone()]).await.is_ok());
+            }
+            if p.prestart_ok == Some(true) { works.push(Kind::PreStart) } else { broken.push(Kind::PreStart) }
+        }
+    }
+    (works, broken)
+}
+
 async fn parallel_calls(p: &mut Probe<'_>) -> Finding {
     let healthy = p.healthy().await.unwrap_or_default();
-    let prestart = p.options().await.result.is_ok_and(|o| o.pre_start_required);
+    let listing = p.first_message().await.is_ok();
+    let (kinds, broken) = working_alone(p, &healthy).await;
+    if kinds.is_empty() && !listing {
+        return Finding::error(
+            "no call works even when made alone (see options-answer, list-first-message-prompt), so there is no \
+             concurrency to test",
+        );
+    }
     let mut rx = p.stream();
     let ended_before = rx.borrow_and_update().ended.is_some();
     let mut calls: Vec<Call> = Vec::new();
-    for i in 0..p.opts.parallel.max(1) {
+    for i in 0..if kinds.is_empty() { 0 } else { p.opts.parallel.max(1) } {
         let c = p.client.clone();
-        let device = (!healthy.is_empty()).then(|| healthy[i % healthy.len()].clone());
-        let call: Call =
-            match (i % 3, device) {
-                (0, _) | (_, None) => Box::pin(async move {
-                    ("GetDevicePluginOptions", c.options().await.map(|_| ()).map_err(|e| e.to_string()))
-                }),
-                (2, Some(d)) if prestart => Box::pin(async move {
-                    ("PreStartContainer", c.pre_start(vec![d]).await.map(|_| ()).map_err(|e| e.to_string()))
-                }),
-                (_, Some(d)) => Box::pin(async move {
-                    let r = c.allocate(&[vec![d]]).await.map_err(|e| e.to_string()).and_then(|resp| {
-                        contract::check_allocate(1, &resp).first().map_or(Ok(()), |v| Err(v.evidence.clone()))
-                    });
-                    ("Allocate", r)
-                }),
-            };
+        let device = healthy.get(i % healthy.len().max(1)).cloned().unwrap_or_default();
+        let call: Call = match kinds[i % kinds.len()] {
+            Kind::Options => {
+                Box::pin(async move { ("GetDevicePluginOptions", c.options().await.map(|_| ()).map_err(|e| said(&e))) })
+            }
+            Kind::PreStart => Box::pin(async move {
+                ("PreStartContainer", c.pre_start(vec![device]).await.map(|_| ()).map_err(|e| said(&e)))
+            }),
+            Kind::Allocate => Box::pin(async move {
+                let r = c.allocate(&[vec![device]]).await.map_err(|e| said(&e)).and_then(|resp| {
+                    contract::check_allocate(1, &resp).first().map_or(Ok(()), |v| Err(v.evidence.clone()))
+                });
+                ("Allocate", r)
+            }),
+        };
         calls.push(call);
     }
-    let second = p.stream_client();
-    let first_limit = p.opts.first_message_timeout;
-    calls.push(Box::pin(async move {
-        ("ListAndWatch", second.list_once(first_limit).await.map(|_| ()).map_err(|e| e.to_string()))
-    }));
+    if listing {
+        let second = p.stream_client();
+        let first_limit = p.opts.first_message_timeout;
+        calls.push(Box::pin(async move {
+            ("ListAndWatch", second.list_once(first_limit).await.map(|_| ()).map_err(|e| said(&e)))
+        }));
+    }
+    let left_out = if broken.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = broken.iter().map(|k| k.name()).collect();
+        format!("; left out, as it fails even alone: {}", names.join(", "))
+    };
     let t = Instant::now();
     let results = futures_util::future::join_all(calls).await;
     let took = t.elapsed();
@@ -492,7 +563,7 @@ async fn parallel_calls(p: &mut Probe<'_>) -> Finding {
     };
     if bad.is_empty() {
         Finding::pass(format!(
-            "{} concurrent calls ({}) all succeeded in {}{stream_note}",
+            "{} concurrent calls ({}) all succeeded in {}{stream_note}{left_out}",
             results.len(),
             made.join(", "),
             fmt_duration(took)
@@ -502,7 +573,7 @@ async fn parallel_calls(p: &mut Probe<'_>) -> Finding {
         let shown: Vec<String> = bad.into_iter().take(5).collect();
         let more = if n > 5 { format!(" and {} more", n - 5) } else { String::new() };
         Finding::fail(format!(
-            "{n} of {} concurrent calls ({}) went wrong: {}{more}",
+            "{n} of {} concurrent calls ({}) went wrong: {}{more}{left_out}",
             results.len(),
             made.join(", "),
             shown.join("; ")

@@ -74,6 +74,10 @@ pub(super) struct Probe<'a> {
     first: Option<std::result::Result<First, String>>,
     /// The devices `allocate-healthy` gave its first container (PreStartContainer uses them).
     pub allocated: Option<Vec<String>>,
+    /// Whether a single Allocate works when made alone (None: not tried yet).
+    pub allocate_ok: Option<bool>,
+    /// Whether PreStartContainer works when made alone (None: not tried yet).
+    pub prestart_ok: Option<bool>,
 }
 
 impl<'a> Probe<'a> {
@@ -81,7 +85,18 @@ impl<'a> Probe<'a> {
     pub async fn connect(target: &'a CheckTarget, opts: &'a CheckOptions) -> Result<Probe<'a>> {
         let channel = transport::connect(&target.socket, target.connect_timeout).await?;
         let client = PluginClient::from_channel(channel.clone(), &target.socket, &config(opts.call_timeout));
-        Ok(Probe { target, opts, channel, client, options: None, stream: None, first: None, allocated: None })
+        Ok(Probe {
+            target,
+            opts,
+            channel,
+            client,
+            options: None,
+            stream: None,
+            first: None,
+            allocated: None,
+            allocate_ok: None,
+            prestart_ok: None,
+        })
     }
 
     /// A client on the same connection with another call deadline.
@@ -101,7 +116,7 @@ impl<'a> Probe<'a> {
             return f.clone();
         }
         let t = Instant::now();
-        let result = self.client.options().await.map_err(|e| e.to_string());
+        let result = self.client.options().await.map_err(|e| said(&e));
         let f = Fetched { result, took: t.elapsed() };
         self.options = Some(f.clone());
         f
@@ -194,7 +209,7 @@ async fn read_stream(client: PluginClient, tx: watch::Sender<StreamState>) {
     };
     let mut stream = match client.list_and_watch().await {
         Ok(s) => Box::pin(s),
-        Err(e) => return end(&tx, e.to_string(), too_large(&e)),
+        Err(e) => return end(&tx, said(&e), too_large(&e)),
     };
     while let Some(item) = stream.next().await {
         match item {
@@ -208,10 +223,21 @@ async fn read_stream(client: PluginClient, tx: watch::Sender<StreamState>) {
                     s.first = Some((Instant::now(), Arc::new(snap)));
                 }
             }),
-            Err(e) => return end(&tx, e.to_string(), too_large(&e)),
+            Err(e) => return end(&tx, said(&e), too_large(&e)),
         }
     }
     end(&tx, "the plugin closed the stream with status OK".into(), None);
+}
+
+/// An error as evidence: what the plugin said, without the socket path and
+/// method the report already shows.
+pub(super) fn said(e: &Error) -> String {
+    match e {
+        Error::Rpc { code, message, .. } => format!("the plugin answered {code:?}: {message}"),
+        Error::Unimplemented { message, .. } => format!("the plugin answered Unimplemented: {message}"),
+        Error::DeadlineExceeded { timeout, .. } => format!("no answer within {}", fmt_duration(*timeout)),
+        other => other.to_string(),
+    }
 }
 
 fn too_large(e: &Error) -> Option<Option<usize>> {
