@@ -204,6 +204,19 @@ async fn allocate_of_unknown_id_succeeding_fails() {
 }
 
 #[tokio::test]
+async fn allocate_of_unknown_id_hanging_fails() {
+    let f = Faults { allocate_hangs_on_unknown: true, ..Faults::default() };
+    expect_failures(
+        devices(),
+        f,
+        &["--timeout", "300ms", "--only", "allocate-unknown-id,allocate-healthy"],
+        &["allocate-unknown-id"],
+        &[("allocate-unknown-id", "which the plugin never advertised, got no answer within 300ms")],
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn bad_health_string_fails_health_values() {
     let mut d = devices();
     d[1].health = "healthy".into();
@@ -456,6 +469,10 @@ async fn only_and_skip_choose_checks_and_unknown_names_are_usage_errors() {
     assert!(r.stderr.contains("list-stream-stays-open"), "{}", r.stderr);
     assert!(r.stdout.is_empty());
     check(&s, &["--skip", "nope"]).await.expect_code(2);
+    // An unwritable --junit path is a usage error found before anything runs.
+    let r = check(&s, &["--junit", "/nonexistent-dir/r.xml"]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("--junit") && r.stdout.is_empty(), "{}", r.stderr);
 }
 
 #[tokio::test]

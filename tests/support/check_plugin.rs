@@ -33,6 +33,8 @@ pub struct Faults {
     pub first_list_delay: Option<Duration>,
     /// PreStartContainer waits this long before answering.
     pub prestart_delay: Option<Duration>,
+    /// Allocate of IDs it never advertised never answers.
+    pub allocate_hangs_on_unknown: bool,
     /// A new ListAndWatch ends the one before (one stream at a time).
     pub single_stream: bool,
     /// Allocate fails with ResourceExhausted "busy" while another Allocate is in flight.
@@ -51,6 +53,7 @@ impl Default for Faults {
             close_stream_after_first: false,
             first_list_delay: None,
             prestart_delay: None,
+            allocate_hangs_on_unknown: false,
             single_stream: false,
             busy_when_concurrent: false,
         }
@@ -188,6 +191,9 @@ impl DevicePlugin for CheckPlugin {
                 .filter(|id| !self.known(id))
                 .map(String::as_str)
                 .collect();
+            if !unknown.is_empty() && self.faults.allocate_hangs_on_unknown {
+                std::future::pending::<()>().await;
+            }
             if !unknown.is_empty() {
                 return Err(Status::invalid_argument(format!("unknown devices: {}", unknown.join(","))));
             }

@@ -102,6 +102,15 @@ pub async fn run(args: CheckArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     }
     let checks = check::select(&args.only, &args.skip)?;
     let socket = args.target.socket_path()?;
+    // Opened first, so that a bad path is reported before the suite runs.
+    let junit = match &args.junit {
+        Some(path) => Some((
+            path,
+            std::fs::File::create(path)
+                .map_err(|e| Error::invalid("--junit", format!("cannot write {}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
     let target = CheckTarget {
         socket,
         connect_timeout: args.target.connect_timeout,
@@ -145,10 +154,11 @@ pub async fn run(args: CheckArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    if let Some(path) = &args.junit {
-        let mut xml = Vec::new();
-        render::junit(&mut xml, &report).map_err(out_err)?;
-        std::fs::write(path, xml).map_err(|e| Error::io(format!("writing the JUnit report {}", path.display()), e))?;
+    if let Some((path, file)) = junit {
+        let mut w = std::io::BufWriter::new(file);
+        render::junit(&mut w, &report)
+            .and_then(|()| w.flush())
+            .map_err(|e| Error::io(format!("writing the JUnit report {}", path.display()), e))?;
     }
     render::report(&mut ctx.term.out, ctx.format, &report).map_err(out_err)?;
     if let Some(u) = &report.unreachable {
