@@ -117,6 +117,27 @@ async fn shared_test_plugin_skips_what_it_does_not_advertise() {
     assert!(calls.iter().any(|c| c == "GetPreferredAllocation"), "{calls:?}");
 }
 
+#[tokio::test]
+async fn no_healthy_devices_skips_what_needs_them() {
+    let sb = Sandbox::new();
+    let d = vec![device("GPU-0", "Unhealthy", Some(&[0])), device("GPU-1", "Unhealthy", Some(&[0]))];
+    let (s, _stop) = serve(&sb, d, Faults::default()).await;
+    let v = check(&s, &["-o", "json"]).await.expect_code(0).json();
+    assert_eq!(
+        with(&v, "skip"),
+        [
+            "allocate-healthy",
+            "preferred-contract",
+            "preferred-not-advertised",
+            "prestart-deadline",
+            "registration-options-agree"
+        ],
+        "{v:#}"
+    );
+    assert!(evidence(&v, "allocate-healthy").contains("no healthy devices"), "{v:#}");
+    assert!(evidence(&v, "parallel-calls").contains("GetDevicePluginOptions"), "{v:#}");
+}
+
 /// Runs the suite against a plugin with `faults` and `devices`, and asserts
 /// that exactly the `failing` checks fail and that each named check's
 /// evidence contains its text. Returns the JSON report.

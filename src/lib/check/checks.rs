@@ -418,6 +418,12 @@ async fn prestart_deadline(p: &mut Probe<'_>) -> Finding {
             Err(e) => return Finding::error(e),
         },
     };
+    if devices.is_empty() {
+        return Finding::skip(
+            "no healthy devices advertised: no container would start with this plugin's devices, so the kubelet \
+             would not call PreStartContainer",
+        );
+    }
     let deadline = p.opts.prestart_timeout;
     let client = p.client_with(deadline);
     let t = Instant::now();

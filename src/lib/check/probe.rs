@@ -62,6 +62,13 @@ struct StreamWatch {
     task: JoinHandle<()>,
 }
 
+impl Drop for StreamWatch {
+    /// Stops the reader also when the suite itself is dropped half-way.
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// The plugin under test, as far as the suite has learnt it.
 pub(super) struct Probe<'a> {
     pub target: &'a CheckTarget,
@@ -190,11 +197,9 @@ impl<'a> Probe<'a> {
             .collect())
     }
 
-    /// Stops the stream reader.
+    /// Stops the stream reader (closing the stream, as a kubelet's restart would).
     pub fn close(self) {
-        if let Some(s) = self.stream {
-            s.task.abort();
-        }
+        drop(self);
     }
 }
 
