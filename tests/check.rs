@@ -507,6 +507,25 @@ async fn list_names_every_check() {
 }
 
 #[tokio::test]
+async fn socket_without_the_device_plugin_service_is_named() {
+    // A gRPC server on the socket, but no v1beta1.DevicePlugin service (as on kubelet.sock).
+    let sb = Sandbox::new();
+    let path = sb.join("other.sock");
+    let listener = dpctl::transport::bind(&path, &Default::default()).await.unwrap();
+    let router = tonic::transport::Server::builder()
+        .add_optional_service::<dp::device_plugin_server::DevicePluginServer<CheckPlugin>>(None);
+    let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(dpctl::transport::serve(router, listener, async {
+        let _ = rx.await;
+    }));
+    let r = check(path.to_str().unwrap(), &["-o", "json"]).await;
+    let v = r.expect_code(1).json();
+    assert_eq!(with(&v, "fail"), ["list-first-message-prompt", "list-stream-stays-open", "options-answer"], "{v:#}");
+    assert!(evidence(&v, "options-answer").contains("does not serve v1beta1.DevicePlugin"), "{v:#}");
+    assert_eq!(with(&v, "pass"), Vec::<String>::new(), "nothing can pass: {v:#}");
+}
+
+#[tokio::test]
 async fn unreachable_plugin_exits_3_and_still_writes_junit() {
     let sb = Sandbox::new();
     let missing = sb.join("gone.sock");

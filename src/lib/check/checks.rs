@@ -42,7 +42,15 @@ async fn options_answer(p: &mut Probe<'_>) -> Finding {
     let f = p.options().await;
     match f.result {
         Ok(o) => Finding::pass(format!("answered in {}: {}", fmt_duration(f.took), options_text(&o))),
-        Err(e) => Finding::fail(e),
+        Err(e) => {
+            let hint = if e.contains("answered Unimplemented") {
+                "; this socket does not serve v1beta1.DevicePlugin: is it the plugin's socket (not kubelet.sock), \
+                 and does the plugin speak device plugin API v1beta1?"
+            } else {
+                ""
+            };
+            Finding::fail(format!("GetDevicePluginOptions failed after {}: {e}{hint}", fmt_duration(f.took)))
+        }
     }
 }
 
@@ -275,9 +283,10 @@ async fn allocate_unknown_id(p: &mut Probe<'_>) -> Finding {
         Err(Error::Rpc { code, message, .. }) => {
             Finding::pass(format!("refused in {} with {code:?}: {message}", fmt_duration(t.elapsed())))
         }
-        Err(Error::Unimplemented { message, .. }) => {
-            Finding::pass(format!("refused with Unimplemented ({message}); see allocate-healthy"))
-        }
+        Err(Error::Unimplemented { message, .. }) => Finding::error(format!(
+            "Allocate is not implemented at all (Unimplemented: {message}), so refusing unknown IDs cannot be told \
+             apart; see allocate-healthy"
+        )),
         Err(e) => Finding::error(format!("Allocate of {id} could not be made: {}", said(&e))),
     }
 }

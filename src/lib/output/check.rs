@@ -23,20 +23,19 @@ pub fn outcome(o: Outcome) -> String {
     }
 }
 
-/// Renders a report: one row per check, then the failures and errors in
-/// full (evidence, rule, why it matters), then a summary line.
+/// Renders a report: one row per check, then each failure in full
+/// (evidence, rule, why it matters), each error on a line, then a summary.
 pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<()> {
     if format.is_json() {
         return write_json(w, report);
     }
-    if let Some(u) = &report.unreachable {
+    if report.unreachable.is_some() {
         writeln!(
             w,
-            "{} 0 of {} checks run: could not reach the plugin at {}: {}",
+            "{} 0 of {} checks run: could not reach the plugin at {}",
             "error".magenta().bold(),
             report.checks.len(),
-            report.socket,
-            u.message
+            report.socket
         )?;
         return w.flush();
     }
@@ -55,14 +54,20 @@ pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<
         t.add_row(row);
     }
     write_table(w, &t)?;
-    for c in report.checks.iter().filter(|c| matches!(c.outcome, Outcome::Fail | Outcome::Error)) {
+    for c in report.checks.iter().filter(|c| c.outcome == Outcome::Fail) {
         writeln!(w)?;
         writeln!(w, "{} {}", outcome(c.outcome).to_uppercase(), c.name.bold())?;
         writeln!(w, "  evidence: {}", c.evidence)?;
-        if c.outcome == Outcome::Fail {
-            writeln!(w, "  rule:     {}", c.rule)?;
-        }
+        writeln!(w, "  rule:     {}", c.rule)?;
         writeln!(w, "  why:      {}", c.reason)?;
+    }
+    // Checks that could not run mostly follow from a failure above: one line each.
+    let errors: Vec<&CheckResult> = report.checks.iter().filter(|c| c.outcome == Outcome::Error).collect();
+    if !errors.is_empty() {
+        writeln!(w)?;
+        for c in errors {
+            writeln!(w, "{} {}: {}", outcome(c.outcome).to_uppercase(), c.name.bold(), one_line(&c.evidence))?;
+        }
     }
     writeln!(w)?;
     writeln!(w, "{}", summary(report))?;
@@ -306,7 +311,7 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert!(lines[0].starts_with("CHECK") && lines[0].contains("DETAIL"), "{s}");
         assert!(s.contains("FAIL device-ids-valid\n  evidence: IDs listed more than once"), "{s}");
-        assert!(s.contains("ERROR message-size"), "{s}");
+        assert!(s.contains("\nERROR message-size: no message\n"), "{s}");
         assert!(lines.last().unwrap().starts_with("4 checks: 1 passed, 1 failed, 1 skipped, 1 errors in 1.23s"), "{s}");
     }
 }
