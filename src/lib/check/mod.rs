@@ -8,6 +8,21 @@
 //! is a library so that `dpctl smoke` can run the same checks, feeding in the
 //! `RegisterRequest` its kubelet-sim observed ([`CheckTarget::registration`]).
 //!
+//! How `dpctl smoke` reuses it (after its kubelet-sim accepted `req`):
+//!
+//! ```text
+//! let target = CheckTarget {
+//!     registration: Some(Registration::from_request(&req, "the RegisterRequest")),
+//!     ..CheckTarget::new(plugin_socket)
+//! };
+//! let opts = CheckOptions { suite: "dpctl smoke".into(), ..CheckOptions::default() };
+//! let mut report = check::run_checks(&target, &opts).await;
+//! report.checks.push(CheckResult { name: "admission".into(), .. });   // its own steps
+//! report.tally();
+//! output::check::report(out, format, &report)?;  output::check::junit(file, &report)?;
+//! std::process::exit(report.exit_code());
+//! ```
+//!
 //! The suite opens ListAndWatch once at the start and keeps it open for the
 //! whole run (as the kubelet does), so `list-stream-stays-open` and
 //! `parallel-calls` see whether the other calls disturb it.
