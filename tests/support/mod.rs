@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod check_plugin;
 pub mod h2raw;
 pub mod interop;
 pub mod plugin;

@@ -1,1 +1,605 @@
-//! Placeholder: filled in by its own issue.
+//! `dpctl plugin check`: a sanity suite for device plugins, like csi-sanity
+//! is for CSI drivers. It talks to a plugin's socket the way a kubelet does
+//! and checks every answer against what the kubelet needs.
+//!
+//! Each check has a stable kebab-case name ([`CheckId::name`]), a one-line
+//! reason it matters, and the rule it enforces; a run yields a [`Report`] of
+//! [`CheckResult`]s (pass, fail, skip, error) with the evidence. The engine
+//! is a library so that `dpctl smoke` can run the same checks, feeding in the
+//! `RegisterRequest` its kubelet-sim observed ([`CheckTarget::registration`]).
+//!
+//! How `dpctl smoke` reuses it (after its kubelet-sim accepted `req`):
+//!
+//! ```text
+//! let target = CheckTarget {
+//!     registration: Some(Registration::from_request(&req, "the RegisterRequest")),
+//!     ..CheckTarget::new(plugin_socket)
+//! };
+//! let opts = CheckOptions { suite: "dpctl smoke".into(), ..CheckOptions::default() };
+//! let mut report = check::run_checks(&target, &opts).await;
+//! report.checks.push(CheckResult { name: "admission".into(), .. });   // its own steps
+//! report.tally();
+//! output::check::report(out, format, &report)?;  output::check::junit(file, &report)?;
+//! std::process::exit(report.exit_code());
+//! ```
+//!
+//! The suite opens ListAndWatch once at the start and keeps it open for the
+//! whole run (as the kubelet does), so `list-stream-stays-open` and
+//! `parallel-calls` see whether the other calls disturb it.
+
+mod checks;
+mod probe;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, KUBELET_MAX_RECV, Result};
+use crate::proto::deviceplugin::v1beta1 as dp;
+
+/// The checks, in the order they run and are reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CheckId {
+    /// GetDevicePluginOptions answers within the call deadline.
+    OptionsAnswer,
+    /// Options sent at registration agree with GetDevicePluginOptions.
+    RegistrationOptionsAgree,
+    /// The first ListAndWatch message arrives promptly.
+    ListFirstMessagePrompt,
+    /// Device IDs are non-empty and unique.
+    DeviceIdsValid,
+    /// Health is exactly `Healthy` or `Unhealthy`.
+    HealthValues,
+    /// NUMA node IDs are not negative.
+    NumaIdsValid,
+    /// ListAndWatch messages fit the kubelet's receive limit.
+    MessageSize,
+    /// Allocate of healthy devices answers once per container request.
+    AllocateHealthy,
+    /// Allocate of an ID never advertised fails cleanly.
+    AllocateUnknownId,
+    /// GetPreferredAllocation answers keep the contract (when advertised).
+    PreferredContract,
+    /// GetPreferredAllocation is not advertised: the kubelet will not call it.
+    PreferredNotAdvertised,
+    /// PreStartContainer answers within the kubelet's deadline (when required).
+    PrestartDeadline,
+    /// Concurrent calls all succeed and do not break the stream.
+    ParallelCalls,
+    /// ListAndWatch stays open through the run.
+    ListStreamStaysOpen,
+}
+
+impl CheckId {
+    /// Every check, in run order.
+    pub const ALL: [CheckId; 14] = [
+        CheckId::OptionsAnswer,
+        CheckId::RegistrationOptionsAgree,
+        CheckId::ListFirstMessagePrompt,
+        CheckId::DeviceIdsValid,
+        CheckId::HealthValues,
+        CheckId::NumaIdsValid,
+        CheckId::MessageSize,
+        CheckId::AllocateHealthy,
+        CheckId::AllocateUnknownId,
+        CheckId::PreferredContract,
+        CheckId::PreferredNotAdvertised,
+        CheckId::PrestartDeadline,
+        CheckId::ParallelCalls,
+        CheckId::ListStreamStaysOpen,
+    ];
+
+    /// The stable kebab-case name (used by `--only`, `--skip`, JSON and JUnit).
+    pub fn name(self) -> &'static str {
+        match self {
+            CheckId::OptionsAnswer => "options-answer",
+            CheckId::RegistrationOptionsAgree => "registration-options-agree",
+            CheckId::ListFirstMessagePrompt => "list-first-message-prompt",
+            CheckId::DeviceIdsValid => "device-ids-valid",
+            CheckId::HealthValues => "health-values",
+            CheckId::NumaIdsValid => "numa-ids-valid",
+            CheckId::MessageSize => "message-size",
+            CheckId::AllocateHealthy => "allocate-healthy",
+            CheckId::AllocateUnknownId => "allocate-unknown-id",
+            CheckId::PreferredContract => "preferred-contract",
+            CheckId::PreferredNotAdvertised => "preferred-not-advertised",
+            CheckId::PrestartDeadline => "prestart-deadline",
+            CheckId::ParallelCalls => "parallel-calls",
+            CheckId::ListStreamStaysOpen => "list-stream-stays-open",
+        }
+    }
+
+    /// The check with this name.
+    pub fn from_name(name: &str) -> Option<CheckId> {
+        CheckId::ALL.into_iter().find(|c| c.name() == name)
+    }
+
+    /// One line: why the check matters.
+    pub fn reason(self) -> &'static str {
+        match self {
+            CheckId::OptionsAnswer => {
+                "the kubelet calls GetDevicePluginOptions inside Register; without an answer the resource never appears"
+            }
+            CheckId::RegistrationOptionsAgree => {
+                "the kubelet acts on GetDevicePluginOptions, not on the options in RegisterRequest; \
+                 a mismatch means the plugin expects calls that never come, or gets calls it did not ask for"
+            }
+            CheckId::ListFirstMessagePrompt => {
+                "until the first ListAndWatch message arrives the resource has no capacity on the node"
+            }
+            CheckId::DeviceIdsValid => {
+                "device IDs key the kubelet's device sets and checkpoint; empty or repeated IDs miscount capacity"
+            }
+            CheckId::HealthValues => {
+                "only the exact string \"Healthy\" counts; any other value silently makes the device unallocatable"
+            }
+            CheckId::NumaIdsValid => {
+                "the Topology Manager aligns devices by their NUMA node IDs; a negative ID names no real node"
+            }
+            CheckId::MessageSize => {
+                "the kubelet receives at most 4 MiB per message; a larger device list ends the stream for good"
+            }
+            CheckId::AllocateHealthy => {
+                "pod admission calls Allocate and needs exactly one container response per container request"
+            }
+            CheckId::AllocateUnknownId => {
+                "a plugin must refuse a device it does not have rather than hand it to a container, or hang"
+            }
+            CheckId::PreferredContract => {
+                "when advertised, the kubelet asks GetPreferredAllocation at every admission and relies on the answer"
+            }
+            CheckId::PreferredNotAdvertised => {
+                "without get_preferred_allocation_available the kubelet never calls GetPreferredAllocation"
+            }
+            CheckId::PrestartDeadline => {
+                "with pre_start_required, every container start waits for PreStartContainer, for at most 30 s"
+            }
+            CheckId::ParallelCalls => {
+                "admissions, container starts and re-registrations reach the plugin concurrently on one connection, \
+                 beside the open ListAndWatch stream"
+            }
+            CheckId::ListStreamStaysOpen => {
+                "the kubelet never reopens ListAndWatch; once it ends, every device is unhealthy until the plugin \
+                 registers again"
+            }
+        }
+    }
+
+    /// The rule the check enforces, as the kubelet applies it, with sources.
+    pub fn rule(self) -> &'static str {
+        match self {
+            CheckId::OptionsAnswer => {
+                "kubelet >= 1.25 calls GetDevicePluginOptions synchronously inside Register; an error fails the \
+                 registration (\"failed to get device plugin options: ...\"), ListAndWatch is never called and the \
+                 resource never appears (kubernetes/kubernetes#109016)"
+            }
+            CheckId::RegistrationOptionsAgree => {
+                "kubelet >= 1.25 stores the options GetDevicePluginOptions returns when the plugin registers, not \
+                 RegisterRequest.options; both must say the same (kubernetes/kubernetes#109016)"
+            }
+            CheckId::ListFirstMessagePrompt => {
+                "a resource appears in node status only after its first ListAndWatch message; send the full device \
+                 list as soon as the stream opens"
+            }
+            CheckId::DeviceIdsValid => {
+                "every device ID in a ListAndWatch message must be non-empty and unique: the kubelet keeps sets of \
+                 IDs, so repeats collapse into one device"
+            }
+            CheckId::HealthValues => {
+                "health must be exactly \"Healthy\" or \"Unhealthy\" (pluginapi.Healthy, pluginapi.Unhealthy); \
+                 the kubelet treats any other string as unhealthy"
+            }
+            CheckId::NumaIdsValid => {
+                "TopologyInfo NUMA node IDs must not be negative: they are the node's NUMA node numbers"
+            }
+            CheckId::MessageSize => {
+                "the kubelet's client receives at most 4194304 bytes per message; a larger ListAndWatch message \
+                 fails with ResourceExhausted, ends the stream, marks the resource unhealthy and is never retried \
+                 (kubernetes/kubernetes#109304)"
+            }
+            CheckId::AllocateHealthy => {
+                "Allocate must answer with one ContainerAllocateResponse per ContainerAllocateRequest; the kubelet \
+                 uses container_responses[0] and rejects the pod on an empty list (\"no containers return in \
+                 allocation response\") or an error (UnexpectedAdmissionError)"
+            }
+            CheckId::AllocateUnknownId => {
+                "Allocate of an ID the plugin never advertised must fail with an error status, promptly: success \
+                 promises a device that does not exist, and the kubelet calls Allocate with no deadline, so a hang \
+                 blocks pod admission"
+            }
+            CheckId::PreferredContract => {
+                "GetPreferredAllocation must return exactly allocation_size IDs, all from available_deviceIDs, \
+                 including every must_include_deviceIDs, without repeats, one response per container request; the \
+                 kubelet drops unknown IDs and fills a short answer arbitrarily, losing the plugin's placement"
+            }
+            CheckId::PreferredNotAdvertised => {
+                "the kubelet calls GetPreferredAllocation only when get_preferred_allocation_available=true"
+            }
+            CheckId::PrestartDeadline => {
+                "with pre_start_required=true the kubelet calls PreStartContainer on every container start with a \
+                 30 s deadline (KubeletPreStartContainerRPCTimeoutInSecs); an error or a timeout fails the start"
+            }
+            CheckId::ParallelCalls => {
+                "concurrent calls on the kubelet's single connection must all succeed and must not end or stall the \
+                 ListAndWatch stream"
+            }
+            CheckId::ListStreamStaysOpen => {
+                "when ListAndWatch ends (error, EOF or status OK) the kubelet marks all devices unhealthy and never \
+                 calls it again; only a new Register recovers (kubernetes/kubernetes#92958)"
+            }
+        }
+    }
+}
+
+/// Picks checks by name: all of them, or only `only`, minus `skip`.
+/// Unknown names are an error that lists the valid ones.
+pub fn select(only: &[String], skip: &[String]) -> Result<Vec<CheckId>> {
+    let parse = |flag: &str, names: &[String]| -> Result<Vec<CheckId>> {
+        names
+            .iter()
+            .map(|n| n.trim())
+            .filter(|n| !n.is_empty())
+            .map(|n| {
+                CheckId::from_name(n).ok_or_else(|| {
+                    let valid: Vec<&str> = CheckId::ALL.iter().map(|c| c.name()).collect();
+                    Error::invalid(flag, format!("unknown check {n:?}; valid checks: {}", valid.join(", ")))
+                })
+            })
+            .collect()
+    };
+    let only = parse("--only", only)?;
+    let skip = parse("--skip", skip)?;
+    Ok(CheckId::ALL.into_iter().filter(|c| only.is_empty() || only.contains(c)).filter(|c| !skip.contains(c)).collect())
+}
+
+/// What the plugin said about itself when it registered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    /// `RegisterRequest.options` (`None` when the request carried none).
+    pub options: Option<dp::DevicePluginOptions>,
+    /// Where the options came from, for the evidence (e.g. `--register-options`).
+    pub source: String,
+}
+
+impl Registration {
+    /// The options of a `RegisterRequest` a kubelet (or kubelet-sim) received.
+    pub fn from_request(req: &dp::RegisterRequest, source: impl Into<String>) -> Self {
+        Registration { options: req.options, source: source.into() }
+    }
+}
+
+/// Which plugin to check.
+#[derive(Debug, Clone)]
+pub struct CheckTarget {
+    /// The plugin's socket.
+    pub socket: PathBuf,
+    /// Limit for connecting to it.
+    pub connect_timeout: Duration,
+    /// The receive limit the messages must fit (the kubelet's 4 MiB).
+    pub max_message_bytes: usize,
+    /// The registration, when known (`registration-options-agree` skips without it).
+    pub registration: Option<Registration>,
+}
+
+impl CheckTarget {
+    /// A target with the kubelet's limits and no registration.
+    pub fn new(socket: impl Into<PathBuf>) -> Self {
+        CheckTarget {
+            socket: socket.into(),
+            connect_timeout: Duration::from_secs(5),
+            max_message_bytes: KUBELET_MAX_RECV,
+            registration: None,
+        }
+    }
+}
+
+/// How to run the suite.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    /// Which checks to run (see [`select`]); the order does not matter.
+    pub checks: Vec<CheckId>,
+    /// Deadline of each unary call (GetDevicePluginOptions, Allocate, GetPreferredAllocation).
+    pub call_timeout: Duration,
+    /// How long the first ListAndWatch message may take.
+    pub first_message_timeout: Duration,
+    /// How long after its first message the stream must stay open (at least).
+    pub stream_window: Duration,
+    /// PreStartContainer deadline (the kubelet's is 30 s).
+    pub prestart_timeout: Duration,
+    /// How many concurrent calls `parallel-calls` makes.
+    pub parallel: usize,
+    /// Name of the suite in reports and JUnit.
+    pub suite: String,
+}
+
+impl Default for CheckOptions {
+    fn default() -> Self {
+        CheckOptions {
+            checks: CheckId::ALL.to_vec(),
+            call_timeout: Duration::from_secs(10),
+            first_message_timeout: Duration::from_secs(5),
+            stream_window: Duration::from_secs(2),
+            prestart_timeout: Duration::from_secs(30),
+            parallel: 8,
+            suite: SUITE_NAME.into(),
+        }
+    }
+}
+
+/// The suite's name in reports and in JUnit's `<testsuite name>`.
+pub const SUITE_NAME: &str = "dpctl plugin check";
+
+/// How a check came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The plugin did what the kubelet needs.
+    Pass,
+    /// The plugin broke the rule; the evidence says how.
+    Fail,
+    /// The check does not apply (the evidence says why).
+    Skip,
+    /// The check could not run (the evidence says why).
+    Error,
+}
+
+impl Outcome {
+    /// `pass`, `fail`, `skip` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Skip => "skip",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// One check's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// The check's stable name.
+    pub name: String,
+    /// Why the check matters.
+    pub reason: String,
+    /// How it came out.
+    pub outcome: Outcome,
+    /// What was seen: the numbers and IDs on pass and fail, why on skip and error.
+    pub evidence: String,
+    /// The rule the check enforces (the one broken, on failure).
+    pub rule: String,
+    /// How long the check took.
+    pub duration_ms: u64,
+}
+
+impl CheckResult {
+    /// A result for `id` (for callers such as `smoke` that run a check their own way).
+    pub fn new(id: CheckId, outcome: Outcome, evidence: impl Into<String>, took: Duration) -> Self {
+        CheckResult {
+            name: id.name().into(),
+            reason: id.reason().into(),
+            outcome,
+            evidence: evidence.into(),
+            rule: id.rule().into(),
+            duration_ms: millis(took),
+        }
+    }
+}
+
+/// Why nothing could be checked: the plugin could not be reached.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unreachable {
+    /// The connection error.
+    pub message: String,
+    /// What to do about it, when known.
+    pub hint: Option<String>,
+    /// The exit code of that error (3 for socket problems, 5 for a timeout).
+    pub exit_code: u8,
+}
+
+/// Totals by outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    /// Checks run.
+    pub total: usize,
+    /// Passed.
+    pub passed: usize,
+    /// Failed.
+    pub failed: usize,
+    /// Skipped.
+    pub skipped: usize,
+    /// Could not run.
+    pub errors: usize,
+}
+
+/// A whole run: what was checked and every result, in run order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// The suite's name (`dpctl plugin check`).
+    pub suite: String,
+    /// The plugin socket.
+    pub socket: String,
+    /// When the run started, RFC 3339.
+    pub started: String,
+    /// How long the run took.
+    pub duration_ms: u64,
+    /// Set when the plugin could not be reached (every check is then an error).
+    pub unreachable: Option<Unreachable>,
+    /// Totals by outcome.
+    pub totals: Totals,
+    /// The results.
+    pub checks: Vec<CheckResult>,
+}
+
+impl Report {
+    /// Recomputes [`Report::totals`] from the results.
+    pub fn tally(&mut self) {
+        let count = |o| self.checks.iter().filter(|c| c.outcome == o).count();
+        self.totals = Totals {
+            total: self.checks.len(),
+            passed: count(Outcome::Pass),
+            failed: count(Outcome::Fail),
+            skipped: count(Outcome::Skip),
+            errors: count(Outcome::Error),
+        };
+    }
+
+    /// The exit code: the connection error's when unreachable, 1 when a check
+    /// failed or could not run, else 0.
+    pub fn exit_code(&self) -> u8 {
+        if let Some(u) = &self.unreachable {
+            return u.exit_code;
+        }
+        if self.checks.iter().any(|c| matches!(c.outcome, Outcome::Fail | Outcome::Error)) {
+            crate::error::exit::CHECK_FAILED
+        } else {
+            crate::error::exit::OK
+        }
+    }
+}
+
+/// What the suite reports while it runs (for a progress display).
+#[derive(Debug)]
+pub enum Progress<'a> {
+    /// A check is starting.
+    Started(CheckId),
+    /// A check finished.
+    Finished(&'a CheckResult),
+}
+
+/// Runs the selected checks against the target.
+pub async fn run_checks(target: &CheckTarget, opts: &CheckOptions) -> Report {
+    run_checks_with(target, opts, &mut |_| {}).await
+}
+
+/// Like [`run_checks`], telling `progress` as each check starts and finishes.
+pub async fn run_checks_with(
+    target: &CheckTarget,
+    opts: &CheckOptions,
+    progress: &mut (dyn FnMut(Progress<'_>) + Send),
+) -> Report {
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let mut selected = opts.checks.clone();
+    selected.sort();
+    selected.dedup();
+    let mut report = Report {
+        suite: opts.suite.clone(),
+        socket: target.socket.display().to_string(),
+        started: crate::output::timestamp(started),
+        duration_ms: 0,
+        unreachable: None,
+        totals: Totals::default(),
+        checks: Vec::new(),
+    };
+    match probe::Probe::connect(target, opts).await {
+        Ok(mut probe) => {
+            for id in selected {
+                progress(Progress::Started(id));
+                let t = Instant::now();
+                let finding = checks::run(id, &mut probe).await;
+                let mut result = CheckResult::new(id, finding.outcome, finding.evidence, t.elapsed());
+                if let Some(rule) = finding.rule {
+                    result.rule = rule;
+                }
+                progress(Progress::Finished(&result));
+                report.checks.push(result);
+            }
+            probe.close();
+        }
+        Err(e) => {
+            let evidence = format!("could not connect to the plugin: {e}");
+            for id in selected {
+                let result = CheckResult::new(id, Outcome::Error, evidence.clone(), Duration::ZERO);
+                progress(Progress::Finished(&result));
+                report.checks.push(result);
+            }
+            report.unreachable = Some(Unreachable { message: e.to_string(), hint: e.hint(), exit_code: e.exit_code() });
+        }
+    }
+    report.duration_ms = millis(t0.elapsed());
+    report.tally();
+    report
+}
+
+/// A duration in whole milliseconds.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// What one check found; the rule defaults to the check's own.
+#[derive(Debug)]
+struct Finding {
+    outcome: Outcome,
+    evidence: String,
+    rule: Option<String>,
+}
+
+impl Finding {
+    fn pass(evidence: impl Into<String>) -> Self {
+        Finding { outcome: Outcome::Pass, evidence: evidence.into(), rule: None }
+    }
+    fn fail(evidence: impl Into<String>) -> Self {
+        Finding { outcome: Outcome::Fail, evidence: evidence.into(), rule: None }
+    }
+    fn skip(evidence: impl Into<String>) -> Self {
+        Finding { outcome: Outcome::Skip, evidence: evidence.into(), rule: None }
+    }
+    fn error(evidence: impl Into<String>) -> Self {
+        Finding { outcome: Outcome::Error, evidence: evidence.into(), rule: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_kebab_case_and_round_trip() {
+        let mut seen = std::collections::HashSet::new();
+        for c in CheckId::ALL {
+            let n = c.name();
+            assert!(seen.insert(n), "{n} twice");
+            assert!(n.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-'), "{n}");
+            assert_eq!(CheckId::from_name(n), Some(c));
+            assert!(!c.reason().is_empty() && !c.rule().is_empty());
+        }
+    }
+
+    #[test]
+    fn selection_by_only_and_skip() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(select(&[], &[]).unwrap().len(), CheckId::ALL.len());
+        assert_eq!(
+            select(&s(&["message-size", "options-answer"]), &[]).unwrap(),
+            [CheckId::OptionsAnswer, CheckId::MessageSize]
+        );
+        let without = select(&[], &s(&["parallel-calls"])).unwrap();
+        assert!(!without.contains(&CheckId::ParallelCalls) && without.len() == CheckId::ALL.len() - 1);
+        let e = select(&s(&["nope"]), &[]).unwrap_err().to_string();
+        assert!(e.contains("--only") && e.contains("\"nope\"") && e.contains("options-answer"), "{e}");
+        assert!(select(&[], &s(&["x"])).unwrap_err().to_string().contains("--skip"));
+    }
+
+    #[test]
+    fn exit_code_follows_outcomes() {
+        let mut r = Report {
+            suite: SUITE_NAME.into(),
+            socket: "/x".into(),
+            started: String::new(),
+            duration_ms: 0,
+            unreachable: None,
+            totals: Totals::default(),
+            checks: vec![CheckResult::new(CheckId::OptionsAnswer, Outcome::Pass, "", Duration::ZERO)],
+        };
+        r.checks.push(CheckResult::new(CheckId::PreferredContract, Outcome::Skip, "", Duration::ZERO));
+        assert_eq!(r.exit_code(), 0);
+        r.checks.push(CheckResult::new(CheckId::MessageSize, Outcome::Error, "", Duration::ZERO));
+        assert_eq!(r.exit_code(), 1);
+        r.tally();
+        assert_eq!(r.totals, Totals { total: 3, passed: 1, failed: 0, skipped: 1, errors: 1 });
+        r.unreachable = Some(Unreachable { message: "no socket".into(), hint: None, exit_code: 3 });
+        assert_eq!(r.exit_code(), 3);
+    }
+}

@@ -2,6 +2,7 @@
 //! library. This is the only module that knows about clap; it writes data to
 //! the `Term`'s stdout and progress to its stderr, never anywhere else.
 
+pub mod check;
 pub mod completions;
 pub mod demo;
 pub mod kubelet_sim;

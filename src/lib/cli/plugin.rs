@@ -31,6 +31,23 @@ pub enum PluginCommand {
         #[arg(long, value_name = "N")]
         count: Option<u64>,
     },
+    /// Run the sanity suite: does the plugin behave as the kubelet needs?
+    ///
+    /// Like csi-sanity for CSI drivers. Talks to the plugin's socket as a
+    /// kubelet would and checks each answer against what the kubelet needs:
+    /// options, the first ListAndWatch message and the stream staying open,
+    /// device IDs, health and NUMA values, the 4 MiB message limit, Allocate,
+    /// GetPreferredAllocation, PreStartContainer and concurrent calls. Each
+    /// failure shows the evidence and the rule it breaks.
+    ///
+    /// The plugin need not be registered with a kubelet. To also compare the
+    /// options it registers with, pass --register-options (dpctl smoke does
+    /// this from the real RegisterRequest). The suite calls Allocate and
+    /// PreStartContainer: point it at a test instance, not at a plugin serving
+    /// a production node.
+    ///
+    /// Example: dpctl plugin check --socket /var/lib/kubelet/device-plugins/vendor.sock --junit report.xml
+    Check(Box<super::check::CheckArgs>),
 }
 
 /// `dpctl plugin call ...`
@@ -151,6 +168,7 @@ pub async fn run(cmd: PluginCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
     match cmd {
         PluginCommand::Call(call) => run_call(call, ctx).await,
         PluginCommand::Watch { target, count } => watch(&target, count, ctx).await,
+        PluginCommand::Check(args) => super::check::run(*args, ctx).await,
     }
 }
 
