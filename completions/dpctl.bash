@@ -67,6 +67,9 @@ _dpctl() {
             dpctl__subcmd__help__subcmd__plugin,call)
                 cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__call"
                 ;;
+            dpctl__subcmd__help__subcmd__plugin,check)
+                cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__check"
+                ;;
             dpctl__subcmd__help__subcmd__plugin,watch)
                 cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__watch"
                 ;;
@@ -90,6 +93,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__plugin,call)
                 cmd="dpctl__subcmd__plugin__subcmd__call"
+                ;;
+            dpctl__subcmd__plugin,check)
+                cmd="dpctl__subcmd__plugin__subcmd__check"
                 ;;
             dpctl__subcmd__plugin,help)
                 cmd="dpctl__subcmd__plugin__subcmd__help"
@@ -135,6 +141,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__plugin__subcmd__help,call)
                 cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__call"
+                ;;
+            dpctl__subcmd__plugin__subcmd__help,check)
+                cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__check"
                 ;;
             dpctl__subcmd__plugin__subcmd__help,help)
                 cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__help"
@@ -338,7 +347,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__plugin)
-            opts="call watch"
+            opts="call watch check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -424,6 +433,20 @@ _dpctl() {
         dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__prestart)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__plugin__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -544,7 +567,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version call watch help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version call watch check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -963,8 +986,90 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dpctl__subcmd__plugin__subcmd__check)
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --list --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-recv-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --only)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --junit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --register-options)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --first-list-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stream-window)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prestart-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dpctl__subcmd__plugin__subcmd__help)
-            opts="call watch help"
+            opts="call watch check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1050,6 +1155,20 @@ _dpctl() {
         dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__prestart)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__plugin__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

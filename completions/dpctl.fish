@@ -42,19 +42,20 @@ complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "smoke" -d 'Run a vendor
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -f -a "call" -d 'Make one call to a plugin'
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -f -a "call" -d 'Make one call to a plugin'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
@@ -88,8 +89,34 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l only -d 'Run only these checks (comma-separated names; see --list)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l skip -d 'Leave out these checks (comma-separated names)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l junit -d 'Also write the results as JUnit XML to FILE (testsuite "dpctl plugin check")' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l register-options -d 'The options the plugin sends in its RegisterRequest, to compare with GetDevicePluginOptions, e.g. pre_start_required=true,get_preferred_allocation_available=false (keys left out are false, as in the message)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l first-list-timeout -d 'How long the first ListAndWatch message may take' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l stream-window -d 'How long the ListAndWatch stream must stay open after its first message (at least)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l prestart-timeout -d 'PreStartContainer deadline (the kubelet\'s is 30s)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l parallel -d 'How many concurrent calls parallel-calls makes' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l list -d 'List the checks (name and why it matters; -o wide adds the rule) and exit'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "call" -d 'Make one call to a plugin'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
@@ -175,4 +202,5 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_su
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "call" -d 'Make one call to a plugin'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "list" -d 'List (placeholder)'
