@@ -293,7 +293,7 @@ async fn list(a: ListArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let listing = client.list().await?;
     after_calls(&client, ctx)?;
     let filter = a.filter.filter();
-    let pods = filter.apply(listing.pods.iter().map(PodView::from).collect());
+    let pods = filter.apply(listing.pods.into_iter().map(PodView::from).collect());
     if pods.is_empty() && !ctx.format.is_json() {
         ctx.note(empty_reason(&filter))?;
     }
@@ -307,7 +307,7 @@ async fn get(a: GetArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let client = PodResourcesClient::connect(&a.conn.socket, &a.conn.config(a.timeout)).await?;
     let pod = client.get(&a.pod, &a.namespace).await?;
     after_calls(&client, ctx)?;
-    let view = GetView { schema_version: SCHEMA_VERSION, api_version: Api::V1, pod_resources: PodView::from(&pod) };
+    let view = GetView { schema_version: SCHEMA_VERSION, api_version: Api::V1, pod_resources: PodView::from(pod) };
     let format = ctx.format;
     emit(ctx, |w| render::get(w, format, &view))?;
     Ok(exit::OK)
@@ -349,7 +349,7 @@ async fn free_cmd(a: FreeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let alloc = AllocatableView::from(&client.allocatable().await?);
     let listing = client.list().await?;
     after_calls(&client, ctx)?;
-    let pods: Vec<PodView> = listing.pods.iter().map(PodView::from).collect();
+    let pods: Vec<PodView> = listing.pods.into_iter().map(PodView::from).collect();
     let mut report = free::free(&alloc, &pods);
     if let Some(r) = &a.resource {
         report.devices.retain(|d| &d.resource_name == r);
@@ -429,7 +429,7 @@ async fn watch(a: WatchArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
                 if backoff.take().is_some() {
                     ctx.note("the kubelet answers again")?;
                 }
-                let pods = filter.apply(listing.pods.iter().map(PodView::from).collect());
+                let pods = filter.apply(listing.pods.into_iter().map(PodView::from).collect());
                 let events = match &prev {
                     None if a.no_initial => Vec::new(),
                     None => diff::present(&pods),
@@ -480,7 +480,7 @@ async fn dump(a: OneShotArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         AllocatableView::default()
     };
     after_calls(&client, ctx)?;
-    let file = FixtureFile { pod_resources: listing.pods.iter().map(PodView::from).collect(), allocatable: alloc };
+    let file = FixtureFile { pod_resources: listing.pods.into_iter().map(PodView::from).collect(), allocatable: alloc };
     emit(ctx, |w| output::write_json(w, &file))?;
     Ok(exit::OK)
 }

@@ -3,11 +3,11 @@
 //! `watch` events, and the `serve` banner. JSON is the view structs of
 //! [`crate::podresources::view`] as they are (zero values kept).
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use colored::Colorize;
-use comfy_table::Table;
 use serde::Serialize;
 
 use super::{Format, bytes_binary, numa, ranges, table, write_json, write_json_line, write_table};
@@ -18,14 +18,24 @@ use crate::podresources::view::{AllocatableReport, GetView, ListView, PodView};
 /// How many device IDs a `table` cell shows before `+N more` (`wide` shows all).
 pub const MAX_IDS_IN_TABLE: usize = 8;
 
-fn ids_cell(ids: &[String], wide: bool) -> String {
+fn ids_cell<S: AsRef<str>>(ids: &[S], wide: bool) -> String {
     if ids.is_empty() {
         return "-".into();
     }
+    let join = |ids: &[S]| {
+        let mut s = String::with_capacity(ids.iter().map(|i| i.as_ref().len() + 1).sum());
+        for (n, id) in ids.iter().enumerate() {
+            if n > 0 {
+                s.push(',');
+            }
+            s.push_str(id.as_ref());
+        }
+        s
+    };
     if wide || ids.len() <= MAX_IDS_IN_TABLE {
-        return ids.join(",");
+        return join(ids);
     }
-    format!("{},... (+{} more)", ids[..MAX_IDS_IN_TABLE].join(","), ids.len() - MAX_IDS_IN_TABLE)
+    format!("{},... (+{} more)", join(&ids[..MAX_IDS_IN_TABLE]), ids.len() - MAX_IDS_IN_TABLE)
 }
 
 fn union_numa<'a>(sets: impl Iterator<Item = Option<&'a Vec<i64>>>) -> String {
@@ -42,37 +52,55 @@ fn numa_label(n: Option<&Vec<i64>>) -> String {
     numa(n.map(Vec::as_slice))
 }
 
-/// Cells for one held resource: amount, IDs, NUMA, and the per-NUMA split.
-fn held_cells(held: Option<&Held>, wide: bool) -> [String; 4] {
+const DASH: Cow<'static, str> = Cow::Borrowed("-");
+
+/// Cells for one held resource: amount, IDs, NUMA, and (for `wide`) the
+/// per-NUMA split.
+fn held_cells(held: Option<&Held>, wide: bool) -> [Cow<'static, str>; 4] {
     match held {
-        None => ["-".into(), "-".into(), "-".into(), "-".into()],
+        None => [DASH, DASH, DASH, DASH],
         Some(Held::Devices(groups)) => {
-            let ids: Vec<String> = groups.iter().flat_map(|g| g.device_ids.iter().cloned()).collect();
-            let by_numa = groups
-                .iter()
-                .map(|g| format!("{}:{}", numa_label(g.numa_nodes.as_ref()), g.device_ids.join(",")))
-                .collect::<Vec<_>>()
-                .join(" ");
+            let ids: Vec<&str> = groups.iter().flat_map(|g| g.device_ids.iter().map(String::as_str)).collect();
+            let by_numa = if wide {
+                groups
+                    .iter()
+                    .map(|g| format!("{}:{}", numa_label(g.numa_nodes.as_ref()), g.device_ids.join(",")))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .into()
+            } else {
+                DASH
+            };
             [
-                ids.len().to_string(),
-                ids_cell(&ids, wide),
-                union_numa(groups.iter().map(|g| g.numa_nodes.as_ref())),
+                ids.len().to_string().into(),
+                ids_cell(&ids, wide).into(),
+                union_numa(groups.iter().map(|g| g.numa_nodes.as_ref())).into(),
                 by_numa,
             ]
         }
-        Some(Held::CpuIds(cpus)) => [cpus.len().to_string(), ranges(cpus), "-".into(), "-".into()],
+        Some(Held::CpuIds(cpus)) => [cpus.len().to_string().into(), ranges(cpus).into(), DASH, DASH],
         Some(Held::Memory(entries)) => {
             let total: u64 = entries.iter().map(|m| m.size).sum();
-            let by_numa = entries
-                .iter()
-                .map(|m| format!("{}:{}", numa_label(m.numa_nodes.as_ref()), bytes_binary(m.size)))
-                .collect::<Vec<_>>()
-                .join(" ");
-            [bytes_binary(total), "-".into(), union_numa(entries.iter().map(|m| m.numa_nodes.as_ref())), by_numa]
+            let by_numa = if wide {
+                entries
+                    .iter()
+                    .map(|m| format!("{}:{}", numa_label(m.numa_nodes.as_ref()), bytes_binary(m.size)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .into()
+            } else {
+                DASH
+            };
+            [
+                bytes_binary(total).into(),
+                DASH,
+                union_numa(entries.iter().map(|m| m.numa_nodes.as_ref())).into(),
+                by_numa,
+            ]
         }
         Some(Held::ClaimResources(res)) => {
             let ids: Vec<String> = res.iter().map(|r| r.qualified_device()).collect();
-            [res.len().to_string(), ids_cell(&ids, wide), "-".into(), "-".into()]
+            [res.len().to_string().into(), ids_cell(&ids, wide).into(), DASH, DASH]
         }
     }
 }
@@ -112,29 +140,86 @@ pub fn held_text(held: Option<&Held>) -> String {
     }
 }
 
-fn pods_table(pods: &[PodView], wide: bool) -> Table {
+/// Rows under headers, aligned like [`super::table`] (columns padded to
+/// their widest cell plus three spaces, trailing spaces trimmed), but cheap
+/// enough for tens of thousands of rows: the pods table of a busy node.
+struct Rows<'a> {
+    headers: Vec<&'static str>,
+    rows: Vec<Vec<Cow<'a, str>>>,
+}
+
+impl<'a> Rows<'a> {
+    fn new(headers: Vec<&'static str>) -> Self {
+        Rows { headers, rows: Vec::new() }
+    }
+
+    fn add_row(&mut self, row: Vec<Cow<'a, str>>) {
+        self.rows.push(row);
+    }
+
+    fn write(&self, w: &mut dyn Write) -> io::Result<()> {
+        const SPACES: &str = "                                                                ";
+        fn width(s: &str) -> usize {
+            if s.is_ascii() { s.len() } else { s.chars().count() }
+        }
+        let n = self.headers.len();
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| width(h)).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate().take(n) {
+                widths[i] = widths[i].max(width(c));
+            }
+        }
+        let mut line = String::new();
+        let mut put = |cells: &mut dyn Iterator<Item = &str>, w: &mut dyn Write| -> io::Result<()> {
+            line.clear();
+            for (i, c) in cells.enumerate().take(n) {
+                line.push_str(c);
+                if i + 1 < n {
+                    let mut pad = widths[i] + 3 - width(c);
+                    while pad > 0 {
+                        let k = pad.min(SPACES.len());
+                        line.push_str(&SPACES[..k]);
+                        pad -= k;
+                    }
+                }
+            }
+            let trimmed = line.trim_end().len();
+            line.truncate(trimmed);
+            line.push('\n');
+            w.write_all(line.as_bytes())
+        };
+        put(&mut self.headers.iter().copied(), w)?;
+        for r in &self.rows {
+            put(&mut r.iter().map(|c| c.as_ref()), w)?;
+        }
+        Ok(())
+    }
+}
+
+fn pods_table(pods: &[PodView], wide: bool) -> Rows<'_> {
     let mut headers = vec!["NAMESPACE", "POD", "CONTAINER", "RESOURCE", "AMOUNT", "IDS", "NUMA"];
     if wide {
         headers.push("BY NUMA");
     }
-    let mut t = table(headers);
+    let mut t = Rows::new(headers);
     for p in pods {
+        let ns: Cow<'_, str> = Cow::Borrowed(&p.namespace);
+        let name: Cow<'_, str> = Cow::Borrowed(&p.name);
         let rows = diff::assignments(p);
         if rows.is_empty() {
-            let mut row = vec![p.namespace.clone(), p.name.clone(), "-".into()];
-            row.extend(["-", "-", "-", "-"].map(String::from));
+            let mut row = vec![ns.clone(), name.clone(), DASH, DASH, DASH, DASH, DASH];
             if wide {
-                row.push("-".into());
+                row.push(DASH);
             }
             t.add_row(row);
         }
         for a in rows {
             let [amount, ids, numa, by_numa] = held_cells(a.held.as_ref(), wide);
             let mut row = vec![
-                p.namespace.clone(),
-                p.name.clone(),
-                a.container,
-                a.resource.unwrap_or_else(|| "-".into()),
+                ns.clone(),
+                name.clone(),
+                a.container.into(),
+                a.resource.map_or(DASH, Cow::Owned),
                 amount,
                 ids,
                 numa,
@@ -148,41 +233,49 @@ fn pods_table(pods: &[PodView], wide: bool) -> Table {
     t
 }
 
-fn claims_table(pods: &[PodView], wide: bool) -> Option<Table> {
+fn claims_table(pods: &[PodView], wide: bool) -> Option<Rows<'_>> {
     let mut headers = vec!["NAMESPACE", "POD", "CONTAINER", "CLAIM", "DRIVER", "POOL", "DEVICE", "CDI DEVICES"];
     if wide {
         headers.push("SHARE ID");
     }
-    let mut t = table(headers);
+    let mut t = Rows::new(headers);
     let mut any = false;
     for p in pods {
         for c in &p.containers {
             for claim in &c.dynamic_resources {
                 let label = diff::claim_label(&p.namespace, &claim.claim_namespace, &claim.claim_name);
-                let name = label.trim_start_matches("claim ").to_string();
+                let name: Cow<'_, str> = Cow::Owned(label.trim_start_matches("claim ").to_string());
                 if claim.claim_resources.is_empty() {
                     any = true;
-                    let mut row = vec![p.namespace.clone(), p.name.clone(), c.name.clone(), name.clone()];
-                    row.extend(["-", "-", "-", "-"].map(String::from));
+                    let mut row = vec![
+                        Cow::Borrowed(p.namespace.as_str()),
+                        Cow::Borrowed(p.name.as_str()),
+                        Cow::Borrowed(c.name.as_str()),
+                        name.clone(),
+                        DASH,
+                        DASH,
+                        DASH,
+                        DASH,
+                    ];
                     if wide {
-                        row.push("-".into());
+                        row.push(DASH);
                     }
                     t.add_row(row);
                 }
                 for r in &claim.claim_resources {
                     any = true;
                     let mut row = vec![
-                        p.namespace.clone(),
-                        p.name.clone(),
-                        c.name.clone(),
+                        Cow::Borrowed(p.namespace.as_str()),
+                        Cow::Borrowed(p.name.as_str()),
+                        Cow::Borrowed(c.name.as_str()),
                         name.clone(),
-                        r.driver_name.clone(),
-                        r.pool_name.clone(),
-                        r.device_name.clone(),
-                        super::list(&r.cdi_devices),
+                        Cow::Borrowed(r.driver_name.as_str()),
+                        Cow::Borrowed(r.pool_name.as_str()),
+                        Cow::Borrowed(r.device_name.as_str()),
+                        Cow::Owned(super::list(&r.cdi_devices)),
                     ];
                     if wide {
-                        row.push(r.share_id.clone().unwrap_or_else(|| "-".into()));
+                        row.push(r.share_id.as_deref().map_or(DASH, Cow::Borrowed));
                     }
                     t.add_row(row);
                 }
@@ -197,10 +290,10 @@ fn pods(w: &mut dyn Write, format: Format, pods: &[PodView]) -> io::Result<()> {
     if pods.is_empty() {
         return Ok(());
     }
-    write_table(w, &pods_table(pods, wide))?;
+    pods_table(pods, wide).write(w)?;
     if let Some(t) = claims_table(pods, wide) {
         writeln!(w)?;
-        write_table(w, &t)?;
+        t.write(w)?;
     }
     Ok(())
 }
@@ -222,7 +315,7 @@ pub fn get(w: &mut dyn Write, format: Format, view: &GetView) -> io::Result<()> 
     let one = std::slice::from_ref(&view.pod_resources);
     if diff::assignments(&view.pod_resources).is_empty() {
         // No containers at all: still show the pod.
-        return write_table(w, &pods_table(one, format == Format::Wide));
+        return pods_table(one, format == Format::Wide).write(w);
     }
     pods(w, format, one)
 }
@@ -525,6 +618,22 @@ mod tests {
         let s = render(Format::Wide);
         assert!(s.contains("0:g0 1:g1"), "{s}");
         assert!(s.contains("SHARE ID"), "{s}");
+    }
+
+    #[test]
+    fn rows_align_like_the_house_table() {
+        let headers = vec!["NAMESPACE", "POD", "IDS"];
+        let data = [["default", "web-0", "a,b"], ["kube-system", "p", ""], ["x", "a-much-longer-pod-name", "GPU-0"]];
+        let mut rows = Rows::new(headers.clone());
+        let mut t = table(headers);
+        for d in data {
+            rows.add_row(d.iter().map(|s| Cow::Borrowed(*s)).collect());
+            t.add_row(d);
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        rows.write(&mut a).unwrap();
+        write_table(&mut b, &t).unwrap();
+        assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
     }
 
     #[test]

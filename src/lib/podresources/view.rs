@@ -291,6 +291,43 @@ impl From<&v1::PodResources> for PodView {
     }
 }
 
+/// Moves the kubelet's answer into dpctl's view without copying strings
+/// (the fast path for big nodes).
+impl From<v1::PodResources> for PodView {
+    fn from(p: v1::PodResources) -> Self {
+        let memory = |m: Vec<v1::ContainerMemory>| {
+            m.into_iter()
+                .map(|m| MemoryView { numa_nodes: numa(m.topology.as_ref()), memory_type: m.memory_type, size: m.size })
+                .collect()
+        };
+        PodView {
+            name: p.name,
+            namespace: p.namespace,
+            containers: p
+                .containers
+                .into_iter()
+                .map(|c| ContainerView {
+                    dynamic_resources: c.dynamic_resources.iter().map(ClaimView::from).collect(),
+                    name: c.name,
+                    devices: c
+                        .devices
+                        .into_iter()
+                        .map(|d| DevicesView {
+                            numa_nodes: numa(d.topology.as_ref()),
+                            resource_name: d.resource_name,
+                            device_ids: d.device_ids,
+                        })
+                        .collect(),
+                    cpu_ids: c.cpu_ids,
+                    memory: memory(c.memory),
+                })
+                .collect(),
+            cpu_ids: p.cpu_ids,
+            memory: memory(p.memory),
+        }
+    }
+}
+
 impl From<&PodView> for v1::PodResources {
     fn from(p: &PodView) -> Self {
         v1::PodResources {
@@ -455,6 +492,7 @@ mod tests {
         let raw = v1::PodResources::from(&v);
         assert_eq!(raw.containers[0].devices[0].topology.as_ref().map(|t| t.nodes[0].id), Some(0));
         assert_eq!(PodView::from(&raw), v);
+        assert_eq!(PodView::from(raw), v, "moving gives the same view");
         let none = DevicesView { resource_name: "r".into(), device_ids: vec![], numa_nodes: None };
         assert!(v1::ContainerDevices::from(&none).topology.is_none());
     }
