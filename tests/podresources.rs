@@ -485,6 +485,7 @@ async fn falls_back_to_v1alpha1_on_an_old_kubelet() {
     let r = dpctl(&["podresources", "list", "--socket", k.sock(), "--api", "v1"]).await;
     r.expect_code(4);
     assert!(r.stderr.contains("v1.PodResourcesLister/List") && r.stderr.contains("not implemented"), "{}", r.stderr);
+    assert!(r.stderr.contains("before 1.20 have only v1alpha1"), "{}", r.stderr);
     let r = dpctl(&["podresources", "get", "web", "--socket", k.sock()]).await;
     r.expect_code(4);
     assert!(r.stderr.contains("no v1 Get") && r.stderr.contains("falls back to v1alpha1"), "{}", r.stderr);

@@ -36,23 +36,31 @@ pub enum PodResourcesCommand {
     /// What the kubelet can hand out: healthy devices, CPUs, memory
     /// (GetAllocatableResources).
     Allocatable(OneShotArgs),
-    /// Allocatable minus in use, per resource and NUMA node; CPUs and memory
-    /// too. What to look at when a pod will not schedule on this node.
-    Free(FreeArgs),
-    /// Poll List and print pods and assignments that appeared, changed or went
-    /// away (JSON Lines with -o json). Stops after --count events, at
-    /// --timeout, or on Ctrl-C.
+    /// Allocatable minus in use, per resource and NUMA node; CPUs and memory too.
     ///
-    /// Stays under the kubelet's rate limit (100 calls/s, burst 10) and backs
+    /// What to look at when a pod will not schedule on this node. Devices a
+    /// pod holds that are no longer allocatable (unhealthy, plugin gone) are
+    /// listed separately.
+    Free(FreeArgs),
+    /// Poll List and print pods and assignments that appeared, changed or
+    /// went away.
+    ///
+    /// JSON Lines with -o json, one event per pod. Stops after --count
+    /// events, at --timeout, or on Ctrl-C. Stays under the kubelet's rate limit (100 calls/s, burst 10) and backs
     /// off when the kubelet answers ResourceExhausted anyway.
     Watch(WatchArgs),
     /// Record this node's List and GetAllocatableResources as a fixture file
     /// for `serve --data` (always JSON).
     Dump(OneShotArgs),
-    /// Be a kubelet's PodResources endpoint, answering from a JSON file
-    /// (reloaded when it changes). The format is `dump`'s: {"pod_resources":
-    /// [...], "allocatable": {...}} with proto field names; the protobuf JSON
-    /// mapping (topology.nodes[].ID, camelCase, numbers as strings) loads too.
+    /// Be a kubelet's PodResources endpoint, answering from a JSON fixture.
+    ///
+    /// The file is reloaded when it changes. Its format is what `dump`
+    /// writes: {"pod_resources": [pods as `list -o json` prints them],
+    /// "allocatable": {"devices": [...], "cpu_ids": [...], "memory": [...]}},
+    /// snake_case proto field names, every key optional, unknown keys
+    /// rejected. The protobuf JSON mapping loads too (topology.nodes[].ID,
+    /// lowerCamelCase keys, 64-bit numbers as strings), so grpcurl output
+    /// and other tools' fixtures work unchanged.
     Serve(ServeArgs),
 }
 
@@ -198,7 +206,7 @@ pub struct WatchArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
     pub interval: Duration,
     /// Stop after this many events (pods present at the start count).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// Stop after this long [default: until Ctrl-C].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

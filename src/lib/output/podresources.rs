@@ -312,12 +312,7 @@ pub fn get(w: &mut dyn Write, format: Format, view: &GetView) -> io::Result<()> 
     if format.is_json() {
         return write_json(w, view);
     }
-    let one = std::slice::from_ref(&view.pod_resources);
-    if diff::assignments(&view.pod_resources).is_empty() {
-        // No containers at all: still show the pod.
-        return pods_table(one, format == Format::Wide).write(w);
-    }
-    pods(w, format, one)
+    pods(w, format, std::slice::from_ref(&view.pod_resources))
 }
 
 /// Renders `allocatable`: devices per resource and NUMA node, CPUs, memory.

@@ -274,8 +274,15 @@ impl PodResourcesClient {
                             self.set_api(Api::V1alpha1, true);
                             Ok(Listing { api: Api::V1alpha1, pods })
                         }
-                        // Neither version: report the v1 error, whose hint says what to check.
-                        Err(Error::Unimplemented { .. }) => Err(v1_err),
+                        // Neither version: one error naming both, whose hint says what to check.
+                        Err(Error::Unimplemented { message: alpha, .. }) => Err(match v1_err {
+                            Error::Unimplemented { rpc, path, message } => Error::Unimplemented {
+                                rpc,
+                                path,
+                                message: format!("{message}; and {RPC_LIST_V1ALPHA1}: {alpha}"),
+                            },
+                            other => other,
+                        }),
                         Err(e) => Err(e),
                     }
                 }
@@ -423,13 +430,18 @@ pub fn hint(e: &Error) -> Option<String> {
              needs the feature gate KubeletPodResourcesGetAllocatable). `allocatable` and `free` need it"
                 .into(),
         ),
-        Error::Unimplemented { rpc, .. } if rpc == RPC_LIST => Some(
+        Error::Unimplemented { rpc, message, .. } if rpc == RPC_LIST && message.contains(RPC_LIST_V1ALPHA1) => Some(
             "neither PodResources v1 nor v1alpha1 is served here: is this the kubelet's pod-resources \
              socket (<root-dir>/pod-resources/kubelet.sock), not the device-plugin registration socket?"
                 .into(),
         ),
+        Error::Unimplemented { rpc, .. } if rpc == RPC_LIST => Some(
+            "this kubelet does not serve PodResources v1: kubelets before 1.20 have only v1alpha1. \
+             Without --api v1 (or with --api v1alpha1) dpctl uses v1alpha1 instead"
+                .into(),
+        ),
         Error::Unimplemented { rpc, .. } if rpc == RPC_LIST_V1ALPHA1 => Some(
-            "this kubelet does not serve v1alpha1 (only ancient and future kubelets lack it); \
+            "this server does not serve v1alpha1 (current kubelets do; some fakes serve only v1): \
              use --api v1 or auto"
                 .into(),
         ),
