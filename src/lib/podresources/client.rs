@@ -372,6 +372,11 @@ fn is_deadline(status: &tonic::Status) -> bool {
         || (status.code() == tonic::Code::Cancelled && status.message().contains("Timeout expired"))
 }
 
+/// True for a path that looks like a kubelet's PodResources socket.
+fn is_podresources_socket(path: &Path) -> bool {
+    path.parent().and_then(Path::file_name).is_some_and(|d| d == "pod-resources")
+}
+
 fn is_podresources_rpc(rpc: &str) -> bool {
     rpc.starts_with("v1.PodResourcesLister/") || rpc.starts_with("v1alpha1.PodResourcesLister/")
 }
@@ -387,6 +392,13 @@ fn unknown_pod(message: &str) -> Option<(&str, &str)> {
 /// error did not come from one (then [`Error::hint`] uses its general hints).
 pub fn hint(e: &Error) -> Option<String> {
     match e {
+        Error::NoSocket { path } if is_podresources_socket(path) => Some(format!(
+            "no kubelet PodResources socket at {}: is this a Kubernetes node, does the kubelet run with \
+             another --root-dir (the socket is <root-dir>/pod-resources/kubelet.sock), or is this a \
+             container without a hostPath mount of the directory? Point --socket or {} at it",
+            path.display(),
+            crate::paths::ENV_PODRESOURCES_SOCKET
+        )),
         Error::Rpc { rpc, message, .. } if is_podresources_rpc(rpc) && message.contains(GET_DISABLED_MESSAGE) => Some(
             "this kubelet has Get turned off: the feature gate KubeletPodResourcesGet is alpha (off) in \
              1.27-1.33 and beta (on by default) since 1.34. List answers the same question: \
@@ -474,6 +486,9 @@ mod tests {
         let limited = Error::from_status(RPC_LIST, p, &tonic::Status::resource_exhausted(RATE_LIMIT_MESSAGE), 1);
         assert!(is_rate_limited(&limited));
         assert!(hint(&limited).is_some_and(|h| h.contains("burst 10")));
+        let gone = Error::NoSocket { path: crate::paths::DEFAULT_PODRESOURCES_SOCKET.into() };
+        assert!(hint(&gone).is_some_and(|h| h.contains("--root-dir") && h.contains("DPCTL_PODRESOURCES_SOCKET")));
+        assert!(hint(&Error::NoSocket { path: "/tmp/x/gpu.sock".into() }).is_none());
         let other = Error::from_status("v1beta1.DevicePlugin/Allocate", p, &tonic::Status::unknown("x"), 1);
         assert!(hint(&other).is_none());
     }
