@@ -216,6 +216,10 @@ impl Error {
 
     /// What the user can do about it, when the cause is known.
     pub fn hint(&self) -> Option<String> {
+        // PodResources calls have causes of their own (feature gates, rate limit, old kubelets).
+        if let Some(h) = crate::podresources::client::hint(self) {
+            return Some(h);
+        }
         Some(match self {
             Error::NoSocket { .. } => {
                 "is the plugin (or kubelet) running, and is this its directory? Check --socket / --dir".into()

@@ -1,1 +1,640 @@
-//! Placeholder: renderers for its own issue.
+//! Renderers for `dpctl podresources`: pods (one table row per container and
+//! resource, DRA claims in a second table), allocatable and free resources,
+//! `watch` events, and the `serve` banner. JSON is the view structs of
+//! [`crate::podresources::view`] as they are (zero values kept).
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+
+use colored::Colorize;
+use serde::Serialize;
+
+use super::{Format, bytes_binary, numa, ranges, table, write_json, write_json_line, write_table};
+use crate::podresources::diff::{self, AssignmentChange, ChangeKind, Held, PodEvent};
+use crate::podresources::free::FreeReport;
+use crate::podresources::view::{AllocatableReport, GetView, ListView, PodView};
+
+/// How many device IDs a `table` cell shows before `+N more` (`wide` shows all).
+pub const MAX_IDS_IN_TABLE: usize = 8;
+
+fn ids_cell<S: AsRef<str>>(ids: &[S], wide: bool) -> String {
+    if ids.is_empty() {
+        return "-".into();
+    }
+    let join = |ids: &[S]| {
+        let mut s = String::with_capacity(ids.iter().map(|i| i.as_ref().len() + 1).sum());
+        for (n, id) in ids.iter().enumerate() {
+            if n > 0 {
+                s.push(',');
+            }
+            s.push_str(id.as_ref());
+        }
+        s
+    };
+    if wide || ids.len() <= MAX_IDS_IN_TABLE {
+        return join(ids);
+    }
+    format!("{},... (+{} more)", join(&ids[..MAX_IDS_IN_TABLE]), ids.len() - MAX_IDS_IN_TABLE)
+}
+
+fn union_numa<'a>(sets: impl Iterator<Item = Option<&'a Vec<i64>>>) -> String {
+    let mut all: Vec<i64> = Vec::new();
+    let mut any = false;
+    for s in sets.flatten() {
+        any = true;
+        all.extend(s);
+    }
+    if any { numa(Some(&all)) } else { "-".into() }
+}
+
+fn numa_label(n: Option<&Vec<i64>>) -> String {
+    numa(n.map(Vec::as_slice))
+}
+
+const DASH: Cow<'static, str> = Cow::Borrowed("-");
+
+/// Cells for one held resource: amount, IDs, NUMA, and (for `wide`) the
+/// per-NUMA split.
+fn held_cells(held: Option<&Held>, wide: bool) -> [Cow<'static, str>; 4] {
+    match held {
+        None => [DASH, DASH, DASH, DASH],
+        Some(Held::Devices(groups)) => {
+            let ids: Vec<&str> = groups.iter().flat_map(|g| g.device_ids.iter().map(String::as_str)).collect();
+            let by_numa = if wide {
+                groups
+                    .iter()
+                    .map(|g| format!("{}:{}", numa_label(g.numa_nodes.as_ref()), g.device_ids.join(",")))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .into()
+            } else {
+                DASH
+            };
+            [
+                ids.len().to_string().into(),
+                ids_cell(&ids, wide).into(),
+                union_numa(groups.iter().map(|g| g.numa_nodes.as_ref())).into(),
+                by_numa,
+            ]
+        }
+        Some(Held::CpuIds(cpus)) => [cpus.len().to_string().into(), ranges(cpus).into(), DASH, DASH],
+        Some(Held::Memory(entries)) => {
+            let total: u64 = entries.iter().map(|m| m.size).sum();
+            let by_numa = if wide {
+                entries
+                    .iter()
+                    .map(|m| format!("{}:{}", numa_label(m.numa_nodes.as_ref()), bytes_binary(m.size)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .into()
+            } else {
+                DASH
+            };
+            [
+                bytes_binary(total).into(),
+                DASH,
+                union_numa(entries.iter().map(|m| m.numa_nodes.as_ref())).into(),
+                by_numa,
+            ]
+        }
+        Some(Held::ClaimResources(res)) => {
+            let ids: Vec<String> = res.iter().map(|r| r.qualified_device()).collect();
+            [res.len().to_string().into(), ids_cell(&ids, wide).into(), DASH, DASH]
+        }
+    }
+}
+
+/// A short text for what is held, for `watch`.
+pub fn held_text(held: Option<&Held>) -> String {
+    match held {
+        None => "(no resources)".into(),
+        Some(Held::Devices(groups)) => groups
+            .iter()
+            .map(|g| match &g.numa_nodes {
+                Some(n) => format!("{} (NUMA {})", g.device_ids.join(","), numa(Some(n))),
+                None => g.device_ids.join(","),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Some(Held::CpuIds(cpus)) => ranges(cpus),
+        Some(Held::Memory(entries)) => entries
+            .iter()
+            .map(|m| match &m.numa_nodes {
+                Some(n) => format!("{} (NUMA {})", bytes_binary(m.size), numa(Some(n))),
+                None => bytes_binary(m.size),
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Some(Held::ClaimResources(res)) => res
+            .iter()
+            .map(|r| {
+                if r.cdi_devices.is_empty() {
+                    r.qualified_device()
+                } else {
+                    format!("{} [{}]", r.qualified_device(), r.cdi_devices.join(","))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+/// Rows under headers, aligned like [`super::table`] (columns padded to
+/// their widest cell plus three spaces, trailing spaces trimmed), but cheap
+/// enough for tens of thousands of rows: the pods table of a busy node.
+struct Rows<'a> {
+    headers: Vec<&'static str>,
+    rows: Vec<Vec<Cow<'a, str>>>,
+}
+
+impl<'a> Rows<'a> {
+    fn new(headers: Vec<&'static str>) -> Self {
+        Rows { headers, rows: Vec::new() }
+    }
+
+    fn add_row(&mut self, row: Vec<Cow<'a, str>>) {
+        self.rows.push(row);
+    }
+
+    fn write(&self, w: &mut dyn Write) -> io::Result<()> {
+        const SPACES: &str = "                                                                ";
+        fn width(s: &str) -> usize {
+            if s.is_ascii() { s.len() } else { s.chars().count() }
+        }
+        let n = self.headers.len();
+        let mut widths: Vec<usize> = self.headers.iter().map(|h| width(h)).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate().take(n) {
+                widths[i] = widths[i].max(width(c));
+            }
+        }
+        let mut line = String::new();
+        let mut put = |cells: &mut dyn Iterator<Item = &str>, w: &mut dyn Write| -> io::Result<()> {
+            line.clear();
+            for (i, c) in cells.enumerate().take(n) {
+                line.push_str(c);
+                if i + 1 < n {
+                    let mut pad = widths[i] + 3 - width(c);
+                    while pad > 0 {
+                        let k = pad.min(SPACES.len());
+                        line.push_str(&SPACES[..k]);
+                        pad -= k;
+                    }
+                }
+            }
+            let trimmed = line.trim_end().len();
+            line.truncate(trimmed);
+            line.push('\n');
+            w.write_all(line.as_bytes())
+        };
+        put(&mut self.headers.iter().copied(), w)?;
+        for r in &self.rows {
+            put(&mut r.iter().map(|c| c.as_ref()), w)?;
+        }
+        Ok(())
+    }
+}
+
+fn pods_table(pods: &[PodView], wide: bool) -> Rows<'_> {
+    let mut headers = vec!["NAMESPACE", "POD", "CONTAINER", "RESOURCE", "AMOUNT", "IDS", "NUMA"];
+    if wide {
+        headers.push("BY NUMA");
+    }
+    let mut t = Rows::new(headers);
+    for p in pods {
+        let ns: Cow<'_, str> = Cow::Borrowed(&p.namespace);
+        let name: Cow<'_, str> = Cow::Borrowed(&p.name);
+        let rows = diff::assignments(p);
+        if rows.is_empty() {
+            let mut row = vec![ns.clone(), name.clone(), DASH, DASH, DASH, DASH, DASH];
+            if wide {
+                row.push(DASH);
+            }
+            t.add_row(row);
+        }
+        for a in rows {
+            let [amount, ids, numa, by_numa] = held_cells(a.held.as_ref(), wide);
+            let mut row = vec![
+                ns.clone(),
+                name.clone(),
+                a.container.into(),
+                a.resource.map_or(DASH, Cow::Owned),
+                amount,
+                ids,
+                numa,
+            ];
+            if wide {
+                row.push(by_numa);
+            }
+            t.add_row(row);
+        }
+    }
+    t
+}
+
+fn claims_table(pods: &[PodView], wide: bool) -> Option<Rows<'_>> {
+    let mut headers = vec!["NAMESPACE", "POD", "CONTAINER", "CLAIM", "DRIVER", "POOL", "DEVICE", "CDI DEVICES"];
+    if wide {
+        headers.push("SHARE ID");
+    }
+    let mut t = Rows::new(headers);
+    let mut any = false;
+    for p in pods {
+        for c in &p.containers {
+            for claim in &c.dynamic_resources {
+                let label = diff::claim_label(&p.namespace, &claim.claim_namespace, &claim.claim_name);
+                let name: Cow<'_, str> = Cow::Owned(label.trim_start_matches("claim ").to_string());
+                if claim.claim_resources.is_empty() {
+                    any = true;
+                    let mut row = vec![
+                        Cow::Borrowed(p.namespace.as_str()),
+                        Cow::Borrowed(p.name.as_str()),
+                        Cow::Borrowed(c.name.as_str()),
+                        name.clone(),
+                        DASH,
+                        DASH,
+                        DASH,
+                        DASH,
+                    ];
+                    if wide {
+                        row.push(DASH);
+                    }
+                    t.add_row(row);
+                }
+                for r in &claim.claim_resources {
+                    any = true;
+                    let mut row = vec![
+                        Cow::Borrowed(p.namespace.as_str()),
+                        Cow::Borrowed(p.name.as_str()),
+                        Cow::Borrowed(c.name.as_str()),
+                        name.clone(),
+                        Cow::Borrowed(r.driver_name.as_str()),
+                        Cow::Borrowed(r.pool_name.as_str()),
+                        Cow::Borrowed(r.device_name.as_str()),
+                        Cow::Owned(super::list(&r.cdi_devices)),
+                    ];
+                    if wide {
+                        row.push(r.share_id.as_deref().map_or(DASH, Cow::Borrowed));
+                    }
+                    t.add_row(row);
+                }
+            }
+        }
+    }
+    any.then_some(t)
+}
+
+fn pods(w: &mut dyn Write, format: Format, pods: &[PodView]) -> io::Result<()> {
+    let wide = format == Format::Wide;
+    if pods.is_empty() {
+        return Ok(());
+    }
+    pods_table(pods, wide).write(w)?;
+    if let Some(t) = claims_table(pods, wide) {
+        writeln!(w)?;
+        t.write(w)?;
+    }
+    Ok(())
+}
+
+/// Renders `list`: a table row per container and resource, then DRA claims.
+/// An empty list writes no table (the command says so on stderr).
+pub fn list(w: &mut dyn Write, format: Format, view: &ListView) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, view);
+    }
+    pods(w, format, &view.pod_resources)
+}
+
+/// Renders `get`: the same table as `list`, for one pod.
+pub fn get(w: &mut dyn Write, format: Format, view: &GetView) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, view);
+    }
+    pods(w, format, std::slice::from_ref(&view.pod_resources))
+}
+
+/// Renders `allocatable`: devices per resource and NUMA node, CPUs, memory.
+pub fn allocatable(w: &mut dyn Write, format: Format, report: &AllocatableReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, report);
+    }
+    let wide = format == Format::Wide;
+    let a = &report.allocatable;
+    let mut t = table(["RESOURCE", "NUMA", "AMOUNT", "IDS"]);
+    let mut rows = 0;
+    let mut groups: BTreeMap<(&str, Option<Vec<i64>>), Vec<String>> = BTreeMap::new();
+    for d in &a.devices {
+        let mut key = d.numa_nodes.clone();
+        if let Some(k) = key.as_mut() {
+            k.sort_unstable();
+            k.dedup();
+        }
+        groups.entry((&d.resource_name, key)).or_default().extend(d.device_ids.iter().cloned());
+    }
+    for ((resource, nodes), mut ids) in groups {
+        ids.sort();
+        t.add_row([resource.to_string(), numa_label(nodes.as_ref()), ids.len().to_string(), ids_cell(&ids, wide)]);
+        rows += 1;
+    }
+    if !a.cpu_ids.is_empty() {
+        let mut cpus = a.cpu_ids.clone();
+        cpus.sort_unstable();
+        cpus.dedup();
+        t.add_row(["cpu".to_string(), "-".into(), cpus.len().to_string(), ranges(&cpus)]);
+        rows += 1;
+    }
+    for m in &a.memory {
+        t.add_row([m.memory_type.clone(), numa_label(m.numa_nodes.as_ref()), bytes_binary(m.size), "-".into()]);
+        rows += 1;
+    }
+    if rows == 0 {
+        return Ok(());
+    }
+    write_table(w, &t)
+}
+
+/// Renders `free`: allocatable, in use and free per resource and NUMA node,
+/// then devices held that are not allocatable.
+pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, report);
+    }
+    let wide = format == Format::Wide;
+    let mut headers = vec!["RESOURCE", "NUMA", "ALLOCATABLE", "IN USE", "FREE", "FREE IDS"];
+    if wide {
+        headers.push("IN USE IDS");
+    }
+    let mut t = table(headers);
+    let mut rows = 0;
+    for d in &report.devices {
+        let mut row = vec![
+            d.resource_name.clone(),
+            numa_label(d.numa_nodes.as_ref()),
+            d.allocatable.to_string(),
+            d.in_use.to_string(),
+            d.free.to_string(),
+            ids_cell(&d.free_ids, wide),
+        ];
+        if wide {
+            row.push(ids_cell(&d.in_use_ids, true));
+        }
+        t.add_row(row);
+        rows += 1;
+    }
+    let c = &report.cpus;
+    if c.allocatable > 0 || c.in_use > 0 {
+        let mut row = vec![
+            "cpu".to_string(),
+            "-".into(),
+            c.allocatable.to_string(),
+            c.in_use.to_string(),
+            c.free.to_string(),
+            if c.free_ids.is_empty() { "-".into() } else { ranges(&c.free_ids) },
+        ];
+        if wide {
+            row.push(if c.in_use_ids.is_empty() { "-".into() } else { ranges(&c.in_use_ids) });
+        }
+        t.add_row(row);
+        rows += 1;
+    }
+    for m in &report.memory {
+        let mut row = vec![
+            m.memory_type.clone(),
+            numa_label(m.numa_nodes.as_ref()),
+            bytes_binary(m.allocatable),
+            bytes_binary(m.in_use),
+            bytes_binary(m.free),
+            "-".into(),
+        ];
+        if wide {
+            row.push("-".into());
+        }
+        t.add_row(row);
+        rows += 1;
+    }
+    if rows > 0 {
+        write_table(w, &t)?;
+    }
+    if !report.held_not_allocatable.is_empty() {
+        if rows > 0 {
+            writeln!(w)?;
+        }
+        writeln!(w, "In use but not allocatable (unhealthy, or its plugin is gone):")?;
+        let mut t = table(["RESOURCE", "DEVICE", "NAMESPACE", "POD", "CONTAINER"]);
+        for h in &report.held_not_allocatable {
+            t.add_row([
+                h.resource_name.clone(),
+                h.device_id.clone(),
+                h.namespace.clone(),
+                h.pod.clone(),
+                h.container.clone(),
+            ]);
+        }
+        write_table(w, &t)?;
+    }
+    Ok(())
+}
+
+/// One `watch` event as a JSON line: the time it was seen, the poll that saw
+/// it, and the event.
+#[derive(Debug, Clone, Serialize)]
+pub struct WatchLine<'a> {
+    /// When the poll that saw it was answered, RFC 3339.
+    pub time: &'a str,
+    /// The poll number, 1 for the first.
+    pub poll: u64,
+    /// The event.
+    #[serde(flatten)]
+    pub event: &'a PodEvent,
+}
+
+fn mark(kind: ChangeKind) -> String {
+    match kind {
+        ChangeKind::Present => " ".into(),
+        ChangeKind::Added => "+".green().bold().to_string(),
+        ChangeKind::Changed => "~".yellow().bold().to_string(),
+        ChangeKind::Removed => "-".red().bold().to_string(),
+    }
+}
+
+fn change_text(c: &AssignmentChange) -> String {
+    match c.change {
+        ChangeKind::Changed => format!("{} -> {}", held_text(c.before.as_ref()), held_text(c.after.as_ref())),
+        ChangeKind::Removed => held_text(c.before.as_ref()),
+        ChangeKind::Present | ChangeKind::Added => held_text(c.after.as_ref()),
+    }
+}
+
+/// Renders one `watch` event: a JSON line, or a heading line and one line
+/// per assignment.
+pub fn watch_event(w: &mut dyn Write, format: Format, line: &WatchLine<'_>) -> io::Result<()> {
+    if format.is_json() {
+        return write_json_line(w, line);
+    }
+    let e = line.event;
+    writeln!(w, "{}  {:<8} {}/{}", line.time.dimmed(), e.event.as_str(), e.namespace, e.pod)?;
+    let width = e.changes.iter().map(|c| c.container.len()).max().unwrap_or(0);
+    let rwidth = e.changes.iter().map(|c| c.resource.as_deref().map_or(1, str::len)).max().unwrap_or(0);
+    for c in &e.changes {
+        writeln!(
+            w,
+            "  {} {:<width$}  {:<rwidth$}  {}",
+            mark(c.change),
+            c.container,
+            c.resource.as_deref().unwrap_or("-"),
+            change_text(c)
+        )?;
+    }
+    w.flush()
+}
+
+/// What `serve` serves, printed once it answers.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServingView {
+    /// Always `serving`.
+    pub event: &'static str,
+    /// The socket path.
+    pub socket: String,
+    /// API versions served.
+    pub apis: Vec<&'static str>,
+    /// Pods in the fixture.
+    pub pods: usize,
+    /// Whether `Get` answers.
+    pub get_enabled: bool,
+    /// Calls per second, when rate-limited.
+    pub rate_limit_qps: Option<f64>,
+    /// Burst, when rate-limited.
+    pub rate_limit_burst: Option<u32>,
+}
+
+/// Renders the `serve` banner (one JSON line with `-o json`).
+pub fn serving(w: &mut dyn Write, format: Format, v: &ServingView) -> io::Result<()> {
+    if format.is_json() {
+        return write_json_line(w, v);
+    }
+    let limit = match (v.rate_limit_qps, v.rate_limit_burst) {
+        (Some(q), Some(b)) => format!("rate limit {q}/s burst {b}"),
+        _ => "no rate limit".into(),
+    };
+    writeln!(
+        w,
+        "serving PodResources {} on {}: {} pod(s), Get {}, {}",
+        v.apis.join(", "),
+        v.socket,
+        v.pods,
+        if v.get_enabled { "enabled" } else { "disabled" },
+        limit
+    )?;
+    w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::podresources::view::{
+        Api, ClaimResourceView, ClaimView, ContainerView, DevicesView, MemoryView, SCHEMA_VERSION,
+    };
+
+    fn sample() -> Vec<PodView> {
+        vec![PodView {
+            name: "p".into(),
+            namespace: "ns".into(),
+            containers: vec![
+                ContainerView {
+                    name: "side".into(),
+                    devices: vec![],
+                    cpu_ids: vec![],
+                    memory: vec![],
+                    dynamic_resources: vec![],
+                },
+                ContainerView {
+                    name: "main".into(),
+                    devices: vec![
+                        DevicesView {
+                            resource_name: "x/gpu".into(),
+                            device_ids: vec!["g1".into()],
+                            numa_nodes: Some(vec![1]),
+                        },
+                        DevicesView {
+                            resource_name: "x/gpu".into(),
+                            device_ids: vec!["g0".into()],
+                            numa_nodes: Some(vec![0]),
+                        },
+                    ],
+                    cpu_ids: vec![8, 0, 1, 2, 3],
+                    memory: vec![MemoryView {
+                        memory_type: "hugepages-2Mi".into(),
+                        size: 64 << 20,
+                        numa_nodes: Some(vec![0]),
+                    }],
+                    dynamic_resources: vec![ClaimView {
+                        claim_name: "cl".into(),
+                        claim_namespace: "ns".into(),
+                        claim_resources: vec![ClaimResourceView {
+                            cdi_devices: vec!["v/gpu=3".into()],
+                            driver_name: "d".into(),
+                            pool_name: "pool".into(),
+                            device_name: "gpu-3".into(),
+                            share_id: None,
+                        }],
+                    }],
+                },
+            ],
+            cpu_ids: vec![],
+            memory: vec![],
+        }]
+    }
+
+    fn render(format: Format) -> String {
+        let view = ListView { schema_version: SCHEMA_VERSION, api_version: Api::V1, pod_resources: sample() };
+        let mut out = Vec::new();
+        list(&mut out, format, &view).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn table_rows_per_container_and_resource() {
+        let s = render(Format::Table);
+        let rows: Vec<Vec<&str>> = s.lines().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows[0], ["NAMESPACE", "POD", "CONTAINER", "RESOURCE", "AMOUNT", "IDS", "NUMA"]);
+        assert_eq!(rows[1], ["ns", "p", "side", "-", "-", "-", "-"], "sidecar first, as given");
+        assert_eq!(rows[2], ["ns", "p", "main", "x/gpu", "2", "g0,g1", "0-1"]);
+        assert_eq!(rows[3], ["ns", "p", "main", "cpu", "5", "0-3,8", "-"]);
+        assert_eq!(rows[4], ["ns", "p", "main", "hugepages-2Mi", "64Mi", "-", "0"]);
+        assert_eq!(rows[5], ["ns", "p", "main", "claim", "cl", "1", "d/pool/gpu-3", "-"]);
+        assert!(s.contains("CDI DEVICES"), "{s}");
+        assert!(s.contains("v/gpu=3"), "{s}");
+    }
+
+    #[test]
+    fn wide_splits_by_numa() {
+        let s = render(Format::Wide);
+        assert!(s.contains("0:g0 1:g1"), "{s}");
+        assert!(s.contains("SHARE ID"), "{s}");
+    }
+
+    #[test]
+    fn rows_align_like_the_house_table() {
+        let headers = vec!["NAMESPACE", "POD", "IDS"];
+        let data = [["default", "web-0", "a,b"], ["kube-system", "p", ""], ["x", "a-much-longer-pod-name", "GPU-0"]];
+        let mut rows = Rows::new(headers.clone());
+        let mut t = table(headers);
+        for d in data {
+            rows.add_row(d.iter().map(|s| Cow::Borrowed(*s)).collect());
+            t.add_row(d);
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        rows.write(&mut a).unwrap();
+        write_table(&mut b, &t).unwrap();
+        assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
+    }
+
+    #[test]
+    fn long_id_lists_are_cut_in_table_only() {
+        let ids: Vec<String> = (0..10).map(|i| format!("d{i}")).collect();
+        assert!(ids_cell(&ids, false).ends_with("(+2 more)"));
+        assert_eq!(ids_cell(&ids, true).split(',').count(), 10);
+    }
+}

@@ -41,6 +41,21 @@ impl Default for ServerConfig {
     }
 }
 
+/// Which PodResources API versions a server offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServedApis {
+    /// `v1.PodResourcesLister` (kubelet 1.20 and later).
+    pub v1: bool,
+    /// `v1alpha1.PodResourcesLister`.
+    pub v1alpha1: bool,
+}
+
+impl Default for ServedApis {
+    fn default() -> Self {
+        ServedApis { v1: true, v1alpha1: true }
+    }
+}
+
 /// The kubelet's PodResources rate: `DefaultQPS`.
 pub const RATE_QPS: f64 = 100.0;
 /// The kubelet's PodResources burst: `DefaultBurstTokens`.
@@ -143,9 +158,21 @@ impl PodResourcesService {
 
     /// A tonic router serving both API versions.
     pub fn router(&self) -> tonic::transport::server::Router {
+        self.router_for(ServedApis::default())
+    }
+
+    /// A tonic router serving only the given API versions (an old kubelet
+    /// serves only v1alpha1; calls to a missing one answer `Unimplemented`).
+    pub fn router_for(&self, apis: ServedApis) -> tonic::transport::server::Router {
         tonic::transport::Server::builder()
-            .add_service(v1::pod_resources_lister_server::PodResourcesListerServer::new(self.clone()))
-            .add_service(v1alpha1::pod_resources_lister_server::PodResourcesListerServer::new(V1Alpha1(self.clone())))
+            .add_optional_service(
+                apis.v1.then(|| v1::pod_resources_lister_server::PodResourcesListerServer::new(self.clone())),
+            )
+            .add_optional_service(
+                apis.v1alpha1.then(|| {
+                    v1alpha1::pod_resources_lister_server::PodResourcesListerServer::new(V1Alpha1(self.clone()))
+                }),
+            )
     }
 }
 

@@ -1,0 +1,537 @@
+//! A seeded fake PodResources server: a [`Provider`] whose pods and
+//! allocatable resources come from a JSON file, with a [`FixtureHandle`] to
+//! swap the data while it serves (tests drive `watch` this way, and
+//! `dpctl podresources serve` reloads the file when it changes).
+//!
+//! # File format
+//!
+//! ```json
+//! {
+//!   "pod_resources": [
+//!     {
+//!       "name": "train-0", "namespace": "gpu-jobs",
+//!       "containers": [
+//!         {
+//!           "name": "trainer",
+//!           "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": ["GPU-0"], "numa_nodes": [0]}],
+//!           "cpu_ids": [2, 3],
+//!           "memory": [{"memory_type": "hugepages-2Mi", "size": 67108864, "numa_nodes": [0]}],
+//!           "dynamic_resources": [
+//!             {"claim_name": "gpu", "claim_namespace": "gpu-jobs",
+//!              "claim_resources": [{"cdi_devices": ["vendor.com/gpu=gpu-3"], "driver_name": "gpu.vendor.com",
+//!                                   "pool_name": "node-a", "device_name": "gpu-3", "share_id": null}]}
+//!           ]
+//!         }
+//!       ],
+//!       "cpu_ids": [], "memory": []
+//!     }
+//!   ],
+//!   "allocatable": {"devices": [...], "cpu_ids": [0, 1, 2, 3], "memory": [...]}
+//! }
+//! ```
+//!
+//! Keys are the proto field names in snake_case; every key is optional
+//! (missing lists are empty). This is exactly what `dpctl podresources dump`
+//! writes and what `list -o json` prints under `pod_resources`, so a node can
+//! be recorded and replayed. The protobuf JSON mapping is accepted too, so
+//! the grpcio peer's `podresources.example.json` and `grpcurl` output load
+//! unchanged:
+//!
+//! - topology as `"topology": {"nodes": [{"ID": 0}]}` (or `"id"`) instead of
+//!   `"numa_nodes": [0]`; no topology at all (neither key) is kept as absent,
+//!   which is not the same as NUMA node 0;
+//! - lowerCamelCase keys (`podResources`, `deviceIds`, `cpuIds`, ...);
+//! - 64-bit numbers as strings (`"size": "17179869184"`);
+//! - CDI devices as `{"name": "..."}` objects or plain strings;
+//! - top-level `_comment`, `schema_version` and `api_version` are ignored.
+//!
+//! Unknown keys are errors that name the key and line, so a typo does not
+//! silently drop data.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::SystemTime;
+
+use serde::de::{self, IgnoredAny, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::server::Provider;
+use super::view::{AllocatableView, PodView};
+use crate::error::{Error, Result};
+use crate::proto::podresources::v1;
+
+/// What a fake kubelet reports: its pods and its allocatable resources.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fixture {
+    /// Pods, in the order `List` returns them.
+    pub pods: Vec<v1::PodResources>,
+    /// `GetAllocatableResources`.
+    pub allocatable: v1::AllocatableResourcesResponse,
+}
+
+/// The file format in its canonical form (what `dump` writes).
+#[derive(Debug, Clone, Serialize)]
+pub struct FixtureFile {
+    /// The pods.
+    pub pod_resources: Vec<PodView>,
+    /// The allocatable resources.
+    pub allocatable: AllocatableView,
+}
+
+impl Fixture {
+    /// Parses the JSON text of a fixture; `place` names it in errors.
+    pub fn from_json(text: &str, place: &str) -> Result<Self> {
+        let spec: FileSpec = serde_json::from_str(text).map_err(|e| Error::invalid(place, e.to_string()))?;
+        spec.into_fixture().map_err(|m| Error::invalid(place, m))
+    }
+
+    /// Reads and parses a fixture file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        Self::from_json(&text, &path.display().to_string())
+    }
+
+    /// The canonical file form.
+    pub fn to_file(&self) -> FixtureFile {
+        FixtureFile {
+            pod_resources: self.pods.iter().map(PodView::from).collect(),
+            allocatable: AllocatableView::from(&self.allocatable),
+        }
+    }
+}
+
+/// A cloneable handle that reads and replaces a [`FixtureProvider`]'s data
+/// while it serves.
+#[derive(Debug, Clone, Default)]
+pub struct FixtureHandle {
+    data: Arc<RwLock<Arc<Fixture>>>,
+}
+
+impl FixtureHandle {
+    /// The current data.
+    pub fn get(&self) -> Arc<Fixture> {
+        match self.data.read() {
+            Ok(g) => Arc::clone(&g),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Replaces the data; the next call answers from it.
+    pub fn set(&self, fixture: Fixture) {
+        match self.data.write() {
+            Ok(mut g) => *g = Arc::new(fixture),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(fixture),
+        }
+    }
+
+    /// Changes the data in place.
+    pub fn update(&self, f: impl FnOnce(&mut Fixture)) {
+        let mut next = (*self.get()).clone();
+        f(&mut next);
+        self.set(next);
+    }
+}
+
+/// A [`Provider`] that answers from a [`Fixture`].
+#[derive(Debug, Clone, Default)]
+pub struct FixtureProvider {
+    handle: FixtureHandle,
+}
+
+impl FixtureProvider {
+    /// A provider serving `fixture`.
+    pub fn new(fixture: Fixture) -> Self {
+        let handle = FixtureHandle::default();
+        handle.set(fixture);
+        FixtureProvider { handle }
+    }
+
+    /// The handle that swaps its data.
+    pub fn handle(&self) -> FixtureHandle {
+        self.handle.clone()
+    }
+}
+
+impl Provider for FixtureProvider {
+    fn list(&self) -> Vec<v1::PodResources> {
+        self.handle.get().pods.clone()
+    }
+
+    fn get(&self, name: &str, namespace: &str) -> Option<v1::PodResources> {
+        self.handle.get().pods.iter().find(|p| p.name == name && p.namespace == namespace).cloned()
+    }
+
+    fn allocatable(&self) -> v1::AllocatableResourcesResponse {
+        self.handle.get().allocatable.clone()
+    }
+}
+
+/// Notices when a fixture file changes (modification time or size), for
+/// reloading it while serving.
+#[derive(Debug)]
+pub struct FileWatch {
+    path: PathBuf,
+    stamp: Option<(SystemTime, u64)>,
+}
+
+impl FileWatch {
+    /// Starts watching `path` from its current state.
+    pub fn new(path: &Path) -> Self {
+        FileWatch { path: path.to_path_buf(), stamp: stamp(path) }
+    }
+
+    /// `Some` with the newly parsed data (or the parse error) when the file
+    /// changed since the last call; `None` when it did not.
+    pub fn poll(&mut self) -> Option<Result<Fixture>> {
+        let now = stamp(&self.path);
+        if now == self.stamp || now.is_none() {
+            return None;
+        }
+        self.stamp = now;
+        Some(Fixture::load(&self.path))
+    }
+}
+
+fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.modified().ok()?, m.len()))
+}
+
+// ---- the accepted JSON, before conversion ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileSpec {
+    #[serde(default, alias = "podResources")]
+    pod_resources: Vec<PodSpec>,
+    #[serde(default)]
+    allocatable: AllocSpec,
+    #[serde(default, rename = "_comment")]
+    _comment: Option<IgnoredAny>,
+    #[serde(default, rename = "schema_version")]
+    _schema_version: Option<IgnoredAny>,
+    #[serde(default, rename = "api_version")]
+    _api_version: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PodSpec {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: String,
+    #[serde(default)]
+    containers: Vec<ContainerSpec>,
+    #[serde(default, alias = "cpuIds")]
+    cpu_ids: Vec<Int>,
+    #[serde(default)]
+    memory: Vec<MemorySpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ContainerSpec {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    devices: Vec<DevicesSpec>,
+    #[serde(default, alias = "cpuIds")]
+    cpu_ids: Vec<Int>,
+    #[serde(default)]
+    memory: Vec<MemorySpec>,
+    #[serde(default, alias = "dynamicResources")]
+    dynamic_resources: Vec<ClaimSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DevicesSpec {
+    #[serde(default, alias = "resourceName")]
+    resource_name: String,
+    #[serde(default, alias = "deviceIds")]
+    device_ids: Vec<String>,
+    #[serde(default)]
+    topology: Option<TopologySpec>,
+    #[serde(default, alias = "numaNodes")]
+    numa_nodes: Option<Vec<Int>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MemorySpec {
+    #[serde(default, alias = "memoryType")]
+    memory_type: String,
+    #[serde(default)]
+    size: Int,
+    #[serde(default)]
+    topology: Option<TopologySpec>,
+    #[serde(default, alias = "numaNodes")]
+    numa_nodes: Option<Vec<Int>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TopologySpec {
+    #[serde(default)]
+    nodes: Vec<NodeSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeSpec {
+    #[serde(default, alias = "ID")]
+    id: Int,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClaimSpec {
+    #[serde(default, alias = "claimName")]
+    claim_name: String,
+    #[serde(default, alias = "claimNamespace")]
+    claim_namespace: String,
+    #[serde(default, alias = "claimResources")]
+    claim_resources: Vec<ClaimResourceSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClaimResourceSpec {
+    #[serde(default, alias = "cdiDevices")]
+    cdi_devices: Vec<CdiSpec>,
+    #[serde(default, alias = "driverName")]
+    driver_name: String,
+    #[serde(default, alias = "poolName")]
+    pool_name: String,
+    #[serde(default, alias = "deviceName")]
+    device_name: String,
+    #[serde(default, alias = "shareId")]
+    share_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum CdiSpec {
+    Name(String),
+    Object {
+        #[serde(default)]
+        name: String,
+    },
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct AllocSpec {
+    #[serde(default)]
+    devices: Vec<DevicesSpec>,
+    #[serde(default, alias = "cpuIds")]
+    cpu_ids: Vec<Int>,
+    #[serde(default)]
+    memory: Vec<MemorySpec>,
+}
+
+/// A 64-bit integer written as a JSON number or a string (protobuf JSON).
+#[derive(Default, Clone, Copy)]
+struct Int(i64);
+
+impl<'de> Deserialize<'de> for Int {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Int;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an integer (a number or a string of digits)")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Int, E> {
+                Ok(Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Int, E> {
+                i64::try_from(v).map(Int).map_err(|_| E::custom(format!("{v} is too large")))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Int, E> {
+                v.trim().parse().map(Int).map_err(|_| E::custom(format!("{v:?} is not an integer")))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn ints(v: &[Int]) -> Vec<i64> {
+    v.iter().map(|i| i.0).collect()
+}
+
+fn topology(
+    what: &str,
+    t: Option<&TopologySpec>,
+    n: Option<&Vec<Int>>,
+) -> std::result::Result<Option<v1::TopologyInfo>, String> {
+    match (t, n) {
+        (Some(_), Some(_)) => Err(format!("{what}: give either topology or numa_nodes, not both")),
+        (Some(t), None) => {
+            Ok(Some(v1::TopologyInfo { nodes: t.nodes.iter().map(|n| v1::NumaNode { id: n.id.0 }).collect() }))
+        }
+        (None, Some(n)) => Ok(Some(v1::TopologyInfo { nodes: n.iter().map(|id| v1::NumaNode { id: id.0 }).collect() })),
+        (None, None) => Ok(None),
+    }
+}
+
+impl DevicesSpec {
+    fn convert(&self, at: &str) -> std::result::Result<v1::ContainerDevices, String> {
+        Ok(v1::ContainerDevices {
+            resource_name: self.resource_name.clone(),
+            device_ids: self.device_ids.clone(),
+            topology: topology(
+                &format!("{at} devices {}", self.resource_name),
+                self.topology.as_ref(),
+                self.numa_nodes.as_ref(),
+            )?,
+        })
+    }
+}
+
+impl MemorySpec {
+    fn convert(&self, at: &str) -> std::result::Result<v1::ContainerMemory, String> {
+        let size = u64::try_from(self.size.0)
+            .map_err(|_| format!("{at} memory {}: size must not be negative", self.memory_type))?;
+        Ok(v1::ContainerMemory {
+            memory_type: self.memory_type.clone(),
+            size,
+            topology: topology(
+                &format!("{at} memory {}", self.memory_type),
+                self.topology.as_ref(),
+                self.numa_nodes.as_ref(),
+            )?,
+        })
+    }
+}
+
+fn convert_all<T, U>(
+    items: &[T],
+    f: impl Fn(&T) -> std::result::Result<U, String>,
+) -> std::result::Result<Vec<U>, String> {
+    items.iter().map(f).collect()
+}
+
+impl FileSpec {
+    fn into_fixture(self) -> std::result::Result<Fixture, String> {
+        let mut pods = Vec::with_capacity(self.pod_resources.len());
+        for p in &self.pod_resources {
+            let at = format!("pod {}/{}", p.namespace, p.name);
+            let mut containers = Vec::with_capacity(p.containers.len());
+            for c in &p.containers {
+                let cat = format!("{at} container {}", c.name);
+                containers.push(v1::ContainerResources {
+                    name: c.name.clone(),
+                    devices: convert_all(&c.devices, |d| d.convert(&cat))?,
+                    cpu_ids: ints(&c.cpu_ids),
+                    memory: convert_all(&c.memory, |m| m.convert(&cat))?,
+                    dynamic_resources: c
+                        .dynamic_resources
+                        .iter()
+                        .map(|d| v1::DynamicResource {
+                            claim_name: d.claim_name.clone(),
+                            claim_namespace: d.claim_namespace.clone(),
+                            claim_resources: d
+                                .claim_resources
+                                .iter()
+                                .map(|r| v1::ClaimResource {
+                                    cdi_devices: r
+                                        .cdi_devices
+                                        .iter()
+                                        .map(|c| v1::CdiDevice {
+                                            name: match c {
+                                                CdiSpec::Name(n) | CdiSpec::Object { name: n } => n.clone(),
+                                            },
+                                        })
+                                        .collect(),
+                                    driver_name: r.driver_name.clone(),
+                                    pool_name: r.pool_name.clone(),
+                                    device_name: r.device_name.clone(),
+                                    share_id: r.share_id.clone(),
+                                })
+                                .collect(),
+                        })
+                        .collect(),
+                });
+            }
+            pods.push(v1::PodResources {
+                name: p.name.clone(),
+                namespace: p.namespace.clone(),
+                containers,
+                cpu_ids: ints(&p.cpu_ids),
+                memory: convert_all(&p.memory, |m| m.convert(&at))?,
+            });
+        }
+        let a = &self.allocatable;
+        let allocatable = v1::AllocatableResourcesResponse {
+            devices: convert_all(&a.devices, |d| d.convert("allocatable"))?,
+            cpu_ids: ints(&a.cpu_ids),
+            memory: convert_all(&a.memory, |m| m.convert("allocatable"))?,
+        };
+        Ok(Fixture { pods, allocatable })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROTO_JSON: &str = r#"{
+      "_comment": "protobuf JSON mapping",
+      "podResources": [
+        {"name": "p", "namespace": "ns", "containers": [
+          {"name": "c",
+           "devices": [{"resourceName": "x/gpu", "deviceIds": ["g0"], "topology": {"nodes": [{"ID": 0}]}},
+                       {"resource_name": "x/nic", "device_ids": ["n0"]}],
+           "cpuIds": ["3", 4],
+           "memory": [{"memoryType": "memory", "size": "17179869184", "topology": {"nodes": [{"id": 1}]}}],
+           "dynamicResources": [{"claimName": "cl", "claimNamespace": "ns",
+              "claimResources": [{"cdiDevices": [{"name": "v/gpu=0"}], "driverName": "d", "poolName": "p",
+                                  "deviceName": "g", "shareId": "s"}]}]}]}
+      ],
+      "allocatable": {"devices": [], "cpu_ids": [0, 1]}
+    }"#;
+
+    #[test]
+    fn proto_json_mapping_loads() {
+        let f = Fixture::from_json(PROTO_JSON, "t.json").unwrap();
+        let c = &f.pods[0].containers[0];
+        assert_eq!(c.devices[0].topology.as_ref().unwrap().nodes[0].id, 0);
+        assert!(c.devices[1].topology.is_none(), "no topology stays absent");
+        assert_eq!(c.cpu_ids, [3, 4]);
+        assert_eq!(c.memory[0].size, 17_179_869_184);
+        assert_eq!(c.dynamic_resources[0].claim_resources[0].cdi_devices[0].name, "v/gpu=0");
+        assert_eq!(c.dynamic_resources[0].claim_resources[0].share_id.as_deref(), Some("s"));
+        assert_eq!(f.allocatable.cpu_ids, [0, 1]);
+    }
+
+    #[test]
+    fn canonical_form_round_trips() {
+        let f = Fixture::from_json(PROTO_JSON, "t.json").unwrap();
+        let text = serde_json::to_string(&f.to_file()).unwrap();
+        assert_eq!(Fixture::from_json(&text, "again").unwrap(), f);
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let e = Fixture::from_json(r#"{"pod_resources": [{"name": "p", "contianers": []}]}"#, "f.json").unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("f.json") && s.contains("contianers"), "{s}");
+        let e = Fixture::from_json(
+            r#"{"allocatable": {"devices": [{"resource_name": "r", "numa_nodes": [0], "topology": {"nodes": []}}]}}"#,
+            "f.json",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("either topology or numa_nodes"), "{e}");
+    }
+
+    #[test]
+    fn handle_swaps_data() {
+        let p = FixtureProvider::new(Fixture::default());
+        assert!(p.list().is_empty());
+        p.handle().update(|f| f.pods.push(v1::PodResources { name: "a".into(), ..Default::default() }));
+        assert_eq!(p.list().len(), 1);
+        assert!(p.get("a", "").is_some());
+    }
+}

@@ -1,0 +1,268 @@
+//! `free`: what is left on a node, the question an operator asks when a pod
+//! will not schedule. Allocatable (from `GetAllocatableResources`) minus what
+//! the pods hold (from `List`), per resource and NUMA node, for devices,
+//! exclusive CPUs and memory.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+use serde::Serialize;
+
+use super::view::{AllocatableView, PodView, SCHEMA_VERSION};
+
+/// Devices of one resource on one NUMA node (or set of nodes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceFree {
+    /// Extended resource name.
+    pub resource_name: String,
+    /// NUMA nodes of these devices; `None` for devices without topology.
+    pub numa_nodes: Option<Vec<i64>>,
+    /// Allocatable (healthy) devices.
+    pub allocatable: usize,
+    /// Of those, held by pods.
+    pub in_use: usize,
+    /// Of those, free.
+    pub free: usize,
+    /// The free device IDs.
+    pub free_ids: Vec<String>,
+    /// The device IDs in use.
+    pub in_use_ids: Vec<String>,
+}
+
+/// Exclusive CPUs (static CPU manager policy).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CpuFree {
+    /// Allocatable CPUs: online minus reserved; 0 without the static policy.
+    pub allocatable: usize,
+    /// Of those, held exclusively by pods.
+    pub in_use: usize,
+    /// Of those, free.
+    pub free: usize,
+    /// The free CPU IDs, sorted.
+    pub free_ids: Vec<i64>,
+    /// The CPU IDs in use, sorted.
+    pub in_use_ids: Vec<i64>,
+}
+
+/// Memory of one type on one NUMA node (or set of nodes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MemoryFree {
+    /// `memory` or `hugepages-<size>`.
+    pub memory_type: String,
+    /// NUMA nodes; `None` without topology.
+    pub numa_nodes: Option<Vec<i64>>,
+    /// Allocatable bytes.
+    pub allocatable: u64,
+    /// Bytes held by pods.
+    pub in_use: u64,
+    /// Allocatable minus in use (0 when more is in use than allocatable).
+    pub free: u64,
+}
+
+/// A device a pod holds that the kubelet does not list as allocatable: it
+/// turned unhealthy, or its plugin is gone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HeldNotAllocatable {
+    /// Extended resource name.
+    pub resource_name: String,
+    /// Device ID.
+    pub device_id: String,
+    /// Pod namespace.
+    pub namespace: String,
+    /// Pod name.
+    pub pod: String,
+    /// Container name.
+    pub container: String,
+}
+
+/// `dpctl podresources free`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FreeReport {
+    /// Version of the JSON layout.
+    pub schema_version: u32,
+    /// Devices per resource and NUMA node, sorted by resource then NUMA.
+    pub devices: Vec<DeviceFree>,
+    /// Exclusive CPUs.
+    pub cpus: CpuFree,
+    /// Memory per type and NUMA node.
+    pub memory: Vec<MemoryFree>,
+    /// Devices in use that are not allocatable (unhealthy or gone).
+    pub held_not_allocatable: Vec<HeldNotAllocatable>,
+}
+
+type NumaKey = Option<Vec<i64>>;
+
+fn key(n: Option<&Vec<i64>>) -> NumaKey {
+    n.map(|v| {
+        let mut v = v.clone();
+        v.sort_unstable();
+        v.dedup();
+        v
+    })
+}
+
+/// Computes what is free from the allocatable resources and the pods.
+pub fn free(alloc: &AllocatableView, pods: &[PodView]) -> FreeReport {
+    // Devices.
+    let mut groups: BTreeMap<(String, NumaKey), Vec<String>> = BTreeMap::new();
+    let mut allocatable_ids: HashSet<(&str, &str)> = HashSet::new();
+    for d in &alloc.devices {
+        let ids = groups.entry((d.resource_name.clone(), key(d.numa_nodes.as_ref()))).or_default();
+        for id in &d.device_ids {
+            if allocatable_ids.insert((&d.resource_name, id)) {
+                ids.push(id.clone());
+            }
+        }
+    }
+    let mut held: HashSet<(&str, &str)> = HashSet::new();
+    let mut held_not_allocatable = Vec::new();
+    for p in pods {
+        for c in &p.containers {
+            for d in &c.devices {
+                for id in &d.device_ids {
+                    if held.insert((&d.resource_name, id)) && !allocatable_ids.contains(&(&d.resource_name, id)) {
+                        held_not_allocatable.push(HeldNotAllocatable {
+                            resource_name: d.resource_name.clone(),
+                            device_id: id.clone(),
+                            namespace: p.namespace.clone(),
+                            pod: p.name.clone(),
+                            container: c.name.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let devices = groups
+        .into_iter()
+        .map(|((resource_name, numa_nodes), mut ids)| {
+            ids.sort();
+            let (in_use_ids, free_ids): (Vec<String>, Vec<String>) =
+                ids.iter().cloned().partition(|id| held.contains(&(resource_name.as_str(), id.as_str())));
+            DeviceFree {
+                allocatable: ids.len(),
+                in_use: in_use_ids.len(),
+                free: free_ids.len(),
+                resource_name,
+                numa_nodes,
+                free_ids,
+                in_use_ids,
+            }
+        })
+        .collect();
+
+    // CPUs: pod-level CPUs overlap the containers', so take the union.
+    let allocatable_cpus: BTreeSet<i64> = alloc.cpu_ids.iter().copied().collect();
+    let used_cpus: HashSet<i64> = pods
+        .iter()
+        .flat_map(|p| p.cpu_ids.iter().chain(p.containers.iter().flat_map(|c| c.cpu_ids.iter())))
+        .copied()
+        .collect();
+    let (in_use_ids, free_ids): (Vec<i64>, Vec<i64>) = allocatable_cpus.iter().partition(|c| used_cpus.contains(c));
+    let cpus = CpuFree {
+        allocatable: allocatable_cpus.len(),
+        in_use: in_use_ids.len(),
+        free: free_ids.len(),
+        free_ids,
+        in_use_ids,
+    };
+
+    // Memory: per pod, the larger of the containers' sum and the pod-level value.
+    let mut mem_alloc: BTreeMap<(String, NumaKey), u64> = BTreeMap::new();
+    for m in &alloc.memory {
+        *mem_alloc.entry((m.memory_type.clone(), key(m.numa_nodes.as_ref()))).or_default() += m.size;
+    }
+    let mut mem_used: BTreeMap<(String, NumaKey), u64> = BTreeMap::new();
+    for p in pods {
+        let mut per_pod: HashMap<(String, NumaKey), u64> = HashMap::new();
+        for m in p.containers.iter().flat_map(|c| c.memory.iter()) {
+            *per_pod.entry((m.memory_type.clone(), key(m.numa_nodes.as_ref()))).or_default() += m.size;
+        }
+        let mut pod_level: HashMap<(String, NumaKey), u64> = HashMap::new();
+        for m in &p.memory {
+            *pod_level.entry((m.memory_type.clone(), key(m.numa_nodes.as_ref()))).or_default() += m.size;
+        }
+        for (k, v) in pod_level {
+            let e = per_pod.entry(k).or_default();
+            *e = (*e).max(v);
+        }
+        for (k, v) in per_pod {
+            *mem_used.entry(k).or_default() += v;
+        }
+    }
+    let keys: BTreeSet<&(String, NumaKey)> = mem_alloc.keys().chain(mem_used.keys()).collect();
+    let memory = keys
+        .into_iter()
+        .map(|k| {
+            let allocatable = mem_alloc.get(k).copied().unwrap_or(0);
+            let in_use = mem_used.get(k).copied().unwrap_or(0);
+            MemoryFree {
+                memory_type: k.0.clone(),
+                numa_nodes: k.1.clone(),
+                allocatable,
+                in_use,
+                free: allocatable.saturating_sub(in_use),
+            }
+        })
+        .collect();
+
+    FreeReport { schema_version: SCHEMA_VERSION, devices, cpus, memory, held_not_allocatable }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::podresources::view::{ContainerView, DevicesView, MemoryView};
+
+    fn dev(r: &str, ids: &[&str], numa: Option<&[i64]>) -> DevicesView {
+        DevicesView {
+            resource_name: r.into(),
+            device_ids: ids.iter().map(|s| s.to_string()).collect(),
+            numa_nodes: numa.map(<[i64]>::to_vec),
+        }
+    }
+
+    fn mem(t: &str, size: u64, numa: &[i64]) -> MemoryView {
+        MemoryView { memory_type: t.into(), size, numa_nodes: Some(numa.to_vec()) }
+    }
+
+    #[test]
+    fn free_per_resource_and_numa() {
+        let alloc = AllocatableView {
+            devices: vec![
+                dev("x/gpu", &["g0"], Some(&[0])),
+                dev("x/gpu", &["g1"], Some(&[0])),
+                dev("x/gpu", &["g2"], Some(&[1])),
+                dev("x/nic", &["n0"], None),
+            ],
+            cpu_ids: vec![3, 2, 1, 0],
+            memory: vec![mem("memory", 1000, &[0]), mem("memory", 1000, &[1])],
+        };
+        let pods = vec![PodView {
+            name: "p".into(),
+            namespace: "ns".into(),
+            containers: vec![ContainerView {
+                name: "c".into(),
+                devices: vec![dev("x/gpu", &["g1"], Some(&[0])), dev("x/gpu", &["g9"], Some(&[1]))],
+                cpu_ids: vec![2, 1],
+                memory: vec![mem("memory", 300, &[0])],
+                dynamic_resources: vec![],
+            }],
+            cpu_ids: vec![1, 2],
+            memory: vec![mem("memory", 200, &[0])],
+        }];
+        let r = free(&alloc, &pods);
+        assert_eq!(r.devices.len(), 3);
+        let g0 = &r.devices[0];
+        assert_eq!((g0.resource_name.as_str(), g0.numa_nodes.as_deref()), ("x/gpu", Some(&[0][..])));
+        assert_eq!((g0.allocatable, g0.in_use, g0.free), (2, 1, 1));
+        assert_eq!(g0.free_ids, ["g0"]);
+        assert_eq!((r.devices[1].free, r.devices[1].numa_nodes.as_deref()), (1, Some(&[1][..])));
+        assert_eq!((r.devices[2].resource_name.as_str(), r.devices[2].numa_nodes.as_deref()), ("x/nic", None));
+        assert_eq!(r.cpus.free_ids, [0, 3]);
+        assert_eq!(r.cpus.in_use, 2);
+        assert_eq!((r.memory[0].in_use, r.memory[0].free), (300, 700));
+        assert_eq!(r.memory[1].free, 1000);
+        assert_eq!(r.held_not_allocatable.len(), 1);
+        assert_eq!(r.held_not_allocatable[0].device_id, "g9");
+    }
+}

@@ -1,0 +1,499 @@
+//! dpctl's own view of PodResources data: the shapes `dpctl podresources`
+//! prints as JSON (stable snake_case keys that mirror the proto field names,
+//! zero values kept) and the output layer renders as tables.
+//!
+//! Two differences from the proto, both for `jq`: `topology.nodes[].ID` is
+//! flattened into `numa_nodes` (`null` when the kubelet sent no topology,
+//! which is not the same as NUMA node 0), and CDI devices are plain strings.
+//! Entries keep the kubelet's order and grouping (one `ContainerDevices` per
+//! device and NUMA node upstream); only tables merge them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::proto::podresources::{v1, v1alpha1};
+
+/// Version of dpctl's PodResources JSON layout, printed as `schema_version`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Which PodResources API version answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Api {
+    /// `v1.PodResourcesLister` (kubelet 1.20 and later).
+    V1,
+    /// `v1alpha1.PodResourcesLister`: devices only, no topology.
+    V1alpha1,
+}
+
+impl Api {
+    /// The proto package name, `v1` or `v1alpha1`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::V1 => "v1",
+            Api::V1alpha1 => "v1alpha1",
+        }
+    }
+}
+
+impl std::fmt::Display for Api {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One pod as the kubelet reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodView {
+    /// Pod name.
+    pub name: String,
+    /// Pod namespace.
+    pub namespace: String,
+    /// Containers in the kubelet's order: restartable init containers
+    /// (sidecars) first, then regular containers.
+    pub containers: Vec<ContainerView>,
+    /// Pod-level exclusive CPUs (newest kubelets only); they overlap the
+    /// containers' CPUs on purpose.
+    pub cpu_ids: Vec<i64>,
+    /// Pod-level memory (newest kubelets only); overlaps the containers'.
+    pub memory: Vec<MemoryView>,
+}
+
+/// One container's resources.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerView {
+    /// Container name.
+    pub name: String,
+    /// Device-plugin devices, one entry per `ContainerDevices` the kubelet sent.
+    pub devices: Vec<DevicesView>,
+    /// Exclusive CPUs (static CPU manager policy), in the kubelet's order.
+    pub cpu_ids: Vec<i64>,
+    /// Memory and hugepages (static memory manager policy).
+    pub memory: Vec<MemoryView>,
+    /// DRA resource claims.
+    pub dynamic_resources: Vec<ClaimView>,
+}
+
+/// One `ContainerDevices` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DevicesView {
+    /// Extended resource name, e.g. `nvidia.com/gpu`.
+    pub resource_name: String,
+    /// Device IDs as the plugin named them.
+    pub device_ids: Vec<String>,
+    /// NUMA nodes; `None` when the entry has no topology.
+    pub numa_nodes: Option<Vec<i64>>,
+}
+
+/// One `ContainerMemory` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryView {
+    /// `memory` or `hugepages-<size>`.
+    pub memory_type: String,
+    /// Bytes.
+    pub size: u64,
+    /// NUMA nodes; `None` when the entry has no topology.
+    pub numa_nodes: Option<Vec<i64>>,
+}
+
+/// One DRA claim (`DynamicResource`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimView {
+    /// ResourceClaim name.
+    pub claim_name: String,
+    /// ResourceClaim namespace.
+    pub claim_namespace: String,
+    /// The allocated devices.
+    pub claim_resources: Vec<ClaimResourceView>,
+}
+
+/// One `ClaimResource`: a device allocated to a claim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimResourceView {
+    /// Fully qualified CDI device names.
+    pub cdi_devices: Vec<String>,
+    /// DRA driver.
+    pub driver_name: String,
+    /// Resource pool.
+    pub pool_name: String,
+    /// Device within the pool.
+    pub device_name: String,
+    /// Share ID for shared devices (`null` when not sent).
+    pub share_id: Option<String>,
+}
+
+impl ClaimResourceView {
+    /// `driver/pool/device`, the DRA name of the device.
+    pub fn qualified_device(&self) -> String {
+        format!("{}/{}/{}", self.driver_name, self.pool_name, self.device_name)
+    }
+}
+
+/// `GetAllocatableResources`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllocatableView {
+    /// Healthy devices, one entry per `ContainerDevices`.
+    pub devices: Vec<DevicesView>,
+    /// Allocatable CPUs (static CPU manager policy only).
+    pub cpu_ids: Vec<i64>,
+    /// Allocatable memory (static memory manager policy only).
+    pub memory: Vec<MemoryView>,
+}
+
+/// `dpctl podresources list -o json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListView {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The API version that answered.
+    pub api_version: Api,
+    /// The pods.
+    pub pod_resources: Vec<PodView>,
+}
+
+/// `dpctl podresources get -o json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct GetView {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The API version that answered.
+    pub api_version: Api,
+    /// The pod.
+    pub pod_resources: PodView,
+}
+
+/// `dpctl podresources allocatable -o json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AllocatableReport {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// The allocatable resources.
+    #[serde(flatten)]
+    pub allocatable: AllocatableView,
+}
+
+fn numa(t: Option<&v1::TopologyInfo>) -> Option<Vec<i64>> {
+    t.map(|t| t.nodes.iter().map(|n| n.id).collect())
+}
+
+fn topology(n: Option<&Vec<i64>>) -> Option<v1::TopologyInfo> {
+    n.map(|nodes| v1::TopologyInfo { nodes: nodes.iter().map(|id| v1::NumaNode { id: *id }).collect() })
+}
+
+impl From<&v1::ContainerDevices> for DevicesView {
+    fn from(d: &v1::ContainerDevices) -> Self {
+        DevicesView {
+            resource_name: d.resource_name.clone(),
+            device_ids: d.device_ids.clone(),
+            numa_nodes: numa(d.topology.as_ref()),
+        }
+    }
+}
+
+impl From<&DevicesView> for v1::ContainerDevices {
+    fn from(d: &DevicesView) -> Self {
+        v1::ContainerDevices {
+            resource_name: d.resource_name.clone(),
+            device_ids: d.device_ids.clone(),
+            topology: topology(d.numa_nodes.as_ref()),
+        }
+    }
+}
+
+impl From<&v1::ContainerMemory> for MemoryView {
+    fn from(m: &v1::ContainerMemory) -> Self {
+        MemoryView { memory_type: m.memory_type.clone(), size: m.size, numa_nodes: numa(m.topology.as_ref()) }
+    }
+}
+
+impl From<&MemoryView> for v1::ContainerMemory {
+    fn from(m: &MemoryView) -> Self {
+        v1::ContainerMemory {
+            memory_type: m.memory_type.clone(),
+            size: m.size,
+            topology: topology(m.numa_nodes.as_ref()),
+        }
+    }
+}
+
+impl From<&v1::DynamicResource> for ClaimView {
+    fn from(d: &v1::DynamicResource) -> Self {
+        ClaimView {
+            claim_name: d.claim_name.clone(),
+            claim_namespace: d.claim_namespace.clone(),
+            claim_resources: d
+                .claim_resources
+                .iter()
+                .map(|r| ClaimResourceView {
+                    cdi_devices: r.cdi_devices.iter().map(|c| c.name.clone()).collect(),
+                    driver_name: r.driver_name.clone(),
+                    pool_name: r.pool_name.clone(),
+                    device_name: r.device_name.clone(),
+                    share_id: r.share_id.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<&ClaimView> for v1::DynamicResource {
+    fn from(c: &ClaimView) -> Self {
+        v1::DynamicResource {
+            claim_name: c.claim_name.clone(),
+            claim_namespace: c.claim_namespace.clone(),
+            claim_resources: c
+                .claim_resources
+                .iter()
+                .map(|r| v1::ClaimResource {
+                    cdi_devices: r.cdi_devices.iter().map(|n| v1::CdiDevice { name: n.clone() }).collect(),
+                    driver_name: r.driver_name.clone(),
+                    pool_name: r.pool_name.clone(),
+                    device_name: r.device_name.clone(),
+                    share_id: r.share_id.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl From<&v1::ContainerResources> for ContainerView {
+    fn from(c: &v1::ContainerResources) -> Self {
+        ContainerView {
+            name: c.name.clone(),
+            devices: c.devices.iter().map(DevicesView::from).collect(),
+            cpu_ids: c.cpu_ids.clone(),
+            memory: c.memory.iter().map(MemoryView::from).collect(),
+            dynamic_resources: c.dynamic_resources.iter().map(ClaimView::from).collect(),
+        }
+    }
+}
+
+impl From<&ContainerView> for v1::ContainerResources {
+    fn from(c: &ContainerView) -> Self {
+        v1::ContainerResources {
+            name: c.name.clone(),
+            devices: c.devices.iter().map(v1::ContainerDevices::from).collect(),
+            cpu_ids: c.cpu_ids.clone(),
+            memory: c.memory.iter().map(v1::ContainerMemory::from).collect(),
+            dynamic_resources: c.dynamic_resources.iter().map(v1::DynamicResource::from).collect(),
+        }
+    }
+}
+
+impl From<&v1::PodResources> for PodView {
+    fn from(p: &v1::PodResources) -> Self {
+        PodView {
+            name: p.name.clone(),
+            namespace: p.namespace.clone(),
+            containers: p.containers.iter().map(ContainerView::from).collect(),
+            cpu_ids: p.cpu_ids.clone(),
+            memory: p.memory.iter().map(MemoryView::from).collect(),
+        }
+    }
+}
+
+/// Moves the kubelet's answer into dpctl's view without copying strings
+/// (the fast path for big nodes).
+impl From<v1::PodResources> for PodView {
+    fn from(p: v1::PodResources) -> Self {
+        let memory = |m: Vec<v1::ContainerMemory>| {
+            m.into_iter()
+                .map(|m| MemoryView { numa_nodes: numa(m.topology.as_ref()), memory_type: m.memory_type, size: m.size })
+                .collect()
+        };
+        PodView {
+            name: p.name,
+            namespace: p.namespace,
+            containers: p
+                .containers
+                .into_iter()
+                .map(|c| ContainerView {
+                    dynamic_resources: c.dynamic_resources.iter().map(ClaimView::from).collect(),
+                    name: c.name,
+                    devices: c
+                        .devices
+                        .into_iter()
+                        .map(|d| DevicesView {
+                            numa_nodes: numa(d.topology.as_ref()),
+                            resource_name: d.resource_name,
+                            device_ids: d.device_ids,
+                        })
+                        .collect(),
+                    cpu_ids: c.cpu_ids,
+                    memory: memory(c.memory),
+                })
+                .collect(),
+            cpu_ids: p.cpu_ids,
+            memory: memory(p.memory),
+        }
+    }
+}
+
+impl From<&PodView> for v1::PodResources {
+    fn from(p: &PodView) -> Self {
+        v1::PodResources {
+            name: p.name.clone(),
+            namespace: p.namespace.clone(),
+            containers: p.containers.iter().map(v1::ContainerResources::from).collect(),
+            cpu_ids: p.cpu_ids.clone(),
+            memory: p.memory.iter().map(v1::ContainerMemory::from).collect(),
+        }
+    }
+}
+
+impl From<&v1alpha1::PodResources> for PodView {
+    fn from(p: &v1alpha1::PodResources) -> Self {
+        PodView {
+            name: p.name.clone(),
+            namespace: p.namespace.clone(),
+            containers: p
+                .containers
+                .iter()
+                .map(|c| ContainerView {
+                    name: c.name.clone(),
+                    devices: c
+                        .devices
+                        .iter()
+                        .map(|d| DevicesView {
+                            resource_name: d.resource_name.clone(),
+                            device_ids: d.device_ids.clone(),
+                            numa_nodes: None,
+                        })
+                        .collect(),
+                    cpu_ids: Vec::new(),
+                    memory: Vec::new(),
+                    dynamic_resources: Vec::new(),
+                })
+                .collect(),
+            cpu_ids: Vec::new(),
+            memory: Vec::new(),
+        }
+    }
+}
+
+impl From<&v1::AllocatableResourcesResponse> for AllocatableView {
+    fn from(a: &v1::AllocatableResourcesResponse) -> Self {
+        AllocatableView {
+            devices: a.devices.iter().map(DevicesView::from).collect(),
+            cpu_ids: a.cpu_ids.clone(),
+            memory: a.memory.iter().map(MemoryView::from).collect(),
+        }
+    }
+}
+
+impl From<&AllocatableView> for v1::AllocatableResourcesResponse {
+    fn from(a: &AllocatableView) -> Self {
+        v1::AllocatableResourcesResponse {
+            devices: a.devices.iter().map(v1::ContainerDevices::from).collect(),
+            cpu_ids: a.cpu_ids.clone(),
+            memory: a.memory.iter().map(v1::ContainerMemory::from).collect(),
+        }
+    }
+}
+
+/// The name `--resource` uses for exclusive CPUs.
+pub const CPU_RESOURCE: &str = "cpu";
+
+/// Which pods to show.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only pods in this namespace.
+    pub namespace: Option<String>,
+    /// Only this resource: a device resource name, a memory type (`memory`,
+    /// `hugepages-2Mi`), `cpu`, or a DRA driver name. Other resources are
+    /// dropped from the pods that remain.
+    pub resource: Option<String>,
+}
+
+impl Filter {
+    /// True when nothing is filtered.
+    pub fn is_empty(&self) -> bool {
+        self.namespace.is_none() && self.resource.is_none()
+    }
+
+    /// Applies the filter, keeping the kubelet's order.
+    pub fn apply(&self, pods: Vec<PodView>) -> Vec<PodView> {
+        pods.into_iter()
+            .filter(|p| self.namespace.as_deref().is_none_or(|ns| p.namespace == ns))
+            .filter_map(|p| match &self.resource {
+                None => Some(p),
+                Some(r) => only_resource(p, r),
+            })
+            .collect()
+    }
+}
+
+/// The pod with only resource `r` left, or `None` when it does not use it.
+fn only_resource(mut p: PodView, r: &str) -> Option<PodView> {
+    let cpu = r == CPU_RESOURCE;
+    for c in &mut p.containers {
+        c.devices.retain(|d| d.resource_name == r);
+        c.memory.retain(|m| m.memory_type == r);
+        if !cpu {
+            c.cpu_ids.clear();
+        }
+        for claim in &mut c.dynamic_resources {
+            claim.claim_resources.retain(|cr| cr.driver_name == r);
+        }
+        c.dynamic_resources.retain(|claim| !claim.claim_resources.is_empty());
+    }
+    p.containers.retain(|c| {
+        !c.devices.is_empty() || !c.memory.is_empty() || !c.cpu_ids.is_empty() || !c.dynamic_resources.is_empty()
+    });
+    p.memory.retain(|m| m.memory_type == r);
+    if !cpu {
+        p.cpu_ids.clear();
+    }
+    if p.containers.is_empty() && p.memory.is_empty() && p.cpu_ids.is_empty() { None } else { Some(p) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(ns: &str, name: &str, res: &str) -> PodView {
+        PodView {
+            name: name.into(),
+            namespace: ns.into(),
+            containers: vec![ContainerView {
+                name: "c".into(),
+                devices: vec![DevicesView {
+                    resource_name: res.into(),
+                    device_ids: vec!["d0".into()],
+                    numa_nodes: Some(vec![0]),
+                }],
+                cpu_ids: vec![3, 1],
+                memory: vec![],
+                dynamic_resources: vec![],
+            }],
+            cpu_ids: vec![],
+            memory: vec![],
+        }
+    }
+
+    #[test]
+    fn filter_by_namespace_and_resource() {
+        let pods = vec![pod("a", "p1", "x.io/gpu"), pod("b", "p2", "x.io/gpu"), pod("a", "p3", "y.io/nic")];
+        let f = Filter { namespace: Some("a".into()), resource: None };
+        assert_eq!(f.apply(pods.clone()).iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["p1", "p3"]);
+        let f = Filter { namespace: None, resource: Some("x.io/gpu".into()) };
+        let got = f.apply(pods.clone());
+        assert_eq!(got.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["p1", "p2"]);
+        assert!(got[0].containers[0].cpu_ids.is_empty(), "other resources are dropped");
+        let f = Filter { namespace: None, resource: Some("cpu".into()) };
+        let got = f.apply(pods);
+        assert_eq!(got.len(), 3);
+        assert!(got[0].containers[0].devices.is_empty());
+        assert_eq!(got[0].containers[0].cpu_ids, [3, 1]);
+    }
+
+    #[test]
+    fn round_trip_keeps_absent_topology_apart_from_node_zero() {
+        let v = pod("a", "p", "x.io/gpu");
+        let raw = v1::PodResources::from(&v);
+        assert_eq!(raw.containers[0].devices[0].topology.as_ref().map(|t| t.nodes[0].id), Some(0));
+        assert_eq!(PodView::from(&raw), v);
+        assert_eq!(PodView::from(raw), v, "moving gives the same view");
+        let none = DevicesView { resource_name: "r".into(), device_ids: vec![], numa_nodes: None };
+        assert!(v1::ContainerDevices::from(&none).topology.is_none());
+    }
+}
