@@ -128,18 +128,33 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s v -l verbose
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -f -a "list" -d 'List (placeholder)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -f -a "list" -d 'Pods and what they hold: devices, NUMA nodes, CPUs, memory, DRA claims'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -f -a "get" -d 'One pod (v1 Get; kubelet 1.27+, feature gate KubeletPodResourcesGet)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -f -a "allocatable" -d 'What the kubelet can hand out: healthy devices, CPUs, memory (GetAllocatableResources)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -f -a "free" -d 'Allocatable minus in use, per resource and NUMA node; CPUs and memory too'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -f -a "watch" -d 'Poll List and print pods and assignments that appeared, changed or went away'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -f -a "dump" -d 'Record this node\'s List and GetAllocatableResources as a fixture file for `serve --data` (always JSON)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -f -a "serve" -d 'Be a kubelet\'s PodResources endpoint, answering from a JSON fixture'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l socket -d 'The kubelet\'s PodResources socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l api -d 'API version' -r -f -a "auto\t'v1, falling back to v1alpha1 when the kubelet has no v1 (before 1.20)'
+v1\t'Only v1'
+v1alpha1\t'Only v1alpha1 (List only: devices without topology)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l max-recv-bytes -d 'Largest answer accepted, in bytes [default: 16 MiB, as upstream clients]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s n -l namespace -d 'Only pods in this namespace [default: all]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l resource -d 'Only this resource: a device resource name (nvidia.com/gpu), `cpu`, a memory type (memory, hugepages-2Mi) or a DRA driver name' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
@@ -150,7 +165,124 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "list" -d 'List (placeholder)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The pod\'s namespace' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l socket -d 'The kubelet\'s PodResources socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l api -d 'API version' -r -f -a "auto\t'v1, falling back to v1alpha1 when the kubelet has no v1 (before 1.20)'
+v1\t'Only v1'
+v1alpha1\t'Only v1alpha1 (List only: devices without topology)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l max-recv-bytes -d 'Largest answer accepted, in bytes [default: 16 MiB, as upstream clients]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l timeout -d 'Deadline of each call' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l socket -d 'The kubelet\'s PodResources socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l api -d 'API version' -r -f -a "auto\t'v1, falling back to v1alpha1 when the kubelet has no v1 (before 1.20)'
+v1\t'Only v1'
+v1alpha1\t'Only v1alpha1 (List only: devices without topology)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l max-recv-bytes -d 'Largest answer accepted, in bytes [default: 16 MiB, as upstream clients]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l timeout -d 'Deadline of each call' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l socket -d 'The kubelet\'s PodResources socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l api -d 'API version' -r -f -a "auto\t'v1, falling back to v1alpha1 when the kubelet has no v1 (before 1.20)'
+v1\t'Only v1'
+v1alpha1\t'Only v1alpha1 (List only: devices without topology)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l max-recv-bytes -d 'Largest answer accepted, in bytes [default: 16 MiB, as upstream clients]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l resource -d 'Only this resource (device resource name, `cpu`, or memory type)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l timeout -d 'Deadline of each call' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l socket -d 'The kubelet\'s PodResources socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l api -d 'API version' -r -f -a "auto\t'v1, falling back to v1alpha1 when the kubelet has no v1 (before 1.20)'
+v1\t'Only v1'
+v1alpha1\t'Only v1alpha1 (List only: devices without topology)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l max-recv-bytes -d 'Largest answer accepted, in bytes [default: 16 MiB, as upstream clients]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s n -l namespace -d 'Only pods in this namespace [default: all]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l resource -d 'Only this resource: a device resource name (nvidia.com/gpu), `cpu`, a memory type (memory, hugepages-2Mi) or a DRA driver name' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l interval -d 'Time between polls (at least 10ms, the kubelet\'s rate)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l count -d 'Stop after this many events (pods present at the start count)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l timeout -d 'Stop after this long [default: until Ctrl-C]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l no-initial -d 'Do not print the pods present at the start; only changes'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l socket -d 'The kubelet\'s PodResources socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l api -d 'API version' -r -f -a "auto\t'v1, falling back to v1alpha1 when the kubelet has no v1 (before 1.20)'
+v1\t'Only v1'
+v1alpha1\t'Only v1alpha1 (List only: devices without topology)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l max-recv-bytes -d 'Largest answer accepted, in bytes [default: 16 MiB, as upstream clients]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l timeout -d 'Deadline of each call' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l socket -d 'The socket to serve on (a real kubelet uses /var/lib/kubelet/pod-resources/kubelet.sock)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l data -d 'The fixture file [default: an empty node]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l qps -d 'Rate limit: calls per second' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l burst -d 'Rate limit: burst' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l apis -d 'API versions to serve, comma-separated (`--apis v1alpha1` is a kubelet older than 1.20)' -r -f -a "v1\t'`v1.PodResourcesLister`'
+v1alpha1\t'`v1alpha1.PodResourcesLister`'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l disable-get -d 'Answer Get like a kubelet with the feature gate KubeletPodResourcesGet off'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l no-rate-limit -d 'Do not rate-limit (a kubelet allows 100 calls/s, burst 10)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l force -d 'Take the socket over even if a live process serves it'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "list" -d 'Pods and what they hold: devices, NUMA nodes, CPUs, memory, DRA claims'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "get" -d 'One pod (v1 Get; kubelet 1.27+, feature gate KubeletPodResourcesGet)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "allocatable" -d 'What the kubelet can hand out: healthy devices, CPUs, memory (GetAllocatableResources)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "free" -d 'Allocatable minus in use, per resource and NUMA node; CPUs and memory too'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "watch" -d 'Poll List and print pods and assignments that appeared, changed or went away'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "dump" -d 'Record this node\'s List and GetAllocatableResources as a fixture file for `serve --data` (always JSON)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "serve" -d 'Be a kubelet\'s PodResources endpoint, answering from a JSON fixture'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
@@ -203,4 +335,10 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_su
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "call" -d 'Make one call to a plugin'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "list" -d 'List (placeholder)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "list" -d 'Pods and what they hold: devices, NUMA nodes, CPUs, memory, DRA claims'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "get" -d 'One pod (v1 Get; kubelet 1.27+, feature gate KubeletPodResourcesGet)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "allocatable" -d 'What the kubelet can hand out: healthy devices, CPUs, memory (GetAllocatableResources)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "free" -d 'Allocatable minus in use, per resource and NUMA node; CPUs and memory too'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "watch" -d 'Poll List and print pods and assignments that appeared, changed or went away'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "dump" -d 'Record this node\'s List and GetAllocatableResources as a fixture file for `serve --data` (always JSON)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "serve" -d 'Be a kubelet\'s PodResources endpoint, answering from a JSON fixture'
