@@ -4,6 +4,7 @@
 
 pub mod h2raw;
 pub mod plugin;
+pub mod simplugin;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
