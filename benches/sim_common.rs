@@ -61,7 +61,10 @@ type Snapshots = Pin<Box<dyn Stream<Item = Result<dp::ListAndWatchResponse, Stat
 
 #[tonic::async_trait]
 impl DevicePlugin for BenchPlugin {
-    async fn get_device_plugin_options(&self, _: Request<dp::Empty>) -> Result<Response<dp::DevicePluginOptions>, Status> {
+    async fn get_device_plugin_options(
+        &self,
+        _: Request<dp::Empty>,
+    ) -> Result<Response<dp::DevicePluginOptions>, Status> {
         Ok(Response::new(self.options))
     }
 

@@ -26,7 +26,8 @@ async fn run() -> bool {
     let _stop = p.serve(&dir.join("gpu.sock")).await;
     register(&dir, "example.com/gpu", "gpu.sock").await;
     sim.event("snapshot", Duration::from_secs(30)).await;
-    let channel = dpctl::transport::connect(&dir.join("pod-resources.sock"), Duration::from_secs(5)).await.expect("connect");
+    let channel =
+        dpctl::transport::connect(&dir.join("pod-resources.sock"), Duration::from_secs(5)).await.expect("connect");
     let mut client = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
     let mut latencies = Vec::with_capacity(rounds);
     let mut calls = 0u64;

@@ -542,6 +542,39 @@ mod tests {
     }
 
     #[test]
+    fn live_frame_shows_resources_pods_and_recent_events() {
+        colored::control::set_override(false);
+        let status: SimStatus = serde_json::from_value(serde_json::json!({
+            "dir": "/tmp/dp", "kubelet_socket": "/tmp/dp/kubelet.sock",
+            "podresources_socket": "/tmp/dp/pod-resources.sock", "control_socket": null,
+            "grace_period_ms": 300000, "restarts": 1,
+            "resources": [{"resource": "example.com/gpu", "state": "serving", "reported": true, "capacity": 4,
+                "allocatable": 3, "in_use": 1, "socket": "/tmp/dp/gpu.sock", "endpoint": "gpu.sock",
+                "via": "kubelet.sock", "pre_start_required": false, "get_preferred_allocation_available": true,
+                "snapshots": 2, "registrations": 1, "removal_in_ms": null, "devices": []}],
+            "pods": [{"name": "p", "namespace": "default", "uid": "u",
+                "containers": [{"name": "c0", "kind": "regular", "devices": {"example.com/gpu": ["g1"]}}]}]
+        }))
+        .unwrap();
+        let ev =
+            SimEvent { time: SystemTime::UNIX_EPOCH, kind: EventKind::ResourceRemoved { resource: "x.io/y".into() } };
+        let frame = live_frame(&status, &[ev], 200);
+        let text = frame.join("\n");
+        assert!(text.contains("grace 5m  restarts 1"), "{text}");
+        let row = frame.iter().find(|l| l.starts_with("example.com/gpu")).unwrap();
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["example.com/gpu", "serving", "4", "3", "1", "gpu.sock", "(kubelet.sock)", "preferred"]
+        );
+        assert!(text.contains("default/p   c0") && text.contains("example.com/gpu=g1"), "{text}");
+        assert!(
+            text.contains("00:00:00 resource_removed") && text.contains("x.io/y: grace period over, capacity 0"),
+            "{text}"
+        );
+        assert!(live_frame(&status, &[], 20).iter().all(|l| l.chars().count() <= 20));
+    }
+
+    #[test]
     fn truncation_keeps_escapes() {
         assert_eq!(truncate("abcdef", 3), "abc");
         let t = truncate("\x1b[1mabcdef\x1b[0m", 2);
