@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
 use tokio::sync::broadcast;
@@ -179,7 +179,7 @@ fn parse_expect(s: &str) -> Result<(String, usize)> {
 enum Display {
     Json,
     Lines,
-    Live { lines: usize, recent: VecDeque<SimEvent>, width: usize },
+    Live { lines: usize, recent: VecDeque<SimEvent>, width: usize, drawn: Option<Instant>, dirty: bool },
 }
 
 async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
@@ -210,13 +210,13 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let mut display = if ctx.format.is_json() {
         Display::Json
     } else if ctx.progress_allowed() {
-        Display::Live { lines: 0, recent: VecDeque::new(), width: terminal_width() }
+        Display::Live { lines: 0, recent: VecDeque::new(), width: terminal_width(), drawn: None, dirty: false }
     } else {
         Display::Lines
     };
     let stop = crate::transport::shutdown_signal();
     tokio::pin!(stop);
-    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut code = exit::OK;
     let result: Result<()> = async {
         loop {
@@ -243,7 +243,10 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
                 _ = tick.tick() => {
-                    if let Display::Live { .. } = display {
+                    // Redraw what was held back, and once a second for the countdowns.
+                    if let Display::Live { drawn, dirty, .. } = &display
+                        && (*dirty || drawn.is_none_or(|d| d.elapsed() >= Duration::from_secs(1)))
+                    {
                         redraw(&mut display, ctx, &sim)?;
                     }
                 }
@@ -266,6 +269,7 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     drain(&mut rx, &mut display, ctx, &sim)?;
     if let Display::Live { .. } = display {
         // Leave the last frame on screen, followed by a newline.
+        redraw(&mut display, ctx, &sim)?;
         writeln!(ctx.term.err).map_err(out_err)?;
     }
     result?;
@@ -305,10 +309,15 @@ fn show(display: &mut Display, ctx: &mut Ctx<'_>, sim: &crate::kubelet_sim::SimH
     match display {
         Display::Json => render::event(&mut ctx.term.out, Format::Json, &ev).map_err(out_err),
         Display::Lines => render::event(&mut ctx.term.out, Format::Table, &ev).map_err(out_err),
-        Display::Live { recent, .. } => {
+        Display::Live { recent, drawn, dirty, .. } => {
             recent.push_back(ev);
             while recent.len() > 12 {
                 recent.pop_front();
+            }
+            // At most 10 frames a second; the tick draws what is held back.
+            if drawn.is_some_and(|d| d.elapsed() < Duration::from_millis(100)) {
+                *dirty = true;
+                return Ok(());
             }
             redraw(display, ctx, sim)
         }
@@ -317,9 +326,11 @@ fn show(display: &mut Display, ctx: &mut Ctx<'_>, sim: &crate::kubelet_sim::SimH
 
 /// Redraws the live view on stderr, replacing the previous frame.
 fn redraw(display: &mut Display, ctx: &mut Ctx<'_>, sim: &crate::kubelet_sim::SimHandle) -> Result<()> {
-    let Display::Live { lines, recent, width } = display else { return Ok(()) };
+    let Display::Live { lines, recent, width, drawn, dirty } = display else { return Ok(()) };
     let recent: Vec<SimEvent> = recent.iter().cloned().collect();
-    let frame = render::live_frame(&sim.status(), &recent, *width);
+    let frame = render::live_frame(&sim.summary(), &recent, *width);
+    *drawn = Some(Instant::now());
+    *dirty = false;
     let err = &mut ctx.term.err;
     if *lines > 0 {
         write!(err, "\x1b[{}A\x1b[J", *lines).map_err(out_err)?;

@@ -526,7 +526,16 @@ impl SimHandle {
 
     /// The state: resources, plugins, pods.
     pub fn status(&self) -> SimStatus {
-        self.inner.lock().status(&self.inner.status_paths())
+        let mut s = self.inner.lock().status(&self.inner.status_paths(), true);
+        s.running = !self.inner.is_stopped();
+        s
+    }
+
+    /// Like [`SimHandle::status`] without the device lists (cheap with many devices).
+    pub fn summary(&self) -> SimStatus {
+        let mut s = self.inner.lock().status(&self.inner.status_paths(), false);
+        s.running = !self.inner.is_stopped();
+        s
     }
 
     /// Capacity and allocatable per resource, as node status shows them

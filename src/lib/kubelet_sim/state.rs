@@ -193,8 +193,8 @@ impl State {
         self.pods.iter().position(|p| p.spec.namespace == namespace && p.spec.name == name)
     }
 
-    /// A public view of everything.
-    pub fn status(&self, paths: &StatusPaths) -> SimStatus {
+    /// A public view of everything (the device lists only `with_devices`).
+    pub fn status(&self, paths: &StatusPaths, with_devices: bool) -> SimStatus {
         let now = Instant::now();
         let resources = self
             .resources
@@ -223,7 +223,7 @@ impl State {
                         let left = (at + self.grace_period).saturating_duration_since(now);
                         u64::try_from(left.as_millis()).unwrap_or(u64::MAX)
                     }),
-                    devices: r.devices.clone(),
+                    devices: if with_devices { r.devices.clone() } else { Vec::new() },
                 }
             })
             .collect();
@@ -242,6 +242,7 @@ impl State {
             kubelet_socket: paths.kubelet_socket.clone(),
             podresources_socket: paths.podresources_socket.clone(),
             control_socket: paths.control_socket.clone(),
+            running: true,
             grace_period_ms: u64::try_from(self.grace_period.as_millis()).unwrap_or(u64::MAX),
             restarts: self.restarts,
             resources,
@@ -287,6 +288,8 @@ pub struct SimStatus {
     pub podresources_socket: Option<String>,
     /// The control socket, when served.
     pub control_socket: Option<String>,
+    /// False once the sim has stopped.
+    pub running: bool,
     /// Grace period after a stream end.
     pub grace_period_ms: u64,
     /// Restarts so far.

@@ -214,7 +214,7 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
                 opts.push("pre-start");
             }
             let state = match r.removal_in_ms {
-                Some(left) if r.state != "removed" => format!("{} (0 in {})", r.state, ms(left)),
+                Some(left) if r.state != "removed" && s.running => format!("{} (0 in {})", r.state, ms(left)),
                 _ => r.state.clone(),
             };
             let (cap, alloc) = if r.reported {
@@ -279,8 +279,9 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
 pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize) -> Vec<String> {
     let mut out = vec![
         format!(
-            "{}  {}  grace {}  restarts {}",
+            "{}{}  {}  grace {}  restarts {}",
             "kubelet-sim".bold(),
+            if s.running { "" } else { " (stopped)" },
             s.kubelet_socket,
             ms(s.grace_period_ms),
             s.restarts
@@ -305,7 +306,9 @@ pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize) -> Vec<Strin
         out.push(format!("{} {} {}", clock.dimmed(), name, event_detail(&ev.kind)));
     }
     out.push(String::new());
-    out.push("Ctrl-C to stop".dimmed().to_string());
+    if s.running {
+        out.push("Ctrl-C to stop".dimmed().to_string());
+    }
     out.into_iter().map(|l| truncate(&l, width)).collect()
 }
 
@@ -546,7 +549,7 @@ mod tests {
         colored::control::set_override(false);
         let status: SimStatus = serde_json::from_value(serde_json::json!({
             "dir": "/tmp/dp", "kubelet_socket": "/tmp/dp/kubelet.sock",
-            "podresources_socket": "/tmp/dp/pod-resources.sock", "control_socket": null,
+            "podresources_socket": "/tmp/dp/pod-resources.sock", "control_socket": null, "running": true,
             "grace_period_ms": 300000, "restarts": 1,
             "resources": [{"resource": "example.com/gpu", "state": "serving", "reported": true, "capacity": 4,
                 "allocatable": 3, "in_use": 1, "socket": "/tmp/dp/gpu.sock", "endpoint": "gpu.sock",
