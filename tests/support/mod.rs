@@ -77,10 +77,7 @@ impl Run {
     }
 
     pub fn json_lines(&self) -> Vec<serde_json::Value> {
-        self.stdout
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
-            .collect()
+        self.stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}"))).collect()
     }
 }
 
