@@ -1,1 +1,798 @@
-//! Placeholder: tests for its own issue.
+//! `dpctl kubelet-sim`: the simulated kubelet against a plugin built on the
+//! generated code (tests/support/simplugin.rs), in-process through the
+//! library and from other processes through the CLI.
+
+use std::time::Duration;
+
+use base64::Engine;
+use dpctl::kubelet_sim::{EventKind, KubeletSim, PodSpec, SimConfig, SimEvent, SimHandle, Via};
+use dpctl::proto::deviceplugin::v1beta1 as dp;
+use dpctl::proto::podresources::{v1, v1alpha1};
+use prost::Message;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::broadcast;
+
+use crate::support::simplugin::{self, Script, SimPlugin, device, register};
+use crate::support::{Sandbox, dpctl, dpctl_command, within};
+
+const GPU: &str = "example.com/gpu";
+
+async fn start_sim(sb: &Sandbox, tune: impl FnOnce(&mut SimConfig)) -> SimHandle {
+    let mut c = SimConfig::new(sb.path());
+    c.dial_timeout = Duration::from_millis(400);
+    tune(&mut c);
+    KubeletSim::start(c).await.expect("start the sim")
+}
+
+/// The next event matching `pred`.
+async fn next(rx: &mut broadcast::Receiver<SimEvent>, what: &str, pred: impl Fn(&EventKind) -> bool) -> EventKind {
+    within(what, async {
+        loop {
+            let ev = rx.recv().await.expect("event stream");
+            if pred(&ev.kind) {
+                return ev.kind;
+            }
+        }
+    })
+    .await
+}
+
+async fn counts_are(sim: &SimHandle, resource: &str, capacity: usize, allocatable: usize) {
+    let r = resource.to_string();
+    sim.wait_for_counts(
+        move |c| c.get(&r).is_some_and(|c| c.capacity == capacity && c.allocatable == allocatable),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{resource} never reached {capacity}/{allocatable}: {e}; now {:?}", sim.counts()));
+}
+
+fn kubelet_sock(sb: &Sandbox) -> std::path::PathBuf {
+    sb.join("kubelet.sock")
+}
+
+#[tokio::test]
+async fn registration_is_validated_with_the_kubelets_texts() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let mut rx = sim.subscribe();
+    let ks = kubelet_sock(&sb);
+    let cases = [
+        (
+            "v1alpha",
+            GPU,
+            r#"requested API version "v1alpha" is not supported by kubelet. Supported version is ["v1beta1"]"#,
+        ),
+        // The version is checked before the name.
+        ("", "foo", r#"requested API version "" is not supported by kubelet. Supported version is ["v1beta1"]"#),
+        ("v1beta1", "foo", r#"the ResourceName "foo" is invalid"#),
+        ("v1beta1", "kubernetes.io/foo", r#"the ResourceName "kubernetes.io/foo" is invalid"#),
+        ("v1beta1", "Example.com/foo", r#"the ResourceName "Example.com/foo" is invalid"#),
+        ("v1beta1", "a/b/c", r#"the ResourceName "a/b/c" is invalid"#),
+        ("v1beta1", "example.com/-x", r#"the ResourceName "example.com/-x" is invalid"#),
+        ("v1beta1", "requests.example.com/x", r#"the ResourceName "requests.example.com/x" is invalid"#),
+    ];
+    for (version, name, text) in cases {
+        let st = within("register", register(&ks, version, name, "x.sock", None)).await.unwrap_err();
+        assert_eq!(st.code(), tonic::Code::Unknown, "{version} {name}");
+        assert_eq!(st.message(), text);
+        let ev = next(&mut rx, "rejection event", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
+        let EventKind::RegistrationRejected { message, via, .. } = ev else { unreachable!() };
+        assert_eq!((message.as_str(), via), (text, Via::KubeletSock));
+    }
+    assert!(sim.counts().is_empty());
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn register_fails_when_the_plugin_cannot_be_dialed() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let t = std::time::Instant::now();
+    let st = within("register", register(&kubelet_sock(&sb), "v1beta1", GPU, "missing.sock", None)).await.unwrap_err();
+    assert_eq!(
+        (st.code(), st.message()),
+        (tonic::Code::Unknown, "failed to dial device plugin: context deadline exceeded")
+    );
+    assert!(t.elapsed() >= Duration::from_millis(400), "the dial is retried until its timeout");
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn options_failure_fails_register_and_skips_list_and_watch() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let p = SimPlugin::new(
+        SimPlugin::healthy(2, false),
+        Script { options_error: Some("no options today".into()), ..Default::default() },
+    );
+    let _stop = p.serve(&sb.join("p.sock")).await;
+    let st = register(&kubelet_sock(&sb), "v1beta1", GPU, "p.sock", None).await.unwrap_err();
+    assert_eq!(st.code(), tonic::Code::Unknown);
+    assert_eq!(st.message(), "failed to get device plugin options: rpc error: code = Unknown desc = no options today");
+    assert_eq!(p.rpcs(), ["GetDevicePluginOptions"], "exactly one RPC, no ListAndWatch");
+    assert!(!sim.counts().contains_key(GPU), "the resource never appears");
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn capacity_and_allocatable_follow_health() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let mut rx = sim.subscribe();
+    let p = SimPlugin::new(SimPlugin::healthy(4, true), Script::default());
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 4, 4).await;
+    let mut devs = SimPlugin::healthy(4, true);
+    devs[1].health = "Unhealthy".into();
+    p.set_devices(devs.clone());
+    counts_are(&sim, GPU, 4, 3).await;
+    let ev = next(&mut rx, "health change", |k| matches!(k, EventKind::HealthChanged { .. })).await;
+    assert!(
+        matches!(&ev, EventKind::HealthChanged { id, to, allocatable: 3, capacity: 4, .. } if id == "dev-1" && to == "Unhealthy"),
+        "{ev:?}"
+    );
+    devs[2].health = "unhealthy".into(); // anything but "Healthy" is unhealthy
+    p.set_devices(devs);
+    counts_are(&sim, GPU, 4, 2).await;
+    p.set_devices(SimPlugin::healthy(4, true));
+    counts_are(&sim, GPU, 4, 4).await;
+    // A smaller full snapshot forgets the missing devices.
+    p.set_devices(SimPlugin::healthy(1, true));
+    counts_are(&sim, GPU, 1, 1).await;
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let mut rx = sim.subscribe();
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { end_after: Some(1), ..Default::default() });
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let ev = next(&mut rx, "stream end", |k| matches!(k, EventKind::StreamEnded { .. })).await;
+    let EventKind::StreamEnded { capacity, allocatable, reason, grace_period_ms, .. } = ev else { unreachable!() };
+    assert_eq!((capacity, allocatable, grace_period_ms), (2, 0, 300_000));
+    assert!(reason.contains("ended the stream"), "{reason}");
+    counts_are(&sim, GPU, 2, 0).await;
+    assert_eq!(p.rpcs(), ["GetDevicePluginOptions", "ListAndWatch"], "never retried");
+    // Admission now fails the kubelet's way.
+    let o = sim.admit(PodSpec::shorthand("late", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert_eq!(
+        o.message.as_deref(),
+        Some(
+            "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/gpu, which is unexpected"
+        )
+    );
+    let status = sim.status();
+    assert!(status.resource(GPU).unwrap().removal_in_ms.is_some_and(|ms| ms > 200_000));
+    sim.set_grace_period(Duration::from_millis(300));
+    next(&mut rx, "removal", |k| matches!(k, EventKind::ResourceRemoved { .. })).await;
+    counts_are(&sim, GPU, 0, 0).await;
+    assert_eq!(sim.status().resource(GPU).unwrap().state, "removed");
+    // Registering again brings it back.
+    p.script(|s| s.end_after = None);
+    register(&kubelet_sock(&sb), "v1beta1", GPU, "gpu.sock", None).await.unwrap();
+    counts_are(&sim, GPU, 2, 2).await;
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn list_and_watch_failing_at_once_shows_zero_and_no_retry() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let p = SimPlugin::new(
+        SimPlugin::healthy(2, false),
+        Script { list_error: Some("broken".into()), ..Default::default() },
+    );
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 0, 0).await;
+    assert_eq!(p.rpcs(), ["GetDevicePluginOptions", "ListAndWatch"]);
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn plugin_stopping_marks_devices_unhealthy_until_the_grace_period_ends() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |c| c.grace_period = Duration::from_millis(500)).await;
+    let mut rx = sim.subscribe();
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let (_path, stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 2, 2).await;
+    // As the upstream stub's Stop: end ListAndWatch (status OK), stop serving.
+    p.end_streams();
+    drop(stop);
+    next(&mut rx, "stream end", |k| matches!(k, EventKind::StreamEnded { .. })).await;
+    counts_are(&sim, GPU, 2, 0).await;
+    next(&mut rx, "removal", |k| matches!(k, EventKind::ResourceRemoved { .. })).await;
+    counts_are(&sim, GPU, 0, 0).await;
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_second_registration_replaces_the_first() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let mut rx = sim.subscribe();
+    let a = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let (_pa, _sa) = simplugin::start(&a, sb.path(), "a.sock", GPU).await;
+    counts_are(&sim, GPU, 2, 2).await;
+    let b = SimPlugin::new(SimPlugin::healthy(3, false), Script::default());
+    let (_pb, _sb) = simplugin::start(&b, sb.path(), "b.sock", GPU).await;
+    let ev = next(
+        &mut rx,
+        "second registration",
+        |k| matches!(k, EventKind::Registered { endpoint, .. } if endpoint == "b.sock"),
+    )
+    .await;
+    assert!(matches!(ev, EventKind::Registered { replaced: true, .. }));
+    counts_are(&sim, GPU, 3, 3).await;
+    // The old plugin's updates no longer count.
+    a.set_devices(SimPlugin::healthy(5, false));
+    b.set_devices(SimPlugin::healthy(4, false));
+    counts_are(&sim, GPU, 4, 4).await;
+    assert_eq!(sim.status().resource(GPU).unwrap().socket.as_deref(), Some(sb.join("b.sock").to_str().unwrap()));
+    sim.stop().await.unwrap();
+}
+
+const SIDECAR_POD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: ml}
+spec:
+  initContainers:
+  - name: fetch
+    resources: {limits: {example.com/gpu: 1}}
+  - name: proxy
+    restartPolicy: Always
+    resources: {limits: {example.com/gpu: 1}}
+  containers:
+  - name: main
+    resources: {limits: {example.com/gpu: 1, cpu: "1"}}
+"#;
+
+#[tokio::test]
+async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_another() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let opts = dp::DevicePluginOptions { get_preferred_allocation_available: true, pre_start_required: false };
+    let p = SimPlugin::new(SimPlugin::healthy(4, true), Script { options: opts, ..Default::default() });
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 4, 4).await;
+    let pod = PodSpec::from_manifest(SIDECAR_POD, "pod.yaml").unwrap();
+    let o = sim.admit(pod).await.unwrap();
+    assert!(o.admitted, "{o:?}");
+    let (fetch, proxy, main) = (o.devices("fetch", GPU), o.devices("proxy", GPU), o.devices("main", GPU));
+    assert_eq!(fetch, proxy, "the sidecar reuses the init container's device");
+    assert_eq!(main.len(), 1);
+    assert_ne!(main, fetch, "the regular container gets a different device");
+    {
+        let calls = p.calls.lock().unwrap();
+        assert_eq!(calls.allocate, [fetch.clone(), proxy.clone(), main.clone()], "one Allocate per container");
+        // Preferred is asked for fetch (all four) and main (the three free ones), not for the reused device.
+        assert_eq!(calls.preferred.len(), 2);
+        assert_eq!(calls.preferred[0].available_device_i_ds, ["dev-0", "dev-1", "dev-2", "dev-3"]);
+        assert_eq!(calls.preferred[1].available_device_i_ds.len(), 3);
+        assert!(!calls.preferred[1].available_device_i_ds.contains(&fetch[0]));
+    }
+    // PodResources: the sidecar then the regular container; the plain init container is left out.
+    let mut client = v1::pod_resources_lister_client::PodResourcesListerClient::new(
+        dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap(),
+    );
+    let list = client.list(v1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+    let names: Vec<&str> = list.pod_resources[0].containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["proxy", "main"]);
+    assert_eq!(list.pod_resources[0].containers[0].devices[0].device_ids, proxy);
+    let status = sim.status();
+    assert_eq!(status.resource(GPU).unwrap().in_use, 2);
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn preferred_allocation_gets_the_kubelets_inputs() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let opts = dp::DevicePluginOptions { get_preferred_allocation_available: true, pre_start_required: false };
+    let p = SimPlugin::new(SimPlugin::healthy(5, true), Script { options: opts, ..Default::default() });
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 5, 5).await;
+    // One device already in use by another pod.
+    let first = sim.admit(PodSpec::shorthand("first", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert_eq!(first.devices("c0", GPU), ["dev-0"]);
+    // An init container's device must be included in the regular container's answer.
+    let manifest = r#"{"metadata":{"name":"second"},"spec":{
+        "initContainers":[{"name":"init","resources":{"limits":{"example.com/gpu":1}}}],
+        "containers":[{"name":"app","resources":{"limits":{"example.com/gpu":2}}}]}}"#;
+    p.script(|s| s.preferred = Some(vec!["dev-1".into()]));
+    let pod = PodSpec::from_manifest(manifest, "second.json").unwrap();
+    let o0 = {
+        // The init container: everything free is offered; nothing must be included.
+        let o = sim.admit(pod).await.unwrap();
+        assert!(o.admitted, "{o:?}");
+        o
+    };
+    assert_eq!(o0.devices("init", GPU), ["dev-1"]);
+    {
+        let calls = p.calls.lock().unwrap();
+        let init_req = &calls.preferred[1];
+        assert_eq!(init_req.available_device_i_ds, ["dev-1", "dev-2", "dev-3", "dev-4"]);
+        assert!(init_req.must_include_device_i_ds.is_empty());
+        assert_eq!(init_req.allocation_size, 1);
+        let app_req = &calls.preferred[2];
+        assert_eq!(app_req.must_include_device_i_ds, ["dev-1"], "the reused device must be included");
+        assert_eq!(app_req.available_device_i_ds, ["dev-1", "dev-2", "dev-3", "dev-4"]);
+        assert_eq!(app_req.allocation_size, 2, "the container's total request");
+    }
+    // The answer (only dev-1, already taken) falls short: the rest is filled from the free devices.
+    assert_eq!(o0.devices("app", GPU), ["dev-1", "dev-2"]);
+    let pref = o0.containers[1].resources[0].preferred.as_ref().unwrap();
+    assert!(pref.warnings.iter().any(|w| w.rule == "preferred-size"), "{pref:?}");
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn admission_errors_read_as_the_kubelets() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let mut rx = sim.subscribe();
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 2, 2).await;
+    let want = |o: &dpctl::kubelet_sim::AdmitOutcome, reason: &str, message: &str| {
+        assert!(!o.admitted);
+        assert_eq!(o.reason.as_deref(), Some(reason));
+        assert_eq!(o.message.as_deref(), Some(message));
+    };
+    let o = sim.admit(PodSpec::shorthand("big", "default", &[(GPU.into(), 3)])).await.unwrap();
+    want(
+        &o,
+        "UnexpectedAdmissionError",
+        "Allocate failed due to requested number of devices unavailable for example.com/gpu. Requested: 3, Available: 2, which is unexpected",
+    );
+    let ev = next(&mut rx, "rejection", |k| matches!(k, EventKind::AdmissionRejected { .. })).await;
+    assert!(matches!(ev, EventKind::AdmissionRejected { reason, .. } if reason == "UnexpectedAdmissionError"));
+    p.script(|s| s.allocate_empty = true);
+    let o = sim.admit(PodSpec::shorthand("empty", "default", &[(GPU.into(), 1)])).await.unwrap();
+    want(
+        &o,
+        "UnexpectedAdmissionError",
+        "Allocate failed due to no containers return in allocation response , which is unexpected",
+    );
+    p.script(|s| {
+        s.allocate_empty = false;
+        s.allocate_error = Some("out of coffee".into());
+    });
+    let o = sim.admit(PodSpec::shorthand("err", "default", &[(GPU.into(), 1)])).await.unwrap();
+    want(
+        &o,
+        "UnexpectedAdmissionError",
+        "Allocate failed due to rpc error: code = Unknown desc = out of coffee, which is unexpected",
+    );
+    let o = sim.admit(PodSpec::shorthand("none", "default", &[("example.com/none".into(), 1)])).await.unwrap();
+    want(
+        &o,
+        "OutOfexample.com/none",
+        "Node didn't have enough resource: example.com/none, requested: 1, used: 0, capacity: 0",
+    );
+    // Rejected pods hold nothing.
+    assert!(sim.status().pods.is_empty());
+    assert_eq!(sim.status().resource(GPU).unwrap().in_use, 0);
+    // A duplicate pod is a usage error, not a rejection.
+    p.script(|s| s.allocate_error = None);
+    sim.admit(PodSpec::shorthand("ok", "default", &[(GPU.into(), 1)])).await.unwrap();
+    let e = sim.admit(PodSpec::shorthand("ok", "default", &[(GPU.into(), 1)])).await.unwrap_err();
+    assert!(e.to_string().contains("already admitted"), "{e}");
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn deleting_a_pod_frees_its_devices() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 2, 2).await;
+    let a = sim.admit(PodSpec::shorthand("a", "default", &[(GPU.into(), 1)])).await.unwrap();
+    let b = sim.admit(PodSpec::shorthand("b", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert!(a.admitted && b.admitted);
+    assert_ne!(a.devices("c0", GPU), b.devices("c0", GPU));
+    assert!(!sim.admit(PodSpec::shorthand("c", "default", &[(GPU.into(), 1)])).await.unwrap().admitted);
+    let d = sim.delete("default", "a").await.unwrap();
+    assert_eq!(d.freed[GPU], a.devices("c0", GPU));
+    let c = sim.admit(PodSpec::shorthand("c", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert_eq!(c.devices("c0", GPU), a.devices("c0", GPU));
+    assert!(sim.delete("default", "a").await.is_err(), "already gone");
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn pre_start_container_is_called_when_required() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let mut rx = sim.subscribe();
+    let opts = dp::DevicePluginOptions { pre_start_required: true, get_preferred_allocation_available: false };
+    let p = SimPlugin::new(SimPlugin::healthy(3, false), Script { options: opts, ..Default::default() });
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 3, 3).await;
+    let o = sim.admit(PodSpec::shorthand("a", "default", &[(GPU.into(), 2)])).await.unwrap();
+    assert!(o.admitted && o.containers[0].started);
+    assert_eq!(o.containers[0].resources[0].pre_start.as_deref(), Some("ok"));
+    assert_eq!(p.calls.lock().unwrap().pre_start, [o.devices("c0", GPU)]);
+    p.script(|s| s.pre_start_error = Some("firmware".into()));
+    let o = sim.admit(PodSpec::shorthand("b", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert!(o.admitted, "PreStartContainer runs at container start, after admission");
+    assert_eq!(
+        o.containers[0].start_error.as_deref(),
+        Some("device plugin PreStartContainer rpc failed with err: rpc error: code = Unknown desc = firmware")
+    );
+    next(&mut rx, "start failure", |k| matches!(k, EventKind::ContainerStartFailed { .. })).await;
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn podresources_are_encoded_as_the_kubelet_does() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let devices = vec![
+        device("dev-0", "Healthy", Some(&[0])),
+        device("dev-1", "Healthy", Some(&[0, 1])),
+        device("dev-2", "Healthy", None),
+        device("dev-3", "Unhealthy", Some(&[1])),
+    ];
+    let p = SimPlugin::new(devices, Script::default());
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 4, 3).await;
+    let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+    let mut v1c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel.clone());
+    let mut v1a = v1alpha1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
+    assert!(v1c.list(v1::ListPodResourcesRequest {}).await.unwrap().into_inner().pod_resources.is_empty());
+    let manifest = r#"{"metadata":{"name":"p","namespace":"ns"},"spec":{
+        "initContainers":[{"name":"side","restartPolicy":"Always"}],
+        "containers":[{"name":"app","resources":{"limits":{"example.com/gpu":3}}},{"name":"idle"}]}}"#;
+    let o = sim.admit(PodSpec::from_manifest(manifest, "p.json").unwrap()).await.unwrap();
+    assert_eq!(o.devices("app", GPU), ["dev-0", "dev-1", "dev-2"]);
+    let list = v1c.list(v1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+    let pod = &list.pod_resources[0];
+    assert_eq!((pod.name.as_str(), pod.namespace.as_str()), ("p", "ns"));
+    let names: Vec<&str> = pod.containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["side", "app", "idle"], "sidecars first; containers without devices are listed too");
+    let app = &pod.containers[1];
+    let entries: Vec<(Vec<String>, Option<Vec<i64>>)> = app
+        .devices
+        .iter()
+        .map(|d| (d.device_ids.clone(), d.topology.as_ref().map(|t| t.nodes.iter().map(|n| n.id).collect())))
+        .collect();
+    let s = |x: &str| vec![x.to_string()];
+    assert_eq!(
+        entries,
+        [(s("dev-2"), None), (s("dev-0"), Some(vec![0])), (s("dev-1"), Some(vec![0])), (s("dev-1"), Some(vec![1]))],
+        "one entry per (device, NUMA node); no topology for dev-2; NUMA 0 present"
+    );
+    let got = v1c
+        .get(v1::GetPodResourcesRequest { pod_name: "p".into(), pod_namespace: "ns".into() })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(got.pod_resources.as_ref(), Some(pod));
+    let err =
+        v1c.get(v1::GetPodResourcesRequest { pod_name: "nope".into(), pod_namespace: "ns".into() }).await.unwrap_err();
+    assert_eq!((err.code(), err.message()), (tonic::Code::Unknown, "pod nope in namespace ns not found"));
+    let alloc = v1c.get_allocatable_resources(v1::AllocatableResourcesRequest {}).await.unwrap().into_inner();
+    let mut ids: Vec<(String, Option<i64>)> =
+        alloc.devices.iter().map(|d| (d.device_ids[0].clone(), d.topology.as_ref().map(|t| t.nodes[0].id))).collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [("dev-0".into(), Some(0)), ("dev-1".into(), Some(0)), ("dev-1".into(), Some(1)), ("dev-2".into(), None)],
+        "healthy devices only"
+    );
+    assert!(alloc.devices.iter().all(|d| d.device_ids.len() == 1));
+    let alpha = v1a.list(v1alpha1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+    let names: Vec<&str> = alpha.pod_resources[0].containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["app", "idle"], "v1alpha1 lists regular containers only");
+    assert_eq!(alpha.pod_resources[0].containers[0].devices.len(), 4);
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn restart_keeps_allocations_and_reports_who_came_back() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let a = SimPlugin::new(SimPlugin::healthy(2, true), Script::default());
+    let b = SimPlugin::new(SimPlugin::healthy(1, false), Script::default());
+    let (a_path, _sa) = simplugin::start(&a, sb.path(), "a.sock", GPU).await;
+    let (_b_path, _sb) = simplugin::start(&b, sb.path(), "b.sock", "example.com/b").await;
+    counts_are(&sim, GPU, 2, 2).await;
+    counts_are(&sim, "example.com/b", 1, 1).await;
+    let pod = sim.admit(PodSpec::shorthand("keep", "default", &[(GPU.into(), 1)])).await.unwrap();
+    std::fs::write(sb.join("notes.sock"), "a regular file named like a socket").unwrap();
+    std::fs::write(sb.join("README"), "x").unwrap();
+    // Plugin a comes back when the new kubelet.sock appears; b does not.
+    let mut rx = sim.subscribe();
+    let dir = sb.path().to_path_buf();
+    let a2 = a.clone();
+    let back = tokio::spawn(async move {
+        next(&mut rx, "restarted", |k| matches!(k, EventKind::Restarted { .. })).await;
+        assert!(!dir.join("a.sock").exists(), "the plugin's socket was deleted");
+        let stop = a2.serve(&dir.join("a.sock")).await;
+        register(&dir.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None).await.unwrap();
+        stop
+    });
+    let report = within("restart", sim.restart(Duration::from_millis(1500))).await.unwrap();
+    let _stop_a = back.await.unwrap();
+    assert_eq!(report.deleted_sockets, ["a.sock", "b.sock"]);
+    assert_eq!(report.restored_pods, 1);
+    assert!(!report.all_returned);
+    let ra = report.resources.iter().find(|r| r.resource == GPU).unwrap();
+    assert!(ra.reregistered && ra.register_after_ms.is_some() && ra.first_snapshot_after_ms.is_some(), "{ra:?}");
+    assert_eq!((ra.capacity, ra.allocatable), (2, 2));
+    let rb = report.resources.iter().find(|r| r.resource == "example.com/b").unwrap();
+    assert!(!rb.reregistered && rb.register_after_ms.is_none());
+    assert_eq!((rb.capacity, rb.allocatable), (0, 0));
+    // Own sockets and regular files survive; the pod keeps its device.
+    for keep in ["pod-resources.sock", "notes.sock", "README", "kubelet.sock", ".dpctl/kubelet-sim.sock"] {
+        assert!(sb.join(keep).exists(), "{keep} is gone");
+    }
+    let _ = a_path;
+    let status = sim.status();
+    assert_eq!(status.pods[0].containers[0].devices[GPU], pod.devices("c0", GPU));
+    assert_eq!(status.resource(GPU).unwrap().in_use, 1);
+    assert_eq!(status.resource("example.com/b").unwrap().state, "awaiting-registration");
+    let o = sim.admit(PodSpec::shorthand("b-user", "default", &[("example.com/b".into(), 1)])).await.unwrap();
+    assert_eq!(
+        o.message.as_deref(),
+        Some(
+            "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/b, which is unexpected"
+        )
+    );
+    // The restored pod's device is not given out again.
+    let o = sim.admit(PodSpec::shorthand("next", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert_ne!(o.devices("c0", GPU), pod.devices("c0", GPU));
+    // The checkpoint, in the kubelet's layout.
+    sim.stop().await.unwrap();
+    let cp: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.join("kubelet_internal_checkpoint")).unwrap()).unwrap();
+    let entries = cp["Data"]["PodDeviceEntries"].as_array().unwrap();
+    let e = entries.iter().find(|e| e["PodUID"] == pod.uid.as_str()).expect("the pod's entry");
+    assert_eq!(e["ContainerName"], "c0");
+    assert_eq!(e["ResourceName"], GPU);
+    let dev = &pod.devices("c0", GPU)[0];
+    let node = if dev == "dev-0" { "0" } else { "1" };
+    assert_eq!(e["DeviceIDs"][node], serde_json::json!([dev]));
+    let raw = base64::engine::general_purpose::STANDARD.decode(e["AllocResp"].as_str().unwrap()).unwrap();
+    let resp = dp::ContainerAllocateResponse::decode(raw.as_slice()).unwrap();
+    assert_eq!(resp.envs["VISIBLE_DEVICES"], *dev);
+    assert!(cp["Data"]["RegisteredDevices"][GPU].is_array());
+    assert!(cp["Data"]["RegisteredDevices"]["example.com/b"].is_array());
+    assert!(cp["Checksum"].is_u64());
+}
+
+#[tokio::test]
+async fn plugins_registry_mode_registers_device_plugins_and_notifies() {
+    let sb = Sandbox::new();
+    let reg_dir = sb.join("reg");
+    let sim = start_sim(&sb, |c| c.registry_dir = Some(reg_dir.clone())).await;
+    let mut rx = sim.subscribe();
+    let info = ("DevicePlugin".to_string(), "example.com/reg".to_string(), String::new(), vec!["v1beta1".to_string()]);
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { info: Some(info), ..Default::default() });
+    let _stop = p.serve(&reg_dir.join("p.sock")).await;
+    let ev = next(&mut rx, "registration via the registry", |k| matches!(k, EventKind::Registered { .. })).await;
+    assert!(matches!(ev, EventKind::Registered { via: Via::PluginsRegistry, .. }), "{ev:?}");
+    counts_are(&sim, "example.com/reg", 2, 2).await;
+    within("notify", p.notified.notified()).await;
+    assert_eq!(p.calls.lock().unwrap().notify, [(true, String::new())]);
+    let info = ("CSIPlugin".to_string(), "x".to_string(), String::new(), vec!["v1".to_string()]);
+    let q = SimPlugin::new(vec![], Script { info: Some(info), ..Default::default() });
+    let _stop_q = q.serve(&reg_dir.join("q.sock")).await;
+    within("notify", q.notified.notified()).await;
+    let (ok, msg) = q.calls.lock().unwrap().notify[0].clone();
+    assert!(!ok);
+    assert_eq!(
+        msg,
+        format!(
+            "RegisterPlugin error -- no handler registered for plugin type: CSIPlugin at socket {}",
+            reg_dir.join("q.sock").display()
+        )
+    );
+    sim.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn refuses_a_live_kubelet_sock_and_touches_only_sockets() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.join("x.sock"), "regular file").unwrap();
+    std::fs::write(sb.join("notes.txt"), "keep me").unwrap();
+    let stale = std::os::unix::net::UnixListener::bind(sb.join("stale.sock")).unwrap();
+    drop(stale);
+    let sim = start_sim(&sb, |_| {}).await;
+    assert!(!sb.join("stale.sock").exists(), "a kubelet deletes the sockets in its directory");
+    assert!(sb.join("x.sock").is_file() && sb.join("notes.txt").is_file());
+    let e = KubeletSim::start(SimConfig::new(sb.path())).await.unwrap_err();
+    assert!(matches!(e, dpctl::Error::AlreadyServing { .. }), "{e}");
+    let r = dpctl(&["kubelet-sim", "--dir", sb.path().to_str().unwrap(), "--timeout", "1s"]).await;
+    r.expect_code(3);
+    assert!(r.stderr.contains("already served") && r.stderr.contains("--force"), "{}", r.stderr);
+    sim.stop().await.unwrap();
+    for gone in ["kubelet.sock", "pod-resources.sock", ".dpctl/kubelet-sim.sock"] {
+        assert!(!sb.join(gone).exists(), "{gone} left behind");
+    }
+    assert!(sb.join("x.sock").is_file() && sb.join("notes.txt").is_file());
+    assert!(sb.join("kubelet_internal_checkpoint").is_file());
+}
+
+/// A `dpctl kubelet-sim` child process with its stdout read line by line.
+struct Child {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    seen: Vec<String>,
+}
+
+impl Child {
+    fn spawn(args: &[&str]) -> Child {
+        let mut cmd = tokio::process::Command::from(dpctl_command());
+        cmd.arg("kubelet-sim").args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        cmd.kill_on_drop(true);
+        let mut child = cmd.spawn().expect("spawn dpctl kubelet-sim");
+        let stdout = child.stdout.take().unwrap();
+        Child { child, lines: tokio::io::BufReader::new(stdout).lines(), seen: Vec::new() }
+    }
+
+    /// Reads lines until one contains `needle`.
+    async fn line(&mut self, needle: &str) -> String {
+        let seen = &mut self.seen;
+        let lines = &mut self.lines;
+        within(&format!("a line with {needle}"), async {
+            loop {
+                match lines.next_line().await.expect("read stdout") {
+                    Some(l) => {
+                        seen.push(l.clone());
+                        if l.contains(needle) {
+                            return l;
+                        }
+                    }
+                    None => panic!("dpctl kubelet-sim exited before printing {needle}; output:\n{}", seen.join("\n")),
+                }
+            }
+        })
+        .await
+    }
+
+    async fn rest(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(Some(l)) = within("stdout", self.lines.next_line()).await {
+            out.push(l);
+        }
+        out
+    }
+
+    async fn exit_code(&mut self) -> i32 {
+        within("exit", self.child.wait()).await.unwrap().code().unwrap_or(-1)
+    }
+
+    fn terminate(&self) {
+        let pid = self.child.id().expect("running").to_string();
+        std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    }
+}
+
+fn json(line: &str) -> serde_json::Value {
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("bad JSON line {line:?}: {e}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_steers_a_running_sim() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let mut child = Child::spawn(&["--dir", dir, "-o", "json"]);
+    let started = json(&child.line("\"started\"").await);
+    assert_eq!(started["kubelet_socket"], sb.join("kubelet.sock").to_str().unwrap());
+    let p = SimPlugin::new(SimPlugin::healthy(3, true), Script::default());
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let snap = json(&child.line("\"snapshot\"").await);
+    assert_eq!((snap["capacity"].as_u64(), snap["allocatable"].as_u64()), (Some(3), Some(3)));
+    assert!(snap["time"].is_string());
+
+    let st = dpctl(&["kubelet-sim", "status", "--dir", dir, "-o", "json"]).await;
+    let v = st.expect_code(0).json();
+    assert_eq!(v["resources"][0]["resource"], GPU);
+    assert_eq!(v["resources"][0]["allocatable"], 3);
+    assert_eq!(v["resources"][0]["devices"][0]["numa_nodes"], serde_json::json!([0]));
+    let st = dpctl(&["kubelet-sim", "status", "--dir", dir]).await;
+    assert!(st.expect_code(0).stdout.contains("example.com/gpu"), "{}", st.stdout);
+
+    let r = dpctl(&[
+        "kubelet-sim",
+        "admit",
+        "--dir",
+        dir,
+        "--allocate",
+        "example.com/gpu=2",
+        "--name",
+        "two",
+        "-o",
+        "json",
+    ])
+    .await;
+    let v = r.expect_code(0).json();
+    assert_eq!(v["admitted"], true);
+    assert_eq!(v["containers"][0]["resources"][0]["devices"].as_array().unwrap().len(), 2);
+    let admitted = json(&child.line("\"admitted\"").await);
+    assert_eq!(admitted["pod"], "two");
+
+    let manifest = sb.join("pod.yaml");
+    std::fs::write(
+        &manifest,
+        "metadata: {name: big}\nspec:\n  containers:\n  - name: c\n    resources: {limits: {example.com/gpu: 2}}\n",
+    )
+    .unwrap();
+    let r = dpctl(&["kubelet-sim", "admit", "--dir", dir, manifest.to_str().unwrap()]).await;
+    r.expect_code(1);
+    assert!(r.stdout.contains("rejected default/big: UnexpectedAdmissionError: Allocate failed due to requested number of devices unavailable"), "{}", r.stdout);
+    let bad = dpctl(&["kubelet-sim", "admit", "--dir", dir, "--allocate", "gpu=1"]).await;
+    bad.expect_code(2);
+
+    let r = dpctl(&["kubelet-sim", "delete", "--dir", dir, "two"]).await;
+    assert!(r.expect_code(0).stdout.contains("deleted default/two; freed example.com/gpu="), "{}", r.stdout);
+    dpctl(&["kubelet-sim", "admit", "--dir", dir, manifest.to_str().unwrap()]).await.expect_code(0);
+    let r = dpctl(&["kubelet-sim", "delete", "--dir", dir, "nope"]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("pod default/nope: not found (admitted: default/big)"), "{}", r.stderr);
+
+    dpctl(&["kubelet-sim", "set-grace", "--dir", dir, "2s"]).await.expect_code(0);
+    let g = json(&child.line("\"grace_period_set\"").await);
+    assert_eq!(g["grace_period_ms"], 2000);
+
+    // The test plugin does not watch for restarts, so it does not come back.
+    let r = dpctl(&["kubelet-sim", "restart", "--dir", dir, "--wait", "300ms", "-o", "json"]).await;
+    let v = r.expect_code(1).json();
+    assert_eq!(v["all_returned"], false);
+    assert_eq!(v["resources"][0]["reregistered"], false);
+    assert_eq!(v["restored_pods"], 1);
+    assert_eq!(v["deleted_sockets"], serde_json::json!(["gpu.sock"]));
+    child.line("\"restart_report\"").await;
+
+    child.terminate();
+    assert_eq!(child.exit_code().await, 0);
+    let rest = child.rest().await;
+    assert!(rest.last().is_some_and(|l| l.contains("\"stopped\"")), "{rest:?}");
+    assert!(!sb.join("kubelet.sock").exists() && !sb.join("pod-resources.sock").exists());
+    let r = dpctl(&["kubelet-sim", "status", "--dir", dir]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("no kubelet-sim is running there"), "{}", r.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expect_passes_once_allocatable_matches() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let mut child = Child::spawn(&["--dir", dir, "--expect", "example.com/gpu=2", "--timeout", "20s", "-o", "json"]);
+    child.line("\"started\"").await;
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let verdict = json(&child.line("\"expectations\"").await);
+    assert_eq!(verdict["met"], true);
+    assert_eq!(verdict["results"][0]["allocatable"], 2);
+    assert_eq!(child.exit_code().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expect_fails_at_the_timeout_with_readable_lines() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let mut child = Child::spawn(&["--dir", dir, "--expect", "example.com/gpu=3", "--timeout", "1500ms"]);
+    child.line("started").await;
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let reg = child.line("registered").await;
+    assert!(reg.contains("example.com/gpu via kubelet.sock, endpoint gpu.sock"), "{reg}");
+    let verdict = child.line("expectations").await;
+    assert_eq!(verdict, "expectations NOT met: example.com/gpu allocatable 2 (expected 3)");
+    assert_eq!(child.exit_code().await, 1);
+}
+
+#[test]
+fn manifests_are_checked_before_sending() {
+    let e = PodSpec::from_manifest("metadata: {name: x}\nspec: {}\n", "x.yaml").unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("x.yaml: spec.containers"), "{e}");
+}

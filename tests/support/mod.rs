@@ -6,6 +6,7 @@ pub mod check_plugin;
 pub mod h2raw;
 pub mod interop;
 pub mod plugin;
+pub mod simplugin;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};

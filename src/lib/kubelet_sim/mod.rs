@@ -1,1 +1,807 @@
-//! Placeholder: filled in by its own issue.
+//! A simulated kubelet device manager: it serves `kubelet.sock` and accepts
+//! plugin registrations exactly as a kubelet validates and answers them,
+//! tracks devices through ListAndWatch, admits pods (GetPreferredAllocation,
+//! Allocate, PreStartContainer), restarts like a kubelet (sockets deleted,
+//! checkpoint kept, plugins expected back), and serves PodResources from its
+//! own pods and devices.
+//!
+//! [`KubeletSim::start`] takes a plain [`SimConfig`] and returns a
+//! [`SimHandle`] to drive it in-process; `dpctl kubelet-sim` is a thin layer
+//! over it, and other processes steer a running sim through [`control`].
+//!
+//! Where the kubelet's behaviour changed between releases, the sim follows
+//! v1.25+ (synchronous Register with dial-back; options from
+//! GetDevicePluginOptions) and v1.26+ (`:authority: localhost`). A second
+//! registration of a resource replaces the first and drops its stream (as
+//! master does since PR #135437, without the ≤1.36 race). The Topology
+//! Manager policy is `none`.
+
+pub mod admission;
+pub mod checkpoint;
+pub mod control;
+pub mod events;
+mod podres;
+mod registration;
+mod registry;
+mod state;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{Notify, broadcast, watch};
+use tokio::task::JoinHandle;
+
+pub use admission::{
+    AdmitOutcome, ContainerKind, ContainerOutcome, ContainerSpec, DeleteOutcome, PodSpec, PreferredCall,
+    ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
+};
+pub use events::{ContainerDevicesView, EventKind, SimEvent, Via};
+pub use registration::{DIAL_FAILED, go_rpc_error};
+pub use state::{PodStatus, ResourceStatus, SimStatus};
+
+use crate::error::{Error, Result};
+use crate::model::Counts;
+use crate::podresources::server::{PodResourcesService, ServerConfig};
+use crate::proto::deviceplugin::v1beta1::registration_server::RegistrationServer;
+use crate::transport::{self, BindOptions};
+#[cfg(test)]
+use state::Pod;
+use state::{Resource, State, StatusPaths};
+
+/// The kubelet's `endpointStopGracePeriod`.
+pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(5 * 60);
+/// The kubelet's dial-back timeout inside `Register`.
+pub const DEFAULT_DIAL_TIMEOUT: Duration = Duration::from_secs(10);
+/// `KubeletPreStartContainerRPCTimeoutInSecs`.
+pub const DEFAULT_PRE_START_TIMEOUT: Duration = Duration::from_secs(30);
+/// The plugin watcher's GetInfo timeout.
+pub const DEFAULT_GET_INFO_TIMEOUT: Duration = Duration::from_secs(1);
+/// Deadline the sim puts on GetDevicePluginOptions, GetPreferredAllocation
+/// and Allocate (the kubelet sets none; a sim should not hang forever).
+pub const DEFAULT_RPC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How to run the sim. Build it with [`SimConfig::new`] and change fields.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// The device-plugin directory (kubelet.sock, plugin sockets, checkpoint).
+    pub dir: PathBuf,
+    /// Take over sockets a live process answers on.
+    pub force: bool,
+    /// The flag that sets `force`, named in errors.
+    pub force_flag: &'static str,
+    /// Where to serve PodResources; `None` serves none.
+    pub podresources_socket: Option<PathBuf>,
+    /// PodResources server behaviour (Get gate, rate limit).
+    pub podresources: ServerConfig,
+    /// Serve the control socket (`<dir>/.dpctl/kubelet-sim.sock`).
+    pub control: bool,
+    /// Also watch this plugins_registry directory.
+    pub registry_dir: Option<PathBuf>,
+    /// Grace period after a stream end before capacity drops to 0.
+    pub grace_period: Duration,
+    /// Dial-back timeout inside Register.
+    pub dial_timeout: Duration,
+    /// Deadline of GetDevicePluginOptions, GetPreferredAllocation, Allocate.
+    pub rpc_timeout: Duration,
+    /// Deadline of PreStartContainer.
+    pub pre_start_timeout: Duration,
+    /// Deadline of GetInfo (plugins_registry).
+    pub get_info_timeout: Duration,
+    /// Write `kubelet_internal_checkpoint` (and read it at start).
+    pub checkpoint: bool,
+    /// Delete the sockets in the directory at start, as a kubelet does.
+    pub cleanup_on_start: bool,
+    /// Events buffered per subscriber.
+    pub event_capacity: usize,
+}
+
+impl SimConfig {
+    /// The kubelet's defaults for a sim serving `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        let dir = dir.into();
+        SimConfig {
+            podresources_socket: Some(dir.join(crate::paths::SIM_PODRESOURCES_SOCKET_NAME)),
+            dir,
+            force: false,
+            force_flag: "--force",
+            podresources: ServerConfig::default(),
+            control: true,
+            registry_dir: None,
+            grace_period: DEFAULT_GRACE_PERIOD,
+            dial_timeout: DEFAULT_DIAL_TIMEOUT,
+            rpc_timeout: DEFAULT_RPC_TIMEOUT,
+            pre_start_timeout: DEFAULT_PRE_START_TIMEOUT,
+            get_info_timeout: DEFAULT_GET_INFO_TIMEOUT,
+            checkpoint: true,
+            cleanup_on_start: true,
+            event_capacity: 16 * 1024,
+        }
+    }
+}
+
+/// Whether and how fast one resource's plugin came back after a restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceReturn {
+    /// Resource name.
+    pub resource: String,
+    /// The plugin registered again.
+    pub reregistered: bool,
+    /// Time from the new kubelet.sock to the answered Register.
+    pub register_after_ms: Option<u64>,
+    /// Time from the new kubelet.sock to the first snapshot.
+    pub first_snapshot_after_ms: Option<u64>,
+    /// Capacity when the report was made.
+    pub capacity: usize,
+    /// Allocatable when the report was made.
+    pub allocatable: usize,
+}
+
+/// What a restart did and who came back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartReport {
+    /// Sockets deleted from the directory.
+    pub deleted_sockets: Vec<String>,
+    /// Pods whose allocations were restored from the checkpoint.
+    pub restored_pods: usize,
+    /// The checkpoint written and read back, when enabled.
+    pub checkpoint: Option<String>,
+    /// How long the sim waited.
+    pub waited_ms: u64,
+    /// Every resource's plugin registered again and sent a snapshot.
+    pub all_returned: bool,
+    /// Per resource known before the restart.
+    pub resources: Vec<ResourceReturn>,
+}
+
+/// The socket server of kubelet.sock, stopped and re-created on restart.
+struct ServerTask {
+    stop: tokio::sync::oneshot::Sender<()>,
+    join: JoinHandle<Result<()>>,
+}
+
+/// Paths the sim uses.
+#[derive(Debug, Clone)]
+struct Paths {
+    dir: PathBuf,
+    kubelet_socket: PathBuf,
+    podresources_socket: Option<PathBuf>,
+    control_socket: Option<PathBuf>,
+    checkpoint: PathBuf,
+    scratch: PathBuf,
+}
+
+/// Shared by the handle and every task of the sim.
+pub(crate) struct Inner {
+    config: SimConfig,
+    paths: Paths,
+    state: Mutex<State>,
+    events: broadcast::Sender<SimEvent>,
+    first_events: Mutex<Option<broadcast::Receiver<SimEvent>>>,
+    /// Admissions, deletions and restarts take turns, as the kubelet's sync loop does.
+    admission: tokio::sync::Mutex<()>,
+    grace_changed: Notify,
+    checkpoint_dirty: Notify,
+    registry_rescan: Notify,
+    shutdown: watch::Sender<bool>,
+    registration: tokio::sync::Mutex<Option<ServerTask>>,
+    services: Mutex<Vec<JoinHandle<()>>>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Inner {
+    /// The state. A poisoned lock (a panic elsewhere) still holds consistent
+    /// data: every update is done in one critical section without awaits.
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Publishes an event.
+    fn emit(&self, kind: EventKind) {
+        let _ = self.events.send(SimEvent { time: SystemTime::now(), kind });
+    }
+
+    /// Asks for a checkpoint write.
+    fn dirty(&self) {
+        if self.config.checkpoint {
+            self.checkpoint_dirty.notify_one();
+        }
+    }
+
+    /// Keeps a background task so that `stop` can end it.
+    fn track(&self, task: JoinHandle<()>) {
+        let mut tasks = self.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tasks.retain(|t| !t.is_finished());
+        tasks.push(task);
+    }
+
+    fn is_stopped(&self) -> bool {
+        *self.shutdown.borrow()
+    }
+
+    fn shutdown_future(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.shutdown.subscribe();
+        async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }
+    }
+
+    fn write_checkpoint(&self) -> Result<()> {
+        if !self.config.checkpoint {
+            return Ok(());
+        }
+        let cp = checkpoint::from_state(&self.lock());
+        cp.write(&self.paths.checkpoint, &self.paths.scratch)
+    }
+
+    fn status_paths(&self) -> StatusPaths {
+        StatusPaths {
+            dir: self.paths.dir.display().to_string(),
+            kubelet_socket: self.paths.kubelet_socket.display().to_string(),
+            podresources_socket: self.paths.podresources_socket.as_ref().map(|p| p.display().to_string()),
+            control_socket: self.paths.control_socket.as_ref().map(|p| p.display().to_string()),
+        }
+    }
+}
+
+/// Entry point: see the module docs.
+#[derive(Debug)]
+pub struct KubeletSim;
+
+impl KubeletSim {
+    /// Starts a sim: refuses a directory whose kubelet.sock a live process
+    /// answers (unless `force`), reads an existing checkpoint, deletes the
+    /// sockets in the directory as a kubelet does, and serves kubelet.sock,
+    /// PodResources and the control socket.
+    pub async fn start(config: SimConfig) -> Result<SimHandle> {
+        let dir = config.dir.clone();
+        create_dir(&dir)?;
+        let kubelet_socket = crate::paths::kubelet_socket(&dir);
+        if is_live(&kubelet_socket).await && !config.force {
+            return Err(Error::AlreadyServing { path: kubelet_socket, force_flag: config.force_flag });
+        }
+        let bind_opts = BindOptions { force: config.force, force_flag: config.force_flag, ..BindOptions::default() };
+        let control_path = config.control.then(|| crate::paths::control_socket(&dir, control::CONTROL_NAME));
+        let control_listener = match &control_path {
+            Some(p) => Some(transport::bind(p, &bind_opts).await?),
+            None => None,
+        };
+        let podres_listener = match &config.podresources_socket {
+            Some(p) => Some(transport::bind(p, &bind_opts).await?),
+            None => None,
+        };
+        let paths = Paths {
+            kubelet_socket: kubelet_socket.clone(),
+            podresources_socket: config.podresources_socket.clone(),
+            control_socket: control_path,
+            checkpoint: dir.join(crate::paths::CHECKPOINT_FILE_NAME),
+            scratch: dir.join(crate::paths::CONTROL_DIR_NAME),
+            dir: dir.clone(),
+        };
+        let (events, first_rx) = broadcast::channel(config.event_capacity.max(16));
+        let (shutdown, _) = watch::channel(false);
+        let inner = Arc::new(Inner {
+            state: Mutex::new(State::new(config.grace_period)),
+            config,
+            paths,
+            events,
+            first_events: Mutex::new(Some(first_rx)),
+            admission: tokio::sync::Mutex::new(()),
+            grace_changed: Notify::new(),
+            checkpoint_dirty: Notify::new(),
+            registry_rescan: Notify::new(),
+            shutdown,
+            registration: tokio::sync::Mutex::new(None),
+            services: Mutex::new(Vec::new()),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let handle = SimHandle { inner: Arc::clone(&inner) };
+        // A previous kubelet's checkpoint: its resources show 0 until their
+        // plugins register; entries of pods this sim does not know are kept.
+        let restored = if inner.config.checkpoint {
+            match checkpoint::Checkpoint::read(&inner.paths.checkpoint) {
+                Ok(Some(cp)) => restore(&inner, &cp),
+                Ok(None) => Vec::new(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "ignoring the existing checkpoint, as a kubelet would");
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let keep: Vec<PathBuf> = inner.paths.podresources_socket.iter().cloned().collect();
+        let deleted = if inner.config.cleanup_on_start { cleanup_sockets(&dir, &keep) } else { Vec::new() };
+        let mut services = Vec::new();
+        if let Some(listener) = podres_listener {
+            let provider = Arc::new(podres::SimPodResources { inner: Arc::clone(&inner) });
+            let router = PodResourcesService::new(provider, inner.config.podresources.clone()).router();
+            let stop = inner.shutdown_future();
+            services.push(tokio::spawn(async move {
+                if let Err(e) = transport::serve(router, listener, stop).await {
+                    tracing::warn!(error = %e, "PodResources server stopped");
+                }
+            }));
+        }
+        if let Some(listener) = control_listener {
+            let sim = handle.clone();
+            let handler = move |req| control::handle(sim.clone(), req);
+            services.push(tokio::spawn(transport::control::serve(listener, handler, inner.shutdown_future())));
+        }
+        if inner.config.checkpoint {
+            services.push(tokio::spawn(checkpoint_writer(Arc::clone(&inner))));
+        }
+        serve_registration(&inner).await?;
+        if let Some(reg_dir) = inner.config.registry_dir.clone() {
+            services.push(registry::start(&inner, &reg_dir)?);
+        }
+        for (name, generation) in &restored {
+            registration::spawn_grace(&inner, name, *generation);
+        }
+        inner.services.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(services);
+        inner.emit(EventKind::Started {
+            dir: dir.display().to_string(),
+            kubelet_socket: inner.paths.kubelet_socket.display().to_string(),
+            podresources_socket: inner.paths.podresources_socket.as_ref().map(|p| p.display().to_string()),
+            control_socket: inner.paths.control_socket.as_ref().map(|p| p.display().to_string()),
+            registry_dir: inner.config.registry_dir.as_ref().map(|p| p.display().to_string()),
+            deleted_sockets: deleted,
+            restored_resources: restored.into_iter().map(|(n, _)| n).collect(),
+        });
+        Ok(handle)
+    }
+}
+
+/// Creates the directory (0750, as the kubelet does) when missing.
+fn create_dir(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o750)
+        .create(dir)
+        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))
+}
+
+/// True when a process answers gRPC on the socket.
+async fn is_live(socket: &Path) -> bool {
+    let is_socket = std::fs::symlink_metadata(socket).is_ok_and(|m| m.file_type().is_socket());
+    is_socket && transport::connect(socket, Duration::from_millis(500)).await.is_ok()
+}
+
+/// Deletes every unix socket directly in `dir` except `keep`, as the
+/// kubelet's `CleanupPluginDirectory` does. Files, directories and symlinks
+/// are never touched. Returns the deleted names.
+fn cleanup_sockets(dir: &Path, keep: &[PathBuf]) -> Vec<String> {
+    let mut deleted = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else { return deleted };
+    for entry in rd.filter_map(std::result::Result::ok) {
+        let path = entry.path();
+        let is_socket = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
+        if !is_socket || keep.contains(&path) {
+            continue;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => deleted.push(entry.file_name().to_string_lossy().into_owned()),
+            Err(e) => tracing::warn!(socket = %path.display(), error = %e, "could not delete socket"),
+        }
+    }
+    deleted.sort();
+    deleted
+}
+
+/// Restores a checkpoint into the state: known pods get their devices back,
+/// other entries are kept as they are, and every registered resource waits
+/// at 0 for its plugin. Returns the restored resources and their generations.
+fn restore(inner: &Arc<Inner>, cp: &checkpoint::Checkpoint) -> Vec<(String, u64)> {
+    let mut st = inner.lock();
+    let now = Instant::now();
+    st.resources.clear();
+    st.foreign_entries.clear();
+    for pod in &mut st.pods {
+        pod.allocs.clear();
+    }
+    for e in cp.data.pod_device_entries.iter().flatten() {
+        let alloc = checkpoint::Checkpoint::entry_alloc(e);
+        match st.pods.iter_mut().find(|p| p.uid() == e.pod_uid) {
+            Some(p) => {
+                p.allocs.entry(e.container_name.clone()).or_default().insert(e.resource_name.clone(), alloc);
+            }
+            None => st.foreign_entries.push(e.clone()),
+        }
+    }
+    let mut restored = Vec::new();
+    for name in cp.data.registered_devices.keys() {
+        let generation = st.next_id();
+        let r = Resource { reported: true, restored: true, stopped_at: Some(now), generation, ..Resource::default() };
+        st.resources.insert(name.clone(), r);
+        restored.push((name.clone(), generation));
+    }
+    restored
+}
+
+/// Binds kubelet.sock and serves the Registration service on it.
+async fn serve_registration(inner: &Arc<Inner>) -> Result<()> {
+    let opts = BindOptions { force: inner.config.force, force_flag: inner.config.force_flag, ..BindOptions::default() };
+    let listener = transport::bind(&inner.paths.kubelet_socket, &opts).await?;
+    inner.lock().socket_created = Instant::now();
+    let service = registration::RegistrationService { inner: Arc::clone(inner) };
+    let router = tonic::transport::Server::builder().add_service(RegistrationServer::new(service));
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let join = tokio::spawn(transport::serve(router, listener, async {
+        let _ = rx.await;
+    }));
+    *inner.registration.lock().await = Some(ServerTask { stop, join });
+    Ok(())
+}
+
+/// Stops serving kubelet.sock (the socket is removed).
+async fn stop_registration(inner: &Arc<Inner>) {
+    let task = inner.registration.lock().await.take();
+    if let Some(t) = task {
+        let _ = t.stop.send(());
+        let _ = t.join.await;
+    }
+}
+
+/// Writes the checkpoint after changes, at most every 100 ms.
+async fn checkpoint_writer(inner: Arc<Inner>) {
+    let mut shutdown = inner.shutdown.subscribe();
+    loop {
+        tokio::select! {
+            () = inner.checkpoint_dirty.notified() => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Err(e) = inner.write_checkpoint() {
+            tracing::warn!(error = %e, "could not write the checkpoint");
+        }
+    }
+}
+
+/// Drives a running sim. Cheap to clone; every clone drives the same sim.
+#[derive(Clone)]
+pub struct SimHandle {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SimHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimHandle").field("dir", &self.inner.paths.dir).finish_non_exhaustive()
+    }
+}
+
+impl SimHandle {
+    /// The device-plugin directory.
+    pub fn dir(&self) -> &Path {
+        &self.inner.paths.dir
+    }
+
+    /// The registration socket.
+    pub fn kubelet_socket(&self) -> &Path {
+        &self.inner.paths.kubelet_socket
+    }
+
+    /// The PodResources socket, when served.
+    pub fn podresources_socket(&self) -> Option<&Path> {
+        self.inner.paths.podresources_socket.as_deref()
+    }
+
+    /// The control socket, when served.
+    pub fn control_socket(&self) -> Option<&Path> {
+        self.inner.paths.control_socket.as_deref()
+    }
+
+    /// The checkpoint file.
+    pub fn checkpoint_path(&self) -> &Path {
+        &self.inner.paths.checkpoint
+    }
+
+    /// A receiver of the events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<SimEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// A receiver of every event since the start (including `started`);
+    /// only the first call gets it.
+    pub fn events_from_start(&self) -> Option<broadcast::Receiver<SimEvent>> {
+        self.inner.first_events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    }
+
+    /// Admits a pod. A rejection is an `Ok` outcome with `admitted: false`;
+    /// `Err` means the request itself is wrong (duplicate pod, bad names).
+    pub async fn admit(&self, pod: PodSpec) -> Result<AdmitOutcome> {
+        admission::admit(&self.inner, pod).await
+    }
+
+    /// Deletes a pod and frees its devices.
+    pub async fn delete(&self, namespace: &str, name: &str) -> Result<DeleteOutcome> {
+        admission::delete(&self.inner, namespace, name).await
+    }
+
+    /// The state: resources, plugins, pods.
+    pub fn status(&self) -> SimStatus {
+        let mut s = self.inner.lock().status(&self.inner.status_paths(), true);
+        s.running = !self.inner.is_stopped();
+        s
+    }
+
+    /// Like [`SimHandle::status`] without the device lists (cheap with many devices).
+    pub fn summary(&self) -> SimStatus {
+        let mut s = self.inner.lock().status(&self.inner.status_paths(), false);
+        s.running = !self.inner.is_stopped();
+        s
+    }
+
+    /// Capacity and allocatable per resource, as node status shows them
+    /// (resources not yet in node status are left out).
+    pub fn counts(&self) -> BTreeMap<String, Counts> {
+        self.inner.lock().resources.iter().filter(|(_, r)| r.reported).map(|(n, r)| (n.clone(), r.counts())).collect()
+    }
+
+    /// Waits until `pred` holds for [`SimHandle::counts`], at most `timeout`.
+    pub async fn wait_for_counts(
+        &self,
+        pred: impl Fn(&BTreeMap<String, Counts>) -> bool,
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, Counts>> {
+        let mut rx = self.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let counts = self.counts();
+            if pred(&counts) {
+                return Ok(counts);
+            }
+            tokio::select! {
+                r = rx.recv() => {
+                    if let Err(broadcast::error::RecvError::Closed) = r {
+                        return Err(Error::invalid("kubelet-sim", "the sim has stopped"));
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    return Err(Error::Timeout { what: "the expected device counts".into(), timeout });
+                }
+            }
+        }
+    }
+
+    /// Sets the grace period after a stream end (running timers follow it).
+    pub fn set_grace_period(&self, grace: Duration) {
+        self.inner.lock().grace_period = grace;
+        self.inner.grace_changed.notify_waiters();
+        self.inner
+            .emit(EventKind::GracePeriodSet { grace_period_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX) });
+    }
+
+    /// Restarts the kubelet: stops kubelet.sock, drops every plugin
+    /// connection, writes the checkpoint and reads it back (pods keep their
+    /// devices; resources wait at 0), deletes the sockets in the directory
+    /// (never this sim's own PodResources or control socket), serves a new
+    /// kubelet.sock, then waits up to `wait` for every plugin to register
+    /// again and send its devices.
+    pub async fn restart(&self, wait: Duration) -> Result<RestartReport> {
+        let inner = &self.inner;
+        let turn = inner.admission.lock().await;
+        if inner.is_stopped() {
+            return Err(Error::invalid("kubelet-sim", "the sim has stopped"));
+        }
+        let expected: Vec<String> =
+            inner.lock().resources.iter().filter(|(_, r)| !r.removed).map(|(n, _)| n.clone()).collect();
+        inner.emit(EventKind::Restarting { resources: expected.clone() });
+        stop_registration(inner).await;
+        let snapshot = {
+            let mut st = inner.lock();
+            for r in st.resources.values_mut() {
+                if let Some(t) = r.endpoint.as_mut().and_then(|e| e.task.take()) {
+                    t.abort();
+                }
+                r.endpoint = None;
+            }
+            checkpoint::from_state(&st)
+        };
+        let checkpoint = if inner.config.checkpoint {
+            snapshot.write(&inner.paths.checkpoint, &inner.paths.scratch)?;
+            match checkpoint::Checkpoint::read(&inner.paths.checkpoint)? {
+                Some(cp) => cp,
+                None => snapshot,
+            }
+        } else {
+            snapshot
+        };
+        let restored = restore(inner, &checkpoint);
+        let restored_pods = {
+            let st = inner.lock();
+            st.pods.iter().filter(|p| !p.allocs.is_empty()).count()
+        };
+        let keep: Vec<PathBuf> = inner.paths.podresources_socket.iter().cloned().collect();
+        let deleted = cleanup_sockets(&inner.paths.dir, &keep);
+        let mut rx = self.subscribe();
+        serve_registration(inner).await?;
+        let t0 = inner.lock().socket_created;
+        inner.lock().restarts += 1;
+        for (name, generation) in &restored {
+            registration::spawn_grace(inner, name, *generation);
+        }
+        inner.registry_rescan.notify_one();
+        inner.emit(EventKind::Restarted {
+            deleted_sockets: deleted.clone(),
+            restored_pods,
+            restored_resources: restored.iter().map(|(n, _)| n.clone()).collect(),
+        });
+        drop(turn);
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut announced: BTreeSet<String> = BTreeSet::new();
+        loop {
+            let report = self.returns(&expected, t0);
+            for r in report.iter().filter(|r| r.reregistered) {
+                if announced.insert(r.resource.clone()) {
+                    inner.emit(EventKind::PluginReregistered {
+                        resource: r.resource.clone(),
+                        after_ms: r.register_after_ms.unwrap_or(0),
+                    });
+                }
+            }
+            let done = report.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some());
+            if done {
+                break;
+            }
+            tokio::select! {
+                r = rx.recv() => {
+                    if let Err(broadcast::error::RecvError::Closed) = r {
+                        break;
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => break,
+            }
+        }
+        let resources = self.returns(&expected, t0);
+        let report = RestartReport {
+            deleted_sockets: deleted,
+            restored_pods,
+            checkpoint: inner.config.checkpoint.then(|| inner.paths.checkpoint.display().to_string()),
+            waited_ms: u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX),
+            all_returned: resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
+            resources,
+        };
+        inner.emit(EventKind::RestartReport { report: report.clone() });
+        Ok(report)
+    }
+
+    /// Per expected resource: registered since `t0`, and how fast.
+    fn returns(&self, expected: &[String], t0: Instant) -> Vec<ResourceReturn> {
+        let st = self.inner.lock();
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        expected
+            .iter()
+            .map(|name| {
+                let r = st.resources.get(name);
+                let ep = r.and_then(|r| r.endpoint.as_ref()).filter(|e| e.registered_at >= t0);
+                let c = r.map(Resource::counts).unwrap_or_default();
+                ResourceReturn {
+                    resource: name.clone(),
+                    reregistered: ep.is_some(),
+                    register_after_ms: ep.map(|e| ms(e.registered_at - t0)),
+                    first_snapshot_after_ms: ep.and_then(|e| e.first_snapshot_at).map(|at| ms(at - t0)),
+                    capacity: c.capacity,
+                    allocatable: c.allocatable,
+                }
+            })
+            .collect()
+    }
+
+    /// Stops the sim: closes every socket it serves (and removes them),
+    /// drops plugin connections and writes the checkpoint a last time.
+    pub async fn stop(&self) -> Result<()> {
+        let inner = &self.inner;
+        if inner.shutdown.send_replace(true) {
+            return Ok(());
+        }
+        let _turn = inner.admission.lock().await;
+        stop_registration(inner).await;
+        {
+            let mut st = inner.lock();
+            for r in st.resources.values_mut() {
+                if let Some(t) = r.endpoint.as_mut().and_then(|e| e.task.take()) {
+                    t.abort();
+                }
+                r.endpoint = None;
+            }
+        }
+        let tasks: Vec<JoinHandle<()>> =
+            std::mem::take(&mut *inner.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for t in tasks {
+            t.abort();
+        }
+        let services: Vec<JoinHandle<()>> =
+            std::mem::take(&mut *inner.services.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for s in services {
+            let _ = s.await;
+        }
+        let written = inner.write_checkpoint();
+        inner.emit(EventKind::Stopped {});
+        written
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cleanup_deletes_only_sockets_and_keeps_ours() {
+        let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("notes.txt"), "x").unwrap();
+        std::fs::create_dir(d.join("sub")).unwrap();
+        std::os::unix::fs::symlink(d.join("notes.txt"), d.join("link")).unwrap();
+        let a = std::os::unix::net::UnixListener::bind(d.join("a.sock")).unwrap();
+        let b = std::os::unix::net::UnixListener::bind(d.join("keep.sock")).unwrap();
+        let deleted = cleanup_sockets(d, &[d.join("keep.sock")]);
+        assert_eq!(deleted, ["a.sock"]);
+        assert!(d.join("notes.txt").exists() && d.join("sub").is_dir() && d.join("keep.sock").exists());
+        assert!(std::fs::symlink_metadata(d.join("link")).is_ok());
+        drop((a, b));
+    }
+
+    #[test]
+    fn restore_gives_known_pods_their_devices_and_keeps_the_rest() {
+        let (events, _) = broadcast::channel(16);
+        let (shutdown, _) = watch::channel(false);
+        let config = SimConfig::new("/tmp/nowhere");
+        let inner = Arc::new(Inner {
+            paths: Paths {
+                dir: "/tmp/nowhere".into(),
+                kubelet_socket: "/tmp/nowhere/kubelet.sock".into(),
+                podresources_socket: None,
+                control_socket: None,
+                checkpoint: "/tmp/nowhere/cp".into(),
+                scratch: "/tmp/nowhere/.dpctl".into(),
+            },
+            state: Mutex::new(State::new(config.grace_period)),
+            config,
+            events,
+            first_events: Mutex::new(None),
+            admission: tokio::sync::Mutex::new(()),
+            grace_changed: Notify::new(),
+            checkpoint_dirty: Notify::new(),
+            registry_rescan: Notify::new(),
+            shutdown,
+            registration: tokio::sync::Mutex::new(None),
+            services: Mutex::new(Vec::new()),
+            tasks: Mutex::new(Vec::new()),
+        });
+        let mut spec = PodSpec::shorthand("p", "default", &[("example.com/gpu".into(), 1)]);
+        spec.uid = Some("uid-1".into());
+        let alloc = state::Alloc {
+            ids: vec!["g0".into()],
+            by_numa: BTreeMap::from([(0, vec!["g0".to_string()])]),
+            response: Default::default(),
+        };
+        inner.lock().pods.push(Pod {
+            spec,
+            allocs: BTreeMap::from([(
+                "c0".to_string(),
+                BTreeMap::from([("example.com/gpu".to_string(), alloc.clone())]),
+            )]),
+        });
+        let mut cp = checkpoint::from_state(&inner.lock());
+        let mut foreign = cp.data.pod_device_entries.clone().unwrap()[0].clone();
+        foreign.pod_uid = "other".into();
+        cp.data.pod_device_entries.as_mut().unwrap().push(foreign);
+        cp.data.registered_devices.insert("example.com/gpu".into(), vec!["g0".into()]);
+        inner.lock().pods[0].allocs.clear();
+        let restored = restore(&inner, &cp);
+        assert_eq!(restored.len(), 1);
+        assert_eq!(restored[0].0, "example.com/gpu");
+        let st = inner.lock();
+        assert_eq!(st.pods[0].allocs["c0"]["example.com/gpu"].ids, alloc.ids);
+        assert_eq!(st.foreign_entries.len(), 1);
+        assert_eq!(st.resources["example.com/gpu"].counts(), Counts::default());
+        assert!(st.resources["example.com/gpu"].reported);
+    }
+}

@@ -1,1 +1,586 @@
-//! Placeholder: renderers for its own issue.
+//! Renderers for `dpctl kubelet-sim`: its events (JSON Lines or one readable
+//! line each), the live terminal view, status, admission outcomes, deletions,
+//! restart reports and `--expect` results.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::time::Duration;
+
+use colored::Colorize;
+use serde::Serialize;
+
+use super::{Format, list, table, timestamp, write_json, write_json_line, write_table};
+use crate::error::fmt_duration;
+use crate::kubelet_sim::{AdmitOutcome, DeleteOutcome, EventKind, RestartReport, SimEvent, SimStatus};
+
+/// One event as a JSON line: `time`, `event`, then its fields.
+#[derive(Serialize)]
+struct EventLine<'a> {
+    time: String,
+    #[serde(flatten)]
+    kind: &'a EventKind,
+}
+
+/// The event's name, as in the JSON `event` key.
+pub fn event_name(kind: &EventKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.get("event").and_then(|e| e.as_str().map(String::from)))
+        .unwrap_or_default()
+}
+
+fn ms(v: u64) -> String {
+    fmt_duration(Duration::from_millis(v))
+}
+
+/// A one-line description of an event (without time and name).
+pub fn event_detail(kind: &EventKind) -> String {
+    match kind {
+        EventKind::Started {
+            dir, kubelet_socket, podresources_socket, deleted_sockets, restored_resources, ..
+        } => {
+            let mut s = format!("serving {kubelet_socket}");
+            if let Some(p) = podresources_socket {
+                s.push_str(&format!(", PodResources on {p}"));
+            }
+            s.push_str(&format!(" (dir {dir})"));
+            if !deleted_sockets.is_empty() {
+                s.push_str(&format!("; deleted stale sockets: {}", deleted_sockets.join(", ")));
+            }
+            if !restored_resources.is_empty() {
+                s.push_str(&format!(
+                    "; from the checkpoint, at 0 until their plugins register: {}",
+                    restored_resources.join(", ")
+                ));
+            }
+            s
+        }
+        EventKind::Registered {
+            resource,
+            endpoint,
+            via,
+            pre_start_required,
+            get_preferred_allocation_available,
+            request_options_differ,
+            replaced,
+            took_ms,
+            ..
+        } => {
+            let mut s = format!(
+                "{resource} via {via}, endpoint {endpoint} (pre_start_required={pre_start_required}, \
+                 get_preferred_allocation_available={get_preferred_allocation_available}) in {}",
+                ms(*took_ms)
+            );
+            if *replaced {
+                s.push_str("; replaced the earlier registration");
+            }
+            if *request_options_differ {
+                s.push_str("; note: the options in RegisterRequest differ from GetDevicePluginOptions (the kubelet uses the latter)");
+            }
+            s
+        }
+        EventKind::RegistrationRejected { resource, endpoint, via, message } => {
+            format!("{resource:?} (endpoint {endpoint:?}, via {via}): {message}")
+        }
+        EventKind::Snapshot { resource, seq, capacity, allocatable, devices, message_bytes, changes, violations } => {
+            let mut s = format!(
+                "{resource} #{seq}: capacity {capacity}, allocatable {allocatable} ({devices} devices, {message_bytes} bytes"
+            );
+            if *seq > 1 {
+                s.push_str(&format!(", {changes} change(s)"));
+            }
+            s.push(')');
+            for v in violations {
+                s.push_str(&format!("; warning {}: {}", v.rule, v.evidence));
+            }
+            s
+        }
+        EventKind::HealthChanged { resource, id, from, to, capacity, allocatable } => {
+            format!("{resource} {id}: {from} -> {to} (capacity {capacity}, allocatable {allocatable})")
+        }
+        EventKind::StreamEnded { resource, reason, capacity, grace_period_ms, .. } => format!(
+            "{resource}: ListAndWatch ended ({reason}); allocatable 0, capacity {capacity} kept; \
+             no retry: capacity drops to 0 in {} unless the plugin registers again",
+            ms(*grace_period_ms)
+        ),
+        EventKind::ResourceRemoved { resource } => {
+            format!("{resource}: grace period over, capacity 0")
+        }
+        EventKind::Admitted { pod, namespace, containers, .. } => {
+            let parts: Vec<String> = containers
+                .iter()
+                .filter(|c| !c.devices.is_empty())
+                .map(|c| {
+                    let devs: Vec<String> = c.devices.iter().map(|(r, ids)| format!("{r}={}", ids.join(","))).collect();
+                    format!("{} {}", c.name, devs.join(" "))
+                })
+                .collect();
+            if parts.is_empty() {
+                format!("{namespace}/{pod} (no devices)")
+            } else {
+                format!("{namespace}/{pod}: {}", parts.join("; "))
+            }
+        }
+        EventKind::AdmissionRejected { pod, namespace, reason, message } => {
+            format!("{namespace}/{pod}: {reason}: {message}")
+        }
+        EventKind::ContainerStartFailed { pod, namespace, container, message } => {
+            format!("{namespace}/{pod} container {container}: {message}")
+        }
+        EventKind::PodDeleted { pod, namespace, freed } => {
+            let devs: Vec<String> = freed.iter().map(|(r, ids)| format!("{r}={}", ids.join(","))).collect();
+            format!("{namespace}/{pod}; freed {}", if devs.is_empty() { "nothing".into() } else { devs.join(" ") })
+        }
+        EventKind::Restarting { resources } => format!("kubelet restart; expecting back: {}", list(resources)),
+        EventKind::Restarted { deleted_sockets, restored_pods, restored_resources } => format!(
+            "new kubelet.sock; deleted sockets: {}; pods restored: {restored_pods}; resources at 0 until re-registered: {}",
+            list(deleted_sockets),
+            list(restored_resources)
+        ),
+        EventKind::PluginReregistered { resource, after_ms } => {
+            format!("{resource} registered again {} after the restart", ms(*after_ms))
+        }
+        EventKind::RestartReport { report } => {
+            let back = report.resources.iter().filter(|r| r.reregistered).count();
+            format!(
+                "{back}/{} plugin(s) back after {}{}",
+                report.resources.len(),
+                ms(report.waited_ms),
+                if report.all_returned { "" } else { " (not all)" }
+            )
+        }
+        EventKind::GracePeriodSet { grace_period_ms } => format!("grace period {}", ms(*grace_period_ms)),
+        EventKind::RegistryPluginIgnored { socket, reason } => format!("{socket}: {reason}"),
+        EventKind::Stopped {} => "sockets removed".into(),
+    }
+}
+
+/// True for events that report a problem (colored red in text).
+fn is_problem(kind: &EventKind) -> bool {
+    matches!(
+        kind,
+        EventKind::RegistrationRejected { .. }
+            | EventKind::StreamEnded { .. }
+            | EventKind::ResourceRemoved { .. }
+            | EventKind::AdmissionRejected { .. }
+            | EventKind::ContainerStartFailed { .. }
+            | EventKind::RegistryPluginIgnored { .. }
+    )
+}
+
+/// Renders one event: a JSON line, or `time  name  detail`.
+pub fn event(w: &mut dyn Write, format: Format, ev: &SimEvent) -> io::Result<()> {
+    if format.is_json() {
+        return write_json_line(w, &EventLine { time: timestamp(ev.time), kind: &ev.kind });
+    }
+    writeln!(w, "{}", event_text(ev))?;
+    w.flush()
+}
+
+/// An event as one readable line.
+pub fn event_text(ev: &SimEvent) -> String {
+    let name = format!("{:<20}", event_name(&ev.kind));
+    let name = if is_problem(&ev.kind) { name.red().bold().to_string() } else { name.bold().to_string() };
+    format!("{} {} {}", timestamp(ev.time).dimmed(), name, event_detail(&ev.kind))
+}
+
+/// Renders the status: resources, then pods.
+pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, s);
+    }
+    for line in status_lines(s, format == Format::Wide) {
+        writeln!(w, "{line}")?;
+    }
+    Ok(())
+}
+
+fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.resources.is_empty() {
+        out.push("no resources: no plugin has registered yet".to_string());
+    } else {
+        let mut headers = vec!["RESOURCE", "STATE", "CAPACITY", "ALLOCATABLE", "IN-USE", "PLUGIN", "OPTIONS"];
+        if wide {
+            headers.push("DEVICES");
+        }
+        let mut t = table(headers);
+        for r in &s.resources {
+            let mut opts = Vec::new();
+            if r.get_preferred_allocation_available {
+                opts.push("preferred");
+            }
+            if r.pre_start_required {
+                opts.push("pre-start");
+            }
+            let state = match r.removal_in_ms {
+                Some(left) if r.state != "removed" && s.running => format!("{} (0 in {})", r.state, ms(left)),
+                _ => r.state.clone(),
+            };
+            let (cap, alloc) = if r.reported {
+                (r.capacity.to_string(), r.allocatable.to_string())
+            } else {
+                ("-".to_string(), "-".to_string())
+            };
+            let plugin = match (&r.endpoint, r.via) {
+                (Some(e), Some(v)) => format!("{e} ({v})"),
+                _ => "-".into(),
+            };
+            let mut row = vec![
+                r.resource.clone(),
+                state,
+                cap,
+                alloc,
+                r.in_use.to_string(),
+                plugin,
+                if opts.is_empty() { "-".into() } else { opts.join(",") },
+            ];
+            if wide {
+                let devs: Vec<String> = r
+                    .devices
+                    .iter()
+                    .map(|d| {
+                        let h = if d.is_healthy() { String::new() } else { format!("({})", d.health) };
+                        format!("{}{h}@{}", d.id, super::numa(d.numa_nodes.as_deref()))
+                    })
+                    .collect();
+                row.push(list(&devs));
+            }
+            t.add_row(row);
+        }
+        let mut buf = Vec::new();
+        let _ = write_table(&mut buf, &t);
+        out.extend(String::from_utf8_lossy(&buf).lines().map(String::from));
+    }
+    out.push(String::new());
+    if s.pods.is_empty() {
+        out.push("no pods".to_string());
+    } else {
+        let mut t = table(["POD", "CONTAINER", "KIND", "DEVICES"]);
+        for p in &s.pods {
+            for c in &p.containers {
+                let devs: Vec<String> = c.devices.iter().map(|(r, ids)| format!("{r}={}", ids.join(","))).collect();
+                t.add_row([
+                    format!("{}/{}", p.namespace, p.name),
+                    c.name.clone(),
+                    serde_json::to_value(c.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default(),
+                    list(&devs),
+                ]);
+            }
+        }
+        let mut buf = Vec::new();
+        let _ = write_table(&mut buf, &t);
+        out.extend(String::from_utf8_lossy(&buf).lines().map(String::from));
+    }
+    out
+}
+
+/// The live view: header, status and the most recent events, as lines.
+pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize) -> Vec<String> {
+    let mut out = vec![
+        format!(
+            "{}{}  {}  grace {}  restarts {}",
+            "kubelet-sim".bold(),
+            if s.running { "" } else { " (stopped)" },
+            s.kubelet_socket,
+            ms(s.grace_period_ms),
+            s.restarts
+        ),
+        match &s.podresources_socket {
+            Some(p) => format!("PodResources on {p}"),
+            None => "PodResources not served".into(),
+        },
+        String::new(),
+    ];
+    out.extend(status_lines(s, false));
+    out.push(String::new());
+    out.push("RECENT EVENTS".bold().to_string());
+    if recent.is_empty() {
+        out.push("(waiting for plugins to register on kubelet.sock)".dimmed().to_string());
+    }
+    for ev in recent {
+        let name = format!("{:<20}", event_name(&ev.kind));
+        let name = if is_problem(&ev.kind) { name.red().to_string() } else { name };
+        let time = humantime::format_rfc3339_seconds(ev.time).to_string();
+        let clock = time.get(11..19).unwrap_or(&time).to_string();
+        out.push(format!("{} {} {}", clock.dimmed(), name, event_detail(&ev.kind)));
+    }
+    out.push(String::new());
+    if s.running {
+        out.push("Ctrl-C to stop".dimmed().to_string());
+    }
+    out.into_iter().map(|l| truncate(&l, width)).collect()
+}
+
+/// Cuts a line to `width` visible characters (keeping ANSI escapes whole).
+fn truncate(line: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut visible = 0;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            out.push(c);
+            for e in chars.by_ref() {
+                out.push(e);
+                if e.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            continue;
+        }
+        if visible >= width {
+            continue;
+        }
+        out.push(c);
+        visible += 1;
+    }
+    if line.contains('\x1b') {
+        out.push_str("\x1b[0m");
+    }
+    out
+}
+
+/// Renders an admission outcome.
+pub fn admit(w: &mut dyn Write, format: Format, o: &AdmitOutcome) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, o);
+    }
+    let who = format!("{}/{}", o.namespace, o.pod);
+    if o.admitted {
+        writeln!(w, "{} {who} (uid {}) in {}", "admitted".green().bold(), o.uid, ms(o.took_ms))?;
+    } else {
+        writeln!(
+            w,
+            "{} {who}: {}: {}",
+            "rejected".red().bold(),
+            o.reason.as_deref().unwrap_or_default(),
+            o.message.as_deref().unwrap_or_default()
+        )?;
+    }
+    let mut t =
+        table(["CONTAINER", "KIND", "RESOURCE", "DEVICES", "REUSED", "PREFERRED (ASKED -> ANSWER)", "PRE-START"]);
+    let mut rows = 0;
+    for c in &o.containers {
+        let kind = serde_json::to_value(c.kind).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        for r in &c.resources {
+            let pref = match &r.preferred {
+                Some(p) => format!("{} of {} -> {}", p.size, list(&p.available), list(&p.answer)),
+                None => "-".into(),
+            };
+            t.add_row([
+                c.name.clone(),
+                kind.clone(),
+                r.resource.clone(),
+                list(&r.devices),
+                list(&r.reused),
+                pref,
+                r.pre_start.clone().unwrap_or_else(|| "-".into()),
+            ]);
+            rows += 1;
+        }
+    }
+    if rows > 0 {
+        write_table(w, &t)?;
+    }
+    for c in &o.containers {
+        if let Some(e) = &c.start_error {
+            writeln!(w, "{} container {}: {e}", "not started:".red().bold(), c.name)?;
+        }
+        for r in &c.resources {
+            let pw = r.preferred.iter().flat_map(|p| p.warnings.iter());
+            for x in r.warnings.iter().chain(pw) {
+                writeln!(w, "{} {} {}: {}: {}", "warning:".yellow().bold(), c.name, r.resource, x.rule, x.evidence)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Renders a deletion.
+pub fn delete(w: &mut dyn Write, format: Format, d: &DeleteOutcome) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, d);
+    }
+    let devs: Vec<String> = d.freed.iter().map(|(r, ids)| format!("{r}={}", ids.join(","))).collect();
+    writeln!(
+        w,
+        "deleted {}/{}; freed {}",
+        d.namespace,
+        d.pod,
+        if devs.is_empty() { "no devices".to_string() } else { devs.join(" ") }
+    )
+}
+
+/// Renders a restart report.
+pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, r);
+    }
+    writeln!(
+        w,
+        "restarted: deleted sockets {}; {} pod(s) kept their devices; waited {}",
+        list(&r.deleted_sockets),
+        r.restored_pods,
+        ms(r.waited_ms)
+    )?;
+    if r.resources.is_empty() {
+        return writeln!(w, "no resources were registered before the restart");
+    }
+    let mut t = table(["RESOURCE", "BACK", "REGISTERED AFTER", "FIRST SNAPSHOT AFTER", "CAPACITY", "ALLOCATABLE"]);
+    for x in &r.resources {
+        t.add_row([
+            x.resource.clone(),
+            if x.reregistered { "yes".green().to_string() } else { "no".red().bold().to_string() },
+            x.register_after_ms.map_or_else(|| "-".into(), ms),
+            x.first_snapshot_after_ms.map_or_else(|| "-".into(), ms),
+            x.capacity.to_string(),
+            x.allocatable.to_string(),
+        ]);
+    }
+    write_table(w, &t)?;
+    if !r.all_returned {
+        writeln!(
+            w,
+            "\n{} a plugin that does not register again after a kubelet restart stays at 0 devices, and pods \
+             asking for it fail with UnexpectedAdmissionError",
+            "not all plugins came back:".red().bold()
+        )?;
+    }
+    Ok(())
+}
+
+/// One `--expect` and what was seen.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectResult {
+    /// Resource name.
+    pub resource: String,
+    /// Expected allocatable.
+    pub expected: usize,
+    /// Allocatable seen (absent when the resource is not in node status).
+    pub allocatable: Option<usize>,
+    /// Capacity seen.
+    pub capacity: Option<usize>,
+    /// The expectation holds.
+    pub met: bool,
+}
+
+/// The `--expect` verdict, rendered as a final event line.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExpectView {
+    /// RFC 3339 time.
+    pub time: String,
+    /// Always `expectations`.
+    pub event: &'static str,
+    /// Every expectation holds.
+    pub met: bool,
+    /// Per expectation.
+    pub results: Vec<ExpectResult>,
+}
+
+/// Renders the `--expect` verdict.
+pub fn expectations(w: &mut dyn Write, format: Format, v: &ExpectView) -> io::Result<()> {
+    if format.is_json() {
+        return write_json_line(w, v);
+    }
+    let parts: Vec<String> = v
+        .results
+        .iter()
+        .map(|r| {
+            let seen = r.allocatable.map_or_else(|| "not in node status".to_string(), |a| format!("allocatable {a}"));
+            format!("{} {seen} (expected {})", r.resource, r.expected)
+        })
+        .collect();
+    let word = if v.met { "expectations met".green().bold() } else { "expectations NOT met".red().bold() };
+    writeln!(w, "{word}: {}", parts.join("; "))?;
+    w.flush()
+}
+
+/// Expectation results from counts.
+pub fn expect_results(
+    expects: &[(String, usize)],
+    counts: &BTreeMap<String, crate::model::Counts>,
+) -> Vec<ExpectResult> {
+    expects
+        .iter()
+        .map(|(r, n)| {
+            let c = counts.get(r);
+            ExpectResult {
+                resource: r.clone(),
+                expected: *n,
+                allocatable: c.map(|c| c.allocatable),
+                capacity: c.map(|c| c.capacity),
+                met: c.is_some_and(|c| c.allocatable == *n),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::SystemTime;
+
+    #[test]
+    fn events_as_json_lines_have_time_and_event() {
+        let ev = SimEvent {
+            time: SystemTime::UNIX_EPOCH,
+            kind: EventKind::HealthChanged {
+                resource: "example.com/gpu".into(),
+                id: "g0".into(),
+                from: "Healthy".into(),
+                to: "Unhealthy".into(),
+                capacity: 2,
+                allocatable: 1,
+            },
+        };
+        let mut out = Vec::new();
+        event(&mut out, Format::Json, &ev).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["event"], "health_changed");
+        assert_eq!(v["time"], "1970-01-01T00:00:00.000Z");
+        assert_eq!(v["allocatable"], 1);
+        colored::control::set_override(false);
+        let line = event_text(&ev);
+        assert!(line.contains("health_changed") && line.contains("g0: Healthy -> Unhealthy"), "{line}");
+    }
+
+    #[test]
+    fn live_frame_shows_resources_pods_and_recent_events() {
+        colored::control::set_override(false);
+        let status: SimStatus = serde_json::from_value(serde_json::json!({
+            "dir": "/tmp/dp", "kubelet_socket": "/tmp/dp/kubelet.sock",
+            "podresources_socket": "/tmp/dp/pod-resources.sock", "control_socket": null, "running": true,
+            "grace_period_ms": 300000, "restarts": 1,
+            "resources": [{"resource": "example.com/gpu", "state": "serving", "reported": true, "capacity": 4,
+                "allocatable": 3, "in_use": 1, "socket": "/tmp/dp/gpu.sock", "endpoint": "gpu.sock",
+                "via": "kubelet.sock", "pre_start_required": false, "get_preferred_allocation_available": true,
+                "snapshots": 2, "registrations": 1, "removal_in_ms": null, "devices": []}],
+            "pods": [{"name": "p", "namespace": "default", "uid": "u",
+                "containers": [{"name": "c0", "kind": "regular", "devices": {"example.com/gpu": ["g1"]}}]}]
+        }))
+        .unwrap();
+        let ev =
+            SimEvent { time: SystemTime::UNIX_EPOCH, kind: EventKind::ResourceRemoved { resource: "x.io/y".into() } };
+        let frame = live_frame(&status, &[ev], 200);
+        let text = frame.join("\n");
+        assert!(text.contains("grace 5m  restarts 1"), "{text}");
+        let row = frame.iter().find(|l| l.starts_with("example.com/gpu")).unwrap();
+        assert_eq!(
+            row.split_whitespace().collect::<Vec<_>>(),
+            ["example.com/gpu", "serving", "4", "3", "1", "gpu.sock", "(kubelet.sock)", "preferred"]
+        );
+        assert!(text.contains("default/p   c0") && text.contains("example.com/gpu=g1"), "{text}");
+        assert!(
+            text.contains("00:00:00 resource_removed") && text.contains("x.io/y: grace period over, capacity 0"),
+            "{text}"
+        );
+        assert!(live_frame(&status, &[], 20).iter().all(|l| l.chars().count() <= 20));
+    }
+
+    #[test]
+    fn truncation_keeps_escapes() {
+        assert_eq!(truncate("abcdef", 3), "abc");
+        let t = truncate("\x1b[1mabcdef\x1b[0m", 2);
+        assert!(t.starts_with("\x1b[1mab\x1b[0m"), "{t:?}");
+    }
+}

@@ -1,0 +1,910 @@
+//! Pod admission the way the kubelet's device manager does it: pods from a
+//! manifest (YAML or JSON) or a shorthand, devices chosen per container and
+//! resource (reusing plain init containers' devices, GetPreferredAllocation
+//! when offered), one Allocate per (container, resource), the answer checked,
+//! then PreStartContainer when the plugin asks for it. Failures carry the
+//! kubelet's reason and message.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Inner;
+use super::events::EventKind;
+use super::registration::go_rpc_error;
+use super::state::{Alloc, NO_TOPOLOGY, Pod};
+use crate::error::{Error, Result};
+use crate::model::ContainerAllocation;
+use crate::plugin_client::PluginClient;
+use crate::proto::deviceplugin::v1beta1 as dp;
+use crate::validate::is_extended_resource_name;
+
+/// The reason the kubelet gives a pod whose device allocation failed.
+pub const UNEXPECTED_ADMISSION_ERROR: &str = "UnexpectedAdmissionError";
+
+/// What kind of container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContainerKind {
+    /// A plain init container: runs to completion before the others; its
+    /// devices can be reused by the containers after it.
+    Init,
+    /// A restartable init container (`restartPolicy: Always`): keeps its devices.
+    Sidecar,
+    /// A regular container.
+    Regular,
+}
+
+/// One container and the extended resources in its limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerSpec {
+    /// Container name.
+    pub name: String,
+    /// Init, sidecar or regular.
+    pub kind: ContainerKind,
+    /// Extended resources in `resources.limits` (whole numbers).
+    #[serde(default)]
+    pub limits: BTreeMap<String, u64>,
+}
+
+/// A pod as the simulated kubelet admits it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodSpec {
+    /// Pod name.
+    pub name: String,
+    /// Namespace.
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    /// UID; generated when not given.
+    #[serde(default)]
+    pub uid: Option<String>,
+    /// Init containers (plain and sidecars) in spec order, then regular containers.
+    pub containers: Vec<ContainerSpec>,
+}
+
+fn default_namespace() -> String {
+    "default".into()
+}
+
+impl PodSpec {
+    /// A pod with one container `c0` asking for `limits`.
+    pub fn shorthand(name: &str, namespace: &str, limits: &[(String, u64)]) -> PodSpec {
+        PodSpec {
+            name: name.into(),
+            namespace: namespace.into(),
+            uid: None,
+            containers: vec![ContainerSpec {
+                name: "c0".into(),
+                kind: ContainerKind::Regular,
+                limits: limits.iter().cloned().collect(),
+            }],
+        }
+    }
+
+    /// Parses `example.com/gpu=2` (as given to `--allocate`).
+    pub fn parse_allocate(s: &str) -> Result<(String, u64)> {
+        let place = format!("--allocate {s}");
+        let (name, count) = s
+            .split_once('=')
+            .ok_or_else(|| Error::invalid(&place, "expected RESOURCE=COUNT, e.g. example.com/gpu=2"))?;
+        let name = name.trim();
+        if let Some(why) = crate::validate::explain_resource_name(name) {
+            return Err(Error::invalid(&place, why));
+        }
+        let count = count
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| Error::invalid(&place, format!("{count:?} is not a whole number of devices")))?;
+        Ok((name.to_string(), count))
+    }
+
+    /// Parses a Pod manifest (YAML or JSON). `place` names the file in errors.
+    pub fn from_manifest(text: &str, place: &str) -> Result<PodSpec> {
+        let value: Value = if text.trim_start().starts_with('{') {
+            serde_json::from_str(text).map_err(|e| Error::invalid(place, format!("not valid JSON: {e}")))?
+        } else {
+            serde_norway::from_str(text).map_err(|e| Error::invalid(place, format!("not valid YAML: {e}")))?
+        };
+        from_value(&value, place)
+    }
+
+    /// Checks names and container order.
+    pub fn validate(&self) -> Result<()> {
+        let place = format!("pod {}/{}", self.namespace, self.name);
+        if self.name.is_empty() {
+            return Err(Error::invalid("pod", "metadata.name is empty"));
+        }
+        if self.containers.iter().all(|c| c.kind != ContainerKind::Regular) {
+            return Err(Error::invalid(&place, "a pod needs at least one regular container (spec.containers)"));
+        }
+        let mut seen = BTreeSet::new();
+        let mut regular_seen = false;
+        for c in &self.containers {
+            if c.name.is_empty() {
+                return Err(Error::invalid(&place, "a container has no name"));
+            }
+            if !seen.insert(c.name.as_str()) {
+                return Err(Error::invalid(&place, format!("container name {:?} is used twice", c.name)));
+            }
+            if c.kind == ContainerKind::Regular {
+                regular_seen = true;
+            } else if regular_seen {
+                return Err(Error::invalid(&place, "init containers must come before regular containers"));
+            }
+            for r in c.limits.keys() {
+                if let Some(why) = crate::validate::explain_resource_name(r) {
+                    return Err(Error::invalid(format!("{place} container {}", c.name), why));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn from_value(v: &Value, place: &str) -> Result<PodSpec> {
+    let bad = |key: &str, msg: &str| Error::invalid(format!("{place}: {key}"), msg.to_string());
+    if let Some(kind) = v.get("kind")
+        && kind.as_str() != Some("Pod")
+    {
+        return Err(bad("kind", &format!("expected Pod, got {kind}")));
+    }
+    let meta = v.get("metadata").ok_or_else(|| bad("metadata", "missing"))?;
+    let name = meta.get("name").and_then(Value::as_str).ok_or_else(|| bad("metadata.name", "missing"))?;
+    let namespace = meta.get("namespace").and_then(Value::as_str).unwrap_or("default");
+    let uid = meta.get("uid").and_then(Value::as_str).map(String::from);
+    let spec = v.get("spec").ok_or_else(|| bad("spec", "missing"))?;
+    let mut containers = Vec::new();
+    for (key, regular) in [("initContainers", false), ("containers", true)] {
+        let Some(list) = spec.get(key) else { continue };
+        if list.is_null() {
+            continue;
+        }
+        let list = list.as_array().ok_or_else(|| bad(&format!("spec.{key}"), "must be a list"))?;
+        for (i, c) in list.iter().enumerate() {
+            let at = format!("spec.{key}[{i}]");
+            let cname = c.get("name").and_then(Value::as_str).ok_or_else(|| bad(&format!("{at}.name"), "missing"))?;
+            let kind = if regular {
+                ContainerKind::Regular
+            } else {
+                match c.get("restartPolicy").and_then(Value::as_str) {
+                    Some("Always") => ContainerKind::Sidecar,
+                    None => ContainerKind::Init,
+                    Some(other) => {
+                        return Err(bad(
+                            &format!("{at}.restartPolicy"),
+                            &format!("{other:?}: only Always is allowed on an init container"),
+                        ));
+                    }
+                }
+            };
+            let limits = quantities(c, &at, "limits", place)?;
+            let requests = quantities(c, &at, "requests", place)?;
+            for (r, n) in &requests {
+                match limits.get(r) {
+                    None => {
+                        return Err(bad(
+                            &format!("{at}.resources.requests[{r}]"),
+                            "Limit must be set for non overcommitable resources",
+                        ));
+                    }
+                    Some(l) if l != n => {
+                        return Err(bad(
+                            &format!("{at}.resources.requests[{r}]"),
+                            &format!("must be equal to {r} limit of {l}"),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+            containers.push(ContainerSpec { name: cname.to_string(), kind, limits });
+        }
+    }
+    if !containers.iter().any(|c| c.kind == ContainerKind::Regular) {
+        return Err(bad("spec.containers", "missing or empty"));
+    }
+    let pod = PodSpec { name: name.to_string(), namespace: namespace.to_string(), uid, containers };
+    pod.validate()?;
+    Ok(pod)
+}
+
+/// The extended resources of `resources.<which>`, as whole numbers.
+fn quantities(c: &Value, at: &str, which: &str, place: &str) -> Result<BTreeMap<String, u64>> {
+    let mut out = BTreeMap::new();
+    let Some(map) = c.get("resources").and_then(|r| r.get(which)) else { return Ok(out) };
+    let Some(map) = map.as_object() else {
+        return Err(Error::invalid(format!("{place}: {at}.resources.{which}"), "must be a map"));
+    };
+    for (name, q) in map {
+        if !is_extended_resource_name(name) {
+            continue; // cpu, memory, hugepages: not the device manager's business
+        }
+        let n = parse_quantity(q).ok_or_else(|| {
+            Error::invalid(
+                format!("{place}: {at}.resources.{which}[{name}]"),
+                format!("{q} is not a whole number (extended resources are counted in whole devices)"),
+            )
+        })?;
+        out.insert(name.clone(), n);
+    }
+    Ok(out)
+}
+
+/// A Kubernetes quantity that is a whole number: `2`, `"2"`, `"1k"`, `"1Ki"`.
+fn parse_quantity(q: &Value) -> Option<u64> {
+    if let Some(n) = q.as_u64() {
+        return Some(n);
+    }
+    let s = q.as_str()?.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, suffix) = s.split_at(split);
+    let base: u64 = digits.parse().ok()?;
+    let mult: u64 = match suffix {
+        "" => 1,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        _ => return None,
+    };
+    base.checked_mul(mult)
+}
+
+/// A GetPreferredAllocation call the sim made, with its inputs and the answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreferredCall {
+    /// `available_deviceIDs`.
+    pub available: Vec<String>,
+    /// `must_include_deviceIDs`.
+    pub must_include: Vec<String>,
+    /// `allocation_size`.
+    pub size: i32,
+    /// `container_responses[0].deviceIDs`.
+    pub answer: Vec<String>,
+    /// Contract rules the answer breaks (the kubelet copes; shown as warnings).
+    pub warnings: Vec<Warning>,
+}
+
+/// A broken contract rule, as a warning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Warning {
+    /// Rule name.
+    pub rule: String,
+    /// Evidence.
+    pub evidence: String,
+}
+
+impl From<crate::contract::Violation> for Warning {
+    fn from(v: crate::contract::Violation) -> Self {
+        Warning { rule: v.rule.to_string(), evidence: v.evidence }
+    }
+}
+
+/// What happened for one resource of one container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceOutcome {
+    /// Resource name.
+    pub resource: String,
+    /// The container's limit.
+    pub requested: u64,
+    /// Devices reused from plain init containers.
+    pub reused: Vec<String>,
+    /// The GetPreferredAllocation call, when one was made.
+    pub preferred: Option<PreferredCall>,
+    /// The devices given to the container.
+    pub devices: Vec<String>,
+    /// The Allocate answer for the container (absent when the devices were all reused).
+    pub allocation: Option<ContainerAllocation>,
+    /// Contract rules the Allocate answer breaks (warnings).
+    pub warnings: Vec<Warning>,
+    /// PreStartContainer result: `ok`, or the error; absent when not required.
+    pub pre_start: Option<String>,
+}
+
+/// What happened for one container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerOutcome {
+    /// Container name.
+    pub name: String,
+    /// Init, sidecar or regular.
+    pub kind: ContainerKind,
+    /// Per resource in its limits that the device manager handles.
+    pub resources: Vec<ResourceOutcome>,
+    /// The container would start (every PreStartContainer worked).
+    pub started: bool,
+    /// Why it would not start.
+    pub start_error: Option<String>,
+}
+
+/// The answer to an admission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdmitOutcome {
+    /// Pod name.
+    pub pod: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Pod UID.
+    pub uid: String,
+    /// True when the pod was admitted.
+    pub admitted: bool,
+    /// The kubelet's reason when rejected (`UnexpectedAdmissionError`, `OutOf<resource>`).
+    pub reason: Option<String>,
+    /// The kubelet's message when rejected.
+    pub message: Option<String>,
+    /// Per container, in spec order (up to the failure when rejected).
+    pub containers: Vec<ContainerOutcome>,
+    /// How long admission took.
+    pub took_ms: u64,
+}
+
+impl AdmitOutcome {
+    /// Devices of a container for a resource.
+    pub fn devices(&self, container: &str, resource: &str) -> Vec<String> {
+        self.containers
+            .iter()
+            .find(|c| c.name == container)
+            .and_then(|c| c.resources.iter().find(|r| r.resource == resource))
+            .map(|r| r.devices.clone())
+            .unwrap_or_default()
+    }
+}
+
+/// A rejection: reason and message as the kubelet reports them.
+struct Reject {
+    reason: String,
+    message: String,
+}
+
+/// `UnexpectedAdmissionError` wrapping a device manager error.
+fn unexpected(err: impl std::fmt::Display) -> Reject {
+    Reject {
+        reason: UNEXPECTED_ADMISSION_ERROR.into(),
+        message: format!("Allocate failed due to {err}, which is unexpected"),
+    }
+}
+
+/// A random UID in the usual 8-4-4-4-12 form.
+fn new_uid() -> String {
+    let n: u128 = rand::random();
+    let h = format!("{n:032x}");
+    format!("{}-{}-4{}-a{}-{}", &h[0..8], &h[8..12], &h[13..16], &h[17..20], &h[20..32])
+}
+
+/// Admits `spec`: see the module docs.
+pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<AdmitOutcome> {
+    spec.validate()?;
+    let _turn = inner.admission.lock().await;
+    if inner.is_stopped() {
+        return Err(Error::invalid("kubelet-sim", "the sim has stopped"));
+    }
+    let started = Instant::now();
+    if inner.lock().pod_index(&spec.namespace, &spec.name).is_some() {
+        return Err(Error::invalid(
+            format!("pod {}/{}", spec.namespace, spec.name),
+            "is already admitted; delete it first",
+        ));
+    }
+    if spec.uid.is_none() {
+        spec.uid = Some(new_uid());
+    }
+    let mut pod = Pod { spec, allocs: BTreeMap::new() };
+    let mut outcome = AdmitOutcome {
+        pod: pod.spec.name.clone(),
+        namespace: pod.spec.namespace.clone(),
+        uid: pod.uid().to_string(),
+        admitted: false,
+        reason: None,
+        message: None,
+        containers: Vec::new(),
+        took_ms: 0,
+    };
+    match allocate_pod(inner, &mut pod, &mut outcome).await {
+        Ok(()) => {}
+        Err(reject) => {
+            outcome.reason = Some(reject.reason.clone());
+            outcome.message = Some(reject.message.clone());
+            outcome.took_ms = millis(started);
+            inner.emit(EventKind::AdmissionRejected {
+                pod: outcome.pod.clone(),
+                namespace: outcome.namespace.clone(),
+                reason: reject.reason,
+                message: reject.message,
+            });
+            return Ok(outcome);
+        }
+    }
+    // Admitted: the devices are the pod's from now on.
+    let views = super::state::container_views(&pod);
+    let pre_start = plan_pre_start(inner, &pod);
+    inner.lock().pods.push(pod);
+    inner.dirty();
+    outcome.admitted = true;
+    inner.emit(EventKind::Admitted {
+        pod: outcome.pod.clone(),
+        namespace: outcome.namespace.clone(),
+        uid: outcome.uid.clone(),
+        containers: views,
+    });
+    start_containers(inner, &mut outcome, pre_start).await;
+    outcome.took_ms = millis(started);
+    Ok(outcome)
+}
+
+fn millis(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Chooses and allocates devices for every container, init containers first.
+async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutcome) -> Result<(), Reject> {
+    // Devices of plain init containers that later containers may reuse.
+    let mut reuse: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let containers = pod.spec.containers.clone();
+    for c in &containers {
+        let mut co = ContainerOutcome {
+            name: c.name.clone(),
+            kind: c.kind,
+            resources: Vec::new(),
+            started: false,
+            start_error: None,
+        };
+        for (resource, &required) in &c.limits {
+            let reusable = reuse.get(resource).cloned().unwrap_or_default();
+            match allocate_one(inner, pod, &c.name, resource, required, &reusable).await {
+                Ok(Some((ro, alloc))) => {
+                    pod.allocs.entry(c.name.clone()).or_default().insert(resource.clone(), alloc);
+                    co.resources.push(ro);
+                }
+                Ok(None) => {}
+                Err(r) => {
+                    outcome.containers.push(co);
+                    return Err(r);
+                }
+            }
+        }
+        if let Some(mine) = pod.allocs.get(&c.name) {
+            for (resource, a) in mine {
+                let set = reuse.entry(resource.clone()).or_default();
+                if c.kind == ContainerKind::Init {
+                    set.extend(a.ids.iter().cloned());
+                } else {
+                    for id in &a.ids {
+                        set.remove(id);
+                    }
+                }
+            }
+        }
+        outcome.containers.push(co);
+    }
+    // The predicate admit handler: extended resources no plugin ever served.
+    let unknown: Vec<String> = {
+        let st = inner.lock();
+        containers
+            .iter()
+            .flat_map(|c| c.limits.iter())
+            .filter(|(r, n)| **n > 0 && !st.resources.get(*r).is_some_and(|x| x.known()) && !st.any_allocated(r))
+            .map(|(r, _)| r.clone())
+            .collect()
+    };
+    if let Some(r) = unknown.first() {
+        let requested = effective_request(&pod.spec, r);
+        return Err(Reject {
+            reason: format!("OutOf{r}"),
+            message: format!("Node didn't have enough resource: {r}, requested: {requested}, used: 0, capacity: 0"),
+        });
+    }
+    Ok(())
+}
+
+/// The pod's effective request of `resource`: the larger of the running
+/// containers' sum and each init container's need (with the sidecars before it).
+fn effective_request(spec: &PodSpec, resource: &str) -> u64 {
+    let get = |c: &super::admission::ContainerSpec| c.limits.get(resource).copied().unwrap_or(0);
+    let mut sidecars = 0;
+    let mut init_peak = 0;
+    for c in &spec.containers {
+        match c.kind {
+            ContainerKind::Init => init_peak = init_peak.max(sidecars + get(c)),
+            ContainerKind::Sidecar => {
+                sidecars += get(c);
+                init_peak = init_peak.max(sidecars);
+            }
+            ContainerKind::Regular => {}
+        }
+    }
+    let running: u64 = spec.containers.iter().filter(|c| c.kind != ContainerKind::Init).map(get).sum();
+    running.max(init_peak)
+}
+
+/// The choice made under the lock, before any RPC.
+struct Plan {
+    allocated: Vec<String>,
+    reused: Vec<String>,
+    needed: u64,
+    available: Vec<String>,
+    preferred: Option<PluginClient>,
+    client: Option<PluginClient>,
+}
+
+/// The kubelet's `devicesToAllocate` plus the Allocate call, for one
+/// (container, resource). `Ok(None)`: nothing for the device manager to do.
+async fn allocate_one(
+    inner: &Arc<Inner>,
+    pod: &Pod,
+    container: &str,
+    resource: &str,
+    required: u64,
+    reusable: &BTreeSet<String>,
+) -> Result<Option<(ResourceOutcome, Alloc)>, Reject> {
+    let plan = {
+        let st = inner.lock();
+        let res = st.resources.get(resource).filter(|r| r.known());
+        let pod_has = pod.allocs.values().any(|m| m.contains_key(resource));
+        if res.is_none() && !st.any_allocated(resource) && !pod_has {
+            return Ok(None); // not a device-plugin resource: the predicate handler judges it
+        }
+        let Some(r) = res else {
+            return Err(unexpected(format!("cannot allocate unregistered device {resource}")));
+        };
+        let healthy: Vec<&str> = r.healthy().map(|d| d.id.as_str()).collect();
+        if healthy.is_empty() {
+            return Err(unexpected(format!(
+                "no healthy devices present; cannot allocate unhealthy devices {resource}"
+            )));
+        }
+        if required == 0 {
+            return Ok(None);
+        }
+        let mut needed = required;
+        let mut allocated = Vec::new();
+        for id in reusable {
+            if needed == 0 {
+                break;
+            }
+            allocated.push(id.clone());
+            needed -= 1;
+        }
+        let reused = allocated.clone();
+        let mut available = Vec::new();
+        if needed > 0 {
+            let mut in_use = st.in_use(resource);
+            for by_res in pod.allocs.values() {
+                if let Some(a) = by_res.get(resource) {
+                    in_use.extend(a.ids.iter().cloned());
+                }
+            }
+            let mut seen = BTreeSet::new();
+            available = healthy
+                .iter()
+                .filter(|id| !in_use.contains(**id) && seen.insert(**id))
+                .map(|id| (*id).to_string())
+                .collect();
+            if (available.len() as u64) < needed {
+                return Err(unexpected(format!(
+                    "requested number of devices unavailable for {resource}. Requested: {needed}, Available: {}",
+                    available.len()
+                )));
+            }
+        }
+        let ep = r.endpoint.as_ref();
+        Plan {
+            allocated,
+            reused,
+            needed,
+            available,
+            preferred: ep.filter(|e| e.options.get_preferred_allocation_available).map(|e| e.client.clone()),
+            client: ep.map(|e| e.client.clone()),
+        }
+    };
+    let Plan { mut allocated, reused, mut needed, available, preferred, client } = plan;
+    let mut preferred_call = None;
+    if needed > 0 {
+        // No Topology Manager hint (policy none): every available device is
+        // "no affinity", so the plugin is asked with all of them.
+        if let Some(pc) = preferred {
+            let mut offer = allocated.clone();
+            offer.extend(available.iter().cloned());
+            let size = i32::try_from(required).unwrap_or(i32::MAX);
+            let req = dp::ContainerPreferredAllocationRequest {
+                available_device_i_ds: offer,
+                must_include_device_i_ds: allocated.clone(),
+                allocation_size: size,
+            };
+            let resp = pc.preferred(vec![req.clone()]).await.map_err(|e| {
+                unexpected(format!("device plugin GetPreferredAllocation rpc failed with err: {}", go_rpc_error(&e)))
+            })?;
+            let answer = resp.container_responses.first().map(|r| r.device_i_ds.clone()).unwrap_or_default();
+            let warnings = crate::contract::check_preferred(&req, &answer).into_iter().map(Warning::from).collect();
+            for id in &answer {
+                if needed == 0 {
+                    break;
+                }
+                if available.contains(id) && !allocated.contains(id) {
+                    allocated.push(id.clone());
+                    needed -= 1;
+                }
+            }
+            preferred_call = Some(PreferredCall {
+                available: req.available_device_i_ds,
+                must_include: req.must_include_device_i_ds,
+                size,
+                answer,
+                warnings,
+            });
+        }
+        for id in &available {
+            if needed == 0 {
+                break;
+            }
+            if !allocated.contains(id) {
+                allocated.push(id.clone());
+                needed -= 1;
+            }
+        }
+        if needed > 0 {
+            return Err(unexpected(format!(
+                "unexpectedly allocated less resources than required. Requested: {required}, Got: {}",
+                required - needed
+            )));
+        }
+    }
+    // Allocate for the devices this container gets (the kubelet calls it even
+    // when they all come from init containers).
+    let Some(client) = client else {
+        return Err(unexpected(format!("unknown Device Plugin {resource}")));
+    };
+    let stopped = {
+        let st = inner.lock();
+        st.resources.get(resource).and_then(|r| r.endpoint.as_ref()).is_none_or(|e| e.stopped)
+    };
+    if stopped {
+        return Err(unexpected(format!("endpoint {} has been stopped", client.path().display())));
+    }
+    let resp = client.allocate(std::slice::from_ref(&allocated)).await.map_err(|e| unexpected(go_rpc_error(&e)))?;
+    let Some(first) = resp.container_responses.first().cloned() else {
+        // Go prints the empty response message as "".
+        return Err(unexpected("no containers return in allocation response "));
+    };
+    let warnings = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
+    let by_numa = {
+        let st = inner.lock();
+        let devices = st.resources.get(resource).map(|r| r.devices.as_slice()).unwrap_or_default();
+        numa_map(&allocated, devices)
+    };
+    let ro = ResourceOutcome {
+        resource: resource.to_string(),
+        requested: required,
+        reused,
+        preferred: preferred_call,
+        devices: allocated.clone(),
+        allocation: Some(ContainerAllocation::from_response(allocated.clone(), &first)),
+        warnings,
+        pre_start: None,
+    };
+    let _ = container;
+    Ok(Some((ro, Alloc { ids: allocated, by_numa, response: first })))
+}
+
+/// Device IDs per NUMA node, as the kubelet records them (`-1`: no topology).
+pub(crate) fn numa_map(ids: &[String], devices: &[crate::model::Device]) -> BTreeMap<i64, Vec<String>> {
+    let mut out: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for id in ids {
+        let nodes = devices.iter().find(|d| &d.id == id).and_then(|d| d.numa_nodes.clone()).unwrap_or_default();
+        if nodes.is_empty() {
+            out.entry(NO_TOPOLOGY).or_default().push(id.clone());
+        } else {
+            for n in nodes {
+                out.entry(n).or_default().push(id.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The PreStartContainer calls to make: per container, per resource whose plugin requires it.
+type PreStartPlan = Vec<(String, Vec<(String, Vec<String>, Option<PluginClient>)>)>;
+
+fn plan_pre_start(inner: &Arc<Inner>, pod: &Pod) -> PreStartPlan {
+    let st = inner.lock();
+    pod.spec
+        .containers
+        .iter()
+        .map(|c| {
+            let calls = c
+                .limits
+                .keys()
+                .filter_map(|r| {
+                    let ids = pod.allocs.get(&c.name).and_then(|m| m.get(r)).map(|a| a.ids.clone())?;
+                    let ep = st.resources.get(r).and_then(|x| x.endpoint.as_ref());
+                    match ep {
+                        Some(e) if !e.options.pre_start_required => None,
+                        Some(e) => Some((r.clone(), ids, Some(e.pre_start_client.clone()))),
+                        None => Some((r.clone(), ids, None)),
+                    }
+                })
+                .collect();
+            (c.name.clone(), calls)
+        })
+        .collect()
+}
+
+/// Starts the containers in order: PreStartContainer where required. A
+/// container that fails to start stops the ones after it.
+async fn start_containers(inner: &Arc<Inner>, outcome: &mut AdmitOutcome, plan: PreStartPlan) {
+    let mut blocked = false;
+    for (name, calls) in plan {
+        let Some(co) = outcome.containers.iter_mut().find(|c| c.name == name) else { continue };
+        if blocked {
+            co.start_error = Some("not started: an earlier container failed to start".into());
+            continue;
+        }
+        let mut error = None;
+        for (resource, ids, client) in calls {
+            let result =
+                match client {
+                    None => Err(format!("endpoint not found in cache for a registered resource: {resource}")),
+                    Some(c) => c.pre_start(ids).await.map(|_| ()).map_err(|e| {
+                        format!("device plugin PreStartContainer rpc failed with err: {}", go_rpc_error(&e))
+                    }),
+                };
+            if let Some(ro) = co.resources.iter_mut().find(|r| r.resource == resource) {
+                ro.pre_start = Some(match &result {
+                    Ok(()) => "ok".into(),
+                    Err(e) => e.clone(),
+                });
+            }
+            if let Err(e) = result {
+                error = Some(e);
+                break;
+            }
+        }
+        match error {
+            None => co.started = true,
+            Some(e) => {
+                inner.emit(EventKind::ContainerStartFailed {
+                    pod: outcome.pod.clone(),
+                    namespace: outcome.namespace.clone(),
+                    container: name.clone(),
+                    message: e.clone(),
+                });
+                co.start_error = Some(e);
+                blocked = true;
+            }
+        }
+    }
+}
+
+/// What deleting a pod freed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeleteOutcome {
+    /// Pod name.
+    pub pod: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Freed device IDs per resource.
+    pub freed: BTreeMap<String, Vec<String>>,
+}
+
+/// Deletes a pod and frees its devices.
+pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> Result<DeleteOutcome> {
+    let _turn = inner.admission.lock().await;
+    let pod = {
+        let mut st = inner.lock();
+        let Some(i) = st.pod_index(namespace, name) else {
+            let known: Vec<String> = st.pods.iter().map(|p| format!("{}/{}", p.spec.namespace, p.spec.name)).collect();
+            return Err(Error::invalid(
+                format!("pod {namespace}/{name}"),
+                if known.is_empty() {
+                    "not found (no pods are admitted)".to_string()
+                } else {
+                    format!("not found (admitted: {})", known.join(", "))
+                },
+            ));
+        };
+        st.pods.remove(i)
+    };
+    let mut freed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for by_res in pod.allocs.values() {
+        for (r, a) in by_res {
+            let list = freed.entry(r.clone()).or_default();
+            for id in &a.ids {
+                if !list.contains(id) {
+                    list.push(id.clone());
+                }
+            }
+        }
+    }
+    inner.dirty();
+    inner.emit(EventKind::PodDeleted { pod: name.into(), namespace: namespace.into(), freed: freed.clone() });
+    Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MANIFEST: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata:
+  name: trainer
+spec:
+  initContainers:
+  - name: fetch
+    resources:
+      limits:
+        example.com/gpu: 1
+  - name: proxy
+    restartPolicy: Always
+    resources:
+      limits: {example.com/gpu: "1", cpu: 100m}
+  containers:
+  - name: main
+    resources:
+      limits:
+        example.com/gpu: 2
+        memory: 1Gi
+      requests:
+        example.com/gpu: 2
+"#;
+
+    #[test]
+    fn manifest_with_init_sidecar_and_regular() {
+        let p = PodSpec::from_manifest(MANIFEST, "pod.yaml").unwrap();
+        assert_eq!(p.namespace, "default");
+        let kinds: Vec<_> = p.containers.iter().map(|c| (c.name.as_str(), c.kind)).collect();
+        assert_eq!(
+            kinds,
+            [("fetch", ContainerKind::Init), ("proxy", ContainerKind::Sidecar), ("main", ContainerKind::Regular)]
+        );
+        assert_eq!(p.containers[2].limits, BTreeMap::from([("example.com/gpu".to_string(), 2)]));
+        assert_eq!(effective_request(&p, "example.com/gpu"), 3);
+    }
+
+    #[test]
+    fn json_manifests_and_errors_name_the_place() {
+        let j = r#"{"kind":"Pod","metadata":{"name":"a","namespace":"ns"},"spec":{"containers":[{"name":"c","resources":{"limits":{"example.com/x":"1k"}}}]}}"#;
+        let p = PodSpec::from_manifest(j, "a.json").unwrap();
+        assert_eq!(p.containers[0].limits["example.com/x"], 1000);
+        let bad = j.replace("\"1k\"", "\"500m\"");
+        let e = PodSpec::from_manifest(&bad, "a.json").unwrap_err().to_string();
+        assert!(e.contains("a.json: spec.containers[0].resources.limits[example.com/x]"), "{e}");
+        let e = PodSpec::from_manifest("kind: Service\nmetadata: {name: x}\nspec: {}", "s.yaml").unwrap_err();
+        assert!(e.to_string().contains("kind"), "{e}");
+        let req_only = r#"{"metadata":{"name":"a"},"spec":{"containers":[{"name":"c","resources":{"requests":{"example.com/x":1}}}]}}"#;
+        let e = PodSpec::from_manifest(req_only, "r.json").unwrap_err().to_string();
+        assert!(e.contains("Limit must be set for non overcommitable resources"), "{e}");
+    }
+
+    #[test]
+    fn shorthand() {
+        assert_eq!(PodSpec::parse_allocate("example.com/gpu=2").unwrap(), ("example.com/gpu".into(), 2));
+        assert!(PodSpec::parse_allocate("gpu=2").is_err());
+        assert!(PodSpec::parse_allocate("example.com/gpu").is_err());
+        assert!(PodSpec::parse_allocate("example.com/gpu=x").is_err());
+    }
+
+    #[test]
+    fn numa_map_lists_a_device_under_each_node() {
+        let d = |id: &str, n: Option<Vec<i64>>| crate::model::Device {
+            id: id.into(),
+            health: "Healthy".into(),
+            numa_nodes: n,
+        };
+        let devs = [d("a", Some(vec![0, 1])), d("b", None), d("c", Some(vec![]))];
+        let m = numa_map(&["a".into(), "b".into(), "c".into()], &devs);
+        assert_eq!(m[&0], ["a"]);
+        assert_eq!(m[&1], ["a"]);
+        assert_eq!(m[&-1], ["b", "c"]);
+    }
+
+    #[test]
+    fn uids_look_like_uids() {
+        let u = new_uid();
+        assert_eq!(u.len(), 36);
+        assert_eq!(u.matches('-').count(), 4);
+    }
+}

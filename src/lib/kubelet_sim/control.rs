@@ -1,0 +1,139 @@
+//! Steering a running sim from another process: requests and replies on the
+//! control socket `<dir>/.dpctl/kubelet-sim.sock` (JSON, one per line), and
+//! the client calls the CLI uses.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::admission::{AdmitOutcome, DeleteOutcome, PodSpec};
+use super::state::SimStatus;
+use super::{RestartReport, SimHandle};
+use crate::error::{Error, Result};
+use crate::transport::control;
+
+/// The name of the sim's control socket (see [`crate::paths::control_socket`]).
+pub const CONTROL_NAME: &str = "kubelet-sim";
+
+/// A request to a running sim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Admit a pod.
+    Admit {
+        /// The pod.
+        pod: PodSpec,
+    },
+    /// Delete a pod.
+    Delete {
+        /// Namespace.
+        namespace: String,
+        /// Pod name.
+        name: String,
+    },
+    /// Restart the kubelet and wait up to `wait_ms` for plugins to come back.
+    Restart {
+        /// How long to wait for re-registrations.
+        wait_ms: u64,
+    },
+    /// The state.
+    Status,
+    /// Set the grace period after a stream end.
+    SetGrace {
+        /// The grace period.
+        grace_period_ms: u64,
+    },
+}
+
+/// A successful answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum Answer {
+    /// Admission outcome.
+    Admit(AdmitOutcome),
+    /// Deletion outcome.
+    Delete(DeleteOutcome),
+    /// Restart report.
+    Restart(RestartReport),
+    /// Status.
+    Status(SimStatus),
+    /// The grace period now in force.
+    SetGrace {
+        /// The grace period.
+        grace_period_ms: u64,
+    },
+}
+
+/// An error carried over the control socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteError {
+    /// The error text.
+    pub message: String,
+    /// The hint, if any.
+    pub hint: Option<String>,
+    /// The exit code it maps to.
+    pub exit_code: u8,
+}
+
+/// A reply: the answer or the error.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reply {
+    /// It worked.
+    Ok(Answer),
+    /// It failed.
+    Error(RemoteError),
+}
+
+/// Answers one request against `sim`.
+pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request, String>) -> Reply {
+    let request = match request {
+        Ok(r) => r,
+        Err(e) => {
+            return Reply::Error(RemoteError {
+                message: format!("bad control request: {e}"),
+                hint: None,
+                exit_code: crate::error::exit::USAGE,
+            });
+        }
+    };
+    let result = match request {
+        Request::Admit { pod } => sim.admit(pod).await.map(Answer::Admit),
+        Request::Delete { namespace, name } => sim.delete(&namespace, &name).await.map(Answer::Delete),
+        Request::Restart { wait_ms } => sim.restart(Duration::from_millis(wait_ms)).await.map(Answer::Restart),
+        Request::Status => Ok(Answer::Status(sim.status())),
+        Request::SetGrace { grace_period_ms } => {
+            sim.set_grace_period(Duration::from_millis(grace_period_ms));
+            Ok(Answer::SetGrace { grace_period_ms })
+        }
+    };
+    match result {
+        Ok(a) => Reply::Ok(a),
+        Err(e) => Reply::Error(RemoteError { message: e.to_string(), hint: e.hint(), exit_code: e.exit_code() }),
+    }
+}
+
+/// Sends `request` to the sim serving `dir` and returns its answer; a remote
+/// failure comes back as `Err(RemoteError)` inside `Ok`.
+pub async fn call(
+    dir: &Path,
+    request: &Request,
+    timeout: Duration,
+) -> Result<std::result::Result<Answer, RemoteError>> {
+    let path = crate::paths::control_socket(dir, CONTROL_NAME);
+    let reply: Reply = match control::call(&path, request, timeout).await {
+        Ok(r) => r,
+        Err(Error::NoSocket { .. } | Error::ConnectionRefused { .. }) => {
+            return Err(Error::invalid(
+                format!("--dir {}", dir.display()),
+                format!("no kubelet-sim is running there (no control socket at {})", path.display()),
+            ));
+        }
+        Err(e) => return Err(e),
+    };
+    Ok(match reply {
+        Reply::Ok(a) => Ok(a),
+        Reply::Error(e) => Err(e),
+    })
+}

@@ -1,0 +1,254 @@
+//! What the simulated kubelet tells its watchers: one [`SimEvent`] per thing
+//! a kubelet would log or change in node status (registrations, device
+//! snapshots, health changes, admissions, stream ends, restarts). The CLI
+//! renders them as JSON Lines or as a live view; tests subscribe to them.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::Violation;
+use crate::model::Change;
+
+/// How a plugin reached the simulated kubelet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Via {
+    /// A `Register` call on `kubelet.sock`.
+    #[serde(rename = "kubelet.sock")]
+    KubeletSock,
+    /// The plugin watcher: a socket in the plugins_registry directory.
+    #[serde(rename = "plugins_registry")]
+    PluginsRegistry,
+}
+
+impl std::fmt::Display for Via {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Via::KubeletSock => "kubelet.sock",
+            Via::PluginsRegistry => "plugins_registry",
+        })
+    }
+}
+
+/// One event, with when it happened.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimEvent {
+    /// When it happened (rendered as RFC 3339 by the output layer).
+    #[serde(skip)]
+    pub time: SystemTime,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// A container's devices, per resource, in an event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerDevicesView {
+    /// Container name.
+    pub name: String,
+    /// `init`, `sidecar` or `regular`.
+    pub kind: super::admission::ContainerKind,
+    /// Device IDs per resource.
+    pub devices: BTreeMap<String, Vec<String>>,
+}
+
+/// What happened. Serialized with an `event` key in snake_case.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    /// The sim serves its sockets.
+    Started {
+        /// The device-plugin directory.
+        dir: String,
+        /// The registration socket.
+        kubelet_socket: String,
+        /// The PodResources socket, when served.
+        podresources_socket: Option<String>,
+        /// The control socket, when served.
+        control_socket: Option<String>,
+        /// The plugins_registry directory, when watched.
+        registry_dir: Option<String>,
+        /// Sockets deleted from the directory at start (as a kubelet does).
+        deleted_sockets: Vec<String>,
+        /// Resources restored from an existing checkpoint (0 until their plugin registers).
+        restored_resources: Vec<String>,
+    },
+    /// A plugin registered: the dial-back and GetDevicePluginOptions worked.
+    Registered {
+        /// Resource name.
+        resource: String,
+        /// Endpoint as registered.
+        endpoint: String,
+        /// The plugin socket dialed.
+        socket: String,
+        /// How it registered.
+        via: Via,
+        /// From GetDevicePluginOptions.
+        pre_start_required: bool,
+        /// From GetDevicePluginOptions.
+        get_preferred_allocation_available: bool,
+        /// The options the plugin sent in RegisterRequest (ignored since v1.25),
+        /// when they disagree with GetDevicePluginOptions.
+        request_options_differ: bool,
+        /// An earlier registration of the same resource was replaced.
+        replaced: bool,
+        /// How long Register took (dial-back plus GetDevicePluginOptions).
+        took_ms: u64,
+    },
+    /// A registration failed; the plugin got `message`.
+    RegistrationRejected {
+        /// Resource name (as sent).
+        resource: String,
+        /// Endpoint (as sent).
+        endpoint: String,
+        /// How it tried to register.
+        via: Via,
+        /// The kubelet's error text, as the plugin receives it.
+        message: String,
+    },
+    /// A ListAndWatch message: a full snapshot of the resource's devices.
+    Snapshot {
+        /// Resource name.
+        resource: String,
+        /// 1 for the endpoint's first message.
+        seq: u64,
+        /// Healthy plus unhealthy devices.
+        capacity: usize,
+        /// Healthy devices.
+        allocatable: usize,
+        /// Devices in the message.
+        devices: usize,
+        /// Encoded size of the message.
+        message_bytes: usize,
+        /// Changes from the previous snapshot.
+        changes: usize,
+        /// Rules of the contract the message breaks (warnings; the kubelet accepts it).
+        violations: Vec<Violation>,
+    },
+    /// One device changed health between two snapshots.
+    HealthChanged {
+        /// Resource name.
+        resource: String,
+        /// Device ID.
+        id: String,
+        /// Health before.
+        from: String,
+        /// Health now.
+        to: String,
+        /// Capacity after the change.
+        capacity: usize,
+        /// Allocatable after the change.
+        allocatable: usize,
+    },
+    /// ListAndWatch ended: every device is now unhealthy; the kubelet never retries.
+    StreamEnded {
+        /// Resource name.
+        resource: String,
+        /// The plugin socket.
+        socket: String,
+        /// Why (the error, or that the plugin closed the stream).
+        reason: String,
+        /// Capacity (kept).
+        capacity: usize,
+        /// Allocatable (0).
+        allocatable: usize,
+        /// Time until capacity drops to 0 unless the plugin registers again.
+        grace_period_ms: u64,
+    },
+    /// The grace period after a stream end passed: capacity is now 0.
+    ResourceRemoved {
+        /// Resource name.
+        resource: String,
+    },
+    /// A pod was admitted; every Allocate worked.
+    Admitted {
+        /// Pod name.
+        pod: String,
+        /// Namespace.
+        namespace: String,
+        /// Pod UID.
+        uid: String,
+        /// Devices per container.
+        containers: Vec<ContainerDevicesView>,
+    },
+    /// A pod was rejected, as the kubelet reports it.
+    AdmissionRejected {
+        /// Pod name.
+        pod: String,
+        /// Namespace.
+        namespace: String,
+        /// `UnexpectedAdmissionError`, or `OutOf<resource>`.
+        reason: String,
+        /// The kubelet's message.
+        message: String,
+    },
+    /// PreStartContainer failed, so the container would not start.
+    ContainerStartFailed {
+        /// Pod name.
+        pod: String,
+        /// Namespace.
+        namespace: String,
+        /// Container name.
+        container: String,
+        /// The kubelet's message.
+        message: String,
+    },
+    /// A pod was deleted and its devices freed.
+    PodDeleted {
+        /// Pod name.
+        pod: String,
+        /// Namespace.
+        namespace: String,
+        /// Freed device IDs per resource.
+        freed: BTreeMap<String, Vec<String>>,
+    },
+    /// A kubelet restart began: connections dropped, sockets about to be deleted.
+    Restarting {
+        /// Resources whose plugins are expected back.
+        resources: Vec<String>,
+    },
+    /// The restarted kubelet serves a new kubelet.sock.
+    Restarted {
+        /// Sockets deleted from the directory.
+        deleted_sockets: Vec<String>,
+        /// Pods whose allocations were restored from the checkpoint.
+        restored_pods: usize,
+        /// Resources restored at 0 until their plugin registers again.
+        restored_resources: Vec<String>,
+    },
+    /// After a restart, a plugin registered again.
+    PluginReregistered {
+        /// Resource name.
+        resource: String,
+        /// Time from the new kubelet.sock to the Register call's answer.
+        after_ms: u64,
+    },
+    /// The restart report: who came back, and how fast.
+    RestartReport {
+        /// The report.
+        report: super::RestartReport,
+    },
+    /// The grace period was changed.
+    GracePeriodSet {
+        /// The new grace period.
+        grace_period_ms: u64,
+    },
+    /// A plugin watcher socket was seen but is not a device plugin or could not register.
+    RegistryPluginIgnored {
+        /// The socket in the registry directory.
+        socket: String,
+        /// Why.
+        reason: String,
+    },
+    /// The sim stopped and removed its sockets.
+    Stopped {},
+}
+
+/// Device changes between two snapshots, counted for an event.
+pub(crate) fn health_changes(changes: &[Change]) -> impl Iterator<Item = (&str, &str, &str)> {
+    changes.iter().filter_map(|c| match c {
+        Change::HealthChanged { id, from, to } => Some((id.as_str(), from.as_str(), to.as_str())),
+        _ => None,
+    })
+}

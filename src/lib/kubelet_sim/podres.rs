@@ -1,0 +1,111 @@
+//! The sim's PodResources answers, encoded the way the kubelet encodes them:
+//! one `ContainerDevices` per (device, NUMA node) with exactly one ID, no
+//! `topology` for a device without topology, sidecars before regular
+//! containers, plain init containers left out; v1alpha1 lists regular
+//! containers only. `GetAllocatableResources` lists healthy devices.
+
+use std::sync::Arc;
+
+use super::Inner;
+use super::admission::ContainerKind;
+use super::state::{NO_TOPOLOGY, Pod};
+use crate::podresources::server::{Provider, to_v1alpha1};
+use crate::proto::podresources::{v1, v1alpha1};
+
+/// A [`Provider`] over the sim's pods and devices.
+#[derive(Clone)]
+pub(crate) struct SimPodResources {
+    pub inner: Arc<Inner>,
+}
+
+fn topology(node: i64) -> Option<v1::TopologyInfo> {
+    (node != NO_TOPOLOGY).then(|| v1::TopologyInfo { nodes: vec![v1::NumaNode { id: node }] })
+}
+
+/// One container's devices, one entry per (device, NUMA node).
+fn container_devices(pod: &Pod, container: &str) -> Vec<v1::ContainerDevices> {
+    let mut out = Vec::new();
+    if let Some(by_res) = pod.allocs.get(container) {
+        for (resource, a) in by_res {
+            for (node, ids) in &a.by_numa {
+                for id in ids {
+                    out.push(v1::ContainerDevices {
+                        resource_name: resource.clone(),
+                        device_ids: vec![id.clone()],
+                        topology: topology(*node),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A pod as v1 `List` shows it: sidecars first, then regular containers.
+fn pod_v1(pod: &Pod) -> v1::PodResources {
+    let order = [ContainerKind::Sidecar, ContainerKind::Regular];
+    let containers = order
+        .iter()
+        .flat_map(|kind| pod.spec.containers.iter().filter(move |c| c.kind == *kind))
+        .map(|c| v1::ContainerResources {
+            name: c.name.clone(),
+            devices: container_devices(pod, &c.name),
+            ..Default::default()
+        })
+        .collect();
+    v1::PodResources {
+        name: pod.spec.name.clone(),
+        namespace: pod.spec.namespace.clone(),
+        containers,
+        ..Default::default()
+    }
+}
+
+impl Provider for SimPodResources {
+    fn list(&self) -> Vec<v1::PodResources> {
+        self.inner.lock().pods.iter().map(pod_v1).collect()
+    }
+
+    fn get(&self, name: &str, namespace: &str) -> Option<v1::PodResources> {
+        let st = self.inner.lock();
+        st.pod_index(namespace, name).map(|i| pod_v1(&st.pods[i]))
+    }
+
+    fn allocatable(&self) -> v1::AllocatableResourcesResponse {
+        let st = self.inner.lock();
+        let mut devices = Vec::new();
+        for (name, r) in &st.resources {
+            for d in r.healthy() {
+                match &d.numa_nodes {
+                    None => devices.push(v1::ContainerDevices {
+                        resource_name: name.clone(),
+                        device_ids: vec![d.id.clone()],
+                        topology: None,
+                    }),
+                    // Like the kubelet: one entry per node, so a device with an
+                    // empty node list is not listed at all.
+                    Some(nodes) => devices.extend(nodes.iter().map(|n| v1::ContainerDevices {
+                        resource_name: name.clone(),
+                        device_ids: vec![d.id.clone()],
+                        topology: Some(v1::TopologyInfo { nodes: vec![v1::NumaNode { id: *n }] }),
+                    })),
+                }
+            }
+        }
+        v1::AllocatableResourcesResponse { devices, cpu_ids: Vec::new(), memory: Vec::new() }
+    }
+
+    fn list_v1alpha1(&self) -> Vec<v1alpha1::PodResources> {
+        let st = self.inner.lock();
+        st.pods
+            .iter()
+            .map(|pod| {
+                let mut p = pod_v1(pod);
+                p.containers.retain(|c| {
+                    pod.spec.containers.iter().any(|s| s.name == c.name && s.kind == ContainerKind::Regular)
+                });
+                to_v1alpha1(&p)
+            })
+            .collect()
+    }
+}

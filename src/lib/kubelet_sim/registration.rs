@@ -1,0 +1,393 @@
+//! The `v1beta1.Registration` service on `kubelet.sock`, and what follows a
+//! registration: validation with the kubelet's texts (status `Unknown`), the
+//! synchronous dial-back and GetDevicePluginOptions inside `Register`, then
+//! ListAndWatch in the background (full snapshots, no retry when it ends),
+//! and the grace period after which capacity drops to 0.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use tonic::{Request, Response, Status};
+
+use super::Inner;
+use super::events::{EventKind, Via, health_changes};
+use super::state::Endpoint;
+use crate::error::{Error, KUBELET_MAX_RECV};
+use crate::model;
+use crate::plugin_client::{PluginClient, Snapshot};
+use crate::proto::deviceplugin::v1beta1 as dp;
+use crate::proto::deviceplugin::v1beta1::registration_server::Registration;
+use crate::transport::{self, ClientConfig};
+
+/// The kubelet's text when the dial-back does not connect in time.
+pub const DIAL_FAILED: &str = "failed to dial device plugin: context deadline exceeded";
+
+/// Go's name for a gRPC code (as `status.Error` prints it).
+fn go_code(code: tonic::Code) -> &'static str {
+    use tonic::Code::*;
+    match code {
+        Ok => "OK",
+        Cancelled => "Canceled",
+        Unknown => "Unknown",
+        InvalidArgument => "InvalidArgument",
+        DeadlineExceeded => "DeadlineExceeded",
+        NotFound => "NotFound",
+        AlreadyExists => "AlreadyExists",
+        PermissionDenied => "PermissionDenied",
+        ResourceExhausted => "ResourceExhausted",
+        FailedPrecondition => "FailedPrecondition",
+        Aborted => "Aborted",
+        OutOfRange => "OutOfRange",
+        Unimplemented => "Unimplemented",
+        Internal => "Internal",
+        Unavailable => "Unavailable",
+        DataLoss => "DataLoss",
+        Unauthenticated => "Unauthenticated",
+    }
+}
+
+/// An RPC error as grpc-go prints it (`rpc error: code = X desc = ...`), which
+/// is how the kubelet embeds plugin errors in its own messages.
+pub fn go_rpc_error(e: &Error) -> String {
+    let (code, desc) = match e {
+        Error::Rpc { code, message, .. } => (*code, message.clone()),
+        Error::Unimplemented { message, .. } => (tonic::Code::Unimplemented, message.clone()),
+        Error::DeadlineExceeded { .. } => (tonic::Code::DeadlineExceeded, "context deadline exceeded".into()),
+        Error::MessageTooLarge { size, limit, .. } => (
+            tonic::Code::ResourceExhausted,
+            format!(
+                "grpc: received message larger than max ({} vs. {limit})",
+                size.map_or_else(|| "?".to_string(), |s| s.to_string())
+            ),
+        ),
+        other => (tonic::Code::Unavailable, other.to_string()),
+    };
+    format!("rpc error: code = {} desc = {desc}", go_code(code))
+}
+
+/// The Registration service the sim serves on kubelet.sock.
+#[derive(Clone)]
+pub(crate) struct RegistrationService {
+    pub inner: Arc<Inner>,
+}
+
+#[tonic::async_trait]
+impl Registration for RegistrationService {
+    async fn register(&self, req: Request<dp::RegisterRequest>) -> Result<Response<dp::Empty>, Status> {
+        let r = req.into_inner();
+        let socket = self.inner.paths.dir.join(&r.endpoint);
+        let input = RegisterInput {
+            version: r.version,
+            resource: r.resource_name,
+            endpoint: r.endpoint,
+            socket,
+            via: Via::KubeletSock,
+            request_options: r.options,
+        };
+        match register(&self.inner, input).await {
+            Ok(()) => Ok(Response::new(dp::Empty {})),
+            // The kubelet returns plain Go errors: status Unknown, its text as the message.
+            Err(message) => Err(Status::unknown(message)),
+        }
+    }
+}
+
+/// A registration, from either way of registering.
+pub(crate) struct RegisterInput {
+    pub version: String,
+    pub resource: String,
+    pub endpoint: String,
+    pub socket: PathBuf,
+    pub via: Via,
+    pub request_options: Option<dp::DevicePluginOptions>,
+}
+
+/// Validates, dials back, asks for the options, stores the endpoint and
+/// starts ListAndWatch. The error is the kubelet's text.
+pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result<(), String> {
+    let started = Instant::now();
+    let reject = |message: String| {
+        inner.emit(EventKind::RegistrationRejected {
+            resource: input.resource.clone(),
+            endpoint: input.endpoint.clone(),
+            via: input.via,
+            message: message.clone(),
+        });
+        message
+    };
+    if input.via == Via::KubeletSock {
+        crate::validate::check_registration(&input.version, &input.resource).map_err(reject)?;
+    }
+    let channel = match dial(&input.socket, inner.config.dial_timeout).await {
+        Ok(c) => c,
+        Err(last) => {
+            tracing::info!(socket = %input.socket.display(), error = %last, "dial-back failed");
+            return Err(reject(DIAL_FAILED.to_string()));
+        }
+    };
+    let config = ClientConfig {
+        connect_timeout: inner.config.dial_timeout,
+        call_timeout: inner.config.rpc_timeout,
+        max_recv_bytes: KUBELET_MAX_RECV,
+    };
+    let client = PluginClient::from_channel(channel.clone(), &input.socket, &config);
+    let pre_start_client = PluginClient::from_channel(
+        channel,
+        &input.socket,
+        &ClientConfig { call_timeout: inner.config.pre_start_timeout, ..config },
+    );
+    let options = client
+        .options()
+        .await
+        .map_err(|e| reject(format!("failed to get device plugin options: {}", go_rpc_error(&e))))?;
+    let differ = input.request_options.is_some_and(|o| o != options);
+    let (id, replaced) = {
+        let mut st = inner.lock();
+        let id = st.next_id();
+        let generation = st.next_id();
+        let r = st.resources.entry(input.resource.clone()).or_default();
+        let replaced = r.endpoint.as_ref().is_some_and(|e| !e.stopped);
+        if let Some(old) = r.endpoint.take()
+            && let Some(task) = old.task
+        {
+            task.abort();
+        }
+        r.generation = generation;
+        r.registrations += 1;
+        r.stopped_at = None;
+        r.restored = false;
+        if r.removed {
+            // The kubelet forgot the resource at the grace expiry; it starts afresh.
+            r.removed = false;
+            r.reported = false;
+            r.devices.clear();
+        }
+        r.endpoint = Some(Endpoint {
+            id,
+            endpoint: input.endpoint.clone(),
+            socket: input.socket.clone(),
+            via: input.via,
+            options,
+            client: client.clone(),
+            pre_start_client,
+            task: None,
+            registered_at: Instant::now(),
+            first_snapshot_at: None,
+            stopped: false,
+        });
+        (id, replaced)
+    };
+    inner.emit(EventKind::Registered {
+        resource: input.resource.clone(),
+        endpoint: input.endpoint.clone(),
+        socket: input.socket.display().to_string(),
+        via: input.via,
+        pre_start_required: options.pre_start_required,
+        get_preferred_allocation_available: options.get_preferred_allocation_available,
+        request_options_differ: differ,
+        replaced,
+        took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    });
+    let task = tokio::spawn(watch(Arc::clone(inner), input.resource.clone(), id, client));
+    let mut st = inner.lock();
+    match st.resources.get_mut(&input.resource).and_then(|r| r.endpoint.as_mut()).filter(|e| e.id == id) {
+        Some(e) => e.task = Some(task.abort_handle()),
+        None => task.abort(),
+    }
+    Ok(())
+}
+
+/// Dials the plugin the way grpc-go's blocking dial does: keep trying (with
+/// grpc's 1 s, 1.6x backoff) until the deadline. The error is the last failure.
+async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::transport::Channel, Error> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut backoff = Duration::from_secs(1);
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            return Err(Error::ConnectTimeout { path: socket.to_path_buf(), timeout });
+        }
+        match transport::connect(socket, left).await {
+            Ok(c) => return Ok(c),
+            Err(e) => {
+                let now = tokio::time::Instant::now();
+                if now + backoff >= deadline {
+                    tokio::time::sleep_until(deadline).await;
+                    return Err(e);
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = backoff.mul_f64(1.6).min(Duration::from_secs(120));
+            }
+        }
+    }
+}
+
+/// Runs ListAndWatch for endpoint `id` until the stream ends.
+async fn watch(inner: Arc<Inner>, resource: String, id: u64, client: PluginClient) {
+    let mut stream = match client.list_and_watch().await {
+        Ok(s) => Box::pin(s),
+        Err(e) => {
+            stream_ended(&inner, &resource, id, go_rpc_error(&e));
+            return;
+        }
+    };
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(snap) => apply_snapshot(&inner, &resource, id, snap),
+            Err(e) => {
+                stream_ended(&inner, &resource, id, go_rpc_error(&e));
+                return;
+            }
+        }
+    }
+    stream_ended(&inner, &resource, id, "the plugin ended the stream (status OK)".into());
+}
+
+/// Takes one full snapshot into the resource.
+fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
+    let mut events = Vec::new();
+    {
+        let mut st = inner.lock();
+        let Some(r) = st.resources.get_mut(resource) else { return };
+        let Some(ep) = r.endpoint.as_mut().filter(|e| e.id == id) else { return };
+        let first = ep.first_snapshot_at.is_none();
+        if first {
+            ep.first_snapshot_at = Some(Instant::now());
+        }
+        let changes = if r.devices.is_empty() { Vec::new() } else { model::diff(&r.devices, &snap.devices) };
+        let violations = crate::contract::check_snapshot(&snap.devices, snap.encoded_len);
+        r.devices = snap.devices;
+        r.disconnected = false;
+        r.removed = false;
+        r.reported = true;
+        r.snapshots += 1;
+        let c = r.counts();
+        for (dev, from, to) in health_changes(&changes) {
+            events.push(EventKind::HealthChanged {
+                resource: resource.to_string(),
+                id: dev.to_string(),
+                from: from.to_string(),
+                to: to.to_string(),
+                capacity: c.capacity,
+                allocatable: c.allocatable,
+            });
+        }
+        events.insert(
+            0,
+            EventKind::Snapshot {
+                resource: resource.to_string(),
+                seq: r.snapshots,
+                capacity: c.capacity,
+                allocatable: c.allocatable,
+                devices: r.devices.len(),
+                message_bytes: snap.encoded_len,
+                changes: changes.len(),
+                violations,
+            },
+        );
+    }
+    inner.dirty();
+    for e in events {
+        inner.emit(e);
+    }
+}
+
+/// The stream of endpoint `id` ended: all devices unhealthy, no retry.
+fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
+    let (socket, counts, generation, grace) = {
+        let mut st = inner.lock();
+        let grace = st.grace_period;
+        let generation = st.next_id();
+        let Some(r) = st.resources.get_mut(resource) else { return };
+        let Some(ep) = r.endpoint.as_mut().filter(|e| e.id == id) else { return };
+        ep.stopped = true;
+        ep.task = None;
+        let socket = ep.socket.display().to_string();
+        r.disconnected = true;
+        r.reported = true;
+        r.stopped_at = Some(Instant::now());
+        r.generation = generation;
+        (socket, r.counts(), generation, grace)
+    };
+    tracing::info!(resource, reason = %reason, "ListAndWatch ended unexpectedly for device plugin");
+    inner.dirty();
+    inner.emit(EventKind::StreamEnded {
+        resource: resource.to_string(),
+        socket,
+        reason,
+        capacity: counts.capacity,
+        allocatable: counts.allocatable,
+        grace_period_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+    });
+    spawn_grace(inner, resource, generation);
+}
+
+/// Removes the resource (capacity 0) once the grace period after its stop
+/// has passed, unless it registered again meanwhile. Follows changes of the
+/// grace period.
+pub(crate) fn spawn_grace(owner: &Arc<Inner>, resource: &str, generation: u64) {
+    let inner = Arc::clone(owner);
+    let resource = resource.to_string();
+    let task = tokio::spawn(async move {
+        let mut shutdown = inner.shutdown.subscribe();
+        loop {
+            let notified = inner.grace_changed.notified();
+            let deadline = {
+                let st = inner.lock();
+                let Some(r) = st.resources.get(&resource) else { return };
+                if r.generation != generation || r.removed {
+                    return;
+                }
+                let Some(at) = r.stopped_at else { return };
+                at + st.grace_period
+            };
+            if Instant::now() >= deadline {
+                let removed = {
+                    let mut st = inner.lock();
+                    match st.resources.get_mut(&resource) {
+                        Some(r) if r.generation == generation && !r.removed => {
+                            r.removed = true;
+                            r.devices.clear();
+                            r.endpoint = None;
+                            r.stopped_at = None;
+                            true
+                        }
+                        _ => false,
+                    }
+                };
+                if removed {
+                    inner.dirty();
+                    inner.emit(EventKind::ResourceRemoved { resource: resource.clone() });
+                }
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)) => {}
+                () = notified => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+        }
+    });
+    owner.track(task);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_error_texts() {
+        let p = std::path::Path::new("/x.sock");
+        let e = Error::Rpc { rpc: "r".into(), path: p.into(), code: tonic::Code::Unknown, message: "boom".into() };
+        assert_eq!(go_rpc_error(&e), "rpc error: code = Unknown desc = boom");
+        let e = Error::Rpc { rpc: "r".into(), path: p.into(), code: tonic::Code::Cancelled, message: "x".into() };
+        assert_eq!(go_rpc_error(&e), "rpc error: code = Canceled desc = x");
+        let e = Error::MessageTooLarge { rpc: "r".into(), path: p.into(), size: Some(5), limit: 4 };
+        assert_eq!(
+            go_rpc_error(&e),
+            "rpc error: code = ResourceExhausted desc = grpc: received message larger than max (5 vs. 4)"
+        );
+    }
+}
