@@ -64,6 +64,21 @@ _dpctl() {
             dpctl__subcmd__help,smoke)
                 cmd="dpctl__subcmd__help__subcmd__smoke"
                 ;;
+            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,admit)
+                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__admit"
+                ;;
+            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,delete)
+                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__delete"
+                ;;
+            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,restart)
+                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart"
+                ;;
+            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,set-grace)
+                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__set__subcmd__grace"
+                ;;
+            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,status)
+                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__status"
+                ;;
             dpctl__subcmd__help__subcmd__plugin,call)
                 cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__call"
                 ;;
@@ -108,6 +123,42 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help__subcmd__podresources,watch)
                 cmd="dpctl__subcmd__help__subcmd__podresources__subcmd__watch"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim,admit)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__admit"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim,delete)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__delete"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim,help)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim,restart)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim,set-grace)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__set__subcmd__grace"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim,status)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__status"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,admit)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__admit"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,delete)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__delete"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,help)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__help"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,restart)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__restart"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,set-grace)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__set__subcmd__grace"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,status)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__status"
                 ;;
             dpctl__subcmd__plugin,call)
                 cmd="dpctl__subcmd__plugin__subcmd__call"
@@ -373,8 +424,78 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__kubelet__subcmd__sim)
-            opts=""
+            opts="admit delete restart status set-grace"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__admit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__delete)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__set__subcmd__grace)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -653,12 +774,316 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --expect --timeout --output --color --verbose --quiet --help --version admit delete restart status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grace-period)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --podresources-socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dial-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rpc-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__admit)
+            opts="-o -v -q -h -V --dir --allocate --name --namespace --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allocate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__delete)
+            opts="-n -o -v -q -h -V --dir --namespace --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help)
+            opts="admit delete restart status set-grace help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__admit)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__delete)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__restart)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__set__subcmd__grace)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart)
+            opts="-o -v -q -h -V --dir --wait --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__set__subcmd__grace)
+            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__status)
+            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
                     return 0

@@ -118,16 +118,100 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l dir -d 'The device-plugin directory: kubelet.sock, plugin sockets, the checkpoint' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l grace-period -d 'After a ListAndWatch stream ends, how long capacity is kept before it drops to 0' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l podresources-socket -d 'Where to serve PodResources [default: <DIR>/pod-resources.sock]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l registry-dir -d 'Also accept plugins through this plugins_registry directory (the plugin watcher\'s way)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l dial-timeout -d 'How long Register keeps dialing the plugin\'s socket before it fails' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l rpc-timeout -d 'Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l expect -d 'Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l timeout -d 'Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l force -d 'Take over kubelet.sock (and the sim\'s other sockets) even when a live process answers on it'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l no-podresources -d 'Do not serve PodResources'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l no-rate-limit -d 'Serve PodResources without the kubelet\'s rate limit (100 calls/s, burst 10)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l no-checkpoint -d 'Do not read or write kubelet_internal_checkpoint'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "delete" -d 'Delete a pod and free its devices'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "status" -d 'Show resources, plugins and pods'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l dir -d 'The directory the sim serves' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l allocate -d 'RESOURCE=COUNT for a one-container pod (repeatable)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l name -d 'Pod name for --allocate [default: a generated one]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l namespace -d 'Namespace for --allocate' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l dir -d 'The directory the sim serves' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s n -l namespace -d 'Namespace' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l dir -d 'The directory the sim serves' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l wait -d 'How long to wait for plugins to come back' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l dir -d 'The directory the sim serves' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l dir -d 'The directory the sim serves' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "delete" -d 'Delete a pod and free its devices'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show resources, plugins and pods'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
@@ -335,6 +419,11 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_su
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "call" -d 'Make one call to a plugin'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "delete" -d 'Delete a pod and free its devices'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "status" -d 'Show resources, plugins and pods'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "list" -d 'Pods and what they hold: devices, NUMA nodes, CPUs, memory, DRA claims'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "get" -d 'One pod (v1 Get; kubelet 1.27+, feature gate KubeletPodResourcesGet)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "allocatable" -d 'What the kubelet can hand out: healthy devices, CPUs, memory (GetAllocatableResources)'

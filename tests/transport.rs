@@ -160,3 +160,26 @@ async fn deadline_and_message_limit() {
     assert_eq!(v["capacity"], 80_000);
     assert!(v["message_bytes"].as_u64().unwrap() > 4 * 1024 * 1024);
 }
+
+#[tokio::test]
+async fn stopping_a_server_ends_the_streams_it_serves() {
+    use futures_util::StreamExt;
+    let sb = Sandbox::new();
+    let path = sb.join("s.sock");
+    // This plugin's ListAndWatch never ends by itself.
+    let plugin = TestPlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default());
+    let stop = plugin.serve(&path).await;
+    let client = dpctl::plugin_client::PluginClient::connect(&path, &Default::default()).await.unwrap();
+    let mut stream = Box::pin(client.list_and_watch().await.unwrap());
+    within("first snapshot", stream.next()).await.unwrap().unwrap();
+    drop(stop);
+    // The stream ends (cleanly or with an error) instead of hanging on.
+    let _ = within("the stream to end after the server stopped", stream.next()).await;
+    assert!(within("end of stream", stream.next()).await.is_none_or(|r| r.is_err()));
+    within("socket removal", async {
+        while path.exists() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+}

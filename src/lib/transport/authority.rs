@@ -14,6 +14,7 @@
 //! HPACK state only ever sees what this adapter wrote). Every other frame, and
 //! everything the server writes, passes through unchanged.
 
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
@@ -44,8 +45,13 @@ pub fn is_valid_authority(value: &[u8]) -> bool {
 }
 
 /// Wraps the server side of a connection; see the module docs.
+///
+/// A connection can also be given a kill switch ([`AuthorityFix::abort_on`]):
+/// once it fires, reads and writes fail and the server drops the connection,
+/// so no stream outlives the server that accepted it.
 pub struct AuthorityFix<S> {
     inner: S,
+    abort: Option<Pin<Box<tokio_util::sync::WaitForCancellationFutureOwned>>>,
     raw: BytesMut,
     ready: BytesMut,
     preface_left: usize,
@@ -73,6 +79,7 @@ impl<S> AuthorityFix<S> {
     pub fn new(inner: S) -> Self {
         AuthorityFix {
             inner,
+            abort: None,
             raw: BytesMut::with_capacity(16 * 1024),
             ready: BytesMut::with_capacity(16 * 1024),
             preface_left: PREFACE.len(),
@@ -82,6 +89,18 @@ impl<S> AuthorityFix<S> {
             rewritten: 0,
             eof: false,
         }
+    }
+
+    /// Aborts the connection when `token` is cancelled.
+    pub fn abort_on(mut self, token: tokio_util::sync::CancellationToken) -> Self {
+        self.abort = Some(Box::pin(token.cancelled_owned()));
+        self
+    }
+
+    /// Fails once the kill switch has fired (and registers for its wake-up).
+    fn check_abort(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        let fired = self.abort.as_mut().is_some_and(|f| f.as_mut().poll(cx).is_ready());
+        if fired { Err(io::Error::new(io::ErrorKind::ConnectionAborted, "server stopped")) } else { Ok(()) }
     }
 
     /// The wrapped connection.
@@ -238,6 +257,7 @@ fn put_frame_header(buf: &mut BytesMut, len: usize, kind: u8, flags: u8, stream_
 impl<S: AsyncRead + Unpin> AsyncRead for AuthorityFix<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = &mut *self;
+        this.check_abort(cx)?;
         loop {
             if !this.ready.is_empty() {
                 let n = this.ready.len().min(buf.remaining());
@@ -270,6 +290,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for AuthorityFix<S> {
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for AuthorityFix<S> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        self.check_abort(cx)?;
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
@@ -278,6 +299,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for AuthorityFix<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        self.check_abort(cx)?;
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
 

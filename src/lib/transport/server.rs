@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures_util::Stream;
 use tokio::net::{UnixListener, UnixStream};
 use tokio_stream::StreamExt;
+use tokio_util::sync::CancellationToken;
 use tonic::transport::server::Router;
 
 use super::authority::AuthorityFix;
@@ -126,20 +127,30 @@ pub async fn bind(path: &Path, opts: &BindOptions) -> Result<Listener> {
     Ok(Listener { listener, guard })
 }
 
-/// The accepted connections of `listener`, each behind [`AuthorityFix`].
-pub fn incoming(listener: UnixListener) -> impl Stream<Item = std::io::Result<AuthorityFix<UnixStream>>> {
-    tokio_stream::wrappers::UnixListenerStream::new(listener).map(|conn| conn.map(AuthorityFix::new))
+/// The accepted connections of `listener`, each behind [`AuthorityFix`] and
+/// aborted when `stop` is cancelled.
+pub fn incoming(
+    listener: UnixListener,
+    stop: CancellationToken,
+) -> impl Stream<Item = std::io::Result<AuthorityFix<UnixStream>>> {
+    tokio_stream::wrappers::UnixListenerStream::new(listener)
+        .map(move |conn| conn.map(|c| AuthorityFix::new(c).abort_on(stop.clone())))
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then gives
-/// in-flight calls a short grace period, stops, and removes the socket.
+/// in-flight calls a short grace period, closes every connection it
+/// accepted, and removes the socket.
 ///
 /// Streams that never end by themselves (ListAndWatch) do not hold the
-/// shutdown up.
+/// shutdown up, and no connection outlives the server: a client sees its
+/// stream end, as it would when a real plugin or kubelet exits.
 pub async fn serve(router: Router, listener: Listener, shutdown: impl Future<Output = ()>) -> Result<()> {
     let Listener { listener, guard } = listener;
+    let connections = CancellationToken::new();
+    // Cancelled however this function ends, including when its future is dropped.
+    let _close_all = connections.clone().drop_guard();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = router.serve_with_incoming_shutdown(incoming(listener), async {
+    let server = router.serve_with_incoming_shutdown(incoming(listener, connections.clone()), async {
         let _ = stop_rx.await;
     });
     tokio::pin!(server);
