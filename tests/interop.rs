@@ -115,3 +115,92 @@ async fn dpctl_plugin_commands_against_a_grpcio_plugin() {
     assert!(r.stderr.contains("InvalidArgument: unknown device nope"), "{}", r.stderr);
     drop(peer.seen.drain(..));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelet_sim_admits_with_grpcio_plugins_of_every_authority() {
+    let Some(env) = interop::env() else { return };
+    for mode in AUTHORITY_MODES {
+        let sb = Sandbox::new();
+        let dir = sb.path().to_str().unwrap().to_string();
+        let (sim, peer) = tokio::task::spawn_blocking({
+            let env = env.clone();
+            let dir = dir.clone();
+            move || {
+                let mut sim = Peer::dpctl(&["kubelet-sim", "--dir", &dir, "-o", "json"]);
+                sim.wait_event("started");
+                let mut peer = Peer::start(&env, &["plugin", "--dir", &dir, "--authority", mode, "--devices", "4"]);
+                let reg = peer.wait_event("registered");
+                assert_eq!(reg["resource"], "example.com/peer", "{mode}");
+                let snap = sim.wait_event("snapshot");
+                assert_eq!((snap["capacity"].as_u64(), snap["allocatable"].as_u64()), (Some(4), Some(4)), "{mode}");
+                (sim, peer)
+            }
+        })
+        .await
+        .unwrap();
+        let r = dpctl(&["kubelet-sim", "admit", "--dir", &dir, "--allocate", "example.com/peer=2", "-o", "json"]).await;
+        let v = r.expect_code(0).json();
+        assert_eq!(v["admitted"], true, "{mode}: {v}");
+        // The sim's PodResources server, read by a grpcio client with the same authority form.
+        let pr = sb.join("pod-resources.sock");
+        let list =
+            interop::call(&env, &["--socket", pr.to_str().unwrap(), "--authority", mode, "--rpc", "podresources-list"]);
+        assert_eq!(list["event"], "ok", "{mode}: {list}");
+        let pod = &list["response"]["pod_resources"][0];
+        assert_eq!(pod["name"], v["pod"], "{mode}");
+        let ids: Vec<&str> = pod["containers"][0]["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|d| d["device_ids"].as_array().unwrap().iter().map(|i| i.as_str().unwrap()))
+            .collect();
+        assert_eq!(ids.len(), 2, "{mode}: one entry per device: {pod}");
+        drop((sim, peer));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelet_sim_answers_a_grpcio_registration_with_the_kubelet_texts() {
+    let Some(env) = interop::env() else { return };
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap().to_string();
+    let sim = tokio::task::spawn_blocking(move || {
+        let mut sim = Peer::dpctl(&["kubelet-sim", "--dir", &dir, "-o", "json"]);
+        sim.wait_event("started");
+        sim
+    })
+    .await
+    .unwrap();
+    let ks = sb.join("kubelet.sock");
+    let ks = ks.to_str().unwrap();
+    for (version, resource, expect) in [
+        (
+            "v1alpha",
+            "example.com/x",
+            r#"requested API version "v1alpha" is not supported by kubelet. Supported version is ["v1beta1"]"#,
+        ),
+        ("v1beta1", "foo", r#"the ResourceName "foo" is invalid"#),
+    ] {
+        let r = interop::call(
+            &env,
+            &[
+                "--socket",
+                ks,
+                "--authority",
+                "path",
+                "--rpc",
+                "register",
+                "--version",
+                version,
+                "--resource",
+                resource,
+                "--endpoint",
+                "x.sock",
+            ],
+        );
+        assert_eq!(r["event"], "error", "{r}");
+        assert_eq!(r["code"], "UNKNOWN", "{r}");
+        assert_eq!(r["details"], expect, "{r}");
+    }
+    drop(sim);
+}

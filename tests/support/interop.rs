@@ -78,7 +78,8 @@ pub fn env() -> Option<Env> {
     }
 }
 
-/// A running peer process whose JSON stdout lines can be awaited; killed on drop.
+/// A running process (a peer, or a long-lived dpctl) whose JSON stdout lines
+/// can be awaited; killed on drop.
 pub struct Peer {
     child: Child,
     lines: Receiver<serde_json::Value>,
@@ -88,13 +89,24 @@ pub struct Peer {
 impl Peer {
     /// Starts `peer.py <args>`.
     pub fn start(env: &Env, args: &[&str]) -> Peer {
-        let mut child = Command::new(&env.python)
-            .arg(peer_script())
-            .args(args)
+        let mut cmd = Command::new(&env.python);
+        cmd.arg(peer_script()).args(args);
+        Peer::spawn(cmd)
+    }
+
+    /// Starts `dpctl <args>` (add `-o json` to get event lines).
+    pub fn dpctl(args: &[&str]) -> Peer {
+        let mut cmd = super::dpctl_command();
+        cmd.args(args);
+        Peer::spawn(cmd)
+    }
+
+    fn spawn(mut cmd: Command) -> Peer {
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("start peer.py");
+            .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
         let stdout = child.stdout.take().expect("peer stdout");
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
