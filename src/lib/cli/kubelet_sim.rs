@@ -31,7 +31,22 @@ Examples:
 With --expect, the exit code is 0 as soon as every RESOURCE has exactly COUNT
 allocatable devices, and 1 when --timeout (default 30s) passes first.
 admit exits 1 when the pod is rejected or a container cannot start; restart
-exits 1 when a plugin did not come back within --wait.";
+exits 1 when a plugin did not come back within --wait.
+
+Where the sim deliberately differs from a real kubelet (1.36):
+  - A second Register of the same resource drops the old plugin's stream, as on
+    master (PR #135437), instead of the 1.36 race where the old stream's end
+    disconnects the new plugin.
+  - Topology Manager policy is none: devices are not NUMA-aligned to CPUs.
+  - GetDevicePluginOptions, GetPreferredAllocation and Allocate have a deadline
+    (--rpc-timeout); the kubelet sets none, so a hung plugin hangs admission.
+  - The checkpoint's Checksum is not Go's (go-spew + FNV); a real kubelet would
+    reject the file as corrupt. The layout and AllocResp encoding are the kubelet's.
+  - PreStartContainer is called at admission only; container restarts are not
+    simulated. CPU and memory managers are not simulated (no cpu_ids or memory
+    in PodResources).
+  - Rejected pods are not kept, so PodResources never lists them.
+  - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.";
 
 /// Be the kubelet's device manager in a directory: accept registrations on
 /// kubelet.sock (validated, dialed back, options asked, ListAndWatch), admit
