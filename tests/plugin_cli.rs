@@ -1,12 +1,10 @@
 //! `dpctl plugin` as a user runs it, against a plugin built on the generated code.
 
-use std::io::BufRead;
-use std::process::Stdio;
-
 use dpctl::proto::deviceplugin::v1beta1 as dp;
 
+use crate::support::interop::Peer;
 use crate::support::plugin::{Behaviour, TestPlugin, device};
-use crate::support::{Sandbox, WAIT, dpctl, dpctl_command, dpctl_env};
+use crate::support::{Sandbox, dpctl, dpctl_env};
 
 async fn plugin(
     sb: &Sandbox,
@@ -186,36 +184,27 @@ async fn prestart_answers() {
 async fn watch_streams_json_lines_with_changes() {
     let sb = Sandbox::new();
     let (p, path, _stop) = plugin(&sb, Behaviour::default()).await;
-    let mut child = dpctl_command()
-        .args(["plugin", "watch", "--socket", path.to_str().unwrap(), "--count", "2", "-o", "json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stdout).lines() {
-            if tx.send(line.unwrap()).is_err() {
-                break;
-            }
-        }
-    });
-    let first: serde_json::Value = serde_json::from_str(&rx.recv_timeout(WAIT).expect("first snapshot")).unwrap();
-    assert_eq!(first["seq"], 1);
-    assert_eq!(first["allocatable"], 3);
-    p.set_devices(vec![device("GPU-0", "Unhealthy", Some(&[0])), device("GPU-4", "Healthy", Some(&[1]))]);
-    let second: serde_json::Value = serde_json::from_str(&rx.recv_timeout(WAIT).expect("second snapshot")).unwrap();
-    assert_eq!(second["seq"], 2);
-    assert_eq!((second["capacity"].as_u64(), second["allocatable"].as_u64()), (Some(2), Some(1)));
-    let changes = second["changes"].as_array().unwrap();
-    assert!(changes.contains(
-        &serde_json::json!({"change": "health_changed", "id": "GPU-0", "from": "Healthy", "to": "Unhealthy"})
-    ));
-    assert!(changes.contains(&serde_json::json!({"change": "added", "id": "GPU-4"})));
-    assert!(changes.contains(&serde_json::json!({"change": "removed", "id": "GPU-1"})));
-    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
-    assert_eq!(status.code(), Some(0), "watch stops by itself after --count");
+    let sock = path.to_str().unwrap().to_string();
+    tokio::task::spawn_blocking(move || {
+        // Killed on drop, so a failed assertion leaves no process behind.
+        let mut watch = Peer::dpctl(&["plugin", "watch", "--socket", &sock, "--count", "2", "-o", "json"]);
+        let first = watch.next_line();
+        assert_eq!(first["seq"], 1);
+        assert_eq!(first["allocatable"], 3);
+        p.set_devices(vec![device("GPU-0", "Unhealthy", Some(&[0])), device("GPU-4", "Healthy", Some(&[1]))]);
+        let second = watch.next_line();
+        assert_eq!(second["seq"], 2);
+        assert_eq!((second["capacity"].as_u64(), second["allocatable"].as_u64()), (Some(2), Some(1)));
+        let changes = second["changes"].as_array().unwrap();
+        assert!(changes.contains(
+            &serde_json::json!({"change": "health_changed", "id": "GPU-0", "from": "Healthy", "to": "Unhealthy"})
+        ));
+        assert!(changes.contains(&serde_json::json!({"change": "added", "id": "GPU-4"})));
+        assert!(changes.contains(&serde_json::json!({"change": "removed", "id": "GPU-1"})));
+        assert_eq!(watch.wait_exit(), Some(0), "watch stops by itself after --count");
+    })
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
@@ -225,5 +214,6 @@ async fn watch_reports_a_stream_the_plugin_ends() {
     let r = dpctl(&["plugin", "watch", "--socket", path.to_str().unwrap(), "-o", "json"]).await;
     r.expect_code(4);
     assert_eq!(r.json_lines().len(), 1);
+    assert!(!r.stderr.contains("Ok:"), "no bogus status in: {}", r.stderr);
     assert!(r.stderr.contains("the plugin ended the stream"), "{}", r.stderr);
 }

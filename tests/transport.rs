@@ -178,8 +178,33 @@ async fn stopping_a_server_ends_the_streams_it_serves() {
     assert!(within("end of stream", stream.next()).await.is_none_or(|r| r.is_err()));
     within("socket removal", async {
         while path.exists() {
-            tokio::task::yield_now().await;
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_live_server_with_a_full_backlog_is_not_taken_for_stale() {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let sb = Sandbox::new();
+    let path = sb.join("busy.sock");
+    // A live server that never accepts, with its backlog filled: connects fail with EAGAIN.
+    let server = Socket::new(Domain::UNIX, Type::STREAM, None).unwrap();
+    server.bind(&SockAddr::unix(&path).unwrap()).unwrap();
+    server.listen(0).unwrap();
+    let mut clients = Vec::new();
+    loop {
+        let c = Socket::new(Domain::UNIX, Type::STREAM, None).unwrap();
+        c.set_nonblocking(true).unwrap();
+        match c.connect(&SockAddr::unix(&path).unwrap()) {
+            Ok(()) => clients.push(c),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("unexpected connect error: {e}"),
+        }
+        assert!(clients.len() < 1000, "backlog never filled");
+    }
+    let err = bind(&path, &BindOptions::default()).await.unwrap_err();
+    assert!(matches!(err, dpctl::Error::AlreadyServing { .. }), "{err}");
+    assert!(path.exists(), "the live server's socket is left alone");
 }

@@ -85,6 +85,16 @@ pub enum Error {
         /// The server's message.
         message: String,
     },
+    /// A server-streaming call ended although it should go on (ListAndWatch).
+    #[error("{rpc} on {}: {message}", path.display())]
+    StreamEnded {
+        /// The full method.
+        rpc: String,
+        /// The socket path.
+        path: PathBuf,
+        /// What happened and what it means.
+        message: String,
+    },
     /// The call did not complete within its deadline.
     #[error("{rpc} on {}: no answer within {} (deadline exceeded)", path.display(), fmt_duration(*timeout))]
     DeadlineExceeded {
@@ -222,7 +232,8 @@ impl Error {
         }
         Some(match self {
             Error::NoSocket { .. } => {
-                "is the plugin (or kubelet) running, and is this its directory? Check --socket / --dir".into()
+                "is the plugin (or kubelet) running, and is this the right path? A kubelet restart deletes plugin sockets"
+                    .into()
             }
             Error::NotASocket { .. } => "point --socket at the plugin's unix socket file".into(),
             Error::PermissionDenied { .. } => "sockets under /var/lib/kubelet belong to root: run as root (sudo), \
@@ -231,7 +242,12 @@ impl Error {
             Error::ConnectionRefused { .. } => {
                 "the socket file is stale: the process that created it has exited or restarted".into()
             }
-            Error::ConnectTimeout { .. } | Error::DeadlineExceeded { .. } | Error::Timeout { .. } => {
+            Error::ConnectTimeout { .. } => {
+                "the socket accepts connections but the gRPC handshake does not finish: the server is stuck or \
+                 overloaded; raise --connect-timeout to wait longer"
+                    .into()
+            }
+            Error::DeadlineExceeded { .. } | Error::Timeout { .. } => {
                 "the peer is slow or stuck; raise --timeout to wait longer".into()
             }
             Error::Unimplemented { message, .. }
@@ -276,7 +292,8 @@ impl Error {
             Error::Unimplemented { .. }
             | Error::MessageTooLarge { .. }
             | Error::Rpc { .. }
-            | Error::Rejected { .. } => exit::RPC,
+            | Error::Rejected { .. }
+            | Error::StreamEnded { .. } => exit::RPC,
             Error::ConnectTimeout { .. } | Error::DeadlineExceeded { .. } | Error::Timeout { .. } => exit::TIMEOUT,
             Error::Invalid { .. } => exit::USAGE,
             Error::Io { .. } => exit::SOCKET,

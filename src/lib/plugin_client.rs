@@ -112,13 +112,17 @@ impl PluginClient {
         self.unary("PreStartContainer", async move { c.pre_start_container(req).await }).await
     }
 
-    /// Opens ListAndWatch. The stream yields each snapshot, and ends with
-    /// `Ok` when the plugin closes the stream or with the classified error.
-    /// Opening waits at most the call deadline for the response headers.
+    /// Opens ListAndWatch without a deadline, as the kubelet does (some
+    /// servers send the response headers only with the first message). The
+    /// stream yields each snapshot, and ends with `None` when the plugin
+    /// closes the stream or with the classified error.
     pub async fn list_and_watch(&self) -> Result<impl Stream<Item = Result<Snapshot>> + Send + 'static + use<>> {
         let mut c = self.inner.clone();
         let full = "v1beta1.DevicePlugin/ListAndWatch";
-        let stream = self.unary("ListAndWatch", async move { c.list_and_watch(dp::Empty {}).await }).await?;
+        let stream = match c.list_and_watch(dp::Empty {}).await {
+            Ok(resp) => resp.into_inner(),
+            Err(status) => return Err(Error::from_status(full, &self.path, &status, self.config.max_recv_bytes)),
+        };
         let path = self.path.clone();
         let limit = self.config.max_recv_bytes;
         Ok(stream.map(move |item| match item {

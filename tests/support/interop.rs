@@ -138,6 +138,17 @@ impl Peer {
         }
     }
 
+    /// The next JSON line, waiting at most [`WAIT`].
+    pub fn next_line(&mut self) -> serde_json::Value {
+        match self.lines.recv_timeout(WAIT) {
+            Ok(v) => {
+                self.seen.push(v.clone());
+                v
+            }
+            Err(_) => panic!("no output line within {WAIT:?}; saw {:?}", self.seen),
+        }
+    }
+
     /// Waits for the process to exit and returns its exit code.
     pub fn wait_exit(&mut self) -> Option<i32> {
         let deadline = std::time::Instant::now() + WAIT;

@@ -28,7 +28,7 @@ pub enum PluginCommand {
         #[command(flatten)]
         target: Target,
         /// Stop after this many messages.
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         count: Option<u64>,
     },
     /// Run the sanity suite: does the plugin behave as the kubelet needs?
@@ -250,11 +250,27 @@ async fn run_call(call: CallCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
 }
 
 async fn watch(target: &Target, count: Option<u64>, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let client = target.connect().await?;
-    let mut stream = Box::pin(client.list_and_watch().await?);
     let deadline = target.timeout.map(|t| tokio::time::Instant::now() + t);
     let stop = crate::transport::shutdown_signal();
     tokio::pin!(stop);
+    let until = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    // Opening waits as long as the watch may last: no deadline unless --timeout.
+    let opened = async {
+        let client = target.connect().await?;
+        let stream = client.list_and_watch().await?;
+        Ok::<_, Error>((client, stream))
+    };
+    let (client, stream) = tokio::select! {
+        r = opened => r?,
+        () = until => return Ok(exit::OK),
+        () = &mut stop => return Ok(exit::OK),
+    };
+    let mut stream = Box::pin(stream);
     let mut prev: Vec<Device> = Vec::new();
     let mut seq = 0u64;
     loop {
@@ -281,10 +297,9 @@ async fn watch(target: &Target, count: Option<u64>, ctx: &mut Ctx<'_>) -> Result
             }
             Some(Err(e)) => return Err(e),
             None => {
-                return Err(Error::Rpc {
+                return Err(Error::StreamEnded {
                     rpc: "v1beta1.DevicePlugin/ListAndWatch".into(),
                     path: client.path().to_path_buf(),
-                    code: tonic::Code::Ok,
                     message: "the plugin ended the stream; a kubelet would mark all its devices unhealthy \
                               and not call ListAndWatch again until the plugin registers anew"
                         .into(),

@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 use super::server::Listener;
+
+/// Most bytes one control connection may send (a pod manifest fits easily).
+const MAX_CONTROL_BYTES: u64 = 16 * 1024 * 1024;
 use crate::error::{Error, Result};
 
 /// Answers requests on `listener` with `handler` until `shutdown` completes.
@@ -29,11 +32,19 @@ where
         tokio::select! {
             () = &mut shutdown => break,
             conn = listener.accept() => {
-                let Ok((stream, _)) = conn else { continue };
+                let stream = match conn {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        // E.g. out of file descriptors: back off instead of spinning.
+                        tracing::warn!(error = %e, "control socket: accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
                 let handler = handler.clone();
                 tokio::spawn(async move {
                     let (read, mut write) = stream.into_split();
-                    let mut lines = BufReader::new(read).lines();
+                    let mut lines = BufReader::new(read.take(MAX_CONTROL_BYTES)).lines();
                     while let Ok(Some(line)) = lines.next_line().await {
                         let request = serde_json::from_str::<Req>(&line).map_err(|e| e.to_string());
                         let reply = handler(request).await;

@@ -2,7 +2,7 @@
 //! removal of the socket on shutdown.
 
 use std::future::Future;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -97,18 +97,40 @@ pub async fn bind(path: &Path, opts: &BindOptions) -> Result<Listener> {
     if opts.create_dir
         && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
     {
-        std::fs::create_dir_all(parent)
+        // As the kubelet creates its directories: 0750.
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o750)
+            .create(parent)
             .map_err(|e| Error::io(format!("creating directory {}", parent.display()), e))?;
     }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
-            let live = matches!(tokio::time::timeout(LIVENESS_PROBE, UnixStream::connect(path)).await, Ok(Ok(_)));
-            if live && !opts.force {
-                return Err(Error::AlreadyServing { path: path.to_path_buf(), force_flag: opts.force_flag });
+            let probe = tokio::time::timeout(LIVENESS_PROBE, UnixStream::connect(path)).await;
+            match probe {
+                // Only a refused connection proves nobody serves the socket any more.
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+                // It went away meanwhile: nothing to remove.
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::PermissionDenied && !opts.force => {
+                    return Err(Error::PermissionDenied {
+                        path: path.to_path_buf(),
+                        op: "probe the existing socket at",
+                    });
+                }
+                // Accepted, a full backlog, a timeout, or anything else: someone may be there.
+                _ if !opts.force => {
+                    return Err(Error::AlreadyServing { path: path.to_path_buf(), force_flag: opts.force_flag });
+                }
+                _ => {}
             }
-            tracing::info!(socket = %path.display(), live, "removing existing socket");
-            std::fs::remove_file(path)
-                .map_err(|e| Error::io(format!("removing stale socket {}", path.display()), e))?;
+            tracing::info!(socket = %path.display(), forced = opts.force, "removing existing socket");
+            match std::fs::remove_file(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io(format!("removing stale socket {}", path.display()), e));
+                }
+                _ => {}
+            }
         }
         Ok(meta) => {
             return Err(Error::NotReplaceable { path: path.to_path_buf(), kind: file_kind(&meta.file_type()) });
@@ -116,15 +138,26 @@ pub async fn bind(path: &Path, opts: &BindOptions) -> Result<Listener> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::io(format!("inspecting {}", path.display()), e)),
     }
-    let listener = UnixListener::bind(path).map_err(|source| match source.kind() {
+    let (listener, guard) = bind_with_mode(path, opts.mode).map_err(|source| match source.kind() {
         std::io::ErrorKind::PermissionDenied => Error::PermissionDenied { path: path.to_path_buf(), op: "bind" },
         _ => Error::Bind { path: path.to_path_buf(), source },
     })?;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(format!("inspecting {}", path.display()), e))?;
-    let guard = SocketGuard { path: path.to_path_buf(), dev: meta.dev(), ino: meta.ino() };
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(opts.mode))
-        .map_err(|e| Error::io(format!("setting the mode of {}", path.display()), e))?;
     Ok(Listener { listener, guard })
+}
+
+/// Binds, sets the mode, and only then listens: no client can connect while
+/// the socket still has the umask's permissions.
+fn bind_with_mode(path: &Path, mode: u32) -> std::io::Result<(UnixListener, SocketGuard)> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let socket = Socket::new(Domain::UNIX, Type::STREAM.cloexec(), None)?;
+    socket.bind(&SockAddr::unix(path)?)?;
+    let meta = std::fs::symlink_metadata(path)?;
+    let guard = SocketGuard { path: path.to_path_buf(), dev: meta.dev(), ino: meta.ino() };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+    socket.listen(1024)?;
+    socket.set_nonblocking(true)?;
+    let listener = UnixListener::from_std(std::os::unix::net::UnixListener::from(std::os::fd::OwnedFd::from(socket)))?;
+    Ok((listener, guard))
 }
 
 /// The accepted connections of `listener`, each behind [`AuthorityFix`] and
@@ -166,7 +199,7 @@ pub async fn serve(router: Router, listener: Listener, shutdown: impl Future<Out
         }
     };
     drop(guard);
-    result.map_err(|e| Error::io(format!("serving {}", "gRPC"), std::io::Error::other(e)))
+    result.map_err(|e| Error::io("serving gRPC", std::io::Error::other(e)))
 }
 
 /// Completes on Ctrl-C (SIGINT) or SIGTERM.
