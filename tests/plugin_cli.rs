@@ -8,7 +8,10 @@ use dpctl::proto::deviceplugin::v1beta1 as dp;
 use crate::support::plugin::{Behaviour, TestPlugin, device};
 use crate::support::{Sandbox, WAIT, dpctl, dpctl_command, dpctl_env};
 
-async fn plugin(sb: &Sandbox, behaviour: Behaviour) -> (TestPlugin, std::path::PathBuf, tokio::sync::oneshot::Sender<()>) {
+async fn plugin(
+    sb: &Sandbox,
+    behaviour: Behaviour,
+) -> (TestPlugin, std::path::PathBuf, tokio::sync::oneshot::Sender<()>) {
     let devices = vec![
         device("GPU-0", "Healthy", Some(&[0])),
         device("GPU-1", "Healthy", Some(&[0])),
@@ -75,7 +78,20 @@ async fn allocate_sends_one_request_per_group() {
     let sb = Sandbox::new();
     let (p, path, _stop) = plugin(&sb, Behaviour::default()).await;
     let s = path.to_str().unwrap();
-    let r = dpctl(&["plugin", "call", "allocate", "--socket", s, "--devices", "GPU-0,GPU-1", "--devices", "GPU-3", "-o", "json"]).await;
+    let r = dpctl(&[
+        "plugin",
+        "call",
+        "allocate",
+        "--socket",
+        s,
+        "--devices",
+        "GPU-0,GPU-1",
+        "--devices",
+        "GPU-3",
+        "-o",
+        "json",
+    ])
+    .await;
     let v = r.expect_code(0).json();
     let c = v["containers"].as_array().unwrap();
     assert_eq!(c.len(), 2);
@@ -93,11 +109,18 @@ async fn allocate_sends_one_request_per_group() {
 #[tokio::test]
 async fn allocate_error_status_is_reported() {
     let sb = Sandbox::new();
-    let b = Behaviour { allocate_error: Some((tonic::Code::InvalidArgument, "unknown device GPU-9".into())), ..Default::default() };
+    let b = Behaviour {
+        allocate_error: Some((tonic::Code::InvalidArgument, "unknown device GPU-9".into())),
+        ..Default::default()
+    };
     let (_p, path, _stop) = plugin(&sb, b).await;
     let r = dpctl(&["plugin", "call", "allocate", "--socket", path.to_str().unwrap(), "--devices", "GPU-9"]).await;
     r.expect_code(4);
-    assert!(r.stderr.contains("Allocate on") && r.stderr.contains("InvalidArgument: unknown device GPU-9"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("Allocate on") && r.stderr.contains("InvalidArgument: unknown device GPU-9"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[tokio::test]
@@ -105,7 +128,22 @@ async fn preferred_flags_contract_breaches() {
     let sb = Sandbox::new();
     let (_p, path, _stop) = plugin(&sb, Behaviour::default()).await;
     let s = path.to_str().unwrap();
-    let ok = dpctl(&["plugin", "call", "preferred", "--socket", s, "--available", "GPU-2,GPU-0,GPU-1", "--must-include", "GPU-2", "--size", "2", "-o", "json"]).await;
+    let ok = dpctl(&[
+        "plugin",
+        "call",
+        "preferred",
+        "--socket",
+        s,
+        "--available",
+        "GPU-2,GPU-0,GPU-1",
+        "--must-include",
+        "GPU-2",
+        "--size",
+        "2",
+        "-o",
+        "json",
+    ])
+    .await;
     let v = ok.expect_code(0).json();
     assert_eq!(v["preferred"], serde_json::json!(["GPU-2", "GPU-0"]));
     assert_eq!(v["violations"], serde_json::json!([]));
@@ -113,7 +151,20 @@ async fn preferred_flags_contract_breaches() {
     let sb2 = Sandbox::new();
     let bad = Behaviour { preferred: Some(vec!["GPU-7".into()]), ..Default::default() };
     let (_p2, path2, _stop2) = plugin(&sb2, bad).await;
-    let r = dpctl(&["plugin", "call", "preferred", "--socket", path2.to_str().unwrap(), "--available", "GPU-0,GPU-1", "--must-include", "GPU-1", "--size", "2"]).await;
+    let r = dpctl(&[
+        "plugin",
+        "call",
+        "preferred",
+        "--socket",
+        path2.to_str().unwrap(),
+        "--available",
+        "GPU-0,GPU-1",
+        "--must-include",
+        "GPU-1",
+        "--size",
+        "2",
+    ])
+    .await;
     r.expect_code(1);
     for rule in ["preferred-size", "preferred-subset-of-available", "preferred-must-include"] {
         assert!(r.stdout.contains(rule), "{rule} missing from:\n{}", r.stdout);
@@ -158,7 +209,9 @@ async fn watch_streams_json_lines_with_changes() {
     assert_eq!(second["seq"], 2);
     assert_eq!((second["capacity"].as_u64(), second["allocatable"].as_u64()), (Some(2), Some(1)));
     let changes = second["changes"].as_array().unwrap();
-    assert!(changes.contains(&serde_json::json!({"change": "health_changed", "id": "GPU-0", "from": "Healthy", "to": "Unhealthy"})));
+    assert!(changes.contains(
+        &serde_json::json!({"change": "health_changed", "id": "GPU-0", "from": "Healthy", "to": "Unhealthy"})
+    ));
     assert!(changes.contains(&serde_json::json!({"change": "added", "id": "GPU-4"})));
     assert!(changes.contains(&serde_json::json!({"change": "removed", "id": "GPU-1"})));
     let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();

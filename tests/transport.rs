@@ -65,11 +65,9 @@ async fn server_accepts_every_authority_form_clients_send() {
     for authority in ["localhost", raw.as_str(), encoded.as_str()] {
         // Three calls on one connection: the later ones refer to the authority
         // through the HPACK dynamic table.
-        let answers = within(
-            authority,
-            h2raw::unary_calls(&path, authority, "/v1beta1.DevicePlugin/GetDevicePluginOptions", 3),
-        )
-        .await;
+        let answers =
+            within(authority, h2raw::unary_calls(&path, authority, "/v1beta1.DevicePlugin/GetDevicePluginOptions", 3))
+                .await;
         for a in &answers {
             assert_eq!(a.reset, None, "stream reset for authority {authority}");
             assert_eq!(a.get(":status"), Some("200"), "{authority}: {a:?}");
@@ -146,7 +144,9 @@ async fn deadline_and_message_limit() {
     assert!(r.stderr.contains("deadline exceeded"), "{}", r.stderr);
 
     // 80,000 devices with long IDs: about 4.8 MB, over the kubelet's 4 MiB.
-    let big: Vec<_> = (0..80_000).map(|i| device(&format!("GPU-{i:08}-0000-0000-0000-000000000000"), "Healthy", Some(&[0]))).collect();
+    let big: Vec<_> = (0..80_000)
+        .map(|i| device(&format!("GPU-{i:08}-0000-0000-0000-000000000000"), "Healthy", Some(&[0])))
+        .collect();
     let path = sb.join("big.sock");
     let _s2 = TestPlugin::new(big, Behaviour::default()).serve(&path).await;
     let p = path.to_str().unwrap();

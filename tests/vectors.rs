@@ -94,10 +94,8 @@ fn every_vector_roundtrips_through_the_generated_types() {
 #[test]
 fn field_names_as_prost_generates_them() {
     // The upstream field names carry over as the spec predicts; NUMA node 0 is kept.
-    let d = dp::ListAndWatchResponse::decode(
-        hex_decode("0a140a056465762d3212074865616c7468791a020a00").as_slice(),
-    )
-    .unwrap();
+    let d = dp::ListAndWatchResponse::decode(hex_decode("0a140a056465762d3212074865616c7468791a020a00").as_slice())
+        .unwrap();
     assert_eq!(d.devices[0].id, "dev-2");
     assert_eq!(d.devices[0].topology.as_ref().unwrap().nodes[0].id, 0);
     let p = dp::ContainerPreferredAllocationRequest::default();

@@ -81,10 +81,9 @@ pub async fn unary_calls(socket: &std::path::Path, authority: &str, path: &str, 
                 }
                 (1, Some(i)) => {
                     dec.decode_with_cb(&payload, |n, v| {
-                        answers[i].headers.push((
-                            String::from_utf8_lossy(&n).into_owned(),
-                            String::from_utf8_lossy(&v).into_owned(),
-                        ))
+                        answers[i]
+                            .headers
+                            .push((String::from_utf8_lossy(&n).into_owned(), String::from_utf8_lossy(&v).into_owned()))
                     })
                     .unwrap();
                     if flags & 1 != 0 {

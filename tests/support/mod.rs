@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod h2raw;
+pub mod kubelet;
 pub mod plugin;
 
 use std::future::Future;
@@ -76,7 +77,10 @@ impl Run {
     }
 
     pub fn json_lines(&self) -> Vec<serde_json::Value> {
-        self.stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}"))).collect()
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad JSON line {l:?}: {e}")))
+            .collect()
     }
 }
 

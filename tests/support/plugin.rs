@@ -76,7 +76,10 @@ type SnapshotStream = Pin<Box<dyn Stream<Item = Result<dp::ListAndWatchResponse,
 
 #[tonic::async_trait]
 impl DevicePlugin for TestPlugin {
-    async fn get_device_plugin_options(&self, _: Request<dp::Empty>) -> Result<Response<dp::DevicePluginOptions>, Status> {
+    async fn get_device_plugin_options(
+        &self,
+        _: Request<dp::Empty>,
+    ) -> Result<Response<dp::DevicePluginOptions>, Status> {
         self.record("GetDevicePluginOptions");
         Ok(Response::new(self.behaviour.options))
     }
@@ -87,17 +90,19 @@ impl DevicePlugin for TestPlugin {
         self.record("ListAndWatch");
         let mut rx = self.devices.subscribe();
         let once = self.behaviour.end_stream_after_first;
-        let stream = async_stream_from(move |tx: tokio::sync::mpsc::Sender<Result<dp::ListAndWatchResponse, Status>>| async move {
-            loop {
-                let devices = rx.borrow_and_update().clone();
-                if tx.send(Ok(dp::ListAndWatchResponse { devices })).await.is_err() || once {
-                    return;
+        let stream = async_stream_from(
+            move |tx: tokio::sync::mpsc::Sender<Result<dp::ListAndWatchResponse, Status>>| async move {
+                loop {
+                    let devices = rx.borrow_and_update().clone();
+                    if tx.send(Ok(dp::ListAndWatchResponse { devices })).await.is_err() || once {
+                        return;
+                    }
+                    if rx.changed().await.is_err() {
+                        return;
+                    }
                 }
-                if rx.changed().await.is_err() {
-                    return;
-                }
-            }
-        });
+            },
+        );
         Ok(Response::new(stream))
     }
 
@@ -131,7 +136,11 @@ impl DevicePlugin for TestPlugin {
             .iter()
             .map(|c| dp::ContainerAllocateResponse {
                 envs: [("VISIBLE_DEVICES".to_string(), c.devices_ids.join(","))].into(),
-                mounts: vec![dp::Mount { container_path: "/data".into(), host_path: "/srv/data".into(), read_only: true }],
+                mounts: vec![dp::Mount {
+                    container_path: "/data".into(),
+                    host_path: "/srv/data".into(),
+                    read_only: true,
+                }],
                 devices: c
                     .devices_ids
                     .iter()
@@ -142,7 +151,11 @@ impl DevicePlugin for TestPlugin {
                     })
                     .collect(),
                 annotations: Default::default(),
-                cdi_devices: c.devices_ids.iter().map(|id| dp::CdiDevice { name: format!("example.com/gpu={id}") }).collect(),
+                cdi_devices: c
+                    .devices_ids
+                    .iter()
+                    .map(|id| dp::CdiDevice { name: format!("example.com/gpu={id}") })
+                    .collect(),
             })
             .collect();
         Ok(Response::new(dp::AllocateResponse { container_responses }))
