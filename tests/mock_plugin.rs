@@ -185,6 +185,19 @@ async fn reregisters_within_a_second_after_a_kubelet_restart() {
 }
 
 #[tokio::test]
+async fn stop_does_not_wait_for_a_hanging_register() {
+    let sb = Sandbox::new();
+    let behaviour = KubeletBehaviour { delay: Some(Duration::from_secs(30)), ..Default::default() };
+    let mut kubelet = TestKubelet::start(sb.path(), behaviour).await;
+    let (handle, _events) = start(config(&sb, vec![ResourceConfig::new(GPU, 1)])).await;
+    kubelet.arrived().await;
+    let t = Instant::now();
+    within("stop", handle.stop()).await.unwrap();
+    assert!(t.elapsed() < Duration::from_secs(2), "stop took {:?}", t.elapsed());
+    assert!(!sb.join("example-gpu.sock").exists());
+}
+
+#[tokio::test]
 async fn no_reregister_fault_ignores_a_kubelet_restart() {
     let sb = Sandbox::new();
     let mut kubelet = TestKubelet::start(sb.path(), KubeletBehaviour::default()).await;

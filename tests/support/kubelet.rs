@@ -30,11 +30,19 @@ pub struct KubeletBehaviour {
     pub dial_back: bool,
     /// Limit of the dial back.
     pub dial_timeout: Duration,
+    /// Sit on every Register call this long before answering.
+    pub delay: Option<Duration>,
 }
 
 impl Default for KubeletBehaviour {
     fn default() -> Self {
-        KubeletBehaviour { reject: None, validate: true, dial_back: true, dial_timeout: Duration::from_secs(2) }
+        KubeletBehaviour {
+            reject: None,
+            validate: true,
+            dial_back: true,
+            dial_timeout: Duration::from_secs(2),
+            delay: None,
+        }
     }
 }
 
@@ -56,12 +64,17 @@ struct Server {
     dir: PathBuf,
     behaviour: KubeletBehaviour,
     seen: mpsc::UnboundedSender<Seen>,
+    arrived: mpsc::UnboundedSender<Instant>,
 }
 
 #[tonic::async_trait]
 impl Registration for Server {
     async fn register(&self, req: Request<dp::RegisterRequest>) -> Result<Response<dp::Empty>, Status> {
         let at = Instant::now();
+        let _ = self.arrived.send(at);
+        if let Some(d) = self.behaviour.delay {
+            tokio::time::sleep(d).await;
+        }
         let request = req.into_inner();
         let socket = self.dir.join(&request.endpoint);
         let socket_existed = socket.exists();
@@ -103,6 +116,8 @@ pub struct TestKubelet {
     behaviour: KubeletBehaviour,
     tx: mpsc::UnboundedSender<Seen>,
     rx: mpsc::UnboundedReceiver<Seen>,
+    arrived_tx: mpsc::UnboundedSender<Instant>,
+    arrived: mpsc::UnboundedReceiver<Instant>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<dpctl::Result<()>>>,
 }
@@ -111,7 +126,9 @@ impl TestKubelet {
     /// Serves kubelet.sock (bound before this returns).
     pub async fn start(dir: &Path, behaviour: KubeletBehaviour) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut k = TestKubelet { dir: dir.to_path_buf(), behaviour, tx, rx, stop: None, task: None };
+        let (arrived_tx, arrived) = mpsc::unbounded_channel();
+        let mut k =
+            TestKubelet { dir: dir.to_path_buf(), behaviour, tx, rx, arrived_tx, arrived, stop: None, task: None };
         k.serve().await;
         k
     }
@@ -121,8 +138,12 @@ impl TestKubelet {
     }
 
     async fn serve(&mut self) {
-        let server =
-            Arc::new(Server { dir: self.dir.clone(), behaviour: self.behaviour.clone(), seen: self.tx.clone() });
+        let server = Arc::new(Server {
+            dir: self.dir.clone(),
+            behaviour: self.behaviour.clone(),
+            seen: self.tx.clone(),
+            arrived: self.arrived_tx.clone(),
+        });
         let listener = dpctl::transport::bind(&self.socket(), &Default::default()).await.expect("bind kubelet.sock");
         let router = tonic::transport::Server::builder().add_service(RegistrationServer::from_arc(server));
         let (stop, rx) = oneshot::channel::<()>();
@@ -159,6 +180,11 @@ impl TestKubelet {
     /// The next Register call.
     pub async fn next(&mut self) -> Seen {
         within("a Register call", self.rx.recv()).await.expect("kubelet channel open")
+    }
+
+    /// Waits until a Register call has arrived (before it is answered).
+    pub async fn arrived(&mut self) -> Instant {
+        within("a Register call to arrive", self.arrived.recv()).await.expect("kubelet channel open")
     }
 
     /// A Register call within `d`, if any.

@@ -24,7 +24,7 @@ Examples:
   dpctl mock-plugin --resource example.com/gpu --devices 8 --numa-nodes 2
   dpctl mock-plugin --config examples/gpu-flaky.toml
   dpctl mock-plugin --resource example.com/gpu --devices 4 --flap GPU-2:500ms --record calls.jsonl
-  dpctl mock-plugin --resource example.com/gpu --error Allocate=unavailable:driver gone --fail-after Allocate=2
+  dpctl mock-plugin --resource example.com/gpu --error Allocate=unavailable --fail-after Allocate=2
   dpctl mock-plugin set-health example.com/gpu GPU-1 unhealthy     (from another terminal)
 
 The plugin serves <dir>/<endpoint> first, then registers on <dir>/kubelet.sock (retrying while
@@ -157,38 +157,38 @@ pub struct ServeArgs {
     /// Toggle devices' health every PERIOD, e.g. GPU-2:500ms or GPU-1,GPU-2:1s.
     #[arg(long, value_name = "ID,ID...:PERIOD", conflicts_with = "config")]
     pub flap: Vec<String>,
-    /// Fault: answer RPC with an error status, e.g. Allocate=unavailable:driver gone.
-    #[arg(long = "error", value_name = "RPC=CODE[:MESSAGE]")]
+    /// Fault: answer RPC with an error status, e.g. 'Allocate=unavailable:driver gone'.
+    #[arg(help_heading = "Faults", long = "error", value_name = "RPC=CODE[:MESSAGE]")]
     pub errors: Vec<String>,
     /// Fault: delay the answer to RPC, e.g. PreStartContainer=2s.
-    #[arg(long, value_name = "RPC=DURATION")]
+    #[arg(help_heading = "Faults", long, value_name = "RPC=DURATION")]
     pub latency: Vec<String>,
     /// Fault: RPC works N times, then fails (with its --error, else internal).
-    #[arg(long, value_name = "RPC=N")]
+    #[arg(help_heading = "Faults", long, value_name = "RPC=N")]
     pub fail_after: Vec<String>,
     /// Fault: end each ListAndWatch stream after N messages.
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Faults", long, value_name = "N")]
     pub end_stream_after: Option<u64>,
     /// Fault: with --end-stream-after, end with this status instead of OK.
-    #[arg(long, value_name = "CODE[:MESSAGE]", requires = "end_stream_after")]
+    #[arg(help_heading = "Faults", long, value_name = "CODE[:MESSAGE]", requires = "end_stream_after")]
     pub end_stream_error: Option<ErrorSpec>,
     /// Fault: pad every ListAndWatch message over the kubelet's 4 MiB limit.
-    #[arg(long)]
+    #[arg(help_heading = "Faults", long)]
     pub oversize_list: bool,
     /// Fault: send this version in Register (e.g. v1alpha).
-    #[arg(long, value_name = "VERSION")]
+    #[arg(help_heading = "Faults", long, value_name = "VERSION")]
     pub register_version: Option<String>,
     /// Fault: send this resource name in Register (e.g. an invalid one).
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Faults", long, value_name = "NAME")]
     pub register_resource_name: Option<String>,
     /// Fault: send the opposite options in Register from GetDevicePluginOptions.
-    #[arg(long)]
+    #[arg(help_heading = "Faults", long)]
     pub register_options_mismatch: bool,
     /// Fault: call Register before serving the socket (the classic bug).
-    #[arg(long)]
+    #[arg(help_heading = "Faults", long)]
     pub register_before_serving: bool,
     /// Fault: do not serve or register again after a kubelet restart.
-    #[arg(long)]
+    #[arg(help_heading = "Faults", long)]
     pub no_reregister: bool,
     /// Only serve; never call Register on kubelet.sock.
     #[arg(long)]

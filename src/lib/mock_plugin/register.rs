@@ -249,7 +249,14 @@ impl Supervisor {
             if *self.stop.borrow() {
                 break;
             }
-            if let Err(e) = self.step().await {
+            // A Register call can take long (the kubelet dials back inside
+            // it); a stop request must not wait for it.
+            let mut stop = self.stop.clone();
+            let outcome = tokio::select! {
+                r = self.step() => r,
+                () = stopped(&mut stop) => break,
+            };
+            if let Err(e) = outcome {
                 self.res.stats.registered.store(false, Ordering::Relaxed);
                 if let Some(g) = self.generation.take() {
                     g.stop().await;

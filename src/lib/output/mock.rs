@@ -19,14 +19,16 @@ pub fn event(w: &mut dyn Write, format: Format, e: &MockEvent) -> io::Result<()>
         return write_json_line(w, e);
     }
     let (name, detail) = describe(&e.kind);
+    // Pad before coloring: escape codes would upset the width.
+    let name = format!("{name:<13}");
     let name = match &e.kind {
         EventKind::Rejected { .. } => name.red().bold().to_string(),
         EventKind::Registered { .. } | EventKind::Serving { .. } => name.green().to_string(),
         EventKind::RegisterRetry { .. } | EventKind::KubeletRestartIgnored { .. } => name.yellow().to_string(),
         EventKind::Rpc(r) if r.error.is_some() => name.red().to_string(),
-        _ => name.to_string(),
+        _ => name,
     };
-    writeln!(w, "{}  {}  {:<13} {}", timestamp(e.time).dimmed(), e.resource, name, detail)?;
+    writeln!(w, "{}  {}  {} {}", timestamp(e.time).dimmed(), e.resource, name, detail)?;
     w.flush()
 }
 
