@@ -412,7 +412,8 @@ async fn record_file_has_every_rpc() {
     let mut cfg = config(&sb, vec![ResourceConfig::new(GPU, 2)]);
     cfg.register = false;
     cfg.record = Some(record.clone());
-    let (handle, _events) = start(cfg).await;
+    cfg.rpc_events = false;
+    let (handle, mut events) = start(cfg).await;
     let c = client(&sb.join("example-gpu.sock")).await;
     c.options().await.unwrap();
     c.allocate(&[ids(&["GPU-1"])]).await.unwrap();
@@ -425,6 +426,9 @@ async fn record_file_has_every_rpc() {
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
         .collect();
     handle.stop().await.unwrap();
+    while let Ok(e) = events.try_recv() {
+        assert!(!matches!(e.kind, EventKind::Rpc(_)), "rpc_events off: RPCs go to the record only");
+    }
     let rpcs: Vec<&str> = lines.iter().map(|l| l["rpc"].as_str().unwrap()).collect();
     assert_eq!(rpcs, ["GetDevicePluginOptions", "Allocate", "Allocate", "ListAndWatch"]);
     for l in &lines {

@@ -206,6 +206,9 @@ pub struct ServeArgs {
     /// Take the sockets over even if a live process serves them.
     #[arg(long)]
     pub force: bool,
+    /// Do not show each RPC as an event (less work under heavy load; --record still gets them).
+    #[arg(long)]
+    pub hide_rpcs: bool,
     /// Deadline of one Register call.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub register_timeout: Option<Duration>,
@@ -375,6 +378,7 @@ pub fn build_config(a: &ServeArgs) -> Result<MockConfig> {
     config.register &= !a.no_register;
     config.control &= !a.no_control;
     config.force |= a.force;
+    config.rpc_events &= !a.hide_rpcs;
     let rpc_faults = fault_flags(a)?;
     for r in &mut config.resources {
         let f = &mut r.faults;

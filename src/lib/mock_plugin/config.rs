@@ -44,6 +44,10 @@ pub struct MockConfig {
     /// Take sockets over even when a live process answers on them.
     #[serde(default)]
     pub force: bool,
+    /// Report every RPC answered as an event to subscribers (off: only
+    /// lifecycle and device events; `record` still gets every RPC).
+    #[serde(default = "yes")]
+    pub rpc_events: bool,
     /// Deadline of one Register call.
     #[serde(default = "default_register_timeout", deserialize_with = "de_duration")]
     pub register_timeout: Duration,
@@ -69,6 +73,7 @@ impl Default for MockConfig {
             registry_dir: None,
             control: true,
             force: false,
+            rpc_events: true,
             register_timeout: DEFAULT_REGISTER_TIMEOUT,
             resources: Vec::new(),
         }

@@ -99,7 +99,7 @@ impl MockPlugin {
         let recorder = config.record.as_deref().map(Recorder::create).transpose()?.map(Arc::new);
         let mut resources = Vec::with_capacity(config.resources.len());
         for (i, rc) in config.resources.iter().enumerate() {
-            let r = Resource::new(rc, &dir, events.clone(), recorder.clone())
+            let r = Resource::new(rc, &dir, events.clone(), recorder.clone(), config.rpc_events)
                 .map_err(|m| Error::invalid(format!("mock plugin config: resource[{i}].allocate"), m))?;
             resources.push(Arc::new(r));
         }

@@ -80,6 +80,7 @@ pub struct Resource {
     updates: broadcast::Sender<Snapshot>,
     events: broadcast::Sender<MockEvent>,
     recorder: Option<Arc<Recorder>>,
+    rpc_events: bool,
 }
 
 impl std::fmt::Debug for Resource {
@@ -106,6 +107,7 @@ impl Resource {
         dir: &std::path::Path,
         events: broadcast::Sender<MockEvent>,
         recorder: Option<Arc<Recorder>>,
+        rpc_events: bool,
     ) -> Result<Self, String> {
         let devices: Vec<dp::Device> = cfg.initial_devices().iter().map(to_proto).collect();
         let mut table = Table { snap: Arc::new(dp::ListAndWatchResponse { devices }), index: HashMap::new() };
@@ -126,6 +128,7 @@ impl Resource {
             updates: broadcast::channel(SNAPSHOT_BACKLOG).0,
             events,
             recorder,
+            rpc_events,
         })
     }
 
@@ -310,10 +313,10 @@ impl Resource {
         Rpc::ALL.iter().map(|r| (*r, self.stats.calls[r.index()].load(Ordering::Relaxed))).collect()
     }
 
-    /// True when someone reads RPC details (a recorder or an event subscriber),
-    /// so building them is worth it.
+    /// True when someone reads RPC details (a recorder, or an event
+    /// subscriber when RPC events are on), so building them is worth it.
     pub fn wants_details(&self) -> bool {
-        self.recorder.is_some() || self.events.receiver_count() > 0
+        self.recorder.is_some() || (self.rpc_events && self.events.receiver_count() > 0)
     }
 
     /// Records an RPC: to the record file and to subscribers.
@@ -322,7 +325,9 @@ impl Resource {
         if let Some(r) = &self.recorder {
             r.write(&event);
         }
-        let _ = self.events.send(event);
+        if self.rpc_events {
+            let _ = self.events.send(event);
+        }
     }
 
     /// Sends an event to subscribers (not to the record file).

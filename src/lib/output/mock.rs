@@ -171,7 +171,12 @@ pub fn status(w: &mut dyn Write, format: Format, s: &ResourceStatus) -> io::Resu
     t.add_row([
         s.resource.clone(),
         s.socket.display().to_string(),
-        format!("{} ({}x)", if s.registered { "yes" } else { "no" }, s.registrations),
+        match (s.registered, s.registrations) {
+            (_, 0) => "no".to_string(),
+            (true, 1) => "yes".to_string(),
+            (true, n) => format!("yes ({n} times)"),
+            (false, n) => format!("no (was {n} times)"),
+        },
         s.capacity.to_string(),
         s.allocatable.to_string(),
         s.open_streams.to_string(),
