@@ -5,6 +5,7 @@
 pub mod check_plugin;
 pub mod h2raw;
 pub mod interop;
+pub mod kubelet;
 pub mod plugin;
 pub mod simplugin;
 

@@ -13,6 +13,13 @@
 //! `localhost`, and re-encodes the block with its own encoder (so the server's
 //! HPACK state only ever sees what this adapter wrote). Every other frame, and
 //! everything the server writes, passes through unchanged.
+//!
+//! Decoding every header block is costly (the HPACK crate rebuilds its
+//! Huffman table for each string), so the first header block of a
+//! connection decides: when its `:authority` is acceptable (current kubelets
+//! send `localhost`), the connection is passed through untouched from then
+//! on; otherwise every block is rewritten. Clients keep one `:authority` per
+//! connection, so this costs nothing in correctness in practice.
 
 use std::future::Future;
 use std::io;
@@ -58,8 +65,20 @@ pub struct AuthorityFix<S> {
     block: Option<PendingBlock>,
     decoder: loona_hpack::Decoder<'static>,
     encoder: loona_hpack::Encoder<'static>,
+    mode: Mode,
     rewritten: u64,
     eof: bool,
+}
+
+/// What the connection's first header block decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// No header block seen yet.
+    Undecided,
+    /// The first block's `:authority` was fine: forward blocks as they are.
+    PassThrough,
+    /// It was not: decode, fix and re-encode every block.
+    Rewrite,
 }
 
 struct PendingBlock {
@@ -86,6 +105,7 @@ impl<S> AuthorityFix<S> {
             block: None,
             decoder: loona_hpack::Decoder::new(),
             encoder: loona_hpack::Encoder::new(),
+            mode: Mode::Undecided,
             rewritten: 0,
             eof: false,
         }
@@ -127,7 +147,15 @@ impl<S> AuthorityFix<S> {
                 return Ok(());
             }
         }
-        while self.raw.len() >= FRAME_HEADER_LEN {
+        loop {
+            if self.mode == Mode::PassThrough && self.block.is_none() {
+                let rest = self.raw.split();
+                self.ready.extend_from_slice(&rest);
+                return Ok(());
+            }
+            if self.raw.len() < FRAME_HEADER_LEN {
+                break;
+            }
             let len = (usize::from(self.raw[0]) << 16) | (usize::from(self.raw[1]) << 8) | usize::from(self.raw[2]);
             if len > MAX_INBOUND_FRAME {
                 return Err(io::Error::new(io::ErrorKind::InvalidData, "HTTP/2 frame too large"));
@@ -181,14 +209,30 @@ impl<S> AuthorityFix<S> {
         self.rewrite(&block)
     }
 
-    /// Decodes one complete header block and writes it back, re-encoded.
+    /// Decodes one complete header block and writes it back, re-encoded
+    /// (or as it was, on a pass-through connection).
     fn rewrite(&mut self, block: &PendingBlock) -> io::Result<()> {
+        if self.mode == Mode::PassThrough {
+            self.emit(block, &block.fragment);
+            return Ok(());
+        }
         let mut headers: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(12);
         self.decoder
             .decode_with_cb(&block.fragment, |name, value| headers.push((name.into_owned(), value.into_owned())))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("HPACK decoding failed: {e:?}")))?;
+        let bad = |name: &[u8], value: &[u8]| name == b":authority" && !is_valid_authority(value);
+        if self.mode == Mode::Undecided {
+            if !headers.iter().any(|(n, v)| bad(n, v)) {
+                // The server's decoder sees the client's own encoding from the
+                // first block on, so forwarding stays consistent.
+                self.mode = Mode::PassThrough;
+                self.emit(block, &block.fragment);
+                return Ok(());
+            }
+            self.mode = Mode::Rewrite;
+        }
         for (name, value) in &mut headers {
-            if name.as_slice() == b":authority" && !is_valid_authority(value) {
+            if bad(name, value) {
                 tracing::debug!(
                     authority = %String::from_utf8_lossy(value),
                     "replacing an :authority h2 would reject by {REPLACEMENT_AUTHORITY}"
@@ -198,6 +242,12 @@ impl<S> AuthorityFix<S> {
             }
         }
         let encoded = self.encoder.encode(headers.iter().map(|(n, v)| (n.as_slice(), v.as_slice())));
+        self.emit(block, &encoded);
+        Ok(())
+    }
+
+    /// Writes a header block as HEADERS and CONTINUATION frames.
+    fn emit(&mut self, block: &PendingBlock, encoded: &[u8]) {
         let mut chunks = encoded.chunks(MAX_FRAME).peekable();
         let mut first = true;
         // An empty block still needs its HEADERS frame.
@@ -222,7 +272,6 @@ impl<S> AuthorityFix<S> {
                 None => break,
             }
         }
-        Ok(())
     }
 }
 
@@ -267,6 +316,11 @@ impl<S: AsyncRead + Unpin> AsyncRead for AuthorityFix<S> {
             }
             if this.eof {
                 return Poll::Ready(Ok(()));
+            }
+            if this.mode == Mode::PassThrough && this.raw.is_empty() {
+                // Nothing left to inspect on this connection: read straight
+                // into the server's buffer.
+                return Pin::new(&mut this.inner).poll_read(cx, buf);
             }
             if this.raw.capacity() - this.raw.len() < 8 * 1024 {
                 this.raw.reserve(16 * 1024);
@@ -419,6 +473,22 @@ mod tests {
         let blocks = decode_all(&fix.ready);
         assert_eq!(blocks[0][0], (":authority".to_string(), "localhost".to_string()));
         assert_eq!(blocks[0][1].1.len(), 300);
+    }
+
+    #[test]
+    fn a_connection_that_starts_valid_is_passed_through_unchanged() {
+        let mut enc = loona_hpack::Encoder::new();
+        let hs: Vec<(&[u8], &[u8])> = vec![(b":path", b"/x"), (b":authority", b"localhost")];
+        let b1 = enc.encode(hs.iter().copied());
+        let b2 = enc.encode(hs.iter().copied());
+        let mut input = PREFACE.to_vec();
+        input.extend(headers_frame(&b1, FLAG_END_HEADERS, 1));
+        input.extend(headers_frame(&b2, FLAG_END_HEADERS | FLAG_END_STREAM, 3));
+        let mut fix = AuthorityFix::new(());
+        fix.raw.extend_from_slice(&input);
+        fix.process().unwrap();
+        assert_eq!(fix.mode, Mode::PassThrough);
+        assert_eq!(fix.ready.to_vec(), input, "byte for byte");
     }
 
     #[test]

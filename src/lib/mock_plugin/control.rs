@@ -1,0 +1,86 @@
+//! The control socket of a running mock (`<dir>/.dpctl/<resource>.sock`): set
+//! health, add and remove devices, and read the status from another process,
+//! one JSON request and reply per line.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::config::DeviceConfig;
+use super::state::{Resource, ResourceStatus};
+use crate::error::{Error, Result};
+use crate::model::Change;
+
+/// A request to a running mock.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum ControlRequest {
+    /// Set the health of devices.
+    SetHealth {
+        /// The devices.
+        ids: Vec<String>,
+        /// The health string to send.
+        health: String,
+    },
+    /// Add devices.
+    AddDevices {
+        /// The devices.
+        devices: Vec<DeviceConfig>,
+    },
+    /// Remove devices.
+    RemoveDevices {
+        /// The devices.
+        ids: Vec<String>,
+    },
+    /// Report the status.
+    Status,
+}
+
+/// The answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ControlReply {
+    /// Whether the request was carried out.
+    pub ok: bool,
+    /// Why not.
+    pub error: Option<String>,
+    /// What changed (empty for `status` and for no-op changes).
+    pub changes: Vec<Change>,
+    /// The status after the request.
+    pub status: Option<ResourceStatus>,
+}
+
+/// Carries out one request on `res`.
+pub fn handle(res: &Resource, req: std::result::Result<ControlRequest, String>) -> ControlReply {
+    let outcome = match req {
+        Err(e) => Err(format!("bad request: {e}")),
+        Ok(ControlRequest::SetHealth { ids, health }) => res.set_health(&ids, &health, "control"),
+        Ok(ControlRequest::AddDevices { devices }) => res.add(&devices, "control"),
+        Ok(ControlRequest::RemoveDevices { ids }) => res.remove(&ids, "control"),
+        Ok(ControlRequest::Status) => Ok(Vec::new()),
+    };
+    match outcome {
+        Ok(changes) => ControlReply { ok: true, error: None, changes, status: Some(res.status()) },
+        Err(e) => ControlReply { ok: false, error: Some(e), changes: Vec::new(), status: None },
+    }
+}
+
+/// A handler for `transport::control::serve`.
+pub fn handler(
+    res: Arc<Resource>,
+) -> impl Fn(std::result::Result<ControlRequest, String>) -> std::future::Ready<ControlReply> + Clone + Send + Sync + 'static
+{
+    move |req| std::future::ready(handle(&res, req))
+}
+
+/// Sends `req` to the mock serving `resource` in `dir`. A refused request
+/// (unknown device, ...) is an [`Error::Invalid`] naming the resource.
+pub async fn call(dir: &Path, resource: &str, req: &ControlRequest, timeout: Duration) -> Result<ControlReply> {
+    let path = crate::paths::control_socket(dir, resource);
+    let reply: ControlReply = crate::transport::control::call(&path, req, timeout).await?;
+    if !reply.ok {
+        return Err(Error::invalid(resource, reply.error.unwrap_or_else(|| "request refused".into())));
+    }
+    Ok(reply)
+}

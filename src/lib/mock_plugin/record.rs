@@ -1,0 +1,144 @@
+//! `--record FILE`: every RPC the mock answers, one JSON object per line,
+//! flushed as it happens; and the JSON shapes of the requests and responses
+//! (snake_case keys, zero values kept).
+
+use std::collections::BTreeMap;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use super::events::MockEvent;
+use crate::error::{Error, Result};
+use crate::model::Device;
+use crate::proto::deviceplugin::v1beta1 as dp;
+use crate::proto::pluginregistration as reg;
+
+/// Writes events to a JSON Lines file, one flushed line each.
+#[derive(Debug)]
+pub struct Recorder {
+    path: PathBuf,
+    file: Mutex<BufWriter<std::fs::File>>,
+    failed: std::sync::atomic::AtomicBool,
+}
+
+impl Recorder {
+    /// Creates (or truncates) the file.
+    pub fn create(path: &Path) -> Result<Self> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| Error::io(format!("creating directory {} for --record", parent.display()), e))?;
+        }
+        let file = std::fs::File::create(path)
+            .map_err(|e| Error::io(format!("creating record file {}", path.display()), e))?;
+        Ok(Recorder { path: path.to_path_buf(), file: Mutex::new(BufWriter::new(file)), failed: Default::default() })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one event as a line and flushes it.
+    pub fn write(&self, event: &MockEvent) {
+        let Ok(mut f) = self.file.lock() else { return };
+        let result = serde_json::to_writer(&mut *f, event)
+            .map_err(std::io::Error::from)
+            .and_then(|()| f.write_all(b"\n"))
+            .and_then(|()| f.flush());
+        if let Err(e) = result
+            && !self.failed.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!(file = %self.path.display(), error = %e, "cannot write the record file");
+        }
+    }
+
+    /// Flushes what is buffered.
+    pub fn flush(&self) {
+        if let Ok(mut f) = self.file.lock() {
+            let _ = f.flush();
+        }
+    }
+}
+
+/// `{}` for Empty requests.
+pub fn empty() -> Value {
+    json!({})
+}
+
+/// DevicePluginOptions.
+pub fn options(o: &dp::DevicePluginOptions) -> Value {
+    json!({
+        "pre_start_required": o.pre_start_required,
+        "get_preferred_allocation_available": o.get_preferred_allocation_available,
+    })
+}
+
+/// A ListAndWatch message; padding added by the oversize fault is counted, not listed.
+pub fn list_and_watch(devices: &[dp::Device], padding: usize, encoded_len: usize) -> Value {
+    let devices: Vec<Device> = devices.iter().map(Device::from).collect();
+    json!({ "devices": devices, "padding_devices": padding, "message_bytes": encoded_len })
+}
+
+/// AllocateRequest.
+pub fn allocate_request(r: &dp::AllocateRequest) -> Value {
+    json!({
+        "container_requests": r.container_requests.iter().map(|c| json!({ "devices_ids": c.devices_ids })).collect::<Vec<_>>()
+    })
+}
+
+/// AllocateResponse.
+pub fn allocate_response(r: &dp::AllocateResponse) -> Value {
+    let containers: Vec<Value> = r
+        .container_responses
+        .iter()
+        .map(|c| {
+            json!({
+                "envs": c.envs.iter().collect::<BTreeMap<_, _>>(),
+                "mounts": c.mounts.iter().map(|m| json!({
+                    "container_path": m.container_path, "host_path": m.host_path, "read_only": m.read_only
+                })).collect::<Vec<_>>(),
+                "devices": c.devices.iter().map(|d| json!({
+                    "container_path": d.container_path, "host_path": d.host_path, "permissions": d.permissions
+                })).collect::<Vec<_>>(),
+                "annotations": c.annotations.iter().collect::<BTreeMap<_, _>>(),
+                "cdi_devices": c.cdi_devices.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({ "container_responses": containers })
+}
+
+/// PreferredAllocationRequest.
+pub fn preferred_request(r: &dp::PreferredAllocationRequest) -> Value {
+    json!({
+        "container_requests": r.container_requests.iter().map(|c| json!({
+            "available_device_ids": c.available_device_i_ds,
+            "must_include_device_ids": c.must_include_device_i_ds,
+            "allocation_size": c.allocation_size,
+        })).collect::<Vec<_>>()
+    })
+}
+
+/// PreferredAllocationResponse.
+pub fn preferred_response(r: &dp::PreferredAllocationResponse) -> Value {
+    json!({
+        "container_responses": r.container_responses.iter().map(|c| json!({ "device_ids": c.device_i_ds })).collect::<Vec<_>>()
+    })
+}
+
+/// PreStartContainerRequest.
+pub fn pre_start_request(r: &dp::PreStartContainerRequest) -> Value {
+    json!({ "devices_ids": r.devices_ids })
+}
+
+/// PluginInfo (plugin watcher).
+pub fn plugin_info(i: &reg::PluginInfo) -> Value {
+    json!({ "type": i.r#type, "name": i.name, "endpoint": i.endpoint, "supported_versions": i.supported_versions })
+}
+
+/// RegistrationStatus (plugin watcher).
+pub fn registration_status(s: &reg::RegistrationStatus) -> Value {
+    json!({ "plugin_registered": s.plugin_registered, "error": s.error })
+}

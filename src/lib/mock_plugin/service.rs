@@ -1,0 +1,367 @@
+//! The gRPC services a mock serves on its socket: `v1beta1.DevicePlugin`
+//! and the plugin-watcher `pluginregistration.Registration`, both answering
+//! from the shared [`Resource`] state with faults applied and every call
+//! recorded.
+
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime};
+
+use futures_util::Stream;
+use prost::Message;
+use tokio::sync::{broadcast, watch};
+use tonic::transport::server::Router;
+use tonic::{Request, Response, Status};
+
+use super::config::Rpc;
+use super::events::{EventKind, RpcRecord, StatusView};
+use super::record;
+use super::state::{Resource, Snapshot};
+use crate::proto::deviceplugin::v1beta1 as dp;
+use crate::proto::deviceplugin::v1beta1::device_plugin_server::{DevicePlugin, DevicePluginServer};
+use crate::proto::pluginregistration as reg;
+use crate::proto::pluginregistration::registration_server::{Registration, RegistrationServer};
+
+/// One serving generation of a resource's services. Streams opened through
+/// it end (with OK) when `stop` turns true.
+#[derive(Clone)]
+pub struct MockService {
+    res: Arc<Resource>,
+    stop: watch::Receiver<bool>,
+    /// The socket the kubelet should dial (GetInfo's endpoint).
+    plugin_socket: PathBuf,
+}
+
+impl MockService {
+    /// A service over `res` for one generation.
+    pub fn new(res: Arc<Resource>, stop: watch::Receiver<bool>) -> Self {
+        let plugin_socket = std::path::absolute(&res.socket).unwrap_or_else(|_| res.socket.clone());
+        MockService { res, stop, plugin_socket }
+    }
+
+    /// The router serving both services.
+    pub fn router(self) -> Router {
+        tonic::transport::Server::builder()
+            .add_service(DevicePluginServer::new(self.clone()))
+            .add_service(RegistrationServer::new(self))
+    }
+
+    /// Runs one unary call: counts it, applies faults, answers, records.
+    async fn unary<Q, A>(
+        &self,
+        rpc: Rpc,
+        req: Q,
+        answer: impl FnOnce(&Resource, &Q) -> Result<A, Status>,
+        req_json: fn(&Q) -> serde_json::Value,
+        resp_json: fn(&A) -> serde_json::Value,
+    ) -> Result<Response<A>, Status> {
+        let time = SystemTime::now();
+        let started = Instant::now();
+        let call = self.res.begin(rpc);
+        let mut result = Ok(());
+        if !self.res.faults.none_for(rpc) {
+            let v = self.res.faults.verdict(rpc, call);
+            if let Some(d) = v.latency {
+                tokio::time::sleep(d).await;
+            }
+            if let Some(e) = v.error {
+                result = Err(e.status());
+            }
+        }
+        let result = result.and_then(|()| answer(&self.res, &req));
+        if self.res.wants_details() {
+            self.res.record(
+                time,
+                RpcRecord {
+                    rpc: rpc.name(),
+                    request: req_json(&req),
+                    response: result.as_ref().ok().map(resp_json),
+                    error: result.as_ref().err().map(StatusView::from_status),
+                    latency_ms: ms(started.elapsed()),
+                    seq: None,
+                },
+            );
+        }
+        result.map(Response::new)
+    }
+}
+
+/// Milliseconds with microsecond precision.
+pub fn ms(d: Duration) -> f64 {
+    (d.as_micros() as f64) / 1000.0
+}
+
+type SnapshotStream = Pin<Box<dyn Stream<Item = Result<dp::ListAndWatchResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl DevicePlugin for MockService {
+    async fn get_device_plugin_options(
+        &self,
+        req: Request<dp::Empty>,
+    ) -> Result<Response<dp::DevicePluginOptions>, Status> {
+        self.unary(
+            Rpc::GetDevicePluginOptions,
+            req.into_inner(),
+            |r, _| Ok(r.options),
+            |_| record::empty(),
+            record::options,
+        )
+        .await
+    }
+
+    type ListAndWatchStream = SnapshotStream;
+
+    async fn list_and_watch(&self, _req: Request<dp::Empty>) -> Result<Response<Self::ListAndWatchStream>, Status> {
+        let time = SystemTime::now();
+        let opened = Instant::now();
+        let call = self.res.begin(Rpc::ListAndWatch);
+        let verdict = self.res.faults.verdict(Rpc::ListAndWatch, call);
+        if let Some(e) = verdict.error {
+            if let Some(d) = verdict.latency {
+                tokio::time::sleep(d).await;
+            }
+            let status = e.status();
+            if self.res.wants_details() {
+                self.res.record(
+                    time,
+                    RpcRecord {
+                        rpc: Rpc::ListAndWatch.name(),
+                        request: record::empty(),
+                        response: None,
+                        error: Some(StatusView::from_status(&status)),
+                        latency_ms: ms(opened.elapsed()),
+                        seq: None,
+                    },
+                );
+            }
+            return Err(status);
+        }
+        let (first, rx) = self.res.watch();
+        let cfg = &self.res.faults.config;
+        let state = Watcher {
+            res: Arc::clone(&self.res),
+            rx,
+            first: Some(first),
+            stop: self.stop.clone(),
+            latency: verdict.latency,
+            end_after: cfg.list_and_watch_end_after,
+            end_error: cfg.list_and_watch_end_error.as_ref().map(super::config::ErrorSpec::status),
+            oversize: cfg.list_and_watch_oversize,
+            sent: 0,
+            opened,
+            done: false,
+            _open: OpenStream::new(Arc::clone(&self.res)),
+        };
+        let stream = futures_util::stream::unfold(state, Watcher::next);
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn get_preferred_allocation(
+        &self,
+        req: Request<dp::PreferredAllocationRequest>,
+    ) -> Result<Response<dp::PreferredAllocationResponse>, Status> {
+        self.unary(
+            Rpc::GetPreferredAllocation,
+            req.into_inner(),
+            |r, q| {
+                Ok(dp::PreferredAllocationResponse {
+                    container_responses: q
+                        .container_requests
+                        .iter()
+                        .map(|c| dp::ContainerPreferredAllocationResponse { device_i_ds: r.prefer(c) })
+                        .collect(),
+                })
+            },
+            record::preferred_request,
+            record::preferred_response,
+        )
+        .await
+    }
+
+    async fn allocate(&self, req: Request<dp::AllocateRequest>) -> Result<Response<dp::AllocateResponse>, Status> {
+        self.unary(
+            Rpc::Allocate,
+            req.into_inner(),
+            |r, q| {
+                if q.container_requests.is_empty() {
+                    return Err(Status::invalid_argument("AllocateRequest has no container requests"));
+                }
+                let mut container_responses = Vec::with_capacity(q.container_requests.len());
+                for c in &q.container_requests {
+                    r.check_allocatable(&c.devices_ids)?;
+                    container_responses.push(r.template.render(&c.devices_ids, &r.name));
+                }
+                Ok(dp::AllocateResponse { container_responses })
+            },
+            record::allocate_request,
+            record::allocate_response,
+        )
+        .await
+    }
+
+    async fn pre_start_container(
+        &self,
+        req: Request<dp::PreStartContainerRequest>,
+    ) -> Result<Response<dp::PreStartContainerResponse>, Status> {
+        self.unary(
+            Rpc::PreStartContainer,
+            req.into_inner(),
+            |_, _| Ok(dp::PreStartContainerResponse {}),
+            record::pre_start_request,
+            |_| record::empty(),
+        )
+        .await
+    }
+}
+
+#[tonic::async_trait]
+impl Registration for MockService {
+    async fn get_info(&self, req: Request<reg::InfoRequest>) -> Result<Response<reg::PluginInfo>, Status> {
+        let endpoint = self.plugin_socket.to_string_lossy().into_owned();
+        self.unary(
+            Rpc::GetInfo,
+            req.into_inner(),
+            move |r, _| {
+                Ok(reg::PluginInfo {
+                    r#type: reg::DEVICE_PLUGIN_TYPE.to_string(),
+                    name: r.name.clone(),
+                    endpoint,
+                    supported_versions: vec![dp::VERSION.to_string()],
+                })
+            },
+            |_| record::empty(),
+            record::plugin_info,
+        )
+        .await
+    }
+
+    async fn notify_registration_status(
+        &self,
+        req: Request<reg::RegistrationStatus>,
+    ) -> Result<Response<reg::RegistrationStatusResponse>, Status> {
+        let status = req.into_inner();
+        let answer = self
+            .unary(
+                Rpc::NotifyRegistrationStatus,
+                status.clone(),
+                |_, _| Ok(reg::RegistrationStatusResponse {}),
+                record::registration_status,
+                |_| record::empty(),
+            )
+            .await;
+        if answer.is_ok() {
+            self.res.emit(EventKind::RegistrationStatus {
+                plugin_registered: status.plugin_registered,
+                error: status.error,
+            });
+        }
+        answer
+    }
+}
+
+/// Counts an open stream for as long as it lives.
+struct OpenStream(Arc<Resource>);
+
+impl OpenStream {
+    fn new(res: Arc<Resource>) -> Self {
+        res.stats.streams.fetch_add(1, Ordering::Relaxed);
+        OpenStream(res)
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.stats.streams.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The state of one ListAndWatch stream.
+struct Watcher {
+    res: Arc<Resource>,
+    rx: broadcast::Receiver<Snapshot>,
+    first: Option<Snapshot>,
+    stop: watch::Receiver<bool>,
+    latency: Option<Duration>,
+    end_after: Option<u64>,
+    end_error: Option<Status>,
+    oversize: bool,
+    sent: u64,
+    opened: Instant,
+    done: bool,
+    _open: OpenStream,
+}
+
+impl Watcher {
+    /// The next message, or the end of the stream.
+    async fn next(mut self) -> Option<(Result<dp::ListAndWatchResponse, Status>, Self)> {
+        if self.done {
+            return None;
+        }
+        if let Some(limit) = self.end_after
+            && self.sent >= limit
+        {
+            self.done = true;
+            return self.end_error.take().map(|e| (Err(e), self));
+        }
+        let snap = match self.first.take() {
+            Some(first) => {
+                if let Some(d) = self.latency {
+                    tokio::select! {
+                        () = tokio::time::sleep(d) => {}
+                        _ = self.stop.wait_for(|s| *s) => return None,
+                    }
+                }
+                first
+            }
+            None => self.next_change().await?,
+        };
+        self.sent += 1;
+        let time = SystemTime::now();
+        let mut msg = (*snap).clone();
+        let real = msg.devices.len();
+        if self.oversize {
+            msg.devices.extend_from_slice(self.res.faults.padding());
+        }
+        self.res.stats.messages.fetch_add(1, Ordering::Relaxed);
+        if self.res.wants_details() {
+            let padding = msg.devices.len() - real;
+            self.res.record(
+                time,
+                RpcRecord {
+                    rpc: Rpc::ListAndWatch.name(),
+                    request: record::empty(),
+                    response: Some(record::list_and_watch(&msg.devices[..real], padding, msg.encoded_len())),
+                    error: None,
+                    latency_ms: ms(self.opened.elapsed()),
+                    seq: Some(self.sent),
+                },
+            );
+        }
+        Some((Ok(msg), self))
+    }
+
+    /// Waits for the next published snapshot. After falling behind, skips to
+    /// the newest one. `None` when the generation stops.
+    async fn next_change(&mut self) -> Option<Snapshot> {
+        tokio::select! {
+            _ = self.stop.wait_for(|s| *s) => None,
+            r = self.rx.recv() => match r {
+                Ok(s) => Some(s),
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let mut newest = None;
+                    loop {
+                        match self.rx.try_recv() {
+                            Ok(s) => newest = Some(s),
+                            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                            Err(_) => break,
+                        }
+                    }
+                    Some(newest.unwrap_or_else(|| self.res.snapshot()))
+                }
+                Err(broadcast::error::RecvError::Closed) => None,
+            }
+        }
+    }
+}
