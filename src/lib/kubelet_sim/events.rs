@@ -53,6 +53,33 @@ pub struct ContainerDevicesView {
     pub devices: BTreeMap<String, Vec<String>>,
 }
 
+/// The options a plugin sent in its `RegisterRequest`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestOptions {
+    /// `options.pre_start_required`.
+    pub pre_start_required: bool,
+    /// `options.get_preferred_allocation_available`.
+    pub get_preferred_allocation_available: bool,
+}
+
+impl From<crate::proto::deviceplugin::v1beta1::DevicePluginOptions> for RequestOptions {
+    fn from(o: crate::proto::deviceplugin::v1beta1::DevicePluginOptions) -> Self {
+        RequestOptions {
+            pre_start_required: o.pre_start_required,
+            get_preferred_allocation_available: o.get_preferred_allocation_available,
+        }
+    }
+}
+
+impl From<RequestOptions> for crate::proto::deviceplugin::v1beta1::DevicePluginOptions {
+    fn from(o: RequestOptions) -> Self {
+        crate::proto::deviceplugin::v1beta1::DevicePluginOptions {
+            pre_start_required: o.pre_start_required,
+            get_preferred_allocation_available: o.get_preferred_allocation_available,
+        }
+    }
+}
+
 /// What happened. Serialized with an `event` key in snake_case.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -84,6 +111,11 @@ pub enum EventKind {
         socket: String,
         /// How it registered.
         via: Via,
+        /// `RegisterRequest.version` as sent (`v1beta1` via plugins_registry).
+        version: String,
+        /// `RegisterRequest.options` as sent (none via plugins_registry, or
+        /// when the request carried none).
+        request_options: Option<RequestOptions>,
         /// From GetDevicePluginOptions.
         pre_start_required: bool,
         /// From GetDevicePluginOptions.
@@ -104,6 +136,8 @@ pub enum EventKind {
         endpoint: String,
         /// How it tried to register.
         via: Via,
+        /// `RegisterRequest.version` as sent.
+        version: String,
         /// The kubelet's error text, as the plugin receives it.
         message: String,
     },

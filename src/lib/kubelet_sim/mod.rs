@@ -39,7 +39,7 @@ pub use admission::{
     AdmitOutcome, ContainerKind, ContainerOutcome, ContainerSpec, DeleteOutcome, PodSpec, PreferredCall,
     ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
 };
-pub use events::{ContainerDevicesView, EventKind, SimEvent, Via};
+pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
 pub use registration::{DIAL_FAILED, go_rpc_error};
 pub use state::{PodStatus, ResourceStatus, SimStatus};
 

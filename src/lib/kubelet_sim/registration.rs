@@ -113,6 +113,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
             resource: input.resource.clone(),
             endpoint: input.endpoint.clone(),
             via: input.via,
+            version: input.version.clone(),
             message: message.clone(),
         });
         message
@@ -184,6 +185,8 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         endpoint: input.endpoint.clone(),
         socket: input.socket.display().to_string(),
         via: input.via,
+        version: input.version.clone(),
+        request_options: input.request_options.map(Into::into),
         pre_start_required: options.pre_start_required,
         get_preferred_allocation_available: options.get_preferred_allocation_available,
         request_options_differ: differ,

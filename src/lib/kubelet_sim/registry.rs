@@ -153,6 +153,7 @@ async fn handle(inner: &Arc<Inner>, dir: &Path, path: &Path) {
             resource: info.name.clone(),
             endpoint: endpoint.clone(),
             via: Via::PluginsRegistry,
+            version: info.supported_versions.join(","),
             message: msg.clone(),
         });
         notify(false, msg).await;

@@ -79,7 +79,7 @@ pub fn event_detail(kind: &EventKind) -> String {
             }
             s
         }
-        EventKind::RegistrationRejected { resource, endpoint, via, message } => {
+        EventKind::RegistrationRejected { resource, endpoint, via, message, .. } => {
             format!("{resource:?} (endpoint {endpoint:?}, via {via}): {message}")
         }
         EventKind::Snapshot { resource, seq, capacity, allocatable, devices, message_bytes, changes, violations } => {
