@@ -1,15 +1,202 @@
-//! Placeholder: filled in by its own issue.
+//! `dpctl smoke -- COMMAND...`: run a vendor's plugin against a fresh
+//! kubelet-sim and check it end to end; the report goes to stdout (table or
+//! JSON) and optionally to a JUnit file, the narration to stderr.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 
-use super::Ctx;
+use super::{Ctx, out_err, parse_duration};
+use crate::check::{CheckId, Outcome};
 use crate::error::{Error, Result};
+use crate::output::smoke as render;
+use crate::smoke::{self, SmokeConfig, SmokeProgress, StepId};
 
-/// Arguments (placeholder).
+/// `dpctl smoke` arguments (the one-line help is on `Command::Smoke`).
 #[derive(Debug, Args)]
-pub struct SmokeArgs {}
+#[command(after_long_help = after_help())]
+pub struct SmokeArgs {
+    /// The plugin's command line, after `--`. `{dir}` (the device-plugin
+    /// directory) and `{kubelet_socket}` are replaced in every argument; the
+    /// plugin also gets them as DPCTL_SMOKE_DIR and DPCTL_KUBELET_SOCKET.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// Use this device-plugin directory instead of a fresh one under /tmp
+    /// (it is kept; only the sim's sockets are removed).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Keep the fresh directory afterwards (checkpoint, leftover sockets).
+    #[arg(long)]
+    pub keep: bool,
+    /// The resource to test when the plugin registers several [default: the first to register].
+    #[arg(long, value_name = "NAME")]
+    pub resource: Option<String>,
+    /// How long the plugin may take to start and register.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]
+    pub register_timeout: Duration,
+    /// How long the first ListAndWatch message may take after registration.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub first_list_timeout: Duration,
+    /// Devices the test pod asks for (0: no pod).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub request: u64,
+    /// How long after a kubelet restart the plugin may take to register again.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub restart_deadline: Duration,
+    /// How long the plugin may take to exit after SIGTERM before it gets SIGKILL.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub grace: Duration,
+    /// PreStartContainer deadline, as the kubelet's (30s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub prestart_timeout: Duration,
+    /// How long the ListAndWatch stream must stay open during the checks (at least).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
+    pub stream_window: Duration,
+    /// Leave out these steps or checks (comma-separated names; see below).
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub skip: Vec<String>,
+    /// Also write the report as JUnit XML to FILE (testsuite "dpctl smoke").
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write the plugin's whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log
+    /// (the report keeps the last 64 KiB of each).
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+    /// Copy the plugin's output to stderr as it runs.
+    #[arg(long)]
+    pub show_output: bool,
+}
 
-/// Runs the command (placeholder).
-pub async fn run(_args: SmokeArgs, _ctx: &mut Ctx<'_>) -> Result<u8> {
-    Err(Error::invalid("smoke", "not implemented yet"))
+fn after_help() -> String {
+    let steps: Vec<&str> = StepId::ALL.iter().map(|s| s.name()).collect();
+    let checks: Vec<&str> = CheckId::ALL.iter().map(|c| c.name()).collect();
+    format!(
+        "Steps, in order: {} (the `plugin check` suite runs before admission: {}).\n\
+         --skip takes any of them but launch, registration and shutdown.\n\n\
+         Examples:\n  \
+         dpctl smoke -- ./my-device-plugin --socket-dir {{dir}}\n  \
+         dpctl smoke --junit smoke.xml --log-dir logs -- ./my-plugin --kubelet-socket {{kubelet_socket}}\n  \
+         dpctl smoke --request 2 --restart-deadline 5s -- python3 plugin.py --dir {{dir}}\n\n\
+         The plugin runs in its own process group with stdin closed; it is stopped at the end whatever happens \
+         (SIGTERM, --grace, SIGKILL; also on Ctrl-C), and the fresh directory is removed (unless --keep). \
+         Progress goes to stderr, the report to stdout.\n\n\
+         Exit codes:\n  \
+         0  every step and check passed (or was skipped)\n  \
+         1  a step or check failed (the report says which and why), or the run was interrupted\n  \
+         2  bad usage (no command, unknown --skip name, unwritable --junit)\n  \
+         3  kubelet-sim could not start (the directory is served by a live kubelet, cannot bind)",
+        steps.join(", "),
+        checks.join(", ")
+    )
+}
+
+/// Runs `dpctl smoke`.
+pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+    let (skip_steps, skip_checks) = smoke::select_skips(&args.skip)?;
+    if let Some(r) = &args.resource
+        && let Some(why) = crate::validate::explain_resource_name(r)
+    {
+        return Err(Error::invalid("--resource", why));
+    }
+    // Opened first, so that a bad path is reported before anything runs.
+    let junit = match &args.junit {
+        Some(path) => Some((
+            path,
+            std::fs::File::create(path)
+                .map_err(|e| Error::invalid("--junit", format!("cannot write {}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
+    let config = SmokeConfig {
+        command: args.command,
+        dir: args.dir,
+        keep: args.keep,
+        resource: args.resource,
+        register_timeout: args.register_timeout,
+        first_list_timeout: args.first_list_timeout,
+        request: args.request,
+        restart_deadline: args.restart_deadline,
+        grace: args.grace,
+        prestart_timeout: args.prestart_timeout,
+        stream_window: args.stream_window,
+        skip_steps,
+        skip_checks,
+        log_dir: args.log_dir,
+        forward_output: args.show_output && !ctx.quiet,
+        ..SmokeConfig::default()
+    };
+    let bar = ctx.progress_allowed().then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(100));
+        bar
+    });
+    let quiet = ctx.quiet;
+    let err = &mut ctx.term.err;
+    let tty = bar.is_some();
+    let mut say = |line: String| {
+        if quiet {
+            return;
+        }
+        match &bar {
+            Some(b) => b.println(line),
+            None => {
+                let _ = writeln!(err, "{line}");
+            }
+        }
+    };
+    // Steps that did not run for one reason are told once.
+    let mut not_run: Option<(String, usize)> = None;
+    let report = smoke::run_smoke(config, crate::transport::shutdown_signal(), &mut |p| {
+        if let Some((why, n)) =
+            not_run.take_if(|_| !matches!(&p, SmokeProgress::StepFinished(r) if r.evidence.starts_with("not run")))
+        {
+            say(format!("skip  {n} step(s): {why}"));
+        }
+        match p {
+            SmokeProgress::SimReady { dir, kubelet_socket } => {
+                say(format!("kubelet-sim: serving {} in {}", kubelet_socket.display(), dir.display()));
+            }
+            SmokeProgress::Launched { pid, command } => {
+                say(format!("plugin: started pid {pid}: {}", smoke::shell_words(&command)));
+            }
+            SmokeProgress::StepStarted(name) => {
+                if let Some(b) = &bar {
+                    b.set_message(name);
+                }
+            }
+            SmokeProgress::StepFinished(r) if r.evidence.starts_with("not run") => match &mut not_run {
+                Some((why, n)) if *why == r.evidence => *n += 1,
+                _ => not_run = Some((r.evidence, 1)),
+            },
+            // On a terminal the spinner shows progress; only what went wrong is printed.
+            SmokeProgress::StepFinished(r) if tty && matches!(r.outcome, Outcome::Pass | Outcome::Skip) => {}
+            SmokeProgress::StepFinished(r) => say(render::step_line(&r, false)),
+            SmokeProgress::Output { stream, line } => say(format!("plugin {}| {line}", stream.as_str())),
+            SmokeProgress::Stopping { grace } => {
+                say(format!("plugin: stopping (SIGTERM, then SIGKILL after {})", humantime::format_duration(grace)))
+            }
+        }
+    })
+    .await;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let report = report?;
+    if let Some((path, file)) = junit {
+        let mut w = std::io::BufWriter::new(file);
+        render::junit(&mut w, &report)
+            .and_then(|()| w.flush())
+            .map_err(|e| Error::io(format!("writing the JUnit report {}", path.display()), e))?;
+    }
+    if !ctx.format.is_json() && !ctx.quiet {
+        writeln!(ctx.term.err).map_err(out_err)?;
+    }
+    render::report(&mut ctx.term.out, ctx.format, &report).map_err(out_err)?;
+    Ok(report.exit_code())
 }

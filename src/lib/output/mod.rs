@@ -8,6 +8,7 @@ pub mod mock;
 pub mod plugin;
 pub mod podresources;
 pub mod sim;
+pub mod smoke;
 
 use std::io::{self, Write};
 use std::time::SystemTime;

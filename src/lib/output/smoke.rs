@@ -1,0 +1,336 @@
+//! Renderers for `dpctl smoke`: the report as a table (steps, then each
+//! failure in full, then the plugin's last output when something failed),
+//! as JSON, and as JUnit XML (mirroring `dpctl plugin check`'s, with the
+//! plugin's output in `<system-out>`/`<system-err>`), plus the one-line
+//! narration of a finished step.
+
+use std::io::{self, Write};
+
+use colored::Colorize;
+
+use super::check::{attr, outcome, text};
+use super::{Format, table, write_json, write_table};
+use crate::check::{CheckResult, Outcome};
+use crate::smoke::{SmokeReport, Stream, kind_of, shell_words};
+
+/// Widest DETAIL cell in the table (wide output shows everything).
+const DETAIL_WIDTH: usize = 110;
+
+/// Lines of the plugin's output shown under a failed run's table.
+const TAIL_LINES: usize = 20;
+
+/// Renders the report.
+pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, r);
+    }
+    let wide = format == Format::Wide;
+    let mut headers = vec!["STEP", "RESULT", "TIME", "DETAIL"];
+    if wide {
+        headers.insert(1, "KIND");
+        headers.push("WHY IT MATTERS");
+    }
+    let mut t = table(headers);
+    let mut i = 0;
+    while i < r.steps.len() {
+        let c = &r.steps[i];
+        // A run of steps that did not run for one reason is one row.
+        let run = r.steps[i..]
+            .iter()
+            .take_while(|x| x.outcome == Outcome::Skip && x.evidence == c.evidence && c.evidence.starts_with("not run"))
+            .count();
+        if run >= 3 {
+            let last = &r.steps[i + run - 1];
+            let mut row =
+                vec![format!("{} … {} ({run})", c.name, last.name), outcome(c.outcome), "-".into(), c.evidence.clone()];
+            if wide {
+                row.insert(1, "-".into());
+                row.push(String::new());
+            }
+            t.add_row(row);
+            i += run;
+            continue;
+        }
+        let detail = if wide { one_line(&c.evidence) } else { shorten(&one_line(&c.evidence), DETAIL_WIDTH) };
+        let mut row = vec![c.name.clone(), outcome(c.outcome), format!("{}ms", c.duration_ms), detail];
+        if wide {
+            row.insert(1, kind_of(&c.name).to_string());
+            row.push(c.reason.clone());
+        }
+        t.add_row(row);
+        i += 1;
+    }
+    write_table(w, &t)?;
+    for c in r.steps.iter().filter(|c| c.outcome == Outcome::Fail) {
+        writeln!(w)?;
+        writeln!(w, "{} {}", outcome(c.outcome).to_uppercase(), c.name.bold())?;
+        writeln!(w, "  evidence: {}", c.evidence)?;
+        writeln!(w, "  rule:     {}", c.rule)?;
+        writeln!(w, "  why:      {}", c.reason)?;
+    }
+    let errors: Vec<&CheckResult> = r.steps.iter().filter(|c| c.outcome == Outcome::Error).collect();
+    if !errors.is_empty() {
+        writeln!(w)?;
+        for c in errors {
+            writeln!(w, "{} {}: {}", outcome(c.outcome).to_uppercase(), c.name.bold(), one_line(&c.evidence))?;
+        }
+    }
+    if !r.passed() {
+        plugin_output(w, r)?;
+    }
+    writeln!(w)?;
+    writeln!(w, "{}", summary(r))?;
+    if r.dir_kept {
+        writeln!(w, "directory kept: {}", r.dir)?;
+    }
+    for f in [&r.plugin.stdout.file, &r.plugin.stderr.file].into_iter().flatten() {
+        writeln!(w, "plugin output: {f}")?;
+    }
+    w.flush()
+}
+
+/// The plugin's last lines of stderr and stdout.
+fn plugin_output(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
+    let p = &r.plugin;
+    let state = match (&p.pid, &p.exit) {
+        (None, _) => return Ok(()),
+        (Some(pid), Some(e)) => format!("pid {pid}, {e}"),
+        (Some(pid), None) => format!("pid {pid}"),
+    };
+    for (stream, out) in [(Stream::Stderr, &p.stderr), (Stream::Stdout, &p.stdout)] {
+        writeln!(w)?;
+        let lines = out.last_lines(TAIL_LINES);
+        if lines.is_empty() {
+            writeln!(w, "{} ({state}): nothing on {}", "plugin output".bold(), stream.as_str())?;
+            continue;
+        }
+        let of = if out.truncated || out.tail.lines().count() > lines.len() {
+            format!("last {} lines of {} ({} bytes in all)", lines.len(), stream.as_str(), out.bytes)
+        } else {
+            stream.as_str().to_string()
+        };
+        writeln!(w, "{} ({state}), {of}:", "plugin output".bold())?;
+        for l in lines {
+            writeln!(w, "  | {}", one_line(l))?;
+        }
+    }
+    Ok(())
+}
+
+/// `dpctl smoke: 25 steps: 24 passed, 1 failed, 0 skipped, 0 errors in 4.12s (./my-plugin ...)`.
+pub fn summary(r: &SmokeReport) -> String {
+    let t = &r.totals;
+    let failed = format!("{} failed", t.failed);
+    let errors = format!("{} errors", t.errors);
+    let verdict = if r.interrupted {
+        "INTERRUPTED".magenta().bold().to_string()
+    } else if r.passed() {
+        "PASS".green().bold().to_string()
+    } else {
+        "FAIL".red().bold().to_string()
+    };
+    format!(
+        "{verdict} {} steps: {} passed, {}, {} skipped, {} in {:.2}s ({})",
+        t.total,
+        t.passed,
+        if t.failed > 0 { failed.red().bold().to_string() } else { failed },
+        t.skipped,
+        if t.errors > 0 { errors.magenta().bold().to_string() } else { errors },
+        r.duration_ms as f64 / 1000.0,
+        shell_words(&r.command)
+    )
+}
+
+/// One line of narration for a finished step: `pass  registration  31ms`,
+/// with the evidence (shortened) when `detail` or when it did not pass.
+pub fn step_line(c: &CheckResult, detail: bool) -> String {
+    let pad = 5usize.saturating_sub(c.outcome.as_str().len());
+    let mut line =
+        format!("{}{} {:<28} {:>7}", outcome(c.outcome), " ".repeat(pad), c.name, format!("{}ms", c.duration_ms));
+    if detail || matches!(c.outcome, Outcome::Fail | Outcome::Error) {
+        line.push_str("  ");
+        line.push_str(&shorten(&one_line(&c.evidence), 110));
+    }
+    line.trim_end().to_string()
+}
+
+/// Writes the report as JUnit XML: one `<testsuite name="dpctl smoke">`, one
+/// `<testcase>` per step or check (classname `dpctl.smoke` or
+/// `dpctl.plugin.check`), and the plugin's output in the suite's
+/// `<system-out>` and `<system-err>`.
+pub fn junit(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
+    let t = &r.totals;
+    let secs = |ms: u64| format!("{:.3}", ms as f64 / 1000.0);
+    writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        w,
+        r#"<testsuites name="dpctl" tests="{}" failures="{}" errors="{}" skipped="{}" time="{}">"#,
+        t.total,
+        t.failed,
+        t.errors,
+        t.skipped,
+        secs(r.duration_ms)
+    )?;
+    writeln!(
+        w,
+        r#"  <testsuite name="{}" tests="{}" failures="{}" errors="{}" skipped="{}" time="{}" timestamp="{}">"#,
+        attr(&r.suite),
+        t.total,
+        t.failed,
+        t.errors,
+        t.skipped,
+        secs(r.duration_ms),
+        attr(&r.started)
+    )?;
+    writeln!(w, "    <properties>")?;
+    let mut props: Vec<(&str, String)> = vec![
+        ("command", shell_words(&r.command)),
+        ("dir", r.dir.clone()),
+        ("kubelet_socket", r.kubelet_socket.clone()),
+    ];
+    if let Some(res) = &r.resource {
+        props.push(("resource", res.clone()));
+    }
+    if let Some(s) = &r.plugin_socket {
+        props.push(("plugin_socket", s.clone()));
+    }
+    if let Some(e) = &r.plugin.exit {
+        props.push(("plugin_exit", e.text.clone()));
+    }
+    if r.interrupted {
+        props.push(("interrupted", "true".into()));
+    }
+    for (k, v) in props {
+        writeln!(w, r#"      <property name="{k}" value="{}"/>"#, attr(&v))?;
+    }
+    writeln!(w, "    </properties>")?;
+    for c in &r.steps {
+        testcase(w, c)?;
+    }
+    writeln!(w, "    <system-out>{}</system-out>", text(&r.plugin.stdout.tail))?;
+    writeln!(w, "    <system-err>{}</system-err>", text(&r.plugin.stderr.tail))?;
+    writeln!(w, "  </testsuite>")?;
+    writeln!(w, "</testsuites>")?;
+    w.flush()
+}
+
+fn testcase(w: &mut dyn Write, c: &CheckResult) -> io::Result<()> {
+    let classname = if kind_of(&c.name) == "check" { "dpctl.plugin.check" } else { "dpctl.smoke" };
+    write!(
+        w,
+        r#"    <testcase name="{}" classname="{classname}" time="{:.3}""#,
+        attr(&c.name),
+        c.duration_ms as f64 / 1000.0
+    )?;
+    let body = format!("evidence: {}\nrule: {}\nwhy it matters: {}", c.evidence, c.rule, c.reason);
+    match c.outcome {
+        Outcome::Pass if c.evidence.is_empty() => writeln!(w, "/>"),
+        Outcome::Pass => {
+            writeln!(w, ">")?;
+            writeln!(w, "      <system-out>{}</system-out>", text(&c.evidence))?;
+            writeln!(w, "    </testcase>")
+        }
+        Outcome::Skip => {
+            writeln!(w, ">")?;
+            writeln!(w, r#"      <skipped message="{}"/>"#, attr(&c.evidence))?;
+            writeln!(w, "    </testcase>")
+        }
+        Outcome::Fail | Outcome::Error => {
+            let tag = if c.outcome == Outcome::Fail { "failure" } else { "error" };
+            writeln!(w, ">")?;
+            writeln!(
+                w,
+                r#"      <{tag} message="{}" type="{}">{}</{tag}>"#,
+                attr(&c.evidence),
+                attr(&c.name),
+                text(&body)
+            )?;
+            writeln!(w, "    </testcase>")
+        }
+    }
+}
+
+/// At most `max` characters, with an ellipsis when cut.
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Control characters shown escaped, so a row stays one line.
+fn one_line(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{CheckId, Totals};
+    use crate::smoke::{OutputView, PluginReport, StepId, step_result};
+    use std::time::Duration;
+
+    fn sample() -> SmokeReport {
+        let out = |s: &str| OutputView { bytes: s.len() as u64, tail: s.into(), truncated: false, file: None };
+        let mut r = SmokeReport {
+            suite: crate::smoke::SUITE_NAME.into(),
+            command: vec!["./plugin".into(), "--dir".into(), "/tmp/x".into()],
+            dir: "/tmp/x".into(),
+            dir_kept: false,
+            kubelet_socket: "/tmp/x/kubelet.sock".into(),
+            resource: Some("example.com/gpu".into()),
+            plugin_socket: Some("/tmp/x/gpu.sock".into()),
+            started: "2026-01-01T00:00:00.000Z".into(),
+            duration_ms: 3210,
+            interrupted: false,
+            totals: Totals::default(),
+            steps: vec![
+                step_result(StepId::Launch, Outcome::Pass, "pid 7", Duration::from_millis(1)),
+                step_result(StepId::Registration, Outcome::Fail, "rejected: <bad & \"name\">", Duration::ZERO),
+                CheckResult::new(CheckId::OptionsAnswer, Outcome::Skip, "not run", Duration::ZERO),
+                step_result(StepId::RegistrationRequest, Outcome::Skip, "not run: x", Duration::ZERO),
+                step_result(StepId::Admission, Outcome::Skip, "not run: x", Duration::ZERO),
+                step_result(StepId::Shutdown, Outcome::Skip, "not run: x", Duration::ZERO),
+            ],
+            plugin: PluginReport {
+                pid: Some(7),
+                exit: None,
+                stdout: out("hello\n"),
+                stderr: out("E0101 registration failed\n"),
+            },
+        };
+        r.tally();
+        r
+    }
+
+    #[test]
+    fn table_shows_failures_then_the_plugin_output_then_the_summary() {
+        colored::control::set_override(false);
+        let mut out = Vec::new();
+        report(&mut out, Format::Table, &sample()).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.starts_with("STEP"), "{s}");
+        assert!(s.contains("registration-request … shutdown (3)   skip"), "{s}");
+        assert!(s.contains("FAIL registration\n  evidence: rejected"), "{s}");
+        assert!(s.contains("plugin output (pid 7), stderr:\n  | E0101 registration failed"), "{s}");
+        assert!(
+            s.trim_end()
+                .ends_with("FAIL 6 steps: 1 passed, 1 failed, 4 skipped, 0 errors in 3.21s (./plugin --dir /tmp/x)"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn junit_has_classnames_and_the_plugin_output() {
+        let mut out = Vec::new();
+        junit(&mut out, &sample()).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(s.contains(r#"<testcase name="launch" classname="dpctl.smoke""#), "{s}");
+        assert!(s.contains(r#"<testcase name="options-answer" classname="dpctl.plugin.check""#), "{s}");
+        assert!(s.contains("&lt;bad &amp; &quot;name&quot;&gt;"), "{s}");
+        assert!(s.contains("<system-err>E0101 registration failed\n</system-err>"), "{s}");
+        assert!(s.contains(r#"<property name="resource" value="example.com/gpu"/>"#), "{s}");
+    }
+}

@@ -1,0 +1,530 @@
+//! `dpctl smoke`: CI for a vendor's device plugin, without a cluster.
+//!
+//! [`run_smoke`] makes a fresh directory, starts a kubelet-sim there
+//! (in-process), launches the vendor's command with `{dir}` and
+//! `{kubelet_socket}` substituted ([`process`]), then takes the plugin through
+//! what a kubelet does with it, as named steps with the same shape as
+//! `dpctl plugin check` results ([`CheckResult`]): launch, registration, the
+//! RegisterRequest's fields, the first ListAndWatch message, a health report,
+//! the whole `plugin check` suite (fed with the observed RegisterRequest),
+//! admission and deletion of a pod, a kubelet restart with re-registration,
+//! and shutdown (SIGTERM, grace, SIGKILL). The plugin is stopped whatever
+//! happens (an interrupt, an error, a panic), the sim's sockets are removed,
+//! and the [`SmokeReport`] keeps the plugin's output.
+
+pub mod process;
+mod steps;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::check::{CheckId, CheckResult, Outcome, Totals};
+use crate::error::{Error, Result};
+use crate::kubelet_sim::{KubeletSim, SimConfig};
+pub use process::{ExitView, OutputView, PluginProcess, Stream};
+
+/// The suite's name in reports and in JUnit's `<testsuite name>`.
+pub const SUITE_NAME: &str = "dpctl smoke";
+
+/// Environment variable the plugin gets: the device-plugin directory.
+pub const ENV_SMOKE_DIR: &str = "DPCTL_SMOKE_DIR";
+/// Environment variable the plugin gets: the kubelet socket.
+pub const ENV_KUBELET_SOCKET: &str = "DPCTL_KUBELET_SOCKET";
+
+/// The smoke test's own steps (the `plugin check` suite runs between
+/// [`StepId::HealthReport`] and [`StepId::Admission`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StepId {
+    /// The command starts.
+    Launch,
+    /// Register on kubelet.sock is accepted in time.
+    Registration,
+    /// The RegisterRequest's version, resource name and endpoint are right.
+    RegistrationRequest,
+    /// The first ListAndWatch message reaches the kubelet.
+    FirstSnapshot,
+    /// Capacity and allocatable as the kubelet counts them.
+    HealthReport,
+    /// A pod asking for devices is admitted.
+    Admission,
+    /// The pod is deleted and its devices freed.
+    PodDeletion,
+    /// After a kubelet restart the plugin registers again in time.
+    KubeletRestart,
+    /// SIGTERM stops the plugin within the grace period.
+    Shutdown,
+}
+
+impl StepId {
+    /// Every step, in run order.
+    pub const ALL: [StepId; 9] = [
+        StepId::Launch,
+        StepId::Registration,
+        StepId::RegistrationRequest,
+        StepId::FirstSnapshot,
+        StepId::HealthReport,
+        StepId::Admission,
+        StepId::PodDeletion,
+        StepId::KubeletRestart,
+        StepId::Shutdown,
+    ];
+
+    /// The stable kebab-case name (JSON, JUnit, `--skip`).
+    pub fn name(self) -> &'static str {
+        match self {
+            StepId::Launch => "launch",
+            StepId::Registration => "registration",
+            StepId::RegistrationRequest => "registration-request",
+            StepId::FirstSnapshot => "first-snapshot",
+            StepId::HealthReport => "health-report",
+            StepId::Admission => "admission",
+            StepId::PodDeletion => "pod-deletion",
+            StepId::KubeletRestart => "kubelet-restart",
+            StepId::Shutdown => "shutdown",
+        }
+    }
+
+    /// The step with this name.
+    pub fn from_name(name: &str) -> Option<StepId> {
+        StepId::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Steps `--skip` may leave out (the others everything depends on).
+    pub fn skippable(self) -> bool {
+        !matches!(self, StepId::Launch | StepId::Registration | StepId::Shutdown)
+    }
+
+    /// One line: why the step matters.
+    pub fn reason(self) -> &'static str {
+        match self {
+            StepId::Launch => "the command your DaemonSet runs must start and keep running",
+            StepId::Registration => {
+                "until Register on kubelet.sock succeeds the kubelet does not know the plugin and the resource never appears"
+            }
+            StepId::RegistrationRequest => {
+                "the kubelet joins the endpoint to its directory and turns the resource name into a node resource"
+            }
+            StepId::FirstSnapshot => {
+                "until the first ListAndWatch message arrives the node has no capacity for the resource"
+            }
+            StepId::HealthReport => {
+                "the scheduler sees capacity (every device) and allocatable (devices whose health is exactly Healthy)"
+            }
+            StepId::Admission => {
+                "a pod asking for the resource starts only if GetPreferredAllocation (when advertised), Allocate and \
+                 PreStartContainer (when required) all work"
+            }
+            StepId::PodDeletion => "a deleted pod's devices must become allocatable again",
+            StepId::KubeletRestart => {
+                "a kubelet restart (upgrade, crash, config change) deletes every socket in the directory; a plugin that \
+                 does not register again loses its resource"
+            }
+            StepId::Shutdown => {
+                "DaemonSet updates and node drains stop the plugin with SIGTERM; it should exit promptly and remove its socket"
+            }
+        }
+    }
+
+    /// The rule the step enforces.
+    pub fn rule(self) -> &'static str {
+        match self {
+            StepId::Launch => "the command starts (found, executable) and does not exit on its own",
+            StepId::Registration => {
+                "serve the plugin socket first, then call Register(version v1beta1, resource_name, endpoint) on \
+                 <dir>/kubelet.sock; since 1.25 the kubelet dials the endpoint back and calls GetDevicePluginOptions \
+                 inside Register (10 s dial timeout), and any error rejects the registration"
+            }
+            StepId::RegistrationRequest => {
+                "version is v1beta1; resource_name is an extended resource name (<domain>/<name>, not in \
+                 kubernetes.io); endpoint is a bare file name in the device-plugin directory (the kubelet uses \
+                 filepath.Join(dir, endpoint))"
+            }
+            StepId::FirstSnapshot => {
+                "on the ListAndWatch stream the kubelet opens after registration, send the full device list at once"
+            }
+            StepId::HealthReport => {
+                "every device's health is exactly \"Healthy\" or \"Unhealthy\", IDs are unique, and ListAndWatch stays open"
+            }
+            StepId::Admission => {
+                "GetPreferredAllocation (when advertised) and Allocate answer one response per container request, \
+                 PreStartContainer (when required) within 30 s; an error rejects the pod with UnexpectedAdmissionError"
+            }
+            StepId::PodDeletion => "after the pod is deleted its devices are free for the next pod",
+            StepId::KubeletRestart => {
+                "notice kubelet.sock being re-created (watch the directory), serve the plugin socket again (the kubelet \
+                 deleted it), call Register again and send the device list, within the deadline"
+            }
+            StepId::Shutdown => {
+                "on SIGTERM, exit within the grace period; removing the plugin socket on the way out keeps the \
+                 directory clean"
+            }
+        }
+    }
+}
+
+/// A result for one of the smoke's own steps.
+pub fn step_result(id: StepId, outcome: Outcome, evidence: impl Into<String>, took: Duration) -> CheckResult {
+    CheckResult {
+        name: id.name().into(),
+        reason: id.reason().into(),
+        outcome,
+        evidence: evidence.into(),
+        rule: id.rule().into(),
+        duration_ms: millis(took),
+    }
+}
+
+/// The kind of a result by its name: `smoke` (a step) or `check` (from the
+/// `plugin check` suite).
+pub fn kind_of(name: &str) -> &'static str {
+    if CheckId::from_name(name).is_some() { "check" } else { "smoke" }
+}
+
+/// Parses `--skip` names: smoke steps (those that can be skipped) and checks.
+pub fn select_skips(names: &[String]) -> Result<(Vec<StepId>, Vec<CheckId>)> {
+    let mut steps = Vec::new();
+    let mut checks = Vec::new();
+    for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
+        if let Some(s) = StepId::from_name(n) {
+            if !s.skippable() {
+                return Err(Error::invalid("--skip", format!("{n:?} cannot be skipped: the other steps need it")));
+            }
+            steps.push(s);
+        } else if let Some(c) = CheckId::from_name(n) {
+            checks.push(c);
+        } else {
+            let valid: Vec<&str> = StepId::ALL
+                .iter()
+                .filter(|s| s.skippable())
+                .map(|s| s.name())
+                .chain(CheckId::ALL.iter().map(|c| c.name()))
+                .collect();
+            return Err(Error::invalid("--skip", format!("unknown step or check {n:?}; valid: {}", valid.join(", "))));
+        }
+    }
+    Ok((steps, checks))
+}
+
+/// How to run a smoke test.
+#[derive(Debug, Clone)]
+pub struct SmokeConfig {
+    /// The plugin's command line; `{dir}` and `{kubelet_socket}` are substituted.
+    pub command: Vec<String>,
+    /// The device-plugin directory; `None`: a fresh one under /tmp, removed afterwards.
+    pub dir: Option<PathBuf>,
+    /// Keep a directory dpctl created (with the checkpoint) instead of removing it.
+    pub keep: bool,
+    /// The resource to test when the plugin registers several (default: the first).
+    pub resource: Option<String>,
+    /// How long the plugin may take to register.
+    pub register_timeout: Duration,
+    /// How long the first ListAndWatch message may take after registration.
+    pub first_list_timeout: Duration,
+    /// Devices the test pod asks for (0: no admission).
+    pub request: u64,
+    /// How long after a kubelet restart the plugin may take to register again.
+    pub restart_deadline: Duration,
+    /// How long the plugin may take to exit after SIGTERM.
+    pub grace: Duration,
+    /// The kubelet's PreStartContainer deadline (30 s).
+    pub prestart_timeout: Duration,
+    /// How long the check suite watches the ListAndWatch stream stay open.
+    pub stream_window: Duration,
+    /// Steps to leave out.
+    pub skip_steps: Vec<StepId>,
+    /// Checks to leave out.
+    pub skip_checks: Vec<CheckId>,
+    /// Write the plugin's whole output to files here.
+    pub log_dir: Option<PathBuf>,
+    /// Report each line of the plugin's output as progress.
+    pub forward_output: bool,
+    /// Bytes of each output stream kept in the report.
+    pub output_limit: usize,
+}
+
+impl Default for SmokeConfig {
+    fn default() -> Self {
+        SmokeConfig {
+            command: Vec::new(),
+            dir: None,
+            keep: false,
+            resource: None,
+            register_timeout: Duration::from_secs(20),
+            first_list_timeout: Duration::from_secs(5),
+            request: 1,
+            restart_deadline: Duration::from_secs(10),
+            grace: Duration::from_secs(5),
+            prestart_timeout: crate::kubelet_sim::DEFAULT_PRE_START_TIMEOUT,
+            stream_window: Duration::from_secs(2),
+            skip_steps: Vec::new(),
+            skip_checks: Vec::new(),
+            log_dir: None,
+            forward_output: false,
+            output_limit: 64 * 1024,
+        }
+    }
+}
+
+/// What a running smoke test reports as it goes (for narration).
+#[derive(Debug, Clone)]
+pub enum SmokeProgress {
+    /// The kubelet-sim serves its sockets.
+    SimReady {
+        /// The device-plugin directory.
+        dir: PathBuf,
+        /// kubelet.sock.
+        kubelet_socket: PathBuf,
+    },
+    /// The plugin was started.
+    Launched {
+        /// Its process ID.
+        pid: u32,
+        /// The command line, substituted.
+        command: Vec<String>,
+    },
+    /// A step or check is starting.
+    StepStarted(String),
+    /// A step or check finished.
+    StepFinished(CheckResult),
+    /// A line of the plugin's output (with `forward_output`).
+    Output {
+        /// Which stream.
+        stream: Stream,
+        /// The line, without its newline.
+        line: String,
+    },
+    /// The plugin is being stopped.
+    Stopping {
+        /// How long it may take before SIGKILL.
+        grace: Duration,
+    },
+}
+
+/// The plugin process in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginReport {
+    /// Its process ID (none when it could not start).
+    pub pid: Option<u32>,
+    /// How it ended.
+    pub exit: Option<ExitView>,
+    /// What it wrote to stdout.
+    pub stdout: OutputView,
+    /// What it wrote to stderr.
+    pub stderr: OutputView,
+}
+
+/// A whole smoke run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SmokeReport {
+    /// `dpctl smoke`.
+    pub suite: String,
+    /// The command as run (substituted).
+    pub command: Vec<String>,
+    /// The device-plugin directory.
+    pub dir: String,
+    /// True when the directory was kept (given with `--dir`, or `--keep`).
+    pub dir_kept: bool,
+    /// kubelet.sock.
+    pub kubelet_socket: String,
+    /// The resource tested (the one that registered).
+    pub resource: Option<String>,
+    /// The plugin's socket (from its registration).
+    pub plugin_socket: Option<String>,
+    /// When the run started, RFC 3339.
+    pub started: String,
+    /// How long the run took.
+    pub duration_ms: u64,
+    /// Stopped early by Ctrl-C or SIGTERM.
+    pub interrupted: bool,
+    /// Totals by outcome.
+    pub totals: Totals,
+    /// Every step and check, in run order.
+    pub steps: Vec<CheckResult>,
+    /// The plugin process and its output.
+    pub plugin: PluginReport,
+}
+
+impl SmokeReport {
+    /// Recomputes the totals.
+    pub fn tally(&mut self) {
+        let count = |o| self.steps.iter().filter(|c| c.outcome == o).count();
+        self.totals = Totals {
+            total: self.steps.len(),
+            passed: count(Outcome::Pass),
+            failed: count(Outcome::Fail),
+            skipped: count(Outcome::Skip),
+            errors: count(Outcome::Error),
+        };
+    }
+
+    /// True when every step passed or was skipped, and the run was not interrupted.
+    pub fn passed(&self) -> bool {
+        !self.interrupted && !self.steps.iter().any(|c| matches!(c.outcome, Outcome::Fail | Outcome::Error))
+    }
+
+    /// 0 when [`SmokeReport::passed`], else 1.
+    pub fn exit_code(&self) -> u8 {
+        if self.passed() { crate::error::exit::OK } else { crate::error::exit::CHECK_FAILED }
+    }
+}
+
+/// Runs a smoke test: see the module docs. `interrupt` completes on Ctrl-C
+/// (the remaining steps are skipped, the plugin is still stopped). `Err` only
+/// when nothing could run (the directory or the sim could not be set up).
+pub async fn run_smoke(
+    config: SmokeConfig,
+    interrupt: impl Future<Output = ()>,
+    progress: &mut (dyn FnMut(SmokeProgress) + Send),
+) -> Result<SmokeReport> {
+    if config.command.is_empty() {
+        return Err(Error::invalid("COMMAND", "give the plugin's command after --, e.g. dpctl smoke -- ./my-plugin"));
+    }
+    let started = SystemTime::now();
+    let t0 = Instant::now();
+    let (dir, created) = match &config.dir {
+        Some(d) => (d.clone(), false),
+        None => (fresh_dir()?, true),
+    };
+    let mut sim_config = SimConfig::new(&dir);
+    sim_config.pre_start_timeout = config.prestart_timeout;
+    sim_config.force_flag = "--dir (another kubelet serves this directory; pick another)";
+    let sim = match KubeletSim::start(sim_config).await {
+        Ok(s) => s,
+        Err(e) => {
+            if created {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            return Err(e);
+        }
+    };
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let _ = tx.send(SmokeProgress::SimReady { dir: dir.clone(), kubelet_socket: sim.kubelet_socket().to_path_buf() });
+    let mut runner = steps::Runner::new(config, sim.clone(), tx);
+    let interrupted = {
+        let fut = runner.run_steps();
+        tokio::select! {
+            () = pump(&mut rx, progress, fut) => false,
+            () = interrupt => true,
+        }
+    };
+    runner.fill_missing(interrupted);
+    pump(&mut rx, progress, runner.shutdown()).await;
+    let sim_stop = sim.stop().await;
+    if let Err(e) = sim_stop {
+        tracing::warn!(error = %e, "stopping kubelet-sim");
+    }
+    let keep = !created || runner.config().keep;
+    if !keep && let Err(e) = std::fs::remove_dir_all(&dir) {
+        tracing::warn!(dir = %dir.display(), error = %e, "could not remove the smoke directory");
+    }
+    while let Ok(p) = rx.try_recv() {
+        progress(p);
+    }
+    let mut report = runner.into_report(&dir, keep, started, t0.elapsed(), interrupted);
+    report.tally();
+    Ok(report)
+}
+
+/// Awaits `fut`, passing progress messages on as they come.
+async fn pump<T>(
+    rx: &mut mpsc::UnboundedReceiver<SmokeProgress>,
+    progress: &mut (dyn FnMut(SmokeProgress) + Send),
+    fut: impl Future<Output = T>,
+) -> T {
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            biased;
+            Some(p) = rx.recv() => progress(p),
+            v = &mut fut => {
+                while let Ok(p) = rx.try_recv() {
+                    progress(p);
+                }
+                return v;
+            }
+        }
+    }
+}
+
+/// Makes `/tmp/dpctl-smoke-XXXXXX` (short, so socket paths stay short).
+fn fresh_dir() -> Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut last = None;
+    for _ in 0..16 {
+        let n: u32 = rand::random();
+        let dir = Path::new("/tmp").join(format!("dpctl-smoke-{:06x}", n & 0xff_ffff));
+        match std::fs::DirBuilder::new().mode(0o750).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(Error::io("creating a directory under /tmp", e)),
+        }
+    }
+    Err(Error::io(
+        "creating a directory under /tmp",
+        last.unwrap_or_else(|| std::io::Error::other("no free name after 16 tries")),
+    ))
+}
+
+/// Substitutes `{dir}` and `{kubelet_socket}` in every argument.
+pub fn substitute(command: &[String], dir: &Path, kubelet_socket: &Path) -> Vec<String> {
+    let dir = dir.display().to_string();
+    let sock = kubelet_socket.display().to_string();
+    command.iter().map(|a| a.replace("{dir}", &dir).replace("{kubelet_socket}", &sock)).collect()
+}
+
+/// A command line as a shell would read it (arguments quoted when needed).
+pub fn shell_words(command: &[String]) -> String {
+    command
+        .iter()
+        .map(|a| {
+            let plain = !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%{}".contains(c));
+            if plain { a.clone() } else { format!("'{}'", a.replace('\'', r"'\''")) }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A duration in whole milliseconds.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_distinct_from_checks() {
+        let mut seen = std::collections::HashSet::new();
+        for s in StepId::ALL {
+            assert!(seen.insert(s.name()));
+            assert!(CheckId::from_name(s.name()).is_none(), "{} is also a check", s.name());
+            assert_eq!(StepId::from_name(s.name()), Some(s));
+            assert_eq!(kind_of(s.name()), "smoke");
+        }
+        assert_eq!(kind_of("options-answer"), "check");
+    }
+
+    #[test]
+    fn skips_parse() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let (steps, checks) = select_skips(&s(&["kubelet-restart", "parallel-calls"])).unwrap();
+        assert_eq!(steps, [StepId::KubeletRestart]);
+        assert_eq!(checks, [CheckId::ParallelCalls]);
+        assert!(select_skips(&s(&["registration"])).unwrap_err().to_string().contains("cannot be skipped"));
+        assert!(select_skips(&s(&["nope"])).unwrap_err().to_string().contains("admission"));
+    }
+
+    #[test]
+    fn substitution_and_quoting() {
+        let cmd = vec!["./p".to_string(), "--dir={dir}".into(), "{kubelet_socket}".into(), "a b".into()];
+        let out = substitute(&cmd, Path::new("/tmp/x"), Path::new("/tmp/x/kubelet.sock"));
+        assert_eq!(out, ["./p", "--dir=/tmp/x", "/tmp/x/kubelet.sock", "a b"]);
+        assert_eq!(shell_words(&out), "./p --dir=/tmp/x /tmp/x/kubelet.sock 'a b'");
+        assert_eq!(shell_words(&["it's".to_string()]), r"'it'\''s'");
+    }
+}

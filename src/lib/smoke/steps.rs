@@ -1,0 +1,949 @@
+//! The steps of `dpctl smoke`, in order, each turning what the kubelet-sim
+//! and the plugin process did into a pass, fail or skip with evidence.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::{broadcast, mpsc};
+
+use super::process::{Launch, PluginProcess, Stream};
+use super::{
+    ENV_KUBELET_SOCKET, ENV_SMOKE_DIR, PluginReport, SUITE_NAME, SmokeConfig, SmokeProgress, SmokeReport, StepId,
+    shell_words, step_result, substitute,
+};
+use crate::check::{self, CheckId, CheckOptions, CheckResult, CheckTarget, Outcome, Progress, Registration};
+use crate::kubelet_sim::{AdmitOutcome, EventKind, PodSpec, RequestOptions, ResourceOutcome, SimEvent, SimHandle, Via};
+use crate::proto::deviceplugin::v1beta1 as dp;
+
+/// Name and namespace of the test pod.
+const POD_NAME: &str = "dpctl-smoke";
+const POD_NAMESPACE: &str = "default";
+
+/// How many IDs a list in evidence shows before "and N more".
+const MAX_IDS: usize = 12;
+
+/// Lines of the plugin's output quoted in evidence when it exits early.
+const QUOTED_LINES: usize = 5;
+
+/// What the sim saw of the tested plugin's registration.
+#[derive(Debug, Clone)]
+struct Reg {
+    resource: String,
+    endpoint: String,
+    socket: PathBuf,
+    via: Via,
+    version: String,
+    request_options: Option<RequestOptions>,
+    options: dp::DevicePluginOptions,
+    at: SystemTime,
+    /// Index of the `registered` event in the log.
+    index: usize,
+}
+
+/// The sim's events, kept in order, with waits by predicate.
+struct EventLog {
+    rx: broadcast::Receiver<SimEvent>,
+    seen: Vec<SimEvent>,
+}
+
+/// How a wait for an event ended.
+enum Waited {
+    /// The event at this index matched.
+    Found(usize),
+    /// The plugin process ended first.
+    Exited(super::ExitView),
+    /// The deadline passed.
+    TimedOut,
+}
+
+impl EventLog {
+    /// Takes every event already sent.
+    fn pull(&mut self) {
+        loop {
+            match self.rx.try_recv() {
+                Ok(e) => self.seen.push(e),
+                Err(broadcast::error::TryRecvError::Lagged(n)) => {
+                    tracing::warn!(missed = n, "smoke fell behind the kubelet-sim's events");
+                }
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn find(&self, from: usize, pred: &impl Fn(&EventKind) -> bool) -> Option<usize> {
+        self.seen.iter().skip(from).position(|e| pred(&e.kind)).map(|i| i + from)
+    }
+
+    /// Waits for an event from index `from` on that matches, until the
+    /// deadline or the end of the process.
+    async fn wait_for(
+        &mut self,
+        from: usize,
+        pred: impl Fn(&EventKind) -> bool,
+        deadline: tokio::time::Instant,
+        process: Option<&PluginProcess>,
+    ) -> Waited {
+        loop {
+            self.pull();
+            if let Some(i) = self.find(from, &pred) {
+                return Waited::Found(i);
+            }
+            let exited = async {
+                match process {
+                    Some(p) => p.exited().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                r = self.rx.recv() => match r {
+                    Ok(e) => self.seen.push(e),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => {
+                        tokio::time::sleep_until(deadline).await;
+                        return Waited::TimedOut;
+                    }
+                },
+                exit = exited => {
+                    // Events the plugin caused just before it ended still count.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    self.pull();
+                    return match self.find(from, &pred) {
+                        Some(i) => Waited::Found(i),
+                        None => Waited::Exited(exit),
+                    };
+                }
+                () = tokio::time::sleep_until(deadline) => {
+                    self.pull();
+                    return match self.find(from, &pred) {
+                        Some(i) => Waited::Found(i),
+                        None => Waited::TimedOut,
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// Runs the steps and keeps their results.
+pub(super) struct Runner {
+    cfg: SmokeConfig,
+    sim: SimHandle,
+    tx: mpsc::UnboundedSender<SmokeProgress>,
+    events: EventLog,
+    command: Vec<String>,
+    process: Option<PluginProcess>,
+    launched_at: Option<SystemTime>,
+    reg: Option<Reg>,
+    admitted: bool,
+    results: Vec<CheckResult>,
+    /// Why the remaining steps do not run.
+    stop_reason: Option<String>,
+}
+
+impl Runner {
+    pub(super) fn new(cfg: SmokeConfig, sim: SimHandle, tx: mpsc::UnboundedSender<SmokeProgress>) -> Self {
+        let rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
+        let command = substitute(&cfg.command, sim.dir(), sim.kubelet_socket());
+        Runner {
+            cfg,
+            sim,
+            tx,
+            events: EventLog { rx, seen: Vec::new() },
+            command,
+            process: None,
+            launched_at: None,
+            reg: None,
+            admitted: false,
+            results: Vec::new(),
+            stop_reason: None,
+        }
+    }
+
+    pub(super) fn config(&self) -> &SmokeConfig {
+        &self.cfg
+    }
+
+    fn send(&self, p: SmokeProgress) {
+        let _ = self.tx.send(p);
+    }
+
+    fn begin(&self, id: StepId) -> Instant {
+        self.send(SmokeProgress::StepStarted(id.name().into()));
+        Instant::now()
+    }
+
+    fn record(&mut self, r: CheckResult) {
+        self.send(SmokeProgress::StepFinished(r.clone()));
+        self.results.push(r);
+    }
+
+    fn done(&mut self, id: StepId, outcome: Outcome, evidence: impl Into<String>, t: Instant) -> bool {
+        self.record(step_result(id, outcome, evidence, t.elapsed()));
+        outcome == Outcome::Pass
+    }
+
+    fn skipped(&self, id: StepId) -> bool {
+        self.cfg.skip_steps.contains(&id)
+    }
+
+    fn skip(&mut self, id: StepId, why: impl Into<String>) {
+        self.record(step_result(id, Outcome::Skip, why, Duration::ZERO));
+    }
+
+    fn any_failed(&self) -> bool {
+        self.results.iter().any(|r| matches!(r.outcome, Outcome::Fail | Outcome::Error))
+    }
+
+    /// " (the plugin process exited with code 1)" when it has ended.
+    fn exit_note(&self) -> String {
+        match self.process.as_ref().and_then(PluginProcess::exit) {
+            Some(e) => format!(" (the plugin process {e})"),
+            None => String::new(),
+        }
+    }
+
+    /// The plugin's last lines of output, for evidence.
+    fn last_output(&self) -> String {
+        let Some(p) = &self.process else { return String::new() };
+        let mut parts = Vec::new();
+        for s in [Stream::Stderr, Stream::Stdout] {
+            let o = p.output(s);
+            let lines = o.last_lines(QUOTED_LINES);
+            if !lines.is_empty() {
+                parts.push(format!("last {} line(s) of its {}: {}", lines.len(), s.as_str(), lines.join(" | ")));
+            }
+        }
+        if parts.is_empty() { "it printed nothing".into() } else { parts.join("; ") }
+    }
+
+    /// All steps up to (not including) shutdown.
+    pub(super) async fn run_steps(&mut self) {
+        if !self.launch().await {
+            self.stop_reason = Some("not run: the plugin did not start".into());
+            return;
+        }
+        if !self.registration().await {
+            self.stop_reason = Some("not run: the plugin did not register".into());
+            return;
+        }
+        self.registration_request();
+        self.first_snapshot().await;
+        self.health_report();
+        self.checks().await;
+        self.admission().await;
+        self.pod_deletion().await;
+        self.kubelet_restart().await;
+    }
+
+    async fn launch(&mut self) -> bool {
+        let t = self.begin(StepId::Launch);
+        let dir = self.sim.dir().display().to_string();
+        let sock = self.sim.kubelet_socket().display().to_string();
+        let lines = self.cfg.forward_output.then(|| {
+            let (ltx, mut lrx) = mpsc::unbounded_channel::<(Stream, String)>();
+            let tx = self.tx.clone();
+            tokio::spawn(async move {
+                while let Some((stream, line)) = lrx.recv().await {
+                    let _ = tx.send(SmokeProgress::Output { stream, line });
+                }
+            });
+            ltx
+        });
+        let launch = Launch {
+            command: self.command.clone(),
+            env: vec![
+                (ENV_SMOKE_DIR.into(), dir.clone()),
+                (ENV_KUBELET_SOCKET.into(), sock),
+                (crate::paths::ENV_DEVICE_PLUGIN_DIR.into(), dir),
+            ],
+            keep_bytes: self.cfg.output_limit,
+            log_dir: self.cfg.log_dir.clone(),
+            lines,
+        };
+        self.launched_at = Some(SystemTime::now());
+        match PluginProcess::spawn(launch).await {
+            Ok(p) => {
+                let pid = p.pid();
+                self.process = Some(p);
+                self.send(SmokeProgress::Launched { pid, command: self.command.clone() });
+                let ev = format!("pid {pid}: {}", shell_words(&self.command));
+                self.done(StepId::Launch, Outcome::Pass, ev, t)
+            }
+            Err(e) => {
+                let ev = match e {
+                    crate::Error::Invalid { message, .. } => message,
+                    other => other.to_string(),
+                };
+                self.done(StepId::Launch, Outcome::Fail, ev, t)
+            }
+        }
+    }
+
+    async fn registration(&mut self) -> bool {
+        let t = self.begin(StepId::Registration);
+        let deadline = tokio::time::Instant::now() + self.cfg.register_timeout;
+        let wanted = self.cfg.resource.clone();
+        let matches = move |r: &str| wanted.as_deref().is_none_or(|w| w == r);
+        let m2 = matches.clone();
+        let pred = move |k: &EventKind| match k {
+            EventKind::Registered { resource, .. } => m2(resource),
+            EventKind::RegistrationRejected { resource, .. } => m2(resource),
+            _ => false,
+        };
+        let waited = self.events.wait_for(0, pred, deadline, self.process.as_ref()).await;
+        let kubelet_socket = self.sim.kubelet_socket().display().to_string();
+        match waited {
+            Waited::Found(i) => {
+                let ev = self.events.seen[i].clone();
+                match ev.kind {
+                    EventKind::Registered {
+                        resource,
+                        endpoint,
+                        socket,
+                        via,
+                        version,
+                        request_options,
+                        pre_start_required,
+                        get_preferred_allocation_available,
+                        took_ms,
+                        ..
+                    } => {
+                        let since = self.launched_at.and_then(|l| ev.time.duration_since(l).ok()).unwrap_or_default();
+                        let evidence = format!(
+                            "{resource}: Register(version {version}, endpoint {endpoint}) accepted {} ms after launch; \
+                             the kubelet's dial-back and GetDevicePluginOptions took {took_ms} ms and answered \
+                             pre_start_required={pre_start_required}, \
+                             get_preferred_allocation_available={get_preferred_allocation_available}",
+                            since.as_millis()
+                        );
+                        self.reg = Some(Reg {
+                            resource,
+                            endpoint,
+                            socket: PathBuf::from(socket),
+                            via,
+                            version,
+                            request_options,
+                            options: dp::DevicePluginOptions { pre_start_required, get_preferred_allocation_available },
+                            at: ev.time,
+                            index: i,
+                        });
+                        self.done(StepId::Registration, Outcome::Pass, evidence, t)
+                    }
+                    EventKind::RegistrationRejected { resource, endpoint, version, message, .. } => {
+                        let mut evidence = format!(
+                            "the kubelet rejected Register(version {version:?}, resource_name {resource:?}, endpoint \
+                             {endpoint:?}): {message}"
+                        );
+                        if message == crate::kubelet_sim::DIAL_FAILED {
+                            evidence.push_str(&format!(
+                                " — the kubelet could not connect to {endpoint} within 10 s while handling Register: \
+                                 serve the socket before calling Register"
+                            ));
+                        }
+                        self.done(StepId::Registration, Outcome::Fail, evidence, t)
+                    }
+                    _ => self.done(StepId::Registration, Outcome::Error, "unexpected event", t),
+                }
+            }
+            Waited::Exited(exit) => {
+                let evidence =
+                    format!("the plugin {exit} before registering on {kubelet_socket}; {}", self.last_output());
+                self.done(StepId::Registration, Outcome::Fail, evidence, t)
+            }
+            Waited::TimedOut => {
+                let mut evidence = format!(
+                    "no Register on {kubelet_socket} within {} (the plugin is still running)",
+                    humantime::format_duration(self.cfg.register_timeout)
+                );
+                let others: BTreeSet<String> = self
+                    .events
+                    .seen
+                    .iter()
+                    .filter_map(|e| match &e.kind {
+                        EventKind::Registered { resource, .. } if !matches(resource) => Some(resource.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                if !others.is_empty() {
+                    evidence.push_str(&format!(
+                        "; registered instead: {}",
+                        others.into_iter().collect::<Vec<_>>().join(", ")
+                    ));
+                }
+                let sockets = crate::cli::sockets_in(self.sim.dir());
+                evidence.push_str(&format!(
+                    "; sockets in {}: {}; does the plugin use this directory (pass {{dir}} or {{kubelet_socket}} in \
+                     its arguments)? {}",
+                    self.sim.dir().display(),
+                    crate::output::list(&sockets),
+                    self.last_output()
+                ));
+                self.done(StepId::Registration, Outcome::Fail, evidence, t)
+            }
+        }
+    }
+
+    fn registration_request(&mut self) {
+        let id = StepId::RegistrationRequest;
+        if self.skipped(id) {
+            return self.skip(id, "skipped with --skip");
+        }
+        let t = self.begin(id);
+        let Some(reg) = self.reg.clone() else { return };
+        let mut problems = Vec::new();
+        if reg.version != dp::VERSION {
+            problems.push(format!("version is {:?}, not {:?}", reg.version, dp::VERSION));
+        }
+        if let Some(why) = crate::validate::explain_resource_name(&reg.resource) {
+            problems.push(format!("resource_name: {why}"));
+        }
+        let e = &reg.endpoint;
+        if e.is_empty() || e == "." || e == ".." || e.contains('/') {
+            problems.push(format!(
+                "endpoint {e:?} is not a bare file name: the kubelet dials filepath.Join({}, endpoint), so the \
+                 plugin socket must sit directly in the device-plugin directory and be named by its file name",
+                self.sim.dir().display()
+            ));
+        }
+        if reg.via != Via::KubeletSock {
+            problems.push(format!("registered via {}, not kubelet.sock", reg.via));
+        }
+        let options = match reg.request_options {
+            Some(o) => format!(
+                "options {{pre_start_required: {}, get_preferred_allocation_available: {}}}",
+                o.pre_start_required, o.get_preferred_allocation_available
+            ),
+            None => "no options (the kubelet reads them from GetDevicePluginOptions)".into(),
+        };
+        let seen =
+            format!("version {}, resource_name {}, endpoint {}, {options}", reg.version, reg.resource, reg.endpoint);
+        if problems.is_empty() {
+            self.done(id, Outcome::Pass, seen, t);
+        } else {
+            self.done(id, Outcome::Fail, format!("{}; the request: {seen}", problems.join("; ")), t);
+        }
+    }
+
+    async fn first_snapshot(&mut self) {
+        let id = StepId::FirstSnapshot;
+        if self.skipped(id) {
+            return self.skip(id, "skipped with --skip");
+        }
+        let t = self.begin(id);
+        let Some(reg) = self.reg.clone() else { return };
+        let deadline = tokio::time::Instant::now() + self.cfg.first_list_timeout;
+        let r = reg.resource.clone();
+        let pred = move |k: &EventKind| match k {
+            EventKind::Snapshot { resource, .. } | EventKind::StreamEnded { resource, .. } => *resource == r,
+            _ => false,
+        };
+        match self.events.wait_for(reg.index, pred, deadline, self.process.as_ref()).await {
+            Waited::Found(i) => {
+                let ev = self.events.seen[i].clone();
+                let after = ev.time.duration_since(reg.at).unwrap_or_default().as_millis();
+                match ev.kind {
+                    EventKind::Snapshot { capacity, allocatable, devices, message_bytes, .. } => {
+                        let evidence = format!(
+                            "{after} ms after registration: {devices} device(s), {message_bytes} bytes; capacity \
+                             {capacity}, allocatable {allocatable}"
+                        );
+                        self.done(id, Outcome::Pass, evidence, t);
+                    }
+                    EventKind::StreamEnded { reason, .. } => {
+                        let evidence = format!(
+                            "ListAndWatch ended {after} ms after registration before its first message: {reason}{}",
+                            self.exit_note()
+                        );
+                        self.done(id, Outcome::Fail, evidence, t);
+                    }
+                    _ => {}
+                }
+            }
+            Waited::Exited(exit) => {
+                let evidence =
+                    format!("the plugin {exit} before its first ListAndWatch message; {}", self.last_output());
+                self.done(id, Outcome::Fail, evidence, t);
+            }
+            Waited::TimedOut => {
+                let evidence = format!(
+                    "no ListAndWatch message within {} of registration: the node shows no capacity for {}",
+                    humantime::format_duration(self.cfg.first_list_timeout),
+                    reg.resource
+                );
+                self.done(id, Outcome::Fail, evidence, t);
+            }
+        }
+    }
+
+    fn health_report(&mut self) {
+        let id = StepId::HealthReport;
+        if self.skipped(id) {
+            return self.skip(id, "skipped with --skip");
+        }
+        let t = self.begin(id);
+        let Some(reg) = self.reg.clone() else { return };
+        self.events.pull();
+        let status = self.sim.status();
+        let Some(res) = status.resource(&reg.resource) else {
+            self.done(id, Outcome::Error, format!("kubelet-sim does not know {}", reg.resource), t);
+            return;
+        };
+        let mut problems = Vec::new();
+        let bad: Vec<String> = res
+            .devices
+            .iter()
+            .filter(|d| d.health != dp::HEALTHY && d.health != dp::UNHEALTHY)
+            .map(|d| format!("{} reports health {:?}", d.id, d.health))
+            .collect();
+        if !bad.is_empty() {
+            problems.push(format!("{}: the kubelet counts any health but exactly \"Healthy\" as unhealthy", ids(&bad)));
+        }
+        let mut violations: Vec<String> = Vec::new();
+        let mut stream_end = None;
+        for e in self.events.seen.iter().skip(reg.index) {
+            match &e.kind {
+                EventKind::Snapshot { resource, violations: v, .. } if *resource == reg.resource => {
+                    for x in v {
+                        let s = format!("{}: {}", x.rule, x.evidence);
+                        // Bad health strings are reported above, in the kubelet's terms.
+                        let health_again = x.rule.contains("health") && !bad.is_empty();
+                        if !health_again && !violations.contains(&s) {
+                            violations.push(s);
+                        }
+                    }
+                }
+                EventKind::StreamEnded { resource, reason, .. } if *resource == reg.resource => {
+                    stream_end = Some(reason.clone());
+                }
+                _ => {}
+            }
+        }
+        problems.extend(violations);
+        if let Some(reason) = &stream_end
+            && res.state == "stream-ended"
+        {
+            problems.push(format!(
+                "ListAndWatch ended ({reason}): the kubelet counts every device unhealthy and never reopens the \
+                 stream{}",
+                self.exit_note()
+            ));
+        }
+        let unhealthy: Vec<String> =
+            res.devices.iter().filter(|d| d.health != dp::HEALTHY).map(|d| d.id.clone()).collect();
+        let mut by_numa: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+        for d in &res.devices {
+            let key = match &d.numa_nodes {
+                Some(n) if !n.is_empty() => format!("NUMA {}", crate::output::ranges(n)),
+                _ => "no NUMA topology".into(),
+            };
+            *by_numa.entry(key).or_default() += 1;
+        }
+        let numa: Vec<String> = by_numa.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        let mut report = format!(
+            "capacity {}, allocatable {} as the kubelet counts them ({} device(s); {}); reported unhealthy: {}",
+            res.capacity,
+            res.allocatable,
+            res.devices.len(),
+            numa.join(", "),
+            if unhealthy.is_empty() { "none".to_string() } else { ids(&unhealthy) }
+        );
+        if res.devices.is_empty() {
+            report.push_str("; the plugin advertises no devices");
+        }
+        if problems.is_empty() {
+            self.done(id, Outcome::Pass, report, t);
+        } else {
+            self.done(id, Outcome::Fail, format!("{}; {report}", problems.join("; ")), t);
+        }
+    }
+
+    async fn checks(&mut self) {
+        let Some(reg) = self.reg.clone() else { return };
+        let selected: Vec<CheckId> = CheckId::ALL.into_iter().filter(|c| !self.cfg.skip_checks.contains(c)).collect();
+        let request = dp::RegisterRequest {
+            version: reg.version.clone(),
+            endpoint: reg.endpoint.clone(),
+            resource_name: reg.resource.clone(),
+            options: reg.request_options.map(Into::into),
+        };
+        let target = CheckTarget {
+            registration: Some(Registration::from_request(&request, "the RegisterRequest kubelet-sim received")),
+            ..CheckTarget::new(&reg.socket)
+        };
+        let opts = CheckOptions {
+            checks: selected,
+            first_message_timeout: self.cfg.first_list_timeout,
+            stream_window: self.cfg.stream_window,
+            prestart_timeout: self.cfg.prestart_timeout,
+            suite: SUITE_NAME.into(),
+            ..CheckOptions::default()
+        };
+        let tx = self.tx.clone();
+        let report = check::run_checks_with(&target, &opts, &mut |p| {
+            let _ = tx.send(match p {
+                Progress::Started(id) => SmokeProgress::StepStarted(id.name().into()),
+                Progress::Finished(r) => SmokeProgress::StepFinished(r.clone()),
+            });
+        })
+        .await;
+        let mut by_name: std::collections::HashMap<String, CheckResult> =
+            report.checks.into_iter().map(|c| (c.name.clone(), c)).collect();
+        for c in CheckId::ALL {
+            match by_name.remove(c.name()) {
+                Some(r) => self.results.push(r),
+                None => self.record(CheckResult::new(c, Outcome::Skip, "skipped with --skip", Duration::ZERO)),
+            }
+        }
+    }
+
+    async fn admission(&mut self) {
+        let id = StepId::Admission;
+        if self.skipped(id) {
+            return self.skip(id, "skipped with --skip");
+        }
+        if self.cfg.request == 0 {
+            return self.skip(id, "--request 0: no pod admitted");
+        }
+        let t = self.begin(id);
+        let Some(reg) = self.reg.clone() else { return };
+        let before = self.sim.counts().get(&reg.resource).copied().unwrap_or_default();
+        let pod = PodSpec::shorthand(POD_NAME, POD_NAMESPACE, &[(reg.resource.clone(), self.cfg.request)]);
+        let outcome = match self.sim.admit(pod).await {
+            Ok(o) => o,
+            Err(e) => {
+                self.done(id, Outcome::Error, format!("kubelet-sim could not admit the pod: {e}"), t);
+                return;
+            }
+        };
+        let head = format!(
+            "pod {POD_NAMESPACE}/{POD_NAME} ({} × {}; allocatable {})",
+            self.cfg.request, reg.resource, before.allocatable
+        );
+        let calls = describe_admission(&outcome, &reg);
+        if !outcome.admitted {
+            let mut evidence = format!(
+                "{head} rejected: {}: {}",
+                outcome.reason.as_deref().unwrap_or("?"),
+                outcome.message.as_deref().unwrap_or("")
+            );
+            if !calls.is_empty() {
+                evidence.push_str(&format!("; calls: {calls}"));
+            }
+            let state = self.sim.status().resource(&reg.resource).map(|r| r.state.clone());
+            if state.as_deref() == Some("stream-ended") {
+                evidence.push_str("; the plugin's ListAndWatch stream had ended, so no device was allocatable");
+            }
+            evidence.push_str(&self.exit_note());
+            self.done(id, Outcome::Fail, evidence, t);
+            return;
+        }
+        self.admitted = true;
+        if let Some(c) = outcome.containers.iter().find(|c| !c.started) {
+            let evidence = format!(
+                "{head} admitted, but container {} would not start: {}; calls: {calls}",
+                c.name,
+                c.start_error.as_deref().unwrap_or("PreStartContainer failed")
+            );
+            self.done(id, Outcome::Fail, evidence, t);
+            return;
+        }
+        let evidence = format!("{head} admitted in {} ms: {calls}", outcome.took_ms);
+        self.done(id, Outcome::Pass, evidence, t);
+    }
+
+    async fn pod_deletion(&mut self) {
+        let id = StepId::PodDeletion;
+        if self.skipped(id) {
+            return self.skip(id, "skipped with --skip");
+        }
+        if !self.admitted {
+            return self.skip(id, "no pod was admitted");
+        }
+        let t = self.begin(id);
+        let Some(reg) = self.reg.clone() else { return };
+        match self.sim.delete(POD_NAMESPACE, POD_NAME).await {
+            Ok(out) => {
+                let freed: Vec<String> = out.freed.get(&reg.resource).cloned().unwrap_or_default();
+                let status = self.sim.summary();
+                let in_use = status.resource(&reg.resource).map(|r| r.in_use).unwrap_or(0);
+                if in_use > 0 {
+                    let evidence = format!("freed {}, but {in_use} device(s) are still in use", ids(&freed));
+                    self.done(id, Outcome::Fail, evidence, t);
+                } else {
+                    let allocatable = self.sim.counts().get(&reg.resource).map(|c| c.allocatable).unwrap_or(0);
+                    let evidence = format!(
+                        "pod {POD_NAMESPACE}/{POD_NAME} deleted; freed {}; no device in use, allocatable {allocatable}",
+                        ids(&freed)
+                    );
+                    self.done(id, Outcome::Pass, evidence, t);
+                }
+            }
+            Err(e) => {
+                self.done(id, Outcome::Error, format!("kubelet-sim could not delete the pod: {e}"), t);
+            }
+        }
+    }
+
+    async fn kubelet_restart(&mut self) {
+        let id = StepId::KubeletRestart;
+        if self.skipped(id) {
+            return self.skip(id, "skipped with --skip");
+        }
+        let t = self.begin(id);
+        let Some(reg) = self.reg.clone() else { return };
+        self.events.pull();
+        let from = self.events.seen.len();
+        let report = match self.sim.restart(self.cfg.restart_deadline).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.done(id, Outcome::Error, format!("kubelet-sim could not restart: {e}"), t);
+                return;
+            }
+        };
+        self.events.pull();
+        let deleted = crate::output::list(&report.deleted_sockets);
+        let mut good = Vec::new();
+        let mut bad = Vec::new();
+        for r in &report.resources {
+            match (r.reregistered, r.register_after_ms, r.first_snapshot_after_ms) {
+                (true, Some(reg_ms), Some(snap_ms)) => good.push(format!(
+                    "{} registered again {reg_ms} ms after the new kubelet.sock, first list after {snap_ms} ms \
+                     (capacity {}, allocatable {})",
+                    r.resource, r.capacity, r.allocatable
+                )),
+                (true, reg_ms, _) => bad.push(format!(
+                    "{} registered again after {} ms but sent no device list within {}",
+                    r.resource,
+                    reg_ms.unwrap_or(0),
+                    humantime::format_duration(self.cfg.restart_deadline)
+                )),
+                (false, _, _) => {
+                    let rejected: Vec<String> = self.events.seen[from..]
+                        .iter()
+                        .filter_map(|e| match &e.kind {
+                            EventKind::RegistrationRejected { resource, message, .. } if *resource == r.resource => {
+                                Some(message.clone())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    let mut s = format!(
+                        "{} did not register again within {} of the restart",
+                        r.resource,
+                        humantime::format_duration(self.cfg.restart_deadline)
+                    );
+                    if let Some(m) = rejected.last() {
+                        s.push_str(&format!(" (the kubelet rejected its new Register: {m})"));
+                    }
+                    bad.push(s);
+                }
+            }
+        }
+        let socket_back = std::fs::symlink_metadata(&reg.socket).is_ok();
+        let mut evidence = format!(
+            "restarted the kubelet: deleted {deleted}; restored {} pod(s) from the checkpoint; ",
+            report.restored_pods
+        );
+        if bad.is_empty() {
+            evidence.push_str(&good.join("; "));
+            self.done(id, Outcome::Pass, evidence, t);
+        } else {
+            evidence.push_str(&bad.join("; "));
+            if !good.is_empty() {
+                evidence.push_str(&format!("; {}", good.join("; ")));
+            }
+            if !socket_back {
+                evidence.push_str(&format!("; its socket {} was not served again", reg.endpoint));
+            }
+            evidence.push_str(
+                ". A plugin must notice kubelet.sock being re-created (watch the directory), serve its socket again \
+                 and call Register again",
+            );
+            evidence.push_str(&self.exit_note());
+            self.done(id, Outcome::Fail, evidence, t);
+        }
+    }
+
+    /// Marks every step that did not run (interrupted or stopped early) as skipped.
+    pub(super) fn fill_missing(&mut self, interrupted: bool) {
+        let why = if interrupted {
+            "not run: interrupted".to_string()
+        } else {
+            self.stop_reason.clone().unwrap_or_else(|| "not run".into())
+        };
+        let done: BTreeSet<String> = self.results.iter().map(|r| r.name.clone()).collect();
+        let mut missing = Vec::new();
+        for s in StepId::ALL {
+            if s == StepId::Admission {
+                for c in CheckId::ALL {
+                    if !done.contains(c.name()) {
+                        missing.push(CheckResult::new(c, Outcome::Skip, why.clone(), Duration::ZERO));
+                    }
+                }
+            }
+            if s != StepId::Shutdown && !done.contains(s.name()) {
+                missing.push(step_result(s, Outcome::Skip, why.clone(), Duration::ZERO));
+            }
+        }
+        for r in missing {
+            self.record(r);
+        }
+    }
+
+    /// Stops the plugin: SIGTERM, the grace period, SIGKILL; reports it.
+    pub(super) async fn shutdown(&mut self) {
+        let id = StepId::Shutdown;
+        let Some(p) = &self.process else {
+            return self.skip(id, "the plugin never started");
+        };
+        let t = self.begin(id);
+        self.send(SmokeProgress::Stopping { grace: self.cfg.grace });
+        let term = p.terminate(self.cfg.grace).await;
+        let exit = term.exit.map(|e| e.text).unwrap_or_else(|| "ended".into());
+        let socket = self.reg.as_ref().map(|r| (r.endpoint.clone(), r.socket.clone()));
+        let socket_note = match &socket {
+            Some((name, path)) => {
+                if std::fs::symlink_metadata(path).is_ok() {
+                    format!(
+                        "; it left its socket {name} behind (the kubelet only deletes stale sockets when it restarts)"
+                    )
+                } else {
+                    format!("; its socket {name} is gone")
+                }
+            }
+            None => String::new(),
+        };
+        if term.already_exited {
+            if self.any_failed() {
+                self.done(id, Outcome::Skip, format!("the plugin had already {exit}"), t);
+            } else {
+                let evidence =
+                    format!("the plugin {exit} on its own before it was asked to stop; {}", self.last_output());
+                self.done(id, Outcome::Fail, evidence, t);
+            }
+        } else if term.killed {
+            let evidence = format!(
+                "still running {} after SIGTERM: killed with SIGKILL{socket_note}",
+                humantime::format_duration(self.cfg.grace)
+            );
+            self.done(id, Outcome::Fail, evidence, t);
+        } else {
+            let evidence = format!("{exit} {} ms after SIGTERM{socket_note}", term.after.as_millis());
+            self.done(id, Outcome::Pass, evidence, t);
+        }
+    }
+
+    pub(super) fn into_report(
+        self,
+        dir: &Path,
+        dir_kept: bool,
+        started: SystemTime,
+        took: Duration,
+        interrupted: bool,
+    ) -> SmokeReport {
+        let empty = super::OutputView { bytes: 0, tail: String::new(), truncated: false, file: None };
+        let plugin = match &self.process {
+            Some(p) => PluginReport {
+                pid: Some(p.pid()),
+                exit: p.exit(),
+                stdout: p.output(Stream::Stdout),
+                stderr: p.output(Stream::Stderr),
+            },
+            None => PluginReport { pid: None, exit: None, stdout: empty.clone(), stderr: empty },
+        };
+        SmokeReport {
+            suite: SUITE_NAME.into(),
+            command: self.command.clone(),
+            dir: dir.display().to_string(),
+            dir_kept,
+            kubelet_socket: self.sim.kubelet_socket().display().to_string(),
+            resource: self.reg.as_ref().map(|r| r.resource.clone()),
+            plugin_socket: self.reg.as_ref().map(|r| r.socket.display().to_string()),
+            started: crate::output::timestamp(started),
+            duration_ms: super::millis(took),
+            interrupted,
+            totals: check::Totals::default(),
+            steps: self.results,
+            plugin,
+        }
+    }
+}
+
+/// A list of IDs, cut after [`MAX_IDS`].
+fn ids(list: &[String]) -> String {
+    if list.is_empty() {
+        return "-".into();
+    }
+    if list.len() <= MAX_IDS {
+        return list.join(", ");
+    }
+    format!("{}, … and {} more", list[..MAX_IDS].join(", "), list.len() - MAX_IDS)
+}
+
+/// The calls admission made to the plugin, in words.
+fn describe_admission(outcome: &AdmitOutcome, reg: &Reg) -> String {
+    let mut parts = Vec::new();
+    for c in &outcome.containers {
+        for r in c.resources.iter().filter(|r| r.resource == reg.resource) {
+            parts.extend(describe_resource(r, reg));
+        }
+    }
+    parts.join("; ")
+}
+
+fn describe_resource(r: &ResourceOutcome, reg: &Reg) -> Vec<String> {
+    let mut parts = Vec::new();
+    match &r.preferred {
+        Some(p) => {
+            let mut s = format!(
+                "GetPreferredAllocation(available {}, must_include {}, size {}) → [{}]",
+                p.available.len(),
+                p.must_include.len(),
+                p.size,
+                ids(&p.answer)
+            );
+            for w in &p.warnings {
+                s.push_str(&format!(" (warning {}: {})", w.rule, w.evidence));
+            }
+            parts.push(s);
+        }
+        None if reg.options.get_preferred_allocation_available => {}
+        None => parts.push("GetPreferredAllocation not advertised (not called)".into()),
+    }
+    match &r.allocation {
+        Some(a) => {
+            let mut what = Vec::new();
+            if !a.envs.is_empty() {
+                what.push(format!("envs {}", a.envs.keys().cloned().collect::<Vec<_>>().join(",")));
+            }
+            if !a.devices.is_empty() {
+                what.push(format!("{} device node(s)", a.devices.len()));
+            }
+            if !a.mounts.is_empty() {
+                what.push(format!("{} mount(s)", a.mounts.len()));
+            }
+            if !a.annotations.is_empty() {
+                what.push(format!("{} annotation(s)", a.annotations.len()));
+            }
+            if !a.cdi_devices.is_empty() {
+                what.push(format!("CDI {}", a.cdi_devices.join(",")));
+            }
+            if what.is_empty() {
+                what.push("an empty response".into());
+            }
+            parts.push(format!("Allocate([{}]) → {}", ids(&r.devices), what.join(", ")));
+        }
+        None if !r.devices.is_empty() => parts.push(format!("devices [{}] reused", ids(&r.devices))),
+        None => {}
+    }
+    for w in &r.warnings {
+        parts.push(format!("warning {}: {}", w.rule, w.evidence));
+    }
+    match &r.pre_start {
+        Some(s) => parts.push(format!("PreStartContainer: {s}")),
+        None if reg.options.pre_start_required => {}
+        None => {}
+    }
+    parts
+}
