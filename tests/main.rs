@@ -11,5 +11,6 @@ mod kubelet_sim;
 mod mock_plugin;
 mod plugin_cli;
 mod podresources;
+mod smoke;
 mod transport;
 mod vectors;

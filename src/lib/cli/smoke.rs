@@ -73,7 +73,7 @@ fn after_help() -> String {
     let steps: Vec<&str> = StepId::ALL.iter().map(|s| s.name()).collect();
     let checks: Vec<&str> = CheckId::ALL.iter().map(|c| c.name()).collect();
     format!(
-        "Steps, in order: {} (the `plugin check` suite runs before admission: {}).\n\
+        "Steps, in order: {} (the `plugin check` suite runs after registration-request: {}).\n\
          --skip takes any of them but launch, registration and shutdown.\n\n\
          Examples:\n  \
          dpctl smoke -- ./my-device-plugin --socket-dir {{dir}}\n  \

@@ -5,9 +5,9 @@
 //! `{kubelet_socket}` substituted ([`process`]), then takes the plugin through
 //! what a kubelet does with it, as named steps with the same shape as
 //! `dpctl plugin check` results ([`CheckResult`]): launch, registration, the
-//! RegisterRequest's fields, the first ListAndWatch message, a health report,
-//! the whole `plugin check` suite (fed with the observed RegisterRequest),
-//! admission and deletion of a pod, a kubelet restart with re-registration,
+//! RegisterRequest's fields, the whole `plugin check` suite (fed with the
+//! observed RegisterRequest), the first ListAndWatch message the kubelet got,
+//! a health report, admission and deletion of a pod, a kubelet restart with re-registration,
 //! and shutdown (SIGTERM, grace, SIGKILL). The plugin is stopped whatever
 //! happens (an interrupt, an error, a panic), the sim's sockets are removed,
 //! and the [`SmokeReport`] keeps the plugin's output.
@@ -36,7 +36,7 @@ pub const ENV_SMOKE_DIR: &str = "DPCTL_SMOKE_DIR";
 pub const ENV_KUBELET_SOCKET: &str = "DPCTL_KUBELET_SOCKET";
 
 /// The smoke test's own steps (the `plugin check` suite runs between
-/// [`StepId::HealthReport`] and [`StepId::Admission`]).
+/// [`StepId::RegistrationRequest`] and [`StepId::FirstSnapshot`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum StepId {
     /// The command starts.

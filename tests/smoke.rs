@@ -1,0 +1,412 @@
+//! `dpctl smoke -- COMMAND...` as a vendor's CI runs it, with dpctl's own
+//! mock plugin as the vendor's plugin: well-behaved, every step passes (exit
+//! 0); with each fault, the step or check that covers it fails with evidence
+//! naming the fault (exit 1). Also a command that does not exist or exits at
+//! once, a plugin that ignores SIGTERM, Ctrl-C, JUnit, --log-dir and --dir.
+//! After every run the plugin process is gone and the fresh directory removed.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::support::{Run, Sandbox, dpctl, dpctl_bin, dpctl_command, within};
+
+const GPU: &str = "example.com/gpu";
+
+/// A smoke run may wait out the kubelet's 10 s dial-back timeout.
+const SMOKE_WAIT: Duration = Duration::from_secs(40);
+
+/// Runs `dpctl smoke -o json <flags> -- <command>` and parses the report.
+async fn smoke(flags: &[&str], command: &[&str]) -> (Run, serde_json::Value) {
+    let mut args = vec!["smoke", "-o", "json"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend_from_slice(command);
+    let out = tokio::process::Command::new(dpctl_bin())
+        .args(&args)
+        .env_remove("DPCTL_DEVICE_PLUGIN_DIR")
+        .env_remove("DPCTL_LOG")
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(SMOKE_WAIT, out)
+        .await
+        .unwrap_or_else(|_| panic!("dpctl {} took over {SMOKE_WAIT:?}", args.join(" ")))
+        .expect("run dpctl");
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    let report = run.json();
+    assert_plugin_gone(&report);
+    if !report["dir_kept"].as_bool().unwrap() {
+        let dir = report["dir"].as_str().unwrap();
+        assert!(!std::path::Path::new(dir).exists(), "the fresh directory {dir} is removed");
+    }
+    (run, report)
+}
+
+/// `dpctl mock-plugin` for GPU in the smoke directory, plus `extra` flags.
+fn mock(extra: &[&'static str]) -> Vec<&'static str> {
+    let mut v = vec![dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--resource", GPU];
+    v.extend_from_slice(extra);
+    v
+}
+
+/// Short windows for runs that look for one failure.
+const FAST: [&str; 4] = ["--stream-window", "300ms", "--restart-deadline", "2s"];
+
+/// The plugin's pid from the report: it must not be running any more.
+fn assert_plugin_gone(report: &serde_json::Value) {
+    let Some(pid) = report["plugin"]["pid"].as_u64() else { return };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Gone, or at most a zombie waiting for init (a grandchild reparented).
+    let state = stat.rsplit(')').next().and_then(|s| s.split_whitespace().next()).unwrap_or("");
+    assert!(stat.is_empty() || state == "Z", "plugin pid {pid} still runs: {stat}");
+}
+
+fn outcomes(v: &serde_json::Value) -> BTreeMap<String, String> {
+    v["steps"]
+        .as_array()
+        .expect("steps array")
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_string(), c["outcome"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn step<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["steps"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no step {name}"))
+}
+
+fn failed(v: &serde_json::Value) -> Vec<String> {
+    outcomes(v).into_iter().filter(|(_, o)| o == "fail" || o == "error").map(|(n, _)| n).collect()
+}
+
+/// Asserts `name` failed with evidence containing every piece of `needles`.
+#[track_caller]
+fn assert_failed(v: &serde_json::Value, name: &str, needles: &[&str]) {
+    let s = step(v, name);
+    assert_eq!(s["outcome"], "fail", "{name}: {s:#}");
+    let ev = s["evidence"].as_str().unwrap();
+    for n in needles {
+        assert!(ev.contains(n), "{name} evidence lacks {n:?}: {ev}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_well_behaved_plugin_passes_every_step_and_junit_parses() {
+    let sb = Sandbox::new();
+    let junit = sb.join("smoke.xml");
+    let flags = ["--junit", junit.to_str().unwrap(), "--request", "2"];
+    let cmd = mock(&[
+        "--devices",
+        "4",
+        "--numa-nodes",
+        "2",
+        "--preferred",
+        "pack",
+        "--pre-start",
+        "--cdi",
+        "example.com/gpu={id}",
+    ]);
+    let (run, v) = smoke(&flags, &cmd).await;
+    run.expect_code(0);
+    assert!(failed(&v).is_empty(), "{:#}", v["steps"]);
+    let names: Vec<String> = outcomes(&v).into_keys().collect();
+    for s in dpctl::smoke::StepId::ALL {
+        assert!(names.contains(&s.name().to_string()), "step {} reported", s.name());
+    }
+    for c in dpctl::check::CheckId::ALL {
+        assert!(names.contains(&c.name().to_string()), "check {} reported", c.name());
+    }
+    assert_eq!(v["suite"], "dpctl smoke");
+    assert_eq!(v["resource"], GPU);
+    assert_eq!(v["interrupted"], false);
+    assert_eq!(v["totals"]["failed"], 0);
+    let dir = v["dir"].as_str().unwrap();
+    assert!(dir.starts_with("/tmp/dpctl-smoke-"), "{dir}");
+    assert_eq!(v["command"][3], dir, "{{dir}} substituted");
+    // The registration options agree with the RegisterRequest kubelet-sim saw.
+    let agree = step(&v, "registration-options-agree");
+    assert_eq!(agree["outcome"], "pass");
+    assert!(agree["evidence"].as_str().unwrap().contains("RegisterRequest kubelet-sim received"), "{agree}");
+    let adm = step(&v, "admission")["evidence"].as_str().unwrap();
+    assert!(
+        adm.contains("GetPreferredAllocation") && adm.contains("Allocate(") && adm.contains("CDI example.com/gpu="),
+        "{adm}"
+    );
+    assert!(adm.contains("PreStartContainer: ok"), "{adm}");
+    let restart = step(&v, "kubelet-restart")["evidence"].as_str().unwrap();
+    assert!(restart.contains("registered again") && restart.contains(" ms after the new kubelet.sock"), "{restart}");
+    let down = step(&v, "shutdown")["evidence"].as_str().unwrap();
+    assert!(down.contains("exited with code 0") && down.contains("socket example-gpu.sock is gone"), "{down}");
+    assert!(v["plugin"]["stdout"]["tail"].as_str().unwrap().contains("registered"), "mock output kept");
+
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).expect("JUnit parses");
+    let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+    assert_eq!(suite.attribute("name"), Some("dpctl smoke"));
+    assert_eq!(suite.attribute("failures"), Some("0"));
+    let cases: Vec<_> = suite.children().filter(|n| n.has_tag_name("testcase")).collect();
+    assert_eq!(cases.len(), v["steps"].as_array().unwrap().len());
+    let class = |name: &str| cases.iter().find(|c| c.attribute("name") == Some(name)).unwrap().attribute("classname");
+    assert_eq!(class("registration"), Some("dpctl.smoke"));
+    assert_eq!(class("allocate-healthy"), Some("dpctl.plugin.check"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_table_and_narration_for_people() {
+    let run = dpctl(&[
+        "smoke",
+        "--stream-window",
+        "300ms",
+        "--",
+        dpctl_bin(),
+        "mock-plugin",
+        "--dir",
+        "{dir}",
+        "--resource",
+        GPU,
+    ])
+    .await;
+    run.expect_code(0);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert!(lines[0].starts_with("STEP") && lines[0].contains("DETAIL"), "{}", run.stdout);
+    assert!(lines.iter().any(|l| l.starts_with("kubelet-restart") && l.contains("pass")), "{}", run.stdout);
+    assert!(lines.last().unwrap().starts_with("PASS 23 steps: "), "{}", run.stdout);
+    // Narration on stderr: the sim, the plugin's pid, one line per step.
+    assert!(run.stderr.contains("kubelet-sim: serving /tmp/dpctl-smoke-"), "{}", run.stderr);
+    assert!(run.stderr.contains("plugin: started pid "), "{}", run.stderr);
+    assert!(run.stderr.lines().any(|l| l.starts_with("pass  registration")), "{}", run.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_resource_name_fails_registration_with_the_kubelets_text() {
+    let (run, v) = smoke(&FAST, &mock(&["--register-resource-name", "gpu"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "registration", &["rejected", r#"the ResourceName "gpu" is invalid"#]);
+    assert_eq!(failed(&v), ["registration"]);
+    assert_eq!(step(&v, "admission")["evidence"], "not run: the plugin did not register");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_version_fails_registration() {
+    let (run, v) = smoke(&FAST, &mock(&["--register-version", "v1alpha"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "registration", &[r#"version "v1alpha""#, "is not supported by kubelet"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_options_fail_registration() {
+    let (run, v) = smoke(&FAST, &mock(&["--error", "GetDevicePluginOptions=internal:options are broken"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "registration", &["failed to get device plugin options", "options are broken"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mismatched_register_options_fail_the_agreement_check() {
+    let (run, v) = smoke(&FAST, &mock(&["--register-options-mismatch"])).await;
+    run.expect_code(1);
+    assert_eq!(failed(&v), ["registration-options-agree"]);
+    assert_failed(&v, "registration-options-agree", &["pre_start_required is true in the RegisterRequest"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registering_before_serving_fails_with_the_dial_back_timeout() {
+    let (run, v) = smoke(&FAST, &mock(&["--register-before-serving"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "registration", &["failed to dial device plugin", "serve the socket before calling Register"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ending_list_and_watch_fails_the_health_report_and_admission() {
+    let (run, v) = smoke(&FAST, &mock(&["--end-stream-after", "1"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "health-report", &["ListAndWatch ended", "allocatable 0"]);
+    assert_failed(&v, "list-stream-stays-open", &["ended"]);
+    assert_failed(&v, "admission", &["ListAndWatch stream had ended"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_health_string_fails_the_health_report() {
+    let sb = Sandbox::new();
+    let config = sb.join("bad-health.toml");
+    std::fs::write(
+        &config,
+        "[[resource]]\nname = \"example.com/gpu\"\n[[resource.device]]\nid = \"GPU-0\"\n\
+         [[resource.device]]\nid = \"GPU-1\"\nhealth = \"healthy\"\n",
+    )
+    .unwrap();
+    let cmd = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--config", config.to_str().unwrap()];
+    let (run, v) = smoke(&FAST, &cmd).await;
+    run.expect_code(1);
+    assert_failed(&v, "health-report", &[r#"GPU-1 reports health "healthy""#, "capacity 2, allocatable 1"]);
+    assert_failed(&v, "health-values", &["GPU-1"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allocate_error_fails_admission() {
+    let (run, v) = smoke(&FAST, &mock(&["--error", "Allocate=unavailable:driver gone"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "admission", &["UnexpectedAdmissionError", "driver gone"]);
+    assert_failed(&v, "allocate-healthy", &["driver gone"]);
+    assert_eq!(step(&v, "pod-deletion")["outcome"], "skip");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_preferred_allocation_breaks_the_contract_and_admission() {
+    let (run, v) =
+        smoke(&FAST, &mock(&["--preferred", "--error", "GetPreferredAllocation=internal:no topology"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "preferred-contract", &["no topology"]);
+    assert_failed(&v, "admission", &["GetPreferredAllocation rpc failed", "no topology"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_pre_start_fails_admission_and_the_deadline_check() {
+    let mut flags = FAST.to_vec();
+    flags.extend(["--prestart-timeout", "300ms"]);
+    let (run, v) = smoke(&flags, &mock(&["--pre-start", "--latency", "PreStartContainer=2s"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "admission", &["would not start", "PreStartContainer", "DeadlineExceeded"]);
+    assert_failed(&v, "prestart-deadline", &["no answer within 300ms"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_pre_start_fails_admission() {
+    let (run, v) = smoke(&FAST, &mock(&["--pre-start", "--error", "PreStartContainer=internal:reset failed"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "admission", &["would not start", "reset failed"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_reregistration_after_a_restart_fails_the_restart_step() {
+    let mut flags = FAST.to_vec();
+    flags[3] = "1s";
+    let (run, v) = smoke(&flags, &mock(&["--no-reregister"])).await;
+    run.expect_code(1);
+    assert_eq!(failed(&v), ["kubelet-restart"]);
+    assert_failed(&v, "kubelet-restart", &["example.com/gpu did not register again within 1s", "call Register again"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_command_fails_launch() {
+    let (run, v) = smoke(&FAST, &["./no-such-plugin", "--dir", "{dir}"]).await;
+    run.expect_code(1);
+    assert_failed(&v, "launch", &["./no-such-plugin: no such file"]);
+    assert_eq!(step(&v, "shutdown")["evidence"], "the plugin never started");
+    assert!(v["plugin"]["pid"].is_null());
+    let (_, v) = smoke(&FAST, &["no-such-plugin-in-path"]).await;
+    assert_failed(&v, "launch", &["no-such-plugin-in-path: command not found in PATH"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_that_exits_at_once_is_reported_with_its_output() {
+    let cmd = ["sh", "-c", "echo starting; echo 'fatal: no devices found' >&2; exit 3"];
+    let (run, v) = smoke(&FAST, &cmd).await;
+    run.expect_code(1);
+    assert_failed(&v, "registration", &["exited with code 3 before registering", "fatal: no devices found"]);
+    assert_eq!(v["plugin"]["exit"]["code"], 3);
+    assert_eq!(v["plugin"]["stderr"]["tail"], "fatal: no devices found\n");
+    assert!(step(&v, "shutdown")["evidence"].as_str().unwrap().contains("had already exited with code 3"));
+    // The table shows the plugin's last output under the failures.
+    let run = dpctl(&["smoke", "--", "sh", "-c", "echo 'fatal: no devices found' >&2; exit 3"]).await;
+    run.expect_code(1);
+    assert!(run.stdout.contains("plugin output (pid "), "{}", run.stdout);
+    assert!(run.stdout.contains("  | fatal: no devices found"), "{}", run.stdout);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_ignores_sigterm_is_killed() {
+    let flags = ["--register-timeout", "300ms", "--grace", "300ms"];
+    let (run, v) = smoke(&flags, &["sh", "-c", "trap '' TERM; echo waiting; sleep 30"]).await;
+    run.expect_code(1);
+    assert_failed(&v, "registration", &["no Register on", "within 300ms", "still running"]);
+    assert_failed(&v, "shutdown", &["still running 300ms after SIGTERM: killed with SIGKILL"]);
+    assert_eq!(v["plugin"]["exit"]["signal"], 9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_plugin_and_reports_what_ran() {
+    let mut child = dpctl_command()
+        .args(["smoke", "-o", "json", "--", "sh", "-c", "echo up; exec sleep 60"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let pid = within("the plugin to start", async {
+        tokio::task::spawn_blocking(move || {
+            for line in BufReader::new(stderr).lines() {
+                let line = line.unwrap();
+                if let Some(rest) = line.strip_prefix("plugin: started pid ") {
+                    return rest.split(':').next().unwrap().to_string();
+                }
+            }
+            panic!("no 'started pid' line");
+        })
+        .await
+        .unwrap()
+    })
+    .await;
+    assert!(std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let out =
+        within("dpctl to stop", tokio::task::spawn_blocking(move || child.wait_with_output())).await.unwrap().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["plugin"]["pid"].to_string(), pid);
+    assert_eq!(step(&v, "registration")["evidence"], "not run: interrupted");
+    assert_eq!(step(&v, "shutdown")["outcome"], "pass");
+    assert_plugin_gone(&v);
+    assert!(!std::path::Path::new(v["dir"].as_str().unwrap()).exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn log_dir_keeps_the_whole_output_and_dir_is_kept() {
+    let sb = Sandbox::new();
+    let dir = sb.join("dp");
+    let logs = sb.join("logs");
+    let flags = [
+        "--dir",
+        dir.to_str().unwrap(),
+        "--log-dir",
+        logs.to_str().unwrap(),
+        "--skip",
+        "kubelet-restart,parallel-calls",
+        "--request",
+        "0",
+        "--stream-window",
+        "300ms",
+    ];
+    let (run, v) = smoke(&flags, &mock(&[])).await;
+    run.expect_code(0);
+    assert_eq!(v["dir"], dir.to_str().unwrap());
+    assert_eq!(v["dir_kept"], true);
+    assert!(dir.join(dpctl::paths::CHECKPOINT_FILE_NAME).exists(), "the sim's checkpoint stays in --dir");
+    assert!(dpctl::cli::sockets_in(&dir).is_empty(), "no socket left: {:?}", dpctl::cli::sockets_in(&dir));
+    for name in ["kubelet-restart", "parallel-calls"] {
+        assert_eq!(step(&v, name)["evidence"], "skipped with --skip");
+    }
+    assert_eq!(step(&v, "admission")["evidence"], "--request 0: no pod admitted");
+    let out = std::fs::read_to_string(logs.join("plugin.stdout.log")).unwrap();
+    assert!(out.contains("registered"), "{out}");
+    assert_eq!(v["plugin"]["stdout"]["file"], logs.join("plugin.stdout.log").to_str().unwrap());
+    assert!(std::fs::read_to_string(logs.join("plugin.stderr.log")).unwrap().contains("mock plugin for"));
+}
+
+#[tokio::test]
+async fn usage_errors_exit_2() {
+    let run = dpctl(&["smoke"]).await;
+    run.expect_code(2);
+    let run = dpctl(&["smoke", "--skip", "nope", "--", "true"]).await;
+    run.expect_code(2);
+    assert!(run.stderr.contains("unknown step or check \"nope\""), "{}", run.stderr);
+    let run = dpctl(&["smoke", "--skip", "registration", "--", "true"]).await;
+    run.expect_code(2);
+    assert!(run.stderr.contains("cannot be skipped"), "{}", run.stderr);
+}
