@@ -472,16 +472,32 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "remove-device" -d 'Remove devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l dir -d 'Use this device-plugin directory instead of a fresh one under /tmp (it is kept; only the sim\'s sockets are removed)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l resource -d 'The resource to test when the plugin registers several [default: the first to register]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l register-timeout -d 'How long the plugin may take to start and register' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l first-list-timeout -d 'How long the first ListAndWatch message may take after registration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l request -d 'Devices the test pod asks for (0: no pod)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l restart-deadline -d 'How long after a kubelet restart the plugin may take to register again' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l grace -d 'How long the plugin may take to exit after SIGTERM before it gets SIGKILL' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l prestart-timeout -d 'PreStartContainer deadline, as the kubelet\'s (30s)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l stream-window -d 'How long the ListAndWatch stream must stay open during the checks (at least)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l skip -d 'Leave out these steps or checks (comma-separated names; see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l junit -d 'Also write the report as JUnit XML to FILE (testsuite "dpctl smoke")' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l log-dir -d 'Write the plugin\'s whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log (the report keeps the last 64 KiB of each)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l keep -d 'Keep the fresh directory afterwards (checkpoint, leftover sockets)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l show-output -d 'Copy the plugin\'s output to stderr as it runs'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l pace -d 'Pause after each step [default: 300ms when stdout is a terminal, else 0]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l deadline -d 'How long any one wait may take (registration, the health change, the restart)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"

@@ -6,6 +6,7 @@ mod support;
 
 mod check;
 mod completions;
+mod demo;
 mod interop;
 mod kubelet_sim;
 mod mock_plugin;

@@ -12,6 +12,7 @@
 pub mod check;
 pub mod cli;
 pub mod contract;
+pub mod demo;
 pub mod error;
 pub mod kubelet_sim;
 pub mod mock_plugin;

@@ -387,7 +387,7 @@ pub async fn run_smoke(
     let t0 = Instant::now();
     let (dir, created) = match &config.dir {
         Some(d) => (d.clone(), false),
-        None => (fresh_dir()?, true),
+        None => (fresh_dir("dpctl-smoke")?, true),
     };
     let mut sim_config = SimConfig::new(&dir);
     sim_config.pre_start_timeout = config.prestart_timeout;
@@ -450,13 +450,13 @@ async fn pump<T>(
     }
 }
 
-/// Makes `/tmp/dpctl-smoke-XXXXXX` (short, so socket paths stay short).
-fn fresh_dir() -> Result<PathBuf> {
+/// Makes `/tmp/<prefix>-XXXXXX` (short, so socket paths stay short).
+pub(crate) fn fresh_dir(prefix: &str) -> Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     let mut last = None;
     for _ in 0..16 {
         let n: u32 = rand::random();
-        let dir = Path::new("/tmp").join(format!("dpctl-smoke-{:06x}", n & 0xff_ffff));
+        let dir = Path::new("/tmp").join(format!("{prefix}-{:06x}", n & 0xff_ffff));
         match std::fs::DirBuilder::new().mode(0o750).create(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),

@@ -1,0 +1,291 @@
+//! Renderers for `dpctl demo`: each finished step as readable narration (a
+//! numbered title, one line on what the kubelet does and why, then what was
+//! seen), or as one JSON line with stable keys (`step`, `name`, `title`,
+//! `why`, `ok`, `error`, `took_ms`, `details`).
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use colored::Colorize;
+
+use super::{Format, health, numa, table, write_json_line, write_table};
+use crate::demo::{DemoStep, Details, STEPS};
+use crate::kubelet_sim::RequestOptions;
+
+/// The lines before the first step (nothing in JSON).
+pub fn intro(w: &mut dyn Write, format: Format, dir: &Path) -> io::Result<()> {
+    if format.is_json() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "{} a kubelet (kubelet-sim) and a device plugin (mock-plugin) in this one process, speaking the\n\
+         device-plugin gRPC API over unix sockets in {}.",
+        "dpctl demo:".bold(),
+        dir.display()
+    )?;
+    writeln!(w)?;
+    w.flush()
+}
+
+/// Renders one finished step.
+pub fn step(w: &mut dyn Write, format: Format, s: &DemoStep) -> io::Result<()> {
+    if format.is_json() {
+        return write_json_line(w, s);
+    }
+    let mark = if s.ok { "✓".green().bold().to_string() } else { "✗".red().bold().to_string() };
+    writeln!(
+        w,
+        "{} {} {mark} {}",
+        format!("{}/{STEPS}", s.step).bold(),
+        s.title.bold(),
+        format!("{} ms", s.took_ms).dimmed()
+    )?;
+    for line in wrap(s.why, WRAP) {
+        writeln!(w, "    {}", line.dimmed())?;
+    }
+    if let Some(e) = &s.error {
+        writeln!(w, "    {} {e}", "failed:".red().bold())?;
+    }
+    details(w, &s.details)?;
+    writeln!(w)?;
+    w.flush()
+}
+
+/// The line after the last step.
+pub fn outro(w: &mut dyn Write, format: Format, steps: &[DemoStep]) -> io::Result<()> {
+    if format.is_json() {
+        return Ok(());
+    }
+    let total: u64 = steps.iter().map(|s| s.took_ms).sum();
+    if steps.iter().all(|s| s.ok) {
+        writeln!(w, "{} {} steps in {total} ms, nothing left behind.", "Done:".green().bold(), steps.len())?;
+        writeln!(
+            w,
+            "Next: dpctl kubelet-sim --help · dpctl mock-plugin --help · dpctl smoke --help · dpctl plugin check --help"
+        )?;
+    }
+    w.flush()
+}
+
+/// Width of the wrapped explanation lines.
+const WRAP: usize = 96;
+
+/// Splits `text` into lines of at most `width` characters, at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+fn opts(o: &RequestOptions) -> String {
+    format!(
+        "pre_start_required={}, get_preferred_allocation_available={}",
+        o.pre_start_required, o.get_preferred_allocation_available
+    )
+}
+
+/// A label column, then text.
+fn kv(w: &mut dyn Write, key: &str, value: impl std::fmt::Display) -> io::Result<()> {
+    writeln!(w, "    {:<22} {value}", key.cyan())
+}
+
+fn details(w: &mut dyn Write, d: &Details) -> io::Result<()> {
+    let indent = " ".repeat(4);
+    let indented = |w: &mut dyn Write, t: &comfy_table::Table| -> io::Result<()> {
+        let mut buf = Vec::new();
+        write_table(&mut buf, t)?;
+        for line in String::from_utf8_lossy(&buf).lines() {
+            writeln!(w, "{indent}{line}")?;
+        }
+        Ok(())
+    };
+    match d {
+        Details::None {} => Ok(()),
+        Details::Kubelet { dir, kubelet_socket, podresources_socket } => {
+            kv(w, "directory", dir)?;
+            kv(w, "kubelet.sock", kubelet_socket)?;
+            kv(w, "PodResources", podresources_socket)
+        }
+        Details::Registration {
+            version,
+            resource_name,
+            endpoint,
+            request_options,
+            plugin_socket,
+            options,
+            dial_back_ms,
+        } => {
+            kv(w, "RegisterRequest", format!("version {version}, resource_name {resource_name}, endpoint {endpoint}"))?;
+            if let Some(o) = request_options {
+                kv(w, "", format!("options: {}", opts(o)))?;
+            }
+            kv(w, "dial-back", format!("the kubelet connected to {plugin_socket}"))?;
+            kv(w, "", format!("and GetDevicePluginOptions answered {} ({dial_back_ms} ms)", opts(options)))
+        }
+        Details::Snapshot { devices, capacity, allocatable, message_bytes } => {
+            let mut t = table(["ID", "HEALTH", "NUMA"]);
+            for d in devices {
+                t.add_row([d.id.clone(), health(&d.health), numa(d.numa_nodes.as_deref())]);
+            }
+            indented(w, &t)?;
+            kv(
+                w,
+                "node status",
+                format!("capacity {capacity}, allocatable {allocatable} (message: {message_bytes} bytes)"),
+            )
+        }
+        Details::Health { device, from, to, capacity, allocatable, seen_after_ms } => {
+            kv(
+                w,
+                device,
+                format!("{} → {} (the kubelet had the new list {seen_after_ms} ms later)", health(from), health(to)),
+            )?;
+            kv(
+                w,
+                "node status",
+                format!(
+                    "capacity {} → {}, allocatable {} → {}",
+                    capacity[0],
+                    capacity[1],
+                    allocatable[0],
+                    allocatable[1].to_string().yellow().bold()
+                ),
+            )
+        }
+        Details::Admission { pod, requested, preferred, devices, numa_nodes, allocation, pre_start, admit_ms } => {
+            kv(w, "pod", format!("{pod} asks for {requested} example.com/gpu (admitted in {admit_ms} ms)"))?;
+            if let Some(p) = preferred {
+                kv(
+                    w,
+                    "GetPreferredAllocation",
+                    format!(
+                        "available {}, size {} → {}",
+                        p.available.join(","),
+                        p.size,
+                        p.answer.join(",").green().bold()
+                    ),
+                )?;
+            }
+            let nodes: Vec<String> = numa_nodes.iter().map(i64::to_string).collect();
+            kv(w, "devices", format!("{} (NUMA node {})", devices.join(","), nodes.join(",")))?;
+            if let Some(a) = allocation {
+                kv(w, "Allocate", "the runtime gets:")?;
+                for (k, v) in &a.envs {
+                    kv(w, "  env", format!("{k}={v}"))?;
+                }
+                for d in &a.devices {
+                    kv(w, "  device node", format!("{} (host {}, {})", d.container_path, d.host_path, d.permissions))?;
+                }
+                for m in &a.mounts {
+                    kv(w, "  mount", format!("{} (host {})", m.container_path, m.host_path))?;
+                }
+                if !a.cdi_devices.is_empty() {
+                    kv(w, "  CDI", a.cdi_devices.join(", "))?;
+                }
+            }
+            if let Some(p) = pre_start {
+                kv(w, "PreStartContainer", p)?;
+            }
+            Ok(())
+        }
+        Details::PodResources { socket, api, containers } => {
+            kv(w, "List", format!("over {socket} ({api})"))?;
+            let mut t = table(["POD", "CONTAINER", "RESOURCE", "DEVICES", "NUMA"]);
+            for c in containers {
+                t.add_row([
+                    format!("{}/{}", crate::demo::NAMESPACE, crate::demo::POD),
+                    c.name.clone(),
+                    c.resource_name.clone(),
+                    c.device_ids.join(","),
+                    numa(Some(&c.numa_nodes)),
+                ]);
+            }
+            indented(w, &t)
+        }
+        Details::Restart {
+            deleted_sockets,
+            reregistered_after_ms,
+            first_list_after_ms,
+            restored_pods,
+            pod_devices_kept,
+            capacity,
+            allocatable,
+        } => {
+            kv(w, "deleted", format!("{} (kubelet.sock re-created)", super::list(deleted_sockets)))?;
+            kv(
+                w,
+                "re-registered",
+                format!(
+                    "{} after the new kubelet.sock, device list after {first_list_after_ms} ms",
+                    format!("{reregistered_after_ms} ms").green().bold()
+                ),
+            )?;
+            kv(
+                w,
+                "allocations kept",
+                format!(
+                    "{}/{} holds {} ({restored_pods} pod(s) restored from the checkpoint)",
+                    crate::demo::NAMESPACE,
+                    crate::demo::POD,
+                    pod_devices_kept.join(",")
+                ),
+            )?;
+            kv(w, "node status", format!("capacity {capacity}, allocatable {allocatable}"))
+        }
+        Details::Cleanup { removed_sockets, dir_removed } => {
+            kv(w, "stopped", "the plugin and the kubelet-sim")?;
+            kv(w, "sockets removed", super::list(removed_sockets))?;
+            kv(w, "directory", if *dir_removed { "removed" } else { "still there" })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_keeps_words_whole() {
+        assert_eq!(wrap("aa bb cc dd", 5), ["aa bb", "cc dd"]);
+        assert_eq!(wrap("averylongword x", 4), ["averylongword", "x"]);
+        assert!(wrap("", 10).is_empty());
+    }
+
+    #[test]
+    fn a_failed_step_says_why() {
+        colored::control::set_override(false);
+        let s = DemoStep {
+            step: 4,
+            name: "health-change",
+            title: "A device turns unhealthy",
+            why: "why",
+            ok: false,
+            error: Some("timed out".into()),
+            took_ms: 5000,
+            details: Details::None {},
+        };
+        let mut out = Vec::new();
+        step(&mut out, Format::Table, &s).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("4/8 A device turns unhealthy ✗ 5000 ms\n    why\n    failed: timed out\n"), "{text}");
+        let mut out = Vec::new();
+        step(&mut out, Format::Json, &s).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["ok"], false);
+        assert_eq!(v["error"], "timed out");
+        assert_eq!(v["details"], serde_json::json!({}));
+    }
+}
