@@ -132,15 +132,25 @@ fn details(w: &mut dyn Write, d: &Details) -> io::Result<()> {
             if let Some(o) = request_options {
                 kv(w, "", format!("options: {}", opts(o)))?;
             }
-            kv(w, "dial-back", format!("the kubelet connected to {plugin_socket}"))?;
-            kv(w, "", format!("and GetDevicePluginOptions answered {} ({dial_back_ms} ms)", opts(options)))
+            kv(w, "dial-back", format!("the kubelet connected to {plugin_socket} ({dial_back_ms} ms)"))?;
+            kv(w, "GetDevicePluginOptions", opts(options))
         }
         Details::Snapshot { devices, capacity, allocatable, message_bytes } => {
-            let mut t = table(["ID", "HEALTH", "NUMA"]);
+            // Aligned by hand: the health cell is colored, and the table
+            // helper would count the color codes as width.
+            let id_w = devices.iter().map(|d| d.id.chars().count()).chain([2]).max().unwrap_or(2);
+            let h_w = devices.iter().map(|d| d.health.chars().count()).chain([6]).max().unwrap_or(6);
+            writeln!(w, "{indent}{:<id_w$}   {:<h_w$}   NUMA", "ID", "HEALTH")?;
             for d in devices {
-                t.add_row([d.id.clone(), health(&d.health), numa(d.numa_nodes.as_deref())]);
+                let pad = " ".repeat(h_w - d.health.chars().count());
+                writeln!(
+                    w,
+                    "{indent}{:<id_w$}   {}{pad}   {}",
+                    d.id,
+                    health(&d.health),
+                    numa(d.numa_nodes.as_deref())
+                )?;
             }
-            indented(w, &t)?;
             kv(
                 w,
                 "node status",

@@ -41,8 +41,12 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
             .count();
         if run >= 3 {
             let last = &r.steps[i + run - 1];
-            let mut row =
-                vec![format!("{} … {} ({run})", c.name, last.name), outcome(c.outcome), "-".into(), c.evidence.clone()];
+            let mut row = vec![
+                format!("{} … {} ({run})", c.name, last.name),
+                c.outcome.as_str().into(),
+                "-".into(),
+                c.evidence.clone(),
+            ];
             if wide {
                 row.insert(1, "-".into());
                 row.push(String::new());
@@ -52,7 +56,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
             continue;
         }
         let detail = if wide { one_line(&c.evidence) } else { shorten(&one_line(&c.evidence), DETAIL_WIDTH) };
-        let mut row = vec![c.name.clone(), outcome(c.outcome), format!("{}ms", c.duration_ms), detail];
+        let mut row = vec![c.name.clone(), c.outcome.as_str().into(), format!("{}ms", c.duration_ms), detail];
         if wide {
             row.insert(1, kind_of(&c.name).to_string());
             row.push(c.reason.clone());
@@ -60,10 +64,10 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
         t.add_row(row);
         i += 1;
     }
-    write_table(w, &t)?;
+    write_colored_results(w, &t)?;
     for c in r.steps.iter().filter(|c| c.outcome == Outcome::Fail) {
         writeln!(w)?;
-        writeln!(w, "{} {}", outcome(c.outcome).to_uppercase(), c.name.bold())?;
+        writeln!(w, "{} {}", "FAIL".red().bold(), c.name.bold())?;
         writeln!(w, "  evidence: {}", c.evidence)?;
         writeln!(w, "  rule:     {}", c.rule)?;
         writeln!(w, "  why:      {}", c.reason)?;
@@ -72,7 +76,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
     if !errors.is_empty() {
         writeln!(w)?;
         for c in errors {
-            writeln!(w, "{} {}: {}", outcome(c.outcome).to_uppercase(), c.name.bold(), one_line(&c.evidence))?;
+            writeln!(w, "{} {}: {}", "ERROR".magenta().bold(), c.name.bold(), one_line(&c.evidence))?;
         }
     }
     if !r.passed() {
@@ -87,6 +91,42 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
         writeln!(w, "plugin output: {f}")?;
     }
     w.flush()
+}
+
+/// Writes the table, coloring the RESULT column afterwards: the table
+/// helper counts color codes as width, which would misalign the columns.
+fn write_colored_results(w: &mut dyn Write, t: &comfy_table::Table) -> io::Result<()> {
+    write_results_painted(w, t, &outcome)
+}
+
+/// Writes the table with `paint` applied to each RESULT cell after layout.
+fn write_results_painted(
+    w: &mut dyn Write,
+    t: &comfy_table::Table,
+    paint: &dyn Fn(Outcome) -> String,
+) -> io::Result<()> {
+    let mut buf = Vec::new();
+    write_table(&mut buf, t)?;
+    let text = String::from_utf8_lossy(&buf);
+    let mut lines = text.lines();
+    let Some(header) = lines.next() else { return Ok(()) };
+    writeln!(w, "{header}")?;
+    let col = header.find("RESULT").map(|b| header[..b].chars().count());
+    for line in lines {
+        let chars: Vec<char> = line.chars().collect();
+        let Some(col) = col.filter(|c| *c < chars.len()) else {
+            writeln!(w, "{line}")?;
+            continue;
+        };
+        let end = chars[col..].iter().position(|c| *c == ' ').map_or(chars.len(), |p| col + p);
+        let word: String = chars[col..end].iter().collect();
+        let o = [Outcome::Pass, Outcome::Fail, Outcome::Skip, Outcome::Error].into_iter().find(|o| o.as_str() == word);
+        let shown = o.map_or(word, paint);
+        let before: String = chars[..col].iter().collect();
+        let after: String = chars[end..].iter().collect();
+        writeln!(w, "{before}{shown}{after}")?;
+    }
+    Ok(())
 }
 
 /// The plugin's last lines of stderr and stdout.
@@ -320,6 +360,17 @@ mod tests {
                 .ends_with("FAIL 6 steps: 1 passed, 1 failed, 4 skipped, 0 errors in 3.21s (./plugin --dir /tmp/x)"),
             "{s}"
         );
+    }
+
+    #[test]
+    fn painted_results_keep_the_columns_aligned() {
+        let mut t = table(["STEP", "RESULT", "TIME"]);
+        t.add_row(["launch", "pass", "1ms"]);
+        t.add_row(["registration", "fail", "22ms"]);
+        let mut out = Vec::new();
+        write_results_painted(&mut out, &t, &|o| format!("<{}>", o.as_str().to_uppercase())).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(s, "STEP           RESULT   TIME\nlaunch         <PASS>     1ms\nregistration   <FAIL>     22ms\n");
     }
 
     #[test]
