@@ -410,3 +410,14 @@ async fn usage_errors_exit_2() {
     run.expect_code(2);
     assert!(run.stderr.contains("cannot be skipped"), "{}", run.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dir_a_live_kubelet_serves_is_refused() {
+    let sb = Sandbox::new();
+    let sim = dpctl::kubelet_sim::KubeletSim::start(dpctl::kubelet_sim::SimConfig::new(sb.path())).await.unwrap();
+    let run = dpctl(&["smoke", "--dir", sb.path().to_str().unwrap(), "--", "true"]).await;
+    run.expect_code(2);
+    assert!(run.stderr.contains("a live kubelet (or kubelet-sim) serves"), "{}", run.stderr);
+    assert!(sb.join("kubelet.sock").exists(), "the other kubelet's socket is untouched");
+    sim.stop().await.unwrap();
+}

@@ -28,9 +28,10 @@ pub struct DemoArgs {
 }
 
 const AFTER_HELP: &str = "\
-Steps: the kubelet starts; the plugin registers; ListAndWatch; a device turns unhealthy; a pod asks for
-2 GPUs (GetPreferredAllocation, Allocate, PreStartContainer); PodResources; the kubelet restarts; cleanup.
-Everything runs in a temporary directory under /tmp, removed at the end (also on Ctrl-C).
+Steps: the kubelet starts; the plugin registers; ListAndWatch; a device turns unhealthy;
+a pod asks for 2 GPUs (GetPreferredAllocation, Allocate, PreStartContainer); PodResources;
+the kubelet restarts; cleanup. Everything runs in a temporary directory under /tmp, removed
+at the end (also on Ctrl-C). The narration goes to stdout, a progress bar to stderr.
 
 Examples:
   dpctl demo

@@ -85,8 +85,8 @@ fn after_help() -> String {
          Exit codes:\n  \
          0  every step and check passed (or was skipped)\n  \
          1  a step or check failed (the report says which and why), or the run was interrupted\n  \
-         2  bad usage (no command, unknown --skip name, unwritable --junit)\n  \
-         3  kubelet-sim could not start (the directory is served by a live kubelet, cannot bind)",
+         2  bad usage (no command, unknown --skip name, unwritable --junit, a --dir a live kubelet serves)\n  \
+         3  kubelet-sim could not bind its sockets (permissions, path too long)",
         steps.join(", "),
         checks.join(", ")
     )

@@ -391,14 +391,23 @@ pub async fn run_smoke(
     };
     let mut sim_config = SimConfig::new(&dir);
     sim_config.pre_start_timeout = config.prestart_timeout;
-    sim_config.force_flag = "--dir (another kubelet serves this directory; pick another)";
     let sim = match KubeletSim::start(sim_config).await {
         Ok(s) => s,
         Err(e) => {
             if created {
                 let _ = std::fs::remove_dir_all(&dir);
             }
-            return Err(e);
+            return Err(match e {
+                Error::AlreadyServing { path, .. } => Error::invalid(
+                    "--dir",
+                    format!(
+                        "a live kubelet (or kubelet-sim) serves {}; choose another directory, or leave --dir out \
+                         for a fresh one",
+                        path.display()
+                    ),
+                ),
+                other => other,
+            });
         }
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
