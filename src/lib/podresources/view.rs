@@ -410,12 +410,22 @@ pub struct MergedDevice<'a> {
 /// node), so a device on two NUMA nodes arrives as two entries with the same
 /// single ID; counting entries (or IDs per entry) would count it twice.
 pub fn merge_devices(devices: &[DevicesView]) -> Vec<MergedDevice<'_>> {
-    let mut out: Vec<MergedDevice<'_>> = Vec::new();
-    let mut index: HashMap<(&str, &str), usize> = HashMap::new();
+    /// Up to this many IDs a linear search beats hashing (most containers hold a few devices).
+    const LINEAR: usize = 16;
+    let total: usize = devices.iter().map(|d| d.device_ids.len()).sum();
+    let mut out: Vec<MergedDevice<'_>> = Vec::with_capacity(total);
+    let mut index: Option<HashMap<(&str, &str), usize>> = (total > LINEAR).then(|| HashMap::with_capacity(total));
     for d in devices {
         for id in &d.device_ids {
-            let i = *index.entry((&d.resource_name, id)).or_insert_with(|| {
+            let known = match &index {
+                Some(map) => map.get(&(d.resource_name.as_str(), id.as_str())).copied(),
+                None => out.iter().position(|m| m.device_id == id && m.resource_name == d.resource_name),
+            };
+            let i = known.unwrap_or_else(|| {
                 out.push(MergedDevice { resource_name: &d.resource_name, device_id: id, numa_nodes: None });
+                if let Some(map) = index.as_mut() {
+                    map.insert((&d.resource_name, id), out.len() - 1);
+                }
                 out.len() - 1
             });
             if let Some(nodes) = &d.numa_nodes {
@@ -554,6 +564,11 @@ mod tests {
                 ("x/gpu", "g2", None),
             ]
         );
+        // Past the linear-search size, the same result through the index.
+        let many: Vec<DevicesView> = (0..40).map(|i| d("x/gpu", &format!("d{}", i % 20), Some(vec![i / 20]))).collect();
+        let m = merge_devices(&many);
+        assert_eq!(m.len(), 20);
+        assert!(m.iter().all(|m| m.numa_nodes == Some(vec![0, 1])), "{m:?}");
     }
 
     #[test]
