@@ -1984,7 +1984,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__check)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --list --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --list --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -109,6 +109,7 @@ json\t'JSON with stable snake_case keys; JSON Lines for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l probe-unadvertised -d 'Call GetPreferredAllocation even when the plugin does not advertise it (preferred-not-advertised then says whether it answers). A kubelet never does, and a plugin may crash in a handler it never expects to run'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l list -d 'List the checks (name and why it matters; -o wide adds the rule) and exit'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'

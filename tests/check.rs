@@ -112,9 +112,30 @@ async fn shared_test_plugin_skips_what_it_does_not_advertise() {
     assert!(evidence(&v, "preferred-not-advertised").contains("the kubelet never calls it"), "{v:#}");
     assert!(evidence(&v, "prestart-deadline").contains("pre_start_required=false"), "{v:#}");
     assert!(evidence(&v, "registration-options-agree").contains("run dpctl smoke"), "{v:#}");
-    // The not-advertised RPC was still probed, and the well-behaved calls all came.
+    // Like a kubelet, the suite never calls what is not advertised.
     let calls = p.calls.lock().unwrap().clone();
-    assert!(calls.iter().any(|c| c == "GetPreferredAllocation"), "{calls:?}");
+    assert!(calls.iter().any(|c| c == "Allocate"), "{calls:?}");
+    assert!(!calls.iter().any(|c| c == "GetPreferredAllocation" || c == "PreStartContainer"), "{calls:?}");
+}
+
+#[tokio::test]
+async fn unadvertised_preferred_allocation_is_probed_only_when_asked() {
+    let sb = Sandbox::new();
+    let p = TestPlugin::new(devices(), Behaviour::default());
+    let path = sb.join("t.sock");
+    let _stop = p.serve(&path).await;
+    let only = ["--only", "preferred-not-advertised", "-o", "json"];
+    let v = check(path.to_str().unwrap(), &only).await.expect_code(0).json();
+    assert_eq!(with(&v, "skip"), ["preferred-not-advertised"], "{v:#}");
+    assert!(evidence(&v, "preferred-not-advertised").contains("--probe-unadvertised"), "{v:#}");
+    assert!(!p.calls.lock().unwrap().iter().any(|c| c == "GetPreferredAllocation"));
+
+    let mut args = only.to_vec();
+    args.push("--probe-unadvertised");
+    let v = check(path.to_str().unwrap(), &args).await.expect_code(0).json();
+    assert_eq!(with(&v, "skip"), ["preferred-not-advertised"], "{v:#}");
+    assert!(evidence(&v, "preferred-not-advertised").contains("yet the plugin answers it"), "{v:#}");
+    assert!(p.calls.lock().unwrap().iter().any(|c| c == "GetPreferredAllocation"));
 }
 
 #[tokio::test]
@@ -494,6 +515,22 @@ async fn only_and_skip_choose_checks_and_unknown_names_are_usage_errors() {
     let r = check(&s, &["--junit", "/nonexistent-dir/r.xml"]).await;
     r.expect_code(2);
     assert!(r.stderr.contains("--junit") && r.stdout.is_empty(), "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn a_junit_file_that_cannot_be_written_is_a_usage_error() {
+    let sb = Sandbox::new();
+    let (s, _stop) = serve(&sb, devices(), Faults::default()).await;
+    // Opens fine, then every write fails (ENOSPC): bad input, not a socket problem.
+    let r = check(&s, &["--only", "options-answer", "--junit", "/dev/full"]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("--junit: cannot write /dev/full"), "{}", r.stderr);
+    assert!(r.stderr.contains("No space left on device"), "the OS reason: {}", r.stderr);
+    assert!(r.stdout.contains("options-answer"), "the results are still shown: {}", r.stdout);
+    // A directory cannot be opened for writing at all.
+    let r = check(&s, &["--only", "options-answer", "--junit", sb.path().to_str().unwrap()]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("--junit: cannot write") && r.stderr.contains("Is a directory"), "{}", r.stderr);
 }
 
 #[tokio::test]

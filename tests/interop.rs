@@ -204,3 +204,72 @@ async fn kubelet_sim_answers_a_grpcio_registration_with_the_kubelet_texts() {
     }
     drop(sim);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mock_plugin_serves_a_grpcio_kubelet_of_every_authority() {
+    let Some(env) = interop::env() else { return };
+    for mode in AUTHORITY_MODES {
+        let sb = Sandbox::new();
+        let dir = sb.path().to_str().unwrap().to_string();
+        let env = env.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut kubelet = Peer::start(&env, &["kubelet", "--dir", &dir, "--authority", mode, "--count", "2"]);
+            kubelet.wait_event("serving");
+            let mut mock = Peer::dpctl(&[
+                "mock-plugin",
+                "--resource",
+                "example.com/gpu",
+                "--devices",
+                "4",
+                "--numa-nodes",
+                "2",
+                "--dir",
+                &dir,
+                "-o",
+                "json",
+            ]);
+            mock.wait_event("registered");
+            let req = kubelet.wait_event("register_request");
+            assert_eq!(req["request"]["version"], "v1beta1", "{mode}");
+            assert_eq!(req["request"]["resource_name"], "example.com/gpu", "{mode}");
+            let list = kubelet.wait_event("list_and_watch");
+            assert_eq!(list["devices"].as_array().unwrap().len(), 4, "{mode}");
+            let alloc = kubelet.wait_event("allocated");
+            assert_eq!(alloc["devices_ids"].as_array().unwrap().len(), 2, "{mode}: {alloc}");
+            assert_eq!(kubelet.wait_event("done")["ok"], true, "{mode}");
+        })
+        .await
+        .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dpctl_podresources_reads_a_grpcio_server() {
+    let Some(env) = interop::env() else { return };
+    let sb = Sandbox::new();
+    let sock = sb.join("pr.sock");
+    let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/podresources.json");
+    let s = sock.to_str().unwrap().to_string();
+    let server = tokio::task::spawn_blocking(move || {
+        let mut p = Peer::start(&env, &["podresources", "--socket", &s, "--data", data]);
+        p.wait_event("serving");
+        p
+    })
+    .await
+    .unwrap();
+    let s = sock.to_str().unwrap();
+    let v = dpctl(&["podresources", "list", "--socket", s, "-o", "json"]).await.expect_code(0).json();
+    let c = &v["pod_resources"][0]["containers"][0];
+    assert_eq!(c["devices"][0]["numa_nodes"], serde_json::json!([0]), "NUMA node 0 is kept: {c}");
+    assert_eq!(c["cpu_ids"], serde_json::json!([0, 1, 2, 3, 8]));
+    let r = dpctl(&["podresources", "list", "--socket", s]).await;
+    assert!(r.expect_code(0).stdout.contains("0-3,8"), "{}", r.stdout);
+    assert!(r.stdout.contains("2Gi"), "{}", r.stdout);
+    let r = dpctl(&["podresources", "free", "--socket", s, "-o", "json"]).await;
+    assert!(r.expect_code(0).stdout.contains("gpu-2"), "the one free device: {}", r.stdout);
+    dpctl(&["podresources", "get", "train-0", "-n", "gpu-jobs", "--socket", s]).await.expect_code(0);
+    let r = dpctl(&["podresources", "get", "nope", "-n", "gpu-jobs", "--socket", s]).await;
+    r.expect_code(4);
+    assert!(r.stderr.contains("pod nope in namespace gpu-jobs not found"), "{}", r.stderr);
+    drop(server);
+}

@@ -796,3 +796,19 @@ fn manifests_are_checked_before_sending() {
     assert_eq!(e.exit_code(), 2);
     assert!(e.to_string().contains("x.yaml: spec.containers"), "{e}");
 }
+
+#[tokio::test]
+async fn an_unreadable_manifest_is_bad_input() {
+    let sb = crate::support::Sandbox::new();
+    let missing = sb.join("no-such-pod.yaml");
+    let r = crate::support::dpctl(&[
+        "kubelet-sim",
+        "admit",
+        "--dir",
+        sb.path().to_str().unwrap(),
+        missing.to_str().unwrap(),
+    ])
+    .await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("no-such-pod.yaml: cannot read the manifest"), "{}", r.stderr);
+}

@@ -687,3 +687,22 @@ async fn sigterm_removes_sockets_flushes_the_record_and_exits_0() {
     let text = std::fs::read_to_string(&record).unwrap();
     assert!(text.lines().any(|l| l.contains("\"rpc\":\"Allocate\"")), "{text}");
 }
+
+#[tokio::test]
+async fn a_kubelet_that_goes_away_during_register_is_retried_not_taken_for_a_rejection() {
+    let sb = Sandbox::new();
+    // This kubelet sits on Register; it is stopped while the call is in flight.
+    let slow = KubeletBehaviour { delay: Some(Duration::from_secs(30)), ..Default::default() };
+    let mut gone = TestKubelet::start(sb.path(), slow).await;
+    let (mut handle, _events) = start(config(&sb, vec![ResourceConfig::new(GPU, 2)])).await;
+    within("the first Register", gone.arrived()).await;
+    gone.stop().await;
+    // A new kubelet comes up: the plugin registers with it.
+    let mut kubelet = TestKubelet::start(sb.path(), KubeletBehaviour::default()).await;
+    let seen = within("registration with the new kubelet", kubelet.next()).await;
+    assert_eq!(seen.rejected, None);
+    assert_eq!(seen.request.resource_name, GPU);
+    let failed = tokio::time::timeout(Duration::from_millis(200), handle.failure()).await;
+    assert!(failed.is_err(), "the plugin must keep running: {failed:?}");
+    handle.stop().await.unwrap();
+}

@@ -6,13 +6,15 @@
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use dpctl::podresources::fixture::{Fixture, FixtureHandle, FixtureProvider};
-use dpctl::podresources::server::{PodResourcesService, Provider, ServedApis, ServerConfig};
+use dpctl::podresources::server::{PodResourcesService, Provider, RATE_LIMIT_MESSAGE, ServedApis, ServerConfig};
 use dpctl::proto::podresources::v1;
+use dpctl::proto::podresources::v1::pod_resources_lister_server::{PodResourcesLister, PodResourcesListerServer};
 use dpctl::transport::{self, BindOptions};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 use crate::support::{Sandbox, dpctl, dpctl_command, dpctl_env, within};
 
@@ -327,7 +329,6 @@ impl Watch {
         let status = within("watch to exit", self.child.wait()).await.expect("wait");
         let mut err = String::new();
         if let Some(mut e) = self.child.stderr.take() {
-            use tokio::io::AsyncReadExt;
             within("stderr", e.read_to_string(&mut err)).await.expect("read stderr");
         }
         (status.code().unwrap_or(-1), err)
@@ -444,21 +445,14 @@ async fn watch_table_marks_changes_and_can_skip_the_initial_state() {
 
 #[tokio::test]
 async fn watch_stops_at_timeout() {
+    // A timeout generous enough for the first poll on a loaded machine (the
+    // run waits for it whole); many polls of an unchanged node print only
+    // the initial state.
     let sb = Sandbox::new();
     let k = kubelet(&sb, Fixture { pods: vec![pod("a", &["g0"])], ..Default::default() }).await;
-    let r = dpctl(&[
-        "podresources",
-        "watch",
-        "--socket",
-        k.sock(),
-        "-o",
-        "json",
-        "--interval",
-        "50ms",
-        "--timeout",
-        "300ms",
-    ])
-    .await;
+    let r =
+        dpctl(&["podresources", "watch", "--socket", k.sock(), "-o", "json", "--interval", "50ms", "--timeout", "2s"])
+            .await;
     r.expect_code(0);
     assert_eq!(r.json_lines().len(), 1, "only the initial state: {}", r.stdout);
 }
@@ -516,15 +510,73 @@ async fn a_socket_that_serves_no_podresources_is_explained() {
     r.expect_code(3);
 }
 
+/// A PodResources server that answers like the kubelet's rate limit for the
+/// calls `reject` picks (numbered from 1) and passes the others on, so a test
+/// of backing off does not depend on how fast this machine is.
+#[derive(Clone)]
+struct Rejecting {
+    inner: PodResourcesService,
+    calls: Arc<AtomicU32>,
+    reject: fn(u32) -> bool,
+}
+
+impl Rejecting {
+    fn admit(&self) -> Result<(), tonic::Status> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if (self.reject)(n) { Err(tonic::Status::resource_exhausted(RATE_LIMIT_MESSAGE)) } else { Ok(()) }
+    }
+}
+
+#[tonic::async_trait]
+impl PodResourcesLister for Rejecting {
+    async fn list(
+        &self,
+        req: tonic::Request<v1::ListPodResourcesRequest>,
+    ) -> Result<tonic::Response<v1::ListPodResourcesResponse>, tonic::Status> {
+        self.admit()?;
+        self.inner.list(req).await
+    }
+    async fn get_allocatable_resources(
+        &self,
+        req: tonic::Request<v1::AllocatableResourcesRequest>,
+    ) -> Result<tonic::Response<v1::AllocatableResourcesResponse>, tonic::Status> {
+        self.admit()?;
+        self.inner.get_allocatable_resources(req).await
+    }
+    async fn get(
+        &self,
+        req: tonic::Request<v1::GetPodResourcesRequest>,
+    ) -> Result<tonic::Response<v1::GetPodResourcesResponse>, tonic::Status> {
+        self.admit()?;
+        self.inner.get(req).await
+    }
+}
+
+/// A kubelet whose calls `reject` picks are rate-limited (no other limit).
+async fn rejecting_kubelet(sb: &Sandbox, fixture: Fixture, reject: fn(u32) -> bool) -> Kubelet {
+    let provider = FixtureProvider::new(fixture);
+    let handle = provider.handle();
+    let inner = PodResourcesService::new(Arc::new(provider), ServerConfig { rate_limit: None, ..Default::default() });
+    let svc = Rejecting { inner, calls: Arc::default(), reject };
+    let socket = sb.join("pr.sock");
+    let listener = transport::bind(&socket, &BindOptions::default()).await.expect("bind");
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let router = tonic::transport::Server::builder().add_service(PodResourcesListerServer::new(svc));
+    tokio::spawn(transport::serve(router, listener, async {
+        let _ = rx.await;
+    }));
+    Kubelet { socket, handle, _stop: tx }
+}
+
 #[tokio::test]
 async fn one_shot_commands_back_off_when_rate_limited() {
-    // 5 calls/s, burst 1: free's second call is rejected once or twice, then passes.
+    // free asks GetAllocatableResources (call 1), then List: calls 2 and 3 are
+    // rejected, the second retry (call 4) passes.
     let sb = Sandbox::new();
-    let config = ServerConfig { rate_limit: Some((5.0, 1)), ..Default::default() };
-    let k = kubelet_with(&sb, node(), config, ServedApis::default()).await;
+    let k = rejecting_kubelet(&sb, node(), |n| n == 2 || n == 3).await;
     let r = dpctl(&["podresources", "free", "--socket", k.sock()]).await;
     r.expect_code(0);
-    assert!(r.stderr.contains("rate-limited") && r.stderr.contains("retried"), "{}", r.stderr);
+    assert!(r.stderr.contains("rate-limited 2 call(s)") && r.stderr.contains("retried"), "{}", r.stderr);
     assert!(r.stdout.contains("GPU-3"), "{}", r.stdout);
 
     // A kubelet that stays rate-limited: the error explains the limit.
@@ -539,15 +591,9 @@ async fn one_shot_commands_back_off_when_rate_limited() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_backs_off_when_rate_limited_and_carries_on() {
+    // The second poll is rate-limited, whatever the timing.
     let sb = Sandbox::new();
-    let config = ServerConfig { rate_limit: Some((4.0, 1)), ..Default::default() };
-    let k = kubelet_with(
-        &sb,
-        Fixture { pods: vec![pod("a", &["g0"])], ..Default::default() },
-        config,
-        ServedApis::default(),
-    )
-    .await;
+    let k = rejecting_kubelet(&sb, Fixture { pods: vec![pod("a", &["g0"])], ..Default::default() }, |n| n == 2).await;
     let mut w = Watch::start(k.sock(), "10ms", &["--count", "2"]);
     assert_eq!(w.next().await["event"], "present");
     k.handle.update(|f| f.pods.push(pod("b", &["g1"])));
@@ -657,4 +703,148 @@ async fn serve_rejects_a_bad_fixture_naming_the_key() {
     .await;
     r.expect_code(2);
     assert!(r.stderr.contains("bad.json") && r.stderr.contains("unknown field `device`"), "{}", r.stderr);
+}
+
+#[tokio::test]
+async fn serve_rejects_a_data_file_it_cannot_read() {
+    let sb = Sandbox::new();
+    let socket = sb.join("k.sock");
+    let missing = sb.join("nonexistent.json");
+    let missing = missing.to_str().unwrap();
+    let r = dpctl(&["podresources", "serve", "--socket", socket.to_str().unwrap(), "--data", missing]).await;
+    // Bad input (2), not a socket problem (3); the flag, the file and the OS reason.
+    r.expect_code(2);
+    assert!(r.stderr.contains(&format!("--data {missing}: cannot read the file")), "{}", r.stderr);
+    assert!(r.stderr.contains("No such file or directory"), "{}", r.stderr);
+    assert!(!socket.exists(), "nothing was bound");
+    let r =
+        dpctl(&["podresources", "serve", "--socket", socket.to_str().unwrap(), "--data", sb.path().to_str().unwrap()])
+            .await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("--data") && r.stderr.contains("Is a directory"), "{}", r.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_narrates_its_banner_on_stderr_in_table_mode() {
+    let sb = Sandbox::new();
+    let socket = sb.join("k.sock");
+    let s = socket.to_str().unwrap();
+    let mut cmd = tokio::process::Command::from(dpctl_command());
+    cmd.args(["podresources", "serve", "--socket", s]).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
+    let line = within("banner", err.next_line()).await.unwrap().unwrap();
+    assert!(line.starts_with(&format!("serving PodResources v1, v1alpha1 on {s}: 0 pod(s)")), "{line}");
+    // It answers, and stdout (data only) stays empty.
+    dpctl(&["podresources", "list", "--socket", s]).await.expect_code(0);
+    child.start_kill().unwrap();
+    let _ = within("serve to exit", child.wait()).await;
+    let mut out = String::new();
+    within("stdout", child.stdout.take().unwrap().read_to_string(&mut out)).await.unwrap();
+    assert!(out.is_empty(), "stdout: {out}");
+}
+
+/// The kubelet's own encoding: one `ContainerDevices` per (device, NUMA
+/// node), so g0, on NUMA nodes 0 and 1, comes twice.
+const UPSTREAM: &str = r#"{
+  "pod_resources": [
+    {"name": "dual", "namespace": "ns", "containers": [
+      {"name": "c", "devices": [
+        {"resource_name": "x.io/gpu", "device_ids": ["g0"], "numa_nodes": [0]},
+        {"resource_name": "x.io/gpu", "device_ids": ["g1"], "numa_nodes": [1]},
+        {"resource_name": "x.io/gpu", "device_ids": ["g0"], "numa_nodes": [1]}
+      ]}
+    ]}
+  ],
+  "allocatable": {"devices": [
+    {"resource_name": "x.io/gpu", "device_ids": ["g0"], "numa_nodes": [0]},
+    {"resource_name": "x.io/gpu", "device_ids": ["g2"], "numa_nodes": [0]},
+    {"resource_name": "x.io/gpu", "device_ids": ["g0"], "numa_nodes": [1]},
+    {"resource_name": "x.io/gpu", "device_ids": ["g1"], "numa_nodes": [1]},
+    {"resource_name": "x.io/gpu", "device_ids": ["g3"], "numa_nodes": [1]}
+  ]}
+}"#;
+
+fn upstream() -> Fixture {
+    Fixture::from_json(UPSTREAM, "UPSTREAM").expect("test fixture parses")
+}
+
+#[tokio::test]
+async fn a_device_on_two_numa_nodes_counts_once_in_list_get_allocatable_and_free() {
+    let sb = Sandbox::new();
+    let k = kubelet(&sb, upstream()).await;
+    let row = ["ns", "dual", "c", "x.io/gpu", "2", "g0,g1", "0-1"];
+    let r = dpctl(&["podresources", "list", "--socket", k.sock()]).await;
+    r.expect_code(0);
+    assert_eq!(r.stdout.lines().skip(1).map(cells).collect::<Vec<_>>(), [row], "{}", r.stdout);
+    let r = dpctl(&["podresources", "list", "--socket", k.sock(), "-o", "wide"]).await;
+    assert!(r.expect_code(0).stdout.contains("0-1:g0 1:g1"), "{}", r.stdout);
+    let r = dpctl(&["podresources", "get", "dual", "-n", "ns", "--socket", k.sock()]).await;
+    r.expect_code(0);
+    assert_eq!(r.stdout.lines().skip(1).map(cells).collect::<Vec<_>>(), [row], "{}", r.stdout);
+
+    let r = dpctl(&["podresources", "allocatable", "--socket", k.sock()]).await;
+    r.expect_code(0);
+    assert_eq!(
+        r.stdout.lines().skip(1).map(cells).collect::<Vec<_>>(),
+        [["x.io/gpu", "0", "1", "g2"], ["x.io/gpu", "0-1", "1", "g0"], ["x.io/gpu", "1", "2", "g1,g3"]],
+        "{}",
+        r.stdout
+    );
+
+    let r = dpctl(&["podresources", "free", "--socket", k.sock()]).await;
+    r.expect_code(0);
+    assert_eq!(
+        r.stdout.lines().skip(1).map(cells).collect::<Vec<_>>(),
+        [
+            ["x.io/gpu", "0", "1", "0", "1", "g2"],
+            ["x.io/gpu", "0-1", "1", "1", "0", "-"],
+            ["x.io/gpu", "1", "2", "1", "1", "g3"]
+        ],
+        "{}",
+        r.stdout
+    );
+    let v = dpctl(&["podresources", "free", "--socket", k.sock(), "-o", "json"]).await.expect_code(0).json();
+    let sum = |key: &str| v["devices"].as_array().unwrap().iter().map(|d| d[key].as_u64().unwrap()).sum::<u64>();
+    assert_eq!((sum("allocatable"), sum("in_use"), sum("free")), (4, 2, 2), "{v:#}");
+    assert_eq!(v["held_not_allocatable"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_sees_no_change_when_a_multi_numa_device_is_encoded_differently() {
+    let sb = Sandbox::new();
+    let inner = FixtureProvider::new(upstream());
+    let handle = inner.handle();
+    let (lists, mut seen) = tokio::sync::watch::channel(0u64);
+    let service = PodResourcesService::new(Arc::new(Counting { inner, lists }), ServerConfig::default());
+    let socket = sb.join("pr.sock");
+    let listener = transport::bind(&socket, &BindOptions::default()).await.unwrap();
+    let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(transport::serve(service.router(), listener, async {
+        let _ = rx.await;
+    }));
+    let mut w = Watch::start(socket.to_str().unwrap(), "20ms", &["--count", "2"]);
+    let e = w.next().await;
+    assert_eq!((e["event"].as_str(), e["pod"].as_str()), (Some("present"), Some("dual")));
+    assert_eq!(
+        e["changes"][0]["after"],
+        json!({"devices": [{"numa_nodes": [0, 1], "device_ids": ["g0"]}, {"numa_nodes": [1], "device_ids": ["g1"]}]})
+    );
+
+    // The same devices, g0 now in one entry naming both nodes, in another order.
+    let topo = |nodes: &[i64]| Some(v1::TopologyInfo { nodes: nodes.iter().map(|&id| v1::NumaNode { id }).collect() });
+    let gpu = |id: &str, nodes: &[i64]| v1::ContainerDevices {
+        resource_name: "x.io/gpu".into(),
+        device_ids: vec![id.into()],
+        topology: topo(nodes),
+    };
+    handle.update(|f| f.pods[0].containers[0].devices = vec![gpu("g1", &[1]), gpu("g0", &[1, 0])]);
+    // Polls are sequential: the second List that ends after this point started after the change.
+    let at = *seen.borrow();
+    within("two more polls", seen.wait_for(|n| *n >= at + 2)).await.unwrap();
+    handle.update(|f| f.pods.push(pod("b", &["g2"])));
+    let e = w.next().await;
+    assert_eq!((e["event"].as_str(), e["pod"].as_str()), (Some("added"), Some("b")), "no change for dual: {e:#}");
+    let (code, err) = w.finish().await;
+    assert_eq!(code, 0, "stderr: {err}");
 }

@@ -49,6 +49,31 @@ pub fn check_preferred(req: &dp::ContainerPreferredAllocationRequest, answer: &[
     out
 }
 
+/// Checks a whole GetPreferredAllocation answer to a request for one
+/// container: exactly one container response, then the rules of
+/// [`check_preferred`] on the IDs of the first response (none when it is
+/// missing). The answer itself is [`preferred_answer`].
+pub fn check_preferred_response(
+    req: &dp::ContainerPreferredAllocationRequest,
+    resp: &dp::PreferredAllocationResponse,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let n = resp.container_responses.len();
+    if n != 1 {
+        out.push(v(
+            "preferred-one-response-per-container",
+            format!("{n} container response(s) for 1 container request"),
+        ));
+    }
+    out.extend(check_preferred(req, &preferred_answer(resp)));
+    out
+}
+
+/// The device IDs of the first container response (empty when there is none).
+pub fn preferred_answer(resp: &dp::PreferredAllocationResponse) -> Vec<String> {
+    resp.container_responses.first().map(|r| r.device_i_ds.clone()).unwrap_or_default()
+}
+
 /// Checks one ListAndWatch message: IDs non-empty and unique, health exactly
 /// `Healthy` or `Unhealthy`, NUMA IDs not negative, encoded size within the
 /// kubelet's receive limit.
@@ -151,6 +176,29 @@ mod tests {
             rules,
             ["preferred-size", "preferred-subset-of-available", "preferred-must-include", "preferred-no-duplicates"]
         );
+    }
+
+    #[test]
+    fn preferred_response_needs_one_answer_per_container() {
+        let r = req(&["a", "b"], &[], 1);
+        let resp = |answers: &[&[&str]]| dp::PreferredAllocationResponse {
+            container_responses: answers
+                .iter()
+                .map(|a| dp::ContainerPreferredAllocationResponse { device_i_ds: ids(a) })
+                .collect(),
+        };
+        assert!(check_preferred_response(&r, &resp(&[&["b"]])).is_empty());
+        let two = check_preferred_response(&r, &resp(&[&["a"], &["b"]]));
+        assert_eq!(two.iter().map(|v| v.rule).collect::<Vec<_>>(), ["preferred-one-response-per-container"]);
+        assert_eq!(two[0].evidence, "2 container response(s) for 1 container request");
+        let none = check_preferred_response(&r, &resp(&[]));
+        assert_eq!(
+            none.iter().map(|v| v.rule).collect::<Vec<_>>(),
+            ["preferred-one-response-per-container", "preferred-size"]
+        );
+        let bad = check_preferred_response(&r, &resp(&[&["x"]]));
+        assert_eq!(bad.iter().map(|v| v.rule).collect::<Vec<_>>(), ["preferred-subset-of-available"]);
+        assert_eq!(preferred_answer(&resp(&[&["a"], &["b"]])), ["a"]);
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod paths;
 pub mod plugin_client;
 pub mod podresources;
 pub mod proto;
+pub mod rpc;
 pub mod smoke;
 pub mod transport;
 pub mod validate;

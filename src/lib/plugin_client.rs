@@ -61,7 +61,7 @@ impl PluginClient {
         let full = format!("v1beta1.DevicePlugin/{rpc}");
         match tokio::time::timeout(timeout, call).await {
             Ok(Ok(resp)) => Ok(resp.into_inner()),
-            Ok(Err(status)) if is_deadline(&status) => {
+            Ok(Err(status)) if crate::rpc::is_deadline(&status) => {
                 Err(Error::DeadlineExceeded { rpc: full, path: self.path.clone(), timeout })
             }
             Ok(Err(status)) => Err(Error::from_status(&full, &self.path, &status, self.config.max_recv_bytes)),
@@ -152,11 +152,4 @@ impl PluginClient {
             }),
         }
     }
-}
-
-/// True for a status that means the deadline passed: DeadlineExceeded, or the
-/// `Cancelled: Timeout expired` a tonic server answers when it enforces grpc-timeout.
-fn is_deadline(status: &tonic::Status) -> bool {
-    status.code() == tonic::Code::DeadlineExceeded
-        || (status.code() == tonic::Code::Cancelled && status.message().contains("Timeout expired"))
 }

@@ -9,6 +9,7 @@ cache directory on first use. Every subcommand prints JSON lines on stdout
   peer.py call    --socket S --authority MODE --rpc options|list|allocate|podresources-list|register ...
   peer.py plugin  --dir D --resource R --devices N --authority MODE [--no-register]
   peer.py kubelet --dir D --authority MODE [--count N]
+  peer.py podresources --socket S --data FILE   (a PodResources v1 server)
 
 --authority picks the HTTP/2 :authority grpc-core sends for a unix socket:
   localhost     "localhost" (what kubelets >= 1.26 send)
@@ -266,6 +267,39 @@ def cmd_kubelet(a):
     return 0 if ok else 1
 
 
+# ---------------------------------------------------------------- podresources
+
+class PodResources(pr_grpc.PodResourcesListerServicer):
+    def __init__(self, data):
+        self.pods = json_format.ParseDict({"pod_resources": data.get("pod_resources", [])}, pr.ListPodResourcesResponse())
+        self.alloc = json_format.ParseDict(data.get("allocatable", {}), pr.AllocatableResourcesResponse())
+
+    def List(self, request, context):
+        return self.pods
+
+    def GetAllocatableResources(self, request, context):
+        return self.alloc
+
+    def Get(self, request, context):
+        for p in self.pods.pod_resources:
+            if p.name == request.pod_name and p.namespace == request.pod_namespace:
+                return pr.GetPodResourcesResponse(pod_resources=p)
+        context.abort(grpc.StatusCode.UNKNOWN, "pod %s in namespace %s not found" % (request.pod_name, request.pod_namespace))
+
+
+def cmd_podresources(a):
+    with open(a.data) as f:
+        data = json.load(f)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+    pr_grpc.add_PodResourcesListerServicer_to_server(PodResources(data), server)
+    server.add_insecure_port("unix://" + a.socket)
+    server.start()
+    emit("serving", socket=a.socket)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    time.sleep(a.run_seconds)
+    server.stop(0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -292,8 +326,13 @@ def main():
     k.add_argument("--authority", default="localhost")
     k.add_argument("--count", type=int, default=1)
     k.add_argument("--timeout", type=float, default=20.0)
+    r = sub.add_parser("podresources")
+    r.add_argument("--socket", required=True)
+    r.add_argument("--data", required=True, help="proto JSON: {pod_resources: [...], allocatable: {...}}")
+    r.add_argument("--run-seconds", type=float, default=60.0)
     a = ap.parse_args()
-    return {"call": cmd_call, "plugin": cmd_plugin, "kubelet": cmd_kubelet}[a.cmd](a) or 0
+    cmds = {"call": cmd_call, "plugin": cmd_plugin, "kubelet": cmd_kubelet, "podresources": cmd_podresources}
+    return cmds[a.cmd](a) or 0
 
 
 if __name__ == "__main__":

@@ -87,6 +87,10 @@ impl Run {
     }
 }
 
+/// The environment variables dpctl reads (`dpctl --help` lists them): a test
+/// never inherits them from the shell that runs `cargo test`.
+pub const DPCTL_ENV: [&str; 3] = ["DPCTL_DEVICE_PLUGIN_DIR", "DPCTL_PODRESOURCES_SOCKET", "DPCTL_LOG"];
+
 /// Runs dpctl with `args` (colors off, no inherited dpctl env), waiting at most [`WAIT`].
 pub async fn dpctl(args: &[&str]) -> Run {
     dpctl_env(args, &[]).await
@@ -95,13 +99,10 @@ pub async fn dpctl(args: &[&str]) -> Run {
 /// Like [`dpctl`], with extra environment variables.
 pub async fn dpctl_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = tokio::process::Command::new(dpctl_bin());
-    cmd.args(args)
-        .env_remove("DPCTL_DEVICE_PLUGIN_DIR")
-        .env_remove("DPCTL_PODRESOURCES_SOCKET")
-        .env_remove("DPCTL_LOG")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .kill_on_drop(true);
+    cmd.args(args).env("NO_COLOR", "1").stdin(Stdio::null()).kill_on_drop(true);
+    for k in DPCTL_ENV {
+        cmd.env_remove(k);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -109,9 +110,37 @@ pub async fn dpctl_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     Run::from(out)
 }
 
-/// A std Command for dpctl, for tests that manage the child themselves.
+/// A std Command for dpctl, for tests that manage the child themselves
+/// (colors off, no inherited dpctl env, like [`dpctl`]).
 pub fn dpctl_command() -> Command {
     let mut cmd = Command::new(dpctl_bin());
-    cmd.env_remove("DPCTL_DEVICE_PLUGIN_DIR").env_remove("DPCTL_LOG").env("NO_COLOR", "1");
+    cmd.env("NO_COLOR", "1");
+    for k in DPCTL_ENV {
+        cmd.env_remove(k);
+    }
     cmd
+}
+
+/// Every `DPCTL_*` variable `dpctl --help` names is removed from both kinds
+/// of child, so a developer's shell cannot point a test at a real kubelet.
+#[test]
+fn children_do_not_inherit_the_dpctl_environment() {
+    let help = Command::new(dpctl_bin()).arg("--help").env("NO_COLOR", "1").output().expect("run dpctl --help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let mut named: Vec<&str> = help
+        .split(|c: char| !(c.is_ascii_uppercase() || c == '_'))
+        .filter(|w| w.starts_with("DPCTL_") && w.len() > "DPCTL_".len())
+        .collect();
+    named.sort_unstable();
+    named.dedup();
+    assert!(!named.is_empty(), "dpctl --help names its environment variables:\n{help}");
+    let removed: Vec<String> = dpctl_command()
+        .get_envs()
+        .filter(|(_, v)| v.is_none())
+        .map(|(k, _)| k.to_string_lossy().into_owned())
+        .collect();
+    for var in named {
+        assert!(DPCTL_ENV.contains(&var), "{var} is missing from DPCTL_ENV");
+        assert!(removed.iter().any(|r| r == var), "dpctl_command() passes {var} on to the child");
+    }
 }

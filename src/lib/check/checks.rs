@@ -346,20 +346,8 @@ async fn preferred_contract(p: &mut Probe<'_>) -> Finding {
                 said(&e)
             )),
             Ok(resp) => {
-                let answer = resp.container_responses.first().map(|r| r.device_i_ds.clone()).unwrap_or_default();
-                let mut v = contract::check_preferred(req, &answer);
-                if resp.container_responses.len() != 1 {
-                    v.insert(
-                        0,
-                        Violation {
-                            rule: "preferred-one-response-per-container",
-                            evidence: format!(
-                                "{} container response(s) for 1 container request",
-                                resp.container_responses.len()
-                            ),
-                        },
-                    );
-                }
+                let answer = contract::preferred_answer(&resp);
+                let v = contract::check_preferred_response(req, &resp);
                 if !v.is_empty() {
                     let broken: Vec<String> = v.iter().map(|x| format!("{}: {}", x.rule, x.evidence)).collect();
                     bad.push(format!("{what}: answered [{}]: {}", answer.join(","), broken.join("; ")));
@@ -390,14 +378,20 @@ async fn preferred_not_advertised(p: &mut Probe<'_>) -> Finding {
             "advertised (get_preferred_allocation_available=true): preferred-contract checks the answers",
         );
     }
-    // Ask anyway, to tell the user whether the flag was perhaps forgotten.
+    if !p.opts.probe_unadvertised {
+        return Finding::skip(
+            "not advertised (get_preferred_allocation_available=false): the kubelet never calls it, so dpctl \
+             does not either (--probe-unadvertised asks anyway)",
+        );
+    }
+    // Asked for: ask anyway, to tell the user whether the flag was perhaps forgotten.
     let healthy = p.healthy().await.unwrap_or_default();
     let Some((_, req)) = preferred_shapes(&healthy).into_iter().next() else {
         return Finding::skip("not advertised (get_preferred_allocation_available=false): the kubelet never calls it");
     };
     let said = match p.client.preferred(vec![req.clone()]).await {
         Ok(resp) => {
-            let answer = resp.container_responses.first().map(|r| r.device_i_ds.clone()).unwrap_or_default();
+            let answer = contract::preferred_answer(&resp);
             format!(
                 "yet the plugin answers it ([{}]): set get_preferred_allocation_available=true if the kubelet \
                  should use it",

@@ -309,6 +309,10 @@ pub struct CheckOptions {
     pub prestart_timeout: Duration,
     /// How many concurrent calls `parallel-calls` makes.
     pub parallel: usize,
+    /// Call GetPreferredAllocation even when it is not advertised (a kubelet
+    /// never does); off by default, as a plugin may crash in a handler it
+    /// never expects to run.
+    pub probe_unadvertised: bool,
     /// Name of the suite in reports and JUnit.
     pub suite: String,
 }
@@ -322,6 +326,7 @@ impl Default for CheckOptions {
             stream_window: Duration::from_secs(2),
             prestart_timeout: Duration::from_secs(30),
             parallel: 8,
+            probe_unadvertised: false,
             suite: SUITE_NAME.into(),
         }
     }

@@ -47,6 +47,11 @@ pub struct CheckArgs {
     /// How many concurrent calls parallel-calls makes.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub parallel: u16,
+    /// Call GetPreferredAllocation even when the plugin does not advertise it
+    /// (preferred-not-advertised then says whether it answers). A kubelet
+    /// never does, and a plugin may crash in a handler it never expects to run.
+    #[arg(long)]
+    pub probe_unadvertised: bool,
     /// List the checks (name and why it matters; -o wide adds the rule) and exit.
     #[arg(long)]
     pub list: bool,
@@ -62,7 +67,7 @@ fn after_help() -> String {
          Exit codes:\n  \
          0  every check passed or was skipped\n  \
          1  a check failed or could not run\n  \
-         2  bad usage (e.g. an unknown check name in --only/--skip)\n  \
+         2  bad usage (e.g. an unknown check name in --only/--skip, or a --junit file that cannot be written)\n  \
          3  the plugin could not be reached at all (no socket, nothing listening, ...): nothing was checked\n  \
          5  connecting timed out: nothing was checked\n\
          The JUnit file is written in every case but usage errors.",
@@ -126,6 +131,7 @@ pub async fn run(args: CheckArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         stream_window: args.stream_window,
         prestart_timeout: args.prestart_timeout,
         parallel: usize::from(args.parallel),
+        probe_unadvertised: args.probe_unadvertised,
         ..CheckOptions::default()
     };
     let bar = ctx.progress_allowed().then(|| {
@@ -154,12 +160,6 @@ pub async fn run(args: CheckArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    if let Some((path, file)) = junit {
-        let mut w = std::io::BufWriter::new(file);
-        render::junit(&mut w, &report)
-            .and_then(|()| w.flush())
-            .map_err(|e| Error::io(format!("writing the JUnit report {}", path.display()), e))?;
-    }
     render::report(&mut ctx.term.out, ctx.format, &report).map_err(out_err)?;
     if let Some(u) = &report.unreachable {
         // As the binary prints errors: even with --quiet.
@@ -167,6 +167,14 @@ pub async fn run(args: CheckArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         if let Some(h) = &u.hint {
             writeln!(ctx.term.err, "  hint: {h}").map_err(out_err)?;
         }
+    }
+    if let Some((path, file)) = junit {
+        // The file the user named cannot take the report (a full disk, /dev/full):
+        // bad input (exit 2), not a socket problem; the results are on stdout already.
+        let mut w = std::io::BufWriter::new(file);
+        render::junit(&mut w, &report)
+            .and_then(|()| w.flush())
+            .map_err(|e| Error::invalid("--junit", format!("cannot write {}: {e}", path.display())))?;
     }
     Ok(report.exit_code())
 }

@@ -217,20 +217,8 @@ async fn run_call(call: CallCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
                 allocation_size: size,
             };
             let resp = client.preferred(vec![req.clone()]).await?;
-            let answer = resp.container_responses.first().map(|r| r.device_i_ds.clone()).unwrap_or_default();
-            let mut violations = crate::contract::check_preferred(&req, &answer);
-            if resp.container_responses.len() != 1 {
-                violations.insert(
-                    0,
-                    crate::contract::Violation {
-                        rule: "preferred-one-response-per-container",
-                        evidence: format!(
-                            "{} container response(s) for 1 container request",
-                            resp.container_responses.len()
-                        ),
-                    },
-                );
-            }
+            let answer = crate::contract::preferred_answer(&resp);
+            let violations = crate::contract::check_preferred_response(&req, &resp);
             let view = render::PreferredView { available, must_include, size, preferred: answer, violations };
             render::preferred(out, format, &view).map_err(out_err)?;
             Ok(if view.violations.is_empty() { exit::OK } else { exit::CHECK_FAILED })

@@ -506,7 +506,7 @@ async fn serve(a: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     }
     let apis = ServedApis { v1: a.apis.contains(&ApiName::V1), v1alpha1: a.apis.contains(&ApiName::V1alpha1) };
     let fixture = match &a.data {
-        Some(path) => Fixture::load(path)?,
+        Some(path) => Fixture::load_as(path, &format!("--data {}", path.display()))?,
         None => Fixture::default(),
     };
     let pods = fixture.pods.len();
@@ -531,7 +531,12 @@ async fn serve(a: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         rate_limit_qps: rate_limit.map(|r| r.0),
         rate_limit_burst: rate_limit.map(|r| r.1),
     };
-    render::serving(&mut ctx.term.out, ctx.format, &banner).map_err(out_err)?;
+    // With -o json the ready line is data for scripts (stdout); otherwise it is narration.
+    if ctx.format.is_json() {
+        render::serving_json(&mut ctx.term.out, &banner).map_err(out_err)?;
+    } else {
+        ctx.note(render::serving_text(&banner))?;
+    }
     let reload = async {
         let Some(path) = &a.data else { return std::future::pending::<Result<()>>().await };
         let mut watch = FileWatch::new(path);

@@ -616,8 +616,10 @@ async fn allocate_one(
             let resp = pc.preferred(vec![req.clone()]).await.map_err(|e| {
                 unexpected(format!("device plugin GetPreferredAllocation rpc failed with err: {}", go_rpc_error(&e)))
             })?;
-            let answer = resp.container_responses.first().map(|r| r.device_i_ds.clone()).unwrap_or_default();
-            let warnings = crate::contract::check_preferred(&req, &answer).into_iter().map(Warning::from).collect();
+            // Like the kubelet: only the first container response is read.
+            let answer = crate::contract::preferred_answer(&resp);
+            let warnings =
+                crate::contract::check_preferred_response(&req, &resp).into_iter().map(Warning::from).collect();
             for id in &answer {
                 if needed == 0 {
                     break;

@@ -456,8 +456,13 @@ impl Supervisor {
     }
 }
 
+/// True when Register failed on the way rather than by the kubelet's answer:
+/// the kubelet went away (its connection broke), or the call was cut off.
+/// A status made locally from a transport failure carries that failure as
+/// its source; a kubelet's rejection does not.
 fn retryable(status: &tonic::Status) -> bool {
     matches!(status.code(), tonic::Code::Unavailable | tonic::Code::Cancelled)
+        || std::error::Error::source(status).is_some()
 }
 
 /// Completes when `stop` turns true (or its sender is gone).

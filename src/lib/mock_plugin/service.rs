@@ -349,15 +349,22 @@ impl Watcher {
             _ = self.stop.wait_for(|s| *s) => None,
             r = self.rx.recv() => match r {
                 Ok(s) => Some(s),
-                Err(broadcast::error::RecvError::Lagged(_)) => {
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    // The client reads slower than the list changes: skip to
+                    // the newest list (it carries every change so far).
+                    let mut skipped = n;
                     let mut newest = None;
                     loop {
                         match self.rx.try_recv() {
-                            Ok(s) => newest = Some(s),
-                            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                            Ok(s) => {
+                                skipped += u64::from(newest.is_some());
+                                newest = Some(s);
+                            }
+                            Err(broadcast::error::TryRecvError::Lagged(n)) => skipped += n,
                             Err(_) => break,
                         }
                     }
+                    self.res.stats.skipped.fetch_add(skipped, Ordering::Relaxed);
                     Some(newest.unwrap_or_else(|| self.res.snapshot()))
                 }
                 Err(broadcast::error::RecvError::Closed) => None,

@@ -48,6 +48,8 @@ pub struct Stats {
     pub messages: AtomicU64,
     /// Open ListAndWatch streams.
     pub streams: AtomicUsize,
+    /// Lists a slow stream skipped to catch up with the newest.
+    pub skipped: AtomicU64,
     /// Device-list changes published.
     pub changes: AtomicU64,
     /// Successful registrations.
@@ -350,6 +352,7 @@ impl Resource {
             allocatable: counts.allocatable,
             open_streams: self.stats.streams.load(Ordering::Relaxed),
             messages_sent: self.stats.messages.load(Ordering::Relaxed),
+            skipped_messages: self.stats.skipped.load(Ordering::Relaxed),
             changes: self.stats.changes.load(Ordering::Relaxed),
             calls: self.calls().into_iter().map(|(r, n)| (r.name().to_string(), n)).collect(),
             devices,
@@ -393,6 +396,8 @@ pub struct ResourceStatus {
     pub open_streams: usize,
     /// ListAndWatch messages sent.
     pub messages_sent: u64,
+    /// Lists skipped by streams that fell behind (each got the newest instead).
+    pub skipped_messages: u64,
     /// Device-list changes so far.
     pub changes: u64,
     /// Calls per RPC.

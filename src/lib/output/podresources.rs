@@ -1,6 +1,6 @@
 //! Renderers for `dpctl podresources`: pods (one table row per container and
 //! resource, DRA claims in a second table), allocatable and free resources,
-//! `watch` events, and the `serve` banner. JSON is the view structs of
+//! `watch` events, and the `serve` banner (JSON ready line, or narration). JSON is the view structs of
 //! [`crate::podresources::view`] as they are (zero values kept).
 
 use std::borrow::Cow;
@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::{Format, bytes_binary, numa, ranges, table, write_json, write_json_line, write_table};
 use crate::podresources::diff::{self, AssignmentChange, ChangeKind, Held, PodEvent};
 use crate::podresources::free::FreeReport;
-use crate::podresources::view::{AllocatableReport, GetView, ListView, PodView};
+use crate::podresources::view::{AllocatableReport, GetView, ListView, PodView, merge_devices};
 
 /// How many device IDs a `table` cell shows before `+N more` (`wide` shows all).
 pub const MAX_IDS_IN_TABLE: usize = 8;
@@ -324,14 +324,11 @@ pub fn allocatable(w: &mut dyn Write, format: Format, report: &AllocatableReport
     let a = &report.allocatable;
     let mut t = table(["RESOURCE", "NUMA", "AMOUNT", "IDS"]);
     let mut rows = 0;
-    let mut groups: BTreeMap<(&str, Option<Vec<i64>>), Vec<String>> = BTreeMap::new();
-    for d in &a.devices {
-        let mut key = d.numa_nodes.clone();
-        if let Some(k) = key.as_mut() {
-            k.sort_unstable();
-            k.dedup();
-        }
-        groups.entry((&d.resource_name, key)).or_default().extend(d.device_ids.iter().cloned());
+    // Each device once, under all its NUMA nodes (upstream lists a device on
+    // two nodes in two entries).
+    let mut groups: BTreeMap<(&str, Option<Vec<i64>>), Vec<&str>> = BTreeMap::new();
+    for d in merge_devices(&a.devices) {
+        groups.entry((d.resource_name, d.numa_nodes)).or_default().push(d.device_id);
     }
     for ((resource, nodes), mut ids) in groups {
         ids.sort();
@@ -509,25 +506,25 @@ pub struct ServingView {
     pub rate_limit_burst: Option<u32>,
 }
 
-/// Renders the `serve` banner (one JSON line with `-o json`).
-pub fn serving(w: &mut dyn Write, format: Format, v: &ServingView) -> io::Result<()> {
-    if format.is_json() {
-        return write_json_line(w, v);
-    }
+/// The `serve` banner for people: one line of narration (stderr).
+pub fn serving_text(v: &ServingView) -> String {
     let limit = match (v.rate_limit_qps, v.rate_limit_burst) {
         (Some(q), Some(b)) => format!("rate limit {q}/s burst {b}"),
         _ => "no rate limit".into(),
     };
-    writeln!(
-        w,
+    format!(
         "serving PodResources {} on {}: {} pod(s), Get {}, {}",
         v.apis.join(", "),
         v.socket,
         v.pods,
         if v.get_enabled { "enabled" } else { "disabled" },
         limit
-    )?;
-    w.flush()
+    )
+}
+
+/// Renders the `serve` ready line for scripts: one JSON line (stdout).
+pub fn serving_json(w: &mut dyn Write, v: &ServingView) -> io::Result<()> {
+    write_json_line(w, v)
 }
 
 #[cfg(test)]
@@ -629,6 +626,35 @@ mod tests {
         rows.write(&mut a).unwrap();
         write_table(&mut b, &t).unwrap();
         assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
+    }
+
+    #[test]
+    fn a_device_on_two_numa_nodes_is_one_device_in_every_table() {
+        let dev = |id: &str, n: i64| DevicesView {
+            resource_name: "x/gpu".into(),
+            device_ids: vec![id.into()],
+            numa_nodes: Some(vec![n]),
+        };
+        // The upstream encoding: g0 is on NUMA nodes 0 and 1.
+        let devices = vec![dev("g0", 0), dev("g0", 1), dev("g1", 1)];
+        let mut pods = sample();
+        pods[0].containers[1].devices = devices.clone();
+        let view = ListView { schema_version: SCHEMA_VERSION, api_version: Api::V1, pod_resources: pods };
+        let mut out = Vec::new();
+        list(&mut out, Format::Table, &view).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let row: Vec<&str> = s.lines().nth(2).unwrap().split_whitespace().collect();
+        assert_eq!(row, ["ns", "p", "main", "x/gpu", "2", "g0,g1", "0-1"], "{s}");
+
+        let report = AllocatableReport {
+            schema_version: SCHEMA_VERSION,
+            allocatable: crate::podresources::view::AllocatableView { devices, ..Default::default() },
+        };
+        let mut out = Vec::new();
+        allocatable(&mut out, Format::Table, &report).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        let rows: Vec<Vec<&str>> = s.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows, [["x/gpu", "0-1", "1", "g0"], ["x/gpu", "1", "1", "g1"]], "{s}");
     }
 
     #[test]

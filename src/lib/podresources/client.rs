@@ -13,10 +13,11 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tonic::transport::Channel;
 
+use super::ratelimit::TokenBucket;
 use super::server::{GET_DISABLED_MESSAGE, RATE_BURST, RATE_LIMIT_MESSAGE, RATE_QPS};
 use super::view::Api;
 use crate::error::{Error, Result};
@@ -86,38 +87,6 @@ pub struct Listing {
     pub pods: Vec<v1::PodResources>,
 }
 
-/// A token bucket: the client never sends faster than the kubelet accepts.
-#[derive(Debug)]
-struct Limiter {
-    qps: f64,
-    burst: f64,
-    state: Mutex<(f64, Instant)>,
-}
-
-impl Limiter {
-    fn new(qps: f64, burst: u32) -> Self {
-        Limiter { qps, burst: f64::from(burst), state: Mutex::new((f64::from(burst), Instant::now())) }
-    }
-
-    /// Waits until a call may be sent.
-    async fn acquire(&self) {
-        loop {
-            let wait = {
-                let Ok(mut s) = self.state.lock() else { return };
-                let now = Instant::now();
-                s.0 = (s.0 + now.duration_since(s.1).as_secs_f64() * self.qps).min(self.burst);
-                s.1 = now;
-                if s.0 >= 1.0 {
-                    s.0 -= 1.0;
-                    return;
-                }
-                Duration::from_secs_f64((1.0 - s.0) / self.qps)
-            };
-            tokio::time::sleep(wait).await;
-        }
-    }
-}
-
 /// A connected PodResources client.
 #[derive(Debug)]
 pub struct PodResourcesClient {
@@ -128,7 +97,8 @@ pub struct PodResourcesClient {
     /// The API version settled on (after the first List in auto mode).
     resolved: Mutex<Option<Api>>,
     fell_back: Mutex<bool>,
-    limiter: Limiter,
+    /// The client never sends faster than the kubelet accepts.
+    limiter: TokenBucket,
     rate_limited: AtomicU64,
 }
 
@@ -156,7 +126,7 @@ impl PodResourcesClient {
             config: config.clone(),
             resolved: Mutex::new(resolved),
             fell_back: Mutex::new(false),
-            limiter: Limiter::new(RATE_QPS, RATE_BURST),
+            limiter: TokenBucket::new(RATE_QPS, RATE_BURST),
             rate_limited: AtomicU64::new(0),
         }
     }
@@ -202,10 +172,10 @@ impl PodResourcesClient {
         let mut backoff = self.config.rate_limit_backoff;
         let mut attempt = 0;
         loop {
-            self.limiter.acquire().await;
+            self.limiter.take().await;
             let result = match tokio::time::timeout(timeout, call()).await {
                 Ok(Ok(resp)) => return Ok(resp.into_inner()),
-                Ok(Err(status)) if is_deadline(&status) => {
+                Ok(Err(status)) if crate::rpc::is_deadline(&status) => {
                     Err(Error::DeadlineExceeded { rpc: rpc.into(), path: self.path.clone(), timeout })
                 }
                 Ok(Err(status)) => {
@@ -366,12 +336,6 @@ pub fn is_rate_limited(e: &Error) -> bool {
     matches!(e, Error::Rpc { code: tonic::Code::ResourceExhausted, .. })
 }
 
-/// True for a status that means the deadline passed.
-fn is_deadline(status: &tonic::Status) -> bool {
-    status.code() == tonic::Code::DeadlineExceeded
-        || (status.code() == tonic::Code::Cancelled && status.message().contains("Timeout expired"))
-}
-
 /// True for a path that looks like a kubelet's PodResources socket.
 fn is_podresources_socket(path: &Path) -> bool {
     path.parent().and_then(Path::file_name).is_some_and(|d| d == "pod-resources")
@@ -491,19 +455,5 @@ mod tests {
         assert!(hint(&Error::NoSocket { path: "/tmp/x/gpu.sock".into() }).is_none());
         let other = Error::from_status("v1beta1.DevicePlugin/Allocate", p, &tonic::Status::unknown("x"), 1);
         assert!(hint(&other).is_none());
-    }
-
-    #[tokio::test]
-    async fn limiter_lets_a_burst_through_then_paces() {
-        let l = Limiter::new(100.0, 10);
-        let start = Instant::now();
-        for _ in 0..10 {
-            l.acquire().await;
-        }
-        assert!(start.elapsed() < Duration::from_millis(50));
-        for _ in 0..5 {
-            l.acquire().await;
-        }
-        assert!(start.elapsed() >= Duration::from_millis(35), "{:?}", start.elapsed());
     }
 }

@@ -2,15 +2,15 @@
 //! pods that appeared or went away, and within a pod the assignments (one
 //! per container and resource) that appeared, changed or went away.
 //!
-//! Assignments are compared in a normal form (IDs sorted, devices grouped by
-//! NUMA node), because the kubelet guarantees no order: the same answer in
+//! Assignments are compared in a normal form (IDs sorted, each device once
+//! with all its NUMA nodes, devices grouped by NUMA node set), because the kubelet guarantees no order: the same answer in
 //! another order is not a change.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use super::view::{CPU_RESOURCE, ClaimResourceView, MemoryView, PodView};
+use super::view::{CPU_RESOURCE, ClaimResourceView, MemoryView, PodView, merge_devices};
 
 /// Device IDs by NUMA node set.
 type IdsByNuma = BTreeMap<Option<Vec<i64>>, BTreeSet<String>>;
@@ -31,7 +31,7 @@ pub struct DeviceGroup {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Held {
-    /// Devices of one resource, grouped by NUMA node.
+    /// Devices of one resource, each once, grouped by NUMA node set.
     Devices(Vec<DeviceGroup>),
     /// Exclusive CPUs, sorted.
     CpuIds(Vec<i64>),
@@ -108,19 +108,17 @@ pub fn assignments(p: &PodView) -> Vec<Assignment> {
     for c in &p.containers {
         let start = out.len();
         let mut by_resource: Vec<(String, IdsByNuma)> = Vec::new();
-        for d in &c.devices {
-            let idx = match by_resource.iter().position(|(r, _)| *r == d.resource_name) {
+        // One entry per device with all its NUMA nodes: upstream sends a device
+        // on two nodes as two entries, which must not count as two devices.
+        for d in merge_devices(&c.devices) {
+            let idx = match by_resource.iter().position(|(r, _)| r == d.resource_name) {
                 Some(i) => i,
                 None => {
-                    by_resource.push((d.resource_name.clone(), BTreeMap::new()));
+                    by_resource.push((d.resource_name.to_string(), BTreeMap::new()));
                     by_resource.len() - 1
                 }
             };
-            by_resource[idx]
-                .1
-                .entry(sorted_numa(d.numa_nodes.as_ref()))
-                .or_default()
-                .extend(d.device_ids.iter().cloned());
+            by_resource[idx].1.entry(d.numa_nodes).or_default().insert(d.device_id.to_string());
         }
         for (r, groups) in by_resource {
             let groups = groups
@@ -340,6 +338,30 @@ mod tests {
         let a = vec![pod("p", &["g0", "g1"], &[1, 0])];
         let b = vec![pod("p", &["g1", "g0"], &[0, 1])];
         assert!(diff(&a, &b).is_empty());
+    }
+
+    #[test]
+    fn a_device_on_two_numa_nodes_is_one_device_however_it_is_encoded() {
+        let dev = |id: &str, n: &[i64]| DevicesView {
+            resource_name: "x/gpu".into(),
+            device_ids: vec![id.into()],
+            numa_nodes: Some(n.to_vec()),
+        };
+        let mut upstream = pod("p", &[], &[]);
+        upstream.containers[0].devices = vec![dev("g0", &[0]), dev("g1", &[1]), dev("g0", &[1])];
+        let a = assignments(&upstream);
+        let Some(Held::Devices(groups)) = &a[0].held else { panic!("{a:?}") };
+        assert_eq!(
+            groups,
+            &[
+                DeviceGroup { numa_nodes: Some(vec![0, 1]), device_ids: vec!["g0".into()] },
+                DeviceGroup { numa_nodes: Some(vec![1]), device_ids: vec!["g1".into()] },
+            ]
+        );
+        // The same devices with g0 in one entry naming both nodes: no change.
+        let mut merged = pod("p", &[], &[]);
+        merged.containers[0].devices = vec![dev("g1", &[1]), dev("g0", &[1, 0])];
+        assert!(diff(&[upstream], &[merged]).is_empty());
     }
 
     #[test]

@@ -85,10 +85,19 @@ impl Fixture {
         spec.into_fixture().map_err(|m| Error::invalid(place, m))
     }
 
-    /// Reads and parses a fixture file.
+    /// Reads and parses a fixture file; errors name the file.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
-        Self::from_json(&text, &path.display().to_string())
+        Self::load_as(path, &path.display().to_string())
+    }
+
+    /// Reads and parses a fixture file the user named; errors are
+    /// [`Error::Invalid`] at `place` (e.g. `--data FILE`), an unreadable
+    /// file included (with the OS reason): it is bad input, not a socket
+    /// problem.
+    pub fn load_as(path: &Path, place: &str) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| Error::invalid(place, format!("cannot read the file: {e}")))?;
+        Self::from_json(&text, place)
     }
 
     /// The canonical file form.

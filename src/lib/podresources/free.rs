@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::Serialize;
 
-use super::view::{AllocatableView, PodView, SCHEMA_VERSION};
+use super::view::{AllocatableView, PodView, SCHEMA_VERSION, merge_devices};
 
-/// Devices of one resource on one NUMA node (or set of nodes).
+/// Devices of one resource on one NUMA node (or set of nodes: a device on
+/// two nodes is counted once, under both).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DeviceFree {
     /// Extended resource name.
@@ -103,15 +104,13 @@ fn key(n: Option<&Vec<i64>>) -> NumaKey {
 /// Computes what is free from the allocatable resources and the pods.
 pub fn free(alloc: &AllocatableView, pods: &[PodView]) -> FreeReport {
     // Devices.
+    // Each device once, with all its NUMA nodes (upstream lists a device on
+    // two nodes twice), so it is counted once, under its node set.
     let mut groups: BTreeMap<(String, NumaKey), Vec<String>> = BTreeMap::new();
     let mut allocatable_ids: HashSet<(&str, &str)> = HashSet::new();
-    for d in &alloc.devices {
-        let ids = groups.entry((d.resource_name.clone(), key(d.numa_nodes.as_ref()))).or_default();
-        for id in &d.device_ids {
-            if allocatable_ids.insert((&d.resource_name, id)) {
-                ids.push(id.clone());
-            }
-        }
+    for d in merge_devices(&alloc.devices) {
+        allocatable_ids.insert((d.resource_name, d.device_id));
+        groups.entry((d.resource_name.to_string(), d.numa_nodes)).or_default().push(d.device_id.to_string());
     }
     let mut held: HashSet<(&str, &str)> = HashSet::new();
     let mut held_not_allocatable = Vec::new();
@@ -223,6 +222,49 @@ mod tests {
 
     fn mem(t: &str, size: u64, numa: &[i64]) -> MemoryView {
         MemoryView { memory_type: t.into(), size, numa_nodes: Some(numa.to_vec()) }
+    }
+
+    #[test]
+    fn a_device_on_two_numa_nodes_counts_once() {
+        // Upstream: one entry per (device, NUMA node); g0 is on nodes 0 and 1.
+        let alloc = AllocatableView {
+            devices: vec![
+                dev("x/gpu", &["g0"], Some(&[0])),
+                dev("x/gpu", &["g2"], Some(&[0])),
+                dev("x/gpu", &["g0"], Some(&[1])),
+                dev("x/gpu", &["g1"], Some(&[1])),
+            ],
+            ..AllocatableView::default()
+        };
+        let pods = vec![PodView {
+            name: "p".into(),
+            namespace: "ns".into(),
+            containers: vec![ContainerView {
+                name: "c".into(),
+                devices: vec![dev("x/gpu", &["g0"], Some(&[0])), dev("x/gpu", &["g0"], Some(&[1]))],
+                cpu_ids: vec![],
+                memory: vec![],
+                dynamic_resources: vec![],
+            }],
+            cpu_ids: vec![],
+            memory: vec![],
+        }];
+        let r = free(&alloc, &pods);
+        let rows: Vec<_> = r
+            .devices
+            .iter()
+            .map(|d| (d.numa_nodes.clone(), d.allocatable, d.in_use, d.free, d.free_ids.clone()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                (Some(vec![0]), 1, 0, 1, vec!["g2".to_string()]),
+                (Some(vec![0, 1]), 1, 1, 0, vec![]),
+                (Some(vec![1]), 1, 0, 1, vec!["g1".to_string()]),
+            ]
+        );
+        assert_eq!(r.devices.iter().map(|d| d.allocatable).sum::<usize>(), 3);
+        assert!(r.held_not_allocatable.is_empty());
     }
 
     #[test]

@@ -2,11 +2,11 @@
 //! serves them) that answers from a [`Provider`], with the kubelet's rate
 //! limit, its error texts, and its `Get` feature gate.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
+use super::ratelimit::TokenBucket;
 use crate::proto::podresources::{v1, v1alpha1};
 
 /// Where the answers come from.
@@ -94,39 +94,16 @@ pub fn to_v1alpha1(p: &v1::PodResources) -> v1alpha1::PodResources {
     }
 }
 
-#[derive(Debug)]
-struct Bucket {
-    qps: f64,
-    burst: f64,
-    state: Mutex<(f64, Instant)>,
-}
-
-impl Bucket {
-    fn take(&self) -> bool {
-        let Ok(mut s) = self.state.lock() else { return true };
-        let now = Instant::now();
-        let refill = now.duration_since(s.1).as_secs_f64() * self.qps;
-        s.0 = (s.0 + refill).min(self.burst);
-        s.1 = now;
-        if s.0 >= 1.0 {
-            s.0 -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
 struct Shared {
     provider: Arc<dyn Provider>,
     config: ServerConfig,
-    bucket: Option<Bucket>,
+    bucket: Option<TokenBucket>,
 }
 
 impl Shared {
     fn admit(&self) -> Result<(), Status> {
         match &self.bucket {
-            Some(b) if !b.take() => Err(Status::resource_exhausted(RATE_LIMIT_MESSAGE)),
+            Some(b) if b.try_take().is_err() => Err(Status::resource_exhausted(RATE_LIMIT_MESSAGE)),
             _ => Ok(()),
         }
     }
@@ -148,11 +125,7 @@ impl std::fmt::Debug for PodResourcesService {
 impl PodResourcesService {
     /// A service answering from `provider`.
     pub fn new(provider: Arc<dyn Provider>, config: ServerConfig) -> Self {
-        let bucket = config.rate_limit.map(|(qps, burst)| Bucket {
-            qps,
-            burst: f64::from(burst),
-            state: Mutex::new((f64::from(burst), Instant::now())),
-        });
+        let bucket = config.rate_limit.map(|(qps, burst)| TokenBucket::new(qps, burst));
         PodResourcesService { shared: Arc::new(Shared { provider, config, bucket }) }
     }
 
@@ -223,9 +196,4 @@ impl v1alpha1::pod_resources_lister_server::PodResourcesLister for V1Alpha1 {
         self.0.shared.admit()?;
         Ok(Response::new(v1alpha1::ListPodResourcesResponse { pod_resources: self.0.shared.provider.list_v1alpha1() }))
     }
-}
-
-/// Time until the bucket has a token again at `qps` (for clients that back off).
-pub fn refill_interval(qps: f64) -> Duration {
-    Duration::from_secs_f64(1.0 / qps.max(f64::MIN_POSITIVE))
 }

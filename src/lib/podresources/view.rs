@@ -6,7 +6,10 @@
 //! flattened into `numa_nodes` (`null` when the kubelet sent no topology,
 //! which is not the same as NUMA node 0), and CDI devices are plain strings.
 //! Entries keep the kubelet's order and grouping (one `ContainerDevices` per
-//! device and NUMA node upstream); only tables merge them.
+//! device and NUMA node upstream); whatever counts or groups devices (tables,
+//! `free`, `watch`) first merges them per device with [`merge_devices`].
+
+use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -390,6 +393,55 @@ impl From<&AllocatableView> for v1::AllocatableResourcesResponse {
     }
 }
 
+/// One device of one resource with all of its NUMA nodes (see [`merge_devices`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergedDevice<'a> {
+    /// Extended resource name.
+    pub resource_name: &'a str,
+    /// Device ID.
+    pub device_id: &'a str,
+    /// Every NUMA node the entries for this device named, sorted and
+    /// deduplicated; `None` only when no entry had topology.
+    pub numa_nodes: Option<Vec<i64>>,
+}
+
+/// Merges `ContainerDevices` entries into one per (resource, device ID), in
+/// order of first appearance. The kubelet sends one entry per (device, NUMA
+/// node), so a device on two NUMA nodes arrives as two entries with the same
+/// single ID; counting entries (or IDs per entry) would count it twice.
+pub fn merge_devices(devices: &[DevicesView]) -> Vec<MergedDevice<'_>> {
+    /// Up to this many IDs a linear search beats hashing (most containers hold a few devices).
+    const LINEAR: usize = 16;
+    let total: usize = devices.iter().map(|d| d.device_ids.len()).sum();
+    let mut out: Vec<MergedDevice<'_>> = Vec::with_capacity(total);
+    let mut index: Option<HashMap<(&str, &str), usize>> = (total > LINEAR).then(|| HashMap::with_capacity(total));
+    for d in devices {
+        for id in &d.device_ids {
+            let known = match &index {
+                Some(map) => map.get(&(d.resource_name.as_str(), id.as_str())).copied(),
+                None => out.iter().position(|m| m.device_id == id && m.resource_name == d.resource_name),
+            };
+            let i = known.unwrap_or_else(|| {
+                out.push(MergedDevice { resource_name: &d.resource_name, device_id: id, numa_nodes: None });
+                if let Some(map) = index.as_mut() {
+                    map.insert((&d.resource_name, id), out.len() - 1);
+                }
+                out.len() - 1
+            });
+            if let Some(nodes) = &d.numa_nodes {
+                out[i].numa_nodes.get_or_insert_with(Vec::new).extend(nodes);
+            }
+        }
+    }
+    for m in &mut out {
+        if let Some(n) = m.numa_nodes.as_mut() {
+            n.sort_unstable();
+            n.dedup();
+        }
+    }
+    out
+}
+
 /// The name `--resource` uses for exclusive CPUs.
 pub const CPU_RESOURCE: &str = "cpu";
 
@@ -484,6 +536,39 @@ mod tests {
         assert_eq!(got.len(), 3);
         assert!(got[0].containers[0].devices.is_empty());
         assert_eq!(got[0].containers[0].cpu_ids, [3, 1]);
+    }
+
+    #[test]
+    fn merge_joins_the_numa_entries_of_one_device() {
+        let d = |r: &str, id: &str, n: Option<Vec<i64>>| DevicesView {
+            resource_name: r.into(),
+            device_ids: vec![id.into()],
+            numa_nodes: n,
+        };
+        // The upstream encoding: one entry per (device, NUMA node).
+        let devices = [
+            d("x/gpu", "g0", Some(vec![1])),
+            d("x/gpu", "g1", Some(vec![1])),
+            d("x/gpu", "g0", Some(vec![0])),
+            d("y/nic", "g0", None),
+            d("x/gpu", "g2", None),
+        ];
+        let m = merge_devices(&devices);
+        let got: Vec<_> = m.iter().map(|m| (m.resource_name, m.device_id, m.numa_nodes.clone())).collect();
+        assert_eq!(
+            got,
+            [
+                ("x/gpu", "g0", Some(vec![0, 1])),
+                ("x/gpu", "g1", Some(vec![1])),
+                ("y/nic", "g0", None),
+                ("x/gpu", "g2", None),
+            ]
+        );
+        // Past the linear-search size, the same result through the index.
+        let many: Vec<DevicesView> = (0..40).map(|i| d("x/gpu", &format!("d{}", i % 20), Some(vec![i / 20]))).collect();
+        let m = merge_devices(&many);
+        assert_eq!(m.len(), 20);
+        assert!(m.iter().all(|m| m.numa_nodes == Some(vec![0, 1])), "{m:?}");
     }
 
     #[test]

@@ -39,10 +39,18 @@ const FLAG_PADDED: u8 = 0x8;
 const FLAG_PRIORITY: u8 = 0x20;
 /// SETTINGS_MAX_FRAME_SIZE default; h2's server does not raise it.
 const MAX_FRAME: usize = 16_384;
-/// Largest frame we accept from a client before giving up (h2 would too).
-const MAX_INBOUND_FRAME: usize = 16 * 1024 * 1024;
-/// Upper bound of a header block being collected over CONTINUATION frames.
-const MAX_HEADER_BLOCK: usize = 1024 * 1024;
+/// Largest frame a client may send: the server's SETTINGS_MAX_FRAME_SIZE,
+/// which tonic leaves at the protocol default (h2 answers FRAME_SIZE_ERROR).
+const MAX_INBOUND_FRAME: usize = MAX_FRAME;
+/// Upper bound of one compressed header block (HEADERS plus CONTINUATIONs).
+const MAX_HEADER_BLOCK: usize = 64 * 1024;
+/// Most CONTINUATION frames in one header block.
+const MAX_CONTINUATIONS: u32 = 64;
+/// Upper bound of one decoded header list (name + value + 32 per field, as
+/// HTTP/2 counts it); h2 itself stops at 16 KiB, so nothing legitimate is lost.
+const MAX_HEADER_LIST: usize = 64 * 1024;
+/// The HPACK table size h2's server allows its clients (the protocol default).
+const MAX_TABLE_SIZE: usize = 4096;
 /// The authority substituted for one h2 would reject.
 pub const REPLACEMENT_AUTHORITY: &str = "localhost";
 
@@ -84,6 +92,7 @@ enum Mode {
 struct PendingBlock {
     stream_id: u32,
     end_stream: bool,
+    continuations: u32,
     fragment: Vec<u8>,
 }
 
@@ -103,7 +112,11 @@ impl<S> AuthorityFix<S> {
             ready: BytesMut::with_capacity(16 * 1024),
             preface_left: PREFACE.len(),
             block: None,
-            decoder: loona_hpack::Decoder::new(),
+            decoder: {
+                let mut d = loona_hpack::Decoder::new();
+                d.set_max_allowed_table_size(MAX_TABLE_SIZE);
+                d
+            },
             encoder: loona_hpack::Encoder::new(),
             mode: Mode::Undecided,
             rewritten: 0,
@@ -171,9 +184,13 @@ impl<S> AuthorityFix<S> {
                 TYPE_HEADERS => {
                     let frame = self.raw.split_to(FRAME_HEADER_LEN + len);
                     let fragment = headers_fragment(&frame[FRAME_HEADER_LEN..], flags)?;
+                    if self.block.is_some() {
+                        return Err(invalid("HEADERS inside another header block"));
+                    }
                     let block = PendingBlock {
                         stream_id,
                         end_stream: flags & FLAG_END_STREAM != 0,
+                        continuations: 0,
                         fragment: fragment.to_vec(),
                     };
                     self.collect(block, flags)?;
@@ -183,8 +200,12 @@ impl<S> AuthorityFix<S> {
                     let Some(mut block) = self.block.take() else {
                         return Err(io::Error::new(io::ErrorKind::InvalidData, "CONTINUATION without HEADERS"));
                     };
-                    if block.stream_id != stream_id || block.fragment.len() + len > MAX_HEADER_BLOCK {
-                        return Err(io::Error::new(io::ErrorKind::InvalidData, "bad CONTINUATION frame"));
+                    block.continuations += 1;
+                    if block.stream_id != stream_id
+                        || block.fragment.len() + len > MAX_HEADER_BLOCK
+                        || block.continuations > MAX_CONTINUATIONS
+                    {
+                        return Err(invalid("header block too large, or CONTINUATION on another stream"));
                     }
                     block.fragment.extend_from_slice(&frame[FRAME_HEADER_LEN..]);
                     self.collect(block, flags)?;
@@ -217,9 +238,19 @@ impl<S> AuthorityFix<S> {
             return Ok(());
         }
         let mut headers: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(12);
+        let mut list_size = 0usize;
         self.decoder
-            .decode_with_cb(&block.fragment, |name, value| headers.push((name.into_owned(), value.into_owned())))
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("HPACK decoding failed: {e:?}")))?;
+            .decode_with_cb(&block.fragment, |name, value| {
+                // Stop keeping fields past the limit: a small block can expand hugely.
+                list_size = list_size.saturating_add(name.len() + value.len() + 32);
+                if list_size <= MAX_HEADER_LIST {
+                    headers.push((name.into_owned(), value.into_owned()));
+                }
+            })
+            .map_err(|e| invalid(format!("HPACK decoding failed: {e:?}")))?;
+        if list_size > MAX_HEADER_LIST {
+            return Err(invalid(format!("header list of {list_size} bytes is over {MAX_HEADER_LIST}")));
+        }
         let bad = |name: &[u8], value: &[u8]| name == b":authority" && !is_valid_authority(value);
         if self.mode == Mode::Undecided {
             if !headers.iter().any(|(n, v)| bad(n, v)) {
@@ -273,6 +304,10 @@ impl<S> AuthorityFix<S> {
             }
         }
     }
+}
+
+fn invalid(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg.into())
 }
 
 /// The header block fragment of a HEADERS frame payload, without padding and priority.
@@ -489,6 +524,73 @@ mod tests {
         fix.process().unwrap();
         assert_eq!(fix.mode, Mode::PassThrough);
         assert_eq!(fix.ready.to_vec(), input, "byte for byte");
+    }
+
+    #[test]
+    fn padded_and_priority_headers_are_unwrapped() {
+        let mut enc = loona_hpack::Encoder::new();
+        let hs: Vec<(&[u8], &[u8])> = vec![(b":path", b"/x"), (b":authority", b"/tmp/x.sock")];
+        let block = enc.encode(hs.iter().copied());
+        // PADDED (pad length 3) and PRIORITY (5 bytes) around the fragment.
+        let mut payload = vec![3u8];
+        payload.extend([0, 0, 0, 0, 16]);
+        payload.extend(&block);
+        payload.extend([0, 0, 0]);
+        let mut input = PREFACE.to_vec();
+        input.extend(headers_frame(&payload, FLAG_END_HEADERS | FLAG_PADDED | FLAG_PRIORITY, 1));
+        let (out, rewritten) = run(&input);
+        assert_eq!(rewritten, 1);
+        assert_eq!(decode_all(&out)[0], vec![(":path".into(), "/x".into()), (":authority".into(), "localhost".into())]);
+    }
+
+    #[test]
+    fn a_small_block_that_expands_hugely_is_refused() {
+        // One 4000-byte literal, indexed, then referenced 50,000 times: 50 KB on
+        // the wire, 200 MB decoded. The connection is refused instead.
+        let mut block = vec![0x40, 1, b'x', 0x7f];
+        let mut len = 4000 - 127;
+        while len >= 128 {
+            block.push((len % 128) as u8 | 0x80);
+            len /= 128;
+        }
+        block.push(len as u8);
+        block.extend(std::iter::repeat_n(b'v', 4000));
+        block.extend(std::iter::repeat_n(0xbe, 50_000)); // indexed field 62
+        let mut input = PREFACE.to_vec();
+        let mut at = 0;
+        let mut first = true;
+        while at < block.len() {
+            let end = (at + MAX_FRAME).min(block.len());
+            let last = end == block.len();
+            let mut b = BytesMut::new();
+            let kind = if first { TYPE_HEADERS } else { TYPE_CONTINUATION };
+            put_frame_header(&mut b, end - at, kind, if last { FLAG_END_HEADERS } else { 0 }, 1);
+            b.extend_from_slice(&block[at..end]);
+            input.extend(b);
+            at = end;
+            first = false;
+        }
+        let mut fix = AuthorityFix::new(());
+        fix.raw.extend_from_slice(&input);
+        let err = fix.process().unwrap_err();
+        assert!(err.to_string().contains("header list of"), "{err}");
+    }
+
+    #[test]
+    fn oversized_frames_and_table_sizes_are_refused() {
+        let mut input = PREFACE.to_vec();
+        let mut b = BytesMut::new();
+        put_frame_header(&mut b, MAX_FRAME + 1, 0, 0, 1);
+        input.extend(b);
+        let mut fix = AuthorityFix::new(());
+        fix.raw.extend_from_slice(&input);
+        assert!(fix.process().is_err(), "a frame over SETTINGS_MAX_FRAME_SIZE");
+        // A dynamic table size update over the server's 4096.
+        let mut input = PREFACE.to_vec();
+        input.extend(headers_frame(&[0x3f, 0xe1, 0x7f], FLAG_END_HEADERS, 1)); // size 16384
+        let mut fix = AuthorityFix::new(());
+        fix.raw.extend_from_slice(&input);
+        assert!(fix.process().is_err(), "a table size over 4096");
     }
 
     #[test]
