@@ -620,3 +620,35 @@ async fn library_takes_an_observed_register_request() {
     );
     assert_eq!(report.totals.failed, 1);
 }
+
+#[tokio::test]
+async fn colored_failures_keep_intact_escape_codes_and_aligned_columns() {
+    let sb = Sandbox::new();
+    let f = Faults { options_error: Some("boom".into()), ..Faults::default() };
+    let (s, _stop) = serve(&sb, devices(), f).await;
+    let r = check(&s, &["--color", "always", "--only", "options-answer,device-ids-valid"]).await;
+    r.expect_code(1);
+    // The FAIL header is colored after upper-casing: its escape codes are intact.
+    assert!(r.stdout.contains("\u{1b}[1;31mFAIL\u{1b}[0m"), "{:?}", r.stdout);
+    assert!(!r.stdout.contains("\u{1b}[1;31M"), "a broken escape code: {:?}", r.stdout);
+    // Colored cells do not push the next column out of line.
+    let strip = |l: &str| {
+        let mut out = String::new();
+        let mut esc = false;
+        for c in l.chars() {
+            match (esc, c) {
+                (false, '\u{1b}') => esc = true,
+                (true, 'm') => esc = false,
+                (true, _) => {}
+                (false, c) => out.push(c),
+            }
+        }
+        out
+    };
+    let rows: Vec<String> = r.stdout.lines().take(3).map(strip).collect();
+    let col = |l: &str| l.find("TIME").or_else(|| l.find("ms")).unwrap();
+    assert_eq!(col(&rows[0]), rows[0].find("TIME").unwrap());
+    let starts: Vec<usize> =
+        rows[1..].iter().map(|l| l.split_whitespace().nth(2).map(|t| l.find(t).unwrap()).unwrap()).collect();
+    assert!(starts.iter().all(|s| *s == rows[0].find("TIME").unwrap()), "misaligned: {rows:#?}");
+}

@@ -504,6 +504,9 @@ async fn working_alone(p: &mut Probe<'_>, healthy: &[String]) -> (Vec<Kind>, Vec
     (works, broken)
 }
 
+/// How long parallel-calls waits for a stream end caused by its second stream.
+const STREAM_END_GRACE: Duration = Duration::from_millis(300);
+
 async fn parallel_calls(p: &mut Probe<'_>) -> Finding {
     let healthy = p.healthy().await.unwrap_or_default();
     let listing = p.first_message().await.is_ok();
@@ -561,6 +564,12 @@ async fn parallel_calls(p: &mut Probe<'_>) -> Finding {
         }
     }
     let made: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    if listing && !ended_before {
+        // A plugin that ends the first stream when a second one opens does so
+        // at once, but the end reaches this client a moment later: wait for it
+        // (briefly) rather than miss it.
+        let _ = tokio::time::timeout(STREAM_END_GRACE, rx.wait_for(|s| s.ended.is_some())).await;
+    }
     let ended_now = rx.borrow().ended.clone();
     let stream_note = match (&ended_now, ended_before) {
         (Some(e), false) => {

@@ -15,12 +15,23 @@ const DETAIL_WIDTH: usize = 110;
 
 /// An outcome, colored: pass green, fail red, skip yellow, error magenta.
 pub fn outcome(o: Outcome) -> String {
+    paint(o, o.as_str())
+}
+
+/// `text` in the outcome's color.
+fn paint(o: Outcome, text: &str) -> String {
     match o {
-        Outcome::Pass => o.as_str().green().to_string(),
-        Outcome::Fail => o.as_str().red().bold().to_string(),
-        Outcome::Skip => o.as_str().yellow().to_string(),
-        Outcome::Error => o.as_str().magenta().bold().to_string(),
+        Outcome::Pass => text.green().to_string(),
+        Outcome::Fail => text.red().bold().to_string(),
+        Outcome::Skip => text.yellow().to_string(),
+        Outcome::Error => text.magenta().bold().to_string(),
     }
+}
+
+/// The outcome in capitals (FAIL, ERROR), colored after the change of case so
+/// that the escape sequences stay intact.
+fn outcome_upper(o: Outcome) -> String {
+    paint(o, &o.as_str().to_uppercase())
 }
 
 /// Renders a report: one row per check, then each failure in full
@@ -56,7 +67,7 @@ pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<
     write_table(w, &t)?;
     for c in report.checks.iter().filter(|c| c.outcome == Outcome::Fail) {
         writeln!(w)?;
-        writeln!(w, "{} {}", outcome(c.outcome).to_uppercase(), c.name.bold())?;
+        writeln!(w, "{} {}", outcome_upper(c.outcome), c.name.bold())?;
         writeln!(w, "  evidence: {}", c.evidence)?;
         writeln!(w, "  rule:     {}", c.rule)?;
         writeln!(w, "  why:      {}", c.reason)?;
@@ -66,7 +77,7 @@ pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<
     if !errors.is_empty() {
         writeln!(w)?;
         for c in errors {
-            writeln!(w, "{} {}: {}", outcome(c.outcome).to_uppercase(), c.name.bold(), one_line(&c.evidence))?;
+            writeln!(w, "{} {}: {}", outcome_upper(c.outcome), c.name.bold(), one_line(&c.evidence))?;
         }
     }
     writeln!(w)?;
@@ -252,6 +263,7 @@ fn one_line(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
     use crate::check::{CheckId, Totals};
     use std::time::Duration;
