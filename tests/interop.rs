@@ -273,3 +273,35 @@ async fn dpctl_podresources_reads_a_grpcio_server() {
     assert!(r.stderr.contains("pod nope in namespace gpu-jobs not found"), "{}", r.stderr);
     drop(server);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_passes_a_grpcio_plugin_through_registration_admission_and_restart() {
+    let Some(env) = interop::env() else { return };
+    let py = env.python.to_str().unwrap().to_string();
+    let script = interop::peer_script();
+    let r = dpctl(&[
+        "smoke",
+        "--stream-window",
+        "300ms",
+        "--resource",
+        "example.com/peer",
+        "-o",
+        "json",
+        "--",
+        &py,
+        script.to_str().unwrap(),
+        "plugin",
+        "--dir",
+        "{dir}",
+        "--authority",
+        "path",
+        "--pre-start",
+    ])
+    .await;
+    let v = r.expect_code(0).json();
+    let steps = v["steps"].as_array().expect("steps");
+    for name in ["registration", "admission", "kubelet-restart", "shutdown"] {
+        let s = steps.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("no step {name}: {v:#}"));
+        assert_eq!(s["outcome"], "pass", "{name}: {s:#}");
+    }
+}

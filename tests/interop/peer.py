@@ -169,25 +169,19 @@ class Plugin(dp_grpc.DevicePluginServicer):
 def cmd_plugin(a):
     plugin = Plugin(a)
     sock = os.path.join(a.dir, a.endpoint)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    dp_grpc.add_DevicePluginServicer_to_server(plugin, server)
-    server.add_insecure_port("unix://" + sock)
-    server.start()
-    emit("serving", socket=sock)
+    ksock = os.path.join(a.dir, "kubelet.sock")
+    state = {"server": None}
 
-    def shutdown(*_):
-        plugin.stop.set()
-        server.stop(0)
-        try:
-            os.unlink(sock)
-        except FileNotFoundError:
-            pass
-        sys.exit(0)
+    def serve():
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        dp_grpc.add_DevicePluginServicer_to_server(plugin, server)
+        server.add_insecure_port("unix://" + sock)
+        server.start()
+        state["server"] = server
+        emit("serving", socket=sock)
 
-    signal.signal(signal.SIGTERM, shutdown)
-    signal.signal(signal.SIGINT, shutdown)
-    if not a.no_register:
-        ch = channel(os.path.join(a.dir, "kubelet.sock"), a.authority)
+    def register():
+        ch = channel(ksock, a.authority)
         try:
             grpc.channel_ready_future(ch).result(timeout=10)
             req = dp.RegisterRequest(version="v1beta1", endpoint=a.endpoint, resource_name=a.resource,
@@ -195,13 +189,46 @@ def cmd_plugin(a):
                                                                     get_preferred_allocation_available=True))
             dp_grpc.RegistrationStub(ch).Register(req, timeout=15)
             emit("registered", resource=a.resource)
-        except grpc.RpcError as e:
-            emit("register_failed", **rpc_error(e))
+        except (grpc.RpcError, grpc.FutureTimeoutError) as e:
+            emit("register_failed", **(rpc_error(e) if isinstance(e, grpc.RpcError) else {"code": "CONNECT_TIMEOUT"}))
         finally:
             ch.close()
+
+    def shutdown(*_):
+        plugin.stop.set()
+        state["server"].stop(0)
+        try:
+            os.unlink(sock)
+        except FileNotFoundError:
+            pass
+        sys.exit(0)
+
+    def inode(path):
+        try:
+            return os.stat(path).st_ino
+        except FileNotFoundError:
+            return None
+
+    signal.signal(signal.SIGTERM, shutdown)
+    signal.signal(signal.SIGINT, shutdown)
+    serve()
+    known = inode(ksock)
+    if not a.no_register:
+        register()
     deadline = time.monotonic() + a.run_seconds
     while time.monotonic() < deadline:
-        time.sleep(0.1)
+        time.sleep(0.05)
+        if a.no_register:
+            continue
+        # A kubelet restart deletes our socket and creates a new kubelet.sock:
+        # serve again, then register again, as the upstream stub plugin does.
+        if not os.path.exists(sock):
+            state["server"].stop(0)
+            serve()
+        now = inode(ksock)
+        if now is not None and now != known:
+            known = now
+            register()
     shutdown()
 
 
