@@ -177,7 +177,8 @@ pub fn junit(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     w.flush()
 }
 
-fn testcase(w: &mut dyn Write, classname: &str, c: &CheckResult) -> io::Result<()> {
+/// One JUnit `<testcase>` for a result (shared with `dpctl smoke`'s report).
+pub(crate) fn testcase(w: &mut dyn Write, classname: &str, c: &CheckResult) -> io::Result<()> {
     write!(
         w,
         r#"    <testcase name="{}" classname="{}" time="{:.3}""#,
@@ -247,7 +248,7 @@ fn escape(s: &str, attribute: bool) -> String {
 }
 
 /// At most `max` characters, with an ellipsis when cut.
-fn shorten(s: &str, max: usize) -> String {
+pub(crate) fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }
@@ -257,7 +258,7 @@ fn shorten(s: &str, max: usize) -> String {
 }
 
 /// Control characters (from a plugin's device IDs) shown escaped, so a row stays one line.
-fn one_line(s: &str) -> String {
+pub(crate) fn one_line(s: &str) -> String {
     s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use colored::Colorize;
 
-use super::check::{attr, outcome, text};
+use super::check::{attr, one_line, outcome, shorten, text};
 use super::{Format, table, write_json, write_table};
 use crate::check::{CheckResult, Outcome};
 use crate::smoke::{SmokeReport, Stream, kind_of, shell_words};
@@ -41,12 +41,8 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
             .count();
         if run >= 3 {
             let last = &r.steps[i + run - 1];
-            let mut row = vec![
-                format!("{} … {} ({run})", c.name, last.name),
-                c.outcome.as_str().into(),
-                "-".into(),
-                c.evidence.clone(),
-            ];
+            let mut row =
+                vec![format!("{} … {} ({run})", c.name, last.name), outcome(c.outcome), "-".into(), c.evidence.clone()];
             if wide {
                 row.insert(1, "-".into());
                 row.push(String::new());
@@ -56,7 +52,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
             continue;
         }
         let detail = if wide { one_line(&c.evidence) } else { shorten(&one_line(&c.evidence), DETAIL_WIDTH) };
-        let mut row = vec![c.name.clone(), c.outcome.as_str().into(), format!("{}ms", c.duration_ms), detail];
+        let mut row = vec![c.name.clone(), outcome(c.outcome), format!("{}ms", c.duration_ms), detail];
         if wide {
             row.insert(1, kind_of(&c.name).to_string());
             row.push(c.reason.clone());
@@ -64,7 +60,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
         t.add_row(row);
         i += 1;
     }
-    write_colored_results(w, &t)?;
+    write_table(w, &t)?;
     for c in r.steps.iter().filter(|c| c.outcome == Outcome::Fail) {
         writeln!(w)?;
         writeln!(w, "{} {}", "FAIL".red().bold(), c.name.bold())?;
@@ -91,42 +87,6 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
         writeln!(w, "plugin output: {f}")?;
     }
     w.flush()
-}
-
-/// Writes the table, coloring the RESULT column afterwards: the table
-/// helper counts color codes as width, which would misalign the columns.
-fn write_colored_results(w: &mut dyn Write, t: &comfy_table::Table) -> io::Result<()> {
-    write_results_painted(w, t, &outcome)
-}
-
-/// Writes the table with `paint` applied to each RESULT cell after layout.
-fn write_results_painted(
-    w: &mut dyn Write,
-    t: &comfy_table::Table,
-    paint: &dyn Fn(Outcome) -> String,
-) -> io::Result<()> {
-    let mut buf = Vec::new();
-    write_table(&mut buf, t)?;
-    let text = String::from_utf8_lossy(&buf);
-    let mut lines = text.lines();
-    let Some(header) = lines.next() else { return Ok(()) };
-    writeln!(w, "{header}")?;
-    let col = header.find("RESULT").map(|b| header[..b].chars().count());
-    for line in lines {
-        let chars: Vec<char> = line.chars().collect();
-        let Some(col) = col.filter(|c| *c < chars.len()) else {
-            writeln!(w, "{line}")?;
-            continue;
-        };
-        let end = chars[col..].iter().position(|c| *c == ' ').map_or(chars.len(), |p| col + p);
-        let word: String = chars[col..end].iter().collect();
-        let o = [Outcome::Pass, Outcome::Fail, Outcome::Skip, Outcome::Error].into_iter().find(|o| o.as_str() == word);
-        let shown = o.map_or(word, paint);
-        let before: String = chars[..col].iter().collect();
-        let after: String = chars[end..].iter().collect();
-        writeln!(w, "{before}{shown}{after}")?;
-    }
-    Ok(())
 }
 
 /// The plugin's last lines of stderr and stdout.
@@ -256,53 +216,7 @@ pub fn junit(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
 
 fn testcase(w: &mut dyn Write, c: &CheckResult) -> io::Result<()> {
     let classname = if kind_of(&c.name) == "check" { "dpctl.plugin.check" } else { "dpctl.smoke" };
-    write!(
-        w,
-        r#"    <testcase name="{}" classname="{classname}" time="{:.3}""#,
-        attr(&c.name),
-        c.duration_ms as f64 / 1000.0
-    )?;
-    let body = format!("evidence: {}\nrule: {}\nwhy it matters: {}", c.evidence, c.rule, c.reason);
-    match c.outcome {
-        Outcome::Pass if c.evidence.is_empty() => writeln!(w, "/>"),
-        Outcome::Pass => {
-            writeln!(w, ">")?;
-            writeln!(w, "      <system-out>{}</system-out>", text(&c.evidence))?;
-            writeln!(w, "    </testcase>")
-        }
-        Outcome::Skip => {
-            writeln!(w, ">")?;
-            writeln!(w, r#"      <skipped message="{}"/>"#, attr(&c.evidence))?;
-            writeln!(w, "    </testcase>")
-        }
-        Outcome::Fail | Outcome::Error => {
-            let tag = if c.outcome == Outcome::Fail { "failure" } else { "error" };
-            writeln!(w, ">")?;
-            writeln!(
-                w,
-                r#"      <{tag} message="{}" type="{}">{}</{tag}>"#,
-                attr(&c.evidence),
-                attr(&c.name),
-                text(&body)
-            )?;
-            writeln!(w, "    </testcase>")
-        }
-    }
-}
-
-/// At most `max` characters, with an ellipsis when cut.
-fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-/// Control characters shown escaped, so a row stays one line.
-fn one_line(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+    super::check::testcase(w, classname, c)
 }
 
 #[cfg(test)]
@@ -360,17 +274,6 @@ mod tests {
                 .ends_with("FAIL 6 steps: 1 passed, 1 failed, 4 skipped, 0 errors in 3.21s (./plugin --dir /tmp/x)"),
             "{s}"
         );
-    }
-
-    #[test]
-    fn painted_results_keep_the_columns_aligned() {
-        let mut t = table(["STEP", "RESULT", "TIME"]);
-        t.add_row(["launch", "pass", "1ms"]);
-        t.add_row(["registration", "fail", "22ms"]);
-        let mut out = Vec::new();
-        write_results_painted(&mut out, &t, &|o| format!("<{}>", o.as_str().to_uppercase())).unwrap();
-        let s = String::from_utf8(out).unwrap();
-        assert_eq!(s, "STEP           RESULT   TIME\nlaunch         <PASS>     1ms\nregistration   <FAIL>     22ms\n");
     }
 
     #[test]
