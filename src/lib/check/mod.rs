@@ -418,6 +418,20 @@ pub struct Totals {
     pub errors: usize,
 }
 
+impl Totals {
+    /// Counts results by outcome.
+    pub fn of(results: &[CheckResult]) -> Self {
+        let count = |o| results.iter().filter(|c| c.outcome == o).count();
+        Totals {
+            total: results.len(),
+            passed: count(Outcome::Pass),
+            failed: count(Outcome::Fail),
+            skipped: count(Outcome::Skip),
+            errors: count(Outcome::Error),
+        }
+    }
+}
+
 /// A whole run: what was checked and every result, in run order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
@@ -440,14 +454,7 @@ pub struct Report {
 impl Report {
     /// Recomputes [`Report::totals`] from the results.
     pub fn tally(&mut self) {
-        let count = |o| self.checks.iter().filter(|c| c.outcome == o).count();
-        self.totals = Totals {
-            total: self.checks.len(),
-            passed: count(Outcome::Pass),
-            failed: count(Outcome::Fail),
-            skipped: count(Outcome::Skip),
-            errors: count(Outcome::Error),
-        };
+        self.totals = Totals::of(&self.checks);
     }
 
     /// The exit code: the connection error's when unreachable, 1 when a check

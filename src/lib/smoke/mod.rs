@@ -351,14 +351,7 @@ pub struct SmokeReport {
 impl SmokeReport {
     /// Recomputes the totals.
     pub fn tally(&mut self) {
-        let count = |o| self.steps.iter().filter(|c| c.outcome == o).count();
-        self.totals = Totals {
-            total: self.steps.len(),
-            passed: count(Outcome::Pass),
-            failed: count(Outcome::Fail),
-            skipped: count(Outcome::Skip),
-            errors: count(Outcome::Error),
-        };
+        self.totals = Totals::of(&self.steps);
     }
 
     /// True when every step passed or was skipped, and the run was not interrupted.
