@@ -139,42 +139,64 @@ pub fn catalog(w: &mut dyn Write, format: Format) -> io::Result<()> {
 /// one `<testcase>` per check, with `<failure>`, `<error>` or `<skipped>`
 /// carrying the evidence, and the evidence of passes in `<system-out>`.
 pub fn junit(w: &mut dyn Write, report: &Report) -> io::Result<()> {
-    let t = &report.totals;
-    let secs = |ms: u64| format!("{:.3}", ms as f64 / 1000.0);
-    let classname = report.suite.replace(' ', ".");
-    writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
-    writeln!(
-        w,
-        r#"<testsuites name="dpctl" tests="{}" failures="{}" errors="{}" skipped="{}" time="{}">"#,
-        t.total,
-        t.failed,
-        t.errors,
-        t.skipped,
-        secs(report.duration_ms)
-    )?;
-    writeln!(
-        w,
-        r#"  <testsuite name="{}" tests="{}" failures="{}" errors="{}" skipped="{}" time="{}" timestamp="{}">"#,
-        attr(&report.suite),
-        t.total,
-        t.failed,
-        t.errors,
-        t.skipped,
-        secs(report.duration_ms),
-        attr(&report.started)
-    )?;
-    writeln!(w, "    <properties>")?;
-    writeln!(w, r#"      <property name="socket" value="{}"/>"#, attr(&report.socket))?;
+    let mut props = vec![("socket", report.socket.clone())];
     if let Some(u) = &report.unreachable {
-        writeln!(w, r#"      <property name="unreachable" value="{}"/>"#, attr(&u.message))?;
+        props.push(("unreachable", u.message.clone()));
     }
-    writeln!(w, "    </properties>")?;
+    let suite = JunitSuite {
+        name: &report.suite,
+        totals: &report.totals,
+        duration_ms: report.duration_ms,
+        started: &report.started,
+        properties: &props,
+    };
+    suite.open(w)?;
+    let classname = report.suite.replace(' ', ".");
     for c in &report.checks {
         testcase(w, &classname, c)?;
     }
-    writeln!(w, "  </testsuite>")?;
-    writeln!(w, "</testsuites>")?;
-    w.flush()
+    JunitSuite::close(w)
+}
+
+/// The frame of a JUnit report with one suite (shared with `dpctl smoke`).
+pub(crate) struct JunitSuite<'a> {
+    /// Suite name.
+    pub name: &'a str,
+    /// Counts by outcome.
+    pub totals: &'a crate::check::Totals,
+    /// Run time.
+    pub duration_ms: u64,
+    /// Start time, RFC 3339.
+    pub started: &'a str,
+    /// `<property>` name/value pairs.
+    pub properties: &'a [(&'a str, String)],
+}
+
+impl JunitSuite<'_> {
+    /// Writes the XML declaration, `<testsuites>`, `<testsuite>` and its properties.
+    pub(crate) fn open(&self, w: &mut dyn Write) -> io::Result<()> {
+        let t = self.totals;
+        let secs = format!("{:.3}", self.duration_ms as f64 / 1000.0);
+        let counts = format!(
+            r#"tests="{}" failures="{}" errors="{}" skipped="{}" time="{secs}""#,
+            t.total, t.failed, t.errors, t.skipped
+        );
+        writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+        writeln!(w, r#"<testsuites name="dpctl" {counts}>"#)?;
+        writeln!(w, r#"  <testsuite name="{}" {counts} timestamp="{}">"#, attr(self.name), attr(self.started))?;
+        writeln!(w, "    <properties>")?;
+        for (k, v) in self.properties {
+            writeln!(w, r#"      <property name="{k}" value="{}"/>"#, attr(v))?;
+        }
+        writeln!(w, "    </properties>")
+    }
+
+    /// Closes what [`JunitSuite::open`] opened, and flushes.
+    pub(crate) fn close(w: &mut dyn Write) -> io::Result<()> {
+        writeln!(w, "  </testsuite>")?;
+        writeln!(w, "</testsuites>")?;
+        w.flush()
+    }
 }
 
 /// One JUnit `<testcase>` for a result (shared with `dpctl smoke`'s report).

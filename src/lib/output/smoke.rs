@@ -8,7 +8,7 @@ use std::io::{self, Write};
 
 use colored::Colorize;
 
-use super::check::{attr, one_line, outcome, shorten, text};
+use super::check::{JunitSuite, one_line, outcome, shorten, text};
 use super::{Format, table, write_json, write_table};
 use crate::check::{CheckResult, Outcome};
 use crate::smoke::{SmokeReport, Stream, kind_of, shell_words};
@@ -159,30 +159,6 @@ pub fn step_line(c: &CheckResult, detail: bool) -> String {
 /// `dpctl.plugin.check`), and the plugin's output in the suite's
 /// `<system-out>` and `<system-err>`.
 pub fn junit(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
-    let t = &r.totals;
-    let secs = |ms: u64| format!("{:.3}", ms as f64 / 1000.0);
-    writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
-    writeln!(
-        w,
-        r#"<testsuites name="dpctl" tests="{}" failures="{}" errors="{}" skipped="{}" time="{}">"#,
-        t.total,
-        t.failed,
-        t.errors,
-        t.skipped,
-        secs(r.duration_ms)
-    )?;
-    writeln!(
-        w,
-        r#"  <testsuite name="{}" tests="{}" failures="{}" errors="{}" skipped="{}" time="{}" timestamp="{}">"#,
-        attr(&r.suite),
-        t.total,
-        t.failed,
-        t.errors,
-        t.skipped,
-        secs(r.duration_ms),
-        attr(&r.started)
-    )?;
-    writeln!(w, "    <properties>")?;
     let mut props: Vec<(&str, String)> = vec![
         ("command", shell_words(&r.command)),
         ("dir", r.dir.clone()),
@@ -200,18 +176,20 @@ pub fn junit(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
     if r.interrupted {
         props.push(("interrupted", "true".into()));
     }
-    for (k, v) in props {
-        writeln!(w, r#"      <property name="{k}" value="{}"/>"#, attr(&v))?;
-    }
-    writeln!(w, "    </properties>")?;
+    let suite = JunitSuite {
+        name: &r.suite,
+        totals: &r.totals,
+        duration_ms: r.duration_ms,
+        started: &r.started,
+        properties: &props,
+    };
+    suite.open(w)?;
     for c in &r.steps {
         testcase(w, c)?;
     }
     writeln!(w, "    <system-out>{}</system-out>", text(&r.plugin.stdout.tail))?;
     writeln!(w, "    <system-err>{}</system-err>", text(&r.plugin.stderr.tail))?;
-    writeln!(w, "  </testsuite>")?;
-    writeln!(w, "</testsuites>")?;
-    w.flush()
+    JunitSuite::close(w)
 }
 
 fn testcase(w: &mut dyn Write, c: &CheckResult) -> io::Result<()> {
