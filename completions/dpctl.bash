@@ -2778,7 +2778,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__smoke)
-            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --isolate --bind --registration --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2829,6 +2829,14 @@ _dpctl() {
                     return 0
                     ;;
                 --log-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registration)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -485,6 +485,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l stream-window -d '
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l skip -d 'Leave out these steps or checks (comma-separated names; see below)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l junit -d 'Also write the report as JUnit XML to FILE (testsuite "dpctl smoke")' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l log-dir -d 'Write the plugin\'s whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log (the report keeps the last 64 KiB of each)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l bind -d 'With --isolate: also bind-mount SRC (a host path) at DST inside the namespace, e.g. a CDI spec directory, a fake /dev tree or a config file (repeatable)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l registration -d 'How the plugin must register: on kubelet.sock, through plugins_registry (the plugin watcher\'s GetInfo), or auto (whichever it does; the report says which)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
@@ -493,6 +495,7 @@ always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l keep -d 'Keep the fresh directory afterwards (checkpoint, leftover sockets)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l show-output -d 'Copy the plugin\'s output to stderr as it runs'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l isolate -d 'Run the plugin unmodified in a private mount namespace where the sim\'s fresh directories are bind-mounted at /var/lib/kubelet/device-plugins, /var/lib/kubelet/plugins_registry and /var/lib/kubelet/pod-resources (the host\'s mounts never change; see below)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s h -l help -d 'Print help (see more with \'--help\')'

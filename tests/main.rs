@@ -8,6 +8,7 @@ mod check;
 mod completions;
 mod demo;
 mod interop;
+mod isolate;
 mod kubelet_sim;
 mod mock_plugin;
 mod plugin_cli;

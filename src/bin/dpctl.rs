@@ -9,6 +9,11 @@ use dpctl::cli::{Cli, ColorChoice, Term};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
+    // `dpctl smoke --isolate` re-runs dpctl as its namespace helper: that must
+    // happen before anything else (and before any thread starts).
+    if let Some(code) = dpctl::smoke::isolate::helper_main(&mut std::io::stdout(), &mut std::io::stderr()) {
+        return ExitCode::from(code);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

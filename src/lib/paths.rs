@@ -57,9 +57,31 @@ pub fn device_plugin_dir_default() -> PathBuf {
     std::env::var_os(ENV_DEVICE_PLUGIN_DIR).map_or_else(|| PathBuf::from(DEFAULT_DEVICE_PLUGIN_DIR), PathBuf::from)
 }
 
+/// Translates `p` through `(seen, real)` pairs: a path at or below `seen`
+/// becomes the same path below `real` (the longest `seen` wins); other paths
+/// are returned as they are. Used for paths a plugin in a private mount
+/// namespace reports (e.g. a GetInfo endpoint under a bind mount).
+pub fn translate(map: &[(PathBuf, PathBuf)], p: &Path) -> PathBuf {
+    map.iter()
+        .filter_map(|(seen, real)| p.strip_prefix(seen).ok().map(|rest| (seen.components().count(), real.join(rest))))
+        .max_by_key(|(depth, _)| *depth)
+        .map_or_else(|| p.to_path_buf(), |(_, real)| real)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn translate_uses_the_longest_prefix() {
+        let map = vec![
+            (PathBuf::from("/var/lib/kubelet"), PathBuf::from("/tmp/a")),
+            (PathBuf::from("/var/lib/kubelet/plugins_registry"), PathBuf::from("/tmp/r")),
+        ];
+        assert_eq!(translate(&map, Path::new("/var/lib/kubelet/plugins_registry/x.sock")), Path::new("/tmp/r/x.sock"));
+        assert_eq!(translate(&map, Path::new("/var/lib/kubelet/x.sock")), Path::new("/tmp/a/x.sock"));
+        assert_eq!(translate(&map, Path::new("/var/lib/kubeletx")), Path::new("/var/lib/kubeletx"));
+    }
 
     #[test]
     fn control_socket_is_short_and_stable() {

@@ -340,7 +340,8 @@ def main():
     c.add_argument("--resource", default="")
     c.add_argument("--timeout", type=float, default=10.0)
     p = sub.add_parser("plugin")
-    p.add_argument("--dir", required=True)
+    # Like a vendor's plugin built on the kubelet's API constants: the standard directory by default.
+    p.add_argument("--dir", default="/var/lib/kubelet/device-plugins")
     p.add_argument("--resource", default="example.com/peer")
     p.add_argument("--endpoint", default="peer.sock")
     p.add_argument("--devices", type=int, default=4)

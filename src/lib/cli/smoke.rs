@@ -11,6 +11,7 @@ use clap::Args;
 use super::{Ctx, out_err, parse_duration};
 use crate::check::{CheckId, Outcome};
 use crate::error::{Error, Result};
+use crate::kubelet_sim::Via;
 use crate::output::smoke as render;
 use crate::smoke::{self, SmokeConfig, SmokeProgress, StepId};
 
@@ -67,6 +68,36 @@ pub struct SmokeArgs {
     /// Copy the plugin's output to stderr as it runs.
     #[arg(long)]
     pub show_output: bool,
+    /// Run the plugin unmodified in a private mount namespace where the sim's fresh directories are
+    /// bind-mounted at /var/lib/kubelet/device-plugins, /var/lib/kubelet/plugins_registry and
+    /// /var/lib/kubelet/pod-resources (the host's mounts never change; see below).
+    #[arg(long)]
+    pub isolate: bool,
+    /// With --isolate: also bind-mount SRC (a host path) at DST inside the namespace, e.g. a CDI
+    /// spec directory, a fake /dev tree or a config file (repeatable).
+    #[arg(long, value_name = "SRC:DST", requires = "isolate", value_parser = parse_bind)]
+    pub bind: Vec<smoke::isolate::Bind>,
+    /// How the plugin must register: on kubelet.sock, through plugins_registry (the plugin
+    /// watcher's GetInfo), or auto (whichever it does; the report says which).
+    #[arg(long, value_name = "WAY", value_parser = parse_registration, default_value = "auto")]
+    pub registration: Registration,
+}
+
+/// `--registration`: `None` is auto.
+#[derive(Debug, Clone, Copy)]
+pub struct Registration(pub Option<Via>);
+
+fn parse_registration(s: &str) -> std::result::Result<Registration, String> {
+    match s {
+        "auto" => Ok(Registration(None)),
+        "kubelet-sock" | "kubelet.sock" => Ok(Registration(Some(Via::KubeletSock))),
+        "plugins-registry" | "plugins_registry" => Ok(Registration(Some(Via::PluginsRegistry))),
+        other => Err(format!("{other:?}: use auto, kubelet-sock or plugins-registry")),
+    }
+}
+
+fn parse_bind(s: &str) -> std::result::Result<smoke::isolate::Bind, String> {
+    smoke::isolate::parse_bind(s)
 }
 
 fn after_help() -> String {
@@ -78,14 +109,30 @@ fn after_help() -> String {
          Examples:\n  \
          dpctl smoke -- ./my-device-plugin --socket-dir {{dir}}\n  \
          dpctl smoke --junit smoke.xml --log-dir logs -- ./my-plugin --kubelet-socket {{kubelet_socket}}\n  \
-         dpctl smoke --request 2 --restart-deadline 5s -- python3 plugin.py --dir {{dir}}\n\n\
+         dpctl smoke --request 2 --restart-deadline 5s -- python3 plugin.py --dir {{dir}}\n  \
+         dpctl smoke --isolate -- ./vendor-device-plugin            # uses /var/lib/kubelet/... as is\n  \
+         dpctl smoke --isolate --bind ./cdi:/etc/cdi -- ./vendor-device-plugin\n  \
+         dpctl smoke -- ./my-plugin --registry-dir {{registry_dir}}   # registers through plugins_registry\n  \
+         dpctl smoke -- docker run --rm -v {{dir}}:/var/lib/kubelet/device-plugins:z IMAGE\n\n\
+         Placeholders: {{dir}} (device-plugin directory), {{kubelet_socket}}, {{registry_dir}} (plugins_registry); \
+         also in the environment as DPCTL_SMOKE_DIR, DPCTL_KUBELET_SOCKET, DPCTL_REGISTRY_DIR, and \
+         DPCTL_PODRESOURCES_SOCKET. The sim accepts registrations on kubelet.sock and through its plugins_registry \
+         directory; --registration insists on one.\n\n\
+         --isolate: dpctl re-runs itself as a small helper that enters a new mount namespace (as root; as \
+         another user, a user namespace too, where the kernel allows one), makes every mount private, bind-mounts \
+         the sim's directories at the kubelet's paths, then execs the plugin. A mountpoint missing on this machine \
+         (no /var/lib/kubelet) is made inside the namespace only, on a tmpfs copy of its nearest existing parent \
+         with every entry bind-mounted back: nothing is created on the host, nothing is left behind. The setup is \
+         tried before the sim starts; a refusal (no privilege, AppArmor, a sysctl) exits 2 with the fix before \
+         the plugin starts. The report lists what was mounted where.\n\n\
          The plugin runs in its own process group with stdin closed; it is stopped at the end whatever happens \
          (SIGTERM, --grace, SIGKILL; also on Ctrl-C), and the fresh directory is removed (unless --keep). \
          Progress goes to stderr, the report to stdout.\n\n\
          Exit codes:\n  \
          0  every step and check passed (or was skipped)\n  \
          1  a step or check failed (the report says which and why), or the run was interrupted\n  \
-         2  bad usage (no command, unknown --skip name, unwritable --junit, a --dir a live kubelet serves)\n  \
+         2  bad usage (no command, unknown --skip name, unwritable --junit, a --dir a live kubelet serves), or \
+         --isolate refused (the message says why and how to fix it)\n  \
          3  kubelet-sim could not bind its sockets (permissions, path too long)",
         steps.join(", "),
         checks.join(", ")
@@ -125,6 +172,8 @@ pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         skip_checks,
         log_dir: args.log_dir,
         forward_output: args.show_output && !ctx.quiet,
+        registration: args.registration.0,
+        isolate: args.isolate.then_some(smoke::isolate::IsolateConfig { binds: args.bind, helper: None }),
         ..SmokeConfig::default()
     };
     let bar = ctx.progress_allowed().then(|| {
@@ -161,6 +210,12 @@ pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         match p {
             SmokeProgress::SimReady { dir, kubelet_socket } => {
                 say(format!("kubelet-sim: serving {} in {}", kubelet_socket.display(), dir.display()));
+            }
+            SmokeProgress::Isolated(r) => {
+                say(format!("isolate: {} namespace(s), private mounts:", r.namespaces));
+                for m in &r.mounts {
+                    say(format!("  {} <- {} ({})", m.target, m.source, m.kind));
+                }
             }
             SmokeProgress::Launched { pid, command } => {
                 say(format!("plugin: started pid {pid}: {}", smoke::shell_words(&command)));

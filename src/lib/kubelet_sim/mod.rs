@@ -81,6 +81,9 @@ pub struct SimConfig {
     pub control: bool,
     /// Also watch this plugins_registry directory.
     pub registry_dir: Option<PathBuf>,
+    /// `(seen by the plugin, real)` path pairs for endpoints a plugin in a
+    /// private mount namespace reports through GetInfo (`smoke --isolate`).
+    pub path_map: Vec<(PathBuf, PathBuf)>,
     /// Grace period after a stream end before capacity drops to 0.
     pub grace_period: Duration,
     /// Dial-back timeout inside Register.
@@ -111,6 +114,7 @@ impl SimConfig {
             podresources: ServerConfig::default(),
             control: true,
             registry_dir: None,
+            path_map: Vec::new(),
             grace_period: DEFAULT_GRACE_PERIOD,
             dial_timeout: DEFAULT_DIAL_TIMEOUT,
             rpc_timeout: DEFAULT_RPC_TIMEOUT,

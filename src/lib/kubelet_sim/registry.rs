@@ -161,7 +161,8 @@ async fn handle(inner: &Arc<Inner>, dir: &Path, path: &Path) {
     }
     let socket = {
         let p = PathBuf::from(&endpoint);
-        if p.is_absolute() { p } else { dir.join(p) }
+        let p = if p.is_absolute() { p } else { dir.join(p) };
+        crate::paths::translate(&inner.config.path_map, &p)
     };
     let input = RegisterInput {
         version: dp::VERSION.into(),

@@ -83,6 +83,12 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
     if r.dir_kept {
         writeln!(w, "directory kept: {}", r.dir)?;
     }
+    if let Some(iso) = &r.isolation {
+        writeln!(w, "isolated ({} namespaces); mounted inside, the host's mounts unchanged:", iso.namespaces)?;
+        for m in &iso.mounts {
+            writeln!(w, "  {} <- {} ({}: {})", m.target, m.source, m.kind, m.note)?;
+        }
+    }
     for f in [&r.plugin.stdout.file, &r.plugin.stderr.file].into_iter().flatten() {
         writeln!(w, "plugin output: {f}")?;
     }
@@ -232,6 +238,8 @@ mod tests {
                 stdout: out("hello\n"),
                 stderr: out("E0101 registration failed\n"),
             },
+            registry_dir: "/tmp/x/plugins_registry".into(),
+            isolation: None,
         };
         r.tally();
         r

@@ -11,7 +11,14 @@
 //! and shutdown (SIGTERM, grace, SIGKILL). The plugin is stopped whatever
 //! happens (an interrupt, an error, a panic), the sim's sockets are removed,
 //! and the [`SmokeReport`] keeps the plugin's output.
+//!
+//! The plugin may register on kubelet.sock or through the sim's
+//! plugins_registry directory (the plugin watcher's GetInfo and
+//! NotifyRegistrationStatus); with `--isolate` ([`isolate`]) it runs in a
+//! private mount namespace where the sim's directories sit at the kubelet's
+//! standard paths.
 
+pub mod isolate;
 pub mod process;
 mod steps;
 
@@ -24,7 +31,7 @@ use tokio::sync::mpsc;
 
 use crate::check::{CheckId, CheckResult, Outcome, Totals};
 use crate::error::{Error, Result};
-use crate::kubelet_sim::{KubeletSim, SimConfig};
+use crate::kubelet_sim::{KubeletSim, SimConfig, Via};
 pub use process::{ExitView, OutputView, PluginProcess, Stream};
 
 /// The suite's name in reports and in JUnit's `<testsuite name>`.
@@ -34,6 +41,8 @@ pub const SUITE_NAME: &str = "dpctl smoke";
 pub const ENV_SMOKE_DIR: &str = "DPCTL_SMOKE_DIR";
 /// Environment variable the plugin gets: the kubelet socket.
 pub const ENV_KUBELET_SOCKET: &str = "DPCTL_KUBELET_SOCKET";
+/// Environment variable the plugin gets: the plugins_registry directory.
+pub const ENV_REGISTRY_DIR: &str = "DPCTL_REGISTRY_DIR";
 
 /// The smoke test's own steps (the `plugin check` suite runs between
 /// [`StepId::RegistrationRequest`] and [`StepId::FirstSnapshot`]).
@@ -244,6 +253,10 @@ pub struct SmokeConfig {
     pub forward_output: bool,
     /// Bytes of each output stream kept in the report.
     pub output_limit: usize,
+    /// The way the plugin must register (`None`: either, detected).
+    pub registration: Option<Via>,
+    /// Run the plugin in a private mount namespace (`--isolate`).
+    pub isolate: Option<isolate::IsolateConfig>,
 }
 
 impl Default for SmokeConfig {
@@ -265,6 +278,8 @@ impl Default for SmokeConfig {
             log_dir: None,
             forward_output: false,
             output_limit: 64 * 1024,
+            registration: None,
+            isolate: None,
         }
     }
 }
@@ -279,6 +294,8 @@ pub enum SmokeProgress {
         /// kubelet.sock.
         kubelet_socket: PathBuf,
     },
+    /// The plugin's namespace was checked (`--isolate`): what is mounted where.
+    Isolated(isolate::IsolationReport),
     /// The plugin was started.
     Launched {
         /// Its process ID.
@@ -346,6 +363,12 @@ pub struct SmokeReport {
     pub steps: Vec<CheckResult>,
     /// The plugin process and its output.
     pub plugin: PluginReport,
+    /// The plugins_registry directory the sim watched.
+    #[serde(default)]
+    pub registry_dir: String,
+    /// With `--isolate`: the namespaces and what was mounted where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolation: Option<isolate::IsolationReport>,
 }
 
 impl SmokeReport {
@@ -378,18 +401,38 @@ pub async fn run_smoke(
     }
     let started = SystemTime::now();
     let t0 = Instant::now();
-    let (dir, created) = match &config.dir {
-        Some(d) => (d.clone(), false),
-        None => (fresh_dir("dpctl-smoke")?, true),
+    let layout = isolate::Layout::create(config.dir.as_deref())?;
+    let dir = layout.device_plugins.clone();
+    let plan = match &config.isolate {
+        Some(ic) => match isolate::Plan::new(ic, &layout) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                layout.remove();
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    // Before the sim and the plugin: a machine that refuses the namespace is told so now.
+    let isolation = match &plan {
+        Some(p) => match p.preflight().await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                layout.remove();
+                return Err(e);
+            }
+        },
+        None => None,
     };
     let mut sim_config = SimConfig::new(&dir);
     sim_config.pre_start_timeout = config.prestart_timeout;
+    sim_config.registry_dir = Some(layout.plugins_registry.clone());
+    sim_config.podresources_socket = Some(layout.podresources_socket());
+    sim_config.path_map = plan.as_ref().map(isolate::Plan::path_map).unwrap_or_default();
     let sim = match KubeletSim::start(sim_config).await {
         Ok(s) => s,
         Err(e) => {
-            if created {
-                let _ = std::fs::remove_dir_all(&dir);
-            }
+            layout.remove();
             return Err(match e {
                 Error::AlreadyServing { path, .. } => Error::invalid(
                     "--dir",
@@ -405,7 +448,10 @@ pub async fn run_smoke(
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let _ = tx.send(SmokeProgress::SimReady { dir: dir.clone(), kubelet_socket: sim.kubelet_socket().to_path_buf() });
-    let mut runner = steps::Runner::new(config, sim.clone(), tx);
+    if let Some(r) = &isolation {
+        let _ = tx.send(SmokeProgress::Isolated(r.clone()));
+    }
+    let mut runner = steps::Runner::new(config, sim.clone(), tx, &layout, plan);
     let interrupted = {
         let fut = runner.run_steps();
         tokio::select! {
@@ -419,14 +465,17 @@ pub async fn run_smoke(
     if let Err(e) = sim_stop {
         tracing::warn!(error = %e, "stopping kubelet-sim");
     }
-    let keep = !created || runner.config().keep;
-    if !keep && let Err(e) = std::fs::remove_dir_all(&dir) {
-        tracing::warn!(dir = %dir.display(), error = %e, "could not remove the smoke directory");
+    let keep = runner.config().keep;
+    if !keep {
+        layout.remove();
     }
     while let Ok(p) = rx.try_recv() {
         progress(p);
     }
-    let mut report = runner.into_report(&dir, keep, started, t0.elapsed(), interrupted);
+    // A --dir is always kept (only the sim's sockets are removed from it).
+    let kept = keep || runner.config().dir.is_some();
+    let mut report = runner.into_report(&dir, kept, started, t0.elapsed(), interrupted);
+    report.isolation = isolation;
     report.tally();
     Ok(report)
 }
@@ -471,7 +520,8 @@ pub(crate) fn fresh_dir(prefix: &str) -> Result<PathBuf> {
     ))
 }
 
-/// Substitutes `{dir}` and `{kubelet_socket}` in every argument.
+/// Substitutes `{dir}` and `{kubelet_socket}` in every argument (the runner
+/// also substitutes `{registry_dir}`).
 pub fn substitute(command: &[String], dir: &Path, kubelet_socket: &Path) -> Vec<String> {
     let dir = dir.display().to_string();
     let sock = kubelet_socket.display().to_string();

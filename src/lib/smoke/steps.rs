@@ -7,10 +7,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{broadcast, mpsc};
 
+use super::isolate::{Layout, Plan};
 use super::process::{Launch, PluginProcess, Stream};
 use super::{
-    ENV_KUBELET_SOCKET, ENV_SMOKE_DIR, PluginReport, SUITE_NAME, SmokeConfig, SmokeProgress, SmokeReport, StepId,
-    shell_words, step_result, substitute,
+    ENV_KUBELET_SOCKET, ENV_REGISTRY_DIR, ENV_SMOKE_DIR, PluginReport, SUITE_NAME, SmokeConfig, SmokeProgress,
+    SmokeReport, StepId, shell_words, step_result, substitute,
 };
 use crate::check::{self, CheckId, CheckOptions, CheckResult, CheckTarget, Outcome, Progress, Registration};
 use crate::kubelet_sim::{AdmitOutcome, EventKind, PodSpec, RequestOptions, ResourceOutcome, SimEvent, SimHandle, Via};
@@ -22,6 +23,10 @@ const POD_NAMESPACE: &str = "default";
 
 /// How many IDs a list in evidence shows before "and N more".
 const MAX_IDS: usize = 12;
+
+/// Why `registration-options-agree` skips for a plugin that registered through plugins_registry.
+const NO_REGISTER_REQUEST: &str = "registered through plugins_registry: there is no RegisterRequest, the kubelet \
+                                   takes the options from GetDevicePluginOptions only";
 
 /// Lines of the plugin's output quoted in evidence when it exits early.
 const QUOTED_LINES: usize = 5;
@@ -139,12 +144,26 @@ pub(super) struct Runner {
     results: Vec<CheckResult>,
     /// Why the remaining steps do not run.
     stop_reason: Option<String>,
+    /// The plugins_registry directory the sim watches.
+    registry_dir: PathBuf,
+    /// `--isolate`: how to wrap the command.
+    isolate: Option<Plan>,
 }
 
 impl Runner {
-    pub(super) fn new(cfg: SmokeConfig, sim: SimHandle, tx: mpsc::UnboundedSender<SmokeProgress>) -> Self {
+    pub(super) fn new(
+        cfg: SmokeConfig,
+        sim: SimHandle,
+        tx: mpsc::UnboundedSender<SmokeProgress>,
+        layout: &Layout,
+        isolate: Option<Plan>,
+    ) -> Self {
         let rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
-        let command = substitute(&cfg.command, sim.dir(), sim.kubelet_socket());
+        let registry = layout.plugins_registry.display().to_string();
+        let command = substitute(&cfg.command, sim.dir(), sim.kubelet_socket())
+            .into_iter()
+            .map(|a| a.replace("{registry_dir}", &registry))
+            .collect();
         Runner {
             cfg,
             sim,
@@ -157,6 +176,8 @@ impl Runner {
             admitted: false,
             results: Vec::new(),
             stop_reason: None,
+            registry_dir: layout.plugins_registry.clone(),
+            isolate,
         }
     }
 
@@ -252,17 +273,28 @@ impl Runner {
             });
             ltx
         });
-        let launch = Launch {
-            command: self.command.clone(),
-            env: vec![
-                (ENV_SMOKE_DIR.into(), dir.clone()),
-                (ENV_KUBELET_SOCKET.into(), sock),
-                (crate::paths::ENV_DEVICE_PLUGIN_DIR.into(), dir),
-            ],
-            keep_bytes: self.cfg.output_limit,
-            log_dir: self.cfg.log_dir.clone(),
-            lines,
+        let mut env = vec![
+            (ENV_SMOKE_DIR.into(), dir.clone()),
+            (ENV_KUBELET_SOCKET.into(), sock),
+            (crate::paths::ENV_DEVICE_PLUGIN_DIR.into(), dir),
+            (ENV_REGISTRY_DIR.into(), self.registry_dir.display().to_string()),
+        ];
+        if let Some(p) = self.sim.podresources_socket() {
+            env.push((crate::paths::ENV_PODRESOURCES_SOCKET.into(), p.display().to_string()));
+        }
+        // --isolate: dpctl's helper sets the namespace up, then execs the command.
+        let command = match &self.isolate {
+            Some(plan) => match plan.wrap(&self.command) {
+                Ok(w) => {
+                    env.extend(w.env);
+                    w.command
+                }
+                Err(e) => return self.done(StepId::Launch, Outcome::Fail, e.to_string(), t),
+            },
+            None => self.command.clone(),
         };
+        let launch =
+            Launch { command, env, keep_bytes: self.cfg.output_limit, log_dir: self.cfg.log_dir.clone(), lines };
         self.launched_at = Some(SystemTime::now());
         match PluginProcess::spawn(launch).await {
             Ok(p) => {
@@ -312,13 +344,21 @@ impl Runner {
                         ..
                     } => {
                         let since = self.launched_at.and_then(|l| ev.time.duration_since(l).ok()).unwrap_or_default();
+                        let how = match via {
+                            Via::KubeletSock => format!("Register(version {version}, endpoint {endpoint})"),
+                            Via::PluginsRegistry => format!(
+                                "through plugins_registry (GetInfo: endpoint {endpoint}; NotifyRegistrationStatus \
+                                 registered)"
+                            ),
+                        };
                         let evidence = format!(
-                            "{resource}: Register(version {version}, endpoint {endpoint}) accepted {} ms after launch; \
+                            "{resource}: {how} accepted {} ms after launch; \
                              the kubelet's dial-back and GetDevicePluginOptions took {took_ms} ms and answered \
                              pre_start_required={pre_start_required}, \
                              get_preferred_allocation_available={get_preferred_allocation_available}",
                             since.as_millis()
                         );
+                        let wrong_way = self.cfg.registration.filter(|w| *w != via);
                         self.reg = Some(Reg {
                             resource,
                             endpoint,
@@ -330,6 +370,11 @@ impl Runner {
                             at: ev.time,
                             index: i,
                         });
+                        if let Some(w) = wrong_way {
+                            let evidence =
+                                format!("registered through {via}, not through {w} (--registration): {evidence}");
+                            return self.done(StepId::Registration, Outcome::Fail, evidence, t);
+                        }
                         self.done(StepId::Registration, Outcome::Pass, evidence, t)
                     }
                     EventKind::RegistrationRejected { resource, endpoint, version, message, .. } => {
@@ -374,11 +419,21 @@ impl Runner {
                     ));
                 }
                 let sockets = crate::cli::sockets_in(self.sim.dir());
+                let registry = crate::cli::sockets_in(&self.registry_dir);
+                let hint = if self.isolate.is_some() {
+                    "does the plugin use the kubelet's standard paths (/var/lib/kubelet/device-plugins or \
+                     /var/lib/kubelet/plugins_registry)?"
+                } else {
+                    "does the plugin use this directory (pass {dir} or {kubelet_socket} in its arguments, or \
+                     {registry_dir} for plugins_registry; or try --isolate for a plugin that only knows the \
+                     kubelet's standard paths)?"
+                };
                 evidence.push_str(&format!(
-                    "; sockets in {}: {}; does the plugin use this directory (pass {{dir}} or {{kubelet_socket}} in \
-                     its arguments)? {}",
+                    "; sockets in {}: {}; in plugins_registry {}: {}; {hint} {}",
                     self.sim.dir().display(),
                     crate::output::list(&sockets),
+                    self.registry_dir.display(),
+                    crate::output::list(&registry),
                     self.last_output()
                 ));
                 self.done(StepId::Registration, Outcome::Fail, evidence, t)
@@ -401,15 +456,32 @@ impl Runner {
             problems.push(format!("resource_name: {why}"));
         }
         let e = &reg.endpoint;
-        if e.is_empty() || e == "." || e == ".." || e.contains('/') {
+        if reg.via == Via::PluginsRegistry {
+            // The plugin watcher dials GetInfo's endpoint as given: any socket path.
+            if e.is_empty() {
+                problems.push("GetInfo's endpoint is empty: the kubelet would dial the registration socket".into());
+            }
+        } else if e.is_empty() || e == "." || e == ".." || e.contains('/') {
             problems.push(format!(
                 "endpoint {e:?} is not a bare file name: the kubelet dials filepath.Join({}, endpoint), so the \
                  plugin socket must sit directly in the device-plugin directory and be named by its file name",
                 self.sim.dir().display()
             ));
         }
-        if reg.via != Via::KubeletSock {
-            problems.push(format!("registered via {}, not kubelet.sock", reg.via));
+        if reg.via == Via::PluginsRegistry {
+            let seen = format!(
+                "through plugins_registry: GetInfo named {}, endpoint {} (dialled as {}), supported versions include \
+                 {}; no RegisterRequest (the kubelet reads the options from GetDevicePluginOptions)",
+                reg.resource,
+                reg.endpoint,
+                reg.socket.display(),
+                reg.version
+            );
+            return if problems.is_empty() {
+                self.done(id, Outcome::Pass, seen, t);
+            } else {
+                self.done(id, Outcome::Fail, format!("{}; {seen}", problems.join("; ")), t);
+            };
         }
         let options = match reg.request_options {
             Some(o) => format!(
@@ -569,8 +641,11 @@ impl Runner {
             resource_name: reg.resource.clone(),
             options: reg.request_options.map(Into::into),
         };
+        // plugins_registry has no RegisterRequest to compare the options with.
+        let by_registry = reg.via == Via::PluginsRegistry;
         let target = CheckTarget {
-            registration: Some(Registration::from_request(&request, "the RegisterRequest kubelet-sim received")),
+            registration: (!by_registry)
+                .then(|| Registration::from_request(&request, "the RegisterRequest kubelet-sim received")),
             ..CheckTarget::new(&reg.socket)
         };
         let opts = CheckOptions {
@@ -585,12 +660,24 @@ impl Runner {
         let report = check::run_checks_with(&target, &opts, &mut |p| {
             let _ = tx.send(match p {
                 Progress::Started(id) => SmokeProgress::StepStarted(id.name().into()),
-                Progress::Finished(r) => SmokeProgress::StepFinished(r.clone()),
+                Progress::Finished(r) => {
+                    let mut r = r.clone();
+                    if by_registry && r.name == CheckId::RegistrationOptionsAgree.name() && r.outcome == Outcome::Skip {
+                        r.evidence = NO_REGISTER_REQUEST.into();
+                    }
+                    SmokeProgress::StepFinished(r)
+                }
             });
         })
         .await;
         let mut by_name: std::collections::HashMap<String, CheckResult> =
             report.checks.into_iter().map(|c| (c.name.clone(), c)).collect();
+        if by_registry
+            && let Some(r) = by_name.get_mut(CheckId::RegistrationOptionsAgree.name())
+            && r.outcome == Outcome::Skip
+        {
+            r.evidence = NO_REGISTER_REQUEST.into();
+        }
         for c in CheckId::ALL {
             match by_name.remove(c.name()) {
                 Some(r) => self.results.push(r),
@@ -875,6 +962,8 @@ impl Runner {
             totals: check::Totals::default(),
             steps: self.results,
             plugin,
+            registry_dir: self.registry_dir.display().to_string(),
+            isolation: None,
         }
     }
 }

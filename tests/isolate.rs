@@ -1,0 +1,320 @@
+//! `dpctl smoke --isolate` and smoke through plugins_registry, as a vendor's
+//! CI runs them: a plugin that only knows the kubelet's standard paths
+//! (protocol.md §1.3: `DevicePluginPath` /var/lib/kubelet/device-plugins/,
+//! `KubeletSocket`; §2: /var/lib/kubelet/pod-resources/kubelet.sock; the
+//! plugin watcher's /var/lib/kubelet/plugins_registry/) is smoked unmodified
+//! in a private mount namespace. After every isolated run the host's mount
+//! table is unchanged and no mountpoint directory is left behind. These tests
+//! run as root (as CI does); as another user they are skipped with a message.
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::support::{Run, Sandbox, dpctl_bin, interop};
+
+const GPU: &str = "example.com/gpu";
+const SMOKE_WAIT: Duration = Duration::from_secs(40);
+const FAST: [&str; 4] = ["--stream-window", "300ms", "--restart-deadline", "5s"];
+
+fn is_root() -> bool {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root {
+        eprintln!("SKIPPED: --isolate tests need root (CI runs them as root)");
+    }
+    root
+}
+
+/// The host's mount table, as this process sees it.
+fn mounts() -> String {
+    std::fs::read_to_string("/proc/self/mountinfo").expect("read /proc/self/mountinfo")
+}
+
+/// The paths an isolated run may need as mountpoints, and whether each exists now.
+fn kubelet_paths() -> Vec<(String, bool)> {
+    ["/var/lib/kubelet", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins_registry"]
+        .iter()
+        .map(|p| (p.to_string(), Path::new(p).exists()))
+        .collect()
+}
+
+/// Runs `dpctl smoke -o json <flags> -- <command>` (optionally as another
+/// user, with extra environment) and parses the report when there is one.
+async fn smoke_as(
+    user: Option<u32>,
+    env: &[(&str, &str)],
+    flags: &[&str],
+    command: &[&str],
+) -> (Run, Option<serde_json::Value>) {
+    let mut args = vec!["smoke", "-o", "json"];
+    args.extend_from_slice(flags);
+    args.push("--");
+    args.extend_from_slice(command);
+    let mut cmd = std::process::Command::new(dpctl_bin());
+    cmd.args(&args)
+        .env_remove("DPCTL_DEVICE_PLUGIN_DIR")
+        .env_remove("DPCTL_PODRESOURCES_SOCKET")
+        .env_remove("DPCTL_LOG")
+        .env("NO_COLOR", "1")
+        .current_dir("/tmp")
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    if let Some(uid) = user {
+        cmd.uid(uid).gid(uid);
+    }
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.kill_on_drop(true);
+    let out = tokio::time::timeout(SMOKE_WAIT, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("dpctl {} took over {SMOKE_WAIT:?}", args.join(" ")))
+        .expect("run dpctl");
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    let report = serde_json::from_str(&run.stdout).ok();
+    (run, report)
+}
+
+async fn smoke(flags: &[&str], command: &[&str]) -> (Run, serde_json::Value) {
+    let (run, report) = smoke_as(None, &[], flags, command).await;
+    let report = report.unwrap_or_else(|| panic!("no JSON report: {run:?}"));
+    (run, report)
+}
+
+fn outcome<'a>(v: &'a serde_json::Value, name: &str) -> &'a str {
+    v["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no step {name}: {v:#}"))["outcome"]
+        .as_str()
+        .unwrap()
+}
+
+fn evidence(v: &serde_json::Value, name: &str) -> String {
+    v["steps"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap()["evidence"].as_str().unwrap().to_string()
+}
+
+/// The report's isolation mounts as `target <- source` strings.
+fn mounted(v: &serde_json::Value) -> Vec<String> {
+    v["isolation"]["mounts"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no isolation in the report: {v:#}"))
+        .iter()
+        .map(|m| format!("{} <- {}", m["target"].as_str().unwrap(), m["source"].as_str().unwrap()))
+        .collect()
+}
+
+/// The host is as before: same mount table, no kubelet path created.
+fn assert_host_untouched(before_mounts: &str, before_paths: &[(String, bool)]) {
+    assert_eq!(mounts(), before_mounts, "the host's mount table changed");
+    for (p, existed) in before_paths {
+        assert_eq!(Path::new(p).exists(), *existed, "{p} existed before: {existed}; now it differs");
+    }
+}
+
+/// The grpcio peer with the kubelet's default directory (no `{dir}`) passes
+/// every step, registration to restart, inside the namespace: the kubelet's
+/// standard paths (protocol.md §1.3) lead to kubelet-sim.
+#[tokio::test]
+async fn the_grpcio_peer_at_the_default_path_passes_smoke_isolate() {
+    if !is_root() {
+        return;
+    }
+    let Some(env) = interop::env() else { return };
+    let (m0, p0) = (mounts(), kubelet_paths());
+    let py = env.python.to_str().unwrap().to_string();
+    let script = interop::peer_script();
+    let mut flags = vec!["--isolate", "--resource", "example.com/peer"];
+    flags.extend(FAST);
+    let (run, v) = smoke(&flags, &[&py, script.to_str().unwrap(), "plugin", "--pre-start"]).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    for name in ["registration", "registration-request", "admission", "kubelet-restart", "shutdown"] {
+        assert_eq!(outcome(&v, name), "pass", "{name}: {v:#}");
+    }
+    let dir = v["dir"].as_str().unwrap();
+    let m = mounted(&v);
+    assert!(m.contains(&format!("/var/lib/kubelet/device-plugins <- {dir}")), "{m:?}");
+    assert!(m.iter().any(|x| x.starts_with("/var/lib/kubelet/plugins_registry <- ")), "{m:?}");
+    assert!(m.iter().any(|x| x.starts_with("/var/lib/kubelet/pod-resources <- ")), "{m:?}");
+    assert_eq!(v["isolation"]["namespaces"], "mount");
+    assert!(!Path::new(dir).exists(), "the fresh directory {dir} is removed");
+    assert_host_untouched(&m0, &p0);
+}
+
+/// A plugin that registers only through plugins_registry (the plugin
+/// watcher's GetInfo and NotifyRegistrationStatus, protocol.md §1.3 "Related
+/// API: plugin-watcher registration") passes smoke; the steps that apply run.
+#[tokio::test]
+async fn mock_plugin_registering_through_plugins_registry_passes_smoke() {
+    let cmd = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--registry-dir", "{registry_dir}", "--no-register"];
+    let mut cmd = cmd.to_vec();
+    cmd.extend(["--resource", GPU]);
+    let (run, v) = smoke(&FAST, &cmd).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(evidence(&v, "registration").contains("through plugins_registry"), "{v:#}");
+    assert!(evidence(&v, "registration-request").contains("GetInfo named example.com/gpu"), "{v:#}");
+    assert_eq!(outcome(&v, "registration-options-agree"), "skip");
+    assert!(evidence(&v, "registration-options-agree").contains("no RegisterRequest"), "{v:#}");
+    for name in ["first-snapshot", "health-report", "admission", "pod-deletion", "kubelet-restart", "shutdown"] {
+        assert_eq!(outcome(&v, name), "pass", "{name}: {v:#}");
+    }
+    assert!(v["registry_dir"].as_str().unwrap().ends_with("/plugins_registry"), "{v:#}");
+
+    // Insisting on kubelet.sock fails the registration and says why.
+    let mut flags = FAST.to_vec();
+    flags.extend(["--registration", "kubelet-sock", "--skip", "kubelet-restart"]);
+    let (run, v) = smoke(&flags, &cmd).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(outcome(&v, "registration"), "fail");
+    assert!(evidence(&v, "registration").contains("not through kubelet.sock"), "{v:#}");
+}
+
+/// The same mock plugin, isolated, finds the registry at the standard path:
+/// its GetInfo endpoint (a path inside the namespace) is dialled on the host.
+#[tokio::test]
+async fn an_isolated_plugin_registers_through_the_standard_plugins_registry() {
+    if !is_root() {
+        return;
+    }
+    let (m0, p0) = (mounts(), kubelet_paths());
+    let cmd = [
+        "env",
+        "-u",
+        "DPCTL_DEVICE_PLUGIN_DIR",
+        dpctl_bin(),
+        "mock-plugin",
+        "--registry-dir",
+        "/var/lib/kubelet/plugins_registry",
+        "--no-register",
+        "--resource",
+        GPU,
+    ];
+    let mut flags = vec!["--isolate", "--registration", "plugins-registry"];
+    flags.extend(FAST);
+    let (run, v) = smoke(&flags, &cmd).await;
+    assert_eq!(run.code, 0, "{run:?}");
+    let reg = evidence(&v, "registration-request");
+    assert!(reg.contains("endpoint /var/lib/kubelet/device-plugins/"), "{reg}");
+    assert!(reg.contains(&format!("dialled as {}", v["dir"].as_str().unwrap())), "{reg}");
+    assert_host_untouched(&m0, &p0);
+}
+
+/// A plugin writing to the kubelet's path reaches kubelet-sim's directory,
+/// never the host's; `--bind` adds a path of the user's; nothing is left.
+#[tokio::test]
+async fn writes_to_kubelet_paths_land_in_the_sims_directory_and_bind_adds_paths() {
+    if !is_root() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let cdi = sb.join("cdi");
+    std::fs::create_dir(&cdi).unwrap();
+    std::fs::write(cdi.join("vendor.yaml"), "cdiVersion: 0.6.0\n").unwrap();
+    let bind = format!("{}:/etc/dpctl-isolate-test/cdi", cdi.display());
+    assert!(!Path::new("/etc/dpctl-isolate-test").exists());
+    let (m0, p0) = (mounts(), kubelet_paths());
+    let script = "mkdir -p /var/lib/kubelet/device-plugins && echo escaped > /var/lib/kubelet/device-plugins/escaped \
+                  && cp /etc/dpctl-isolate-test/cdi/vendor.yaml /var/lib/kubelet/plugins_registry/seen.yaml \
+                  && echo ready; sleep 30";
+    let flags = ["--isolate", "--bind", &bind, "--keep", "--register-timeout", "1s", "--grace", "1s"];
+    let (run, v) = smoke(&flags, &["sh", "-c", script]).await;
+    // It never registers: the run fails, the directories are kept for inspection.
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(v["plugin"]["stdout"]["tail"].as_str().unwrap().contains("ready"), "{v:#}");
+    let dir = Path::new(v["dir"].as_str().unwrap()).to_path_buf();
+    let root = dir.parent().unwrap().to_path_buf();
+    assert_eq!(std::fs::read_to_string(dir.join("escaped")).unwrap(), "escaped\n");
+    let registry = Path::new(v["registry_dir"].as_str().unwrap());
+    assert_eq!(std::fs::read_to_string(registry.join("seen.yaml")).unwrap(), "cdiVersion: 0.6.0\n");
+    assert!(mounted(&v).contains(&format!("/etc/dpctl-isolate-test/cdi <- {}", cdi.display())));
+    assert!(!Path::new("/var/lib/kubelet/device-plugins/escaped").exists(), "the write reached the host");
+    assert!(!Path::new("/etc/dpctl-isolate-test").exists(), "a mountpoint directory was left on the host");
+    assert_host_untouched(&m0, &p0);
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// A user the kernel refuses a user namespace gets exit 2 with the reason
+/// and the fix, before kubelet-sim or the plugin start (the refusal is
+/// simulated: this kernel may allow user namespaces).
+#[tokio::test]
+async fn a_user_refused_a_user_namespace_gets_the_reason_and_the_fix_before_the_plugin_starts() {
+    if !is_root() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let marker_dir = sb.join("m");
+    std::fs::create_dir(&marker_dir).unwrap();
+    std::fs::set_permissions(&marker_dir, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let marker = marker_dir.join("started");
+    let script = format!("touch {}; sleep 30", marker.display());
+    for (knob, fix) in [
+        ("unprivileged_userns_clone", "sudo sysctl -w kernel.unprivileged_userns_clone=1"),
+        ("max_user_namespaces", "sudo sysctl -w user.max_user_namespaces="),
+        ("apparmor_restrict_unprivileged_userns", "userns,"),
+    ] {
+        let env = [("DPCTL_ISOLATE_SIMULATE_REFUSAL", knob)];
+        let (run, report) = smoke_as(Some(65534), &env, &["--isolate"], &["sh", "-c", &script]).await;
+        assert_eq!(run.code, 2, "{knob}: {run:?}");
+        assert!(report.is_none(), "{knob}: no report when nothing ran: {run:?}");
+        assert!(run.stderr.contains("cannot isolate the plugin as uid 65534"), "{knob}: {}", run.stderr);
+        assert!(run.stderr.contains(knob), "{knob}: {}", run.stderr);
+        assert!(run.stderr.contains("Fix:") && run.stderr.contains(fix), "{knob}: {}", run.stderr);
+        assert!(!run.stderr.contains("kubelet-sim: serving"), "the sim started: {}", run.stderr);
+        assert!(!marker.exists(), "{knob}: the plugin started");
+    }
+}
+
+/// As a user other than root, a user namespace (where the kernel allows one)
+/// isolates the plugin just the same; where it does not, the refusal is
+/// explained with exit 2.
+#[tokio::test]
+async fn a_non_root_user_is_isolated_in_a_user_namespace_or_told_why_not() {
+    if !is_root() {
+        return;
+    }
+    let (m0, p0) = (mounts(), kubelet_paths());
+    let script = "echo mapped > /var/lib/kubelet/device-plugins/uid; cat /proc/self/uid_map; sleep 30";
+    let flags = ["--isolate", "--keep", "--register-timeout", "1s", "--grace", "1s"];
+    let (run, report) = smoke_as(Some(65534), &[], &flags, &["sh", "-c", script]).await;
+    match report {
+        None => {
+            assert_eq!(run.code, 2, "{run:?}");
+            assert!(run.stderr.contains("Fix:"), "{}", run.stderr);
+        }
+        Some(v) => {
+            assert_eq!(v["isolation"]["namespaces"], "user+mount", "{v:#}");
+            let dir = Path::new(v["dir"].as_str().unwrap()).to_path_buf();
+            assert_eq!(std::fs::read_to_string(dir.join("uid")).unwrap(), "mapped\n");
+            // The file belongs to the user on the host (root inside maps to 65534).
+            let owner = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir.join("uid")).unwrap());
+            assert_eq!(owner, 65534);
+            assert!(v["plugin"]["stdout"]["tail"].as_str().unwrap().split_whitespace().eq(["0", "65534", "1"]));
+            std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+        }
+    }
+    assert_host_untouched(&m0, &p0);
+}
+
+#[tokio::test]
+async fn bad_isolate_usage_exits_2_with_the_reason() {
+    let (run, _) = smoke_as(None, &[], &["--bind", "/tmp:/x"], &["true"]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("--isolate"), "{}", run.stderr);
+    let (run, _) = smoke_as(None, &[], &["--isolate", "--bind", "/tmp:relative"], &["true"]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("must be an absolute path"), "{}", run.stderr);
+    let (run, _) = smoke_as(None, &[], &["--isolate", "--bind", "/no/such/src:/x"], &["true"]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("cannot be used"), "{}", run.stderr);
+    let (run, _) = smoke_as(None, &[], &["--registration", "grpc"], &["true"]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("plugins-registry"), "{}", run.stderr);
+}
