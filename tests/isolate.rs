@@ -318,3 +318,19 @@ async fn bad_isolate_usage_exits_2_with_the_reason() {
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("plugins-registry"), "{}", run.stderr);
 }
+
+/// mock-plugin and kubelet-sim take their directories as flags: their help
+/// says isolation is not needed for them, and smoke's help explains --isolate.
+#[tokio::test]
+async fn help_says_where_isolation_is_and_is_not_needed() {
+    for cmd in ["mock-plugin", "kubelet-sim"] {
+        let run = crate::support::dpctl(&[cmd, "--help"]).await;
+        run.expect_code(0);
+        assert!(run.stdout.contains("No isolation is needed"), "{cmd} --help: {}", run.stdout);
+    }
+    let run = crate::support::dpctl(&["smoke", "--help"]).await;
+    run.expect_code(0);
+    for needle in ["--isolate", "--bind <SRC:DST>", "--registration <WAY>", "{registry_dir}", "tmpfs copy"] {
+        assert!(run.stdout.contains(needle), "smoke --help lacks {needle}: {}", run.stdout);
+    }
+}

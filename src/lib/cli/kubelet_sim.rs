@@ -33,6 +33,10 @@ allocatable devices, and 1 when --timeout (default 30s) passes first.
 admit exits 1 when the pod is rejected or a container cannot start; restart
 exits 1 when a plugin did not come back within --wait.
 
+No isolation is needed (unlike `dpctl smoke --isolate`): the sim serves whatever --dir you give
+it and touches nothing else, so run it in a directory of its own. A plugin that only knows
+/var/lib/kubelet/device-plugins is smoked with `dpctl smoke --isolate -- PLUGIN`.
+
 Where the sim deliberately differs from a real kubelet (1.36):
   - A second Register of the same resource drops the old plugin's stream, as on
     master (PR #135437), instead of the 1.36 race where the old stream's end

@@ -30,6 +30,8 @@ Examples:
 The plugin serves <dir>/<endpoint> first, then registers on <dir>/kubelet.sock (retrying while
 the kubelet is missing), and serves and registers again when the kubelet restarts. Events go
 to stdout (JSON Lines with -o json); Ctrl-C or SIGTERM stops it and removes its sockets.
+No isolation is needed (unlike `dpctl smoke --isolate` for vendors' plugins): it takes --dir
+and --registry-dir, so point it at the kubelet-sim's directories.
 
 RPC names for --error/--latency/--fail-after: GetDevicePluginOptions, ListAndWatch,
 GetPreferredAllocation, Allocate, PreStartContainer, GetInfo, NotifyRegistrationStatus, or *

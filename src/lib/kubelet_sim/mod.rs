@@ -82,7 +82,8 @@ pub struct SimConfig {
     /// Also watch this plugins_registry directory.
     pub registry_dir: Option<PathBuf>,
     /// `(seen by the plugin, real)` path pairs for endpoints a plugin in a
-    /// private mount namespace reports through GetInfo (`smoke --isolate`).
+    /// private mount namespace or a container reports through GetInfo
+    /// (`smoke`): a translated path that exists is dialled instead.
     pub path_map: Vec<(PathBuf, PathBuf)>,
     /// Grace period after a stream end before capacity drops to 0.
     pub grace_period: Duration,

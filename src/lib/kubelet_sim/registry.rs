@@ -162,7 +162,9 @@ async fn handle(inner: &Arc<Inner>, dir: &Path, path: &Path) {
     let socket = {
         let p = PathBuf::from(&endpoint);
         let p = if p.is_absolute() { p } else { dir.join(p) };
-        crate::paths::translate(&inner.config.path_map, &p)
+        // A path seen inside a container or mount namespace, when it exists here translated.
+        let mapped = crate::paths::translate(&inner.config.path_map, &p);
+        if mapped != p && std::fs::symlink_metadata(&mapped).is_ok() { mapped } else { p }
     };
     let input = RegisterInput {
         version: dp::VERSION.into(),

@@ -111,6 +111,22 @@ impl Layout {
         Ok(layout)
     }
 
+    /// The layout's directories on the kubelet's standard paths.
+    pub fn standard_binds(&self) -> Vec<Bind> {
+        vec![
+            Bind { source: self.device_plugins.clone(), target: STANDARD_DEVICE_PLUGINS.into() },
+            Bind { source: self.plugins_registry.clone(), target: STANDARD_PLUGINS_REGISTRY.into() },
+            Bind { source: self.pod_resources.clone(), target: STANDARD_POD_RESOURCES.into() },
+        ]
+    }
+
+    /// `(standard path, layout path)` pairs: how the sim finds a socket a
+    /// plugin in a container (`-v {dir}:/var/lib/kubelet/device-plugins`)
+    /// names by its standard path.
+    pub fn path_map(&self) -> Vec<(PathBuf, PathBuf)> {
+        self.standard_binds().into_iter().map(|b| (b.target, b.source)).collect()
+    }
+
     /// The PodResources socket the sim serves.
     pub fn podresources_socket(&self) -> PathBuf {
         self.pod_resources.join(crate::paths::KUBELET_SOCKET_NAME)
@@ -243,11 +259,7 @@ impl Plan {
             None => std::env::current_exe()
                 .map_err(|e| Error::io("finding the dpctl executable to run the --isolate helper", e))?,
         };
-        let mut binds = vec![
-            Bind { source: layout.device_plugins.clone(), target: STANDARD_DEVICE_PLUGINS.into() },
-            Bind { source: layout.plugins_registry.clone(), target: STANDARD_PLUGINS_REGISTRY.into() },
-            Bind { source: layout.pod_resources.clone(), target: STANDARD_POD_RESOURCES.into() },
-        ];
+        let mut binds = layout.standard_binds();
         for b in &config.binds {
             if binds.iter().any(|x| x.target == b.target) {
                 return Err(Error::invalid(

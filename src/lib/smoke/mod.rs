@@ -428,7 +428,7 @@ pub async fn run_smoke(
     sim_config.pre_start_timeout = config.prestart_timeout;
     sim_config.registry_dir = Some(layout.plugins_registry.clone());
     sim_config.podresources_socket = Some(layout.podresources_socket());
-    sim_config.path_map = plan.as_ref().map(isolate::Plan::path_map).unwrap_or_default();
+    sim_config.path_map = plan.as_ref().map_or_else(|| layout.path_map(), isolate::Plan::path_map);
     let sim = match KubeletSim::start(sim_config).await {
         Ok(s) => s,
         Err(e) => {
