@@ -317,6 +317,10 @@ async fn bad_isolate_usage_exits_2_with_the_reason() {
     let (run, _) = smoke_as(None, &[], &["--registration", "grpc"], &["true"]).await;
     assert_eq!(run.code, 2, "{run:?}");
     assert!(run.stderr.contains("plugins-registry"), "{}", run.stderr);
+    // The hidden helper refuses to run without smoke's instructions.
+    let run = crate::support::dpctl(&["__isolate-exec", "--", "true"]).await;
+    assert_eq!(run.code, 2, "{run:?}");
+    assert!(run.stderr.contains("not run by hand"), "{}", run.stderr);
 }
 
 /// mock-plugin and kubelet-sim take their directories as flags: their help
@@ -333,4 +337,52 @@ async fn help_says_where_isolation_is_and_is_not_needed() {
     for needle in ["--isolate", "--bind <SRC:DST>", "--registration <WAY>", "{registry_dir}", "tmpfs copy"] {
         assert!(run.stdout.contains(needle), "smoke --help lacks {needle}: {}", run.stdout);
     }
+}
+
+/// A plugin in a container (or --isolate's namespace) announces its GetInfo
+/// endpoint by the path it sees (protocol.md §1.3, plugin-watcher
+/// registration: the kubelet dials the endpoint as given); kubelet-sim, told
+/// which of its directories is mounted there, dials its own copy.
+#[tokio::test]
+async fn the_sim_dials_a_getinfo_endpoint_seen_inside_a_container_in_its_own_directory() {
+    use dpctl::kubelet_sim::{EventKind, KubeletSim, SimConfig, Via};
+
+    use crate::support::simplugin::{Script, SimPlugin};
+
+    let sb = Sandbox::new();
+    let reg_dir = sb.join("reg");
+    let mut c = SimConfig::new(sb.path());
+    c.registry_dir = Some(reg_dir.clone());
+    c.path_map = vec![("/var/lib/kubelet/plugins_registry".into(), reg_dir.clone())];
+    let sim = KubeletSim::start(c).await.expect("start the sim");
+    let mut rx = sim.subscribe();
+    let seen = "/var/lib/kubelet/plugins_registry/p.sock".to_string();
+    assert!(!Path::new(&seen).exists(), "this test needs {seen} to be absent on the host");
+    let info = ("DevicePlugin".to_string(), "example.com/boxed".to_string(), seen.clone(), vec!["v1beta1".to_string()]);
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { info: Some(info), ..Default::default() });
+    let _stop = p.serve(&reg_dir.join("p.sock")).await;
+    let ev = crate::support::within("registration via the registry", async {
+        loop {
+            let ev = rx.recv().await.expect("event stream");
+            if matches!(ev.kind, EventKind::Registered { .. } | EventKind::RegistrationRejected { .. }) {
+                return ev.kind;
+            }
+        }
+    })
+    .await;
+    match ev {
+        EventKind::Registered { via, endpoint, socket, .. } => {
+            assert_eq!(via, Via::PluginsRegistry);
+            assert_eq!(endpoint, seen);
+            assert_eq!(Path::new(&socket), reg_dir.join("p.sock"));
+        }
+        other => panic!("not registered: {other:?}"),
+    }
+    within_notify(&p).await;
+    sim.stop().await.unwrap();
+}
+
+async fn within_notify(p: &crate::support::simplugin::SimPlugin) {
+    crate::support::within("notify", p.notified.notified()).await;
+    assert_eq!(p.calls.lock().unwrap().notify, [(true, String::new())]);
 }
