@@ -386,3 +386,35 @@ async fn within_notify(p: &crate::support::simplugin::SimPlugin) {
     crate::support::within("notify", p.notified.notified()).await;
     assert_eq!(p.calls.lock().unwrap().notify, [(true, String::new())]);
 }
+
+/// The plugin's program is looked up inside the namespace: one that exists
+/// only under a --bind starts; one that exists nowhere fails the launch step
+/// (exit 1), as it does without --isolate.
+#[tokio::test]
+async fn the_program_is_found_inside_the_namespace_or_the_launch_fails() {
+    if !is_root() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let bin = sb.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let script = bin.join("vendor-plugin");
+    std::fs::write(&script, "#!/bin/sh\necho inside > /var/lib/kubelet/device-plugins/ran\nsleep 30\n").unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let bind = format!("{}:/opt/dpctl-isolate-test", bin.display());
+    assert!(!Path::new("/opt/dpctl-isolate-test").exists());
+    let flags = ["--isolate", "--bind", &bind, "--keep", "--register-timeout", "1s", "--grace", "1s"];
+    let (run, v) = smoke(&flags, &["/opt/dpctl-isolate-test/vendor-plugin"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(outcome(&v, "launch"), "pass", "{v:#}");
+    let dir = Path::new(v["dir"].as_str().unwrap()).to_path_buf();
+    assert_eq!(std::fs::read_to_string(dir.join("ran")).unwrap(), "inside\n");
+    std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
+    assert!(!Path::new("/opt/dpctl-isolate-test").exists(), "a mountpoint directory was left on the host");
+
+    let (run, v) = smoke(&["--isolate"], &["./no-such-plugin"]).await;
+    assert_eq!(run.code, 1, "{run:?}");
+    assert_eq!(outcome(&v, "launch"), "fail", "{v:#}");
+    assert!(evidence(&v, "launch").contains("./no-such-plugin: no such file inside the namespace"), "{v:#}");
+    assert!(v["plugin"]["pid"].is_null(), "nothing was started: {v:#}");
+}

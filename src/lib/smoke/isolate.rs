@@ -232,6 +232,9 @@ struct Spec {
 struct CheckAnswer {
     ok: Option<IsolationReport>,
     error: Option<String>,
+    /// The namespace is fine but the command cannot be started in it.
+    #[serde(default)]
+    launch_error: Option<String>,
 }
 
 /// A command wrapped in the helper.
@@ -248,6 +251,7 @@ pub struct Wrapped {
 pub struct Plan {
     spec: Spec,
     helper: PathBuf,
+    launch_error: Option<String>,
 }
 
 impl Plan {
@@ -273,7 +277,8 @@ impl Plan {
         // SAFETY: geteuid/getegid take no arguments and cannot fail.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
         let userns = (uid != 0 || simulate.is_some()).then_some((uid, gid));
-        Ok(Plan { spec: Spec { binds, userns, staging: layout.staging.clone(), check: false, simulate }, helper })
+        let spec = Spec { binds, userns, staging: layout.staging.clone(), check: false, simulate };
+        Ok(Plan { spec, helper, launch_error: None })
     }
 
     /// Path pairs (seen by the plugin, seen from the host) for translating
@@ -291,16 +296,25 @@ impl Plan {
         Ok(Wrapped { command: out, env: vec![(ENV_SPEC.to_string(), spec)] })
     }
 
+    /// Why the plugin's program cannot be started inside the namespace (not
+    /// found, not executable), as found by [`Plan::preflight`]: the launch
+    /// step fails with it, as it would without `--isolate`.
+    pub fn launch_error(&self) -> Option<&str> {
+        self.launch_error.as_deref()
+    }
+
     /// Runs the helper in check mode: the namespace and every mount are made
-    /// (and thrown away) before anything starts; a refusal is an error with
-    /// the reason and the fix.
-    pub async fn preflight(&self) -> Result<IsolationReport> {
+    /// (and thrown away) before anything starts, and `program` is looked up
+    /// inside; a refusal is an error with the reason and the fix.
+    pub async fn preflight(&mut self, program: &str) -> Result<IsolationReport> {
         let mut spec = self.spec.clone();
         spec.check = true;
         let json = serde_json::to_string(&spec)
             .map_err(|e| Error::invalid("--isolate", format!("cannot encode the helper's instructions: {e}")))?;
         let mut cmd = tokio::process::Command::new(&self.helper);
         cmd.arg(HELPER_ARG)
+            .arg("--")
+            .arg(program)
             .env(ENV_SPEC, json)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
@@ -320,7 +334,10 @@ impl Plan {
         };
         let stdout = String::from_utf8_lossy(&out.stdout);
         match serde_json::from_str::<CheckAnswer>(stdout.trim()) {
-            Ok(CheckAnswer { ok: Some(report), .. }) => Ok(report),
+            Ok(CheckAnswer { ok: Some(report), launch_error, .. }) => {
+                self.launch_error = launch_error;
+                Ok(report)
+            }
             Ok(CheckAnswer { error: Some(message), .. }) => Err(Error::invalid("--isolate", message)),
             _ => Err(Error::invalid(
                 "--isolate",
@@ -358,8 +375,11 @@ pub fn helper_main(out: &mut dyn Write, err: &mut dyn Write) -> Option<u8> {
     let result = setup(&spec);
     if spec.check {
         let answer = match result {
-            Ok(report) => CheckAnswer { ok: Some(report), error: None },
-            Err(e) => CheckAnswer { ok: None, error: Some(message_of(e)) },
+            Ok(report) => {
+                let launch_error = command.first().and_then(|p| find_program(Path::new(p)).err());
+                CheckAnswer { ok: Some(report), error: None, launch_error }
+            }
+            Err(e) => CheckAnswer { ok: None, error: Some(message_of(e)), launch_error: None },
         };
         let code = if answer.ok.is_some() { crate::error::exit::OK } else { crate::error::exit::USAGE };
         let line = serde_json::to_string(&answer).unwrap_or_default();
@@ -390,6 +410,36 @@ pub fn helper_main(out: &mut dyn Write, err: &mut dyn Write) -> Option<u8> {
     };
     let _ = writeln!(err, "dpctl --isolate: cannot start the plugin: {why}");
     Some(code)
+}
+
+/// Whether `program` can be executed here (inside the namespace): a path
+/// as given, a bare name through PATH, as exec would find it.
+fn find_program(program: &Path) -> std::result::Result<(), String> {
+    let name = program.display();
+    if program.as_os_str().as_bytes().contains(&b'{') {
+        return Ok(()); // substituted later; exec will tell
+    }
+    let runnable = |p: &Path| -> Option<bool> {
+        let meta = std::fs::metadata(p).ok()?;
+        let c = c_path(p).ok()?;
+        // SAFETY: a NUL-terminated path that outlives the call.
+        Some(meta.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0)
+    };
+    if program.components().count() > 1 {
+        return match runnable(program) {
+            Some(true) => Ok(()),
+            Some(false) => Err(format!("{name}: permission denied (is it executable?)")),
+            None => Err(format!(
+                "{name}: no such file inside the namespace (is the path right, relative to the current directory?)"
+            )),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path).any(|dir| {
+        let dir = if dir.as_os_str().is_empty() { PathBuf::from(".") } else { dir };
+        runnable(&dir.join(program)) == Some(true)
+    });
+    if found { Ok(()) } else { Err(format!("{name}: command not found in PATH")) }
 }
 
 /// The message of an error without an `--isolate: ` place prefix.
@@ -722,6 +772,19 @@ mod tests {
         assert!(parse_bind("/tmp:/etc/../x").unwrap_err().contains(".."));
         assert!(parse_bind("/tmp:/").unwrap_err().contains("whole file system"));
         assert!(parse_bind("/no/such/dir/x:/y").unwrap_err().contains("cannot be used"));
+    }
+
+    #[test]
+    fn programs_are_found_as_exec_would() {
+        assert!(find_program(Path::new("sh")).is_ok());
+        assert!(find_program(Path::new("/bin/sh")).is_ok());
+        assert!(find_program(Path::new("no-such-dpctl-plugin")).unwrap_err().contains("not found in PATH"));
+        assert!(find_program(Path::new("./no-such-plugin")).unwrap_err().contains("no such file"));
+        let d = tempfile::tempdir().unwrap();
+        let plain = d.path().join("plugin.txt");
+        std::fs::write(&plain, "not a program").unwrap();
+        assert!(find_program(&plain).unwrap_err().contains("permission denied"));
+        assert!(find_program(Path::new("{dir}/plugin")).is_ok());
     }
 
     #[test]

@@ -403,7 +403,7 @@ pub async fn run_smoke(
     let t0 = Instant::now();
     let layout = isolate::Layout::create(config.dir.as_deref())?;
     let dir = layout.device_plugins.clone();
-    let plan = match &config.isolate {
+    let mut plan = match &config.isolate {
         Some(ic) => match isolate::Plan::new(ic, &layout) {
             Ok(p) => Some(p),
             Err(e) => {
@@ -414,8 +414,9 @@ pub async fn run_smoke(
         None => None,
     };
     // Before the sim and the plugin: a machine that refuses the namespace is told so now.
-    let isolation = match &plan {
-        Some(p) => match p.preflight().await {
+    let program = config.command.first().cloned().unwrap_or_default();
+    let isolation = match &mut plan {
+        Some(p) => match p.preflight(&program).await {
             Ok(r) => Some(r),
             Err(e) => {
                 layout.remove();

@@ -282,7 +282,12 @@ impl Runner {
         if let Some(p) = self.sim.podresources_socket() {
             env.push((crate::paths::ENV_PODRESOURCES_SOCKET.into(), p.display().to_string()));
         }
-        // --isolate: dpctl's helper sets the namespace up, then execs the command.
+        // --isolate: dpctl's helper sets the namespace up, then execs the
+        // command; one it cannot find there fails here, as without --isolate.
+        if let Some(why) = self.isolate.as_ref().and_then(Plan::launch_error) {
+            let ev = format!("cannot start the plugin: {why}");
+            return self.done(StepId::Launch, Outcome::Fail, ev, t);
+        }
         let command = match &self.isolate {
             Some(plan) => match plan.wrap(&self.command) {
                 Ok(w) => {
