@@ -24,6 +24,7 @@ mod podres;
 mod registration;
 mod registry;
 mod state;
+pub mod version;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::FileTypeExt;
@@ -42,6 +43,7 @@ pub use admission::{
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
 pub use registration::{DIAL_FAILED, go_rpc_error};
 pub use state::{PodStatus, ResourceStatus, SimStatus};
+pub use version::{CleanupRule, KubeletVersion};
 
 use crate::error::{Error, Result};
 use crate::model::Counts;
