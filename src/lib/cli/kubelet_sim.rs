@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 use super::{Ctx, out_err, parse_duration};
 use crate::error::{Error, Result, exit};
 use crate::kubelet_sim::control::{self, Answer, Request};
-use crate::kubelet_sim::{KubeletSim, PodSpec, SimConfig, SimEvent};
+use crate::kubelet_sim::{KubeletSim, KubeletVersion, PodSpec, SimConfig, SimEvent};
 use crate::output::{self, Format, sim as render};
 use crate::paths::{DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR};
 
@@ -95,6 +95,9 @@ pub struct ServeArgs {
     /// Do not read or write kubelet_internal_checkpoint.
     #[arg(long)]
     pub no_checkpoint: bool,
+    /// The kubelet release to play: 1.26 … 1.36 or master (v1.30 and 1.30.7 mean 1.30).
+    #[arg(long, value_name = "VERSION", default_value = "1.36", value_parser = parse_version)]
+    pub kubelet_version: KubeletVersion,
     /// Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold.
     #[arg(long, value_name = "RESOURCE=COUNT")]
     pub expect: Vec<String>,
@@ -179,6 +182,14 @@ pub async fn run(args: KubeletSimArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     }
 }
 
+/// Parses `--kubelet-version` for clap (the error names the valid list).
+pub fn parse_version(s: &str) -> std::result::Result<KubeletVersion, String> {
+    KubeletVersion::parse(s).map_err(|e| match e {
+        Error::Invalid { message, .. } => message,
+        other => other.to_string(),
+    })
+}
+
 /// Parses `--expect RESOURCE=COUNT`.
 fn parse_expect(s: &str) -> Result<(String, usize)> {
     let (r, n) = PodSpec::parse_allocate(s).map_err(|_| {
@@ -200,6 +211,7 @@ enum Display {
 async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let expects: Vec<(String, usize)> = args.expect.iter().map(|s| parse_expect(s)).collect::<Result<_>>()?;
     let mut config = SimConfig::new(&args.dir);
+    config.set_kubelet_version(args.kubelet_version);
     config.force = args.force;
     config.grace_period = args.grace_period;
     config.podresources_socket = if args.no_podresources {

@@ -86,6 +86,8 @@ impl From<RequestOptions> for crate::proto::deviceplugin::v1beta1::DevicePluginO
 pub enum EventKind {
     /// The sim serves its sockets.
     Started {
+        /// The kubelet release the sim plays.
+        kubelet_version: super::KubeletVersion,
         /// The device-plugin directory.
         dir: String,
         /// The registration socket.

@@ -99,10 +99,21 @@ pub struct SimConfig {
     pub cleanup_on_start: bool,
     /// Events buffered per subscriber.
     pub event_capacity: usize,
+    /// The kubelet release the sim plays (see [`version`]).
+    pub kubelet_version: KubeletVersion,
+    /// The sim created the directory itself (smoke's, demo's): its restart
+    /// cleanup may delete files that are not sockets, as the chosen kubelet
+    /// does. Otherwise only sockets are deleted and the report lists what
+    /// that kubelet would also have deleted.
+    pub owns_dir: bool,
+    /// Delete what the chosen kubelet deletes (non-socket files too) even in
+    /// a directory the sim did not create (`--emulate-cleanup`). The
+    /// checkpoint is never deleted.
+    pub emulate_cleanup: bool,
 }
 
 impl SimConfig {
-    /// The kubelet's defaults for a sim serving `dir`.
+    /// The defaults of the newest kubelet release, for a sim serving `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
         SimConfig {
@@ -121,7 +132,19 @@ impl SimConfig {
             checkpoint: true,
             cleanup_on_start: true,
             event_capacity: 16 * 1024,
+            kubelet_version: KubeletVersion::NEWEST,
+            owns_dir: false,
+            emulate_cleanup: false,
         }
+    }
+
+    /// Plays kubelet release `v`: sets [`SimConfig::kubelet_version`] and
+    /// the PodResources defaults of that release (Get gate, rate limit).
+    pub fn set_kubelet_version(&mut self, v: KubeletVersion) {
+        self.kubelet_version = v;
+        self.podresources.get_enabled = v.podresources_get_default();
+        self.podresources.rate_limit =
+            if v.podresources_rate_limited() { ServerConfig::default().rate_limit } else { None };
     }
 }
 
@@ -145,6 +168,9 @@ pub struct ResourceReturn {
 /// What a restart did and who came back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestartReport {
+    /// The kubelet release the sim plays.
+    #[serde(default)]
+    pub kubelet_version: KubeletVersion,
     /// Sockets deleted from the directory.
     pub deleted_sockets: Vec<String>,
     /// Pods whose allocations were restored from the checkpoint.
@@ -345,6 +371,7 @@ impl KubeletSim {
         }
         inner.services.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(services);
         inner.emit(EventKind::Started {
+            kubelet_version: inner.config.kubelet_version,
             dir: dir.display().to_string(),
             kubelet_socket: inner.paths.kubelet_socket.display().to_string(),
             podresources_socket: inner.paths.podresources_socket.as_ref().map(|p| p.display().to_string()),
@@ -530,6 +557,7 @@ impl SimHandle {
     pub fn status(&self) -> SimStatus {
         let mut s = self.inner.lock().status(&self.inner.status_paths(), true);
         s.running = !self.inner.is_stopped();
+        s.kubelet_version = self.inner.config.kubelet_version;
         s
     }
 
@@ -537,6 +565,7 @@ impl SimHandle {
     pub fn summary(&self) -> SimStatus {
         let mut s = self.inner.lock().status(&self.inner.status_paths(), false);
         s.running = !self.inner.is_stopped();
+        s.kubelet_version = self.inner.config.kubelet_version;
         s
     }
 
@@ -663,6 +692,7 @@ impl SimHandle {
         }
         let resources = self.returns(&expected, t0);
         let report = RestartReport {
+            kubelet_version: inner.config.kubelet_version,
             deleted_sockets: deleted,
             restored_pods,
             checkpoint: inner.config.checkpoint.then(|| inner.paths.checkpoint.display().to_string()),

@@ -238,6 +238,7 @@ impl State {
             })
             .collect();
         SimStatus {
+            kubelet_version: super::KubeletVersion::default(),
             dir: paths.dir.clone(),
             kubelet_socket: paths.kubelet_socket.clone(),
             podresources_socket: paths.podresources_socket.clone(),
@@ -280,6 +281,9 @@ pub(crate) struct StatusPaths {
 /// The sim's state as `status` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SimStatus {
+    /// The kubelet release the sim plays.
+    #[serde(default)]
+    pub kubelet_version: super::KubeletVersion,
     /// The device-plugin directory.
     pub dir: String,
     /// The registration socket.

@@ -37,9 +37,15 @@ fn ms(v: u64) -> String {
 pub fn event_detail(kind: &EventKind) -> String {
     match kind {
         EventKind::Started {
-            dir, kubelet_socket, podresources_socket, deleted_sockets, restored_resources, ..
+            kubelet_version,
+            dir,
+            kubelet_socket,
+            podresources_socket,
+            deleted_sockets,
+            restored_resources,
+            ..
         } => {
-            let mut s = format!("serving {kubelet_socket}");
+            let mut s = format!("kubelet {kubelet_version}: serving {kubelet_socket}");
             if let Some(p) = podresources_socket {
                 s.push_str(&format!(", PodResources on {p}"));
             }
@@ -189,6 +195,7 @@ pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()
     if format.is_json() {
         return write_json(w, s);
     }
+    writeln!(w, "kubelet {} (simulated){}", s.kubelet_version, if s.running { "" } else { ", stopped" })?;
     for line in status_lines(s, format == Format::Wide) {
         writeln!(w, "{line}")?;
     }
@@ -279,8 +286,9 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
 pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize) -> Vec<String> {
     let mut out = vec![
         format!(
-            "{}{}  {}  grace {}  restarts {}",
+            "{} {}{}  {}  grace {}  restarts {}",
             "kubelet-sim".bold(),
+            s.kubelet_version,
             if s.running { "" } else { " (stopped)" },
             s.kubelet_socket,
             ms(s.grace_period_ms),
@@ -418,7 +426,8 @@ pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Resu
     }
     writeln!(
         w,
-        "restarted: deleted sockets {}; {} pod(s) kept their devices; waited {}",
+        "restarted kubelet {}: deleted sockets {}; {} pod(s) kept their devices; waited {}",
+        r.kubelet_version,
         list(&r.deleted_sockets),
         r.restored_pods,
         ms(r.waited_ms)
