@@ -15,3 +15,4 @@ mod podresources;
 mod smoke;
 mod transport;
 mod vectors;
+mod versions;

@@ -98,6 +98,11 @@ pub struct ServeArgs {
     /// The kubelet release to play: 1.26 … 1.36 or master (v1.30 and 1.30.7 mean 1.30).
     #[arg(long, value_name = "VERSION", default_value = "1.36", value_parser = parse_version)]
     pub kubelet_version: KubeletVersion,
+    /// At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every
+    /// non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported.
+    /// The checkpoint is never deleted.
+    #[arg(long)]
+    pub emulate_cleanup: bool,
     /// Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold.
     #[arg(long, value_name = "RESOURCE=COUNT")]
     pub expect: Vec<String>,
@@ -212,6 +217,7 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let expects: Vec<(String, usize)> = args.expect.iter().map(|s| parse_expect(s)).collect::<Result<_>>()?;
     let mut config = SimConfig::new(&args.dir);
     config.set_kubelet_version(args.kubelet_version);
+    config.emulate_cleanup = args.emulate_cleanup;
     config.force = args.force;
     config.grace_period = args.grace_period;
     config.podresources_socket = if args.no_podresources {

@@ -667,8 +667,11 @@ async fn allocate_one(
     }
     let resp = client.allocate(std::slice::from_ref(&allocated)).await.map_err(|e| unexpected(go_rpc_error(&e)))?;
     let Some(first) = resp.container_responses.first().cloned() else {
-        // Go prints the empty response message as "".
-        return Err(unexpected("no containers return in allocation response "));
+        // kubelet-versions.md §5: the gogo dump up to 1.33, nothing from 1.34.
+        return Err(unexpected(format!(
+            "no containers return in allocation response {}",
+            inner.config.kubelet_version.empty_allocate_text()
+        )));
     };
     let warnings = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
     let by_numa = {

@@ -67,6 +67,55 @@ pub fn go_rpc_error(e: &Error) -> String {
     format!("rpc error: code = {} desc = {desc}", go_code(code))
 }
 
+/// Go's `filepath.Join(dir, elem)`: both joined with `/` and then cleaned
+/// lexically (`filepath.Clean`). Unlike [`Path::join`], an absolute `elem`
+/// is appended (`/run/x.sock` -> `<dir>/run/x.sock`), `""` gives the
+/// directory itself and `..` can climb out of it.
+pub fn go_join(dir: &Path, elem: &str) -> PathBuf {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let d = dir.as_os_str().as_bytes();
+    let mut joined: Vec<u8> = Vec::with_capacity(d.len() + elem.len() + 1);
+    joined.extend_from_slice(d);
+    if !elem.is_empty() {
+        if !joined.is_empty() {
+            joined.push(b'/');
+        }
+        joined.extend_from_slice(elem.as_bytes());
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(go_clean(&joined)))
+}
+
+/// Go's `filepath.Clean` on a unix path, as bytes.
+fn go_clean(path: &[u8]) -> Vec<u8> {
+    if path.is_empty() {
+        return b".".to_vec();
+    }
+    let rooted = path[0] == b'/';
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for part in path.split(|b| *b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                if parts.last().is_some_and(|p| *p != b"..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push(part);
+                }
+            }
+            _ => parts.push(part),
+        }
+    }
+    let mut out = Vec::with_capacity(path.len());
+    if rooted {
+        out.push(b'/');
+    }
+    out.extend_from_slice(&parts.join(&b'/'));
+    if out.is_empty() {
+        out.push(b'.');
+    }
+    out
+}
+
 /// The Registration service the sim serves on kubelet.sock.
 #[derive(Clone)]
 pub(crate) struct RegistrationService {
@@ -77,7 +126,8 @@ pub(crate) struct RegistrationService {
 impl Registration for RegistrationService {
     async fn register(&self, req: Request<dp::RegisterRequest>) -> Result<Response<dp::Empty>, Status> {
         let r = req.into_inner();
-        let socket = self.inner.paths.dir.join(&r.endpoint);
+        // kubelet-versions.md §1 (every version): filepath.Join, not Path::join.
+        let socket = go_join(&self.inner.paths.dir, &r.endpoint);
         let input = RegisterInput {
             version: r.version,
             resource: r.resource_name,
@@ -112,6 +162,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         inner.emit(EventKind::RegistrationRejected {
             resource: input.resource.clone(),
             endpoint: input.endpoint.clone(),
+            socket: input.socket.display().to_string(),
             via: input.via,
             version: input.version.clone(),
             message: message.clone(),
@@ -379,6 +430,22 @@ pub(crate) fn spawn_grace(owner: &Arc<Inner>, resource: &str, generation: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kubelet-versions.md §1 "Endpoint handling" (1.26 to master): the
+    /// socket is `filepath.Join(socketDir, endpoint)`.
+    #[test]
+    fn endpoint_is_joined_like_go_filepath_join() {
+        let dir = Path::new("/var/lib/kubelet/device-plugins");
+        let j = |e: &str| go_join(dir, e).display().to_string();
+        assert_eq!(j("x.sock"), "/var/lib/kubelet/device-plugins/x.sock");
+        assert_eq!(j("/run/x.sock"), "/var/lib/kubelet/device-plugins/run/x.sock");
+        assert_eq!(j(""), "/var/lib/kubelet/device-plugins");
+        assert_eq!(j("../x.sock"), "/var/lib/kubelet/x.sock");
+        assert_eq!(j("../../../../../x.sock"), "/x.sock");
+        assert_eq!(j("sub//./y.sock/"), "/var/lib/kubelet/device-plugins/sub/y.sock");
+        assert_eq!(go_join(Path::new("rel/dir"), "../../../a").display().to_string(), "../a");
+        assert_eq!(go_join(Path::new(""), "").display().to_string(), ".");
+    }
 
     #[test]
     fn go_error_texts() {

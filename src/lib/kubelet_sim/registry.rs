@@ -143,7 +143,10 @@ async fn handle(inner: &Arc<Inner>, dir: &Path, path: &Path) {
             info.supported_versions.join(" ")
         ))
     } else if !crate::validate::is_extended_resource_name(&info.name) {
-        Some(format!("invalid name of device plugin socket: the ResourceName {:?} is invalid", info.name))
+        Some(format!(
+            "invalid name of device plugin socket: the ResourceName {} is invalid",
+            crate::validate::go_quote(&info.name)
+        ))
     } else {
         None
     };
@@ -152,6 +155,7 @@ async fn handle(inner: &Arc<Inner>, dir: &Path, path: &Path) {
         inner.emit(EventKind::RegistrationRejected {
             resource: info.name.clone(),
             endpoint: endpoint.clone(),
+            socket: endpoint.clone(),
             via: Via::PluginsRegistry,
             version: info.supported_versions.join(","),
             message: msg.clone(),

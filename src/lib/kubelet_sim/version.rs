@@ -49,6 +49,13 @@ impl fmt::Display for CleanupRule {
     }
 }
 
+impl Default for CleanupRule {
+    /// The rule of the newest release.
+    fn default() -> Self {
+        KubeletVersion::NEWEST.cleanup_rule()
+    }
+}
+
 impl Default for KubeletVersion {
     fn default() -> Self {
         KubeletVersion::NEWEST

@@ -33,6 +33,23 @@ fn ms(v: u64) -> String {
     fmt_duration(Duration::from_millis(v))
 }
 
+/// What a cleanup did beyond sockets, and what it left that the played
+/// kubelet would have deleted (empty when neither).
+fn cleanup_extra(deleted_files: &[String], would_delete: &[String]) -> String {
+    let mut s = String::new();
+    if !deleted_files.is_empty() {
+        s.push_str(&format!("; deleted other files, as this kubelet version does: {}", deleted_files.join(", ")));
+    }
+    if !would_delete.is_empty() {
+        s.push_str(&format!(
+            "; kept (this kubelet version would delete them; the sim did not create this directory, \
+             --emulate-cleanup deletes them): {}",
+            would_delete.join(", ")
+        ));
+    }
+    s
+}
+
 /// A one-line description of an event (without time and name).
 pub fn event_detail(kind: &EventKind) -> String {
     match kind {
@@ -42,6 +59,8 @@ pub fn event_detail(kind: &EventKind) -> String {
             kubelet_socket,
             podresources_socket,
             deleted_sockets,
+            deleted_files,
+            would_delete,
             restored_resources,
             ..
         } => {
@@ -53,6 +72,7 @@ pub fn event_detail(kind: &EventKind) -> String {
             if !deleted_sockets.is_empty() {
                 s.push_str(&format!("; deleted stale sockets: {}", deleted_sockets.join(", ")));
             }
+            s.push_str(&cleanup_extra(deleted_files, would_delete));
             if !restored_resources.is_empty() {
                 s.push_str(&format!(
                     "; from the checkpoint, at 0 until their plugins register: {}",
@@ -138,11 +158,15 @@ pub fn event_detail(kind: &EventKind) -> String {
             format!("{namespace}/{pod}; freed {}", if devs.is_empty() { "nothing".into() } else { devs.join(" ") })
         }
         EventKind::Restarting { resources } => format!("kubelet restart; expecting back: {}", list(resources)),
-        EventKind::Restarted { deleted_sockets, restored_pods, restored_resources } => format!(
-            "new kubelet.sock; deleted sockets: {}; pods restored: {restored_pods}; resources at 0 until re-registered: {}",
-            list(deleted_sockets),
-            list(restored_resources)
-        ),
+        EventKind::Restarted { deleted_sockets, deleted_files, would_delete, restored_pods, restored_resources } => {
+            format!(
+                "new kubelet.sock; deleted sockets: {}{}; pods restored: {restored_pods}; resources at 0 until \
+                 re-registered: {}",
+                list(deleted_sockets),
+                cleanup_extra(deleted_files, would_delete),
+                list(restored_resources)
+            )
+        }
         EventKind::PluginReregistered { resource, after_ms } => {
             format!("{resource} registered again {} after the restart", ms(*after_ms))
         }
@@ -426,9 +450,10 @@ pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Resu
     }
     writeln!(
         w,
-        "restarted kubelet {}: deleted sockets {}; {} pod(s) kept their devices; waited {}",
+        "restarted kubelet {}: deleted sockets {}{}; {} pod(s) kept their devices; waited {}",
         r.kubelet_version,
         list(&r.deleted_sockets),
+        cleanup_extra(&r.deleted_files, &r.would_delete),
         r.restored_pods,
         ms(r.waited_ms)
     )?;

@@ -384,6 +384,8 @@ pub async fn run_smoke(
     };
     let mut sim_config = SimConfig::new(&dir);
     sim_config.pre_start_timeout = config.prestart_timeout;
+    // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
+    sim_config.owns_dir = created;
     let sim = match KubeletSim::start(sim_config).await {
         Ok(s) => s,
         Err(e) => {

@@ -332,12 +332,21 @@ impl Runner {
                         });
                         self.done(StepId::Registration, Outcome::Pass, evidence, t)
                     }
-                    EventKind::RegistrationRejected { resource, endpoint, version, message, .. } => {
+                    EventKind::RegistrationRejected { resource, endpoint, socket, version, message, .. } => {
                         let mut evidence = format!(
                             "the kubelet rejected Register(version {version:?}, resource_name {resource:?}, endpoint \
                              {endpoint:?}): {message}"
                         );
-                        if message == crate::kubelet_sim::DIAL_FAILED {
+                        if message == crate::kubelet_sim::DIAL_FAILED && endpoint.starts_with('/') {
+                            // kubelet-versions.md §1: filepath.Join appends an absolute endpoint.
+                            evidence.push_str(&format!(
+                                " — the endpoint is an absolute path, and the kubelet joins it to its directory \
+                                 (Go filepath.Join), so it dialed {socket}, where nothing listens: register the \
+                                 socket's file name ({:?}) and serve it in {}",
+                                endpoint.rsplit('/').next().unwrap_or_default(),
+                                self.sim.dir().display()
+                            ));
+                        } else if message == crate::kubelet_sim::DIAL_FAILED {
                             evidence.push_str(&format!(
                                 " — the kubelet could not connect to {endpoint} within 10 s while handling Register: \
                                  serve the socket before calling Register"

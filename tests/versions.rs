@@ -1,0 +1,159 @@
+//! `--kubelet-version`: kubelet-sim playing one release, and the places where
+//! it now follows the kubelet exactly (issue 9 items 3-11). Each test cites
+//! the section of spec/kubelet-versions.md (and the versions) it pins.
+
+use std::time::Duration;
+
+use dpctl::kubelet_sim::{CleanupRule, EventKind, KubeletSim, KubeletVersion, PodSpec, SimConfig, SimEvent, SimHandle};
+use tokio::sync::broadcast;
+
+use crate::support::simplugin::{self, Script, SimPlugin, register};
+use crate::support::{Sandbox, dpctl, within};
+
+const GPU: &str = "example.com/gpu";
+
+fn v(minor: u8) -> KubeletVersion {
+    KubeletVersion::Release(minor)
+}
+
+async fn start_sim(sb: &Sandbox, version: KubeletVersion, tune: impl FnOnce(&mut SimConfig)) -> SimHandle {
+    let mut c = SimConfig::new(sb.path());
+    c.set_kubelet_version(version);
+    c.dial_timeout = Duration::from_millis(400);
+    tune(&mut c);
+    KubeletSim::start(c).await.expect("start the sim")
+}
+
+async fn next(rx: &mut broadcast::Receiver<SimEvent>, what: &str, pred: impl Fn(&EventKind) -> bool) -> EventKind {
+    within(what, async {
+        loop {
+            let ev = rx.recv().await.expect("event stream");
+            if pred(&ev.kind) {
+                return ev.kind;
+            }
+        }
+    })
+    .await
+}
+
+async fn counts_are(sim: &SimHandle, resource: &str, capacity: usize, allocatable: usize) {
+    let r = resource.to_string();
+    sim.wait_for_counts(
+        move |c| c.get(&r).is_some_and(|c| c.capacity == capacity && c.allocatable == allocatable),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{resource} never reached {capacity}/{allocatable}: {e}; now {:?}", sim.counts()));
+}
+
+/// kubelet-versions.md §1 "Endpoint handling", every version: the socket is
+/// `filepath.Join(dir, endpoint)`, so an absolute endpoint is appended to the
+/// directory instead of replacing it.
+#[tokio::test]
+async fn absolute_endpoint_is_appended_to_the_directory_like_filepath_join() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, KubeletVersion::NEWEST, |_| {}).await;
+    let mut rx = sim.subscribe();
+    // A plugin serving outside the directory and registering its absolute path fails.
+    let p = SimPlugin::new(SimPlugin::healthy(1, false), Script::default());
+    let real = sb.join("p.sock");
+    let _stop = p.serve(&real).await;
+    let abs = real.display().to_string();
+    let st = within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, &abs, None)).await.unwrap_err();
+    assert_eq!(st.message(), "failed to dial device plugin: context deadline exceeded");
+    let ev = next(&mut rx, "rejection", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
+    let EventKind::RegistrationRejected { socket, .. } = ev else { unreachable!() };
+    assert_eq!(socket, format!("{}{}", sb.path().display(), abs), "dialed <dir>/<absolute endpoint>");
+    assert!(p.rpcs().is_empty(), "the plugin at the absolute path was never called");
+    // The same absolute form naming a socket that does sit under the directory works.
+    std::fs::create_dir(sb.join("run")).unwrap();
+    let q = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let _stop_q = q.serve(&sb.join("run/q.sock")).await;
+    within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "/run/q.sock", None)).await.unwrap();
+    counts_are(&sim, GPU, 2, 2).await;
+    assert_eq!(sim.status().resource(GPU).unwrap().socket.as_deref(), Some(sb.join("run/q.sock").to_str().unwrap()));
+    sim.stop().await.unwrap();
+}
+
+/// kubelet-versions.md §5 "Failure message": an empty AllocateResponse is
+/// printed by gogo's String() up to 1.33 and as nothing from 1.34.
+#[tokio::test]
+async fn empty_allocate_response_text_follows_the_version() {
+    for (version, tail) in [
+        (v(26), "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}"),
+        (v(33), "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}"),
+        (v(34), ""),
+        (KubeletVersion::Master, ""),
+    ] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let p = SimPlugin::new(SimPlugin::healthy(1, false), Script { allocate_empty: true, ..Default::default() });
+        let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+        counts_are(&sim, GPU, 1, 1).await;
+        let o = sim.admit(PodSpec::shorthand("empty", "default", &[(GPU.into(), 1)])).await.unwrap();
+        assert!(!o.admitted);
+        assert_eq!(o.reason.as_deref(), Some("UnexpectedAdmissionError"));
+        assert_eq!(
+            o.message.unwrap(),
+            format!("Allocate failed due to no containers return in allocation response {tail}, which is unexpected"),
+            "{version}"
+        );
+        sim.stop().await.unwrap();
+    }
+}
+
+/// kubelet-versions.md §4: 1.26-1.32 delete every non-directory but the
+/// checkpoint at start, 1.33+ sockets only. In a directory the sim did not
+/// create, only sockets are deleted and the rest is reported.
+#[tokio::test]
+async fn restart_cleanup_follows_the_version_and_spares_foreign_files() {
+    for (version, owns, deleted, would) in [
+        (v(32), true, vec!["notes.txt"], vec![]),
+        (v(32), false, vec![], vec!["notes.txt"]),
+        (v(33), true, vec![], vec![]),
+        (KubeletVersion::Master, false, vec![], vec![]),
+    ] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |c| c.owns_dir = owns).await;
+        let p = SimPlugin::new(SimPlugin::healthy(1, false), Script::default());
+        let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+        counts_are(&sim, GPU, 1, 1).await;
+        std::fs::write(sb.join("notes.txt"), "x").unwrap();
+        let report = within("restart", sim.restart(Duration::from_millis(50))).await.unwrap();
+        assert_eq!(report.kubelet_version, version);
+        assert_eq!(report.cleanup_rule, version.cleanup_rule());
+        assert_eq!(report.deleted_sockets, ["gpu.sock"], "{version}");
+        assert_eq!(report.deleted_files, deleted, "{version} owns={owns}");
+        assert_eq!(report.would_delete, would, "{version} owns={owns}");
+        assert_eq!(sb.join("notes.txt").exists(), deleted.is_empty(), "{version} owns={owns}");
+        assert!(sb.join("kubelet_internal_checkpoint").exists(), "the checkpoint is never deleted");
+        sim.stop().await.unwrap();
+    }
+    assert_eq!(v(32).cleanup_rule(), CleanupRule::AllNonDirectories);
+}
+
+/// `status` and the `started` event name the version; bad versions are bad
+/// input (exit 2) naming the valid list.
+#[tokio::test]
+async fn cli_names_the_version_and_rejects_unknown_ones() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let run = dpctl(&["kubelet-sim", "--dir", dir, "--kubelet-version", "1.25"]).await;
+    run.expect_code(2);
+    assert!(run.stderr.contains("1.26, 1.27") && run.stderr.contains("master"), "{}", run.stderr);
+    let run =
+        dpctl(&["kubelet-sim", "--dir", dir, "--kubelet-version", "v1.30.7", "--timeout", "100ms", "-o", "json"]).await;
+    run.expect_code(0);
+    let lines = run.json_lines();
+    assert_eq!(lines[0]["event"], "started");
+    assert_eq!(lines[0]["kubelet_version"], "1.30");
+    assert_eq!(lines[0]["cleanup_rule"], "all-non-directories");
+    let sim = start_sim(&sb, v(28), |_| {}).await;
+    assert_eq!(sim.status().kubelet_version, v(28));
+    let run = dpctl(&["kubelet-sim", "status", "--dir", dir, "-o", "json"]).await;
+    run.expect_code(0);
+    assert_eq!(run.json()["kubelet_version"], "1.28");
+    let run = dpctl(&["kubelet-sim", "status", "--dir", dir]).await;
+    assert!(run.stdout.starts_with("kubelet 1.28 (simulated)"), "{}", run.stdout);
+    sim.stop().await.unwrap();
+}
