@@ -157,3 +157,48 @@ async fn cli_names_the_version_and_rejects_unknown_ones() {
     assert!(run.stdout.starts_with("kubelet 1.28 (simulated)"), "{}", run.stdout);
     sim.stop().await.unwrap();
 }
+
+/// kubelet-versions.md §2, master (PR #135437, PR #139338): one client per
+/// (name, socket). A second Register on a live (name, socket) is rejected
+/// (dpctl's text: the kubelet's is unverified); on another socket both
+/// coexist and the old stream's end disconnects only the old client.
+#[tokio::test]
+async fn master_keeps_one_client_per_socket_and_rejects_a_live_duplicate() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, KubeletVersion::Master, |_| {}).await;
+    let mut rx = sim.subscribe();
+    let a = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let (_pa, _sa) = simplugin::start(&a, sb.path(), "a.sock", GPU).await;
+    counts_are(&sim, GPU, 2, 2).await;
+    let st = within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None)).await.unwrap_err();
+    assert_eq!(st.code(), tonic::Code::Unknown);
+    assert_eq!(
+        st.message(),
+        format!("device plugin \"{GPU}\" is already registered and connected at {}", sb.join("a.sock").display())
+    );
+    next(&mut rx, "rejection", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
+    let b = SimPlugin::new(SimPlugin::healthy(3, false), Script::default());
+    let (_pb, _sb) = simplugin::start(&b, sb.path(), "b.sock", GPU).await;
+    counts_are(&sim, GPU, 3, 3).await;
+    a.end_streams();
+    // The old client's end does not touch the new one.
+    b.set_devices(SimPlugin::healthy(4, false));
+    counts_are(&sim, GPU, 4, 4).await;
+    assert_eq!(sim.status().resource(GPU).unwrap().state, "serving");
+    sim.stop().await.unwrap();
+}
+
+/// kubelet-versions.md §2, 1.26-1.36: the same second Register on the same
+/// socket is accepted (replace by name), with no error.
+#[tokio::test]
+async fn releases_accept_a_second_register_on_the_same_socket() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, v(30), |_| {}).await;
+    let a = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let (_pa, _sa) = simplugin::start(&a, sb.path(), "a.sock", GPU).await;
+    counts_are(&sim, GPU, 2, 2).await;
+    within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None)).await.unwrap();
+    counts_are(&sim, GPU, 2, 2).await;
+    assert_eq!(sim.status().resource(GPU).unwrap().registrations, 2);
+    sim.stop().await.unwrap();
+}

@@ -681,10 +681,7 @@ impl SimHandle {
         let snapshot = {
             let mut st = inner.lock();
             for r in st.resources.values_mut() {
-                if let Some(t) = r.endpoint.as_mut().and_then(|e| e.task.take()) {
-                    t.abort();
-                }
-                r.endpoint = None;
+                r.drop_connections();
             }
             checkpoint::from_state(&st)
         };
@@ -795,10 +792,7 @@ impl SimHandle {
         {
             let mut st = inner.lock();
             for r in st.resources.values_mut() {
-                if let Some(t) = r.endpoint.as_mut().and_then(|e| e.task.take()) {
-                    t.abort();
-                }
-                r.endpoint = None;
+                r.drop_connections();
             }
         }
         let tasks: Vec<JoinHandle<()>> =

@@ -195,16 +195,34 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         .await
         .map_err(|e| reject(format!("failed to get device plugin options: {}", go_rpc_error(&e))))?;
     let differ = input.request_options.is_some_and(|o| o != options);
+    let version = inner.config.kubelet_version;
+    if version.rejects_duplicate_socket() {
+        // kubelet-versions.md §2, master (PR #139338): PluginConnected refuses
+        // a second client at the same (name, socket) while the first is alive.
+        let st = inner.lock();
+        let live = st.resources.get(&input.resource).is_some_and(|r| {
+            r.endpoint.as_ref().is_some_and(|e| !e.stopped && e.socket == input.socket)
+                || r.superseded.iter().any(|(_, s, _)| *s == input.socket)
+        });
+        if live {
+            drop(st);
+            return Err(reject(duplicate_text(&input.resource, &input.socket)));
+        }
+    }
     let (id, replaced) = {
         let mut st = inner.lock();
         let id = st.next_id();
         let generation = st.next_id();
         let r = st.resources.entry(input.resource.clone()).or_default();
         let replaced = r.endpoint.as_ref().is_some_and(|e| !e.stopped);
-        if let Some(old) = r.endpoint.take()
-            && let Some(task) = old.task
-        {
-            task.abort();
+        // kubelet-versions.md §2: the old connection is not closed; its stream
+        // keeps feeding the resource (1.26-1.36 and master alike).
+        if let Some(old) = r.endpoint.take() {
+            match old.task {
+                Some(task) if !old.stopped => r.superseded.push((old.id, old.socket, Some(task))),
+                Some(task) => task.abort(),
+                None => {}
+            }
         }
         r.generation = generation;
         r.registrations += 1;
@@ -251,6 +269,17 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         None => task.abort(),
     }
     Ok(())
+}
+
+/// dpctl's text for master's rejection of a second registration at a live
+/// (name, socket). The kubelet's exact text is unverified (kubelet-versions.md
+/// §2, open question 3).
+pub fn duplicate_text(resource: &str, socket: &Path) -> String {
+    format!(
+        "device plugin {} is already registered and connected at {}",
+        crate::validate::go_quote(resource),
+        socket.display()
+    )
 }
 
 /// Dials the plugin the way grpc-go's blocking dial does: keep trying (with
@@ -305,10 +334,16 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
     {
         let mut st = inner.lock();
         let Some(r) = st.resources.get_mut(resource) else { return };
-        let Some(ep) = r.endpoint.as_mut().filter(|e| e.id == id) else { return };
-        let first = ep.first_snapshot_at.is_none();
-        if first {
-            ep.first_snapshot_at = Some(Instant::now());
+        let old_stream = r.superseded.iter().any(|(sid, _, _)| *sid == id);
+        match r.endpoint.as_mut().filter(|e| e.id == id) {
+            Some(ep) => {
+                if ep.first_snapshot_at.is_none() {
+                    ep.first_snapshot_at = Some(Instant::now());
+                }
+            }
+            // A replaced plugin's stream still updates the resource (§2).
+            None if old_stream => {}
+            None => return,
         }
         let changes = if r.devices.is_empty() { Vec::new() } else { model::diff(&r.devices, &snap.devices) };
         let violations = crate::contract::check_snapshot(&snap.devices, snap.encoded_len);
@@ -350,12 +385,38 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
 
 /// The stream of endpoint `id` ended: all devices unhealthy, no retry.
 fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
+    let mut reason = reason;
+    let version = inner.config.kubelet_version;
     let (socket, counts, generation, grace) = {
         let mut st = inner.lock();
         let grace = st.grace_period;
         let generation = st.next_id();
         let Some(r) = st.resources.get_mut(resource) else { return };
-        let Some(ep) = r.endpoint.as_mut().filter(|e| e.id == id) else { return };
+        let old_stream = r.superseded.iter().position(|(sid, _, _)| *sid == id);
+        if let Some(i) = old_stream {
+            r.superseded.remove(i);
+            if !version.replaces_by_name() {
+                // master: runClient matches name and socket; only the old client goes.
+                return;
+            }
+            // ≤1.36 (issue #121994): runClient finds the client by name, i.e.
+            // the new one, closes its connection and disconnects the resource.
+            match r.endpoint.as_mut().filter(|e| !e.stopped) {
+                Some(ep) => {
+                    if let Some(t) = ep.task.take() {
+                        t.abort();
+                    }
+                    reason = format!(
+                        "the stream of the plugin this one replaced ended ({reason}); kubelet {version} looks the \
+                         client up by resource name, so it closed the new plugin's connection (issue #121994)"
+                    );
+                }
+                None => return,
+            }
+        } else if r.endpoint.as_ref().is_none_or(|e| e.id != id) {
+            return;
+        }
+        let Some(ep) = r.endpoint.as_mut() else { return };
         ep.stopped = true;
         ep.task = None;
         let socket = ep.socket.display().to_string();

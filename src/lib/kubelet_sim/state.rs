@@ -67,6 +67,10 @@ pub(crate) struct Resource {
     pub registrations: u64,
     /// Restored from a checkpoint and not registered since.
     pub restored: bool,
+    /// Streams of replaced registrations that still run (kubelet-versions.md
+    /// §2: the kubelet does not close the old connection): endpoint ID, its
+    /// socket and the task.
+    pub superseded: Vec<(u64, PathBuf, Option<tokio::task::AbortHandle>)>,
 }
 
 impl Resource {
@@ -88,6 +92,19 @@ impl Resource {
     /// The kubelet's `healthyDevices[r]` exists: registered (or restored) and not removed.
     pub fn known(&self) -> bool {
         !self.removed
+    }
+
+    /// Ends every plugin connection (current and superseded).
+    pub fn drop_connections(&mut self) {
+        if let Some(t) = self.endpoint.as_mut().and_then(|e| e.task.take()) {
+            t.abort();
+        }
+        self.endpoint = None;
+        for (_, _, t) in self.superseded.drain(..) {
+            if let Some(t) = t {
+                t.abort();
+            }
+        }
     }
 
     /// A short word for the resource's state.

@@ -12,6 +12,7 @@
 //! happens (an interrupt, an error, a panic), the sim's sockets are removed,
 //! and the [`SmokeReport`] keeps the plugin's output.
 
+pub mod matrix;
 pub mod process;
 mod steps;
 
@@ -24,7 +25,8 @@ use tokio::sync::mpsc;
 
 use crate::check::{CheckId, CheckResult, Outcome, Totals};
 use crate::error::{Error, Result};
-use crate::kubelet_sim::{KubeletSim, SimConfig};
+use crate::kubelet_sim::{KubeletSim, KubeletVersion, SimConfig};
+pub use matrix::{MatrixReport, run_matrix};
 pub use process::{ExitView, OutputView, PluginProcess, Stream};
 
 /// The suite's name in reports and in JUnit's `<testsuite name>`.
@@ -244,6 +246,8 @@ pub struct SmokeConfig {
     pub forward_output: bool,
     /// Bytes of each output stream kept in the report.
     pub output_limit: usize,
+    /// The kubelet release the sim plays.
+    pub kubelet_version: KubeletVersion,
 }
 
 impl Default for SmokeConfig {
@@ -265,6 +269,7 @@ impl Default for SmokeConfig {
             log_dir: None,
             forward_output: false,
             output_limit: 64 * 1024,
+            kubelet_version: KubeletVersion::NEWEST,
         }
     }
 }
@@ -322,6 +327,9 @@ pub struct PluginReport {
 pub struct SmokeReport {
     /// `dpctl smoke`.
     pub suite: String,
+    /// The kubelet release the sim played.
+    #[serde(default)]
+    pub kubelet_version: KubeletVersion,
     /// The command as run (substituted).
     pub command: Vec<String>,
     /// The device-plugin directory.
@@ -383,9 +391,11 @@ pub async fn run_smoke(
         None => (fresh_dir("dpctl-smoke")?, true),
     };
     let mut sim_config = SimConfig::new(&dir);
+    sim_config.set_kubelet_version(config.kubelet_version);
     sim_config.pre_start_timeout = config.prestart_timeout;
     // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
     sim_config.owns_dir = created;
+    let sim_version = config.kubelet_version;
     let sim = match KubeletSim::start(sim_config).await {
         Ok(s) => s,
         Err(e) => {
@@ -429,6 +439,7 @@ pub async fn run_smoke(
         progress(p);
     }
     let mut report = runner.into_report(&dir, keep, started, t0.elapsed(), interrupted);
+    report.kubelet_version = sim_version;
     report.tally();
     Ok(report)
 }
