@@ -202,3 +202,68 @@ async fn releases_accept_a_second_register_on_the_same_socket() {
     assert_eq!(sim.status().resource(GPU).unwrap().registrations, 2);
     sim.stop().await.unwrap();
 }
+
+/// Runs `dpctl smoke -o json <flags> -- dpctl mock-plugin ... <extra>` and returns the exit code and JSON.
+async fn smoke_matrix(flags: &[&str], extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let mut args = vec!["smoke", "-o", "json", "--stream-window", "300ms", "--restart-deadline", "3s"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", crate::support::dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--resource", GPU]);
+    args.extend_from_slice(extra);
+    let out = tokio::process::Command::new(crate::support::dpctl_bin())
+        .args(&args)
+        .env_remove("DPCTL_DEVICE_PLUGIN_DIR")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(90), out).await.expect("smoke within 90 s").expect("run dpctl");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    (out.status.code().unwrap_or(-1), v, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// `dpctl smoke --kubelet-version 1.28,1.32,1.36` against dpctl's mock plugin:
+/// one full run per release, all pass; JUnit has one suite per release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_matrix_passes_a_well_behaved_plugin_on_three_releases() {
+    let sb = Sandbox::new();
+    let junit = sb.join("m.xml");
+    let flags = ["--kubelet-version", "1.28,1.32,1.36", "--junit", junit.to_str().unwrap()];
+    let (code, v, stderr) = smoke_matrix(&flags, &["--devices", "2", "--pre-start", "--preferred", "pack"]).await;
+    assert_eq!(code, 0, "{v:#}\n{stderr}");
+    assert_eq!(v["passed"], serde_json::json!(["1.28", "1.32", "1.36"]));
+    assert_eq!(v["failed"], serde_json::json!([]));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for (r, want) in runs.iter().zip(["1.28", "1.32", "1.36"]) {
+        assert_eq!(r["kubelet_version"], want);
+        assert_eq!(r["totals"]["failed"], 0, "{r:#}");
+    }
+    assert!(stderr.contains("== kubelet 1.32 (2/3) =="), "{stderr}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).expect("JUnit parses");
+    let suites: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testsuite")).collect();
+    let names: Vec<_> = suites.iter().map(|s| s.attribute("name").unwrap()).collect();
+    assert_eq!(names, ["dpctl smoke (kubelet 1.28)", "dpctl smoke (kubelet 1.32)", "dpctl smoke (kubelet 1.36)"]);
+    let root = doc.root_element();
+    assert_eq!(root.attribute("failures"), Some("0"));
+    let total: usize = suites.iter().map(|s| s.attribute("tests").unwrap().parse::<usize>().unwrap()).sum();
+    assert_eq!(root.attribute("tests").unwrap().parse::<usize>().unwrap(), total);
+}
+
+/// kubelet-versions.md §2: a plugin that calls Register twice on the same
+/// socket passes on 1.28 and 1.36 (replace by name) and fails on master
+/// only (a second client at a live (name, socket) is rejected).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_matrix_fails_a_double_register_on_master_only() {
+    let flags = ["--kubelet-version", "1.28,1.36,master", "--skip", "kubelet-restart"];
+    let (code, v, stderr) = smoke_matrix(&flags, &["--register-twice"]).await;
+    assert_eq!(code, 1, "{v:#}\n{stderr}");
+    assert_eq!(v["passed"], serde_json::json!(["1.28", "1.36"]), "{v:#}");
+    assert_eq!(v["failed"], serde_json::json!(["master"]));
+    let master = &v["runs"][2];
+    let hr = master["steps"].as_array().unwrap().iter().find(|s| s["name"] == "health-report").unwrap();
+    assert_eq!(hr["outcome"], "fail");
+    let ev = hr["evidence"].as_str().unwrap();
+    assert!(ev.contains("kubelet master rejected another Register") && ev.contains("already registered"), "{ev}");
+}

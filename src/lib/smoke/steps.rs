@@ -512,6 +512,7 @@ impl Runner {
         }
         let mut violations: Vec<String> = Vec::new();
         let mut stream_end = None;
+        let mut later_rejections: Vec<(String, String)> = Vec::new();
         for e in self.events.seen.iter().skip(reg.index) {
             match &e.kind {
                 EventKind::Snapshot { resource, violations: v, .. } if *resource == reg.resource => {
@@ -527,10 +528,24 @@ impl Runner {
                 EventKind::StreamEnded { resource, reason, .. } if *resource == reg.resource => {
                     stream_end = Some(reason.clone());
                 }
+                EventKind::RegistrationRejected { resource, endpoint, message, .. }
+                    if *resource == reg.resource && !later_rejections.iter().any(|(_, m)| m == message) =>
+                {
+                    later_rejections.push((endpoint.clone(), message.clone()));
+                }
                 _ => {}
             }
         }
         problems.extend(violations);
+        for (endpoint, message) in &later_rejections {
+            // kubelet-versions.md §2: only master refuses a second client at a live (name, socket).
+            problems.push(format!(
+                "after the accepted registration, kubelet {} rejected another Register of {} (endpoint {endpoint}): \
+                 {message}",
+                self.sim.status().kubelet_version,
+                reg.resource
+            ));
+        }
         if let Some(reason) = &stream_end
             && res.state == "stream-ended"
         {
