@@ -267,3 +267,43 @@ async fn smoke_matrix_fails_a_double_register_on_master_only() {
     let ev = hr["evidence"].as_str().unwrap();
     assert!(ev.contains("kubelet master rejected another Register") && ev.contains("already registered"), "{ev}");
 }
+
+/// kubelet-versions.md §5 "A pod arriving between Register and the first
+/// ListAndWatch message" (every version): the device manager has no device
+/// sets yet and skips the resource; node status does not list it, so the
+/// request is stripped and the pod admitted with no devices. After the
+/// 5-minute removal node status lists it at 0, and the same pod is rejected
+/// with OutOf<resource>, not UnexpectedAdmissionError.
+#[tokio::test]
+async fn a_pod_before_the_first_list_and_watch_message_is_treated_as_the_kubelet_does() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, KubeletVersion::NEWEST, |c| c.grace_period = Duration::from_millis(100)).await;
+    let mut rx = sim.subscribe();
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { hold_first: true, ..Default::default() });
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let o = sim.admit(PodSpec::shorthand("early", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert!(o.admitted, "{o:?}");
+    let r = &o.containers[0].resources[0];
+    assert!(r.devices.is_empty() && r.warnings[0].rule == "request-stripped", "{r:?}");
+    assert!(!p.rpcs().contains(&"Allocate".to_string()), "no Allocate for a stripped request");
+    sim.delete("default", "early").await.unwrap();
+    // The first snapshot: now a device-plugin resource.
+    p.set_devices(SimPlugin::healthy(2, false));
+    counts_are(&sim, GPU, 2, 2).await;
+    // The stream ends, the grace period passes: capacity 0, key kept.
+    p.end_streams();
+    next(&mut rx, "removal", |k| matches!(k, EventKind::ResourceRemoved { .. })).await;
+    counts_are(&sim, GPU, 0, 0).await;
+    // The plugin registers again but has not sent its list yet.
+    let q = SimPlugin::new(SimPlugin::healthy(2, false), Script { hold_first: true, ..Default::default() });
+    let _stop_q = q.serve(&sb.join("gpu2.sock")).await;
+    within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "gpu2.sock", None)).await.unwrap();
+    let o = sim.admit(PodSpec::shorthand("late", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert!(!o.admitted);
+    assert_eq!(o.reason.as_deref(), Some("OutOfexample.com/gpu"));
+    assert_eq!(
+        o.message.as_deref(),
+        Some("Node didn't have enough resource: example.com/gpu, requested: 1, used: 0, capacity: 0")
+    );
+    sim.stop().await.unwrap();
+}

@@ -479,22 +479,49 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
         }
         outcome.containers.push(co);
     }
-    // The predicate admit handler: extended resources no plugin ever served.
-    let unknown: Vec<String> = {
+    // The predicate admit handler, for extended resources the device manager
+    // skipped (kubelet-versions.md §5, every version): rejected when node
+    // status lists the resource (capacity 0), else the request is stripped
+    // (removeMissingExtendedResources) and the pod admitted.
+    let (listed, stripped): (Vec<String>, Vec<String>) = {
         let st = inner.lock();
-        containers
+        let unknown: BTreeSet<String> = containers
             .iter()
             .flat_map(|c| c.limits.iter())
             .filter(|(r, n)| **n > 0 && !st.resources.get(*r).is_some_and(|x| x.known()) && !st.any_allocated(r))
             .map(|(r, _)| r.clone())
-            .collect()
+            .collect();
+        unknown.into_iter().partition(|r| st.resources.get(r).is_some_and(|x| x.reported))
     };
-    if let Some(r) = unknown.first() {
+    if let Some(r) = listed.first() {
         let requested = effective_request(&pod.spec, r);
         return Err(Reject {
             reason: format!("OutOf{r}"),
             message: format!("Node didn't have enough resource: {r}, requested: {requested}, used: 0, capacity: 0"),
         });
+    }
+    for co in &mut outcome.containers {
+        let Some(spec) = containers.iter().find(|c| c.name == co.name) else { continue };
+        for r in &stripped {
+            let Some(&n) = spec.limits.get(r).filter(|n| **n > 0) else { continue };
+            co.resources.push(ResourceOutcome {
+                resource: r.clone(),
+                requested: n,
+                reused: Vec::new(),
+                preferred: None,
+                devices: Vec::new(),
+                allocation: None,
+                warnings: vec![Warning {
+                    rule: "request-stripped".into(),
+                    evidence: format!(
+                        "node status does not list {r} (no plugin has sent a device list yet), so the kubelet \
+                         strips the request (removeMissingExtendedResources) and admits the pod; the container \
+                         starts with no {r} devices"
+                    ),
+                }],
+                pre_start: None,
+            });
+        }
     }
     Ok(())
 }

@@ -500,7 +500,14 @@ fn restore(inner: &Arc<Inner>, cp: &checkpoint::Checkpoint) -> Vec<(String, u64)
     let mut restored = Vec::new();
     for name in cp.data.registered_devices.keys() {
         let generation = st.next_id();
-        let r = Resource { reported: true, restored: true, stopped_at: Some(now), generation, ..Resource::default() };
+        let r = Resource {
+            reported: true,
+            restored: true,
+            sets: true,
+            stopped_at: Some(now),
+            generation,
+            ..Resource::default()
+        };
         st.resources.insert(name.clone(), r);
         restored.push((name.clone(), generation));
     }

@@ -229,9 +229,9 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         r.stopped_at = None;
         r.restored = false;
         if r.removed {
-            // The kubelet forgot the resource at the grace expiry; it starts afresh.
+            // The kubelet forgot the resource's devices at the grace expiry;
+            // node status keeps it at capacity 0 until the first snapshot.
             r.removed = false;
-            r.reported = false;
             r.devices.clear();
         }
         r.endpoint = Some(Endpoint {
@@ -351,6 +351,7 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
         r.disconnected = false;
         r.removed = false;
         r.reported = true;
+        r.sets = true;
         r.snapshots += 1;
         let c = r.counts();
         for (dev, from, to) in health_changes(&changes) {
@@ -464,6 +465,7 @@ pub(crate) fn spawn_grace(owner: &Arc<Inner>, resource: &str, generation: u64) {
                     match st.resources.get_mut(&resource) {
                         Some(r) if r.generation == generation && !r.removed => {
                             r.removed = true;
+                            r.sets = false;
                             r.devices.clear();
                             r.endpoint = None;
                             r.stopped_at = None;

@@ -67,6 +67,10 @@ pub(crate) struct Resource {
     pub registrations: u64,
     /// Restored from a checkpoint and not registered since.
     pub restored: bool,
+    /// The device manager has device sets for it (the kubelet's
+    /// `healthyDevices[r]` exists): after the first snapshot, or restored
+    /// from a checkpoint; not after a bare Register, nor after the removal.
+    pub sets: bool,
     /// Streams of replaced registrations that still run (kubelet-versions.md
     /// §2: the kubelet does not close the old connection): endpoint ID, its
     /// socket and the task.
@@ -89,9 +93,10 @@ impl Resource {
         self.devices.iter().filter(move |d| usable && d.is_healthy())
     }
 
-    /// The kubelet's `healthyDevices[r]` exists: registered (or restored) and not removed.
+    /// The kubelet's `healthyDevices[r]` exists (kubelet-versions.md §5):
+    /// a first snapshot arrived, or it was restored, and it was not removed.
     pub fn known(&self) -> bool {
-        !self.removed
+        !self.removed && self.sets
     }
 
     /// Ends every plugin connection (current and superseded).
