@@ -307,3 +307,53 @@ async fn a_pod_before_the_first_list_and_watch_message_is_treated_as_the_kubelet
     );
     sim.stop().await.unwrap();
 }
+
+/// kubelet-versions.md §5 "PreStartContainer" (every version): called at
+/// every container start, restarts included, with the container's devices;
+/// a failure stops only that container. Through the library and the CLI.
+#[tokio::test]
+async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops_only_it() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, v(30), |_| {}).await;
+    let opts = dpctl::proto::deviceplugin::v1beta1::DevicePluginOptions {
+        pre_start_required: true,
+        get_preferred_allocation_available: false,
+    };
+    let p = SimPlugin::new(SimPlugin::healthy(3, false), Script { options: opts, ..Default::default() });
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 3, 3).await;
+    let manifest = r#"{"metadata":{"name":"two","namespace":"ml"},"spec":{"containers":[
+        {"name":"a","resources":{"limits":{"example.com/gpu":1}}},
+        {"name":"b","resources":{"limits":{"example.com/gpu":1}}}]}}"#;
+    // A failing PreStart of a regular container stops only that container.
+    p.script(|s| s.pre_start_error = Some("warming up".into()));
+    let o = sim.admit(PodSpec::from_manifest(manifest, "m.json").unwrap()).await.unwrap();
+    assert!(o.admitted);
+    let started: Vec<bool> = o.containers.iter().map(|c| c.started).collect();
+    assert_eq!(started, [false, false], "both fail on their own: {o:?}");
+    assert!(o.containers[1].start_error.as_deref().unwrap().contains("warming up"), "b was tried, not blocked");
+    p.script(|s| s.pre_start_error = None);
+    let before = p.calls.lock().unwrap().pre_start.len();
+    let r = sim.restart_container("ml", "two", "a").await.unwrap();
+    assert!(r.started && r.pre_start[GPU] == "ok", "{r:?}");
+    let calls = p.calls.lock().unwrap().pre_start.clone();
+    assert_eq!(calls.len(), before + 1);
+    assert_eq!(calls.last().unwrap(), &o.devices("a", GPU));
+    // From another process; a failure is exit 1 and names the plugin's error.
+    p.script(|s| s.pre_start_error = Some("device busy".into()));
+    let dir = sb.path().to_str().unwrap();
+    let run = dpctl(&["kubelet-sim", "restart-container", "--dir", dir, "ml/two", "b"]).await;
+    run.expect_code(1);
+    assert!(run.stdout.contains("did not start") && run.stdout.contains("device busy"), "{}", run.stdout);
+    let run = dpctl(&["kubelet-sim", "restart-container", "--dir", dir, "ml/two", "nope"]).await;
+    run.expect_code(2);
+    assert!(run.stderr.contains("has no container \"nope\" (containers: a, b)"), "{}", run.stderr);
+    // After the plugin's stream ends, a restart fails with the stopped endpoint.
+    p.script(|s| s.pre_start_error = None);
+    p.end_streams();
+    counts_are(&sim, GPU, 3, 0).await;
+    let r = sim.restart_container("ml", "two", "a").await.unwrap();
+    assert!(!r.started);
+    assert!(r.start_error.unwrap().contains("has been stopped"));
+    sim.stop().await.unwrap();
+}

@@ -25,6 +25,7 @@ Examples:
   dpctl kubelet-sim admit --dir /tmp/dp pod.yaml           # from another terminal
   dpctl kubelet-sim admit --dir /tmp/dp --allocate example.com/gpu=2
   dpctl kubelet-sim restart --dir /tmp/dp --wait 30s
+  dpctl kubelet-sim restart-container --dir /tmp/dp ml/trainer main   # PreStartContainer again
   dpctl kubelet-sim status --dir /tmp/dp -o json
   dpctl podresources list --socket /tmp/dp/pod-resources.sock
 
@@ -161,6 +162,21 @@ pub enum SimCommand {
         /// How long to wait for plugins to come back.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
         wait: Duration,
+    },
+    /// Restart one container of an admitted pod: the kubelet calls
+    /// PreStartContainer again (when the plugin requires it); a failure stops
+    /// only that container. Exit 1 when it does not start.
+    RestartContainer {
+        /// Which sim.
+        #[command(flatten)]
+        target: SimTarget,
+        /// Pod name (or NAMESPACE/NAME).
+        pod: String,
+        /// Container name.
+        container: String,
+        /// Namespace.
+        #[arg(long, short = 'n', default_value = "default")]
+        namespace: String,
     },
     /// Show resources, plugins and pods.
     Status {
@@ -415,6 +431,13 @@ async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
             let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
             (target.dir, Request::Restart { wait_ms }, wait + Duration::from_secs(30))
         }
+        SimCommand::RestartContainer { target, pod, container, namespace } => {
+            let (namespace, name) = match pod.split_once('/') {
+                Some((ns, n)) => (ns.to_string(), n.to_string()),
+                None => (namespace, pod),
+            };
+            (target.dir, Request::RestartContainer { namespace, name, container }, Duration::from_secs(60))
+        }
         SimCommand::Status { target } => (target.dir, Request::Status, Duration::from_secs(10)),
         SimCommand::SetGrace { target, grace } => {
             let grace_period_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
@@ -446,6 +469,10 @@ async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
         Answer::Restart(r) => {
             render::restart(out, format, &r).map_err(out_err)?;
             Ok(if r.all_returned { exit::OK } else { exit::CHECK_FAILED })
+        }
+        Answer::RestartContainer(r) => {
+            render::restart_container(out, format, &r).map_err(out_err)?;
+            Ok(if r.started { exit::OK } else { exit::CHECK_FAILED })
         }
         Answer::Status(s) => {
             render::status(out, format, &s).map_err(out_err)?;

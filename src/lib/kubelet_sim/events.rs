@@ -253,6 +253,19 @@ pub enum EventKind {
         /// Resources whose plugins are expected back.
         resources: Vec<String>,
     },
+    /// A container of an admitted pod restarted (PreStartContainer called again).
+    ContainerRestarted {
+        /// Pod name.
+        pod: String,
+        /// Namespace.
+        namespace: String,
+        /// Container name.
+        container: String,
+        /// Per resource: PreStartContainer's result, or `not required`.
+        pre_start: BTreeMap<String, String>,
+        /// It started again.
+        started: bool,
+    },
     /// The restarted kubelet serves a new kubelet.sock.
     Restarted {
         /// Sockets deleted from the directory.

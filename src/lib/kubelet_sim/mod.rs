@@ -38,7 +38,7 @@ use tokio::task::JoinHandle;
 
 pub use admission::{
     AdmitOutcome, ContainerKind, ContainerOutcome, ContainerSpec, DeleteOutcome, PodSpec, PreferredCall,
-    ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
+    ResourceOutcome, RestartOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
 };
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
 pub use registration::{DIAL_FAILED, go_rpc_error};
@@ -606,6 +606,12 @@ impl SimHandle {
     /// `Err` means the request itself is wrong (duplicate pod, bad names).
     pub async fn admit(&self, pod: PodSpec) -> Result<AdmitOutcome> {
         admission::admit(&self.inner, pod).await
+    }
+
+    /// Restarts one container of an admitted pod: PreStartContainer again
+    /// where the plugin requires it; a failure stops only that container.
+    pub async fn restart_container(&self, namespace: &str, pod: &str, container: &str) -> Result<RestartOutcome> {
+        admission::restart_container(&self.inner, namespace, pod, container).await
     }
 
     /// Deletes a pod and frees its devices.

@@ -153,6 +153,14 @@ pub fn event_detail(kind: &EventKind) -> String {
         EventKind::ContainerStartFailed { pod, namespace, container, message } => {
             format!("{namespace}/{pod} container {container}: {message}")
         }
+        EventKind::ContainerRestarted { pod, namespace, container, pre_start, started } => {
+            let calls: Vec<String> = pre_start.iter().map(|(r, x)| format!("{r}: {x}")).collect();
+            format!(
+                "{namespace}/{pod} container {container} {}; PreStartContainer: {}",
+                if *started { "started again" } else { "did not start" },
+                if calls.is_empty() { "none (no devices)".to_string() } else { calls.join("; ") }
+            )
+        }
         EventKind::PodDeleted { pod, namespace, freed } => {
             let devs: Vec<String> = freed.iter().map(|(r, ids)| format!("{r}={}", ids.join(","))).collect();
             format!("{namespace}/{pod}; freed {}", if devs.is_empty() { "nothing".into() } else { devs.join(" ") })
@@ -441,6 +449,28 @@ pub fn delete(w: &mut dyn Write, format: Format, d: &DeleteOutcome) -> io::Resul
         d.pod,
         if devs.is_empty() { "no devices".to_string() } else { devs.join(" ") }
     )
+}
+
+/// Renders a container restart.
+pub fn restart_container(w: &mut dyn Write, format: Format, r: &crate::kubelet_sim::RestartOutcome) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, r);
+    }
+    writeln!(
+        w,
+        "{}/{} container {}: {}",
+        r.namespace,
+        r.pod,
+        r.container,
+        match &r.start_error {
+            None => "started again".green().to_string(),
+            Some(e) => format!("{} ({e})", "did not start".red().bold()),
+        }
+    )?;
+    for (res, x) in &r.pre_start {
+        writeln!(w, "  PreStartContainer {res}: {x}")?;
+    }
+    Ok(())
 }
 
 /// Renders a restart report.
