@@ -357,3 +357,39 @@ async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops
     assert!(r.start_error.unwrap().contains("has been stopped"));
     sim.stop().await.unwrap();
 }
+
+/// kubelet-versions.md §6 (every version): the plugins_registry watcher
+/// ignores dot-named sockets, watches sub-directories, and deleting a
+/// registered socket deregisters the plugin (DeRegisterPlugin: devices
+/// unhealthy, as a stream end).
+#[tokio::test]
+async fn plugins_registry_watches_subdirectories_ignores_dot_files_and_deregisters_on_delete() {
+    let sb = Sandbox::new();
+    let reg_dir = sb.join("reg");
+    let sim = start_sim(&sb, KubeletVersion::NEWEST, |c| c.registry_dir = Some(reg_dir.clone())).await;
+    let mut rx = sim.subscribe();
+    let info = |name: &str| Some(("DevicePlugin".to_string(), name.to_string(), String::new(), vec!["v1beta1".into()]));
+    // A dot-named socket is never asked GetInfo.
+    let hidden =
+        SimPlugin::new(SimPlugin::healthy(1, false), Script { info: info("example.com/hidden"), ..Default::default() });
+    let _stop_h = hidden.serve(&reg_dir.join(".hidden.sock")).await;
+    // A socket in a new sub-directory registers.
+    std::fs::create_dir(reg_dir.join("vendor")).unwrap();
+    let p =
+        SimPlugin::new(SimPlugin::healthy(2, false), Script { info: info("example.com/sub"), ..Default::default() });
+    let _stop_p = p.serve(&reg_dir.join("vendor/p.sock")).await;
+    let ev = next(&mut rx, "registration", |k| matches!(k, EventKind::Registered { .. })).await;
+    let EventKind::Registered { resource, socket, .. } = ev else { unreachable!() };
+    assert_eq!(resource, "example.com/sub");
+    assert_eq!(socket, reg_dir.join("vendor/p.sock").display().to_string(), "empty endpoint: the socket's path");
+    counts_are(&sim, "example.com/sub", 2, 2).await;
+    assert!(hidden.rpcs().is_empty(), "dot-named socket ignored: {:?}", hidden.rpcs());
+    // Deleting the socket (its server still runs) deregisters the plugin.
+    std::fs::remove_file(reg_dir.join("vendor/p.sock")).unwrap();
+    let ev = next(&mut rx, "deregistration", |k| matches!(k, EventKind::StreamEnded { .. })).await;
+    let EventKind::StreamEnded { reason, .. } = ev else { unreachable!() };
+    assert!(reason.contains("DeRegisterPlugin"), "{reason}");
+    counts_are(&sim, "example.com/sub", 2, 0).await;
+    assert!(!sim.counts().contains_key("example.com/hidden"));
+    sim.stop().await.unwrap();
+}

@@ -284,7 +284,7 @@ pub fn duplicate_text(resource: &str, socket: &Path) -> String {
 
 /// Dials the plugin the way grpc-go's blocking dial does: keep trying (with
 /// grpc's 1 s, 1.6x backoff) until the deadline. The error is the last failure.
-async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::transport::Channel, Error> {
+pub(crate) async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::transport::Channel, Error> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut backoff = Duration::from_secs(1);
     loop {
@@ -305,6 +305,32 @@ async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::transport::Chan
             }
         }
     }
+}
+
+/// `DeRegisterPlugin` after a plugins_registry socket is deleted
+/// (kubelet-versions.md §6): the client is disconnected as if its stream
+/// ended (devices unhealthy, grace period). Up to 1.36 the client is found by
+/// resource name only, so a same-named plugin registered through kubelet.sock
+/// is disconnected too; master matches the endpoint as well.
+pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, deleted: &Path) {
+    let by_endpoint = inner.config.kubelet_version.deregisters_by_endpoint();
+    let id = {
+        let mut st = inner.lock();
+        let Some(ep) = st.resources.get_mut(resource).and_then(|r| r.endpoint.as_mut()) else { return };
+        if ep.stopped || (by_endpoint && ep.socket != socket) {
+            return;
+        }
+        if let Some(t) = ep.task.take() {
+            t.abort();
+        }
+        ep.id
+    };
+    stream_ended(
+        inner,
+        resource,
+        id,
+        format!("its plugins_registry socket {} was deleted (DeRegisterPlugin)", deleted.display()),
+    );
 }
 
 /// Runs ListAndWatch for endpoint `id` until the stream ends.
