@@ -34,17 +34,46 @@ allocatable devices, and 1 when --timeout (default 30s) passes first.
 admit exits 1 when the pod is rejected or a container cannot start; restart
 exits 1 when a plugin did not come back within --wait.
 
-Where the sim deliberately differs from a real kubelet (1.36):
-  - A second Register of the same resource drops the old plugin's stream, as on
-    master (PR #135437), instead of the 1.36 race where the old stream's end
-    disconnects the new plugin.
+Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
+  1.26, 1.27, ... 1.36, master. What changes between them
+  (spec: kubelet-versions.md):
+  - same resource registered again: 1.26-1.36 replace the plugin by name; the
+    old connection stays open and its stream still feeds the resource, and
+    when it ends the kubelet disconnects the NEW plugin (issue #121994).
+    master keeps one client per (name, socket) and rejects a second Register
+    on a live (name, socket); that rejection text is dpctl's (unverified).
+  - restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint;
+    1.33+ (1.33 inferred) sockets only, following symlinks. Files that are not
+    sockets are deleted only in a directory the sim created (smoke, demo) or
+    with --emulate-cleanup; otherwise the report lists what that kubelet
+    would have deleted. kubelet_internal_checkpoint is never deleted.
+  - empty Allocate response: ...allocation response &AllocateResponse{...}
+    up to 1.33, nothing after the trailing space from 1.34.
+  - PodResources: no rate limit in 1.26; Get off by default before 1.34.
+  - deleting a plugins_registry socket deregisters by name up to 1.36 (a
+    same-named kubelet.sock plugin is disconnected too), by endpoint on master.
+  Every version: the endpoint is joined like Go's filepath.Join (an absolute
+  endpoint is appended to the directory); a pod arriving before the first
+  ListAndWatch message is admitted with the request stripped (node status
+  does not list the resource) or rejected OutOf<resource> (it lists it at 0);
+  PreStartContainer runs at every container start (restart-container).
+
+Where the sim deliberately differs from a real kubelet:
   - Topology Manager policy is none: devices are not NUMA-aligned to CPUs.
   - GetDevicePluginOptions, GetPreferredAllocation and Allocate have a deadline
     (--rpc-timeout); the kubelet sets none, so a hung plugin hangs admission.
+  - Behaviour the versions table marks as version-specific but the sim does not
+    play: 1.31.0's sockets-only cleanup (later 1.31.x are played), the sidecar
+    reuse rule (<=1.28), skipping running containers after a restart (1.27+),
+    v1 checkpoints (<=1.30), Register's deadline bounding the dial-back (1.35+,
+    inferred), List with sidecars / active pods only, the healthz check.
+  - plugins_registry: a deleted socket deregisters at once (the kubelet's
+    reconciler runs every 1 s); dot-named sockets inside dot-named directories
+    found by the first walk are ignored too.
   - The checkpoint's Checksum is not Go's (go-spew + FNV); a real kubelet would
     reject the file as corrupt. The layout and AllocResp encoding are the kubelet's.
-  - PreStartContainer is called at admission only; container restarts are not
-    simulated. CPU and memory managers are not simulated (no cpu_ids or memory
+  - A container whose resource has no cached devices at start gets no late
+    Allocate. CPU and memory managers are not simulated (no cpu_ids or memory
     in PodResources).
   - Rejected pods are not kept, so PodResources never lists them.
   - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.";
