@@ -16,3 +16,4 @@ mod podresources;
 mod smoke;
 mod transport;
 mod vectors;
+mod versions;

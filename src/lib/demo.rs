@@ -357,6 +357,7 @@ impl Demo {
     async fn kubelet(&mut self) -> StepResult {
         let mut cfg = SimConfig::new(&self.dir);
         cfg.control = false;
+        cfg.owns_dir = true; // a temporary directory the demo created
         let sim = KubeletSim::start(cfg).await?;
         let details = Details::Kubelet {
             dir: self.dir.display().to_string(),

@@ -18,22 +18,49 @@ pub fn check_registration(version: &str, resource_name: &str) -> Result<(), Stri
     Ok(())
 }
 
-/// Go's `%q` for the strings that can appear here.
-fn go_quote(s: &str) -> String {
+/// Go's `%q` (`strconv.Quote`), as the kubelet quotes names and versions in
+/// its errors: `\a \b \f \n \r \t \v`, `\xNN` for other ASCII controls,
+/// `\uNNNN`/`\UNNNNNNNN` for non-printable runes (C1 controls such as
+/// `\u0085`, Unicode spaces other than U+0020, format characters), the rest
+/// verbatim. Go's `unicode.IsPrint` tables are approximated by Rust's
+/// control/whitespace classes plus the common format characters.
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
             '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if go_printable(c) => out.push(c),
+            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push_str(&format!("\\U{:08x}", c as u32)),
         }
     }
     out.push('"');
     out
+}
+
+/// Go's `strconv.IsPrint`, approximately: not a control, not a space other
+/// than U+0020, not a common format (Cf), separator (Zl, Zp) or private-use character.
+fn go_printable(c: char) -> bool {
+    if c == ' ' {
+        return true;
+    }
+    if c.is_control() || c.is_whitespace() {
+        return false;
+    }
+    !matches!(c as u32,
+        0xad | 0x600..=0x605 | 0x61c | 0x6dd | 0x70f | 0x180e | 0x200b..=0x200f | 0x2028..=0x202e
+        | 0x2060..=0x206f | 0xd800..=0xdfff | 0xe000..=0xf8ff | 0xfeff | 0xfff9..=0xfffb
+        | 0xf0000..=0x10ffff)
 }
 
 /// `v1helper.IsExtendedResourceName`: a name that needs a device plugin.
@@ -96,6 +123,19 @@ fn is_dns1123_subdomain(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kubelet error texts use Go's %q (issue 9 item 8): checked against strconv.Quote's rules.
+    #[test]
+    fn go_quote_matches_strconv_quote() {
+        assert_eq!(go_quote("v1beta1"), r#""v1beta1""#);
+        assert_eq!(go_quote("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(go_quote("\u{7}\u{8}\u{c}\n\r\t\u{b}"), r#""\a\b\f\n\r\t\v""#);
+        assert_eq!(go_quote("\0\u{1b}\u{7f}"), r#""\x00\x1b\x7f""#);
+        assert_eq!(go_quote("x\u{85}y"), r#""x\u0085y""#);
+        assert_eq!(go_quote("\u{a0}\u{2028}\u{200b}\u{feff}"), r#""\u00a0\u2028\u200b\ufeff""#);
+        assert_eq!(go_quote("gpu-é-日本-😀"), "\"gpu-é-日本-😀\"");
+        assert_eq!(go_quote("\u{f0000}"), r#""\U000f0000""#);
+    }
 
     #[test]
     fn resource_names_as_the_kubelet_judges_them() {

@@ -36,6 +36,8 @@ pub struct Script {
     pub pre_start_error: Option<String>,
     /// GetInfo answers (plugins_registry): type, name, endpoint, versions.
     pub info: Option<(String, String, String, Vec<String>)>,
+    /// ListAndWatch sends nothing until the devices are first changed.
+    pub hold_first: bool,
 }
 
 /// Everything the plugin was asked.
@@ -183,6 +185,13 @@ impl DevicePlugin for SimPlugin {
         let (tx, out) = tokio::sync::mpsc::channel(16);
         tokio::spawn(async move {
             let mut sent = 0;
+            if s.hold_first {
+                rx.borrow_and_update();
+                tokio::select! {
+                    r = rx.changed() => if r.is_err() { return },
+                    () = tx.closed() => return,
+                }
+            }
             loop {
                 let devices = rx.borrow_and_update().clone();
                 if tx.send(Ok(dp::ListAndWatchResponse { devices })).await.is_err() {

@@ -13,7 +13,7 @@ use tokio::sync::broadcast;
 use super::{Ctx, out_err, parse_duration};
 use crate::error::{Error, Result, exit};
 use crate::kubelet_sim::control::{self, Answer, Request};
-use crate::kubelet_sim::{KubeletSim, PodSpec, SimConfig, SimEvent};
+use crate::kubelet_sim::{KubeletSim, KubeletVersion, PodSpec, SimConfig, SimEvent};
 use crate::output::{self, Format, sim as render};
 use crate::paths::{DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR};
 
@@ -25,6 +25,7 @@ Examples:
   dpctl kubelet-sim admit --dir /tmp/dp pod.yaml           # from another terminal
   dpctl kubelet-sim admit --dir /tmp/dp --allocate example.com/gpu=2
   dpctl kubelet-sim restart --dir /tmp/dp --wait 30s
+  dpctl kubelet-sim restart-container --dir /tmp/dp ml/trainer main   # PreStartContainer again
   dpctl kubelet-sim status --dir /tmp/dp -o json
   dpctl podresources list --socket /tmp/dp/pod-resources.sock
 
@@ -37,17 +38,46 @@ No isolation is needed (unlike `dpctl smoke --isolate`): the sim serves whatever
 it and touches nothing else, so run it in a directory of its own. A plugin that only knows
 /var/lib/kubelet/device-plugins is smoked with `dpctl smoke --isolate -- PLUGIN`.
 
-Where the sim deliberately differs from a real kubelet (1.36):
-  - A second Register of the same resource drops the old plugin's stream, as on
-    master (PR #135437), instead of the 1.36 race where the old stream's end
-    disconnects the new plugin.
+Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
+  1.26, 1.27, ... 1.36, master. What changes between them
+  (spec: kubelet-versions.md):
+  - same resource registered again: 1.26-1.36 replace the plugin by name; the
+    old connection stays open and its stream still feeds the resource, and
+    when it ends the kubelet disconnects the NEW plugin (issue #121994).
+    master keeps one client per (name, socket) and rejects a second Register
+    on a live (name, socket); that rejection text is dpctl's (unverified).
+  - restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint;
+    1.33+ (1.33 inferred) sockets only, following symlinks. Files that are not
+    sockets are deleted only in a directory the sim created (smoke, demo) or
+    with --emulate-cleanup; otherwise the report lists what that kubelet
+    would have deleted. kubelet_internal_checkpoint is never deleted.
+  - empty Allocate response: ...allocation response &AllocateResponse{...}
+    up to 1.33, nothing after the trailing space from 1.34.
+  - PodResources: no rate limit in 1.26; Get off by default before 1.34.
+  - deleting a plugins_registry socket deregisters by name up to 1.36 (a
+    same-named kubelet.sock plugin is disconnected too), by endpoint on master.
+  Every version: the endpoint is joined like Go's filepath.Join (an absolute
+  endpoint is appended to the directory); a pod arriving before the first
+  ListAndWatch message is admitted with the request stripped (node status
+  does not list the resource) or rejected OutOf<resource> (it lists it at 0);
+  PreStartContainer runs at every container start (restart-container).
+
+Where the sim deliberately differs from a real kubelet:
   - Topology Manager policy is none: devices are not NUMA-aligned to CPUs.
   - GetDevicePluginOptions, GetPreferredAllocation and Allocate have a deadline
     (--rpc-timeout); the kubelet sets none, so a hung plugin hangs admission.
+  - Behaviour the versions table marks as version-specific but the sim does not
+    play: 1.31.0's sockets-only cleanup (later 1.31.x are played), the sidecar
+    reuse rule (<=1.28), skipping running containers after a restart (1.27+),
+    v1 checkpoints (<=1.30), Register's deadline bounding the dial-back (1.35+,
+    inferred), List with sidecars / active pods only, the healthz check.
+  - plugins_registry: a deleted socket deregisters at once (the kubelet's
+    reconciler runs every 1 s); dot-named sockets inside dot-named directories
+    found by the first walk are ignored too.
   - The checkpoint's Checksum is not Go's (go-spew + FNV); a real kubelet would
     reject the file as corrupt. The layout and AllocResp encoding are the kubelet's.
-  - PreStartContainer is called at admission only; container restarts are not
-    simulated. CPU and memory managers are not simulated (no cpu_ids or memory
+  - A container whose resource has no cached devices at start gets no late
+    Allocate. CPU and memory managers are not simulated (no cpu_ids or memory
     in PodResources).
   - Rejected pods are not kept, so PodResources never lists them.
   - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.";
@@ -99,6 +129,14 @@ pub struct ServeArgs {
     /// Do not read or write kubelet_internal_checkpoint.
     #[arg(long)]
     pub no_checkpoint: bool,
+    /// The kubelet release to play: 1.26 … 1.36 or master (v1.30 and 1.30.7 mean 1.30).
+    #[arg(long, value_name = "VERSION", default_value = "1.36", value_parser = parse_version)]
+    pub kubelet_version: KubeletVersion,
+    /// At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every
+    /// non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported.
+    /// The checkpoint is never deleted.
+    #[arg(long)]
+    pub emulate_cleanup: bool,
     /// Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold.
     #[arg(long, value_name = "RESOURCE=COUNT")]
     pub expect: Vec<String>,
@@ -158,6 +196,21 @@ pub enum SimCommand {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
         wait: Duration,
     },
+    /// Restart one container of an admitted pod: the kubelet calls
+    /// PreStartContainer again (when the plugin requires it); a failure stops
+    /// only that container. Exit 1 when it does not start.
+    RestartContainer {
+        /// Which sim.
+        #[command(flatten)]
+        target: SimTarget,
+        /// Pod name (or NAMESPACE/NAME).
+        pod: String,
+        /// Container name.
+        container: String,
+        /// Namespace.
+        #[arg(long, short = 'n', default_value = "default")]
+        namespace: String,
+    },
     /// Show resources, plugins and pods.
     Status {
         /// Which sim.
@@ -183,6 +236,14 @@ pub async fn run(args: KubeletSimArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     }
 }
 
+/// Parses `--kubelet-version` for clap (the error names the valid list).
+pub fn parse_version(s: &str) -> std::result::Result<KubeletVersion, String> {
+    KubeletVersion::parse(s).map_err(|e| match e {
+        Error::Invalid { message, .. } => message,
+        other => other.to_string(),
+    })
+}
+
 /// Parses `--expect RESOURCE=COUNT`.
 fn parse_expect(s: &str) -> Result<(String, usize)> {
     let (r, n) = PodSpec::parse_allocate(s).map_err(|_| {
@@ -204,6 +265,8 @@ enum Display {
 async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let expects: Vec<(String, usize)> = args.expect.iter().map(|s| parse_expect(s)).collect::<Result<_>>()?;
     let mut config = SimConfig::new(&args.dir);
+    config.set_kubelet_version(args.kubelet_version);
+    config.emulate_cleanup = args.emulate_cleanup;
     config.force = args.force;
     config.grace_period = args.grace_period;
     config.podresources_socket = if args.no_podresources {
@@ -401,6 +464,13 @@ async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
             let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
             (target.dir, Request::Restart { wait_ms }, wait + Duration::from_secs(30))
         }
+        SimCommand::RestartContainer { target, pod, container, namespace } => {
+            let (namespace, name) = match pod.split_once('/') {
+                Some((ns, n)) => (ns.to_string(), n.to_string()),
+                None => (namespace, pod),
+            };
+            (target.dir, Request::RestartContainer { namespace, name, container }, Duration::from_secs(60))
+        }
         SimCommand::Status { target } => (target.dir, Request::Status, Duration::from_secs(10)),
         SimCommand::SetGrace { target, grace } => {
             let grace_period_ms = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
@@ -432,6 +502,10 @@ async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
         Answer::Restart(r) => {
             render::restart(out, format, &r).map_err(out_err)?;
             Ok(if r.all_returned { exit::OK } else { exit::CHECK_FAILED })
+        }
+        Answer::RestartContainer(r) => {
+            render::restart_container(out, format, &r).map_err(out_err)?;
+            Ok(if r.started { exit::OK } else { exit::CHECK_FAILED })
         }
         Answer::Status(s) => {
             render::status(out, format, &s).map_err(out_err)?;

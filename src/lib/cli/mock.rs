@@ -192,6 +192,9 @@ pub struct ServeArgs {
     /// Fault: do not serve or register again after a kubelet restart.
     #[arg(help_heading = "Faults", long)]
     pub no_reregister: bool,
+    /// Fault: call Register twice on the same socket (kubelet master rejects the second).
+    #[arg(help_heading = "Faults", long)]
+    pub register_twice: bool,
     /// Only serve; never call Register on kubelet.sock.
     #[arg(long)]
     pub no_register: bool,
@@ -399,6 +402,7 @@ pub fn build_config(a: &ServeArgs) -> Result<MockConfig> {
         f.register_options_mismatch |= a.register_options_mismatch;
         f.register_before_serving |= a.register_before_serving;
         f.no_reregister |= a.no_reregister;
+        f.register_twice |= a.register_twice;
     }
     config.check().map_err(|i| {
         let place = match &a.config {

@@ -12,7 +12,9 @@ use super::{Ctx, out_err, parse_duration};
 use crate::check::{CheckId, Outcome};
 use crate::error::{Error, Result};
 use crate::kubelet_sim::Via;
+use crate::kubelet_sim::KubeletVersion;
 use crate::output::smoke as render;
+use crate::smoke::matrix::MatrixProgress;
 use crate::smoke::{self, SmokeConfig, SmokeProgress, StepId};
 
 /// `dpctl smoke` arguments (the one-line help is on `Command::Smoke`).
@@ -81,6 +83,10 @@ pub struct SmokeArgs {
     /// watcher's GetInfo), or auto (whichever it does; the report says which).
     #[arg(long, value_name = "WAY", value_parser = parse_registration, default_value = "auto")]
     pub registration: Registration,
+    /// The kubelet release(s) to play, comma-separated (1.26 … 1.36, master): the whole smoke runs once
+    /// per release, and the report says which ones the plugin passes.
+    #[arg(long, value_name = "VERSION,...", default_value = "1.36")]
+    pub kubelet_version: String,
 }
 
 /// `--registration`: `None` is auto.
@@ -125,6 +131,11 @@ fn after_help() -> String {
          with every entry bind-mounted back: nothing is created on the host, nothing is left behind. The setup is \
          tried before the sim starts; a refusal (no privilege, AppArmor, a sysctl) exits 2 with the fix before \
          the plugin starts. The report lists what was mounted where.\n\n\
+         dpctl smoke --kubelet-version 1.28,1.32,1.36 --junit smoke.xml -- ./my-plugin --socket-dir {{dir}}\n\n\
+         With several --kubelet-version values the whole smoke runs once per release against a fresh kubelet-sim \
+         playing it (see dpctl kubelet-sim --help for what changes between releases); the table shows each \
+         release's report and then one row per release, -o json gives {{\"passed\":[…],\"failed\":[…],\"runs\":[…]}}, \
+         and the JUnit file has one <testsuite> per release. Exit 1 when any release fails.\n\n\
          The plugin runs in its own process group with stdin closed; it is stopped at the end whatever happens \
          (SIGTERM, --grace, SIGKILL; also on Ctrl-C), and the fresh directory is removed (unless --keep). \
          Progress goes to stderr, the report to stdout.\n\n\
@@ -141,6 +152,7 @@ fn after_help() -> String {
 
 /// Runs `dpctl smoke`.
 pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+    let versions = KubeletVersion::parse_list(&args.kubelet_version)?;
     let (skip_steps, skip_checks) = smoke::select_skips(&args.skip)?;
     if let Some(r) = &args.resource
         && let Some(why) = crate::validate::explain_resource_name(r)
@@ -201,7 +213,17 @@ pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     };
     // Steps that did not run for one reason are told once.
     let mut not_run: Option<(String, usize)> = None;
-    let report = smoke::run_smoke(config, crate::transport::shutdown_signal(), &mut |p| {
+    let many = versions.len() > 1;
+    let matrix = smoke::run_matrix(config, &versions, crate::transport::shutdown_signal(), &mut |mp| {
+        let p = match mp {
+            MatrixProgress::Version { version, index, count } => {
+                if many {
+                    say(format!("== kubelet {version} ({index}/{count}) =="));
+                }
+                return;
+            }
+            MatrixProgress::Run(p) => p,
+        };
         if let Some((why, n)) =
             not_run.take_if(|_| !matches!(&p, SmokeProgress::StepFinished(r) if r.evidence.starts_with("not run")))
         {
@@ -242,16 +264,23 @@ pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let report = report?;
+    let matrix = matrix?;
     if let Some((path, file)) = junit {
         let mut w = std::io::BufWriter::new(file);
-        render::junit(&mut w, &report)
+        let written = match (many, matrix.runs.first()) {
+            (false, Some(r)) => render::junit(&mut w, r),
+            _ => render::junit_matrix(&mut w, &matrix),
+        };
+        written
             .and_then(|()| w.flush())
             .map_err(|e| Error::io(format!("writing the JUnit report {}", path.display()), e))?;
     }
     if !ctx.format.is_json() && !ctx.quiet {
         writeln!(ctx.term.err).map_err(out_err)?;
     }
-    render::report(&mut ctx.term.out, ctx.format, &report).map_err(out_err)?;
-    Ok(report.exit_code())
+    match (many, matrix.runs.first()) {
+        (false, Some(r)) => render::report(&mut ctx.term.out, ctx.format, r).map_err(out_err)?,
+        _ => render::matrix(&mut ctx.term.out, ctx.format, &matrix).map_err(out_err)?,
+    }
+    Ok(matrix.exit_code())
 }

@@ -479,22 +479,49 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
         }
         outcome.containers.push(co);
     }
-    // The predicate admit handler: extended resources no plugin ever served.
-    let unknown: Vec<String> = {
+    // The predicate admit handler, for extended resources the device manager
+    // skipped (kubelet-versions.md §5, every version): rejected when node
+    // status lists the resource (capacity 0), else the request is stripped
+    // (removeMissingExtendedResources) and the pod admitted.
+    let (listed, stripped): (Vec<String>, Vec<String>) = {
         let st = inner.lock();
-        containers
+        let unknown: BTreeSet<String> = containers
             .iter()
             .flat_map(|c| c.limits.iter())
             .filter(|(r, n)| **n > 0 && !st.resources.get(*r).is_some_and(|x| x.known()) && !st.any_allocated(r))
             .map(|(r, _)| r.clone())
-            .collect()
+            .collect();
+        unknown.into_iter().partition(|r| st.resources.get(r).is_some_and(|x| x.reported))
     };
-    if let Some(r) = unknown.first() {
+    if let Some(r) = listed.first() {
         let requested = effective_request(&pod.spec, r);
         return Err(Reject {
             reason: format!("OutOf{r}"),
             message: format!("Node didn't have enough resource: {r}, requested: {requested}, used: 0, capacity: 0"),
         });
+    }
+    for co in &mut outcome.containers {
+        let Some(spec) = containers.iter().find(|c| c.name == co.name) else { continue };
+        for r in &stripped {
+            let Some(&n) = spec.limits.get(r).filter(|n| **n > 0) else { continue };
+            co.resources.push(ResourceOutcome {
+                resource: r.clone(),
+                requested: n,
+                reused: Vec::new(),
+                preferred: None,
+                devices: Vec::new(),
+                allocation: None,
+                warnings: vec![Warning {
+                    rule: "request-stripped".into(),
+                    evidence: format!(
+                        "node status does not list {r} (no plugin has sent a device list yet), so the kubelet \
+                         strips the request (removeMissingExtendedResources) and admits the pod; the container \
+                         starts with no {r} devices"
+                    ),
+                }],
+                pre_start: None,
+            });
+        }
     }
     Ok(())
 }
@@ -667,8 +694,11 @@ async fn allocate_one(
     }
     let resp = client.allocate(std::slice::from_ref(&allocated)).await.map_err(|e| unexpected(go_rpc_error(&e)))?;
     let Some(first) = resp.container_responses.first().cloned() else {
-        // Go prints the empty response message as "".
-        return Err(unexpected("no containers return in allocation response "));
+        // kubelet-versions.md §5: the gogo dump up to 1.33, nothing from 1.34.
+        return Err(unexpected(format!(
+            "no containers return in allocation response {}",
+            inner.config.kubelet_version.empty_allocate_text()
+        )));
     };
     let warnings = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
     let by_numa = {
@@ -733,8 +763,9 @@ fn plan_pre_start(inner: &Arc<Inner>, pod: &Pod) -> PreStartPlan {
         .collect()
 }
 
-/// Starts the containers in order: PreStartContainer where required. A
-/// container that fails to start stops the ones after it.
+/// Starts the containers in order: PreStartContainer where required
+/// (kubelet-versions.md §5). A failing init container or sidecar stops the
+/// containers after it; a failing regular container stops only itself.
 async fn start_containers(inner: &Arc<Inner>, outcome: &mut AdmitOutcome, plan: PreStartPlan) {
     let mut blocked = false;
     for (name, calls) in plan {
@@ -745,13 +776,7 @@ async fn start_containers(inner: &Arc<Inner>, outcome: &mut AdmitOutcome, plan: 
         }
         let mut error = None;
         for (resource, ids, client) in calls {
-            let result =
-                match client {
-                    None => Err(format!("endpoint not found in cache for a registered resource: {resource}")),
-                    Some(c) => c.pre_start(ids).await.map(|_| ()).map_err(|e| {
-                        format!("device plugin PreStartContainer rpc failed with err: {}", go_rpc_error(&e))
-                    }),
-                };
+            let result = pre_start_one(&resource, ids, client).await;
             if let Some(ro) = co.resources.iter_mut().find(|r| r.resource == resource) {
                 ro.pre_start = Some(match &result {
                     Ok(()) => "ok".into(),
@@ -773,10 +798,137 @@ async fn start_containers(inner: &Arc<Inner>, outcome: &mut AdmitOutcome, plan: 
                     message: e.clone(),
                 });
                 co.start_error = Some(e);
-                blocked = true;
+                // Init containers (sidecars included) start one after the
+                // other; a regular container's failure stops only itself.
+                blocked = co.kind != ContainerKind::Regular;
             }
         }
     }
+}
+
+/// One PreStartContainer call, with the kubelet's error texts.
+async fn pre_start_one(
+    resource: &str,
+    ids: Vec<String>,
+    client: Option<PluginClient>,
+) -> std::result::Result<(), String> {
+    match client {
+        None => Err(format!("endpoint not found in cache for a registered resource: {resource}")),
+        Some(c) => c
+            .pre_start(ids)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("device plugin PreStartContainer rpc failed with err: {}", go_rpc_error(&e))),
+    }
+}
+
+/// What restarting a container did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartOutcome {
+    /// Pod name.
+    pub pod: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Container name.
+    pub container: String,
+    /// Per resource with devices: PreStartContainer's result (`ok` or the
+    /// error), or `not required`.
+    pub pre_start: BTreeMap<String, String>,
+    /// The container started again.
+    pub started: bool,
+    /// Why it did not (the other containers are not affected).
+    pub start_error: Option<String>,
+}
+
+/// Restarts one container of an admitted pod (kubelet-versions.md §5, every
+/// version): the kubelet calls PreStartContainer at every container start,
+/// restarts included, for each resource whose plugin requires it, with the
+/// devices the container holds; a failure stops only this container. A
+/// stopped endpoint fails the call (`endpoint … has been stopped`), and
+/// after the removal `endpoint not found in cache for a registered resource`.
+pub(crate) async fn restart_container(
+    inner: &Arc<Inner>,
+    namespace: &str,
+    name: &str,
+    container: &str,
+) -> Result<RestartOutcome> {
+    let _turn = inner.admission.lock().await;
+    let place = format!("pod {namespace}/{name}");
+    let calls = {
+        let st = inner.lock();
+        let i = st.pod_index(namespace, name).ok_or_else(|| Error::invalid(&place, "not found"))?;
+        let pod = &st.pods[i];
+        if !pod.spec.containers.iter().any(|c| c.name == container) {
+            let names: Vec<&str> = pod.spec.containers.iter().map(|c| c.name.as_str()).collect();
+            return Err(Error::invalid(
+                &place,
+                format!("has no container {container:?} (containers: {})", names.join(", ")),
+            ));
+        }
+        let mut calls = Vec::new();
+        for (r, a) in pod.allocs.get(container).into_iter().flatten() {
+            let res = st.resources.get(r);
+            let ep = res.and_then(|x| x.endpoint.as_ref());
+            let call = match ep {
+                Some(e) if !e.options.pre_start_required => None,
+                Some(e) if e.stopped => Some(Err(format!(
+                    "device plugin PreStartContainer rpc failed with err: endpoint {} has been stopped",
+                    e.socket.display()
+                ))),
+                Some(e) => Some(Ok(e.pre_start_client.clone())),
+                None if res.is_some_and(|x| !x.removed) => None, // restored, plugin not back: opts nil, no call
+                None => Some(Err(format!("endpoint not found in cache for a registered resource: {r}"))),
+            };
+            calls.push((r.clone(), a.ids.clone(), call));
+        }
+        calls
+    };
+    let mut out = RestartOutcome {
+        pod: name.into(),
+        namespace: namespace.into(),
+        container: container.into(),
+        pre_start: BTreeMap::new(),
+        started: true,
+        start_error: None,
+    };
+    for (resource, ids, call) in calls {
+        let result = match call {
+            None => {
+                out.pre_start.insert(resource, "not required".into());
+                continue;
+            }
+            Some(Err(e)) => Err(e),
+            Some(Ok(client)) => pre_start_one(&resource, ids, Some(client)).await,
+        };
+        match result {
+            Ok(()) => {
+                out.pre_start.insert(resource, "ok".into());
+            }
+            Err(e) => {
+                out.pre_start.insert(resource, e.clone());
+                if out.start_error.is_none() {
+                    out.start_error = Some(e);
+                }
+                out.started = false;
+            }
+        }
+    }
+    inner.emit(EventKind::ContainerRestarted {
+        pod: name.into(),
+        namespace: namespace.into(),
+        container: container.into(),
+        pre_start: out.pre_start.clone(),
+        started: out.started,
+    });
+    if let Some(e) = &out.start_error {
+        inner.emit(EventKind::ContainerStartFailed {
+            pod: name.into(),
+            namespace: namespace.into(),
+            container: container.into(),
+            message: e.clone(),
+        });
+    }
+    Ok(out)
 }
 
 /// What deleting a pod freed.

@@ -37,6 +37,15 @@ pub enum Request {
         /// How long to wait for re-registrations.
         wait_ms: u64,
     },
+    /// Restart one container of an admitted pod.
+    RestartContainer {
+        /// Namespace.
+        namespace: String,
+        /// Pod name.
+        name: String,
+        /// Container name.
+        container: String,
+    },
     /// The state.
     Status,
     /// Set the grace period after a stream end.
@@ -56,6 +65,8 @@ pub enum Answer {
     Delete(DeleteOutcome),
     /// Restart report.
     Restart(RestartReport),
+    /// A container restart.
+    RestartContainer(super::RestartOutcome),
     /// Status.
     Status(SimStatus),
     /// The grace period now in force.
@@ -102,6 +113,9 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
         Request::Admit { pod } => sim.admit(pod).await.map(Answer::Admit),
         Request::Delete { namespace, name } => sim.delete(&namespace, &name).await.map(Answer::Delete),
         Request::Restart { wait_ms } => sim.restart(Duration::from_millis(wait_ms)).await.map(Answer::Restart),
+        Request::RestartContainer { namespace, name, container } => {
+            sim.restart_container(&namespace, &name, &container).await.map(Answer::RestartContainer)
+        }
         Request::Status => Ok(Answer::Status(sim.status())),
         Request::SetGrace { grace_period_ms } => {
             sim.set_grace_period(Duration::from_millis(grace_period_ms));

@@ -86,6 +86,8 @@ impl From<RequestOptions> for crate::proto::deviceplugin::v1beta1::DevicePluginO
 pub enum EventKind {
     /// The sim serves its sockets.
     Started {
+        /// The kubelet release the sim plays.
+        kubelet_version: super::KubeletVersion,
         /// The device-plugin directory.
         dir: String,
         /// The registration socket.
@@ -96,8 +98,14 @@ pub enum EventKind {
         control_socket: Option<String>,
         /// The plugins_registry directory, when watched.
         registry_dir: Option<String>,
+        /// What the played kubelet deletes at start.
+        cleanup_rule: super::CleanupRule,
         /// Sockets deleted from the directory at start (as a kubelet does).
         deleted_sockets: Vec<String>,
+        /// Other entries deleted (only in a directory the sim created, or with `--emulate-cleanup`).
+        deleted_files: Vec<String>,
+        /// Entries that kubelet would also have deleted, kept because the sim did not create the directory.
+        would_delete: Vec<String>,
         /// Resources restored from an existing checkpoint (0 until their plugin registers).
         restored_resources: Vec<String>,
     },
@@ -134,6 +142,9 @@ pub enum EventKind {
         resource: String,
         /// Endpoint (as sent).
         endpoint: String,
+        /// The socket the kubelet dials for it (`filepath.Join(dir, endpoint)`).
+        #[serde(default)]
+        socket: String,
         /// How it tried to register.
         via: Via,
         /// `RegisterRequest.version` as sent.
@@ -242,10 +253,27 @@ pub enum EventKind {
         /// Resources whose plugins are expected back.
         resources: Vec<String>,
     },
+    /// A container of an admitted pod restarted (PreStartContainer called again).
+    ContainerRestarted {
+        /// Pod name.
+        pod: String,
+        /// Namespace.
+        namespace: String,
+        /// Container name.
+        container: String,
+        /// Per resource: PreStartContainer's result, or `not required`.
+        pre_start: BTreeMap<String, String>,
+        /// It started again.
+        started: bool,
+    },
     /// The restarted kubelet serves a new kubelet.sock.
     Restarted {
         /// Sockets deleted from the directory.
         deleted_sockets: Vec<String>,
+        /// Other entries deleted (only in a directory the sim created, or with `--emulate-cleanup`).
+        deleted_files: Vec<String>,
+        /// Entries that kubelet would also have deleted, kept because the sim did not create the directory.
+        would_delete: Vec<String>,
         /// Pods whose allocations were restored from the checkpoint.
         restored_pods: usize,
         /// Resources restored at 0 until their plugin registers again.

@@ -24,6 +24,7 @@ mod podres;
 mod registration;
 mod registry;
 mod state;
+pub mod version;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::FileTypeExt;
@@ -37,11 +38,12 @@ use tokio::task::JoinHandle;
 
 pub use admission::{
     AdmitOutcome, ContainerKind, ContainerOutcome, ContainerSpec, DeleteOutcome, PodSpec, PreferredCall,
-    ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
+    ResourceOutcome, RestartOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
 };
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
 pub use registration::{DIAL_FAILED, go_rpc_error};
 pub use state::{PodStatus, ResourceStatus, SimStatus};
+pub use version::{CleanupRule, KubeletVersion};
 
 use crate::error::{Error, Result};
 use crate::model::Counts;
@@ -101,10 +103,21 @@ pub struct SimConfig {
     pub cleanup_on_start: bool,
     /// Events buffered per subscriber.
     pub event_capacity: usize,
+    /// The kubelet release the sim plays (see [`version`]).
+    pub kubelet_version: KubeletVersion,
+    /// The sim created the directory itself (smoke's, demo's): its restart
+    /// cleanup may delete files that are not sockets, as the chosen kubelet
+    /// does. Otherwise only sockets are deleted and the report lists what
+    /// that kubelet would also have deleted.
+    pub owns_dir: bool,
+    /// Delete what the chosen kubelet deletes (non-socket files too) even in
+    /// a directory the sim did not create (`--emulate-cleanup`). The
+    /// checkpoint is never deleted.
+    pub emulate_cleanup: bool,
 }
 
 impl SimConfig {
-    /// The kubelet's defaults for a sim serving `dir`.
+    /// The defaults of the newest kubelet release, for a sim serving `dir`.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         let dir = dir.into();
         SimConfig {
@@ -124,7 +137,19 @@ impl SimConfig {
             checkpoint: true,
             cleanup_on_start: true,
             event_capacity: 16 * 1024,
+            kubelet_version: KubeletVersion::NEWEST,
+            owns_dir: false,
+            emulate_cleanup: false,
         }
+    }
+
+    /// Plays kubelet release `v`: sets [`SimConfig::kubelet_version`] and
+    /// the PodResources defaults of that release (Get gate, rate limit).
+    pub fn set_kubelet_version(&mut self, v: KubeletVersion) {
+        self.kubelet_version = v;
+        self.podresources.get_enabled = v.podresources_get_default();
+        self.podresources.rate_limit =
+            if v.podresources_rate_limited() { ServerConfig::default().rate_limit } else { None };
     }
 }
 
@@ -148,8 +173,20 @@ pub struct ResourceReturn {
 /// What a restart did and who came back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestartReport {
+    /// The kubelet release the sim plays.
+    #[serde(default)]
+    pub kubelet_version: KubeletVersion,
+    /// What the played kubelet deletes at start.
+    #[serde(default)]
+    pub cleanup_rule: CleanupRule,
     /// Sockets deleted from the directory.
     pub deleted_sockets: Vec<String>,
+    /// Other entries deleted (only in a directory the sim created, or with `--emulate-cleanup`).
+    #[serde(default)]
+    pub deleted_files: Vec<String>,
+    /// Entries that kubelet would also have deleted, kept because the sim did not create the directory.
+    #[serde(default)]
+    pub would_delete: Vec<String>,
     /// Pods whose allocations were restored from the checkpoint.
     pub restored_pods: usize,
     /// The checkpoint written and read back, when enabled.
@@ -318,8 +355,7 @@ impl KubeletSim {
         } else {
             Vec::new()
         };
-        let keep: Vec<PathBuf> = inner.paths.podresources_socket.iter().cloned().collect();
-        let deleted = if inner.config.cleanup_on_start { cleanup_sockets(&dir, &keep) } else { Vec::new() };
+        let cleanup = if inner.config.cleanup_on_start { inner.cleanup() } else { Cleanup::default() };
         let mut services = Vec::new();
         if let Some(listener) = podres_listener {
             let provider = Arc::new(podres::SimPodResources { inner: Arc::clone(&inner) });
@@ -348,12 +384,16 @@ impl KubeletSim {
         }
         inner.services.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(services);
         inner.emit(EventKind::Started {
+            kubelet_version: inner.config.kubelet_version,
             dir: dir.display().to_string(),
             kubelet_socket: inner.paths.kubelet_socket.display().to_string(),
             podresources_socket: inner.paths.podresources_socket.as_ref().map(|p| p.display().to_string()),
             control_socket: inner.paths.control_socket.as_ref().map(|p| p.display().to_string()),
             registry_dir: inner.config.registry_dir.as_ref().map(|p| p.display().to_string()),
-            deleted_sockets: deleted,
+            cleanup_rule: inner.config.kubelet_version.cleanup_rule(),
+            deleted_sockets: cleanup.deleted_sockets,
+            deleted_files: cleanup.deleted_files,
+            would_delete: cleanup.would_delete,
             restored_resources: restored.into_iter().map(|(n, _)| n).collect(),
         });
         Ok(handle)
@@ -379,25 +419,67 @@ async fn is_live(socket: &Path) -> bool {
     is_socket && transport::connect(socket, Duration::from_millis(500)).await.is_ok()
 }
 
-/// Deletes every unix socket directly in `dir` except `keep`, as the
-/// kubelet's `CleanupPluginDirectory` does. Files, directories and symlinks
-/// are never touched. Returns the deleted names.
-fn cleanup_sockets(dir: &Path, keep: &[PathBuf]) -> Vec<String> {
-    let mut deleted = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else { return deleted };
+/// What the start-up cleanup of the device-plugins directory did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cleanup {
+    /// Sockets deleted (as every kubelet version does).
+    pub deleted_sockets: Vec<String>,
+    /// Other entries deleted (regular files, symlinks, FIFOs): only in a
+    /// directory the sim created, or with `emulate_cleanup`.
+    pub deleted_files: Vec<String>,
+    /// Entries the played kubelet would also have deleted, kept because the
+    /// sim did not create the directory (pass `--emulate-cleanup`).
+    pub would_delete: Vec<String>,
+}
+
+/// The kubelet's `CleanupPluginDirectory` under `rule`
+/// (kubelet-versions.md §4): the checkpoint and directories are always kept,
+/// and so are `keep` (the sim's own sockets). A socket is deleted; anything
+/// else the rule removes is deleted only when `may_delete_files`, and
+/// otherwise listed in [`Cleanup::would_delete`].
+fn cleanup_dir(dir: &Path, keep: &[PathBuf], rule: CleanupRule, may_delete_files: bool) -> Cleanup {
+    let mut out = Cleanup::default();
+    let Ok(rd) = std::fs::read_dir(dir) else { return out };
     for entry in rd.filter_map(std::result::Result::ok) {
         let path = entry.path();
-        let is_socket = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
-        if !is_socket || keep.contains(&path) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.file_name() == crate::paths::CHECKPOINT_FILE_NAME || keep.contains(&path) {
+            continue;
+        }
+        let Ok(lmeta) = std::fs::symlink_metadata(&path) else { continue };
+        let own_socket = lmeta.file_type().is_socket();
+        let removes = match rule {
+            // os.Lstat: every non-directory, the link itself for a symlink.
+            CleanupRule::AllNonDirectories => !lmeta.is_dir(),
+            // os.Stat: only entries whose target is a socket (a dangling link is kept).
+            CleanupRule::SocketsOnly => std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_socket()),
+        };
+        if !removes {
+            continue;
+        }
+        if !own_socket && !may_delete_files {
+            out.would_delete.push(name);
             continue;
         }
         match std::fs::remove_file(&path) {
-            Ok(()) => deleted.push(entry.file_name().to_string_lossy().into_owned()),
-            Err(e) => tracing::warn!(socket = %path.display(), error = %e, "could not delete socket"),
+            Ok(()) if own_socket => out.deleted_sockets.push(name),
+            Ok(()) => out.deleted_files.push(name),
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "could not delete"),
         }
     }
-    deleted.sort();
-    deleted
+    out.deleted_sockets.sort();
+    out.deleted_files.sort();
+    out.would_delete.sort();
+    out
+}
+
+impl Inner {
+    /// The cleanup of the played version, on the sim's directory.
+    fn cleanup(&self) -> Cleanup {
+        let keep: Vec<PathBuf> = self.paths.podresources_socket.iter().cloned().collect();
+        let rule = self.config.kubelet_version.cleanup_rule();
+        cleanup_dir(&self.paths.dir, &keep, rule, self.config.owns_dir || self.config.emulate_cleanup)
+    }
 }
 
 /// Restores a checkpoint into the state: known pods get their devices back,
@@ -423,7 +505,14 @@ fn restore(inner: &Arc<Inner>, cp: &checkpoint::Checkpoint) -> Vec<(String, u64)
     let mut restored = Vec::new();
     for name in cp.data.registered_devices.keys() {
         let generation = st.next_id();
-        let r = Resource { reported: true, restored: true, stopped_at: Some(now), generation, ..Resource::default() };
+        let r = Resource {
+            reported: true,
+            restored: true,
+            sets: true,
+            stopped_at: Some(now),
+            generation,
+            ..Resource::default()
+        };
         st.resources.insert(name.clone(), r);
         restored.push((name.clone(), generation));
     }
@@ -524,6 +613,12 @@ impl SimHandle {
         admission::admit(&self.inner, pod).await
     }
 
+    /// Restarts one container of an admitted pod: PreStartContainer again
+    /// where the plugin requires it; a failure stops only that container.
+    pub async fn restart_container(&self, namespace: &str, pod: &str, container: &str) -> Result<RestartOutcome> {
+        admission::restart_container(&self.inner, namespace, pod, container).await
+    }
+
     /// Deletes a pod and frees its devices.
     pub async fn delete(&self, namespace: &str, name: &str) -> Result<DeleteOutcome> {
         admission::delete(&self.inner, namespace, name).await
@@ -533,6 +628,7 @@ impl SimHandle {
     pub fn status(&self) -> SimStatus {
         let mut s = self.inner.lock().status(&self.inner.status_paths(), true);
         s.running = !self.inner.is_stopped();
+        s.kubelet_version = self.inner.config.kubelet_version;
         s
     }
 
@@ -540,6 +636,7 @@ impl SimHandle {
     pub fn summary(&self) -> SimStatus {
         let mut s = self.inner.lock().status(&self.inner.status_paths(), false);
         s.running = !self.inner.is_stopped();
+        s.kubelet_version = self.inner.config.kubelet_version;
         s
     }
 
@@ -602,10 +699,7 @@ impl SimHandle {
         let snapshot = {
             let mut st = inner.lock();
             for r in st.resources.values_mut() {
-                if let Some(t) = r.endpoint.as_mut().and_then(|e| e.task.take()) {
-                    t.abort();
-                }
-                r.endpoint = None;
+                r.drop_connections();
             }
             checkpoint::from_state(&st)
         };
@@ -623,8 +717,7 @@ impl SimHandle {
             let st = inner.lock();
             st.pods.iter().filter(|p| !p.allocs.is_empty()).count()
         };
-        let keep: Vec<PathBuf> = inner.paths.podresources_socket.iter().cloned().collect();
-        let deleted = cleanup_sockets(&inner.paths.dir, &keep);
+        let cleanup = inner.cleanup();
         let mut rx = self.subscribe();
         serve_registration(inner).await?;
         let t0 = inner.lock().socket_created;
@@ -634,7 +727,9 @@ impl SimHandle {
         }
         inner.registry_rescan.notify_one();
         inner.emit(EventKind::Restarted {
-            deleted_sockets: deleted.clone(),
+            deleted_sockets: cleanup.deleted_sockets.clone(),
+            deleted_files: cleanup.deleted_files.clone(),
+            would_delete: cleanup.would_delete.clone(),
             restored_pods,
             restored_resources: restored.iter().map(|(n, _)| n.clone()).collect(),
         });
@@ -666,7 +761,11 @@ impl SimHandle {
         }
         let resources = self.returns(&expected, t0);
         let report = RestartReport {
-            deleted_sockets: deleted,
+            kubelet_version: inner.config.kubelet_version,
+            cleanup_rule: inner.config.kubelet_version.cleanup_rule(),
+            deleted_sockets: cleanup.deleted_sockets,
+            deleted_files: cleanup.deleted_files,
+            would_delete: cleanup.would_delete,
             restored_pods,
             checkpoint: inner.config.checkpoint.then(|| inner.paths.checkpoint.display().to_string()),
             waited_ms: u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -711,10 +810,7 @@ impl SimHandle {
         {
             let mut st = inner.lock();
             for r in st.resources.values_mut() {
-                if let Some(t) = r.endpoint.as_mut().and_then(|e| e.task.take()) {
-                    t.abort();
-                }
-                r.endpoint = None;
+                r.drop_connections();
             }
         }
         let tasks: Vec<JoinHandle<()>> =
@@ -737,20 +833,73 @@ impl SimHandle {
 mod tests {
     use super::*;
 
-    #[test]
-    fn cleanup_deletes_only_sockets_and_keeps_ours() {
+    /// A directory like a node's: a plugin socket, a file, a sub-directory
+    /// with a socket, symlinks to a socket, to a file and dangling, the
+    /// checkpoint and one of our own sockets.
+    fn node_dir() -> (tempfile::TempDir, Vec<std::os::unix::net::UnixListener>) {
         let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").unwrap();
         let d = dir.path();
         std::fs::write(d.join("notes.txt"), "x").unwrap();
+        std::fs::write(d.join(crate::paths::CHECKPOINT_FILE_NAME), "{}").unwrap();
         std::fs::create_dir(d.join("sub")).unwrap();
-        std::os::unix::fs::symlink(d.join("notes.txt"), d.join("link")).unwrap();
-        let a = std::os::unix::net::UnixListener::bind(d.join("a.sock")).unwrap();
-        let b = std::os::unix::net::UnixListener::bind(d.join("keep.sock")).unwrap();
-        let deleted = cleanup_sockets(d, &[d.join("keep.sock")]);
-        assert_eq!(deleted, ["a.sock"]);
-        assert!(d.join("notes.txt").exists() && d.join("sub").is_dir() && d.join("keep.sock").exists());
-        assert!(std::fs::symlink_metadata(d.join("link")).is_ok());
-        drop((a, b));
+        let mut l = vec![std::os::unix::net::UnixListener::bind(d.join("sub/in.sock")).unwrap()];
+        l.push(std::os::unix::net::UnixListener::bind(d.join("a.sock")).unwrap());
+        l.push(std::os::unix::net::UnixListener::bind(d.join("keep.sock")).unwrap());
+        std::os::unix::fs::symlink(d.join("notes.txt"), d.join("link-file")).unwrap();
+        std::os::unix::fs::symlink(d.join("sub/in.sock"), d.join("link-sock")).unwrap();
+        std::os::unix::fs::symlink(d.join("gone"), d.join("link-dangling")).unwrap();
+        (dir, l)
+    }
+
+    fn exists(p: &Path) -> bool {
+        std::fs::symlink_metadata(p).is_ok()
+    }
+
+    /// kubelet-versions.md §4, 1.26-1.32 (Lstat): every non-directory but
+    /// the checkpoint, in a directory the sim owns.
+    #[test]
+    fn cleanup_1_26_to_1_32_removes_every_non_directory_where_allowed() {
+        let (dir, _l) = node_dir();
+        let d = dir.path();
+        let c = cleanup_dir(d, &[d.join("keep.sock")], CleanupRule::AllNonDirectories, true);
+        assert_eq!(c.deleted_sockets, ["a.sock"]);
+        assert_eq!(c.deleted_files, ["link-dangling", "link-file", "link-sock", "notes.txt"]);
+        assert!(c.would_delete.is_empty());
+        assert!(exists(&d.join(crate::paths::CHECKPOINT_FILE_NAME)), "the checkpoint is never deleted");
+        assert!(exists(&d.join("sub/in.sock")) && exists(&d.join("keep.sock")));
+    }
+
+    /// The same rule in a directory the sim did not create: only sockets go,
+    /// the rest is reported.
+    #[test]
+    fn cleanup_in_a_foreign_directory_deletes_only_sockets_and_reports_the_rest() {
+        let (dir, _l) = node_dir();
+        let d = dir.path();
+        let c = cleanup_dir(d, &[d.join("keep.sock")], CleanupRule::AllNonDirectories, false);
+        assert_eq!(c.deleted_sockets, ["a.sock"]);
+        assert!(c.deleted_files.is_empty());
+        assert_eq!(c.would_delete, ["link-dangling", "link-file", "link-sock", "notes.txt"]);
+        for n in ["notes.txt", "link-file", "link-sock", "link-dangling", crate::paths::CHECKPOINT_FILE_NAME] {
+            assert!(exists(&d.join(n)), "{n} kept");
+        }
+    }
+
+    /// kubelet-versions.md §4, 1.33+ (Stat + ModeSocket): sockets only,
+    /// following symlinks (a link to a socket goes, a dangling link stays).
+    #[test]
+    fn cleanup_1_33_and_later_removes_sockets_only_following_symlinks() {
+        let (dir, _l) = node_dir();
+        let d = dir.path();
+        let c = cleanup_dir(d, &[d.join("keep.sock")], CleanupRule::SocketsOnly, true);
+        assert_eq!(c.deleted_sockets, ["a.sock"]);
+        assert_eq!(c.deleted_files, ["link-sock"]);
+        assert!(exists(&d.join("notes.txt")) && exists(&d.join("link-file")) && exists(&d.join("link-dangling")));
+        assert!(exists(&d.join("sub/in.sock")), "the target of the link stays");
+        let (dir, _l) = node_dir();
+        let d = dir.path();
+        let c = cleanup_dir(d, &[], CleanupRule::SocketsOnly, false);
+        assert_eq!(c.deleted_sockets, ["a.sock", "keep.sock"]);
+        assert_eq!(c.would_delete, ["link-sock"]);
     }
 
     #[test]

@@ -67,6 +67,55 @@ pub fn go_rpc_error(e: &Error) -> String {
     format!("rpc error: code = {} desc = {desc}", go_code(code))
 }
 
+/// Go's `filepath.Join(dir, elem)`: both joined with `/` and then cleaned
+/// lexically (`filepath.Clean`). Unlike [`Path::join`], an absolute `elem`
+/// is appended (`/run/x.sock` -> `<dir>/run/x.sock`), `""` gives the
+/// directory itself and `..` can climb out of it.
+pub fn go_join(dir: &Path, elem: &str) -> PathBuf {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let d = dir.as_os_str().as_bytes();
+    let mut joined: Vec<u8> = Vec::with_capacity(d.len() + elem.len() + 1);
+    joined.extend_from_slice(d);
+    if !elem.is_empty() {
+        if !joined.is_empty() {
+            joined.push(b'/');
+        }
+        joined.extend_from_slice(elem.as_bytes());
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(go_clean(&joined)))
+}
+
+/// Go's `filepath.Clean` on a unix path, as bytes.
+fn go_clean(path: &[u8]) -> Vec<u8> {
+    if path.is_empty() {
+        return b".".to_vec();
+    }
+    let rooted = path[0] == b'/';
+    let mut parts: Vec<&[u8]> = Vec::new();
+    for part in path.split(|b| *b == b'/') {
+        match part {
+            b"" | b"." => {}
+            b".." => {
+                if parts.last().is_some_and(|p| *p != b"..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push(part);
+                }
+            }
+            _ => parts.push(part),
+        }
+    }
+    let mut out = Vec::with_capacity(path.len());
+    if rooted {
+        out.push(b'/');
+    }
+    out.extend_from_slice(&parts.join(&b'/'));
+    if out.is_empty() {
+        out.push(b'.');
+    }
+    out
+}
+
 /// The Registration service the sim serves on kubelet.sock.
 #[derive(Clone)]
 pub(crate) struct RegistrationService {
@@ -77,7 +126,8 @@ pub(crate) struct RegistrationService {
 impl Registration for RegistrationService {
     async fn register(&self, req: Request<dp::RegisterRequest>) -> Result<Response<dp::Empty>, Status> {
         let r = req.into_inner();
-        let socket = self.inner.paths.dir.join(&r.endpoint);
+        // kubelet-versions.md §1 (every version): filepath.Join, not Path::join.
+        let socket = go_join(&self.inner.paths.dir, &r.endpoint);
         let input = RegisterInput {
             version: r.version,
             resource: r.resource_name,
@@ -112,6 +162,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         inner.emit(EventKind::RegistrationRejected {
             resource: input.resource.clone(),
             endpoint: input.endpoint.clone(),
+            socket: input.socket.display().to_string(),
             via: input.via,
             version: input.version.clone(),
             message: message.clone(),
@@ -144,25 +195,43 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         .await
         .map_err(|e| reject(format!("failed to get device plugin options: {}", go_rpc_error(&e))))?;
     let differ = input.request_options.is_some_and(|o| o != options);
+    let version = inner.config.kubelet_version;
+    if version.rejects_duplicate_socket() {
+        // kubelet-versions.md §2, master (PR #139338): PluginConnected refuses
+        // a second client at the same (name, socket) while the first is alive.
+        let st = inner.lock();
+        let live = st.resources.get(&input.resource).is_some_and(|r| {
+            r.endpoint.as_ref().is_some_and(|e| !e.stopped && e.socket == input.socket)
+                || r.superseded.iter().any(|(_, s, _)| *s == input.socket)
+        });
+        if live {
+            drop(st);
+            return Err(reject(duplicate_text(&input.resource, &input.socket)));
+        }
+    }
     let (id, replaced) = {
         let mut st = inner.lock();
         let id = st.next_id();
         let generation = st.next_id();
         let r = st.resources.entry(input.resource.clone()).or_default();
         let replaced = r.endpoint.as_ref().is_some_and(|e| !e.stopped);
-        if let Some(old) = r.endpoint.take()
-            && let Some(task) = old.task
-        {
-            task.abort();
+        // kubelet-versions.md §2: the old connection is not closed; its stream
+        // keeps feeding the resource (1.26-1.36 and master alike).
+        if let Some(old) = r.endpoint.take() {
+            match old.task {
+                Some(task) if !old.stopped => r.superseded.push((old.id, old.socket, Some(task))),
+                Some(task) => task.abort(),
+                None => {}
+            }
         }
         r.generation = generation;
         r.registrations += 1;
         r.stopped_at = None;
         r.restored = false;
         if r.removed {
-            // The kubelet forgot the resource at the grace expiry; it starts afresh.
+            // The kubelet forgot the resource's devices at the grace expiry;
+            // node status keeps it at capacity 0 until the first snapshot.
             r.removed = false;
-            r.reported = false;
             r.devices.clear();
         }
         r.endpoint = Some(Endpoint {
@@ -202,9 +271,20 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
     Ok(())
 }
 
+/// dpctl's text for master's rejection of a second registration at a live
+/// (name, socket). The kubelet's exact text is unverified (kubelet-versions.md
+/// §2, open question 3).
+pub fn duplicate_text(resource: &str, socket: &Path) -> String {
+    format!(
+        "device plugin {} is already registered and connected at {}",
+        crate::validate::go_quote(resource),
+        socket.display()
+    )
+}
+
 /// Dials the plugin the way grpc-go's blocking dial does: keep trying (with
 /// grpc's 1 s, 1.6x backoff) until the deadline. The error is the last failure.
-async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::transport::Channel, Error> {
+pub(crate) async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::transport::Channel, Error> {
     let deadline = tokio::time::Instant::now() + timeout;
     let mut backoff = Duration::from_secs(1);
     loop {
@@ -225,6 +305,32 @@ async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::transport::Chan
             }
         }
     }
+}
+
+/// `DeRegisterPlugin` after a plugins_registry socket is deleted
+/// (kubelet-versions.md §6): the client is disconnected as if its stream
+/// ended (devices unhealthy, grace period). Up to 1.36 the client is found by
+/// resource name only, so a same-named plugin registered through kubelet.sock
+/// is disconnected too; master matches the endpoint as well.
+pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, deleted: &Path) {
+    let by_endpoint = inner.config.kubelet_version.deregisters_by_endpoint();
+    let id = {
+        let mut st = inner.lock();
+        let Some(ep) = st.resources.get_mut(resource).and_then(|r| r.endpoint.as_mut()) else { return };
+        if ep.stopped || (by_endpoint && ep.socket != socket) {
+            return;
+        }
+        if let Some(t) = ep.task.take() {
+            t.abort();
+        }
+        ep.id
+    };
+    stream_ended(
+        inner,
+        resource,
+        id,
+        format!("its plugins_registry socket {} was deleted (DeRegisterPlugin)", deleted.display()),
+    );
 }
 
 /// Runs ListAndWatch for endpoint `id` until the stream ends.
@@ -254,10 +360,16 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
     {
         let mut st = inner.lock();
         let Some(r) = st.resources.get_mut(resource) else { return };
-        let Some(ep) = r.endpoint.as_mut().filter(|e| e.id == id) else { return };
-        let first = ep.first_snapshot_at.is_none();
-        if first {
-            ep.first_snapshot_at = Some(Instant::now());
+        let old_stream = r.superseded.iter().any(|(sid, _, _)| *sid == id);
+        match r.endpoint.as_mut().filter(|e| e.id == id) {
+            Some(ep) => {
+                if ep.first_snapshot_at.is_none() {
+                    ep.first_snapshot_at = Some(Instant::now());
+                }
+            }
+            // A replaced plugin's stream still updates the resource (§2).
+            None if old_stream => {}
+            None => return,
         }
         let changes = if r.devices.is_empty() { Vec::new() } else { model::diff(&r.devices, &snap.devices) };
         let violations = crate::contract::check_snapshot(&snap.devices, snap.encoded_len);
@@ -265,6 +377,7 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
         r.disconnected = false;
         r.removed = false;
         r.reported = true;
+        r.sets = true;
         r.snapshots += 1;
         let c = r.counts();
         for (dev, from, to) in health_changes(&changes) {
@@ -299,12 +412,38 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
 
 /// The stream of endpoint `id` ended: all devices unhealthy, no retry.
 fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
+    let mut reason = reason;
+    let version = inner.config.kubelet_version;
     let (socket, counts, generation, grace) = {
         let mut st = inner.lock();
         let grace = st.grace_period;
         let generation = st.next_id();
         let Some(r) = st.resources.get_mut(resource) else { return };
-        let Some(ep) = r.endpoint.as_mut().filter(|e| e.id == id) else { return };
+        let old_stream = r.superseded.iter().position(|(sid, _, _)| *sid == id);
+        if let Some(i) = old_stream {
+            r.superseded.remove(i);
+            if !version.replaces_by_name() {
+                // master: runClient matches name and socket; only the old client goes.
+                return;
+            }
+            // ≤1.36 (issue #121994): runClient finds the client by name, i.e.
+            // the new one, closes its connection and disconnects the resource.
+            match r.endpoint.as_mut().filter(|e| !e.stopped) {
+                Some(ep) => {
+                    if let Some(t) = ep.task.take() {
+                        t.abort();
+                    }
+                    reason = format!(
+                        "the stream of the plugin this one replaced ended ({reason}); kubelet {version} looks the \
+                         client up by resource name, so it closed the new plugin's connection (issue #121994)"
+                    );
+                }
+                None => return,
+            }
+        } else if r.endpoint.as_ref().is_none_or(|e| e.id != id) {
+            return;
+        }
+        let Some(ep) = r.endpoint.as_mut() else { return };
         ep.stopped = true;
         ep.task = None;
         let socket = ep.socket.display().to_string();
@@ -352,6 +491,7 @@ pub(crate) fn spawn_grace(owner: &Arc<Inner>, resource: &str, generation: u64) {
                     match st.resources.get_mut(&resource) {
                         Some(r) if r.generation == generation && !r.removed => {
                             r.removed = true;
+                            r.sets = false;
                             r.devices.clear();
                             r.endpoint = None;
                             r.stopped_at = None;
@@ -379,6 +519,22 @@ pub(crate) fn spawn_grace(owner: &Arc<Inner>, resource: &str, generation: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kubelet-versions.md §1 "Endpoint handling" (1.26 to master): the
+    /// socket is `filepath.Join(socketDir, endpoint)`.
+    #[test]
+    fn endpoint_is_joined_like_go_filepath_join() {
+        let dir = Path::new("/var/lib/kubelet/device-plugins");
+        let j = |e: &str| go_join(dir, e).display().to_string();
+        assert_eq!(j("x.sock"), "/var/lib/kubelet/device-plugins/x.sock");
+        assert_eq!(j("/run/x.sock"), "/var/lib/kubelet/device-plugins/run/x.sock");
+        assert_eq!(j(""), "/var/lib/kubelet/device-plugins");
+        assert_eq!(j("../x.sock"), "/var/lib/kubelet/x.sock");
+        assert_eq!(j("../../../../../x.sock"), "/x.sock");
+        assert_eq!(j("sub//./y.sock/"), "/var/lib/kubelet/device-plugins/sub/y.sock");
+        assert_eq!(go_join(Path::new("rel/dir"), "../../../a").display().to_string(), "../a");
+        assert_eq!(go_join(Path::new(""), "").display().to_string(), ".");
+    }
 
     #[test]
     fn go_error_texts() {

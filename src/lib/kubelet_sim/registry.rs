@@ -6,22 +6,20 @@
 //! The texts sent back follow the kubelet's plugin watcher
 //! (`RegisterPlugin error -- ...`).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use notify::Watcher;
 
 use super::Inner;
 use super::events::{EventKind, Via};
-use super::registration::{RegisterInput, register};
+use super::registration::{RegisterInput, deregister, dial, register};
 use crate::error::{Error, Result};
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::pluginregistration as reg;
 use crate::proto::pluginregistration::registration_client::RegistrationClient;
-use crate::transport;
 
 /// Starts watching `dir`. Sockets already there are handled at once.
 pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinHandle<()>> {
@@ -34,13 +32,14 @@ pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinH
     })
     .map_err(|e| Error::io(format!("watching {}", dir.display()), std::io::Error::other(e)))?;
     watcher
-        .watch(dir, notify::RecursiveMode::NonRecursive)
+        .watch(dir, notify::RecursiveMode::Recursive)
         .map_err(|e| Error::io(format!("watching {}", dir.display()), std::io::Error::other(e)))?;
     let inner = Arc::clone(inner);
     let dir = dir.to_path_buf();
     Ok(tokio::spawn(async move {
         let _watcher = watcher; // lives as long as the task
-        let seen: Arc<Mutex<HashSet<PathBuf>>> = Arc::default();
+        // Socket path -> the (resource, dialed socket) it registered, once it has.
+        let seen: Seen = Arc::default();
         let mut shutdown = inner.shutdown.subscribe();
         scan(&inner, &dir, &seen);
         loop {
@@ -50,10 +49,13 @@ pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinH
                     let Some(ev) = ev else { break };
                     for path in ev.paths {
                         match ev.kind {
+                            notify::EventKind::Create(_) if is_dot(&path) => {}
+                            notify::EventKind::Create(_) if path.is_dir() => scan(&inner, &path, &seen),
                             notify::EventKind::Create(_) => consider(&inner, &dir, &path, &seen),
                             notify::EventKind::Remove(_) => {
-                                if let Ok(mut s) = seen.lock() {
-                                    s.remove(&path);
+                                let registered = seen.lock().ok().and_then(|mut s| s.remove(&path)).flatten();
+                                if let Some((resource, socket)) = registered {
+                                    deregister(&inner, &resource, &socket, &path);
                                 }
                             }
                             _ => {}
@@ -72,46 +74,69 @@ pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinH
     }))
 }
 
-/// Handles every socket in the directory.
-fn scan(inner: &Arc<Inner>, dir: &Path, seen: &Arc<Mutex<HashSet<PathBuf>>>) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
-    for entry in rd.filter_map(std::result::Result::ok) {
-        consider(inner, dir, &entry.path(), seen);
+/// The sockets handled so far, and what each registered.
+type Seen = Arc<Mutex<HashMap<PathBuf, Option<(String, PathBuf)>>>>;
+
+/// True for a name starting with `.` (the watcher ignores those).
+fn is_dot(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))
+}
+
+/// Handles every socket in the directory and, recursively, its
+/// sub-directories (kubelet-versions.md §6: the initial walk descends even
+/// into dot-named directories; dot-named sockets are ignored). Bounded depth.
+fn scan(inner: &Arc<Inner>, dir: &Path, seen: &Seen) {
+    fn walk(inner: &Arc<Inner>, root: &Path, dir: &Path, seen: &Seen, depth: usize) {
+        let Ok(rd) = std::fs::read_dir(dir) else { return };
+        for entry in rd.filter_map(std::result::Result::ok) {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                if depth < 16 {
+                    walk(inner, root, &path, seen, depth + 1);
+                }
+            } else if !is_dot(&path) {
+                consider(inner, root, &path, seen);
+            }
+        }
     }
+    walk(inner, dir, dir, seen, 0);
 }
 
 /// Starts registering the plugin at `path` if it is a socket not seen yet.
-fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Arc<Mutex<HashSet<PathBuf>>>) {
+fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
     let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
     if !is_socket {
         return;
     }
-    let fresh = seen.lock().is_ok_and(|mut s| s.insert(path.to_path_buf()));
+    let fresh = seen.lock().is_ok_and(|mut s| s.insert(path.to_path_buf(), None).is_none());
     if !fresh {
         return;
     }
     let inner2 = Arc::clone(inner);
     let dir = dir.to_path_buf();
     let path = path.to_path_buf();
-    inner.track(tokio::spawn(async move { handle(&inner2, &dir, &path).await }));
+    let seen = Arc::clone(seen);
+    inner.track(tokio::spawn(async move {
+        if let Some(done) = handle(&inner2, &dir, &path).await
+            && let Ok(mut s) = seen.lock()
+            && let Some(slot) = s.get_mut(&path)
+        {
+            *slot = Some(done);
+        }
+    }));
 }
 
-/// GetInfo, validation, registration, NotifyRegistrationStatus.
-async fn handle(inner: &Arc<Inner>, dir: &Path, path: &Path) {
+/// GetInfo, validation, registration, NotifyRegistrationStatus. Returns
+/// the resource and the socket it registered, when it did.
+async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Option<(String, PathBuf)> {
     let ignored = |reason: String| {
         inner.emit(EventKind::RegistryPluginIgnored { socket: path.display().to_string(), reason });
+        None
     };
-    // The socket may exist a moment before its owner listens on it.
-    let mut wait = Duration::from_millis(100);
-    let channel = loop {
-        match transport::connect(path, Duration::from_secs(1)).await {
-            Ok(c) => break c,
-            Err(e) if wait > Duration::from_secs(2) => return ignored(format!("cannot connect: {e}")),
-            Err(_) => {
-                tokio::time::sleep(wait).await;
-                wait *= 2;
-            }
-        }
+    // kubelet-versions.md §6: a blocking dial with the 10 s timeout.
+    let channel = match dial(path, inner.config.dial_timeout).await {
+        Ok(c) => c,
+        Err(e) => return ignored(format!("cannot connect within {:?}: {e}", inner.config.dial_timeout)),
     };
     let mut client = RegistrationClient::new(channel);
     let info = match tokio::time::timeout(inner.config.get_info_timeout, client.get_info(reg::InfoRequest {})).await {
@@ -135,6 +160,8 @@ async fn handle(inner: &Arc<Inner>, dir: &Path, path: &Path) {
         notify(false, msg.clone()).await;
         return ignored(msg);
     }
+    // §6: an empty endpoint becomes the registration socket's path; any other
+    // is used verbatim (no join with the directory).
     let endpoint = if info.endpoint.is_empty() { path.display().to_string() } else { info.endpoint.clone() };
     let validation = if !info.supported_versions.iter().any(|v| v == dp::VERSION) {
         Some(format!(
@@ -143,7 +170,10 @@ async fn handle(inner: &Arc<Inner>, dir: &Path, path: &Path) {
             info.supported_versions.join(" ")
         ))
     } else if !crate::validate::is_extended_resource_name(&info.name) {
-        Some(format!("invalid name of device plugin socket: the ResourceName {:?} is invalid", info.name))
+        Some(format!(
+            "invalid name of device plugin socket: the ResourceName {} is invalid",
+            crate::validate::go_quote(&info.name)
+        ))
     } else {
         None
     };
@@ -152,17 +182,18 @@ async fn handle(inner: &Arc<Inner>, dir: &Path, path: &Path) {
         inner.emit(EventKind::RegistrationRejected {
             resource: info.name.clone(),
             endpoint: endpoint.clone(),
+            socket: endpoint.clone(),
             via: Via::PluginsRegistry,
             version: info.supported_versions.join(","),
             message: msg.clone(),
         });
         notify(false, msg).await;
-        return;
+        return None;
     }
+    // The endpoint is used verbatim (the kubelet's plugin watcher does not join it); a path seen
+    // inside a container or mount namespace is translated when it exists here.
     let socket = {
         let p = PathBuf::from(&endpoint);
-        let p = if p.is_absolute() { p } else { dir.join(p) };
-        // A path seen inside a container or mount namespace, when it exists here translated.
         let mapped = crate::paths::translate(&inner.config.path_map, &p);
         if mapped != p && std::fs::symlink_metadata(&mapped).is_ok() { mapped } else { p }
     };
@@ -170,12 +201,19 @@ async fn handle(inner: &Arc<Inner>, dir: &Path, path: &Path) {
         version: dp::VERSION.into(),
         resource: info.name.clone(),
         endpoint,
-        socket,
+        socket: socket.clone(),
         via: Via::PluginsRegistry,
         request_options: None,
     };
+    let resource = input.resource.clone();
     match register(inner, input).await {
-        Ok(()) => notify(true, String::new()).await,
-        Err(e) => notify(false, format!("RegisterPlugin error -- plugin registration failed with err: {e}")).await,
+        Ok(()) => {
+            notify(true, String::new()).await;
+            Some((resource, socket))
+        }
+        Err(e) => {
+            notify(false, format!("RegisterPlugin error -- plugin registration failed with err: {e}")).await;
+            None
+        }
     }
 }

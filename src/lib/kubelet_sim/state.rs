@@ -67,6 +67,14 @@ pub(crate) struct Resource {
     pub registrations: u64,
     /// Restored from a checkpoint and not registered since.
     pub restored: bool,
+    /// The device manager has device sets for it (the kubelet's
+    /// `healthyDevices[r]` exists): after the first snapshot, or restored
+    /// from a checkpoint; not after a bare Register, nor after the removal.
+    pub sets: bool,
+    /// Streams of replaced registrations that still run (kubelet-versions.md
+    /// §2: the kubelet does not close the old connection): endpoint ID, its
+    /// socket and the task.
+    pub superseded: Vec<(u64, PathBuf, Option<tokio::task::AbortHandle>)>,
 }
 
 impl Resource {
@@ -85,9 +93,23 @@ impl Resource {
         self.devices.iter().filter(move |d| usable && d.is_healthy())
     }
 
-    /// The kubelet's `healthyDevices[r]` exists: registered (or restored) and not removed.
+    /// The kubelet's `healthyDevices[r]` exists (kubelet-versions.md §5):
+    /// a first snapshot arrived, or it was restored, and it was not removed.
     pub fn known(&self) -> bool {
-        !self.removed
+        !self.removed && self.sets
+    }
+
+    /// Ends every plugin connection (current and superseded).
+    pub fn drop_connections(&mut self) {
+        if let Some(t) = self.endpoint.as_mut().and_then(|e| e.task.take()) {
+            t.abort();
+        }
+        self.endpoint = None;
+        for (_, _, t) in self.superseded.drain(..) {
+            if let Some(t) = t {
+                t.abort();
+            }
+        }
     }
 
     /// A short word for the resource's state.
@@ -238,6 +260,7 @@ impl State {
             })
             .collect();
         SimStatus {
+            kubelet_version: super::KubeletVersion::default(),
             dir: paths.dir.clone(),
             kubelet_socket: paths.kubelet_socket.clone(),
             podresources_socket: paths.podresources_socket.clone(),
@@ -280,6 +303,9 @@ pub(crate) struct StatusPaths {
 /// The sim's state as `status` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SimStatus {
+    /// The kubelet release the sim plays.
+    #[serde(default)]
+    pub kubelet_version: super::KubeletVersion,
     /// The device-plugin directory.
     pub dir: String,
     /// The registration socket.

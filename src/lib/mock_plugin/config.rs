@@ -420,6 +420,12 @@ pub struct Faults {
     /// Do not serve or register again after a kubelet restart.
     #[serde(default)]
     pub no_reregister: bool,
+    /// Call Register a second time, on the same socket, right after the
+    /// first one succeeds (kubelet 1.26-1.36 accept it; master rejects a
+    /// second client at a live (name, socket)). A rejection is reported and
+    /// the first registration stands.
+    #[serde(default)]
+    pub register_twice: bool,
 }
 
 /// An error and/or latency on one RPC (or all), from a given call on.

@@ -172,6 +172,8 @@ pub struct Supervisor {
     attempts: u32,
     backoff: Duration,
     retry_at: Option<tokio::time::Instant>,
+    /// The register-twice fault has made its second call.
+    registered_twice: bool,
 }
 
 impl Supervisor {
@@ -206,6 +208,7 @@ impl Supervisor {
             attempts: 0,
             backoff: BACKOFF_START,
             retry_at: None,
+            registered_twice: false,
         };
         if let Some(l) = listener {
             s.spawn_generation(l, "start");
@@ -301,6 +304,16 @@ impl Supervisor {
                     self.need_register = false;
                     self.registered_with = with;
                     self.backoff = BACKOFF_START;
+                    if self.faults.register_twice && !self.registered_twice {
+                        self.registered_twice = true;
+                        if let Err(Failure::Rejected(message) | Failure::Retry(message)) = self.register_once().await {
+                            self.res.emit(EventKind::Rejected {
+                                kubelet_socket: self.shared.kubelet_socket(),
+                                request: self.register_view(),
+                                message,
+                            });
+                        }
+                    }
                     if self.need_serve {
                         let reason = format!("{} (after registering)", self.serve_reason);
                         self.serve_again(&reason).await?;

@@ -183,6 +183,28 @@ impl JunitSuite<'_> {
         );
         writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
         writeln!(w, r#"<testsuites name="dpctl" {counts}>"#)?;
+        self.open_suite(w)
+    }
+
+    /// `<testsuites>` for several suites with these summed totals.
+    pub(crate) fn open_many(w: &mut dyn Write, t: &crate::check::Totals, duration_ms: u64) -> io::Result<()> {
+        let secs = format!("{:.3}", duration_ms as f64 / 1000.0);
+        writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+        writeln!(
+            w,
+            r#"<testsuites name="dpctl" tests="{}" failures="{}" errors="{}" skipped="{}" time="{secs}">"#,
+            t.total, t.failed, t.errors, t.skipped
+        )
+    }
+
+    /// Writes `<testsuite>` and its properties (inside [`JunitSuite::open_many`]).
+    pub(crate) fn open_suite(&self, w: &mut dyn Write) -> io::Result<()> {
+        let t = self.totals;
+        let secs = format!("{:.3}", self.duration_ms as f64 / 1000.0);
+        let counts = format!(
+            r#"tests="{}" failures="{}" errors="{}" skipped="{}" time="{secs}""#,
+            t.total, t.failed, t.errors, t.skipped
+        );
         writeln!(w, r#"  <testsuite name="{}" {counts} timestamp="{}">"#, attr(self.name), attr(self.started))?;
         writeln!(w, "    <properties>")?;
         for (k, v) in self.properties {
@@ -196,6 +218,11 @@ impl JunitSuite<'_> {
         writeln!(w, "  </testsuite>")?;
         writeln!(w, "</testsuites>")?;
         w.flush()
+    }
+
+    /// Closes one `<testsuite>` of several.
+    pub(crate) fn close_suite(w: &mut dyn Write) -> io::Result<()> {
+        writeln!(w, "  </testsuite>")
     }
 }
 

@@ -33,13 +33,38 @@ fn ms(v: u64) -> String {
     fmt_duration(Duration::from_millis(v))
 }
 
+/// What a cleanup did beyond sockets, and what it left that the played
+/// kubelet would have deleted (empty when neither).
+fn cleanup_extra(deleted_files: &[String], would_delete: &[String]) -> String {
+    let mut s = String::new();
+    if !deleted_files.is_empty() {
+        s.push_str(&format!("; deleted other files, as this kubelet version does: {}", deleted_files.join(", ")));
+    }
+    if !would_delete.is_empty() {
+        s.push_str(&format!(
+            "; kept (this kubelet version would delete them; the sim did not create this directory, \
+             --emulate-cleanup deletes them): {}",
+            would_delete.join(", ")
+        ));
+    }
+    s
+}
+
 /// A one-line description of an event (without time and name).
 pub fn event_detail(kind: &EventKind) -> String {
     match kind {
         EventKind::Started {
-            dir, kubelet_socket, podresources_socket, deleted_sockets, restored_resources, ..
+            kubelet_version,
+            dir,
+            kubelet_socket,
+            podresources_socket,
+            deleted_sockets,
+            deleted_files,
+            would_delete,
+            restored_resources,
+            ..
         } => {
-            let mut s = format!("serving {kubelet_socket}");
+            let mut s = format!("kubelet {kubelet_version}: serving {kubelet_socket}");
             if let Some(p) = podresources_socket {
                 s.push_str(&format!(", PodResources on {p}"));
             }
@@ -47,6 +72,7 @@ pub fn event_detail(kind: &EventKind) -> String {
             if !deleted_sockets.is_empty() {
                 s.push_str(&format!("; deleted stale sockets: {}", deleted_sockets.join(", ")));
             }
+            s.push_str(&cleanup_extra(deleted_files, would_delete));
             if !restored_resources.is_empty() {
                 s.push_str(&format!(
                     "; from the checkpoint, at 0 until their plugins register: {}",
@@ -127,16 +153,28 @@ pub fn event_detail(kind: &EventKind) -> String {
         EventKind::ContainerStartFailed { pod, namespace, container, message } => {
             format!("{namespace}/{pod} container {container}: {message}")
         }
+        EventKind::ContainerRestarted { pod, namespace, container, pre_start, started } => {
+            let calls: Vec<String> = pre_start.iter().map(|(r, x)| format!("{r}: {x}")).collect();
+            format!(
+                "{namespace}/{pod} container {container} {}; PreStartContainer: {}",
+                if *started { "started again" } else { "did not start" },
+                if calls.is_empty() { "none (no devices)".to_string() } else { calls.join("; ") }
+            )
+        }
         EventKind::PodDeleted { pod, namespace, freed } => {
             let devs: Vec<String> = freed.iter().map(|(r, ids)| format!("{r}={}", ids.join(","))).collect();
             format!("{namespace}/{pod}; freed {}", if devs.is_empty() { "nothing".into() } else { devs.join(" ") })
         }
         EventKind::Restarting { resources } => format!("kubelet restart; expecting back: {}", list(resources)),
-        EventKind::Restarted { deleted_sockets, restored_pods, restored_resources } => format!(
-            "new kubelet.sock; deleted sockets: {}; pods restored: {restored_pods}; resources at 0 until re-registered: {}",
-            list(deleted_sockets),
-            list(restored_resources)
-        ),
+        EventKind::Restarted { deleted_sockets, deleted_files, would_delete, restored_pods, restored_resources } => {
+            format!(
+                "new kubelet.sock; deleted sockets: {}{}; pods restored: {restored_pods}; resources at 0 until \
+                 re-registered: {}",
+                list(deleted_sockets),
+                cleanup_extra(deleted_files, would_delete),
+                list(restored_resources)
+            )
+        }
         EventKind::PluginReregistered { resource, after_ms } => {
             format!("{resource} registered again {} after the restart", ms(*after_ms))
         }
@@ -189,6 +227,7 @@ pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()
     if format.is_json() {
         return write_json(w, s);
     }
+    writeln!(w, "kubelet {} (simulated){}", s.kubelet_version, if s.running { "" } else { ", stopped" })?;
     for line in status_lines(s, format == Format::Wide) {
         writeln!(w, "{line}")?;
     }
@@ -279,8 +318,9 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
 pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize) -> Vec<String> {
     let mut out = vec![
         format!(
-            "{}{}  {}  grace {}  restarts {}",
+            "{} {}{}  {}  grace {}  restarts {}",
             "kubelet-sim".bold(),
+            s.kubelet_version,
             if s.running { "" } else { " (stopped)" },
             s.kubelet_socket,
             ms(s.grace_period_ms),
@@ -411,6 +451,28 @@ pub fn delete(w: &mut dyn Write, format: Format, d: &DeleteOutcome) -> io::Resul
     )
 }
 
+/// Renders a container restart.
+pub fn restart_container(w: &mut dyn Write, format: Format, r: &crate::kubelet_sim::RestartOutcome) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, r);
+    }
+    writeln!(
+        w,
+        "{}/{} container {}: {}",
+        r.namespace,
+        r.pod,
+        r.container,
+        match &r.start_error {
+            None => "started again".green().to_string(),
+            Some(e) => format!("{} ({e})", "did not start".red().bold()),
+        }
+    )?;
+    for (res, x) in &r.pre_start {
+        writeln!(w, "  PreStartContainer {res}: {x}")?;
+    }
+    Ok(())
+}
+
 /// Renders a restart report.
 pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Result<()> {
     if format.is_json() {
@@ -418,8 +480,10 @@ pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Resu
     }
     writeln!(
         w,
-        "restarted: deleted sockets {}; {} pod(s) kept their devices; waited {}",
+        "restarted kubelet {}: deleted sockets {}{}; {} pod(s) kept their devices; waited {}",
+        r.kubelet_version,
         list(&r.deleted_sockets),
+        cleanup_extra(&r.deleted_files, &r.would_delete),
         r.restored_pods,
         ms(r.waited_ms)
     )?;

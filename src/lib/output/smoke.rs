@@ -11,7 +11,7 @@ use colored::Colorize;
 use super::check::{JunitSuite, one_line, outcome, shorten, text};
 use super::{Format, table, write_json, write_table};
 use crate::check::{CheckResult, Outcome};
-use crate::smoke::{SmokeReport, Stream, kind_of, shell_words};
+use crate::smoke::{MatrixReport, SmokeReport, Stream, kind_of, shell_words};
 
 /// Widest DETAIL cell in the table (wide output shows everything).
 const DETAIL_WIDTH: usize = 110;
@@ -136,13 +136,14 @@ pub fn summary(r: &SmokeReport) -> String {
         "FAIL".red().bold().to_string()
     };
     format!(
-        "{verdict} {} steps: {} passed, {}, {} skipped, {} in {:.2}s ({})",
+        "{verdict} {} steps: {} passed, {}, {} skipped, {} in {:.2}s on kubelet {} ({})",
         t.total,
         t.passed,
         if t.failed > 0 { failed.red().bold().to_string() } else { failed },
         t.skipped,
         if t.errors > 0 { errors.magenta().bold().to_string() } else { errors },
         r.duration_ms as f64 / 1000.0,
+        r.kubelet_version,
         shell_words(&r.command)
     )
 }
@@ -165,7 +166,56 @@ pub fn step_line(c: &CheckResult, detail: bool) -> String {
 /// `dpctl.plugin.check`), and the plugin's output in the suite's
 /// `<system-out>` and `<system-err>`.
 pub fn junit(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
+    let props = junit_properties(r);
+    let suite = JunitSuite {
+        name: &r.suite,
+        totals: &r.totals,
+        duration_ms: r.duration_ms,
+        started: &r.started,
+        properties: &props,
+    };
+    suite.open(w)?;
+    junit_body(w, r)?;
+    JunitSuite::close(w)
+}
+
+/// Writes a matrix run as JUnit XML: one `<testsuite name="dpctl smoke
+/// (kubelet 1.28)">` per release, each as [`junit`] writes its one suite.
+pub fn junit_matrix(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
+    let all: Vec<CheckResult> = m.runs.iter().flat_map(|r| r.steps.iter().cloned()).collect();
+    let totals = crate::check::Totals::of(&all);
+    JunitSuite::open_many(w, &totals, m.runs.iter().map(|r| r.duration_ms).sum())?;
+    for r in &m.runs {
+        let name = format!("{} (kubelet {})", r.suite, r.kubelet_version);
+        let props = junit_properties(r);
+        let suite = JunitSuite {
+            name: &name,
+            totals: &r.totals,
+            duration_ms: r.duration_ms,
+            started: &r.started,
+            properties: &props,
+        };
+        suite.open_suite(w)?;
+        junit_body(w, r)?;
+        JunitSuite::close_suite(w)?;
+    }
+    writeln!(w, "</testsuites>")?;
+    w.flush()
+}
+
+/// The testcases and the plugin's output of one run.
+fn junit_body(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
+    for c in &r.steps {
+        testcase(w, c)?;
+    }
+    writeln!(w, "    <system-out>{}</system-out>", text(&r.plugin.stdout.tail))?;
+    writeln!(w, "    <system-err>{}</system-err>", text(&r.plugin.stderr.tail))
+}
+
+/// The `<property>` pairs of one run.
+fn junit_properties(r: &SmokeReport) -> Vec<(&'static str, String)> {
     let mut props: Vec<(&str, String)> = vec![
+        ("kubelet_version", r.kubelet_version.to_string()),
         ("command", shell_words(&r.command)),
         ("dir", r.dir.clone()),
         ("kubelet_socket", r.kubelet_socket.clone()),
@@ -182,20 +232,67 @@ pub fn junit(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
     if r.interrupted {
         props.push(("interrupted", "true".into()));
     }
-    let suite = JunitSuite {
-        name: &r.suite,
-        totals: &r.totals,
-        duration_ms: r.duration_ms,
-        started: &r.started,
-        properties: &props,
-    };
-    suite.open(w)?;
-    for c in &r.steps {
-        testcase(w, c)?;
+    props
+}
+
+/// Renders a matrix run: each release's report under a `kubelet <version>`
+/// heading, then one row per release and which ones passed. JSON: the
+/// [`MatrixReport`] (one object).
+pub fn matrix(w: &mut dyn Write, format: Format, m: &MatrixReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, m);
     }
-    writeln!(w, "    <system-out>{}</system-out>", text(&r.plugin.stdout.tail))?;
-    writeln!(w, "    <system-err>{}</system-err>", text(&r.plugin.stderr.tail))?;
-    JunitSuite::close(w)
+    for r in &m.runs {
+        writeln!(w, "{}", format!("== kubelet {} ==", r.kubelet_version).bold())?;
+        report(w, format, r)?;
+        writeln!(w)?;
+    }
+    let mut t = table(["KUBELET", "RESULT", "STEPS", "PASSED", "FAILED", "SKIPPED", "ERRORS", "TIME", "FIRST FAILURE"]);
+    for r in &m.runs {
+        let verdict = if r.interrupted {
+            "interrupted".magenta().to_string()
+        } else if r.passed() {
+            "pass".green().to_string()
+        } else {
+            "fail".red().bold().to_string()
+        };
+        let first = r
+            .steps
+            .iter()
+            .find(|c| matches!(c.outcome, Outcome::Fail | Outcome::Error))
+            .map_or_else(|| "-".to_string(), |c| shorten(&format!("{}: {}", c.name, one_line(&c.evidence)), 70));
+        t.add_row([
+            r.kubelet_version.to_string(),
+            verdict,
+            r.totals.total.to_string(),
+            r.totals.passed.to_string(),
+            r.totals.failed.to_string(),
+            r.totals.skipped.to_string(),
+            r.totals.errors.to_string(),
+            format!("{:.2}s", r.duration_ms as f64 / 1000.0),
+            first,
+        ]);
+    }
+    write_table(w, &t)?;
+    writeln!(w)?;
+    writeln!(w, "{}", matrix_summary(m))?;
+    w.flush()
+}
+
+/// `PASS on kubelet 1.28, 1.32, 1.36` or `FAIL on kubelet master (passed: 1.28, 1.36)`.
+pub fn matrix_summary(m: &MatrixReport) -> String {
+    let join = |v: &[crate::kubelet_sim::KubeletVersion]| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+    if m.passed() {
+        format!("{} on kubelet {}", "PASS".green().bold(), join(&m.passed).join(", "))
+    } else {
+        let passed = join(&m.passed);
+        format!(
+            "{} on kubelet {} (passed: {})",
+            "FAIL".red().bold(),
+            join(&m.failed).join(", "),
+            if passed.is_empty() { "none".to_string() } else { passed.join(", ") }
+        )
+    }
 }
 
 fn testcase(w: &mut dyn Write, c: &CheckResult) -> io::Result<()> {
@@ -213,6 +310,7 @@ mod tests {
     fn sample() -> SmokeReport {
         let out = |s: &str| OutputView { bytes: s.len() as u64, tail: s.into(), truncated: false, file: None };
         let mut r = SmokeReport {
+            kubelet_version: crate::kubelet_sim::KubeletVersion::Release(32),
             suite: crate::smoke::SUITE_NAME.into(),
             command: vec!["./plugin".into(), "--dir".into(), "/tmp/x".into()],
             dir: "/tmp/x".into(),
@@ -256,8 +354,9 @@ mod tests {
         assert!(s.contains("FAIL registration\n  evidence: rejected"), "{s}");
         assert!(s.contains("plugin output (pid 7), stderr:\n  | E0101 registration failed"), "{s}");
         assert!(
-            s.trim_end()
-                .ends_with("FAIL 6 steps: 1 passed, 1 failed, 4 skipped, 0 errors in 3.21s (./plugin --dir /tmp/x)"),
+            s.trim_end().ends_with(
+                "FAIL 6 steps: 1 passed, 1 failed, 4 skipped, 0 errors in 3.21s on kubelet 1.32 (./plugin --dir /tmp/x)"
+            ),
             "{s}"
         );
     }

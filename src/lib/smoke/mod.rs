@@ -19,6 +19,7 @@
 //! standard paths.
 
 pub mod isolate;
+pub mod matrix;
 pub mod process;
 mod steps;
 
@@ -31,7 +32,8 @@ use tokio::sync::mpsc;
 
 use crate::check::{CheckId, CheckResult, Outcome, Totals};
 use crate::error::{Error, Result};
-use crate::kubelet_sim::{KubeletSim, SimConfig, Via};
+use crate::kubelet_sim::{KubeletSim, KubeletVersion, SimConfig, Via};
+pub use matrix::{MatrixReport, run_matrix};
 pub use process::{ExitView, OutputView, PluginProcess, Stream};
 
 /// The suite's name in reports and in JUnit's `<testsuite name>`.
@@ -257,6 +259,8 @@ pub struct SmokeConfig {
     pub registration: Option<Via>,
     /// Run the plugin in a private mount namespace (`--isolate`).
     pub isolate: Option<isolate::IsolateConfig>,
+    /// The kubelet release the sim plays.
+    pub kubelet_version: KubeletVersion,
 }
 
 impl Default for SmokeConfig {
@@ -280,6 +284,7 @@ impl Default for SmokeConfig {
             output_limit: 64 * 1024,
             registration: None,
             isolate: None,
+            kubelet_version: KubeletVersion::NEWEST,
         }
     }
 }
@@ -339,6 +344,9 @@ pub struct PluginReport {
 pub struct SmokeReport {
     /// `dpctl smoke`.
     pub suite: String,
+    /// The kubelet release the sim played.
+    #[serde(default)]
+    pub kubelet_version: KubeletVersion,
     /// The command as run (substituted).
     pub command: Vec<String>,
     /// The device-plugin directory.
@@ -426,10 +434,14 @@ pub async fn run_smoke(
         None => None,
     };
     let mut sim_config = SimConfig::new(&dir);
+    sim_config.set_kubelet_version(config.kubelet_version);
     sim_config.pre_start_timeout = config.prestart_timeout;
     sim_config.registry_dir = Some(layout.plugins_registry.clone());
     sim_config.podresources_socket = Some(layout.podresources_socket());
     sim_config.path_map = plan.as_ref().map_or_else(|| layout.path_map(), isolate::Plan::path_map);
+    // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
+    sim_config.owns_dir = config.dir.is_none();
+    let sim_version = config.kubelet_version;
     let sim = match KubeletSim::start(sim_config).await {
         Ok(s) => s,
         Err(e) => {
@@ -477,6 +489,7 @@ pub async fn run_smoke(
     let kept = keep || runner.config().dir.is_some();
     let mut report = runner.into_report(&dir, kept, started, t0.elapsed(), interrupted);
     report.isolation = isolation;
+    report.kubelet_version = sim_version;
     report.tally();
     Ok(report)
 }

@@ -382,12 +382,21 @@ impl Runner {
                         }
                         self.done(StepId::Registration, Outcome::Pass, evidence, t)
                     }
-                    EventKind::RegistrationRejected { resource, endpoint, version, message, .. } => {
+                    EventKind::RegistrationRejected { resource, endpoint, socket, version, message, .. } => {
                         let mut evidence = format!(
                             "the kubelet rejected Register(version {version:?}, resource_name {resource:?}, endpoint \
                              {endpoint:?}): {message}"
                         );
-                        if message == crate::kubelet_sim::DIAL_FAILED {
+                        if message == crate::kubelet_sim::DIAL_FAILED && endpoint.starts_with('/') {
+                            // kubelet-versions.md §1: filepath.Join appends an absolute endpoint.
+                            evidence.push_str(&format!(
+                                " — the endpoint is an absolute path, and the kubelet joins it to its directory \
+                                 (Go filepath.Join), so it dialed {socket}, where nothing listens: register the \
+                                 socket's file name ({:?}) and serve it in {}",
+                                endpoint.rsplit('/').next().unwrap_or_default(),
+                                self.sim.dir().display()
+                            ));
+                        } else if message == crate::kubelet_sim::DIAL_FAILED {
                             evidence.push_str(&format!(
                                 " — the kubelet could not connect to {endpoint} within 10 s while handling Register: \
                                  serve the socket before calling Register"
@@ -580,6 +589,7 @@ impl Runner {
         }
         let mut violations: Vec<String> = Vec::new();
         let mut stream_end = None;
+        let mut later_rejections: Vec<(String, String)> = Vec::new();
         for e in self.events.seen.iter().skip(reg.index) {
             match &e.kind {
                 EventKind::Snapshot { resource, violations: v, .. } if *resource == reg.resource => {
@@ -595,10 +605,24 @@ impl Runner {
                 EventKind::StreamEnded { resource, reason, .. } if *resource == reg.resource => {
                     stream_end = Some(reason.clone());
                 }
+                EventKind::RegistrationRejected { resource, endpoint, message, .. }
+                    if *resource == reg.resource && !later_rejections.iter().any(|(_, m)| m == message) =>
+                {
+                    later_rejections.push((endpoint.clone(), message.clone()));
+                }
                 _ => {}
             }
         }
         problems.extend(violations);
+        for (endpoint, message) in &later_rejections {
+            // kubelet-versions.md §2: only master refuses a second client at a live (name, socket).
+            problems.push(format!(
+                "after the accepted registration, kubelet {} rejected another Register of {} (endpoint {endpoint}): \
+                 {message}",
+                self.sim.status().kubelet_version,
+                reg.resource
+            ));
+        }
         if let Some(reason) = &stream_end
             && res.state == "stream-ended"
         {
@@ -955,6 +979,7 @@ impl Runner {
         };
         SmokeReport {
             suite: SUITE_NAME.into(),
+            kubelet_version: crate::kubelet_sim::KubeletVersion::NEWEST,
             command: self.command.clone(),
             dir: dir.display().to_string(),
             dir_kept,

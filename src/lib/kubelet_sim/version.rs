@@ -1,0 +1,372 @@
+//! Which kubelet release the sim plays (`--kubelet-version`): one
+//! [`KubeletVersion`] per release from 1.26 to 1.36 plus `master`, with one
+//! method per device-manager behaviour that changed between them. Every
+//! method cites the section of `spec/kubelet-versions.md` it follows; where
+//! that file marks a release as inferred or unverified, the method says so.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// The oldest release the sim plays.
+pub const OLDEST_MINOR: u8 = 26;
+/// The newest release (the default).
+pub const NEWEST_MINOR: u8 = 36;
+
+/// A kubelet release (minor version; patch releases are treated as their
+/// `.0`, except where a method says otherwise) or `master`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum KubeletVersion {
+    /// `1.<minor>`, 26 ..= 36.
+    Release(u8),
+    /// The development branch after 1.36.
+    Master,
+}
+
+/// What `CleanupPluginDirectory` removes from the device-plugins directory
+/// at kubelet start (kubelet-versions.md §4). The checkpoint file and
+/// directories (with everything in them) are always kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CleanupRule {
+    /// `os.Lstat`: every entry that is not a directory (sockets, regular
+    /// files, symlinks themselves, FIFOs).
+    AllNonDirectories,
+    /// `os.Stat` + `ModeSocket`: only entries whose target is a socket (a
+    /// symlink to a socket loses the link; a dangling link is kept).
+    SocketsOnly,
+}
+
+impl fmt::Display for CleanupRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CleanupRule::AllNonDirectories => "every non-directory",
+            CleanupRule::SocketsOnly => "sockets only",
+        })
+    }
+}
+
+impl Default for CleanupRule {
+    /// The rule of the newest release.
+    fn default() -> Self {
+        KubeletVersion::NEWEST.cleanup_rule()
+    }
+}
+
+impl Default for KubeletVersion {
+    fn default() -> Self {
+        KubeletVersion::NEWEST
+    }
+}
+
+impl KubeletVersion {
+    /// The newest release: the default.
+    pub const NEWEST: KubeletVersion = KubeletVersion::Release(NEWEST_MINOR);
+
+    /// Every version the sim plays, oldest first.
+    pub fn all() -> Vec<KubeletVersion> {
+        (OLDEST_MINOR..=NEWEST_MINOR).map(KubeletVersion::Release).chain([KubeletVersion::Master]).collect()
+    }
+
+    /// The accepted names, for errors and `--help`: `1.26, 1.27, …, master`.
+    pub fn valid_list() -> String {
+        Self::all().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Parses `1.30`, `v1.30`, `1.30.7` (a patch maps to its minor) or
+    /// `master`. Anything else is bad input naming the valid list.
+    pub fn parse(s: &str) -> Result<KubeletVersion> {
+        let place = format!("--kubelet-version {s}");
+        let t = s.trim();
+        if t.eq_ignore_ascii_case("master") {
+            return Ok(KubeletVersion::Master);
+        }
+        let bad = || {
+            Error::invalid(
+                &place,
+                format!("not a kubelet version dpctl plays; valid: {} (also v1.30 or 1.30.7)", Self::valid_list()),
+            )
+        };
+        let t = t.strip_prefix('v').or_else(|| t.strip_prefix('V')).unwrap_or(t);
+        let mut parts = t.split('.');
+        let (Some(major), Some(minor)) = (parts.next(), parts.next()) else { return Err(bad()) };
+        let patch = parts.next();
+        if parts.next().is_some() || major != "1" {
+            return Err(bad());
+        }
+        let digits = |p: &str| !p.is_empty() && p.len() <= 4 && p.bytes().all(|b| b.is_ascii_digit());
+        if !digits(minor) || patch.is_some_and(|p| !digits(p)) {
+            return Err(bad());
+        }
+        let minor: u8 = minor.parse().map_err(|_| bad())?;
+        if !(OLDEST_MINOR..=NEWEST_MINOR).contains(&minor) {
+            return Err(bad());
+        }
+        Ok(KubeletVersion::Release(minor))
+    }
+
+    /// Parses a comma-separated list (`1.28,1.32,1.36`), keeping the order
+    /// given and dropping repeats.
+    pub fn parse_list(s: &str) -> Result<Vec<KubeletVersion>> {
+        let mut out = Vec::new();
+        for part in s.split(',') {
+            if part.trim().is_empty() {
+                return Err(Error::invalid(
+                    format!("--kubelet-version {s}"),
+                    format!("an empty entry in the list; valid: {}", Self::valid_list()),
+                ));
+            }
+            let v = Self::parse(part)?;
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The minor number; `master` counts as one past the newest release.
+    fn minor(self) -> u8 {
+        match self {
+            KubeletVersion::Release(m) => m,
+            KubeletVersion::Master => NEWEST_MINOR + 1,
+        }
+    }
+
+    /// True for this minor release or any later one (master included).
+    fn at_least(self, minor: u8) -> bool {
+        self.minor() >= minor
+    }
+
+    /// §2: up to 1.36 a second `Register` of a registered resource replaces
+    /// the client in a map keyed by name, and the old stream's end then
+    /// disconnects the new client (issue #121994). master (PR #135437) keeps
+    /// one client per (name, socket path) instead.
+    pub fn replaces_by_name(self) -> bool {
+        self != KubeletVersion::Master
+    }
+
+    /// §2 (master, PR #139338): a second registration at the same (name,
+    /// socket) while the old connection is alive is rejected in
+    /// `PluginConnected`. The exact text is unverified; this is dpctl's.
+    pub fn rejects_duplicate_socket(self) -> bool {
+        self == KubeletVersion::Master
+    }
+
+    /// §4: what the kubelet deletes from the device-plugins directory at
+    /// start. 1.26–1.32 (including later 1.31.x, after the PR #126976
+    /// revert): every non-directory; 1.33 and later: sockets only (PR
+    /// #130187; 1.33 rather than 1.34 is inferred). 1.31.0's brief
+    /// sockets-only rule is not played (patches are treated as equal).
+    pub fn cleanup_rule(self) -> CleanupRule {
+        if self.at_least(33) { CleanupRule::SocketsOnly } else { CleanupRule::AllNonDirectories }
+    }
+
+    /// §5: the text after `no containers return in allocation response `
+    /// for an empty `AllocateResponse`: the gogo `String()` dump up to 1.33,
+    /// nothing from 1.34 (protoc-gen-go, KL `3c7be05`).
+    pub fn empty_allocate_text(self) -> &'static str {
+        if self.at_least(34) { "" } else { "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}" }
+    }
+
+    /// §5: up to 1.28 a restartable init container's (sidecar's) devices go
+    /// into the reuse pool like a plain init container's; 1.29+ keeps them
+    /// out (PR #120461).
+    pub fn reuses_sidecar_devices(self) -> bool {
+        !self.at_least(29)
+    }
+
+    /// §5: 1.27+ (`isContainerAlreadyRunning`): while sources are not ready
+    /// after a kubelet restart, a running container gets neither
+    /// GetPreferredAllocation nor Allocate. 1.26 allocates again.
+    pub fn skips_running_containers_after_restart(self) -> bool {
+        self.at_least(27)
+    }
+
+    /// §7: up to 1.30 a checkpoint that is not v2 is read as the pre-1.20 v1
+    /// format; 1.31+ has no fallback.
+    pub fn reads_v1_checkpoint(self) -> bool {
+        !self.at_least(31)
+    }
+
+    /// §8: PodResources `Get` is served by default (gate
+    /// `KubeletPodResourcesGet` beta and on from 1.34, GA in 1.36, no gate on
+    /// master; alpha and off 1.27–1.33; absent in 1.26).
+    pub fn podresources_get_default(self) -> bool {
+        self.at_least(34)
+    }
+
+    /// §8: the PodResources rate limit (100 qps, burst 10) exists from 1.27
+    /// (PR #116459; a 1.26.x backport is unverified).
+    pub fn podresources_rate_limited(self) -> bool {
+        self.at_least(27)
+    }
+
+    /// §8: `List`/`Get` include restartable init containers: 1.30–1.32 when
+    /// `SidecarContainers` is on (beta, on by default), always from 1.33.
+    pub fn list_includes_sidecars(self) -> bool {
+        self.at_least(30)
+    }
+
+    /// §8: `List` returns active pods only from 1.34
+    /// (`KubeletPodResourcesListUseActivePods`, default true); before, every
+    /// pod the pod manager knows, terminated ones included.
+    pub fn list_active_pods_only(self) -> bool {
+        self.at_least(34)
+    }
+
+    /// §1: from 1.35 (inferred from PR #134293; unverified) the Register
+    /// call's context bounds the dial-back and GetDevicePluginOptions, so a
+    /// plugin's Register deadline aborts the kubelet's side. Before, the
+    /// kubelet used a background context.
+    pub fn register_context_bounds_dial(self) -> bool {
+        self.at_least(35)
+    }
+
+    /// §9: the `device-plugin` healthz check exists from 1.32 (PR #128432).
+    pub fn has_device_plugin_healthz(self) -> bool {
+        self.at_least(32)
+    }
+
+    /// §6: `DeRegisterPlugin` of a deleted plugins_registry socket goes by
+    /// name up to 1.36 (it can disconnect a same-named client registered
+    /// through kubelet.sock), by (name, endpoint) on master.
+    pub fn deregisters_by_endpoint(self) -> bool {
+        self == KubeletVersion::Master
+    }
+
+    /// §6: 1.32+ detects a re-created plugins_registry socket by a per-event
+    /// UUID, earlier releases by timestamp (either way: deregister, register).
+    pub fn registry_detects_by_uuid(self) -> bool {
+        self.at_least(32)
+    }
+
+    /// The behaviours that differ between the versions, one line each, for
+    /// `--help` and the README.
+    pub fn differences() -> &'static [&'static str] {
+        &[
+            "same resource registered again: 1.26-1.36 replace by name (the old stream's end disconnects the new plugin, issue #121994); master keeps one client per (name, socket) and rejects a second Register on a live (name, socket) (text unverified)",
+            "restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint; 1.33+ sockets only (1.33 inferred)",
+            "empty Allocate response text: gogo dump up to 1.33, empty from 1.34",
+            "sidecar devices reused by later containers: up to 1.28; kept out from 1.29",
+            "running containers skipped by allocation after a kubelet restart: 1.27+",
+            "v1 checkpoints read: up to 1.30",
+            "PodResources: rate limit from 1.27; Get on by default from 1.34; sidecars listed from 1.30; active pods only from 1.34",
+            "Register's deadline bounds the dial-back: 1.35+ (inferred, unverified)",
+        ]
+    }
+}
+
+impl fmt::Display for KubeletVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KubeletVersion::Release(m) => write!(f, "1.{m}"),
+            KubeletVersion::Master => f.write_str("master"),
+        }
+    }
+}
+
+impl FromStr for KubeletVersion {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        KubeletVersion::parse(s)
+    }
+}
+
+impl Serialize for KubeletVersion {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for KubeletVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        KubeletVersion::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_releases_prefixes_patches_and_master() {
+        assert_eq!(KubeletVersion::parse("1.26").unwrap(), KubeletVersion::Release(26));
+        assert_eq!(KubeletVersion::parse("v1.30").unwrap(), KubeletVersion::Release(30));
+        assert_eq!(KubeletVersion::parse("1.30.7").unwrap(), KubeletVersion::Release(30));
+        assert_eq!(KubeletVersion::parse(" master ").unwrap(), KubeletVersion::Master);
+        assert_eq!(KubeletVersion::default(), KubeletVersion::Release(36));
+        assert_eq!(KubeletVersion::all().len(), 12);
+        assert_eq!(KubeletVersion::Master.to_string(), "master");
+    }
+
+    #[test]
+    fn rejects_others_naming_the_valid_list() {
+        for bad in ["1.25", "1.37", "2.30", "1", "1.30.7.1", "1.x", "", "1.-3", "v", "1.030000"] {
+            let e = KubeletVersion::parse(bad).unwrap_err();
+            assert_eq!(e.exit_code(), crate::error::exit::USAGE, "{bad}");
+            let text = e.to_string();
+            assert!(text.contains("1.26, 1.27") && text.contains("1.36, master"), "{bad}: {text}");
+        }
+        let e = KubeletVersion::parse_list("1.28,,1.36").unwrap_err().to_string();
+        assert!(e.contains("empty entry"), "{e}");
+        assert_eq!(
+            KubeletVersion::parse_list("1.28,1.32,1.36,1.28").unwrap(),
+            [KubeletVersion::Release(28), KubeletVersion::Release(32), KubeletVersion::Release(36)]
+        );
+    }
+
+    #[test]
+    fn order_puts_master_last() {
+        assert!(KubeletVersion::Release(36) < KubeletVersion::Master);
+        assert!(KubeletVersion::Release(26) < KubeletVersion::Release(33));
+    }
+
+    /// kubelet-versions.md summary table, one assertion per row that the sim plays.
+    #[test]
+    fn behaviours_follow_the_summary_table() {
+        let v = KubeletVersion::Release;
+        // §2 same resource registered again.
+        assert!(v(36).replaces_by_name() && !KubeletVersion::Master.replaces_by_name());
+        assert!(KubeletVersion::Master.rejects_duplicate_socket() && !v(36).rejects_duplicate_socket());
+        // §4 cleanup.
+        assert_eq!(v(26).cleanup_rule(), CleanupRule::AllNonDirectories);
+        assert_eq!(v(31).cleanup_rule(), CleanupRule::AllNonDirectories);
+        assert_eq!(v(32).cleanup_rule(), CleanupRule::AllNonDirectories);
+        assert_eq!(v(33).cleanup_rule(), CleanupRule::SocketsOnly);
+        assert_eq!(KubeletVersion::Master.cleanup_rule(), CleanupRule::SocketsOnly);
+        // §5 empty Allocate text.
+        assert_eq!(
+            v(33).empty_allocate_text(),
+            "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}"
+        );
+        assert_eq!(v(34).empty_allocate_text(), "");
+        // §5 sidecars, running containers.
+        assert!(v(28).reuses_sidecar_devices() && !v(29).reuses_sidecar_devices());
+        assert!(!v(26).skips_running_containers_after_restart() && v(27).skips_running_containers_after_restart());
+        // §7 v1 checkpoints.
+        assert!(v(30).reads_v1_checkpoint() && !v(31).reads_v1_checkpoint());
+        // §8 PodResources.
+        assert!(!v(33).podresources_get_default() && v(34).podresources_get_default());
+        assert!(!v(26).podresources_rate_limited() && v(27).podresources_rate_limited());
+        assert!(!v(29).list_includes_sidecars() && v(30).list_includes_sidecars());
+        assert!(!v(33).list_active_pods_only() && v(34).list_active_pods_only());
+        // §1 Register context (inferred 1.35).
+        assert!(!v(34).register_context_bounds_dial() && v(35).register_context_bounds_dial());
+        // §9, §6.
+        assert!(!v(31).has_device_plugin_healthz() && v(32).has_device_plugin_healthz());
+        assert!(!v(36).deregisters_by_endpoint() && KubeletVersion::Master.deregisters_by_endpoint());
+        assert!(!v(31).registry_detects_by_uuid() && v(32).registry_detects_by_uuid());
+    }
+
+    #[test]
+    fn serde_uses_the_display_form() {
+        let j = serde_json::to_string(&KubeletVersion::Release(30)).unwrap();
+        assert_eq!(j, "\"1.30\"");
+        let back: KubeletVersion = serde_json::from_str("\"master\"").unwrap();
+        assert_eq!(back, KubeletVersion::Master);
+    }
+}

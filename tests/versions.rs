@@ -1,0 +1,395 @@
+//! `--kubelet-version`: kubelet-sim playing one release, and the places where
+//! it now follows the kubelet exactly (issue 9 items 3-11). Each test cites
+//! the section of spec/kubelet-versions.md (and the versions) it pins.
+
+use std::time::Duration;
+
+use dpctl::kubelet_sim::{CleanupRule, EventKind, KubeletSim, KubeletVersion, PodSpec, SimConfig, SimEvent, SimHandle};
+use tokio::sync::broadcast;
+
+use crate::support::simplugin::{self, Script, SimPlugin, register};
+use crate::support::{Sandbox, dpctl, within};
+
+const GPU: &str = "example.com/gpu";
+
+fn v(minor: u8) -> KubeletVersion {
+    KubeletVersion::Release(minor)
+}
+
+async fn start_sim(sb: &Sandbox, version: KubeletVersion, tune: impl FnOnce(&mut SimConfig)) -> SimHandle {
+    let mut c = SimConfig::new(sb.path());
+    c.set_kubelet_version(version);
+    c.dial_timeout = Duration::from_millis(400);
+    tune(&mut c);
+    KubeletSim::start(c).await.expect("start the sim")
+}
+
+async fn next(rx: &mut broadcast::Receiver<SimEvent>, what: &str, pred: impl Fn(&EventKind) -> bool) -> EventKind {
+    within(what, async {
+        loop {
+            let ev = rx.recv().await.expect("event stream");
+            if pred(&ev.kind) {
+                return ev.kind;
+            }
+        }
+    })
+    .await
+}
+
+async fn counts_are(sim: &SimHandle, resource: &str, capacity: usize, allocatable: usize) {
+    let r = resource.to_string();
+    sim.wait_for_counts(
+        move |c| c.get(&r).is_some_and(|c| c.capacity == capacity && c.allocatable == allocatable),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{resource} never reached {capacity}/{allocatable}: {e}; now {:?}", sim.counts()));
+}
+
+/// kubelet-versions.md §1 "Endpoint handling", every version: the socket is
+/// `filepath.Join(dir, endpoint)`, so an absolute endpoint is appended to the
+/// directory instead of replacing it.
+#[tokio::test]
+async fn absolute_endpoint_is_appended_to_the_directory_like_filepath_join() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, KubeletVersion::NEWEST, |_| {}).await;
+    let mut rx = sim.subscribe();
+    // A plugin serving outside the directory and registering its absolute path fails.
+    let p = SimPlugin::new(SimPlugin::healthy(1, false), Script::default());
+    let real = sb.join("p.sock");
+    let _stop = p.serve(&real).await;
+    let abs = real.display().to_string();
+    let st = within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, &abs, None)).await.unwrap_err();
+    assert_eq!(st.message(), "failed to dial device plugin: context deadline exceeded");
+    let ev = next(&mut rx, "rejection", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
+    let EventKind::RegistrationRejected { socket, .. } = ev else { unreachable!() };
+    assert_eq!(socket, format!("{}{}", sb.path().display(), abs), "dialed <dir>/<absolute endpoint>");
+    assert!(p.rpcs().is_empty(), "the plugin at the absolute path was never called");
+    // The same absolute form naming a socket that does sit under the directory works.
+    std::fs::create_dir(sb.join("run")).unwrap();
+    let q = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let _stop_q = q.serve(&sb.join("run/q.sock")).await;
+    within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "/run/q.sock", None)).await.unwrap();
+    counts_are(&sim, GPU, 2, 2).await;
+    assert_eq!(sim.status().resource(GPU).unwrap().socket.as_deref(), Some(sb.join("run/q.sock").to_str().unwrap()));
+    sim.stop().await.unwrap();
+}
+
+/// kubelet-versions.md §5 "Failure message": an empty AllocateResponse is
+/// printed by gogo's String() up to 1.33 and as nothing from 1.34.
+#[tokio::test]
+async fn empty_allocate_response_text_follows_the_version() {
+    for (version, tail) in [
+        (v(26), "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}"),
+        (v(33), "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}"),
+        (v(34), ""),
+        (KubeletVersion::Master, ""),
+    ] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let p = SimPlugin::new(SimPlugin::healthy(1, false), Script { allocate_empty: true, ..Default::default() });
+        let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+        counts_are(&sim, GPU, 1, 1).await;
+        let o = sim.admit(PodSpec::shorthand("empty", "default", &[(GPU.into(), 1)])).await.unwrap();
+        assert!(!o.admitted);
+        assert_eq!(o.reason.as_deref(), Some("UnexpectedAdmissionError"));
+        assert_eq!(
+            o.message.unwrap(),
+            format!("Allocate failed due to no containers return in allocation response {tail}, which is unexpected"),
+            "{version}"
+        );
+        sim.stop().await.unwrap();
+    }
+}
+
+/// kubelet-versions.md §4: 1.26-1.32 delete every non-directory but the
+/// checkpoint at start, 1.33+ sockets only. In a directory the sim did not
+/// create, only sockets are deleted and the rest is reported.
+#[tokio::test]
+async fn restart_cleanup_follows_the_version_and_spares_foreign_files() {
+    for (version, owns, deleted, would) in [
+        (v(32), true, vec!["notes.txt"], vec![]),
+        (v(32), false, vec![], vec!["notes.txt"]),
+        (v(33), true, vec![], vec![]),
+        (KubeletVersion::Master, false, vec![], vec![]),
+    ] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |c| c.owns_dir = owns).await;
+        let p = SimPlugin::new(SimPlugin::healthy(1, false), Script::default());
+        let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+        counts_are(&sim, GPU, 1, 1).await;
+        std::fs::write(sb.join("notes.txt"), "x").unwrap();
+        let report = within("restart", sim.restart(Duration::from_millis(50))).await.unwrap();
+        assert_eq!(report.kubelet_version, version);
+        assert_eq!(report.cleanup_rule, version.cleanup_rule());
+        assert_eq!(report.deleted_sockets, ["gpu.sock"], "{version}");
+        assert_eq!(report.deleted_files, deleted, "{version} owns={owns}");
+        assert_eq!(report.would_delete, would, "{version} owns={owns}");
+        assert_eq!(sb.join("notes.txt").exists(), deleted.is_empty(), "{version} owns={owns}");
+        assert!(sb.join("kubelet_internal_checkpoint").exists(), "the checkpoint is never deleted");
+        sim.stop().await.unwrap();
+    }
+    assert_eq!(v(32).cleanup_rule(), CleanupRule::AllNonDirectories);
+}
+
+/// `status` and the `started` event name the version; bad versions are bad
+/// input (exit 2) naming the valid list.
+#[tokio::test]
+async fn cli_names_the_version_and_rejects_unknown_ones() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let run = dpctl(&["kubelet-sim", "--dir", dir, "--kubelet-version", "1.25"]).await;
+    run.expect_code(2);
+    assert!(run.stderr.contains("1.26, 1.27") && run.stderr.contains("master"), "{}", run.stderr);
+    let run =
+        dpctl(&["kubelet-sim", "--dir", dir, "--kubelet-version", "v1.30.7", "--timeout", "100ms", "-o", "json"]).await;
+    run.expect_code(0);
+    let lines = run.json_lines();
+    assert_eq!(lines[0]["event"], "started");
+    assert_eq!(lines[0]["kubelet_version"], "1.30");
+    assert_eq!(lines[0]["cleanup_rule"], "all-non-directories");
+    let sim = start_sim(&sb, v(28), |_| {}).await;
+    assert_eq!(sim.status().kubelet_version, v(28));
+    let run = dpctl(&["kubelet-sim", "status", "--dir", dir, "-o", "json"]).await;
+    run.expect_code(0);
+    assert_eq!(run.json()["kubelet_version"], "1.28");
+    let run = dpctl(&["kubelet-sim", "status", "--dir", dir]).await;
+    assert!(run.stdout.starts_with("kubelet 1.28 (simulated)"), "{}", run.stdout);
+    sim.stop().await.unwrap();
+}
+
+/// kubelet-versions.md §2, master (PR #135437, PR #139338): one client per
+/// (name, socket). A second Register on a live (name, socket) is rejected
+/// (dpctl's text: the kubelet's is unverified); on another socket both
+/// coexist and the old stream's end disconnects only the old client.
+#[tokio::test]
+async fn master_keeps_one_client_per_socket_and_rejects_a_live_duplicate() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, KubeletVersion::Master, |_| {}).await;
+    let mut rx = sim.subscribe();
+    let a = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let (_pa, _sa) = simplugin::start(&a, sb.path(), "a.sock", GPU).await;
+    counts_are(&sim, GPU, 2, 2).await;
+    let st = within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None)).await.unwrap_err();
+    assert_eq!(st.code(), tonic::Code::Unknown);
+    assert_eq!(
+        st.message(),
+        format!("device plugin \"{GPU}\" is already registered and connected at {}", sb.join("a.sock").display())
+    );
+    next(&mut rx, "rejection", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
+    let b = SimPlugin::new(SimPlugin::healthy(3, false), Script::default());
+    let (_pb, _sb) = simplugin::start(&b, sb.path(), "b.sock", GPU).await;
+    counts_are(&sim, GPU, 3, 3).await;
+    a.end_streams();
+    // The old client's end does not touch the new one.
+    b.set_devices(SimPlugin::healthy(4, false));
+    counts_are(&sim, GPU, 4, 4).await;
+    assert_eq!(sim.status().resource(GPU).unwrap().state, "serving");
+    sim.stop().await.unwrap();
+}
+
+/// kubelet-versions.md §2, 1.26-1.36: the same second Register on the same
+/// socket is accepted (replace by name), with no error.
+#[tokio::test]
+async fn releases_accept_a_second_register_on_the_same_socket() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, v(30), |_| {}).await;
+    let a = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let (_pa, _sa) = simplugin::start(&a, sb.path(), "a.sock", GPU).await;
+    counts_are(&sim, GPU, 2, 2).await;
+    within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None)).await.unwrap();
+    counts_are(&sim, GPU, 2, 2).await;
+    assert_eq!(sim.status().resource(GPU).unwrap().registrations, 2);
+    sim.stop().await.unwrap();
+}
+
+/// Runs `dpctl smoke -o json <flags> -- dpctl mock-plugin ... <extra>` and returns the exit code and JSON.
+async fn smoke_matrix(flags: &[&str], extra: &[&str]) -> (i32, serde_json::Value, String) {
+    let mut args = vec!["smoke", "-o", "json", "--stream-window", "300ms", "--restart-deadline", "3s"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["--", crate::support::dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--resource", GPU]);
+    args.extend_from_slice(extra);
+    let out = tokio::process::Command::new(crate::support::dpctl_bin())
+        .args(&args)
+        .env_remove("DPCTL_DEVICE_PLUGIN_DIR")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(90), out).await.expect("smoke within 90 s").expect("run dpctl");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    (out.status.code().unwrap_or(-1), v, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// `dpctl smoke --kubelet-version 1.28,1.32,1.36` against dpctl's mock plugin:
+/// one full run per release, all pass; JUnit has one suite per release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_matrix_passes_a_well_behaved_plugin_on_three_releases() {
+    let sb = Sandbox::new();
+    let junit = sb.join("m.xml");
+    let flags = ["--kubelet-version", "1.28,1.32,1.36", "--junit", junit.to_str().unwrap()];
+    let (code, v, stderr) = smoke_matrix(&flags, &["--devices", "2", "--pre-start", "--preferred", "pack"]).await;
+    assert_eq!(code, 0, "{v:#}\n{stderr}");
+    assert_eq!(v["passed"], serde_json::json!(["1.28", "1.32", "1.36"]));
+    assert_eq!(v["failed"], serde_json::json!([]));
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3);
+    for (r, want) in runs.iter().zip(["1.28", "1.32", "1.36"]) {
+        assert_eq!(r["kubelet_version"], want);
+        assert_eq!(r["totals"]["failed"], 0, "{r:#}");
+    }
+    assert!(stderr.contains("== kubelet 1.32 (2/3) =="), "{stderr}");
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let doc = roxmltree::Document::parse(&xml).expect("JUnit parses");
+    let suites: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("testsuite")).collect();
+    let names: Vec<_> = suites.iter().map(|s| s.attribute("name").unwrap()).collect();
+    assert_eq!(names, ["dpctl smoke (kubelet 1.28)", "dpctl smoke (kubelet 1.32)", "dpctl smoke (kubelet 1.36)"]);
+    let root = doc.root_element();
+    assert_eq!(root.attribute("failures"), Some("0"));
+    let total: usize = suites.iter().map(|s| s.attribute("tests").unwrap().parse::<usize>().unwrap()).sum();
+    assert_eq!(root.attribute("tests").unwrap().parse::<usize>().unwrap(), total);
+}
+
+/// kubelet-versions.md §2: a plugin that calls Register twice on the same
+/// socket passes on 1.28 and 1.36 (replace by name) and fails on master
+/// only (a second client at a live (name, socket) is rejected).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_matrix_fails_a_double_register_on_master_only() {
+    let flags = ["--kubelet-version", "1.28,1.36,master", "--skip", "kubelet-restart"];
+    let (code, v, stderr) = smoke_matrix(&flags, &["--register-twice"]).await;
+    assert_eq!(code, 1, "{v:#}\n{stderr}");
+    assert_eq!(v["passed"], serde_json::json!(["1.28", "1.36"]), "{v:#}");
+    assert_eq!(v["failed"], serde_json::json!(["master"]));
+    let master = &v["runs"][2];
+    let hr = master["steps"].as_array().unwrap().iter().find(|s| s["name"] == "health-report").unwrap();
+    assert_eq!(hr["outcome"], "fail");
+    let ev = hr["evidence"].as_str().unwrap();
+    assert!(ev.contains("kubelet master rejected another Register") && ev.contains("already registered"), "{ev}");
+}
+
+/// kubelet-versions.md §5 "A pod arriving between Register and the first
+/// ListAndWatch message" (every version): the device manager has no device
+/// sets yet and skips the resource; node status does not list it, so the
+/// request is stripped and the pod admitted with no devices. After the
+/// 5-minute removal node status lists it at 0, and the same pod is rejected
+/// with OutOf<resource>, not UnexpectedAdmissionError.
+#[tokio::test]
+async fn a_pod_before_the_first_list_and_watch_message_is_treated_as_the_kubelet_does() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, KubeletVersion::NEWEST, |c| c.grace_period = Duration::from_millis(100)).await;
+    let mut rx = sim.subscribe();
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { hold_first: true, ..Default::default() });
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let o = sim.admit(PodSpec::shorthand("early", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert!(o.admitted, "{o:?}");
+    let r = &o.containers[0].resources[0];
+    assert!(r.devices.is_empty() && r.warnings[0].rule == "request-stripped", "{r:?}");
+    assert!(!p.rpcs().contains(&"Allocate".to_string()), "no Allocate for a stripped request");
+    sim.delete("default", "early").await.unwrap();
+    // The first snapshot: now a device-plugin resource.
+    p.set_devices(SimPlugin::healthy(2, false));
+    counts_are(&sim, GPU, 2, 2).await;
+    // The stream ends, the grace period passes: capacity 0, key kept.
+    p.end_streams();
+    next(&mut rx, "removal", |k| matches!(k, EventKind::ResourceRemoved { .. })).await;
+    counts_are(&sim, GPU, 0, 0).await;
+    // The plugin registers again but has not sent its list yet.
+    let q = SimPlugin::new(SimPlugin::healthy(2, false), Script { hold_first: true, ..Default::default() });
+    let _stop_q = q.serve(&sb.join("gpu2.sock")).await;
+    within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "gpu2.sock", None)).await.unwrap();
+    let o = sim.admit(PodSpec::shorthand("late", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert!(!o.admitted);
+    assert_eq!(o.reason.as_deref(), Some("OutOfexample.com/gpu"));
+    assert_eq!(
+        o.message.as_deref(),
+        Some("Node didn't have enough resource: example.com/gpu, requested: 1, used: 0, capacity: 0")
+    );
+    sim.stop().await.unwrap();
+}
+
+/// kubelet-versions.md §5 "PreStartContainer" (every version): called at
+/// every container start, restarts included, with the container's devices;
+/// a failure stops only that container. Through the library and the CLI.
+#[tokio::test]
+async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops_only_it() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, v(30), |_| {}).await;
+    let opts = dpctl::proto::deviceplugin::v1beta1::DevicePluginOptions {
+        pre_start_required: true,
+        get_preferred_allocation_available: false,
+    };
+    let p = SimPlugin::new(SimPlugin::healthy(3, false), Script { options: opts, ..Default::default() });
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 3, 3).await;
+    let manifest = r#"{"metadata":{"name":"two","namespace":"ml"},"spec":{"containers":[
+        {"name":"a","resources":{"limits":{"example.com/gpu":1}}},
+        {"name":"b","resources":{"limits":{"example.com/gpu":1}}}]}}"#;
+    // A failing PreStart of a regular container stops only that container.
+    p.script(|s| s.pre_start_error = Some("warming up".into()));
+    let o = sim.admit(PodSpec::from_manifest(manifest, "m.json").unwrap()).await.unwrap();
+    assert!(o.admitted);
+    let started: Vec<bool> = o.containers.iter().map(|c| c.started).collect();
+    assert_eq!(started, [false, false], "both fail on their own: {o:?}");
+    assert!(o.containers[1].start_error.as_deref().unwrap().contains("warming up"), "b was tried, not blocked");
+    p.script(|s| s.pre_start_error = None);
+    let before = p.calls.lock().unwrap().pre_start.len();
+    let r = sim.restart_container("ml", "two", "a").await.unwrap();
+    assert!(r.started && r.pre_start[GPU] == "ok", "{r:?}");
+    let calls = p.calls.lock().unwrap().pre_start.clone();
+    assert_eq!(calls.len(), before + 1);
+    assert_eq!(calls.last().unwrap(), &o.devices("a", GPU));
+    // From another process; a failure is exit 1 and names the plugin's error.
+    p.script(|s| s.pre_start_error = Some("device busy".into()));
+    let dir = sb.path().to_str().unwrap();
+    let run = dpctl(&["kubelet-sim", "restart-container", "--dir", dir, "ml/two", "b"]).await;
+    run.expect_code(1);
+    assert!(run.stdout.contains("did not start") && run.stdout.contains("device busy"), "{}", run.stdout);
+    let run = dpctl(&["kubelet-sim", "restart-container", "--dir", dir, "ml/two", "nope"]).await;
+    run.expect_code(2);
+    assert!(run.stderr.contains("has no container \"nope\" (containers: a, b)"), "{}", run.stderr);
+    // After the plugin's stream ends, a restart fails with the stopped endpoint.
+    p.script(|s| s.pre_start_error = None);
+    p.end_streams();
+    counts_are(&sim, GPU, 3, 0).await;
+    let r = sim.restart_container("ml", "two", "a").await.unwrap();
+    assert!(!r.started);
+    assert!(r.start_error.unwrap().contains("has been stopped"));
+    sim.stop().await.unwrap();
+}
+
+/// kubelet-versions.md §6 (every version): the plugins_registry watcher
+/// ignores dot-named sockets, watches sub-directories, and deleting a
+/// registered socket deregisters the plugin (DeRegisterPlugin: devices
+/// unhealthy, as a stream end).
+#[tokio::test]
+async fn plugins_registry_watches_subdirectories_ignores_dot_files_and_deregisters_on_delete() {
+    let sb = Sandbox::new();
+    let reg_dir = sb.join("reg");
+    let sim = start_sim(&sb, KubeletVersion::NEWEST, |c| c.registry_dir = Some(reg_dir.clone())).await;
+    let mut rx = sim.subscribe();
+    let info = |name: &str| Some(("DevicePlugin".to_string(), name.to_string(), String::new(), vec!["v1beta1".into()]));
+    // A dot-named socket is never asked GetInfo.
+    let hidden =
+        SimPlugin::new(SimPlugin::healthy(1, false), Script { info: info("example.com/hidden"), ..Default::default() });
+    let _stop_h = hidden.serve(&reg_dir.join(".hidden.sock")).await;
+    // A socket in a new sub-directory registers.
+    std::fs::create_dir(reg_dir.join("vendor")).unwrap();
+    let p =
+        SimPlugin::new(SimPlugin::healthy(2, false), Script { info: info("example.com/sub"), ..Default::default() });
+    let _stop_p = p.serve(&reg_dir.join("vendor/p.sock")).await;
+    let ev = next(&mut rx, "registration", |k| matches!(k, EventKind::Registered { .. })).await;
+    let EventKind::Registered { resource, socket, .. } = ev else { unreachable!() };
+    assert_eq!(resource, "example.com/sub");
+    assert_eq!(socket, reg_dir.join("vendor/p.sock").display().to_string(), "empty endpoint: the socket's path");
+    counts_are(&sim, "example.com/sub", 2, 2).await;
+    assert!(hidden.rpcs().is_empty(), "dot-named socket ignored: {:?}", hidden.rpcs());
+    // Deleting the socket (its server still runs) deregisters the plugin.
+    std::fs::remove_file(reg_dir.join("vendor/p.sock")).unwrap();
+    let ev = next(&mut rx, "deregistration", |k| matches!(k, EventKind::StreamEnded { .. })).await;
+    let EventKind::StreamEnded { reason, .. } = ev else { unreachable!() };
+    assert!(reason.contains("DeRegisterPlugin"), "{reason}");
+    counts_are(&sim, "example.com/sub", 2, 0).await;
+    assert!(!sim.counts().contains_key("example.com/hidden"));
+    sim.stop().await.unwrap();
+}
