@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod checkpoint;
 pub mod cli;
 pub mod contract;
 pub mod demo;
