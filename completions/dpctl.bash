@@ -880,7 +880,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --expect --timeout --output --color --verbose --quiet --help --version admit delete restart status set-grace help"
+            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --adopt-checkpoint --expect --timeout --output --color --verbose --quiet --help --version admit delete restart status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -5,6 +5,7 @@
 mod support;
 
 mod check;
+mod checkpoint;
 mod completions;
 mod demo;
 mod interop;

@@ -18,7 +18,7 @@ mod write;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
@@ -94,7 +94,7 @@ impl DeviceIds {
 }
 
 /// The file layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Format {
     /// v1.20+ (`DeviceIDs` per NUMA node): every kubelet 1.26+ reads it.
@@ -125,7 +125,7 @@ pub enum LegacyFormat {
 }
 
 /// Stored against computed checksum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verification {
     /// The layout.
     pub format: Format,

@@ -40,8 +40,13 @@ Where the sim deliberately differs from a real kubelet (1.36):
   - Topology Manager policy is none: devices are not NUMA-aligned to CPUs.
   - GetDevicePluginOptions, GetPreferredAllocation and Allocate have a deadline
     (--rpc-timeout); the kubelet sets none, so a hung plugin hangs admission.
-  - The checkpoint's Checksum is not Go's (go-spew + FNV); a real kubelet would
-    reject the file as corrupt. The layout and AllocResp encoding are the kubelet's.
+  - A checkpoint the sim did not write (a real kubelet's) is read, verified and
+    restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
+  - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are
+    shown by UID in status and count as in use until the sim stops; they are not
+    in PodResources (the sim's pod manager does not know them). A kubelet lists
+    such pods when its API server still runs them, and frees the devices of pods
+    it no longer has at the next admission.
   - PreStartContainer is called at admission only; container restarts are not
     simulated. CPU and memory managers are not simulated (no cpu_ids or memory
     in PodResources).
@@ -95,6 +100,10 @@ pub struct ServeArgs {
     /// Do not read or write kubelet_internal_checkpoint.
     #[arg(long)]
     pub no_checkpoint: bool,
+    /// Let the sim rewrite a kubelet_internal_checkpoint it did not write (a real kubelet's).
+    /// Without it such a file is read, verified and restored, never changed.
+    #[arg(long, conflicts_with = "no_checkpoint")]
+    pub adopt_checkpoint: bool,
     /// Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold.
     #[arg(long, value_name = "RESOURCE=COUNT")]
     pub expect: Vec<String>,
@@ -218,6 +227,7 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     config.dial_timeout = args.dial_timeout;
     config.rpc_timeout = args.rpc_timeout;
     config.checkpoint = !args.no_checkpoint;
+    config.adopt_checkpoint = args.adopt_checkpoint;
     let sim = KubeletSim::start(config).await?;
     let mut rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
     let timeout = args.timeout.or_else(|| (!expects.is_empty()).then_some(Duration::from_secs(30)));
