@@ -266,3 +266,58 @@ async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
     ids.sort();
     assert_eq!(ids, ["dev-0", "dev-1"], "each device once");
 }
+
+/// Issue 11: `checkpoint verify` passes both real kubelets' files and fails a
+/// modified one with stored vs computed (kubelet-versions.md §7); read-only.
+#[tokio::test]
+async fn checkpoint_verify_passes_real_files_and_fails_a_modified_one() {
+    let sb = Sandbox::new();
+    for (name, bytes, sum) in [("a", GPUOPS, "3952659280"), ("b", TEGRA, "3660592824")] {
+        let path = sb.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let r = dpctl(&["checkpoint", "verify", path.to_str().unwrap()]).await;
+        r.expect_code(0);
+        assert!(r.stdout.contains(&format!("stored {sum} = computed {sum}")), "{}", r.stdout);
+        let mut changed = bytes.to_vec();
+        let i = changed.windows(2).position(|w| w == b"\"]").unwrap() - 1; // last byte of a device ID
+        changed[i] ^= 0x01;
+        std::fs::write(&path, &changed).unwrap();
+        let r = dpctl(&["checkpoint", "verify", path.to_str().unwrap(), "-o", "json"]).await;
+        r.expect_code(1);
+        let v = r.json();
+        assert_eq!(v["stored_checksum"].to_string(), sum);
+        assert_ne!(v["computed_checksum"], v["stored_checksum"]);
+        assert!(v["meaning"].as_str().unwrap().contains("restores nothing"), "{v}");
+        assert_eq!(std::fs::read(&path).unwrap(), changed, "verify never writes");
+    }
+    // Default path from --dir; a missing file is bad input.
+    let r = dpctl(&["checkpoint", "verify", "--dir", sb.path().to_str().unwrap()]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("kubelet_internal_checkpoint") && r.stderr.contains("no such file"), "{}", r.stderr);
+    // kubelet-versions.md §7: the pre-1.20 layout is named.
+    let v1 = sb.join("v1");
+    std::fs::write(&v1, br#"{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","DeviceIDs":["a"],"AllocResp":null}],"RegisteredDevices":{"r":["a"]}},"Checksum":0}"#).unwrap();
+    let r = dpctl(&["checkpoint", "verify", v1.to_str().unwrap()]).await;
+    assert!(r.stdout.contains("pre-1.20") && r.stdout.contains("1.31"), "{}", r.stdout);
+}
+
+/// Issue 11: `checkpoint show` decodes each stored Allocate answer and lists
+/// devices per NUMA node and the registered devices.
+#[tokio::test]
+async fn checkpoint_show_decodes_entries() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.join(CHECKPOINT), TEGRA).unwrap();
+    let r = dpctl(&["checkpoint", "show", "--dir", sb.path().to_str().unwrap(), "-o", "json"]).await;
+    r.expect_code(0);
+    let v = r.json();
+    assert_eq!(v["verifies"], true);
+    let e = &v["entries"][0];
+    assert_eq!(e["pod_uid"], "bf52b2cd-b611-4e79-86b1-280b283185c3");
+    assert_eq!(e["devices_per_numa"]["-1"], serde_json::json!(["tegra"]));
+    assert_eq!(e["allocation"]["envs"]["NVIDIA_VISIBLE_DEVICES"], "tegra");
+    assert_eq!(v["registered_devices"]["nvidia.com/gpu"], serde_json::json!(["tegra"]));
+    let r = dpctl(&["checkpoint", "show", "--dir", sb.path().to_str().unwrap()]).await;
+    r.expect_code(0);
+    assert!(r.stdout.contains("NVIDIA_VISIBLE_DEVICES") && r.stdout.contains("nvidia.com/gpu"), "{}", r.stdout);
+    assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), TEGRA);
+}

@@ -12,6 +12,7 @@
 //! `DeviceIDs []string`; kubelets up to 1.30 fall back to it, 1.31+ do not.
 
 mod json;
+pub mod report;
 pub mod spew;
 mod write;
 

@@ -3,6 +3,7 @@
 //! the `Term`'s stdout and progress to its stderr, never anywhere else.
 
 pub mod check;
+pub mod checkpoint;
 pub mod completions;
 pub mod demo;
 pub mod kubelet_sim;
@@ -93,6 +94,9 @@ pub enum Command {
     Smoke(smoke::SmokeArgs),
     /// Watch kubelet-sim and mock-plugin work together, in a temporary directory.
     Demo(demo::DemoArgs),
+    /// Read the kubelet's device-manager checkpoint: show it, verify its checksum (read-only).
+    #[command(subcommand)]
+    Checkpoint(checkpoint::CheckpointCommand),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
 }
@@ -151,6 +155,7 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
         Command::MockPlugin(args) => mock::run(args, &mut ctx).await?,
         Command::Smoke(args) => smoke::run(args, &mut ctx).await?,
         Command::Demo(args) => demo::run(args, &mut ctx).await?,
+        Command::Checkpoint(cmd) => checkpoint::run(cmd, &mut ctx)?,
         Command::Completions(args) => completions::run(&args, &mut ctx)?,
     };
     ctx.term.out.flush().map_err(out_err)?;

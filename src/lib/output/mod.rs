@@ -4,6 +4,7 @@
 //! decides where bytes go.
 
 pub mod check;
+pub mod checkpoint;
 pub mod demo;
 pub mod mock;
 pub mod plugin;
