@@ -14,6 +14,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod contract;
 pub mod demo;
+pub mod doctor;
 pub mod error;
 pub mod kubelet_sim;
 pub mod mock_plugin;

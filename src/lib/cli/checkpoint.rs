@@ -10,7 +10,7 @@ use super::{Ctx, out_err};
 use crate::checkpoint::report::CheckpointReport;
 use crate::error::{Result, exit};
 use crate::output;
-use crate::paths::{CHECKPOINT_FILE_NAME, DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR};
+use crate::paths::{CHECKPOINT_FILE_NAME, DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR, ENV_ROOT};
 
 const HELP: &str = "\
 Examples:
@@ -47,11 +47,14 @@ pub struct FileArgs {
     /// The device-plugin directory.
     #[arg(long, value_name = "DIR", env = ENV_DEVICE_PLUGIN_DIR, default_value = DEFAULT_DEVICE_PLUGIN_DIR)]
     pub dir: PathBuf,
+    /// Prefix of the host path --dir (the host's / as mounted in a pod, e.g. /host).
+    #[arg(long, value_name = "PATH", env = ENV_ROOT, default_value = "/")]
+    pub root: PathBuf,
 }
 
 impl FileArgs {
     fn path(&self) -> PathBuf {
-        self.file.clone().unwrap_or_else(|| self.dir.join(CHECKPOINT_FILE_NAME))
+        self.file.clone().unwrap_or_else(|| crate::paths::under_root(&self.root, &self.dir).join(CHECKPOINT_FILE_NAME))
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod check;
 pub mod checkpoint;
 pub mod demo;
+pub mod doctor;
 pub mod mock;
 pub mod plugin;
 pub mod podresources;
