@@ -559,6 +559,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l registry-dir -d '
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l cdi-dir -d 'CDI spec directories (host paths; repeatable) [default: /etc/cdi, /var/run/cdi]' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l timeout -d 'Deadline of each probe (connect, one call, the first ListAndWatch message)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l budget -d 'Total time for the whole run' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l node -d 'Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l every -d 'Run again every DURATION until stopped (one report per run; one JSON line each with -o json)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"

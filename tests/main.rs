@@ -8,6 +8,7 @@ mod check;
 mod checkpoint;
 mod completions;
 mod demo;
+mod deploy;
 mod doctor;
 mod interop;
 mod kubelet_sim;

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use std::io::Write;
+
 use clap::Args;
 
 use super::{Ctx, out_err, parse_duration};
@@ -54,7 +56,16 @@ pub struct DoctorArgs {
     /// Total time for the whole run.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub budget: Duration,
+    /// Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName).
+    #[arg(long, value_name = "NAME", env = ENV_NODE_NAME)]
+    pub node: Option<String>,
+    /// Run again every DURATION until stopped (one report per run; one JSON line each with -o json).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub every: Option<Duration>,
 }
+
+/// Names the node in the report.
+pub const ENV_NODE_NAME: &str = "DPCTL_NODE_NAME";
 
 /// Runs `dpctl doctor`.
 pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
@@ -74,7 +85,26 @@ pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
             crate::error::fmt_duration(cfg.budget)
         ))?;
     }
-    let report = crate::doctor::run(&cfg).await;
-    output::doctor::report(&mut *ctx.term.out, ctx.format, &report).map_err(out_err)?;
-    Ok(if report.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK })
+    let Some(every) = args.every else {
+        let mut report = crate::doctor::run(&cfg).await;
+        report.node = args.node;
+        output::doctor::report(&mut *ctx.term.out, ctx.format, &report).map_err(out_err)?;
+        return Ok(if report.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK });
+    };
+    let stop = crate::transport::shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        let mut report = crate::doctor::run(&cfg).await;
+        report.node.clone_from(&args.node);
+        if ctx.format.is_json() {
+            output::write_json_line(&mut *ctx.term.out, &report).map_err(out_err)?;
+        } else {
+            output::doctor::report(&mut *ctx.term.out, ctx.format, &report).map_err(out_err)?;
+            ctx.term.out.flush().map_err(out_err)?;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = &mut stop => return Ok(exit::OK),
+        }
+    }
 }

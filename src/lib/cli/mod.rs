@@ -35,6 +35,7 @@ Environment:
   DPCTL_DEVICE_PLUGIN_DIR    device-plugin directory [default: /var/lib/kubelet/device-plugins]
   DPCTL_PODRESOURCES_SOCKET  PodResources socket [default: /var/lib/kubelet/pod-resources/kubelet.sock]
   DPCTL_ROOT                 host-path prefix for doctor and checkpoint, e.g. /host in a debug pod
+  DPCTL_NODE_NAME            node name doctor records in its report
   DPCTL_LOG                  log filter for stderr, e.g. debug or dpctl=trace (overrides -v)
   NO_COLOR                   disables color (as --color never)";
 

@@ -95,6 +95,8 @@ impl DoctorConfig {
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DoctorReport {
+    /// The node, when named (`--node`, `DPCTL_NODE_NAME`).
+    pub node: Option<String>,
     /// The host-path prefix used.
     pub root: String,
     /// The device-plugin directory looked at (with the prefix).
@@ -401,7 +403,13 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     }
 
     let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    DoctorReport { root: cfg.root.display().to_string(), dir: dir.display().to_string(), findings: out.0, took_ms }
+    DoctorReport {
+        node: None,
+        root: cfg.root.display().to_string(),
+        dir: dir.display().to_string(),
+        findings: out.0,
+        took_ms,
+    }
 }
 
 /// The directory: present, a directory, its mode, its SELinux label.
