@@ -69,6 +69,12 @@ async fn real_kubelets_checkpoint_is_restored_and_never_rewritten() {
         .unwrap();
     let o = sim.admit(PodSpec::shorthand("next", "default", &[("nvidia.com/gpu".into(), 1)])).await.unwrap();
     assert!(!o.admitted, "the restored pod holds the only device: {o:?}");
+    // Deleting it by UID frees the device (the real kubelet's file still stays untouched).
+    let freed = sim.delete("default", "bf52b2cd-b611-4e79-86b1-280b283185c3").await.unwrap();
+    assert_eq!(freed.freed["nvidia.com/gpu"], ["tegra"]);
+    assert!(sim.status().restored_pods.is_empty());
+    let o = sim.admit(PodSpec::shorthand("after", "default", &[("nvidia.com/gpu".into(), 1)])).await.unwrap();
+    assert_eq!(o.devices("c0", "nvidia.com/gpu"), ["tegra"]);
     sim.stop().await.unwrap();
     assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), TEGRA, "the real kubelet's file is unchanged");
 }

@@ -43,7 +43,7 @@ Where the sim deliberately differs from a real kubelet (1.36):
   - A checkpoint the sim did not write (a real kubelet's) is read, verified and
     restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
   - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are
-    shown by UID in status and count as in use until the sim stops; they are not
+    shown by UID in status and count as in use until `delete UID`; they are not
     in PodResources (the sim's pod manager does not know them). A kubelet lists
     such pods when its API server still runs them, and frees the devices of pods
     it no longer has at the next admission.
@@ -147,7 +147,7 @@ pub enum SimCommand {
         /// Which sim.
         #[command(flatten)]
         target: SimTarget,
-        /// Pod name (or NAMESPACE/NAME).
+        /// Pod name (or NAMESPACE/NAME), or the UID of a pod known only from the checkpoint.
         pod: String,
         /// Namespace.
         #[arg(long, short = 'n', default_value = "default")]

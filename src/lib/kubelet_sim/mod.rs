@@ -559,9 +559,40 @@ impl SimHandle {
         admission::admit(&self.inner, pod).await
     }
 
-    /// Deletes a pod and frees its devices.
+    /// Deletes a pod and frees its devices. `name` may also be the UID of a
+    /// pod known only from the checkpoint (no admitted pod has that name):
+    /// its entries are dropped and its devices freed.
     pub async fn delete(&self, namespace: &str, name: &str) -> Result<DeleteOutcome> {
+        if let Some(freed) = self.release_restored(namespace, name).await {
+            return Ok(freed);
+        }
         admission::delete(&self.inner, namespace, name).await
+    }
+
+    /// Frees the checkpoint entries of the restored pod with UID `uid`.
+    async fn release_restored(&self, namespace: &str, uid: &str) -> Option<DeleteOutcome> {
+        let inner = &self.inner;
+        let _turn = inner.admission.lock().await;
+        let freed = {
+            let mut st = inner.lock();
+            if st.pod_index(namespace, uid).is_some() || !st.foreign_entries.iter().any(|e| e.pod_uid == uid) {
+                return None;
+            }
+            let mut freed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            st.foreign_entries.retain(|e| {
+                if e.pod_uid != uid {
+                    return true;
+                }
+                let list = freed.entry(e.resource_name.clone()).or_default();
+                list.extend(e.device_ids.ids().into_iter().filter(|id| !list.contains(id)).collect::<Vec<_>>());
+                false
+            });
+            freed
+        };
+        inner.dirty();
+        let ns = "(checkpoint)".to_string();
+        inner.emit(EventKind::PodDeleted { pod: uid.into(), namespace: ns.clone(), freed: freed.clone() });
+        Some(DeleteOutcome { pod: uid.into(), namespace: ns, freed })
     }
 
     /// The state: resources, plugins, pods.
