@@ -5,8 +5,11 @@
 mod support;
 
 mod check;
+mod checkpoint;
 mod completions;
 mod demo;
+mod deploy;
+mod doctor;
 mod interop;
 mod isolate;
 mod kubelet_sim;

@@ -10,9 +10,11 @@
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod checkpoint;
 pub mod cli;
 pub mod contract;
 pub mod demo;
+pub mod doctor;
 pub mod error;
 pub mod kubelet_sim;
 pub mod mock_plugin;

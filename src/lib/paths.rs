@@ -52,6 +52,17 @@ fn fnv1a64(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
+/// Prefixes every host path: dpctl in a debug pod sees the host at `/host`.
+pub const ENV_ROOT: &str = "DPCTL_ROOT";
+
+/// `path` (a host path) as seen under `root`: `/host` + `/var/lib/...`.
+pub fn under_root(root: &Path, path: &Path) -> PathBuf {
+    if root.as_os_str().is_empty() || root == Path::new("/") {
+        return path.to_path_buf();
+    }
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
 /// The device-plugin directory: the environment override or the default.
 pub fn device_plugin_dir_default() -> PathBuf {
     std::env::var_os(ENV_DEVICE_PLUGIN_DIR).map_or_else(|| PathBuf::from(DEFAULT_DEVICE_PLUGIN_DIR), PathBuf::from)

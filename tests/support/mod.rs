@@ -89,7 +89,8 @@ impl Run {
 
 /// The environment variables dpctl reads (`dpctl --help` lists them): a test
 /// never inherits them from the shell that runs `cargo test`.
-pub const DPCTL_ENV: [&str; 3] = ["DPCTL_DEVICE_PLUGIN_DIR", "DPCTL_PODRESOURCES_SOCKET", "DPCTL_LOG"];
+pub const DPCTL_ENV: [&str; 5] =
+    ["DPCTL_DEVICE_PLUGIN_DIR", "DPCTL_PODRESOURCES_SOCKET", "DPCTL_LOG", "DPCTL_ROOT", "DPCTL_NODE_NAME"];
 
 /// Runs dpctl with `args` (colors off, no inherited dpctl env), waiting at most [`WAIT`].
 pub async fn dpctl(args: &[&str]) -> Run {

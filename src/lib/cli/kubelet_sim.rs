@@ -69,13 +69,18 @@ Where the sim deliberately differs from a real kubelet:
   - Behaviour the versions table marks as version-specific but the sim does not
     play: 1.31.0's sockets-only cleanup (later 1.31.x are played), the sidecar
     reuse rule (<=1.28), skipping running containers after a restart (1.27+),
-    v1 checkpoints (<=1.30), Register's deadline bounding the dial-back (1.35+,
-    inferred), List with sidecars / active pods only, the healthz check.
+    Register's deadline bounding the dial-back (1.35+, inferred), List with
+    sidecars / active pods only, the healthz check.
   - plugins_registry: a deleted socket deregisters at once (the kubelet's
     reconciler runs every 1 s); dot-named sockets inside dot-named directories
     found by the first walk are ignored too.
-  - The checkpoint's Checksum is not Go's (go-spew + FNV); a real kubelet would
-    reject the file as corrupt. The layout and AllocResp encoding are the kubelet's.
+  - A checkpoint the sim did not write (a real kubelet's) is read, verified and
+    restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
+  - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are
+    shown by UID in status and count as in use until `delete UID`; they are not
+    in PodResources (the sim's pod manager does not know them). A kubelet lists
+    such pods when its API server still runs them, and frees the devices of pods
+    it no longer has at the next admission.
   - A container whose resource has no cached devices at start gets no late
     Allocate. CPU and memory managers are not simulated (no cpu_ids or memory
     in PodResources).
@@ -137,6 +142,10 @@ pub struct ServeArgs {
     /// The checkpoint is never deleted.
     #[arg(long)]
     pub emulate_cleanup: bool,
+    /// Let the sim rewrite a kubelet_internal_checkpoint it did not write (a real kubelet's).
+    /// Without it such a file is read, verified and restored, never changed.
+    #[arg(long, conflicts_with = "no_checkpoint")]
+    pub adopt_checkpoint: bool,
     /// Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold.
     #[arg(long, value_name = "RESOURCE=COUNT")]
     pub expect: Vec<String>,
@@ -180,7 +189,7 @@ pub enum SimCommand {
         /// Which sim.
         #[command(flatten)]
         target: SimTarget,
-        /// Pod name (or NAMESPACE/NAME).
+        /// Pod name (or NAMESPACE/NAME), or the UID of a pod known only from the checkpoint.
         pod: String,
         /// Namespace.
         #[arg(long, short = 'n', default_value = "default")]
@@ -285,6 +294,7 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     config.dial_timeout = args.dial_timeout;
     config.rpc_timeout = args.rpc_timeout;
     config.checkpoint = !args.no_checkpoint;
+    config.adopt_checkpoint = args.adopt_checkpoint;
     let sim = KubeletSim::start(config).await?;
     let mut rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
     let timeout = args.timeout.or_else(|| (!expects.is_empty()).then_some(Duration::from_secs(30)));

@@ -3,8 +3,10 @@
 //! the `Term`'s stdout and progress to its stderr, never anywhere else.
 
 pub mod check;
+pub mod checkpoint;
 pub mod completions;
 pub mod demo;
+pub mod doctor;
 pub mod kubelet_sim;
 pub mod mock;
 pub mod plugin;
@@ -32,6 +34,8 @@ Exit codes:
 Environment:
   DPCTL_DEVICE_PLUGIN_DIR    device-plugin directory [default: /var/lib/kubelet/device-plugins]
   DPCTL_PODRESOURCES_SOCKET  PodResources socket [default: /var/lib/kubelet/pod-resources/kubelet.sock]
+  DPCTL_ROOT                 host-path prefix for doctor and checkpoint, e.g. /host in a debug pod
+  DPCTL_NODE_NAME            node name doctor records in its report
   DPCTL_LOG                  log filter for stderr, e.g. debug or dpctl=trace (overrides -v)
   NO_COLOR                   disables color (as --color never)";
 
@@ -93,6 +97,11 @@ pub enum Command {
     Smoke(smoke::SmokeArgs),
     /// Watch kubelet-sim and mock-plugin work together, in a temporary directory.
     Demo(demo::DemoArgs),
+    /// Read the kubelet's device-manager checkpoint: show it, verify its checksum (read-only).
+    #[command(subcommand)]
+    Checkpoint(checkpoint::CheckpointCommand),
+    /// Check a node's device-plugin setup in one read-only run: findings with evidence and hints.
+    Doctor(doctor::DoctorArgs),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
 }
@@ -151,6 +160,8 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
         Command::MockPlugin(args) => mock::run(args, &mut ctx).await?,
         Command::Smoke(args) => smoke::run(args, &mut ctx).await?,
         Command::Demo(args) => demo::run(args, &mut ctx).await?,
+        Command::Checkpoint(cmd) => checkpoint::run(cmd, &mut ctx)?,
+        Command::Doctor(args) => doctor::run(args, &mut ctx).await?,
         Command::Completions(args) => completions::run(&args, &mut ctx)?,
     };
     ctx.term.out.flush().map_err(out_err)?;

@@ -1,148 +1,186 @@
-//! The device manager's checkpoint, `kubelet_internal_checkpoint`, in the
-//! kubelet's JSON layout (`{"Data":{"PodDeviceEntries":..,"RegisteredDevices":..},"Checksum":N}`),
-//! written atomically and read back on restart.
+//! kubelet-sim's use of the device manager's checkpoint
+//! ([`crate::checkpoint`]): read and verified at start as the kubelet does
+//! (kubelet-versions.md §7), restored into the state, written from the state
+//! after changes, and never written when another program wrote it.
 //!
-//! `AllocResp` is the base64 of the `ContainerAllocateResponse` protobuf and
-//! `DeviceIDs` maps a NUMA node (as a string key, `-1` for no topology) to
-//! device IDs, as Go's `encoding/json` writes them.
-//!
-//! The checksum is a stand-in: the kubelet's is FNV-1a-32 over go-spew's dump
-//! of its Go structs, which depends on Go type names. dpctl writes FNV-1a-32
-//! of the compact JSON of `Data` instead; a real kubelet reading this file
-//! would call it corrupt, log it and start without it.
+//! Ownership: before every write the sim records the new file's length and
+//! FNV-1a-64, next to those of the file it replaces, in
+//! `<dir>/.dpctl/kubelet-sim-checkpoint.json` (so a crash between the two
+//! writes still finds its own file). At start the sim writes the file only
+//! when there is none, when the record matches the file byte for byte (the
+//! sim wrote it and nobody has since), or when the
+//! user adopts it (`--adopt-checkpoint`). Otherwise it reads and restores it
+//! but never changes it, and says so in an event, the log and `status`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use base64::Engine;
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
 use super::state::{Alloc, State};
+use crate::checkpoint::{Checkpoint, CheckpointData, DeviceIds, Format, LegacyFormat, PodDevicesEntry};
 use crate::error::{Error, Result};
 use crate::proto::deviceplugin::v1beta1 as dp;
 
-/// The whole file.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Checkpoint {
-    /// The data.
-    #[serde(rename = "Data")]
-    pub data: Data,
-    /// The checksum (a stand-in; see the module docs).
-    #[serde(rename = "Checksum")]
-    pub checksum: u64,
+/// The ownership record, inside `<dir>/.dpctl/`.
+pub const MARKER_NAME: &str = "kubelet-sim-checkpoint.json";
+
+/// What the sim found in the checkpoint file at start, and whether it writes it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CheckpointStatus {
+    /// The checkpoint file.
+    pub path: String,
+    /// At start: `none` (no file), `valid`, `corrupt` (checksum mismatch),
+    /// `unreadable` (not JSON the kubelet can parse into its types).
+    pub found: String,
+    /// The layout, when the file parsed.
+    pub format: Option<Format>,
+    /// `Checksum` in the file.
+    pub stored_checksum: Option<u64>,
+    /// The checksum the kubelet computes for its `Data`.
+    pub computed_checksum: Option<u64>,
+    /// Why the file was not used, when it was not.
+    pub error: Option<String>,
+    /// Entries restored from it at start.
+    pub restored_entries: usize,
+    /// The sim writes the file.
+    pub writes: bool,
+    /// Why it writes it or not.
+    pub ownership: String,
 }
 
-/// `checkpoint.Data`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Data {
-    /// One entry per (pod, container, resource); `null` when there are none.
-    #[serde(rename = "PodDeviceEntries")]
-    pub pod_device_entries: Option<Vec<PodDevicesEntry>>,
-    /// Healthy device IDs per resource at the time of writing.
-    #[serde(rename = "RegisteredDevices")]
-    pub registered_devices: BTreeMap<String, Vec<String>>,
+/// The record of the files the sim wrote: the newest and the one before.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+struct Marker {
+    written_by: String,
+    files: Vec<Written>,
 }
 
-/// `checkpoint.PodDevicesEntry`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PodDevicesEntry {
-    /// Pod UID.
-    #[serde(rename = "PodUID")]
-    pub pod_uid: String,
-    /// Container name.
-    #[serde(rename = "ContainerName")]
-    pub container_name: String,
-    /// Resource name.
-    #[serde(rename = "ResourceName")]
-    pub resource_name: String,
-    /// Device IDs per NUMA node.
-    #[serde(rename = "DeviceIDs")]
-    pub device_ids: DeviceIds,
-    /// base64 of the `ContainerAllocateResponse` protobuf.
-    #[serde(rename = "AllocResp")]
-    pub alloc_resp: String,
+/// One file the sim wrote.
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq, Clone)]
+struct Written {
+    bytes: u64,
+    fnv64: String,
 }
 
-/// `DeviceIDs`: the v1.20+ map (NUMA node -> IDs), or the older plain list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum DeviceIds {
-    /// NUMA node (decimal string, `-1` without topology) to device IDs.
-    PerNuma(BTreeMap<String, Vec<String>>),
-    /// The pre-1.20 form.
-    Legacy(Vec<String>),
+impl Written {
+    fn of(bytes: &[u8]) -> Written {
+        let h = bytes
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3));
+        Written { bytes: u64::try_from(bytes.len()).unwrap_or(u64::MAX), fnv64: format!("{h:016x}") }
+    }
 }
 
-impl DeviceIds {
-    /// Per NUMA node, with integer keys (legacy lists count as no topology).
-    pub fn per_numa(&self) -> BTreeMap<i64, Vec<String>> {
-        match self {
-            DeviceIds::PerNuma(m) => m.iter().filter_map(|(k, v)| k.parse().ok().map(|k| (k, v.clone()))).collect(),
-            DeviceIds::Legacy(v) => BTreeMap::from([(super::state::NO_TOPOLOGY, v.clone())]),
+fn read_marker(marker: &Path) -> Option<Marker> {
+    std::fs::read(marker).ok().and_then(|m| serde_json::from_slice::<Marker>(&m).ok())
+}
+
+/// The marker path for a device-plugin directory.
+pub fn marker_path(dir: &Path) -> PathBuf {
+    dir.join(crate::paths::CONTROL_DIR_NAME).join(MARKER_NAME)
+}
+
+/// True when the sim's record says it wrote exactly `bytes`.
+fn wrote(marker: &Path, bytes: &[u8]) -> bool {
+    let this = Written::of(bytes);
+    read_marker(marker).is_some_and(|m| m.files.contains(&this))
+}
+
+/// What [`load`] found.
+pub(crate) struct Loaded {
+    /// For `status` and events.
+    pub status: CheckpointStatus,
+    /// The checkpoint to restore (valid ones only, as the kubelet restores).
+    pub checkpoint: Option<Checkpoint>,
+}
+
+/// Reads and verifies the checkpoint at start, and decides whether the sim
+/// may write it. A corrupt or unreadable file restores nothing (the kubelet
+/// logs "Continue after failing to read checkpoint file" and goes on).
+pub(crate) fn load(path: &Path, marker: &Path, adopt: bool, legacy: LegacyFormat) -> Loaded {
+    let mut status = CheckpointStatus { path: path.display().to_string(), ..CheckpointStatus::default() };
+    let bytes = match crate::checkpoint::read_bounded(path) {
+        Ok(None) => {
+            status.found = "none".into();
+            status.writes = true;
+            status.ownership = "no checkpoint at start: the sim creates it and writes it".into();
+            return Loaded { status, checkpoint: None };
         }
-    }
-}
-
-/// FNV-1a, 32 bit.
-fn fnv1a32(data: &[u8]) -> u32 {
-    data.iter().fold(0x811c_9dc5_u32, |h, b| (h ^ u32::from(*b)).wrapping_mul(0x0100_0193))
-}
-
-impl Checkpoint {
-    /// Wraps `data` with its (stand-in) checksum.
-    pub fn new(data: Data) -> Self {
-        let checksum = serde_json::to_vec(&data).map(|b| u64::from(fnv1a32(&b))).unwrap_or(0);
-        Checkpoint { data, checksum }
-    }
-
-    /// True when the checksum is the one dpctl would write.
-    pub fn checksum_matches(&self) -> bool {
-        Checkpoint::new(self.data.clone()).checksum == self.checksum
-    }
-
-    /// Reads a checkpoint; `None` when the file does not exist.
-    pub fn read(path: &Path) -> Result<Option<Checkpoint>> {
-        let text = match std::fs::read(path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
-        };
-        serde_json::from_slice(&text)
-            .map(Some)
-            .map_err(|e| Error::invalid(path.display().to_string(), format!("not a device manager checkpoint: {e}")))
-    }
-
-    /// Writes the file atomically (a temporary file in `tmp_dir`, then a rename).
-    pub fn write(&self, path: &Path, tmp_dir: &Path) -> Result<()> {
-        let text = serde_json::to_vec(self).map_err(|e| Error::io("encoding the checkpoint", e.into()))?;
-        std::fs::create_dir_all(tmp_dir).map_err(|e| Error::io(format!("creating {}", tmp_dir.display()), e))?;
-        let tmp = tmp_dir.join("checkpoint.tmp");
-        std::fs::write(&tmp, text).map_err(|e| Error::io(format!("writing {}", tmp.display()), e))?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(format!("replacing {}", path.display()), e))
-    }
-
-    /// The allocation of an entry.
-    pub(crate) fn entry_alloc(e: &PodDevicesEntry) -> Alloc {
-        let by_numa = e.device_ids.per_numa();
-        let mut ids: Vec<String> = Vec::new();
-        for list in by_numa.values() {
-            for id in list {
-                if !ids.contains(id) {
-                    ids.push(id.clone());
-                }
+        Ok(Some(b)) => b,
+        Err(e) => {
+            status.found = "unreadable".into();
+            status.error = Some(e.to_string());
+            status.writes = false;
+            status.ownership = "the checkpoint cannot be read: the sim will not touch it".into();
+            return Loaded { status, checkpoint: None };
+        }
+    };
+    let ours = wrote(marker, &bytes);
+    status.writes = ours || adopt;
+    status.ownership = if ours {
+        "written by this sim before (recorded in .dpctl/): the sim keeps writing it".into()
+    } else if adopt {
+        "not written by this sim; adopted (--adopt-checkpoint): the sim writes it from now on".into()
+    } else {
+        "not written by this sim (another kubelet's?): read-only, the sim will not change it; \
+         pass --adopt-checkpoint to let it write"
+            .into()
+    };
+    let checkpoint = match Checkpoint::parse(&bytes, &status.path, legacy) {
+        Ok(cp) => {
+            let v = cp.verify();
+            status.format = Some(v.format);
+            status.stored_checksum = Some(v.stored);
+            status.computed_checksum = Some(v.computed);
+            if v.ok() {
+                status.found = "valid".into();
+                status.restored_entries = cp.data.pod_device_entries.as_ref().map_or(0, Vec::len);
+                Some(cp)
+            } else {
+                status.found = "corrupt".into();
+                status.error = Some(format!(
+                    "checkpoint is corrupted: stored checksum {} but the data hashes to {}; \
+                     like the kubelet, nothing is restored",
+                    v.stored, v.computed
+                ));
+                None
             }
         }
-        let response = base64::engine::general_purpose::STANDARD
-            .decode(&e.alloc_resp)
-            .ok()
-            .and_then(|b| dp::ContainerAllocateResponse::decode(b.as_slice()).ok())
-            .unwrap_or_default();
-        Alloc { ids, by_numa, response }
-    }
+        Err(e) => {
+            status.found = "unreadable".into();
+            status.error = Some(format!("{e}; like the kubelet, nothing is restored"));
+            None
+        }
+    };
+    Loaded { status, checkpoint }
 }
 
-/// The checkpoint of the current state, as the kubelet would write it.
+/// Writes the checkpoint and records that the sim wrote it.
+pub(crate) fn write_owned(cp: &Checkpoint, path: &Path, marker: &Path) -> Result<()> {
+    let bytes = cp.to_json();
+    let new = Written::of(&bytes);
+    let previous = read_marker(marker).and_then(|m| m.files.into_iter().next());
+    let mut files = vec![new.clone()];
+    files.extend(previous.filter(|p| *p != new));
+    let record = Marker { written_by: "dpctl kubelet-sim".into(), files };
+    let record =
+        serde_json::to_vec(&record).map_err(|e| Error::io(format!("encoding {}", marker.display()), e.into()))?;
+    crate::checkpoint::write_atomic(marker, &record)?;
+    crate::checkpoint::write_atomic(path, &bytes)
+}
+
+/// The allocation an entry records (its `AllocResp` decoded; an undecodable
+/// one counts as empty, the devices still count as in use).
+pub(crate) fn entry_alloc(e: &PodDevicesEntry) -> Alloc {
+    let response =
+        e.alloc_resp.as_deref().and_then(|b| dp::ContainerAllocateResponse::decode(b).ok()).unwrap_or_default();
+    Alloc { ids: e.device_ids.ids(), by_numa: e.device_ids.per_numa(), response }
+}
+
+/// The checkpoint of the current state, as the kubelet would write it:
+/// `null` entries when there are none, healthy IDs per known resource.
 pub(crate) fn from_state(st: &State) -> Checkpoint {
     let mut entries = Vec::new();
     for pod in &st.pods {
@@ -152,22 +190,24 @@ pub(crate) fn from_state(st: &State) -> Checkpoint {
                     pod_uid: pod.uid().to_string(),
                     container_name: container.clone(),
                     resource_name: resource.clone(),
-                    device_ids: DeviceIds::PerNuma(a.by_numa.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()),
-                    alloc_resp: base64::engine::general_purpose::STANDARD.encode(a.response.encode_to_vec()),
+                    device_ids: DeviceIds::PerNuma(Some(
+                        a.by_numa.iter().map(|(k, v)| (*k, Some(v.clone()))).collect(),
+                    )),
+                    alloc_resp: Some(a.response.encode_to_vec()),
                 });
             }
         }
     }
     entries.extend(st.foreign_entries.iter().cloned());
-    let registered_devices = st
+    let registered_devices: BTreeMap<String, Option<Vec<String>>> = st
         .resources
         .iter()
         .filter(|(_, r)| !r.removed)
-        .map(|(name, r)| (name.clone(), r.healthy().map(|d| d.id.clone()).collect()))
+        .map(|(name, r)| (name.clone(), Some(r.healthy().map(|d| d.id.clone()).collect())))
         .collect();
-    Checkpoint::new(Data {
+    Checkpoint::new(CheckpointData {
         pod_device_entries: if entries.is_empty() { None } else { Some(entries) },
-        registered_devices,
+        registered_devices: Some(registered_devices),
     })
 }
 
@@ -176,29 +216,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_the_kubelet_layout_both_forms() {
-        let text = r#"{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c0","ResourceName":"example.com/resource",
+    fn reads_both_layouts_into_allocations() {
+        let text =
+            br#"{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c0","ResourceName":"example.com/resource",
             "DeviceIDs":{"-1":["Dev-1"],"0":["Dev-2"]},"AllocResp":"CgsKA0tFWRIEVkFMVQ=="}],
             "RegisteredDevices":{"example.com/resource":["Dev-1","Dev-2"]}},"Checksum":1234567890}"#;
-        let cp: Checkpoint = serde_json::from_str(text).unwrap();
-        let e = &cp.data.pod_device_entries.as_ref().unwrap()[0];
-        let a = Checkpoint::entry_alloc(e);
+        let cp = Checkpoint::parse(text, "t", LegacyFormat::Refuse).unwrap();
+        let a = entry_alloc(&cp.data.pod_device_entries.as_ref().unwrap()[0]);
         assert_eq!(a.by_numa[&-1], ["Dev-1"]);
         assert_eq!(a.by_numa[&0], ["Dev-2"]);
+        assert_eq!(a.ids, ["Dev-1", "Dev-2"]);
         assert_eq!(a.response.envs.get("KEY").map(String::as_str), Some("VALU"));
-        assert!(!cp.checksum_matches());
-        let legacy = r#"{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r",
+        assert!(!cp.verify().ok());
+        let legacy = br#"{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r",
             "DeviceIDs":["a","b"],"AllocResp":""}],"RegisteredDevices":{}},"Checksum":0}"#;
-        let cp: Checkpoint = serde_json::from_str(legacy).unwrap();
-        let a = Checkpoint::entry_alloc(&cp.data.pod_device_entries.unwrap()[0]);
-        assert_eq!(a.ids, ["a", "b"]);
+        let cp = Checkpoint::parse(legacy, "t", LegacyFormat::Accept).unwrap();
+        assert_eq!(entry_alloc(&cp.data.pod_device_entries.unwrap()[0]).ids, ["a", "b"]);
+    }
+
+    /// kubelet-versions.md §7: an empty state writes `null` entries and verifies.
+    #[test]
+    fn empty_state_writes_null_entries_that_verify() {
+        let st = State::new(std::time::Duration::from_secs(1));
+        let cp = from_state(&st);
+        let s = String::from_utf8(cp.to_json()).unwrap();
+        assert_eq!(s, r#"{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":3467439661}"#);
     }
 
     #[test]
-    fn writes_null_entries_and_keys_as_go_does() {
-        let cp = Checkpoint::new(Data { pod_device_entries: None, registered_devices: BTreeMap::new() });
-        let s = serde_json::to_string(&cp).unwrap();
-        assert!(s.starts_with(r#"{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":"#), "{s}");
-        assert!(cp.checksum_matches());
+    fn ownership_follows_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kubelet_internal_checkpoint");
+        let marker = marker_path(dir.path());
+        let loaded = load(&path, &marker, false, LegacyFormat::Refuse);
+        assert_eq!((loaded.status.found.as_str(), loaded.status.writes), ("none", true));
+        let cp = from_state(&State::new(std::time::Duration::from_secs(1)));
+        write_owned(&cp, &path, &marker).unwrap();
+        let loaded = load(&path, &marker, false, LegacyFormat::Refuse);
+        assert_eq!((loaded.status.found.as_str(), loaded.status.writes), ("valid", true));
+        // Someone else rewrites it (same data, other bytes): read-only from now on.
+        std::fs::write(
+            &path,
+            b"{\"Data\":{\"PodDeviceEntries\":null,\"RegisteredDevices\":{}},\"Checksum\":3467439661}\n",
+        )
+        .unwrap();
+        let loaded = load(&path, &marker, false, LegacyFormat::Refuse);
+        assert_eq!((loaded.status.found.as_str(), loaded.status.writes), ("valid", false));
+        assert!(loaded.status.ownership.contains("--adopt-checkpoint"));
+        assert!(load(&path, &marker, true, LegacyFormat::Refuse).status.writes);
     }
 }

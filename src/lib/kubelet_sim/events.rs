@@ -303,6 +303,18 @@ pub enum EventKind {
         /// Why.
         reason: String,
     },
+    /// The checkpoint as found at start (kubelet-versions.md §7).
+    CheckpointRead {
+        /// What was found, its checksums, and whether the sim writes it.
+        checkpoint: super::checkpoint::CheckpointStatus,
+    },
+    /// The sim will not write the checkpoint: another program wrote it.
+    CheckpointReadOnly {
+        /// The checkpoint file.
+        path: String,
+        /// Why, and how to change it.
+        reason: String,
+    },
     /// The sim stopped and removed its sockets.
     Stopped {},
 }

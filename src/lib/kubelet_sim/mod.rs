@@ -40,9 +40,10 @@ pub use admission::{
     AdmitOutcome, ContainerKind, ContainerOutcome, ContainerSpec, DeleteOutcome, PodSpec, PreferredCall,
     ResourceOutcome, RestartOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
 };
+pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
 pub use registration::{DIAL_FAILED, go_rpc_error};
-pub use state::{PodStatus, ResourceStatus, SimStatus};
+pub use state::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus};
 pub use version::{CleanupRule, KubeletVersion};
 
 use crate::error::{Error, Result};
@@ -99,6 +100,11 @@ pub struct SimConfig {
     pub get_info_timeout: Duration,
     /// Write `kubelet_internal_checkpoint` (and read it at start).
     pub checkpoint: bool,
+    /// Write a checkpoint this sim did not write (by default such a file is
+    /// read and restored, never changed).
+    pub adopt_checkpoint: bool,
+    /// Read the pre-1.20 checkpoint layout (kubelets up to 1.30 do).
+    pub checkpoint_v1: crate::checkpoint::LegacyFormat,
     /// Delete the sockets in the directory at start, as a kubelet does.
     pub cleanup_on_start: bool,
     /// Events buffered per subscriber.
@@ -135,6 +141,8 @@ impl SimConfig {
             pre_start_timeout: DEFAULT_PRE_START_TIMEOUT,
             get_info_timeout: DEFAULT_GET_INFO_TIMEOUT,
             checkpoint: true,
+            adopt_checkpoint: false,
+            checkpoint_v1: crate::checkpoint::LegacyFormat::Refuse,
             cleanup_on_start: true,
             event_capacity: 16 * 1024,
             kubelet_version: KubeletVersion::NEWEST,
@@ -144,9 +152,15 @@ impl SimConfig {
     }
 
     /// Plays kubelet release `v`: sets [`SimConfig::kubelet_version`] and
-    /// the PodResources defaults of that release (Get gate, rate limit).
+    /// the checkpoint formats and PodResources defaults of that release
+    /// (v1 checkpoints up to 1.30, Get gate, rate limit).
     pub fn set_kubelet_version(&mut self, v: KubeletVersion) {
         self.kubelet_version = v;
+        self.checkpoint_v1 = if v.reads_v1_checkpoint() {
+            crate::checkpoint::LegacyFormat::Accept
+        } else {
+            crate::checkpoint::LegacyFormat::Refuse
+        };
         self.podresources.get_enabled = v.podresources_get_default();
         self.podresources.rate_limit =
             if v.podresources_rate_limited() { ServerConfig::default().rate_limit } else { None };
@@ -213,7 +227,8 @@ struct Paths {
     podresources_socket: Option<PathBuf>,
     control_socket: Option<PathBuf>,
     checkpoint: PathBuf,
-    scratch: PathBuf,
+    /// The record that this sim wrote the checkpoint.
+    marker: PathBuf,
 }
 
 /// Shared by the handle and every task of the sim.
@@ -271,12 +286,18 @@ impl Inner {
         }
     }
 
+    /// True when the sim may write the checkpoint (enabled, and it wrote
+    /// the file, created it, or was told to adopt it).
+    fn writes_checkpoint(&self) -> bool {
+        self.config.checkpoint && self.lock().checkpoint.as_ref().is_some_and(|c| c.writes)
+    }
+
     fn write_checkpoint(&self) -> Result<()> {
-        if !self.config.checkpoint {
+        if !self.writes_checkpoint() {
             return Ok(());
         }
         let cp = checkpoint::from_state(&self.lock());
-        cp.write(&self.paths.checkpoint, &self.paths.scratch)
+        checkpoint::write_owned(&cp, &self.paths.checkpoint, &self.paths.marker)
     }
 
     fn status_paths(&self) -> StatusPaths {
@@ -320,7 +341,7 @@ impl KubeletSim {
             podresources_socket: config.podresources_socket.clone(),
             control_socket: control_path,
             checkpoint: dir.join(crate::paths::CHECKPOINT_FILE_NAME),
-            scratch: dir.join(crate::paths::CONTROL_DIR_NAME),
+            marker: checkpoint::marker_path(&dir),
             dir: dir.clone(),
         };
         let (events, first_rx) = broadcast::channel(config.event_capacity.max(16));
@@ -341,17 +362,20 @@ impl KubeletSim {
             tasks: Mutex::new(Vec::new()),
         });
         let handle = SimHandle { inner: Arc::clone(&inner) };
-        // A previous kubelet's checkpoint: its resources show 0 until their
-        // plugins register; entries of pods this sim does not know are kept.
+        // A previous kubelet's checkpoint (kubelet-versions.md §7): verified;
+        // a valid one is restored (its resources show 0 until their plugins
+        // register, its pods' devices are in use); a corrupt one restores
+        // nothing. Written only when this sim wrote it or adopts it.
         let restored = if inner.config.checkpoint {
-            match checkpoint::Checkpoint::read(&inner.paths.checkpoint) {
-                Ok(Some(cp)) => restore(&inner, &cp),
-                Ok(None) => Vec::new(),
-                Err(e) => {
-                    tracing::warn!(error = %e, "ignoring the existing checkpoint, as a kubelet would");
-                    Vec::new()
-                }
-            }
+            let loaded = checkpoint::load(
+                &inner.paths.checkpoint,
+                &inner.paths.marker,
+                inner.config.adopt_checkpoint,
+                inner.config.checkpoint_v1,
+            );
+            announce_checkpoint(&inner, &loaded.status);
+            inner.lock().checkpoint = Some(loaded.status);
+            loaded.checkpoint.map(|cp| restore(&inner, &cp)).unwrap_or_default()
         } else {
             Vec::new()
         };
@@ -482,10 +506,32 @@ impl Inner {
     }
 }
 
+/// Logs and publishes what the sim found in the checkpoint at start.
+fn announce_checkpoint(inner: &Inner, status: &CheckpointStatus) {
+    match (&status.error, status.found.as_str()) {
+        (Some(e), _) => tracing::warn!(
+            checkpoint = %status.path,
+            error = %e,
+            "Continue after failing to read checkpoint file. Device allocation info may NOT be up-to-date"
+        ),
+        (None, "none") => tracing::info!(checkpoint = %status.path, "no checkpoint at start"),
+        (None, _) => tracing::info!(
+            checkpoint = %status.path,
+            entries = status.restored_entries,
+            "restored the checkpoint"
+        ),
+    }
+    inner.emit(EventKind::CheckpointRead { checkpoint: status.clone() });
+    if !status.writes {
+        tracing::warn!(checkpoint = %status.path, "{}", status.ownership);
+        inner.emit(EventKind::CheckpointReadOnly { path: status.path.clone(), reason: status.ownership.clone() });
+    }
+}
+
 /// Restores a checkpoint into the state: known pods get their devices back,
 /// other entries are kept as they are, and every registered resource waits
 /// at 0 for its plugin. Returns the restored resources and their generations.
-fn restore(inner: &Arc<Inner>, cp: &checkpoint::Checkpoint) -> Vec<(String, u64)> {
+fn restore(inner: &Arc<Inner>, cp: &crate::checkpoint::Checkpoint) -> Vec<(String, u64)> {
     let mut st = inner.lock();
     let now = Instant::now();
     st.resources.clear();
@@ -494,7 +540,7 @@ fn restore(inner: &Arc<Inner>, cp: &checkpoint::Checkpoint) -> Vec<(String, u64)
         pod.allocs.clear();
     }
     for e in cp.data.pod_device_entries.iter().flatten() {
-        let alloc = checkpoint::Checkpoint::entry_alloc(e);
+        let alloc = checkpoint::entry_alloc(e);
         match st.pods.iter_mut().find(|p| p.uid() == e.pod_uid) {
             Some(p) => {
                 p.allocs.entry(e.container_name.clone()).or_default().insert(e.resource_name.clone(), alloc);
@@ -503,7 +549,7 @@ fn restore(inner: &Arc<Inner>, cp: &checkpoint::Checkpoint) -> Vec<(String, u64)
         }
     }
     let mut restored = Vec::new();
-    for name in cp.data.registered_devices.keys() {
+    for name in cp.data.registered_devices.iter().flat_map(BTreeMap::keys) {
         let generation = st.next_id();
         let r = Resource {
             reported: true,
@@ -619,9 +665,40 @@ impl SimHandle {
         admission::restart_container(&self.inner, namespace, pod, container).await
     }
 
-    /// Deletes a pod and frees its devices.
+    /// Deletes a pod and frees its devices. `name` may also be the UID of a
+    /// pod known only from the checkpoint (no admitted pod has that name):
+    /// its entries are dropped and its devices freed.
     pub async fn delete(&self, namespace: &str, name: &str) -> Result<DeleteOutcome> {
+        if let Some(freed) = self.release_restored(namespace, name).await {
+            return Ok(freed);
+        }
         admission::delete(&self.inner, namespace, name).await
+    }
+
+    /// Frees the checkpoint entries of the restored pod with UID `uid`.
+    async fn release_restored(&self, namespace: &str, uid: &str) -> Option<DeleteOutcome> {
+        let inner = &self.inner;
+        let _turn = inner.admission.lock().await;
+        let freed = {
+            let mut st = inner.lock();
+            if st.pod_index(namespace, uid).is_some() || !st.foreign_entries.iter().any(|e| e.pod_uid == uid) {
+                return None;
+            }
+            let mut freed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            st.foreign_entries.retain(|e| {
+                if e.pod_uid != uid {
+                    return true;
+                }
+                let list = freed.entry(e.resource_name.clone()).or_default();
+                list.extend(e.device_ids.ids().into_iter().filter(|id| !list.contains(id)).collect::<Vec<_>>());
+                false
+            });
+            freed
+        };
+        inner.dirty();
+        let ns = "(checkpoint)".to_string();
+        inner.emit(EventKind::PodDeleted { pod: uid.into(), namespace: ns.clone(), freed: freed.clone() });
+        Some(DeleteOutcome { pod: uid.into(), namespace: ns, freed })
     }
 
     /// The state: resources, plugins, pods.
@@ -703,11 +780,13 @@ impl SimHandle {
             }
             checkpoint::from_state(&st)
         };
-        let checkpoint = if inner.config.checkpoint {
-            snapshot.write(&inner.paths.checkpoint, &inner.paths.scratch)?;
-            match checkpoint::Checkpoint::read(&inner.paths.checkpoint)? {
-                Some(cp) => cp,
-                None => snapshot,
+        // The kubelet writes its checkpoint and the new one reads it back; a
+        // checkpoint the sim may not write is left alone and the state carries over.
+        let checkpoint = if inner.writes_checkpoint() {
+            checkpoint::write_owned(&snapshot, &inner.paths.checkpoint, &inner.paths.marker)?;
+            match crate::checkpoint::Checkpoint::read(&inner.paths.checkpoint, inner.config.checkpoint_v1)? {
+                Some(cp) if cp.verify().ok() => cp,
+                _ => snapshot,
             }
         } else {
             snapshot
@@ -914,7 +993,7 @@ mod tests {
                 podresources_socket: None,
                 control_socket: None,
                 checkpoint: "/tmp/nowhere/cp".into(),
-                scratch: "/tmp/nowhere/.dpctl".into(),
+                marker: "/tmp/nowhere/.dpctl/m".into(),
             },
             state: Mutex::new(State::new(config.grace_period)),
             config,
@@ -947,7 +1026,7 @@ mod tests {
         let mut foreign = cp.data.pod_device_entries.clone().unwrap()[0].clone();
         foreign.pod_uid = "other".into();
         cp.data.pod_device_entries.as_mut().unwrap().push(foreign);
-        cp.data.registered_devices.insert("example.com/gpu".into(), vec!["g0".into()]);
+        cp.data.registered_devices.get_or_insert_default().insert("example.com/gpu".into(), Some(vec!["g0".into()]));
         inner.lock().pods[0].allocs.clear();
         let restored = restore(&inner, &cp);
         assert_eq!(restored.len(), 1);

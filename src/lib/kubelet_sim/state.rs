@@ -165,8 +165,11 @@ pub(crate) struct State {
     pub next_endpoint_id: u64,
     /// Restarts so far.
     pub restarts: u32,
-    /// Checkpoint entries of pods this sim does not know (carried over unchanged).
-    pub foreign_entries: Vec<super::checkpoint::PodDevicesEntry>,
+    /// Checkpoint entries of pods this sim does not know (carried over
+    /// unchanged; their devices count as in use, as the kubelet's).
+    pub foreign_entries: Vec<crate::checkpoint::PodDevicesEntry>,
+    /// What the sim found in the checkpoint at start, and whether it writes it.
+    pub checkpoint: Option<super::checkpoint::CheckpointStatus>,
     /// When the current kubelet.sock was created.
     pub socket_created: Instant,
 }
@@ -181,6 +184,7 @@ impl State {
             next_endpoint_id: 1,
             restarts: 0,
             foreign_entries: Vec::new(),
+            checkpoint: None,
             socket_created: Instant::now(),
         }
     }
@@ -202,12 +206,18 @@ impl State {
                 }
             }
         }
+        // Restored from the checkpoint for pods the sim does not know
+        // (kubelet-versions.md §7: restored allocations are in use).
+        for e in self.foreign_entries.iter().filter(|e| e.resource_name == resource) {
+            out.extend(e.device_ids.ids());
+        }
         out
     }
 
     /// True when any pod holds devices of `resource`.
     pub fn any_allocated(&self, resource: &str) -> bool {
         self.pods.iter().any(|p| p.allocs.values().any(|r| r.get(resource).is_some_and(|a| !a.ids.is_empty())))
+            || self.foreign_entries.iter().any(|e| e.resource_name == resource && !e.device_ids.ids().is_empty())
     }
 
     /// The pod with this namespace and name.
@@ -270,8 +280,35 @@ impl State {
             restarts: self.restarts,
             resources,
             pods,
+            restored_pods: restored_pods(&self.foreign_entries),
+            checkpoint: self.checkpoint.clone().map(Box::new),
         }
     }
+}
+
+/// Checkpoint entries of pods the sim does not know, grouped by pod UID
+/// (the checkpoint has no pod names), in checkpoint order.
+fn restored_pods(entries: &[crate::checkpoint::PodDevicesEntry]) -> Vec<RestoredPodStatus> {
+    let mut out: Vec<RestoredPodStatus> = Vec::new();
+    for e in entries {
+        let i = match out.iter().position(|p| p.uid == e.pod_uid) {
+            Some(i) => i,
+            None => {
+                out.push(RestoredPodStatus { uid: e.pod_uid.clone(), containers: Vec::new() });
+                out.len() - 1
+            }
+        };
+        let pod = &mut out[i];
+        let j = match pod.containers.iter().position(|c| c.name == e.container_name) {
+            Some(j) => j,
+            None => {
+                pod.containers.push(RestoredContainer { name: e.container_name.clone(), devices: BTreeMap::new() });
+                pod.containers.len() - 1
+            }
+        };
+        pod.containers[j].devices.entry(e.resource_name.clone()).or_default().extend(e.device_ids.ids());
+    }
+    out
 }
 
 /// The devices of each container of a pod, in spec order.
@@ -324,6 +361,32 @@ pub struct SimStatus {
     pub resources: Vec<ResourceStatus>,
     /// Admitted pods.
     pub pods: Vec<PodStatus>,
+    /// Pods the checkpoint holds devices for but the sim never admitted (a
+    /// previous process's or a real kubelet's): known by UID only; their
+    /// devices are in use.
+    #[serde(default)]
+    pub restored_pods: Vec<RestoredPodStatus>,
+    /// The checkpoint: what was found at start and whether the sim writes it.
+    #[serde(default)]
+    pub checkpoint: Option<Box<super::checkpoint::CheckpointStatus>>,
+}
+
+/// A pod known only from the checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct RestoredPodStatus {
+    /// Pod UID (the checkpoint has no names).
+    pub uid: String,
+    /// Containers and their devices.
+    pub containers: Vec<RestoredContainer>,
+}
+
+/// A container of a pod known only from the checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct RestoredContainer {
+    /// Container name.
+    pub name: String,
+    /// Device IDs per resource.
+    pub devices: BTreeMap<String, Vec<String>>,
 }
 
 impl SimStatus {

@@ -4,7 +4,9 @@
 //! decides where bytes go.
 
 pub mod check;
+pub mod checkpoint;
 pub mod demo;
+pub mod doctor;
 pub mod mock;
 pub mod plugin;
 pub mod podresources;

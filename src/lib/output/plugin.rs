@@ -129,34 +129,34 @@ pub fn allocate(w: &mut dyn Write, format: Format, view: &AllocateView) -> io::R
             writeln!(w)?;
         }
         writeln!(w, "{} {}  devices: {}", "container".bold(), i, list(&c.devices_ids))?;
-        let mut t = table(["KIND", "NAME / CONTAINER PATH", "VALUE / HOST PATH", "OPTIONS"]);
-        for (k, v) in &c.envs {
-            t.add_row(["env", k.as_str(), v.as_str(), ""]);
-        }
-        for m in &c.mounts {
-            t.add_row([
-                "mount",
-                m.container_path.as_str(),
-                m.host_path.as_str(),
-                if m.read_only { "ro" } else { "rw" },
-            ]);
-        }
-        for d in &c.devices {
-            t.add_row(["device", d.container_path.as_str(), d.host_path.as_str(), d.permissions.as_str()]);
-        }
-        for (k, v) in &c.annotations {
-            t.add_row(["annotation", k.as_str(), v.as_str(), ""]);
-        }
-        for n in &c.cdi_devices {
-            t.add_row(["cdi", n.as_str(), "", ""]);
-        }
-        if t.row_count() == 0 {
-            writeln!(w, "  (empty response: nothing is injected into the container)")?;
-        } else {
-            write_table(w, &t)?;
-        }
+        allocation(w, c)?;
     }
     violations(w, &view.violations)
+}
+
+/// One container's answer as a KIND / NAME / VALUE / OPTIONS table.
+pub fn allocation(w: &mut dyn Write, c: &ContainerAllocation) -> io::Result<()> {
+    let mut t = table(["KIND", "NAME / CONTAINER PATH", "VALUE / HOST PATH", "OPTIONS"]);
+    for (k, v) in &c.envs {
+        t.add_row(["env", k.as_str(), v.as_str(), ""]);
+    }
+    for m in &c.mounts {
+        t.add_row(["mount", m.container_path.as_str(), m.host_path.as_str(), if m.read_only { "ro" } else { "rw" }]);
+    }
+    for d in &c.devices {
+        t.add_row(["device", d.container_path.as_str(), d.host_path.as_str(), d.permissions.as_str()]);
+    }
+    for (k, v) in &c.annotations {
+        t.add_row(["annotation", k.as_str(), v.as_str(), ""]);
+    }
+    for n in &c.cdi_devices {
+        t.add_row(["cdi", n.as_str(), "", ""]);
+    }
+    if t.row_count() == 0 {
+        writeln!(w, "  (empty response: nothing is injected into the container)")
+    } else {
+        write_table(w, &t)
+    }
 }
 
 /// A GetPreferredAllocation answer, with the rules it breaks.

@@ -189,8 +189,28 @@ pub fn event_detail(kind: &EventKind) -> String {
         }
         EventKind::GracePeriodSet { grace_period_ms } => format!("grace period {}", ms(*grace_period_ms)),
         EventKind::RegistryPluginIgnored { socket, reason } => format!("{socket}: {reason}"),
+        EventKind::CheckpointRead { checkpoint } => checkpoint_line(checkpoint),
+        EventKind::CheckpointReadOnly { path, reason } => format!("{path}: {reason}"),
         EventKind::Stopped {} => "sockets removed".into(),
     }
+}
+
+/// One line about the checkpoint found at start.
+fn checkpoint_line(c: &crate::kubelet_sim::CheckpointStatus) -> String {
+    let sums = match (c.stored_checksum, c.computed_checksum) {
+        (Some(s), Some(k)) if s == k => format!(", checksum {s} verifies"),
+        (Some(s), Some(k)) => format!(", stored checksum {s}, computed {k}"),
+        _ => String::new(),
+    };
+    let mut line = match c.found.as_str() {
+        "none" => format!("{}: none at start", c.path),
+        "valid" => format!("{}: valid{sums}; restored {} entr(y/ies)", c.path, c.restored_entries),
+        other => format!("{}: {other}{sums}", c.path),
+    };
+    if let Some(e) = &c.error {
+        line.push_str(&format!("; {e}"));
+    }
+    line
 }
 
 /// True for events that report a problem (colored red in text).
@@ -203,7 +223,8 @@ fn is_problem(kind: &EventKind) -> bool {
             | EventKind::AdmissionRejected { .. }
             | EventKind::ContainerStartFailed { .. }
             | EventKind::RegistryPluginIgnored { .. }
-    )
+            | EventKind::CheckpointReadOnly { .. }
+    ) || matches!(kind, EventKind::CheckpointRead { checkpoint } if checkpoint.error.is_some())
 }
 
 /// Renders one event: a JSON line, or `time  name  detail`.
@@ -292,7 +313,7 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
         out.extend(String::from_utf8_lossy(&buf).lines().map(String::from));
     }
     out.push(String::new());
-    if s.pods.is_empty() {
+    if s.pods.is_empty() && s.restored_pods.is_empty() {
         out.push("no pods".to_string());
     } else {
         let mut t = table(["POD", "CONTAINER", "KIND", "DEVICES"]);
@@ -307,9 +328,22 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
                 ]);
             }
         }
+        // Known from the checkpoint only: no name, no kind.
+        for p in &s.restored_pods {
+            for c in &p.containers {
+                let devs: Vec<String> = c.devices.iter().map(|(r, ids)| format!("{r}={}", ids.join(","))).collect();
+                t.add_row([format!("uid {} (checkpoint)", p.uid), c.name.clone(), "-".into(), list(&devs)]);
+            }
+        }
         let mut buf = Vec::new();
         let _ = write_table(&mut buf, &t);
         out.extend(String::from_utf8_lossy(&buf).lines().map(String::from));
+    }
+    if let Some(c) = &s.checkpoint {
+        out.push(String::new());
+        out.push(format!("checkpoint {}", checkpoint_line(c)));
+        let writes = if c.writes { "writes it" } else { "does NOT write it" };
+        out.push(format!("  the sim {writes}: {}", c.ownership));
     }
     out
 }

@@ -1,0 +1,110 @@
+//! `dpctl doctor`: a read-only check of a node's device-plugin setup.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use std::io::Write;
+
+use clap::Args;
+
+use super::{Ctx, out_err, parse_duration};
+use crate::doctor::{DoctorConfig, Severity};
+use crate::error::{Result, exit};
+use crate::output;
+use crate::paths::{
+    DEFAULT_DEVICE_PLUGIN_DIR, DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_DEVICE_PLUGIN_DIR,
+    ENV_PODRESOURCES_SOCKET, ENV_ROOT,
+};
+
+const HELP: &str = "\
+Examples:
+  sudo dpctl doctor                         # on the node
+  dpctl doctor --root /host -o json         # from `kubectl debug node/NAME` (host at /host)
+
+Findings are ok, warning or error, each with its evidence and a hint; exit 1
+when any is an error. Doctor only reads: it connects to kubelet.sock without
+calling it, calls GetDevicePluginOptions and reads the first ListAndWatch
+message of each plugin, List and Get on PodResources, GetInfo on
+plugins_registry sockets, and reads the checkpoint and CDI specs. It never
+registers, allocates or calls PreStartContainer. Files a kubelet restart
+would delete are judged by the 1.26-1.32 rule (every non-directory but the
+checkpoint) and the 1.33+ rule (sockets only).";
+
+/// Check a node's device-plugin setup (read-only): kubelet.sock, plugin sockets, checkpoint,
+/// PodResources, plugins_registry, CDI.
+#[derive(Debug, Args)]
+#[command(after_long_help = HELP)]
+pub struct DoctorArgs {
+    /// Prefix of every host path (the host's / as mounted in a pod, e.g. /host).
+    #[arg(long, value_name = "PATH", env = ENV_ROOT, default_value = "/")]
+    pub root: PathBuf,
+    /// The device-plugin directory (a host path).
+    #[arg(long, value_name = "DIR", env = ENV_DEVICE_PLUGIN_DIR, default_value = DEFAULT_DEVICE_PLUGIN_DIR)]
+    pub dir: PathBuf,
+    /// The kubelet's PodResources socket (a host path).
+    #[arg(long, value_name = "PATH", env = ENV_PODRESOURCES_SOCKET, default_value = DEFAULT_PODRESOURCES_SOCKET)]
+    pub podresources_socket: PathBuf,
+    /// The plugin watcher's directory (a host path).
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_PLUGINS_REGISTRY_DIR)]
+    pub registry_dir: PathBuf,
+    /// CDI spec directories (host paths; repeatable) [default: /etc/cdi, /var/run/cdi].
+    #[arg(long, value_name = "DIR")]
+    pub cdi_dir: Vec<PathBuf>,
+    /// Deadline of each probe (connect, one call, the first ListAndWatch message).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1s")]
+    pub timeout: Duration,
+    /// Total time for the whole run.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub budget: Duration,
+    /// Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName).
+    #[arg(long, value_name = "NAME", env = ENV_NODE_NAME)]
+    pub node: Option<String>,
+    /// Run again every DURATION until stopped (one report per run; one JSON line each with -o json).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub every: Option<Duration>,
+}
+
+/// Names the node in the report.
+pub const ENV_NODE_NAME: &str = "DPCTL_NODE_NAME";
+
+/// Runs `dpctl doctor`.
+pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+    let mut cfg = DoctorConfig::new(&args.root);
+    cfg.dir = args.dir;
+    cfg.podresources_socket = args.podresources_socket;
+    cfg.registry_dir = args.registry_dir;
+    if !args.cdi_dir.is_empty() {
+        cfg.cdi_dirs = args.cdi_dir;
+    }
+    cfg.probe_timeout = args.timeout;
+    cfg.budget = args.budget;
+    if ctx.progress_allowed() {
+        ctx.note(format!(
+            "dpctl doctor: looking at {} (budget {})",
+            cfg.dir.display(),
+            crate::error::fmt_duration(cfg.budget)
+        ))?;
+    }
+    let Some(every) = args.every else {
+        let mut report = crate::doctor::run(&cfg).await;
+        report.node = args.node;
+        output::doctor::report(&mut *ctx.term.out, ctx.format, &report).map_err(out_err)?;
+        return Ok(if report.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK });
+    };
+    let stop = crate::transport::shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        let mut report = crate::doctor::run(&cfg).await;
+        report.node.clone_from(&args.node);
+        if ctx.format.is_json() {
+            output::write_json_line(&mut *ctx.term.out, &report).map_err(out_err)?;
+        } else {
+            output::doctor::report(&mut *ctx.term.out, ctx.format, &report).map_err(out_err)?;
+            ctx.term.out.flush().map_err(out_err)?;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = &mut stop => return Ok(exit::OK),
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! Renderers for `dpctl checkpoint show|verify`: the verdict (stored against
+//! computed checksum and what it means), entries with devices per NUMA node
+//! and their decoded Allocate answers, and the registered devices.
+
+use std::io::{self, Write};
+
+use colored::Colorize;
+
+use super::{Format, list, table, write_json, write_table};
+use crate::checkpoint::report::CheckpointReport;
+
+/// Devices per NUMA node: `GPU-0@0`, or just the ID without topology.
+fn numa_devices(e: &crate::checkpoint::report::EntryView) -> String {
+    let devs: Vec<String> = e
+        .devices_per_numa
+        .iter()
+        .flat_map(|(node, ids)| ids.iter().map(move |id| if *node < 0 { id.clone() } else { format!("{id}@{node}") }))
+        .collect();
+    list(&devs)
+}
+
+/// The verdict lines.
+fn verdict(w: &mut dyn Write, r: &CheckpointReport) -> io::Result<()> {
+    let format = r.format.map_or("unreadable", crate::checkpoint::Format::describe);
+    writeln!(w, "{} {}", "checkpoint".bold(), r.path)?;
+    writeln!(w, "  format    {format}")?;
+    match (r.stored_checksum, r.computed_checksum) {
+        (Some(s), Some(c)) if s == c => writeln!(w, "  checksum  {} (stored {s} = computed {c})", "ok".green().bold())?,
+        (Some(s), Some(c)) => {
+            writeln!(w, "  checksum  {} (stored {s}, computed {c})", "MISMATCH".red().bold())?;
+        }
+        _ => writeln!(w, "  checksum  {}", "not computed: the file does not parse".red().bold())?,
+    }
+    if let Some(e) = &r.error {
+        writeln!(w, "  error     {e}")?;
+    }
+    writeln!(w, "  meaning   {}", r.meaning)
+}
+
+/// `checkpoint verify`: the verdict only.
+pub fn verify(w: &mut dyn Write, format: Format, r: &CheckpointReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(
+            w,
+            &serde_json::json!({
+                "path": r.path,
+                "format": r.format,
+                "stored_checksum": r.stored_checksum,
+                "computed_checksum": r.computed_checksum,
+                "verifies": r.verifies,
+                "meaning": r.meaning,
+                "error": r.error,
+            }),
+        );
+    }
+    verdict(w, r)
+}
+
+/// `checkpoint show`: the verdict, entries, their Allocate answers, registered devices.
+pub fn show(w: &mut dyn Write, format: Format, r: &CheckpointReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, r);
+    }
+    verdict(w, r)?;
+    writeln!(w)?;
+    if r.entries.is_empty() {
+        writeln!(w, "no pod entries")?;
+    } else {
+        let mut t = table(["POD UID", "CONTAINER", "RESOURCE", "DEVICES (@NUMA)"]);
+        for e in &r.entries {
+            t.add_row([e.pod_uid.clone(), e.container.clone(), e.resource.clone(), numa_devices(e)]);
+        }
+        write_table(w, &t)?;
+        for e in &r.entries {
+            writeln!(w)?;
+            writeln!(w, "{} {} / {}  {}", "AllocResp".bold(), e.pod_uid, e.container, e.resource)?;
+            match (&e.allocation, &e.allocation_error) {
+                (Some(a), _) => super::plugin::allocation(w, a)?,
+                (None, Some(err)) => writeln!(w, "  {}", err.red())?,
+                (None, None) => writeln!(w, "  (null)")?,
+            }
+        }
+    }
+    writeln!(w)?;
+    if r.registered_devices.is_empty() {
+        writeln!(w, "no registered devices")?;
+    } else {
+        let mut t = table(["REGISTERED RESOURCE", "HEALTHY DEVICES WHEN WRITTEN"]);
+        for (res, ids) in &r.registered_devices {
+            t.add_row([res.clone(), ids.as_deref().map_or_else(|| "(null)".to_string(), list)]);
+        }
+        write_table(w, &t)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,329 @@
+//! The device manager's checkpoint as kubelet-sim reads, restores and writes
+//! it (kubelet-versions.md §7; issue 9 items 1-2, issue 12 item 2), against
+//! files real kubelets wrote (tests/data/checkpoints/).
+
+use std::path::Path;
+use std::time::Duration;
+
+use dpctl::checkpoint::{Checkpoint, LegacyFormat};
+use dpctl::kubelet_sim::{EventKind, KubeletSim, PodSpec, SimConfig, SimHandle};
+use tokio::io::AsyncBufReadExt;
+
+use crate::support::simplugin::{self, Script, SimPlugin, register};
+use crate::support::{Sandbox, dpctl, dpctl_command, within};
+
+const GPU: &str = "example.com/gpu";
+const TEGRA: &[u8] = include_bytes!("data/checkpoints/kubelet-kind-tegra.json");
+const GPUOPS: &[u8] = include_bytes!("data/checkpoints/kubelet-gpuops-doc.json");
+const CHECKPOINT: &str = "kubelet_internal_checkpoint";
+
+async fn start_sim(dir: &Path, tune: impl FnOnce(&mut SimConfig)) -> SimHandle {
+    let mut c = SimConfig::new(dir);
+    c.dial_timeout = Duration::from_millis(400);
+    tune(&mut c);
+    KubeletSim::start(c).await.expect("start the sim")
+}
+
+fn verify_file(path: &Path) -> Checkpoint {
+    let cp = Checkpoint::read(path, LegacyFormat::Refuse).unwrap().expect("a checkpoint file");
+    let v = cp.verify();
+    assert!(v.ok(), "{} does not verify: stored {} computed {}", path.display(), v.stored, v.computed);
+    cp
+}
+
+/// kubelet-versions.md §7 (all versions): a valid checkpoint restores its pods'
+/// allocations by UID and container, its registered resources wait at 0 for
+/// their plugins; issue 9 item 2: a file the sim did not write is never changed.
+#[tokio::test]
+async fn real_kubelets_checkpoint_is_restored_and_never_rewritten() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.join(CHECKPOINT), TEGRA).unwrap();
+    let sim = start_sim(sb.path(), |_| {}).await;
+    let mut events = sim.events_from_start().unwrap();
+    let status = sim.status();
+    let cp = status.checkpoint.clone().expect("checkpoint status");
+    assert_eq!(cp.found, "valid");
+    assert_eq!((cp.stored_checksum, cp.computed_checksum), (Some(3_660_592_824), Some(3_660_592_824)));
+    assert!(!cp.writes, "{cp:?}");
+    assert!(cp.ownership.contains("--adopt-checkpoint"), "{}", cp.ownership);
+    // The pod is known by UID only; its device is in use.
+    assert_eq!(status.restored_pods.len(), 1);
+    assert_eq!(status.restored_pods[0].uid, "bf52b2cd-b611-4e79-86b1-280b283185c3");
+    assert_eq!(status.restored_pods[0].containers[0].name, "check");
+    assert_eq!(status.restored_pods[0].containers[0].devices["nvidia.com/gpu"], ["tegra"]);
+    let r = status.resource("nvidia.com/gpu").expect("restored resource");
+    assert_eq!((r.state.as_str(), r.capacity, r.allocatable, r.in_use), ("awaiting-registration", 0, 0, 1));
+    // The read-only decision is an event, before `started`.
+    let mut saw_read_only = false;
+    while let Ok(ev) = events.try_recv() {
+        if let EventKind::CheckpointReadOnly { reason, .. } = &ev.kind {
+            saw_read_only = reason.contains("--adopt-checkpoint");
+        }
+    }
+    assert!(saw_read_only);
+    // The device comes back with its plugin and stays taken.
+    let p = SimPlugin::new(vec![simplugin::device("tegra", "Healthy", None)], Script::default());
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "tegra.sock", "nvidia.com/gpu").await;
+    sim.wait_for_counts(|c| c.get("nvidia.com/gpu").is_some_and(|c| c.allocatable == 1), Duration::from_secs(10))
+        .await
+        .unwrap();
+    let o = sim.admit(PodSpec::shorthand("next", "default", &[("nvidia.com/gpu".into(), 1)])).await.unwrap();
+    assert!(!o.admitted, "the restored pod holds the only device: {o:?}");
+    // Deleting it by UID frees the device (the real kubelet's file still stays untouched).
+    let freed = sim.delete("default", "bf52b2cd-b611-4e79-86b1-280b283185c3").await.unwrap();
+    assert_eq!(freed.freed["nvidia.com/gpu"], ["tegra"]);
+    assert!(sim.status().restored_pods.is_empty());
+    let o = sim.admit(PodSpec::shorthand("after", "default", &[("nvidia.com/gpu".into(), 1)])).await.unwrap();
+    assert_eq!(o.devices("c0", "nvidia.com/gpu"), ["tegra"]);
+    sim.stop().await.unwrap();
+    assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), TEGRA, "the real kubelet's file is unchanged");
+}
+
+/// kubelet-versions.md §7 "Corrupt checkpoint": stored and computed are reported,
+/// nothing is restored, the kubelet goes on; the sim does not replace a file it
+/// did not write (issue 9 item 2).
+#[tokio::test]
+async fn one_byte_changed_checkpoint_is_corrupt_and_restores_nothing() {
+    let sb = Sandbox::new();
+    let mut bytes = GPUOPS.to_vec();
+    let i = bytes.windows(5).position(|w| w == b"GPU-0").unwrap();
+    bytes[i + 4] = b'1';
+    std::fs::write(sb.join(CHECKPOINT), &bytes).unwrap();
+    let sim = start_sim(sb.path(), |_| {}).await;
+    let status = sim.status();
+    let cp = status.checkpoint.clone().unwrap();
+    assert_eq!(cp.found, "corrupt");
+    assert_eq!(cp.stored_checksum, Some(3_952_659_280));
+    assert_ne!(cp.computed_checksum, Some(3_952_659_280));
+    let err = cp.error.unwrap();
+    assert!(err.contains("3952659280") && err.contains("nothing is restored"), "{err}");
+    assert!(status.resources.is_empty() && status.restored_pods.is_empty());
+    sim.stop().await.unwrap();
+    assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), bytes);
+    // Asked to adopt it, the sim behaves as the kubelet: the next write replaces it.
+    let sim = start_sim(sb.path(), |c| c.adopt_checkpoint = true).await;
+    assert!(sim.status().checkpoint.unwrap().writes);
+    sim.stop().await.unwrap();
+    let cp = verify_file(&sb.join(CHECKPOINT));
+    assert_eq!(cp.data.pod_device_entries, None);
+}
+
+/// kubelet-versions.md §7 checksum and atomic write: what the sim writes verifies
+/// with the kubelet's algorithm, is 0600, leaves no temporary file, and a new sim
+/// restores it by pod UID and container.
+#[tokio::test]
+async fn files_the_sim_writes_verify_and_come_back() {
+    let sb = Sandbox::new();
+    let sim = start_sim(sb.path(), |_| {}).await;
+    assert_eq!(sim.status().checkpoint.unwrap().found, "none");
+    let p = SimPlugin::new(SimPlugin::healthy(2, true), Script::default());
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "a.sock", GPU).await;
+    sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 2), Duration::from_secs(10)).await.unwrap();
+    let pod = sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert!(pod.admitted);
+    sim.stop().await.unwrap();
+    let path = sb.join(CHECKPOINT);
+    let cp = verify_file(&path);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+    let stray: Vec<_> = std::fs::read_dir(sb.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.') && e.file_name() != ".dpctl")
+        .map(|e| e.file_name())
+        .collect();
+    assert!(stray.is_empty(), "temporary files left: {stray:?}");
+    let e = &cp.data.pod_device_entries.as_ref().unwrap()[0];
+    assert_eq!((e.pod_uid.as_str(), e.container_name.as_str()), (pod.uid.as_str(), "c0"));
+    // A new sim on the same directory: its own file, restored and still written.
+    let sim = start_sim(sb.path(), |_| {}).await;
+    let status = sim.status();
+    let c = status.checkpoint.clone().unwrap();
+    assert_eq!((c.found.as_str(), c.writes, c.restored_entries), ("valid", true, 1));
+    assert_eq!(status.restored_pods[0].uid, pod.uid);
+    assert_eq!(status.restored_pods[0].containers[0].devices[GPU], pod.devices("c0", GPU));
+    assert_eq!(status.resource(GPU).unwrap().in_use, 1);
+    sim.stop().await.unwrap();
+    let cp = verify_file(&path);
+    assert_eq!(cp.data.pod_device_entries.unwrap()[0].pod_uid, pod.uid, "entries of pods it does not know are kept");
+}
+
+/// A `dpctl kubelet-sim -o json` child process.
+struct SimProcess {
+    child: tokio::process::Child,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+}
+
+impl SimProcess {
+    fn spawn(dir: &Path) -> SimProcess {
+        let mut cmd = tokio::process::Command::from(dpctl_command());
+        cmd.args(["kubelet-sim", "-o", "json", "--dial-timeout", "2s", "--dir"]).arg(dir);
+        cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).kill_on_drop(true);
+        let mut child = cmd.spawn().expect("spawn dpctl kubelet-sim");
+        let stdout = child.stdout.take().unwrap();
+        SimProcess { child, lines: tokio::io::BufReader::new(stdout).lines() }
+    }
+
+    /// The next event line whose `event` is `name`.
+    async fn event(&mut self, name: &str) -> serde_json::Value {
+        within(name, async {
+            loop {
+                let line = self.lines.next_line().await.unwrap().expect("the sim's output ended");
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+                if v["event"] == name {
+                    return v;
+                }
+            }
+        })
+        .await
+    }
+}
+
+/// Waits until the file at `path` contains `needle` (file-system events, bounded).
+async fn file_contains(path: &Path, needle: &str) {
+    use notify::Watcher;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut w = notify::recommended_watcher(move |e| {
+        let _ = tx.send(e);
+    })
+    .unwrap();
+    w.watch(path.parent().unwrap(), notify::RecursiveMode::NonRecursive).unwrap();
+    within("the checkpoint write", async {
+        while !std::fs::read_to_string(path).is_ok_and(|s| s.contains(needle)) {
+            let _ = rx.recv().await.expect("watcher");
+        }
+    })
+    .await;
+}
+
+fn admitted_device(stdout: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    v["containers"][0]["resources"][0]["devices"][0].as_str().unwrap_or_else(|| panic!("no device in {v}")).to_string()
+}
+
+/// Issue 12 item 2 (kubelet-versions.md §7: restored allocations are in use):
+/// admit, kill -9 the sim, start a new one on the directory, admit again ->
+/// a different device, and the checkpoint lists each device once.
+#[tokio::test]
+async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let mut sim = SimProcess::spawn(sb.path());
+    sim.event("started").await;
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let stop = p.serve(&sb.join("a.sock")).await;
+    register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None).await.unwrap();
+    sim.event("snapshot").await;
+    let first = dpctl(&[
+        "kubelet-sim",
+        "admit",
+        "--dir",
+        dir,
+        "--allocate",
+        "example.com/gpu=1",
+        "--name",
+        "one",
+        "-o",
+        "json",
+    ])
+    .await;
+    first.expect_code(0);
+    let first_dev = admitted_device(&first.stdout);
+    let uid = first.json()["uid"].as_str().unwrap().to_string();
+    file_contains(&sb.join(CHECKPOINT), &uid).await;
+    sim.child.start_kill().unwrap(); // SIGKILL: no clean stop, no last write
+    within("the killed sim", sim.child.wait()).await.unwrap();
+    drop(stop);
+    let mut sim = SimProcess::spawn(sb.path());
+    let read = sim.event("checkpoint_read").await;
+    assert_eq!(read["checkpoint"]["found"], "valid", "{read}");
+    sim.event("started").await;
+    let _stop = p.serve(&sb.join("a.sock")).await;
+    register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None).await.unwrap();
+    sim.event("snapshot").await;
+    let second = dpctl(&[
+        "kubelet-sim",
+        "admit",
+        "--dir",
+        dir,
+        "--allocate",
+        "example.com/gpu=1",
+        "--name",
+        "two",
+        "-o",
+        "json",
+    ])
+    .await;
+    second.expect_code(0);
+    assert_ne!(admitted_device(&second.stdout), first_dev, "the checkpointed device was handed out again");
+    let status = dpctl(&["kubelet-sim", "status", "--dir", dir, "-o", "json"]).await;
+    let status = status.json();
+    assert_eq!(status["restored_pods"][0]["uid"], uid.as_str(), "{status}");
+    assert_eq!(status["resources"][0]["in_use"], 2);
+    let text = dpctl(&["kubelet-sim", "status", "--dir", dir]).await;
+    assert!(text.stdout.contains(&format!("uid {uid} (checkpoint)")), "{}", text.stdout);
+    // SIGTERM: a clean stop writes the checkpoint a last time.
+    let pid = i32::try_from(sim.child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    within("the sim to stop", sim.child.wait()).await.unwrap();
+    let cp = verify_file(&sb.join(CHECKPOINT));
+    let mut ids: Vec<String> = cp.data.pod_device_entries.unwrap().iter().flat_map(|e| e.device_ids.ids()).collect();
+    ids.sort();
+    assert_eq!(ids, ["dev-0", "dev-1"], "each device once");
+}
+
+/// Issue 11: `checkpoint verify` passes both real kubelets' files and fails a
+/// modified one with stored vs computed (kubelet-versions.md §7); read-only.
+#[tokio::test]
+async fn checkpoint_verify_passes_real_files_and_fails_a_modified_one() {
+    let sb = Sandbox::new();
+    for (name, bytes, sum) in [("a", GPUOPS, "3952659280"), ("b", TEGRA, "3660592824")] {
+        let path = sb.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let r = dpctl(&["checkpoint", "verify", path.to_str().unwrap()]).await;
+        r.expect_code(0);
+        assert!(r.stdout.contains(&format!("stored {sum} = computed {sum}")), "{}", r.stdout);
+        let mut changed = bytes.to_vec();
+        let i = changed.windows(2).position(|w| w == b"\"]").unwrap() - 1; // last byte of a device ID
+        changed[i] ^= 0x01;
+        std::fs::write(&path, &changed).unwrap();
+        let r = dpctl(&["checkpoint", "verify", path.to_str().unwrap(), "-o", "json"]).await;
+        r.expect_code(1);
+        let v = r.json();
+        assert_eq!(v["stored_checksum"].to_string(), sum);
+        assert_ne!(v["computed_checksum"], v["stored_checksum"]);
+        assert!(v["meaning"].as_str().unwrap().contains("restores nothing"), "{v}");
+        assert_eq!(std::fs::read(&path).unwrap(), changed, "verify never writes");
+    }
+    // Default path from --dir; a missing file is bad input.
+    let r = dpctl(&["checkpoint", "verify", "--dir", sb.path().to_str().unwrap()]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("kubelet_internal_checkpoint") && r.stderr.contains("no such file"), "{}", r.stderr);
+    // kubelet-versions.md §7: the pre-1.20 layout is named.
+    let v1 = sb.join("v1");
+    std::fs::write(&v1, br#"{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","DeviceIDs":["a"],"AllocResp":null}],"RegisteredDevices":{"r":["a"]}},"Checksum":0}"#).unwrap();
+    let r = dpctl(&["checkpoint", "verify", v1.to_str().unwrap()]).await;
+    assert!(r.stdout.contains("pre-1.20") && r.stdout.contains("1.31"), "{}", r.stdout);
+}
+
+/// Issue 11: `checkpoint show` decodes each stored Allocate answer and lists
+/// devices per NUMA node and the registered devices.
+#[tokio::test]
+async fn checkpoint_show_decodes_entries() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.join(CHECKPOINT), TEGRA).unwrap();
+    let r = dpctl(&["checkpoint", "show", "--dir", sb.path().to_str().unwrap(), "-o", "json"]).await;
+    r.expect_code(0);
+    let v = r.json();
+    assert_eq!(v["verifies"], true);
+    let e = &v["entries"][0];
+    assert_eq!(e["pod_uid"], "bf52b2cd-b611-4e79-86b1-280b283185c3");
+    assert_eq!(e["devices_per_numa"]["-1"], serde_json::json!(["tegra"]));
+    assert_eq!(e["allocation"]["envs"]["NVIDIA_VISIBLE_DEVICES"], "tegra");
+    assert_eq!(v["registered_devices"]["nvidia.com/gpu"], serde_json::json!(["tegra"]));
+    let r = dpctl(&["checkpoint", "show", "--dir", sb.path().to_str().unwrap()]).await;
+    r.expect_code(0);
+    assert!(r.stdout.contains("NVIDIA_VISIBLE_DEVICES") && r.stdout.contains("nvidia.com/gpu"), "{}", r.stdout);
+    assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), TEGRA);
+}
