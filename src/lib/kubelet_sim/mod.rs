@@ -24,6 +24,7 @@ mod podres;
 mod registration;
 mod registry;
 mod state;
+pub mod topology;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::FileTypeExt;
@@ -97,6 +98,8 @@ pub struct SimConfig {
     pub cleanup_on_start: bool,
     /// Events buffered per subscriber.
     pub event_capacity: usize,
+    /// Topology Manager, CPU manager and the simulated machine.
+    pub topology: crate::topology::TopologyConfig,
 }
 
 impl SimConfig {
@@ -119,6 +122,7 @@ impl SimConfig {
             checkpoint: true,
             cleanup_on_start: true,
             event_capacity: 16 * 1024,
+            topology: crate::topology::TopologyConfig::default(),
         }
     }
 }
@@ -257,6 +261,7 @@ impl KubeletSim {
     /// sockets in the directory as a kubelet does, and serves kubelet.sock,
     /// PodResources and the control socket.
     pub async fn start(config: SimConfig) -> Result<SimHandle> {
+        config.topology.validate()?;
         let dir = config.dir.clone();
         create_dir(&dir)?;
         let kubelet_socket = crate::paths::kubelet_socket(&dir);
@@ -517,6 +522,11 @@ impl SimHandle {
     /// `Err` means the request itself is wrong (duplicate pod, bad names).
     pub async fn admit(&self, pod: PodSpec) -> Result<AdmitOutcome> {
         admission::admit(&self.inner, pod).await
+    }
+
+    /// Would this pod be admitted, and where? Nothing is allocated and no plugin is called.
+    pub async fn admit_dry_run(&self, pod: PodSpec) -> Result<AdmitOutcome> {
+        topology::dry_run(&self.inner, pod).await
     }
 
     /// Deletes a pod and frees its devices.

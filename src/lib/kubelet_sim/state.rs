@@ -147,6 +147,8 @@ pub(crate) struct State {
     pub foreign_entries: Vec<super::checkpoint::PodDevicesEntry>,
     /// When the current kubelet.sock was created.
     pub socket_created: Instant,
+    /// Exclusive CPUs (static CPU manager) per pod UID, then container.
+    pub exclusive_cpus: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
 }
 
 impl State {
@@ -160,6 +162,7 @@ impl State {
             restarts: 0,
             foreign_entries: Vec::new(),
             socket_created: Instant::now(),
+            exclusive_cpus: BTreeMap::new(),
         }
     }
 

@@ -200,8 +200,8 @@ fn example_d_cpu_plus_device() {
     let run = |p| TopologyConfig { policy: p, ..machine_d() }.decide(&providers).unwrap();
     let (best, ok) = run(Policy::BestEffort);
     assert_eq!((best.to_string(), ok), ("{11 false}".into(), true));
-    assert_eq!(run(Policy::Restricted).1, false);
-    assert_eq!(run(Policy::SingleNumaNode).1, false);
+    assert!(!run(Policy::Restricted).1);
+    assert!(!run(Policy::SingleNumaNode).1);
     // All 4 devices aligned, 1 needed: GetPreferredAllocation({D0..D3}, {}, 1).
     let t = take(&common(), best.mask, 1);
     assert_eq!(t.ask, Some(Ask { available: s(&["D0", "D1", "D2", "D3"]), must_include: vec![], size: 1 }));
