@@ -545,7 +545,7 @@ pub(crate) fn compute_of(c: &serde_json::Value, at: &str, place: &str) -> Result
 }
 
 /// A CPU quantity in millicores: `2`, `"2"`, `"500m"`, `"1.5"`.
-pub(crate) fn parse_cpu_millis(q: &serde_json::Value) -> Option<u64> {
+pub fn parse_cpu_millis(q: &serde_json::Value) -> Option<u64> {
     if let Some(n) = q.as_u64() {
         return n.checked_mul(1000);
     }
@@ -572,7 +572,7 @@ fn parse_cpu_str(s: &str) -> Option<u64> {
 }
 
 /// A memory quantity in bytes: `1000`, `"1Gi"`, `"512Mi"`, `"1G"`.
-pub(crate) fn parse_bytes(q: &serde_json::Value) -> Option<u64> {
+pub fn parse_bytes(q: &serde_json::Value) -> Option<u64> {
     if let Some(n) = q.as_u64() {
         return Some(n);
     }
