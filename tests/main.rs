@@ -13,5 +13,6 @@ mod mock_plugin;
 mod plugin_cli;
 mod podresources;
 mod smoke;
+mod topology;
 mod transport;
 mod vectors;
