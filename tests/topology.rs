@@ -285,3 +285,31 @@ async fn pod_scope_judges_init_containers_and_sidecars_together() {
     assert_eq!(v["containers"][1]["resources"][0]["reused"], v["containers"][0]["resources"][0]["devices"]);
     assert!(d.iter().all(|x| x["admit"] == true));
 }
+
+/// `dpctl smoke --topology-manager-policy`: a plugin with 2 devices per node
+/// fails admission of 3 devices under single-numa-node (TopologyAffinityError,
+/// with the hints in the evidence) and passes under best-effort.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_admits_under_the_chosen_policy() {
+    let bin = crate::support::dpctl_bin();
+    let plugin = [bin, "mock-plugin", "--dir", "{dir}", "--resource", DEV, "--devices", "4", "--numa-nodes", "2"];
+    let run = |policy: &'static str| {
+        let mut args = vec!["smoke", "--topology-manager-policy", policy, "--request", "3", "-o", "json", "--"];
+        args.extend_from_slice(&plugin);
+        async move { dpctl(&args).await }
+    };
+    let admission =
+        |v: &Value| v["steps"].as_array().unwrap().iter().find(|s| s["name"] == "admission").unwrap().clone();
+    let r = run("single-numa-node").await;
+    let step = admission(&r.expect_code(1).json());
+    assert_eq!(step["outcome"], "fail");
+    let ev = step["evidence"].as_str().unwrap();
+    assert!(
+        ev.contains("TopologyAffinityError") && ev.contains("hints [{11 true}] → best {nil false} (reject)"),
+        "{ev}"
+    );
+    let r = run("best-effort").await;
+    let step = admission(&r.json());
+    assert_eq!(step["outcome"], "pass", "{step}");
+    assert!(step["evidence"].as_str().unwrap().contains("best {11 true} (admit)"), "{step}");
+}

@@ -244,6 +244,8 @@ pub struct SmokeConfig {
     pub forward_output: bool,
     /// Bytes of each output stream kept in the report.
     pub output_limit: usize,
+    /// The sim's Topology Manager policy and machine (admission under each policy).
+    pub topology: crate::topology::TopologyConfig,
 }
 
 impl Default for SmokeConfig {
@@ -265,6 +267,7 @@ impl Default for SmokeConfig {
             log_dir: None,
             forward_output: false,
             output_limit: 64 * 1024,
+            topology: crate::topology::TopologyConfig::default(),
         }
     }
 }
@@ -384,6 +387,7 @@ pub async fn run_smoke(
     };
     let mut sim_config = SimConfig::new(&dir);
     sim_config.pre_start_timeout = config.prestart_timeout;
+    sim_config.topology = config.topology.clone();
     let sim = match KubeletSim::start(sim_config).await {
         Ok(s) => s,
         Err(e) => {
