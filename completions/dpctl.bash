@@ -880,7 +880,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --expect --timeout --output --color --verbose --quiet --help --version admit delete restart status set-grace help"
+            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --output --color --verbose --quiet --help --version admit delete restart status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -918,6 +918,38 @@ _dpctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --topology-manager-policy)
+                    COMPREPLY=($(compgen -W "none best-effort restricted single-numa-node" -- "${cur}"))
+                    return 0
+                    ;;
+                --topology-manager-scope)
+                    COMPREPLY=($(compgen -W "container pod" -- "${cur}"))
+                    return 0
+                    ;;
+                --topology-manager-policy-options)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpu-manager-policy)
+                    COMPREPLY=($(compgen -W "none static" -- "${cur}"))
+                    return 0
+                    ;;
+                --reserved-cpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --numa-nodes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpus-per-numa)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --numa-distances)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
                     return 0
@@ -938,7 +970,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__admit)
-            opts="-o -v -q -h -V --dir --allocate --name --namespace --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --allocate --name --namespace --cpu --memory --dry-run --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -957,6 +989,14 @@ _dpctl() {
                     return 0
                     ;;
                 --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpu)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --memory)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2378,7 +2418,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__free)
-            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --resource --timeout --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --resource --cpus-per-numa --timeout --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2401,6 +2441,10 @@ _dpctl() {
                     return 0
                     ;;
                 --resource)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpus-per-numa)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2778,7 +2822,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__smoke)
-            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --topology-manager-policy --numa-nodes --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2805,6 +2849,14 @@ _dpctl() {
                     return 0
                     ;;
                 --restart-deadline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --topology-manager-policy)
+                    COMPREPLY=($(compgen -W "none best-effort restricted single-numa-node" -- "${cur}"))
+                    return 0
+                    ;;
+                --numa-nodes)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
