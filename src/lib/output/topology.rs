@@ -20,6 +20,9 @@ fn hints_text(h: &Option<Vec<crate::topology::HintView>>) -> String {
 
 /// Writes the hints, verdicts and placement as tables.
 pub fn report(w: &mut dyn Write, t: &TopologyReport) -> io::Result<()> {
+    if t.policy == "none" && t.cpu_manager_policy == "none" && !t.dry_run {
+        return Ok(()); // the defaults: nothing to say
+    }
     writeln!(
         w,
         "topology manager: policy {}, scope {}; cpu manager: {}{}",
