@@ -7,6 +7,7 @@
 //! command that starts it; `{dir}` is replaced by the sim's directory:
 //!
 //!     cargo bench --bench sim_admit
+//!     SIM_BENCH_TOPOLOGY_POLICY=single-numa-node cargo bench --bench sim_admit   # 2 NUMA nodes
 //!     SIM_BENCH_PLUGIN_CMD='target/release/dpctl mock-plugin --dir {dir} --resource example.com/gpu --devices 1000' \
 //!       SIM_BENCH_RESOURCE=example.com/gpu cargo bench --bench sim_admit
 
@@ -25,7 +26,10 @@ async fn run() -> bool {
     let resource = std::env::var("SIM_BENCH_RESOURCE").unwrap_or_else(|_| "example.com/gpu".into());
     let tmp = tempdir("dpa");
     let dir = tmp.path().to_path_buf();
-    let mut sim = SimChild::start(&dir, &[]).await;
+    // The Topology Manager policy (2 NUMA nodes; the devices alternate between them).
+    let policy = std::env::var("SIM_BENCH_TOPOLOGY_POLICY").unwrap_or_else(|_| "none".into());
+    println!("sim_admit: --topology-manager-policy {policy} --numa-nodes 2");
+    let mut sim = SimChild::start(&dir, &["--topology-manager-policy", &policy, "--numa-nodes", "2"]).await;
     let mut _external = None;
     let mut _stop = None;
     match std::env::var("SIM_BENCH_PLUGIN_CMD") {

@@ -16,17 +16,11 @@ _dpctl() {
             ",$1")
                 cmd="dpctl"
                 ;;
-            dpctl,checkpoint)
-                cmd="dpctl__subcmd__checkpoint"
-                ;;
             dpctl,completions)
                 cmd="dpctl__subcmd__completions"
                 ;;
             dpctl,demo)
                 cmd="dpctl__subcmd__demo"
-                ;;
-            dpctl,doctor)
-                cmd="dpctl__subcmd__doctor"
                 ;;
             dpctl,help)
                 cmd="dpctl__subcmd__help"
@@ -46,35 +40,11 @@ _dpctl() {
             dpctl,smoke)
                 cmd="dpctl__subcmd__smoke"
                 ;;
-            dpctl__subcmd__checkpoint,help)
-                cmd="dpctl__subcmd__checkpoint__subcmd__help"
-                ;;
-            dpctl__subcmd__checkpoint,show)
-                cmd="dpctl__subcmd__checkpoint__subcmd__show"
-                ;;
-            dpctl__subcmd__checkpoint,verify)
-                cmd="dpctl__subcmd__checkpoint__subcmd__verify"
-                ;;
-            dpctl__subcmd__checkpoint__subcmd__help,help)
-                cmd="dpctl__subcmd__checkpoint__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__checkpoint__subcmd__help,show)
-                cmd="dpctl__subcmd__checkpoint__subcmd__help__subcmd__show"
-                ;;
-            dpctl__subcmd__checkpoint__subcmd__help,verify)
-                cmd="dpctl__subcmd__checkpoint__subcmd__help__subcmd__verify"
-                ;;
-            dpctl__subcmd__help,checkpoint)
-                cmd="dpctl__subcmd__help__subcmd__checkpoint"
-                ;;
             dpctl__subcmd__help,completions)
                 cmd="dpctl__subcmd__help__subcmd__completions"
                 ;;
             dpctl__subcmd__help,demo)
                 cmd="dpctl__subcmd__help__subcmd__demo"
-                ;;
-            dpctl__subcmd__help,doctor)
-                cmd="dpctl__subcmd__help__subcmd__doctor"
                 ;;
             dpctl__subcmd__help,help)
                 cmd="dpctl__subcmd__help__subcmd__help"
@@ -93,12 +63,6 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help,smoke)
                 cmd="dpctl__subcmd__help__subcmd__smoke"
-                ;;
-            dpctl__subcmd__help__subcmd__checkpoint,show)
-                cmd="dpctl__subcmd__help__subcmd__checkpoint__subcmd__show"
-                ;;
-            dpctl__subcmd__help__subcmd__checkpoint,verify)
-                cmd="dpctl__subcmd__help__subcmd__checkpoint__subcmd__verify"
                 ;;
             dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,admit)
                 cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__admit"
@@ -368,162 +332,12 @@ _dpctl() {
 
     case "${cmd}" in
         dpctl)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version plugin kubelet-sim podresources mock-plugin smoke demo completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version show verify help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint__subcmd__help)
-            opts="show verify help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint__subcmd__help__subcmd__show)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint__subcmd__help__subcmd__verify)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint__subcmd__show)
-            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint__subcmd__verify)
-            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
                     return 0
@@ -603,113 +417,9 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__doctor)
-            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --every --output --color --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --podresources-socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registry-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cdi-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --budget)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --node)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --every)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dpctl__subcmd__help)
-            opts="plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help"
+            opts="plugin kubelet-sim podresources mock-plugin smoke demo completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__checkpoint)
-            opts="show verify"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__checkpoint__subcmd__show)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__checkpoint__subcmd__verify)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -736,20 +446,6 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__demo)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1184,7 +880,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --adopt-checkpoint --expect --timeout --output --color --verbose --quiet --help --version admit delete restart status set-grace help"
+            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --output --color --verbose --quiet --help --version admit delete restart status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1222,6 +918,38 @@ _dpctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --topology-manager-policy)
+                    COMPREPLY=($(compgen -W "none best-effort restricted single-numa-node" -- "${cur}"))
+                    return 0
+                    ;;
+                --topology-manager-scope)
+                    COMPREPLY=($(compgen -W "container pod" -- "${cur}"))
+                    return 0
+                    ;;
+                --topology-manager-policy-options)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpu-manager-policy)
+                    COMPREPLY=($(compgen -W "none static" -- "${cur}"))
+                    return 0
+                    ;;
+                --reserved-cpus)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --numa-nodes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpus-per-numa)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --numa-distances)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
                     return 0
@@ -1242,7 +970,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__admit)
-            opts="-o -v -q -h -V --dir --allocate --name --namespace --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --allocate --name --namespace --cpu --memory --dry-run --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1261,6 +989,14 @@ _dpctl() {
                     return 0
                     ;;
                 --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpu)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --memory)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2682,7 +2418,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__free)
-            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --resource --timeout --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --resource --cpus-per-numa --timeout --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2705,6 +2441,10 @@ _dpctl() {
                     return 0
                     ;;
                 --resource)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cpus-per-numa)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3082,7 +2822,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__smoke)
-            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --isolate --bind --registration --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --topology-manager-policy --numa-nodes --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3112,6 +2852,14 @@ _dpctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --topology-manager-policy)
+                    COMPREPLY=($(compgen -W "none best-effort restricted single-numa-node" -- "${cur}"))
+                    return 0
+                    ;;
+                --numa-nodes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --grace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -3133,14 +2881,6 @@ _dpctl() {
                     return 0
                     ;;
                 --log-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --bind)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registration)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

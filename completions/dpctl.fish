@@ -129,6 +129,19 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l rpc-timeout -d 'Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l expect -d 'Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l timeout -d 'Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l topology-manager-policy -d 'The kubelet\'s --topology-manager-policy' -r -f -a "none\t'No hints are collected; devices are not aligned'
+best-effort\t'Merge the hints, always admit'
+restricted\t'Admit only a preferred hint'
+single-numa-node\t'Admit only a preferred hint on one NUMA node (or none)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l topology-manager-scope -d 'The kubelet\'s --topology-manager-scope' -r -f -a "container\t'One hint per container, init containers first'
+pod\t'One hint for the whole pod'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l topology-manager-policy-options -d 'The kubelet\'s --topology-manager-policy-options, e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l cpu-manager-policy -d 'The kubelet\'s --cpu-manager-policy (static: Guaranteed pods with integer CPU requests get exclusive CPUs)' -r -f -a "none\t'Every container in the shared pool; no CPU hints'
+static\t'Guaranteed pods with integer CPU requests get exclusive CPUs'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l reserved-cpus -d 'The kubelet\'s --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l numa-nodes -d 'NUMA nodes of the simulated machine' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l cpus-per-numa -d 'CPUs per NUMA node (node n holds CPUs n*N .. n*N+N-1)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l numa-distances -d 'NUMA distances (rows by \';\', values by \',\'), needed by prefer-closest-numa-nodes, e.g. 10,21;21,10' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
@@ -154,12 +167,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l allocate -d 'RESOURCE=COUNT for a one-container pod (repeatable)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l name -d 'Pod name for --allocate [default: a generated one]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l namespace -d 'Namespace for --allocate' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l cpu -d 'CPU limit (= request) of the --allocate pod\'s container, e.g. 2 or 500m' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l memory -d 'Memory limit (= request) of the --allocate pod\'s container, e.g. 1Gi; with --cpu the pod is Guaranteed' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l dry-run -d 'Only judge the pod: would it be admitted, and where? Nothing is allocated, no plugin is called'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -295,6 +311,7 @@ v1alpha1\t'Only v1alpha1 (List only: devices without topology)'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l connect-timeout -d 'Limit for connecting to the socket' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l max-recv-bytes -d 'Largest answer accepted, in bytes [default: 16 MiB, as upstream clients]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l resource -d 'Only this resource (device resource name, `cpu`, or memory type)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l cpus-per-numa -d 'Free CPUs per NUMA node, node n holding CPUs n*N..n*N+N-1 (as `kubelet-sim --cpus-per-numa N` lays them out); PodResources does not say which node a CPU is on' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
@@ -482,6 +499,11 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l register-timeout -
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l first-list-timeout -d 'How long the first ListAndWatch message may take after registration' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l request -d 'Devices the test pod asks for (0: no pod)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l restart-deadline -d 'How long after a kubelet restart the plugin may take to register again' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l topology-manager-policy -d 'Admit the test pod under this Topology Manager policy (the kubelet\'s --topology-manager-policy)' -r -f -a "none\t'No hints are collected; devices are not aligned'
+best-effort\t'Merge the hints, always admit'
+restricted\t'Admit only a preferred hint'
+single-numa-node\t'Admit only a preferred hint on one NUMA node (or none)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l numa-nodes -d 'NUMA nodes of the simulated machine (devices on other nodes never align)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l grace -d 'How long the plugin may take to exit after SIGTERM before it gets SIGKILL' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l prestart-timeout -d 'PreStartContainer deadline, as the kubelet\'s (30s)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l stream-window -d 'How long the ListAndWatch stream must stay open during the checks (at least)' -r

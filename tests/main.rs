@@ -17,6 +17,7 @@ mod mock_plugin;
 mod plugin_cli;
 mod podresources;
 mod smoke;
+mod topology;
 mod transport;
 mod vectors;
 mod versions;

@@ -16,6 +16,7 @@ use crate::kubelet_sim::control::{self, Answer, Request};
 use crate::kubelet_sim::{KubeletSim, KubeletVersion, PodSpec, SimConfig, SimEvent};
 use crate::output::{self, Format, sim as render};
 use crate::paths::{DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR};
+use crate::topology;
 
 const SIM_HELP: &str = "\
 Examples:
@@ -26,6 +27,9 @@ Examples:
   dpctl kubelet-sim admit --dir /tmp/dp --allocate example.com/gpu=2
   dpctl kubelet-sim restart --dir /tmp/dp --wait 30s
   dpctl kubelet-sim restart-container --dir /tmp/dp ml/trainer main   # PreStartContainer again
+  dpctl kubelet-sim --dir /tmp/dp --topology-manager-policy single-numa-node \
+      --numa-nodes 2 --cpus-per-numa 8 --cpu-manager-policy static --reserved-cpus 0
+  dpctl kubelet-sim admit --dir /tmp/dp --dry-run --allocate example.com/gpu=2 --cpu 4 --memory 1Gi
   dpctl kubelet-sim status --dir /tmp/dp -o json
   dpctl podresources list --socket /tmp/dp/pod-resources.sock
 
@@ -63,7 +67,18 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
   PreStartContainer runs at every container start (restart-container).
 
 Where the sim deliberately differs from a real kubelet:
-  - Topology Manager policy is none: devices are not NUMA-aligned to CPUs.
+  - Topology Manager (--topology-manager-policy, default none) and static CPU
+    manager follow the kubelet (v1.26+ logic). Within an aligned, unaligned or
+    no-topology set the sim takes devices in the plugin's order (the kubelet:
+    random map order). CPUs are picked with a simplified takeByTopology (one
+    socket, no SMT). The memory manager is not simulated: it gives no hints and
+    PodResources has no memory. The machine is simulated (--numa-nodes,
+    --cpus-per-numa, --numa-distances), not read from the host; at most 16 NUMA
+    nodes, and a merge of more than 10,000,000 hint permutations is refused
+    (the kubelet would take minutes).
+  - admit --dry-run judges a pod without Allocate, GetPreferredAllocation or
+    PreStartContainer: where the kubelet would ask GetPreferredAllocation the
+    report shows the request, and the sim picks in the plugin's order.
   - GetDevicePluginOptions, GetPreferredAllocation and Allocate have a deadline
     (--rpc-timeout); the kubelet sets none, so a hung plugin hangs admission.
   - Behaviour the versions table marks as version-specific but the sim does not
@@ -82,8 +97,7 @@ Where the sim deliberately differs from a real kubelet:
     such pods when its API server still runs them, and frees the devices of pods
     it no longer has at the next admission.
   - A container whose resource has no cached devices at start gets no late
-    Allocate. CPU and memory managers are not simulated (no cpu_ids or memory
-    in PodResources).
+    Allocate.
   - Rejected pods are not kept, so PodResources never lists them.
   - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.";
 
@@ -152,6 +166,69 @@ pub struct ServeArgs {
     /// Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
+    /// Topology Manager, CPU manager and the simulated machine.
+    #[command(flatten)]
+    pub topology: TopologyArgs,
+}
+
+/// The kubelet's Topology Manager and CPU manager flags, and the simulated machine.
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Topology (the kubelet's flags)")]
+pub struct TopologyArgs {
+    /// The kubelet's --topology-manager-policy.
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
+    pub topology_manager_policy: topology::Policy,
+    /// The kubelet's --topology-manager-scope.
+    #[arg(long, value_enum, value_name = "SCOPE", default_value = "container")]
+    pub topology_manager_scope: topology::Scope,
+    /// The kubelet's --topology-manager-policy-options, e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16.
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = parse_policy_options)]
+    pub topology_manager_policy_options: Option<topology::PolicyOptions>,
+    /// The kubelet's --cpu-manager-policy (static: Guaranteed pods with integer CPU requests get exclusive CPUs).
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
+    pub cpu_manager_policy: topology::CpuPolicy,
+    /// The kubelet's --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one.
+    #[arg(long, value_name = "CPUS", value_parser = parse_cpus)]
+    pub reserved_cpus: Option<std::collections::BTreeSet<u32>>,
+    /// NUMA nodes of the simulated machine.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub numa_nodes: usize,
+    /// CPUs per NUMA node (node n holds CPUs n*N .. n*N+N-1).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub cpus_per_numa: usize,
+    /// NUMA distances (rows by ';', values by ','), needed by prefer-closest-numa-nodes, e.g. 10,21;21,10.
+    #[arg(long, value_name = "MATRIX", value_parser = parse_distances)]
+    pub numa_distances: Option<Vec<Vec<u64>>>,
+}
+
+fn parse_policy_options(s: &str) -> std::result::Result<topology::PolicyOptions, String> {
+    s.parse()
+}
+
+fn parse_cpus(s: &str) -> std::result::Result<std::collections::BTreeSet<u32>, String> {
+    topology::parse_cpu_list(s)
+}
+
+fn parse_distances(s: &str) -> std::result::Result<Vec<Vec<u64>>, String> {
+    topology::parse_distances(s)
+}
+
+impl TopologyArgs {
+    /// The sim's configuration (checked when the sim starts).
+    pub fn config(&self) -> topology::TopologyConfig {
+        topology::TopologyConfig {
+            policy: self.topology_manager_policy,
+            scope: self.topology_manager_scope,
+            options: self.topology_manager_policy_options.clone().unwrap_or_default(),
+            cpu_policy: self.cpu_manager_policy,
+            reserved_cpus: self.reserved_cpus.clone().unwrap_or_default(),
+            machine: topology::Machine {
+                numa_nodes: self.numa_nodes,
+                cpus_per_numa: self.cpus_per_numa,
+                distances: self.numa_distances.clone(),
+            },
+        }
+    }
 }
 
 /// Which running sim.
@@ -183,6 +260,15 @@ pub enum SimCommand {
         /// Namespace for --allocate.
         #[arg(long, default_value = "default", requires = "allocate")]
         namespace: String,
+        /// CPU limit (= request) of the --allocate pod's container, e.g. 2 or 500m.
+        #[arg(long, value_name = "QUANTITY", requires = "allocate")]
+        cpu: Option<String>,
+        /// Memory limit (= request) of the --allocate pod's container, e.g. 1Gi; with --cpu the pod is Guaranteed.
+        #[arg(long, value_name = "QUANTITY", requires = "allocate")]
+        memory: Option<String>,
+        /// Only judge the pod: would it be admitted, and where? Nothing is allocated, no plugin is called.
+        #[arg(long)]
+        dry_run: bool,
     },
     /// Delete a pod and free its devices.
     Delete {
@@ -295,6 +381,7 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     config.rpc_timeout = args.rpc_timeout;
     config.checkpoint = !args.no_checkpoint;
     config.adopt_checkpoint = args.adopt_checkpoint;
+    config.topology = args.topology.config();
     let sim = KubeletSim::start(config).await?;
     let mut rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
     let timeout = args.timeout.or_else(|| (!expects.is_empty()).then_some(Duration::from_secs(30)));
@@ -443,7 +530,7 @@ fn terminal_width() -> usize {
 /// Sends a request to a running sim and renders the answer.
 async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
     let (dir, request, timeout) = match cmd {
-        SimCommand::Admit { target, manifest, allocate, name, namespace } => {
+        SimCommand::Admit { target, manifest, allocate, name, namespace, cpu, memory, dry_run } => {
             let pod = match manifest {
                 Some(path) => {
                     let place = path.display().to_string();
@@ -458,10 +545,13 @@ async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
                 None => {
                     let limits = allocate.iter().map(|s| PodSpec::parse_allocate(s)).collect::<Result<Vec<_>>>()?;
                     let name = name.unwrap_or_else(|| format!("pod-{:08x}", rand::random::<u32>()));
-                    PodSpec::shorthand(&name, &namespace, &limits)
+                    let mut pod = PodSpec::shorthand(&name, &namespace, &limits);
+                    pod.containers[0].compute = shorthand_compute(cpu.as_deref(), memory.as_deref())?;
+                    pod
                 }
             };
-            (target.dir, Request::Admit { pod }, Duration::from_secs(300))
+            let request = if dry_run { Request::DryRun { pod } } else { Request::Admit { pod } };
+            (target.dir, request, Duration::from_secs(300))
         }
         SimCommand::Delete { target, pod, namespace } => {
             let (namespace, name) = match pod.split_once('/') {
@@ -502,7 +592,8 @@ async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
     match answer {
         Answer::Admit(o) => {
             render::admit(out, format, &o).map_err(out_err)?;
-            let started = o.containers.iter().all(|c| c.started);
+            let dry = o.topology.as_ref().is_some_and(|t| t.dry_run);
+            let started = dry || o.containers.iter().all(|c| c.started);
             Ok(if o.admitted && started { exit::OK } else { exit::CHECK_FAILED })
         }
         Answer::Delete(d) => {
@@ -535,4 +626,20 @@ async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
             Ok(exit::OK)
         }
     }
+}
+
+/// `--cpu` and `--memory` of a shorthand pod: limits, requests equal to them.
+fn shorthand_compute(cpu: Option<&str>, memory: Option<&str>) -> Result<topology::Compute> {
+    let mut c = topology::Compute::default();
+    if let Some(q) = cpu {
+        let m = crate::kubelet_sim::topology::parse_cpu_millis(&serde_json::Value::String(q.into()))
+            .ok_or_else(|| Error::invalid(format!("--cpu {q}"), "not a CPU quantity (e.g. 2, 500m, 1.5)"))?;
+        c.cpu_limit_millis = Some(m);
+    }
+    if let Some(q) = memory {
+        let b = crate::kubelet_sim::topology::parse_bytes(&serde_json::Value::String(q.into()))
+            .ok_or_else(|| Error::invalid(format!("--memory {q}"), "not a memory quantity (e.g. 1Gi, 512Mi)"))?;
+        c.memory_limit = Some(b);
+    }
+    Ok(c)
 }

@@ -188,6 +188,10 @@ pub struct FreeArgs {
     /// Only this resource (device resource name, `cpu`, or memory type).
     #[arg(long, value_name = "NAME")]
     pub resource: Option<String>,
+    /// Free CPUs per NUMA node, node n holding CPUs n*N..n*N+N-1 (as `kubelet-sim --cpus-per-numa N`
+    /// lays them out); PodResources does not say which node a CPU is on.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub cpus_per_numa: Option<u32>,
     /// Deadline of each call.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub timeout: Duration,
@@ -359,6 +363,9 @@ async fn free_cmd(a: FreeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     after_calls(&client, ctx)?;
     let pods: Vec<PodView> = listing.pods.into_iter().map(PodView::from).collect();
     let mut report = free::free(&alloc, &pods);
+    if let Some(per) = a.cpus_per_numa {
+        report.cpus.split_by_numa(per as usize);
+    }
     if let Some(r) = &a.resource {
         report.devices.retain(|d| &d.resource_name == r);
         report.memory.retain(|m| &m.memory_type == r);

@@ -48,6 +48,12 @@ pub struct SmokeArgs {
     /// How long after a kubelet restart the plugin may take to register again.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub restart_deadline: Duration,
+    /// Admit the test pod under this Topology Manager policy (the kubelet's --topology-manager-policy).
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
+    pub topology_manager_policy: crate::topology::Policy,
+    /// NUMA nodes of the simulated machine (devices on other nodes never align).
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub numa_nodes: usize,
     /// How long the plugin may take to exit after SIGTERM before it gets SIGKILL.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
@@ -186,6 +192,14 @@ pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         forward_output: args.show_output && !ctx.quiet,
         registration: args.registration.0,
         isolate: args.isolate.then_some(smoke::isolate::IsolateConfig { binds: args.bind, helper: None }),
+        topology: crate::topology::TopologyConfig {
+            policy: args.topology_manager_policy,
+            machine: crate::topology::Machine {
+                numa_nodes: args.numa_nodes,
+                ..crate::topology::TopologyConfig::default().machine
+            },
+            ..Default::default()
+        },
         ..SmokeConfig::default()
     };
     let bar = ctx.progress_allowed().then(|| {

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::model::ContainerAllocation;
 use crate::plugin_client::PluginClient;
 use crate::proto::deviceplugin::v1beta1 as dp;
+use crate::topology::Compute;
 use crate::validate::is_extended_resource_name;
 
 /// The reason the kubelet gives a pod whose device allocation failed.
@@ -48,6 +49,9 @@ pub struct ContainerSpec {
     /// Extended resources in `resources.limits` (whole numbers).
     #[serde(default)]
     pub limits: BTreeMap<String, u64>,
+    /// CPU and memory requests and limits (QoS class, exclusive CPUs).
+    #[serde(default, skip_serializing_if = "Compute::is_empty")]
+    pub compute: Compute,
 }
 
 /// A pod as the simulated kubelet admits it.
@@ -80,6 +84,7 @@ impl PodSpec {
                 name: "c0".into(),
                 kind: ContainerKind::Regular,
                 limits: limits.iter().cloned().collect(),
+                compute: Compute::default(),
             }],
         }
     }
@@ -199,7 +204,8 @@ fn from_value(v: &Value, place: &str) -> Result<PodSpec> {
                     Some(_) => {}
                 }
             }
-            containers.push(ContainerSpec { name: cname.to_string(), kind, limits });
+            let compute = super::topology::compute_of(c, &at, place)?;
+            containers.push(ContainerSpec { name: cname.to_string(), kind, limits, compute });
         }
     }
     if !containers.iter().any(|c| c.kind == ContainerKind::Regular) {
@@ -339,6 +345,9 @@ pub struct AdmitOutcome {
     pub containers: Vec<ContainerOutcome>,
     /// How long admission took.
     pub took_ms: u64,
+    /// Topology Manager hints and verdicts, exclusive CPUs, NUMA placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Box<super::topology::TopologyReport>>,
 }
 
 impl AdmitOutcome {
@@ -401,6 +410,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         message: None,
         containers: Vec::new(),
         took_ms: 0,
+        topology: None,
     };
     match allocate_pod(inner, &mut pod, &mut outcome).await {
         Ok(()) => {}
@@ -420,7 +430,11 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
     // Admitted: the devices are the pod's from now on.
     let views = super::state::container_views(&pod);
     let pre_start = plan_pre_start(inner, &pod);
-    inner.lock().pods.push(pod);
+    {
+        let mut st = inner.lock();
+        super::topology::commit(&mut st, pod.uid(), &outcome);
+        st.pods.push(pod);
+    }
     inner.dirty();
     outcome.admitted = true;
     inner.emit(EventKind::Admitted {
@@ -443,7 +457,19 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
     // Devices of plain init containers that later containers may reuse.
     let mut reuse: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let containers = pod.spec.containers.clone();
+    let (mut tm, rejected) = super::topology::PodTopology::begin(inner, &pod.spec, false);
+    if let Some((reason, message)) = rejected {
+        outcome.topology = Some(Box::new(tm.report));
+        return Err(Reject { reason, message });
+    }
     for c in &containers {
+        let hint = match tm.container_hint(inner, c, &reuse) {
+            Ok(h) => h,
+            Err((reason, message)) => {
+                outcome.topology = Some(Box::new(tm.report));
+                return Err(Reject { reason, message });
+            }
+        };
         let mut co = ContainerOutcome {
             name: c.name.clone(),
             kind: c.kind,
@@ -453,17 +479,24 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
         };
         for (resource, &required) in &c.limits {
             let reusable = reuse.get(resource).cloned().unwrap_or_default();
-            match allocate_one(inner, pod, &c.name, resource, required, &reusable).await {
+            match allocate_one(inner, pod, &c.name, resource, required, &reusable, hint).await {
                 Ok(Some((ro, alloc))) => {
+                    tm.placed(&c.name, resource, &alloc.ids, &alloc.by_numa);
                     pod.allocs.entry(c.name.clone()).or_default().insert(resource.clone(), alloc);
                     co.resources.push(ro);
                 }
                 Ok(None) => {}
                 Err(r) => {
                     outcome.containers.push(co);
+                    outcome.topology = Some(Box::new(tm.report));
                     return Err(r);
                 }
             }
+        }
+        if let Err((reason, message)) = tm.allocate_cpus(inner, c, hint) {
+            outcome.containers.push(co);
+            outcome.topology = Some(Box::new(tm.report));
+            return Err(Reject { reason, message });
         }
         if let Some(mine) = pod.allocs.get(&c.name) {
             for (resource, a) in mine {
@@ -483,6 +516,7 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
     // skipped (kubelet-versions.md §5, every version): rejected when node
     // status lists the resource (capacity 0), else the request is stripped
     // (removeMissingExtendedResources) and the pod admitted.
+    outcome.topology = Some(Box::new(tm.report));
     let (listed, stripped): (Vec<String>, Vec<String>) = {
         let st = inner.lock();
         let unknown: BTreeSet<String> = containers
@@ -548,10 +582,8 @@ fn effective_request(spec: &PodSpec, resource: &str) -> u64 {
 
 /// The choice made under the lock, before any RPC.
 struct Plan {
-    allocated: Vec<String>,
     reused: Vec<String>,
-    needed: u64,
-    available: Vec<String>,
+    take: crate::topology::Take,
     preferred: Option<PluginClient>,
     client: Option<PluginClient>,
 }
@@ -565,6 +597,7 @@ async fn allocate_one(
     resource: &str,
     required: u64,
     reusable: &BTreeSet<String>,
+    hint: Option<crate::topology::Mask>,
 ) -> Result<Option<(ResourceOutcome, Alloc)>, Reject> {
     let plan = {
         let st = inner.lock();
@@ -576,7 +609,7 @@ async fn allocate_one(
         let Some(r) = res else {
             return Err(unexpected(format!("cannot allocate unregistered device {resource}")));
         };
-        let healthy: Vec<&str> = r.healthy().map(|d| d.id.as_str()).collect();
+        let healthy: Vec<&crate::model::Device> = r.healthy().collect();
         if healthy.is_empty() {
             return Err(unexpected(format!(
                 "no healthy devices present; cannot allocate unhealthy devices {resource}"
@@ -595,7 +628,7 @@ async fn allocate_one(
             needed -= 1;
         }
         let reused = allocated.clone();
-        let mut available = Vec::new();
+        let mut available: Vec<(String, Option<Vec<i64>>)> = Vec::new();
         if needed > 0 {
             let mut in_use = st.in_use(resource);
             for by_res in pod.allocs.values() {
@@ -606,8 +639,8 @@ async fn allocate_one(
             let mut seen = BTreeSet::new();
             available = healthy
                 .iter()
-                .filter(|id| !in_use.contains(**id) && seen.insert(**id))
-                .map(|id| (*id).to_string())
+                .filter(|d| !in_use.contains(&d.id) && seen.insert(d.id.as_str()))
+                .map(|d| (d.id.clone(), if hint.is_some() { d.numa_nodes.clone() } else { None }))
                 .collect();
             if (available.len() as u64) < needed {
                 return Err(unexpected(format!(
@@ -617,68 +650,50 @@ async fn allocate_one(
             }
         }
         let ep = r.endpoint.as_ref();
+        // The Topology Manager's stored hint splits the free devices (topology.md §3).
+        let has_topology =
+            hint.is_some() && r.devices.iter().any(|d| d.numa_nodes.as_ref().is_some_and(|n| !n.is_empty()));
+        let ids: Vec<String> = available.iter().map(|(id, _)| id.clone()).collect();
+        let split = crate::topology::split(&available, has_topology, hint);
         Plan {
-            allocated,
             reused,
-            needed,
-            available,
+            take: crate::topology::plan_take(&allocated, &ids, &split, needed, required),
             preferred: ep.filter(|e| e.options.get_preferred_allocation_available).map(|e| e.client.clone()),
             client: ep.map(|e| e.client.clone()),
         }
     };
-    let Plan { mut allocated, reused, mut needed, available, preferred, client } = plan;
+    let Plan { reused, take, preferred, client } = plan;
     let mut preferred_call = None;
-    if needed > 0 {
-        // No Topology Manager hint (policy none): every available device is
-        // "no affinity", so the plugin is asked with all of them.
-        if let Some(pc) = preferred {
-            let mut offer = allocated.clone();
-            offer.extend(available.iter().cloned());
-            let size = i32::try_from(required).unwrap_or(i32::MAX);
-            let req = dp::ContainerPreferredAllocationRequest {
-                available_device_i_ds: offer,
-                must_include_device_i_ds: allocated.clone(),
-                allocation_size: size,
-            };
-            let resp = pc.preferred(vec![req.clone()]).await.map_err(|e| {
-                unexpected(format!("device plugin GetPreferredAllocation rpc failed with err: {}", go_rpc_error(&e)))
-            })?;
-            // Like the kubelet: only the first container response is read.
-            let answer = crate::contract::preferred_answer(&resp);
-            let warnings =
-                crate::contract::check_preferred_response(&req, &resp).into_iter().map(Warning::from).collect();
-            for id in &answer {
-                if needed == 0 {
-                    break;
-                }
-                if available.contains(id) && !allocated.contains(id) {
-                    allocated.push(id.clone());
-                    needed -= 1;
-                }
-            }
-            preferred_call = Some(PreferredCall {
-                available: req.available_device_i_ds,
-                must_include: req.must_include_device_i_ds,
-                size,
-                answer,
-                warnings,
-            });
-        }
-        for id in &available {
-            if needed == 0 {
-                break;
-            }
-            if !allocated.contains(id) {
-                allocated.push(id.clone());
-                needed -= 1;
-            }
-        }
-        if needed > 0 {
-            return Err(unexpected(format!(
-                "unexpectedly allocated less resources than required. Requested: {required}, Got: {}",
-                required - needed
-            )));
-        }
+    let mut answer = Vec::new();
+    // GetPreferredAllocation with exactly the lists the kubelet passes for
+    // the stored hint (under policy none: every free device).
+    if let (Some(ask), Some(pc)) = (&take.ask, preferred) {
+        let size = i32::try_from(ask.size).unwrap_or(i32::MAX);
+        let req = dp::ContainerPreferredAllocationRequest {
+            available_device_i_ds: ask.available.clone(),
+            must_include_device_i_ds: ask.must_include.clone(),
+            allocation_size: size,
+        };
+        let resp = pc.preferred(vec![req.clone()]).await.map_err(|e| {
+            unexpected(format!("device plugin GetPreferredAllocation rpc failed with err: {}", go_rpc_error(&e)))
+        })?;
+        // Like the kubelet: only the first container response is read.
+        answer = crate::contract::preferred_answer(&resp);
+        let warnings = crate::contract::check_preferred_response(&req, &resp).into_iter().map(Warning::from).collect();
+        preferred_call = Some(PreferredCall {
+            available: req.available_device_i_ds,
+            must_include: req.must_include_device_i_ds,
+            size,
+            answer: answer.clone(),
+            warnings,
+        });
+    }
+    let allocated = take.finish(&answer, required);
+    let got = allocated.len() as u64;
+    if got < required {
+        return Err(unexpected(format!(
+            "unexpectedly allocated less resources than required. Requested: {required}, Got: {got}"
+        )));
     }
     // Allocate for the devices this container gets (the kubelet calls it even
     // when they all come from init containers).
@@ -958,7 +973,9 @@ pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> R
                 },
             ));
         };
-        st.pods.remove(i)
+        let p = st.pods.remove(i);
+        st.exclusive_cpus.remove(p.uid());
+        p
     };
     let mut freed: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for by_res in pod.allocs.values() {

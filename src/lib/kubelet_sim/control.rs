@@ -25,6 +25,11 @@ pub enum Request {
         /// The pod.
         pod: PodSpec,
     },
+    /// Judge a pod without admitting it (`admit --dry-run`).
+    DryRun {
+        /// The pod.
+        pod: PodSpec,
+    },
     /// Delete a pod.
     Delete {
         /// Namespace.
@@ -111,6 +116,7 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
     };
     let result = match request {
         Request::Admit { pod } => sim.admit(pod).await.map(Answer::Admit),
+        Request::DryRun { pod } => sim.admit_dry_run(pod).await.map(Answer::Admit),
         Request::Delete { namespace, name } => sim.delete(&namespace, &name).await.map(Answer::Delete),
         Request::Restart { wait_ms } => sim.restart(Duration::from_millis(wait_ms)).await.map(Answer::Restart),
         Request::RestartContainer { namespace, name, container } => {

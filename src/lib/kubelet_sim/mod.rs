@@ -25,6 +25,7 @@ mod registration;
 mod registry;
 mod state;
 pub mod version;
+pub mod topology;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::FileTypeExt;
@@ -120,6 +121,8 @@ pub struct SimConfig {
     /// a directory the sim did not create (`--emulate-cleanup`). The
     /// checkpoint is never deleted.
     pub emulate_cleanup: bool,
+    /// Topology Manager, CPU manager and the simulated machine.
+    pub topology: crate::topology::TopologyConfig,
 }
 
 impl SimConfig {
@@ -148,6 +151,7 @@ impl SimConfig {
             kubelet_version: KubeletVersion::NEWEST,
             owns_dir: false,
             emulate_cleanup: false,
+            topology: crate::topology::TopologyConfig::default(),
         }
     }
 
@@ -320,6 +324,7 @@ impl KubeletSim {
     /// sockets in the directory as a kubelet does, and serves kubelet.sock,
     /// PodResources and the control socket.
     pub async fn start(config: SimConfig) -> Result<SimHandle> {
+        config.topology.validate()?;
         let dir = config.dir.clone();
         create_dir(&dir)?;
         let kubelet_socket = crate::paths::kubelet_socket(&dir);
@@ -663,6 +668,11 @@ impl SimHandle {
     /// where the plugin requires it; a failure stops only that container.
     pub async fn restart_container(&self, namespace: &str, pod: &str, container: &str) -> Result<RestartOutcome> {
         admission::restart_container(&self.inner, namespace, pod, container).await
+    }
+
+    /// Would this pod be admitted, and where? Nothing is allocated and no plugin is called.
+    pub async fn admit_dry_run(&self, pod: PodSpec) -> Result<AdmitOutcome> {
+        topology::dry_run(&self.inner, pod).await
     }
 
     /// Deletes a pod and frees its devices. `name` may also be the UID of a

@@ -2,8 +2,11 @@
 //! one `ContainerDevices` per (device, NUMA node) with exactly one ID, no
 //! `topology` for a device without topology, sidecars before regular
 //! containers, plain init containers left out; v1alpha1 lists regular
-//! containers only. `GetAllocatableResources` lists healthy devices.
+//! containers only. `GetAllocatableResources` lists healthy devices and,
+//! under the static CPU manager, the CPUs minus the reserved ones; `cpu_ids`
+//! are a container's exclusive CPUs.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::Inner;
@@ -42,7 +45,7 @@ fn container_devices(pod: &Pod, container: &str) -> Vec<v1::ContainerDevices> {
 }
 
 /// A pod as v1 `List` shows it: sidecars first, then regular containers.
-fn pod_v1(pod: &Pod) -> v1::PodResources {
+fn pod_v1(pod: &Pod, cpus: Option<&BTreeMap<String, Vec<u32>>>) -> v1::PodResources {
     let order = [ContainerKind::Sidecar, ContainerKind::Regular];
     let containers = order
         .iter()
@@ -50,6 +53,10 @@ fn pod_v1(pod: &Pod) -> v1::PodResources {
         .map(|c| v1::ContainerResources {
             name: c.name.clone(),
             devices: container_devices(pod, &c.name),
+            cpu_ids: cpus
+                .and_then(|m| m.get(&c.name))
+                .map(|v| v.iter().map(|x| i64::from(*x)).collect())
+                .unwrap_or_default(),
             ..Default::default()
         })
         .collect();
@@ -63,12 +70,13 @@ fn pod_v1(pod: &Pod) -> v1::PodResources {
 
 impl Provider for SimPodResources {
     fn list(&self) -> Vec<v1::PodResources> {
-        self.inner.lock().pods.iter().map(pod_v1).collect()
+        let st = self.inner.lock();
+        st.pods.iter().map(|p| pod_v1(p, st.exclusive_cpus.get(p.uid()))).collect()
     }
 
     fn get(&self, name: &str, namespace: &str) -> Option<v1::PodResources> {
         let st = self.inner.lock();
-        st.pod_index(namespace, name).map(|i| pod_v1(&st.pods[i]))
+        st.pod_index(namespace, name).map(|i| pod_v1(&st.pods[i], st.exclusive_cpus.get(st.pods[i].uid())))
     }
 
     fn allocatable(&self) -> v1::AllocatableResourcesResponse {
@@ -92,7 +100,13 @@ impl Provider for SimPodResources {
                 }
             }
         }
-        v1::AllocatableResourcesResponse { devices, cpu_ids: Vec::new(), memory: Vec::new() }
+        let t = &self.inner.config.topology;
+        let cpu_ids = if t.cpu_policy == crate::topology::CpuPolicy::Static {
+            t.machine.cpus().filter(|c| !t.reserved_cpus.contains(c)).map(i64::from).collect()
+        } else {
+            Vec::new()
+        };
+        v1::AllocatableResourcesResponse { devices, cpu_ids, memory: Vec::new() }
     }
 
     fn list_v1alpha1(&self) -> Vec<v1alpha1::PodResources> {
@@ -100,7 +114,7 @@ impl Provider for SimPodResources {
         st.pods
             .iter()
             .map(|pod| {
-                let mut p = pod_v1(pod);
+                let mut p = pod_v1(pod, st.exclusive_cpus.get(pod.uid()));
                 p.containers.retain(|c| {
                     pod.spec.containers.iter().any(|s| s.name == c.name && s.kind == ContainerKind::Regular)
                 });

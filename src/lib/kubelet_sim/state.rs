@@ -172,6 +172,8 @@ pub(crate) struct State {
     pub checkpoint: Option<super::checkpoint::CheckpointStatus>,
     /// When the current kubelet.sock was created.
     pub socket_created: Instant,
+    /// Exclusive CPUs (static CPU manager) per pod UID, then container.
+    pub exclusive_cpus: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
 }
 
 impl State {
@@ -186,6 +188,7 @@ impl State {
             foreign_entries: Vec::new(),
             checkpoint: None,
             socket_created: Instant::now(),
+            exclusive_cpus: BTreeMap::new(),
         }
     }
 

@@ -358,11 +358,15 @@ pub enum Policy {
     Spread,
     /// A random choice from a seeded generator (reproducible per seed).
     Random,
+    /// Deliberately ignores NUMA: the last available devices, last first, so
+    /// the answer usually lands on another node than an aligned choice. Shows
+    /// how the kubelet's Topology Manager restricts or overrides a plugin.
+    IgnoreNuma,
 }
 
 impl Policy {
     /// The names, for help texts and errors.
-    pub const NAMES: &'static [&'static str] = &["first-fit", "pack", "spread", "random"];
+    pub const NAMES: &'static [&'static str] = &["first-fit", "pack", "spread", "random", "ignore-numa"];
 
     /// The name as written in configs and flags.
     pub fn name(self) -> &'static str {
@@ -371,6 +375,7 @@ impl Policy {
             Policy::Pack => "pack",
             Policy::Spread => "spread",
             Policy::Random => "random",
+            Policy::IgnoreNuma => "ignore-numa",
         }
     }
 }
@@ -383,6 +388,7 @@ impl FromStr for Policy {
             "pack" => Ok(Policy::Pack),
             "spread" => Ok(Policy::Spread),
             "random" => Ok(Policy::Random),
+            "ignore-numa" => Ok(Policy::IgnoreNuma),
             _ => Err(format!("unknown policy {s:?} (one of: {})", Policy::NAMES.join(", "))),
         }
     }

@@ -41,6 +41,7 @@ pub fn choose(
         }
         Policy::Pack => pack(&candidates, &out, need, numa_of),
         Policy::Spread => spread(&candidates, &out, need, numa_of),
+        Policy::IgnoreNuma => candidates.into_iter().rev().take(need).collect(),
     };
     out.extend(picked.into_iter().map(str::to_string));
     out
@@ -135,7 +136,7 @@ mod tests {
         id.strip_prefix('n').and_then(|s| s.split('-').next()).and_then(|n| n.parse().ok()).unwrap_or(-1)
     }
 
-    const ALL: [Policy; 4] = [Policy::FirstFit, Policy::Pack, Policy::Spread, Policy::Random];
+    const ALL: [Policy; 5] = [Policy::FirstFit, Policy::Pack, Policy::Spread, Policy::Random, Policy::IgnoreNuma];
 
     #[test]
     fn every_policy_honours_must_include_and_size() {
@@ -186,6 +187,8 @@ mod tests {
         assert_eq!(choose(Policy::Pack, &req(&avail, &["n1-2"], 3), &numa, &mut rng), ["n1-2", "n1-0", "n1-1"]);
         assert_eq!(choose(Policy::Spread, &req(&avail, &[], 4), &numa, &mut rng), ["n0-0", "n1-0", "n0-1", "n1-1"]);
         assert_eq!(choose(Policy::FirstFit, &req(&avail, &[], 2), &numa, &mut rng), ["n0-0", "n1-0"]);
+        // ignore-numa takes from the end, whatever the nodes.
+        assert_eq!(choose(Policy::IgnoreNuma, &req(&avail, &["n0-0"], 3), &numa, &mut rng), ["n0-0", "n1-2", "n1-1"]);
     }
 
     #[test]

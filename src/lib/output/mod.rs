@@ -12,6 +12,7 @@ pub mod plugin;
 pub mod podresources;
 pub mod sim;
 pub mod smoke;
+pub mod topology;
 
 use std::io::{self, Write};
 use std::time::SystemTime;

@@ -381,7 +381,22 @@ pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Resul
         rows += 1;
     }
     let c = &report.cpus;
-    if c.allocatable > 0 || c.in_use > 0 {
+    for n in &c.per_numa {
+        let mut row = vec![
+            "cpu".to_string(),
+            n.numa_node.to_string(),
+            n.allocatable.to_string(),
+            n.in_use.to_string(),
+            n.free.to_string(),
+            if n.free_ids.is_empty() { "-".into() } else { ranges(&n.free_ids) },
+        ];
+        if wide {
+            row.push("-".into());
+        }
+        t.add_row(row);
+        rows += 1;
+    }
+    if c.per_numa.is_empty() && (c.allocatable > 0 || c.in_use > 0) {
         let mut row = vec![
             "cpu".to_string(),
             "-".into(),

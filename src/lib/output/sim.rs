@@ -420,13 +420,16 @@ pub fn admit(w: &mut dyn Write, format: Format, o: &AdmitOutcome) -> io::Result<
         return write_json(w, o);
     }
     let who = format!("{}/{}", o.namespace, o.pod);
-    if o.admitted {
+    let dry = o.topology.as_ref().is_some_and(|t| t.dry_run);
+    if o.admitted && dry {
+        writeln!(w, "{} {who}", "would be admitted".green().bold())?;
+    } else if o.admitted {
         writeln!(w, "{} {who} (uid {}) in {}", "admitted".green().bold(), o.uid, ms(o.took_ms))?;
     } else {
         writeln!(
             w,
             "{} {who}: {}: {}",
-            "rejected".red().bold(),
+            if dry { "would be rejected".red().bold() } else { "rejected".red().bold() },
             o.reason.as_deref().unwrap_or_default(),
             o.message.as_deref().unwrap_or_default()
         )?;
@@ -455,6 +458,9 @@ pub fn admit(w: &mut dyn Write, format: Format, o: &AdmitOutcome) -> io::Result<
     }
     if rows > 0 {
         write_table(w, &t)?;
+    }
+    if let Some(topo) = &o.topology {
+        super::topology::report(w, topo)?;
     }
     for c in &o.containers {
         if let Some(e) = &c.start_error {

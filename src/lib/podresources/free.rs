@@ -42,6 +42,46 @@ pub struct CpuFree {
     pub free_ids: Vec<i64>,
     /// The CPU IDs in use, sorted.
     pub in_use_ids: Vec<i64>,
+    /// Per NUMA node, when the CPUs' nodes are known (`free --cpus-per-numa`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub per_numa: Vec<CpuNumaFree>,
+}
+
+/// Exclusive CPUs of one NUMA node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CpuNumaFree {
+    /// The NUMA node.
+    pub numa_node: i64,
+    /// Allocatable CPUs on it.
+    pub allocatable: usize,
+    /// Of those, held exclusively by pods.
+    pub in_use: usize,
+    /// Of those, free.
+    pub free: usize,
+    /// The free CPU IDs, sorted.
+    pub free_ids: Vec<i64>,
+}
+
+impl CpuFree {
+    /// Splits the CPUs by NUMA node, node `n` holding CPUs `n*per .. n*per+per-1`
+    /// (the layout of `kubelet-sim --cpus-per-numa`). PodResources does not say
+    /// which node a CPU is on.
+    pub fn split_by_numa(&mut self, per: usize) {
+        let per = i64::try_from(per.max(1)).unwrap_or(i64::MAX);
+        let mut nodes: BTreeMap<i64, CpuNumaFree> = BTreeMap::new();
+        for c in &self.free_ids {
+            let n = nodes.entry(c / per).or_default();
+            n.allocatable += 1;
+            n.free += 1;
+            n.free_ids.push(*c);
+        }
+        for c in &self.in_use_ids {
+            let n = nodes.entry(c / per).or_default();
+            n.allocatable += 1;
+            n.in_use += 1;
+        }
+        self.per_numa = nodes.into_iter().map(|(numa_node, n)| CpuNumaFree { numa_node, ..n }).collect();
+    }
 }
 
 /// Memory of one type on one NUMA node (or set of nodes).
@@ -163,6 +203,7 @@ pub fn free(alloc: &AllocatableView, pods: &[PodView]) -> FreeReport {
         free: free_ids.len(),
         free_ids,
         in_use_ids,
+        per_numa: Vec::new(),
     };
 
     // Memory: per pod, the larger of the containers' sum and the pod-level value.

@@ -261,6 +261,8 @@ pub struct SmokeConfig {
     pub isolate: Option<isolate::IsolateConfig>,
     /// The kubelet release the sim plays.
     pub kubelet_version: KubeletVersion,
+    /// The sim's Topology Manager policy and machine (admission under each policy).
+    pub topology: crate::topology::TopologyConfig,
 }
 
 impl Default for SmokeConfig {
@@ -285,6 +287,7 @@ impl Default for SmokeConfig {
             registration: None,
             isolate: None,
             kubelet_version: KubeletVersion::NEWEST,
+            topology: crate::topology::TopologyConfig::default(),
         }
     }
 }
@@ -442,6 +445,7 @@ pub async fn run_smoke(
     // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
     sim_config.owns_dir = config.dir.is_none();
     let sim_version = config.kubelet_version;
+    sim_config.topology = config.topology.clone();
     let sim = match KubeletSim::start(sim_config).await {
         Ok(s) => s,
         Err(e) => {

@@ -1017,6 +1017,21 @@ fn describe_admission(outcome: &AdmitOutcome, reg: &Reg) -> String {
             parts.extend(describe_resource(r, reg));
         }
     }
+    if let Some(t) = outcome.topology.as_deref() {
+        for d in &t.decisions {
+            let dev = d.hints.iter().find(|h| h.resource.as_deref() == Some(reg.resource.as_str()));
+            let hints = match dev.and_then(|h| h.hints.as_ref()) {
+                None => "nil".to_string(),
+                Some(l) => format!("[{}]", l.iter().map(|x| x.hint.as_str()).collect::<Vec<_>>().join(" ")),
+            };
+            parts.push(format!(
+                "topology {}: hints {hints} → best {} ({})",
+                t.policy,
+                d.best.hint,
+                if d.admit { "admit" } else { "reject" }
+            ));
+        }
+    }
     parts.join("; ")
 }
 

@@ -1,0 +1,631 @@
+//! The sim's Topology Manager and static CPU manager at admission: collects
+//! the device, CPU and memory providers' hints from the sim's state for a
+//! container (scope `container`) or the pod (scope `pod`), merges them under
+//! the policy (pure logic in [`crate::topology`]), rejects with
+//! `TopologyAffinityError`, gives Guaranteed containers exclusive CPUs under
+//! the stored hint, and records all of it for the admit report. Also the
+//! `--dry-run` admission that answers without allocating.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::Inner;
+use super::admission::{AdmitOutcome, ContainerKind, ContainerSpec, PodSpec};
+use super::state::State;
+use crate::error::{Error, Result};
+use crate::topology::{
+    self, CpuPolicy, Hint, HintView, Mask, Policy, ProviderHints, Role, Scope, TOPOLOGY_AFFINITY_ERROR,
+    TOPOLOGY_AFFINITY_MESSAGE, TopologyConfig, cpu, hints,
+};
+
+/// The hints of one provider for one resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderHintsView {
+    /// `device`, `cpu` or `memory`.
+    pub provider: String,
+    /// The resource; absent when the provider gave no hints at all ("no preference").
+    pub resource: Option<String>,
+    /// What was asked of it.
+    pub request: u64,
+    /// The hints; `null` is the kubelet's nil list (don't care), `[]` cannot be satisfied.
+    pub hints: Option<Vec<HintView>>,
+}
+
+/// One merge: for a container (scope `container`) or the pod.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopologyDecision {
+    /// The container; absent in scope `pod`.
+    pub container: Option<String>,
+    /// Every provider's hints.
+    pub hints: Vec<ProviderHintsView>,
+    /// The merged best hint (stored for allocation).
+    pub best: HintView,
+    /// The policy's verdict.
+    pub admit: bool,
+}
+
+/// Where a container's devices or CPUs went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// Container name.
+    pub container: String,
+    /// Resource name (`cpu` for exclusive CPUs).
+    pub resource: String,
+    /// IDs per NUMA node (`-1`: no topology); a device on two nodes is under both.
+    pub numa: Vec<NumaIds>,
+}
+
+/// IDs on one NUMA node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumaIds {
+    /// The NUMA node (`-1`: no topology).
+    pub numa: i64,
+    /// Device or CPU IDs.
+    pub ids: Vec<String>,
+}
+
+fn numa_ids(m: &BTreeMap<i64, Vec<String>>) -> Vec<NumaIds> {
+    m.iter().map(|(n, ids)| NumaIds { numa: *n, ids: ids.clone() }).collect()
+}
+
+/// What the Topology Manager and CPU manager did for an admission.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopologyReport {
+    /// `--topology-manager-policy`.
+    pub policy: String,
+    /// `--topology-manager-scope`.
+    pub scope: String,
+    /// `--cpu-manager-policy`.
+    pub cpu_manager_policy: String,
+    /// True for `admit --dry-run`: nothing was allocated and no plugin was called.
+    pub dry_run: bool,
+    /// The merges, in order (none under policy `none`).
+    pub decisions: Vec<TopologyDecision>,
+    /// Devices and exclusive CPUs per container and NUMA node.
+    pub placements: Vec<Placement>,
+    /// Exclusive CPUs per container (static CPU manager).
+    pub cpus: BTreeMap<String, Vec<u32>>,
+}
+
+fn role(kind: ContainerKind) -> Role {
+    match kind {
+        ContainerKind::Init => Role::Init,
+        ContainerKind::Sidecar => Role::Sidecar,
+        ContainerKind::Regular => Role::App,
+    }
+}
+
+/// What this pod holds so far during its admission.
+#[derive(Debug, Default)]
+pub(crate) struct PodSoFar {
+    /// Devices held by this pod's earlier containers, per resource.
+    pub devices: BTreeMap<String, BTreeSet<String>>,
+    /// CPUs given to this pod's containers so far.
+    pub cpus: BTreeSet<u32>,
+    /// CPUs of plain init containers that later containers may reuse.
+    pub cpu_reuse: BTreeSet<u32>,
+}
+
+/// The Topology Manager's state for one admission.
+pub(crate) struct PodTopology {
+    config: TopologyConfig,
+    guaranteed: bool,
+    pod_hint: Option<Hint>,
+    pub report: TopologyReport,
+    pub so_far: PodSoFar,
+}
+
+/// A Topology Manager rejection or an allocation failure: reason and message.
+pub(crate) type Rejection = (String, String);
+
+fn affinity_error() -> Rejection {
+    (TOPOLOGY_AFFINITY_ERROR.into(), TOPOLOGY_AFFINITY_MESSAGE.into())
+}
+
+fn unexpected(err: impl std::fmt::Display) -> Rejection {
+    (super::admission::UNEXPECTED_ADMISSION_ERROR.into(), format!("Allocate failed due to {err}, which is unexpected"))
+}
+
+/// The device manager's view of one resource for hint generation.
+fn device_provider(
+    st: &State,
+    config: &TopologyConfig,
+    requests: &BTreeMap<String, u64>,
+    so_far: &PodSoFar,
+    reuse: &BTreeMap<String, BTreeSet<String>>,
+) -> ProviderHints {
+    let nodes = config.machine.nodes();
+    let mut out = ProviderHints::new();
+    for (resource, &request) in requests {
+        let res = st.resources.get(resource).filter(|r| r.known());
+        if request == 0 || (res.is_none() && !st.any_allocated(resource)) {
+            continue; // not a device-plugin resource
+        }
+        let Some(r) = res else {
+            out.insert(resource.clone(), Some(Vec::new()));
+            continue;
+        };
+        let in_use = st.in_use(resource);
+        let mine = so_far.devices.get(resource);
+        let reusable = reuse.get(resource);
+        let all: Vec<Option<&[i64]>> = r.devices.iter().map(|d| d.numa_nodes.as_deref()).collect();
+        let available: Vec<Option<&[i64]>> = r
+            .healthy()
+            .filter(|d| !in_use.contains(&d.id) && !mine.is_some_and(|m| m.contains(&d.id)))
+            .filter(|d| !reusable.is_some_and(|x| x.contains(&d.id)))
+            .map(|d| d.numa_nodes.as_deref())
+            .collect();
+        let reusable: Vec<Option<&[i64]>> = reusable
+            .map(|set| {
+                set.iter()
+                    .map(|id| r.devices.iter().find(|d| &d.id == id).and_then(|d| d.numa_nodes.as_deref()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.insert(resource.clone(), hints::device_hints(&nodes, &all, &available, &reusable, &[], request));
+    }
+    out
+}
+
+/// CPUs no container holds, minus the reserved ones.
+fn free_cpus(st: &State, config: &TopologyConfig, so_far: &PodSoFar) -> BTreeSet<u32> {
+    let taken: BTreeSet<u32> = st.exclusive_cpus.values().flat_map(|m| m.values().flatten()).copied().collect();
+    config
+        .machine
+        .cpus()
+        .filter(|c| !config.reserved_cpus.contains(c) && !taken.contains(c) && !so_far.cpus.contains(c))
+        .collect()
+}
+
+impl PodTopology {
+    /// Starts an admission; in scope `pod` this is where the pod is judged
+    /// (the rejection, if any, comes back with the state for the report).
+    pub fn begin(inner: &Arc<Inner>, spec: &PodSpec, dry_run: bool) -> (PodTopology, Option<Rejection>) {
+        let config = inner.config.topology.clone();
+        let guaranteed = cpu::is_guaranteed(spec.containers.iter().map(|c| &c.compute));
+        let report = TopologyReport {
+            policy: config.policy.name().into(),
+            scope: config.scope.name().into(),
+            cpu_manager_policy: match config.cpu_policy {
+                CpuPolicy::None => "none".into(),
+                CpuPolicy::Static => "static".into(),
+            },
+            dry_run,
+            decisions: Vec::new(),
+            placements: Vec::new(),
+            cpus: BTreeMap::new(),
+        };
+        let mut t = PodTopology { config, guaranteed, pod_hint: None, report, so_far: PodSoFar::default() };
+        if t.config.policy != Policy::None && t.config.scope == Scope::Pod {
+            let mut requests: BTreeMap<String, u64> = BTreeMap::new();
+            for r in spec.containers.iter().flat_map(|c| c.limits.keys()) {
+                let items: Vec<(Role, u64)> =
+                    spec.containers.iter().map(|c| (role(c.kind), c.limits.get(r).copied().unwrap_or(0))).collect();
+                requests.insert(r.clone(), cpu::pod_request(&items));
+            }
+            let cpu_items: Vec<(Role, u64)> =
+                spec.containers.iter().map(|c| (role(c.kind), cpu::guaranteed_cpus(guaranteed, &c.compute))).collect();
+            let cpus = cpu::pod_request(&cpu_items);
+            match t.judge(inner, None, &requests, cpus, &BTreeMap::new()) {
+                Ok(h) => t.pod_hint = Some(h),
+                Err(e) => return (t, Some(e)),
+            }
+        }
+        (t, None)
+    }
+
+    /// Collects the hints, merges them and records the decision.
+    fn judge(
+        &mut self,
+        inner: &Arc<Inner>,
+        container: Option<&str>,
+        requests: &BTreeMap<String, u64>,
+        cpus: u64,
+        reuse: &BTreeMap<String, BTreeSet<String>>,
+    ) -> std::result::Result<Hint, Rejection> {
+        let providers = {
+            let st = inner.lock();
+            let devices = device_provider(&st, &self.config, requests, &self.so_far, reuse);
+            let mut cpu_p = ProviderHints::new();
+            if self.config.cpu_policy == CpuPolicy::Static && cpus > 0 {
+                let free: Vec<u32> = free_cpus(&st, &self.config, &self.so_far).into_iter().collect();
+                let reuse: Vec<u32> = self.so_far.cpu_reuse.iter().copied().collect();
+                let h = hints::cpu_hints(
+                    &self.config.machine.nodes(),
+                    &self.config.machine.node_of_cpu(),
+                    &free,
+                    &reuse,
+                    cpus,
+                );
+                cpu_p.insert("cpu".into(), Some(h));
+            }
+            // The memory manager is not simulated (policy None): no preference.
+            vec![devices, cpu_p, ProviderHints::new()]
+        };
+        let (best, admit) = self.config.decide(&providers).map_err(unexpected)?;
+        let mut views = Vec::new();
+        for (name, p) in ["device", "cpu", "memory"].iter().zip(&providers) {
+            if p.is_empty() {
+                views.push(ProviderHintsView { provider: (*name).into(), resource: None, request: 0, hints: None });
+            }
+            for (resource, h) in p {
+                let request = if resource == "cpu" { cpus } else { requests.get(resource).copied().unwrap_or(0) };
+                views.push(ProviderHintsView {
+                    provider: (*name).into(),
+                    resource: Some(resource.clone()),
+                    request,
+                    hints: h.as_ref().map(|l| l.iter().map(Hint::view).collect()),
+                });
+            }
+        }
+        self.report.decisions.push(TopologyDecision {
+            container: container.map(String::from),
+            hints: views,
+            best: best.view(),
+            admit,
+        });
+        if admit { Ok(best) } else { Err(affinity_error()) }
+    }
+
+    /// The hint stored for a container (its own in scope `container`, the
+    /// pod's in scope `pod`; a nil mask under policy `none`).
+    pub fn container_hint(
+        &mut self,
+        inner: &Arc<Inner>,
+        c: &ContainerSpec,
+        reuse: &BTreeMap<String, BTreeSet<String>>,
+    ) -> std::result::Result<Option<Mask>, Rejection> {
+        if self.config.policy == Policy::None {
+            return Ok(None);
+        }
+        if let Some(h) = self.pod_hint {
+            return Ok(h.mask);
+        }
+        let cpus = cpu::guaranteed_cpus(self.guaranteed, &c.compute);
+        let hint = self.judge(inner, Some(&c.name), &c.limits, cpus, reuse)?;
+        Ok(hint.mask)
+    }
+
+    /// The static CPU manager's Allocate for one container, under `hint`.
+    pub fn allocate_cpus(
+        &mut self,
+        inner: &Arc<Inner>,
+        c: &ContainerSpec,
+        hint: Option<Mask>,
+    ) -> std::result::Result<(), Rejection> {
+        let n = cpu::guaranteed_cpus(self.guaranteed, &c.compute);
+        if self.config.cpu_policy != CpuPolicy::Static || n == 0 {
+            return Ok(());
+        }
+        let mut allocatable = free_cpus(&inner.lock(), &self.config, &self.so_far);
+        allocatable.extend(self.so_far.cpu_reuse.iter().copied());
+        let want = usize::try_from(n).unwrap_or(usize::MAX);
+        let Some(cpus) = self.config.machine.allocate(&allocatable, hint, want) else {
+            return Err(unexpected(format!(
+                "not enough cpus available to satisfy request: requested={n}, available={}",
+                allocatable.len()
+            )));
+        };
+        if c.kind == ContainerKind::Init {
+            self.so_far.cpu_reuse.extend(cpus.iter().copied());
+        } else {
+            for x in &cpus {
+                self.so_far.cpu_reuse.remove(x);
+            }
+        }
+        self.so_far.cpus.extend(cpus.iter().copied());
+        let mut numa: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+        for x in &cpus {
+            numa.entry(self.config.machine.node_of(*x)).or_default().push(x.to_string());
+        }
+        self.report.placements.push(Placement {
+            container: c.name.clone(),
+            resource: "cpu".into(),
+            numa: numa_ids(&numa),
+        });
+        self.report.cpus.insert(c.name.clone(), cpus);
+        Ok(())
+    }
+
+    /// Records a container's devices: held by the pod from now on, and where they went.
+    pub fn placed(&mut self, container: &str, resource: &str, ids: &[String], by_numa: &BTreeMap<i64, Vec<String>>) {
+        self.so_far.devices.entry(resource.into()).or_default().extend(ids.iter().cloned());
+        self.report.placements.push(Placement {
+            container: container.into(),
+            resource: resource.into(),
+            numa: numa_ids(by_numa),
+        });
+    }
+}
+
+/// Gives an admitted pod its exclusive CPUs in the sim's state.
+pub(crate) fn commit(st: &mut State, uid: &str, outcome: &AdmitOutcome) {
+    if let Some(t) = &outcome.topology
+        && !t.cpus.is_empty()
+    {
+        st.exclusive_cpus.insert(uid.to_string(), t.cpus.clone());
+    }
+}
+
+/// `kubelet-sim admit --dry-run`: the same hints, verdicts and choices,
+/// with no Allocate, GetPreferredAllocation or PreStartContainer call and
+/// nothing kept. Where the kubelet would call GetPreferredAllocation, the
+/// report shows the request and the sim picks in the plugin's order.
+pub(crate) async fn dry_run(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<AdmitOutcome> {
+    spec.validate()?;
+    let _turn = inner.admission.lock().await;
+    if inner.is_stopped() {
+        return Err(Error::invalid("kubelet-sim", "the sim has stopped"));
+    }
+    if inner.lock().pod_index(&spec.namespace, &spec.name).is_some() {
+        return Err(Error::invalid(
+            format!("pod {}/{}", spec.namespace, spec.name),
+            "is already admitted; delete it first",
+        ));
+    }
+    let started = std::time::Instant::now();
+    let uid = spec.uid.get_or_insert_with(|| "dry-run".into()).clone();
+    let mut outcome = AdmitOutcome {
+        pod: spec.name.clone(),
+        namespace: spec.namespace.clone(),
+        uid,
+        admitted: false,
+        reason: None,
+        message: None,
+        containers: Vec::new(),
+        took_ms: 0,
+        topology: None,
+    };
+    let result = dry_run_pod(inner, &spec, &mut outcome);
+    if let Err((reason, message)) = result {
+        outcome.reason = Some(reason);
+        outcome.message = Some(message);
+    } else {
+        outcome.admitted = true;
+    }
+    outcome.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    Ok(outcome)
+}
+
+fn dry_run_pod(inner: &Arc<Inner>, spec: &PodSpec, outcome: &mut AdmitOutcome) -> std::result::Result<(), Rejection> {
+    let (mut t, rejected) = PodTopology::begin(inner, spec, true);
+    if let Some(e) = rejected {
+        outcome.topology = Some(Box::new(t.report));
+        return Err(e);
+    }
+    let mut reuse: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let result = (|| {
+        for c in &spec.containers {
+            let hint = t.container_hint(inner, c, &reuse)?;
+            let mut co = super::admission::ContainerOutcome {
+                name: c.name.clone(),
+                kind: c.kind,
+                resources: Vec::new(),
+                started: false,
+                start_error: None,
+            };
+            for (resource, &required) in &c.limits {
+                let Some(ro) = dry_run_resource(inner, &mut t, c, resource, required, hint, &reuse)? else {
+                    continue;
+                };
+                let set = reuse.entry(resource.clone()).or_default();
+                for id in &ro.devices {
+                    if c.kind == ContainerKind::Init {
+                        set.insert(id.clone());
+                    } else {
+                        set.remove(id);
+                    }
+                }
+                co.resources.push(ro);
+            }
+            t.allocate_cpus(inner, c, hint)?;
+            outcome.containers.push(co);
+        }
+        Ok(())
+    })();
+    outcome.topology = Some(Box::new(t.report));
+    result
+}
+
+/// The device manager's choice for one (container, resource) without calling the plugin.
+fn dry_run_resource(
+    inner: &Arc<Inner>,
+    t: &mut PodTopology,
+    c: &ContainerSpec,
+    resource: &str,
+    required: u64,
+    hint: Option<Mask>,
+    reuse: &BTreeMap<String, BTreeSet<String>>,
+) -> std::result::Result<Option<super::admission::ResourceOutcome>, Rejection> {
+    let st = inner.lock();
+    let res = st.resources.get(resource).filter(|r| r.known());
+    let pod_has = t.so_far.devices.contains_key(resource);
+    if res.is_none() && !st.any_allocated(resource) && !pod_has {
+        return Ok(None);
+    }
+    let Some(r) = res else {
+        return Err(unexpected(format!("cannot allocate unregistered device {resource}")));
+    };
+    if r.healthy().next().is_none() {
+        return Err(unexpected(format!("no healthy devices present; cannot allocate unhealthy devices {resource}")));
+    }
+    if required == 0 {
+        return Ok(None);
+    }
+    let reused: Vec<String> = reuse
+        .get(resource)
+        .map(|s| s.iter().take(usize::try_from(required).unwrap_or(usize::MAX)).cloned().collect())
+        .unwrap_or_default();
+    let needed = required - reused.len() as u64;
+    let in_use = st.in_use(resource);
+    let mine = t.so_far.devices.get(resource);
+    let avail: Vec<(String, Option<Vec<i64>>)> = r
+        .healthy()
+        .filter(|d| !in_use.contains(&d.id) && !mine.is_some_and(|m| m.contains(&d.id)))
+        .filter(|d| !reuse.get(resource).is_some_and(|x| x.contains(&d.id)))
+        .map(|d| (d.id.clone(), d.numa_nodes.clone()))
+        .collect();
+    if needed > 0 && (avail.len() as u64) < needed {
+        return Err(unexpected(format!(
+            "requested number of devices unavailable for {resource}. Requested: {needed}, Available: {}",
+            avail.len()
+        )));
+    }
+    let has_topology = r.devices.iter().any(|d| d.numa_nodes.as_ref().is_some_and(|n| !n.is_empty()));
+    let ids: Vec<String> = avail.iter().map(|(id, _)| id.clone()).collect();
+    let split = topology::split(&avail, has_topology, hint);
+    let take = topology::plan_take(&reused, &ids, &split, needed, required);
+    let offers = r.endpoint.as_ref().is_some_and(|e| e.options.get_preferred_allocation_available);
+    let devices = take.finish(&[], required);
+    let by_numa = super::admission::numa_map(&devices, &r.devices);
+    drop(st);
+    t.placed(&c.name, resource, &devices, &by_numa);
+    Ok(Some(super::admission::ResourceOutcome {
+        resource: resource.into(),
+        requested: required,
+        reused,
+        preferred: take.ask.filter(|_| offers).map(|a| super::admission::PreferredCall {
+            available: a.available,
+            must_include: a.must_include,
+            size: i32::try_from(a.size).unwrap_or(i32::MAX),
+            answer: Vec::new(),
+            warnings: Vec::new(),
+        }),
+        devices,
+        allocation: None,
+        warnings: Vec::new(),
+        pre_start: None,
+    }))
+}
+
+/// Reads `resources.{requests,limits}.{cpu,memory}` of a container (`at`)
+/// in a manifest (`place`).
+pub(crate) fn compute_of(c: &serde_json::Value, at: &str, place: &str) -> Result<crate::topology::Compute> {
+    let mut out = crate::topology::Compute::default();
+    let Some(res) = c.get("resources") else { return Ok(out) };
+    for which in ["requests", "limits"] {
+        let Some(map) = res.get(which).and_then(|m| m.as_object()) else { continue };
+        for (name, q) in map {
+            let field = format!("{place}: {at}.resources.{which}[{name}]");
+            match name.as_str() {
+                "cpu" => {
+                    let v = parse_cpu_millis(q).ok_or_else(|| {
+                        Error::invalid(&field, format!("{q} is not a CPU quantity (e.g. 2, \"500m\", \"1.5\")"))
+                    })?;
+                    if which == "requests" { out.cpu_request_millis = Some(v) } else { out.cpu_limit_millis = Some(v) }
+                }
+                "memory" => {
+                    let v = parse_bytes(q).ok_or_else(|| {
+                        Error::invalid(
+                            &field,
+                            format!("{q} is not a memory quantity (e.g. \"1Gi\", \"512Mi\", 1000000)"),
+                        )
+                    })?;
+                    if which == "requests" { out.memory_request = Some(v) } else { out.memory_limit = Some(v) }
+                }
+                _ => {}
+            }
+        }
+    }
+    for (what, req, lim) in
+        [("cpu", out.cpu_request_millis, out.cpu_limit_millis), ("memory", out.memory_request, out.memory_limit)]
+    {
+        if let (Some(r), Some(l)) = (req, lim)
+            && r > l
+        {
+            return Err(Error::invalid(
+                format!("{place}: {at}.resources.requests[{what}]"),
+                format!("must be less than or equal to {what} limit"),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// A CPU quantity in millicores: `2`, `"2"`, `"500m"`, `"1.5"`.
+pub fn parse_cpu_millis(q: &serde_json::Value) -> Option<u64> {
+    if let Some(n) = q.as_u64() {
+        return n.checked_mul(1000);
+    }
+    if let Some(f) = q.as_f64() {
+        return parse_cpu_str(&f.to_string());
+    }
+    parse_cpu_str(q.as_str()?.trim())
+}
+
+fn parse_cpu_str(s: &str) -> Option<u64> {
+    if s.len() > 32 {
+        return None;
+    }
+    if let Some(m) = s.strip_suffix('m') {
+        return m.parse::<u64>().ok();
+    }
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    if frac.len() > 3 || !frac.chars().all(|c| c.is_ascii_digit()) || (whole.is_empty() && frac.is_empty()) {
+        return None;
+    }
+    let w: u64 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
+    let f: u64 = if frac.is_empty() { 0 } else { format!("{frac:0<3}").parse().ok()? };
+    w.checked_mul(1000)?.checked_add(f)
+}
+
+/// A memory quantity in bytes: `1000`, `"1Gi"`, `"512Mi"`, `"1G"`.
+pub fn parse_bytes(q: &serde_json::Value) -> Option<u64> {
+    if let Some(n) = q.as_u64() {
+        return Some(n);
+    }
+    let s = q.as_str()?.trim();
+    if s.len() > 32 {
+        return None;
+    }
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, suffix) = s.split_at(split);
+    let base: u64 = digits.parse().ok()?;
+    let mult: u64 = match suffix {
+        "" => 1,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "T" => 1_000_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        _ => return None,
+    };
+    base.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn cpu_and_memory_quantities() {
+        assert_eq!(parse_cpu_millis(&json!(2)), Some(2000));
+        assert_eq!(parse_cpu_millis(&json!("500m")), Some(500));
+        assert_eq!(parse_cpu_millis(&json!("1.5")), Some(1500));
+        assert_eq!(parse_cpu_millis(&json!(0.25)), Some(250));
+        assert_eq!(parse_cpu_millis(&json!("1.2345")), None);
+        assert_eq!(parse_cpu_millis(&json!("x")), None);
+        assert_eq!(parse_bytes(&json!("1Gi")), Some(1 << 30));
+        assert_eq!(parse_bytes(&json!("99999999999999Ti")), None);
+    }
+
+    #[test]
+    fn manifest_cpu_and_memory_make_a_guaranteed_pod() {
+        let m = r#"{"metadata":{"name":"g"},"spec":{"containers":[{"name":"c","resources":{
+            "limits":{"cpu":"2","memory":"1Gi","example.com/dev":1}}}]}}"#;
+        let p = PodSpec::from_manifest(m, "g.json").unwrap();
+        let c = &p.containers[0].compute;
+        assert_eq!((c.cpu_limit_millis, c.memory_limit), (Some(2000), Some(1 << 30)));
+        assert!(cpu::is_guaranteed([c]));
+        assert_eq!(cpu::guaranteed_cpus(true, c), 2);
+        let bad = m.replace("\"2\"", "\"two\"");
+        let e = PodSpec::from_manifest(&bad, "g.json").unwrap_err().to_string();
+        assert!(e.contains("g.json: spec.containers[0].resources.limits[cpu]"), "{e}");
+    }
+}
