@@ -664,7 +664,7 @@ async fn wait_event(
     what: &str,
     pred: impl Fn(&EventKind) -> bool,
 ) -> Result<SimEvent> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    let deadline = crate::duration::deadline(timeout);
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Err(_) => return Err(Error::Timeout { what: what.to_string(), timeout }),

@@ -13,6 +13,7 @@ pub mod check;
 pub mod cli;
 pub mod contract;
 pub mod demo;
+pub mod duration;
 pub mod error;
 pub mod kubelet_sim;
 pub mod mock_plugin;

@@ -221,7 +221,7 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let sim = KubeletSim::start(config).await?;
     let mut rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
     let timeout = args.timeout.or_else(|| (!expects.is_empty()).then_some(Duration::from_secs(30)));
-    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let deadline = timeout.map(crate::duration::deadline);
     let mut display = if ctx.format.is_json() {
         Display::Json
     } else if ctx.progress_allowed() {

@@ -551,7 +551,7 @@ impl SimHandle {
         timeout: Duration,
     ) -> Result<BTreeMap<String, Counts>> {
         let mut rx = self.subscribe();
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = crate::duration::deadline(timeout);
         loop {
             let counts = self.counts();
             if pred(&counts) {
@@ -634,7 +634,7 @@ impl SimHandle {
             restored_resources: restored.iter().map(|(n, _)| n.clone()).collect(),
         });
         drop(turn);
-        let deadline = tokio::time::Instant::now() + wait;
+        let deadline = crate::duration::deadline(wait);
         let mut announced: BTreeSet<String> = BTreeSet::new();
         loop {
             let report = self.returns(&expected, t0);

@@ -621,16 +621,9 @@ pub fn code_name(code: tonic::Code) -> &'static str {
     CODES.iter().find(|(c, _)| *c == code).map_or("unknown", |(_, n)| n)
 }
 
-/// Parses `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
+/// Parses a duration: the one bounded parser, [`crate::duration::parse`].
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    let t = s.trim();
-    if let Ok(secs) = t.parse::<f64>()
-        && secs >= 0.0
-        && secs.is_finite()
-    {
-        return Ok(Duration::from_secs_f64(secs));
-    }
-    humantime::parse_duration(t).map_err(|e| format!("invalid duration {s:?}: {e} (examples: 500ms, 10s, 2m)"))
+    crate::duration::parse(s)
 }
 
 struct DurationVisitor;
@@ -644,13 +637,14 @@ impl serde::de::Visitor<'_> for DurationVisitor {
         parse_duration(v).map_err(E::custom)
     }
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Duration, E> {
-        Ok(Duration::from_secs(v))
+        crate::duration::check(Duration::from_secs(v)).map_err(|e| E::custom(format!("{v}: {e}")))
     }
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Duration, E> {
-        u64::try_from(v).map(Duration::from_secs).map_err(|_| E::custom(format!("negative duration {v}")))
+        let secs = u64::try_from(v).map_err(|_| E::custom(format!("negative duration {v}")))?;
+        self.visit_u64(secs)
     }
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Duration, E> {
-        Duration::try_from_secs_f64(v).map_err(|_| E::custom(format!("invalid duration {v}")))
+        crate::duration::from_secs_f64(v).map_err(|e| E::custom(format!("{v}: {e}")))
     }
 }
 
