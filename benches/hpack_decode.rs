@@ -45,7 +45,9 @@ fn connection_bytes(block: &[u8]) -> Vec<u8> {
     for (i, c) in chunks.iter().enumerate() {
         let last = i + 1 == chunks.len();
         let kind = if i == 0 { 0x1 } else { 0x9 };
-        frame(&mut out, c.len(), kind, if last { 0x4 | 0x1 } else { 0x1 * u8::from(i == 0) }, 1);
+        // END_HEADERS on the last frame, END_STREAM on the HEADERS frame.
+        let flags = if last { 0x4 } else { 0 } | if i == 0 { 0x1 } else { 0 };
+        frame(&mut out, c.len(), kind, flags, 1);
         out.extend(*c);
     }
     out

@@ -7,6 +7,7 @@ mod support;
 mod check;
 mod completions;
 mod demo;
+mod exit_codes;
 mod interop;
 mod kubelet_sim;
 mod mock_plugin;

@@ -15,6 +15,7 @@ pub mod contract;
 pub mod demo;
 pub mod duration;
 pub mod error;
+pub mod input;
 pub mod kubelet_sim;
 pub mod mock_plugin;
 pub mod model;

@@ -373,8 +373,7 @@ async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
                     let text = if place == "-" {
                         std::io::read_to_string(std::io::stdin()).map_err(|e| Error::io("reading stdin", e))?
                     } else {
-                        std::fs::read_to_string(&path)
-                            .map_err(|e| Error::invalid(place.clone(), format!("cannot read the manifest: {e}")))?
+                        crate::input::read_text(&path, &place)?
                     };
                     PodSpec::from_manifest(&text, &place)?
                 }

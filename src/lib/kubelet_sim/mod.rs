@@ -357,15 +357,7 @@ impl KubeletSim {
 
 /// Creates the directory (0750, as the kubelet does) when missing.
 fn create_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o750)
-        .create(dir)
-        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))
+    crate::input::create_dir(dir, 0o750)
 }
 
 /// True when a process answers gRPC on the socket.

@@ -673,13 +673,7 @@ impl MockConfig {
     /// Reads and validates a TOML config file. Errors name the file, the key
     /// path and the problem (with the line for syntax and type errors).
     pub fn load(path: &Path) -> Result<MockConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::invalid(path.display().to_string(), "no such config file")
-            } else {
-                Error::io(format!("reading config file {}", path.display()), e)
-            }
-        })?;
+        let text = crate::input::read_text(path, &format!("config file {}", path.display()))?;
         let config =
             Self::from_toml(&text).map_err(|i| Error::invalid(format!("{}: {}", path.display(), i.key), i.message))?;
         config.check().map_err(|i| Error::invalid(format!("{}: {}", path.display(), i.key), i.message))?;

@@ -198,7 +198,8 @@ impl PluginProcess {
         let mut files: [Option<PathBuf>; 2] = [None, None];
         let mut writers: [Option<tokio::fs::File>; 2] = [None, None];
         if let Some(dir) = &launch.log_dir {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("creating --log-dir {}", dir.display()), e))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::invalid("--log-dir", format!("cannot create directory {}: {e}", dir.display())))?;
             for (i, name) in ["plugin.stdout.log", "plugin.stderr.log"].into_iter().enumerate() {
                 let path = dir.join(name);
                 let f = tokio::fs::File::create(&path)

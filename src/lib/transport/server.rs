@@ -2,7 +2,7 @@
 //! removal of the socket on shutdown.
 
 use std::future::Future;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -97,11 +97,7 @@ pub async fn bind(path: &Path, opts: &BindOptions) -> Result<Listener> {
         && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
     {
         // As the kubelet creates its directories: 0750.
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o750)
-            .create(parent)
-            .map_err(|e| Error::io(format!("creating directory {}", parent.display()), e))?;
+        crate::input::create_dir(parent, 0o750)?;
     }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
