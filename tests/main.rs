@@ -8,6 +8,7 @@ mod check;
 mod completions;
 mod demo;
 mod exit_codes;
+mod fuzz;
 mod interop;
 mod kubelet_sim;
 mod mock_plugin;

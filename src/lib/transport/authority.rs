@@ -994,6 +994,62 @@ mod tests {
         assert!(scan_block(&[0x80]).is_err(), "index 0");
     }
 
+    /// Fuzzing without a nightly toolchain (issue 12): valid header blocks,
+    /// mutated at random (flipped, inserted, deleted bytes, truncation),
+    /// framed, and fed in random chunk sizes. The adapter must never panic,
+    /// and each connection must be handled within a time budget. Seeded, so
+    /// a failure reproduces; `DPCTL_FUZZ_CASES` runs more.
+    #[test]
+    fn fuzz_header_blocks() {
+        use rand::{Rng, SeedableRng};
+        let cases: usize = std::env::var("DPCTL_FUZZ_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(3000);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(12);
+        let mut enc = loona_hpack::Encoder::new();
+        let mut corpus: Vec<Vec<u8>> = Vec::new();
+        for authority in [&b"localhost"[..], b"/tmp/dp/kubelet.sock", b"tmp%2Fdp%2Fk.sock", b"", b"a b"] {
+            let hs: Vec<(&[u8], &[u8])> = vec![
+                (b":method", b"POST"),
+                (b":scheme", b"http"),
+                (b":path", b"/v1beta1.Registration/Register"),
+                (b":authority", authority),
+                (b"content-type", b"application/grpc"),
+                (b"te", b"trailers"),
+            ];
+            corpus.push(enc.encode(hs.iter().copied()));
+        }
+        corpus
+            .push(vec![0x83, 0x86, 0x41, 0x09, b'l', b'o', b'c', b'a', b'l', b'h', b'o', b's', b't', 0x00, 0x81, 0x1f]);
+        corpus.push(hostile_block(&[0x83, 0x86, 0x41, 0x04, b'/', b'x', b'.', b's'], 600));
+        corpus.push(vec![0x3f, 0xe1, 0x1f, 0xbe, 0x81]);
+        for case in 0..cases {
+            let mut block = corpus[rng.random_range(0..corpus.len())].clone();
+            for _ in 0..rng.random_range(1..6) {
+                let at = rng.random_range(0..=block.len());
+                match rng.random_range(0..4) {
+                    0 if at < block.len() => block[at] ^= 1 << rng.random_range(0..8),
+                    1 => block.insert(at, rng.random()),
+                    2 if at < block.len() => {
+                        block.remove(at);
+                    }
+                    _ => block.truncate(at),
+                }
+            }
+            let input = frames(&block);
+            let started = std::time::Instant::now();
+            let mut fix = AuthorityFix::new(());
+            let mut at = 0;
+            while at < input.len() {
+                let n = rng.random_range(1..=64).min(input.len() - at);
+                fix.raw.extend_from_slice(&input[at..at + n]);
+                at += n;
+                if fix.process().is_err() {
+                    break;
+                }
+            }
+            assert!(started.elapsed() < std::time::Duration::from_secs(1), "case {case}: {block:02x?}");
+        }
+    }
+
     #[test]
     fn rejects_garbage() {
         let mut fix = AuthorityFix::new(());
