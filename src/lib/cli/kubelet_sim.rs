@@ -68,7 +68,10 @@ pub struct ServeArgs {
     /// The device-plugin directory: kubelet.sock, plugin sockets, the checkpoint.
     #[arg(long, value_name = "DIR", env = ENV_DEVICE_PLUGIN_DIR, default_value = DEFAULT_DEVICE_PLUGIN_DIR)]
     pub dir: PathBuf,
-    /// Take over kubelet.sock (and the sim's other sockets) even when a live process answers on it.
+    /// Take over kubelet.sock (and the sim's other sockets) even when a live process answers on it,
+    /// and delete every socket in --dir at start as a kubelet does. Without it (a deliberate
+    /// difference from the kubelet) startup deletes only stale sockets (connecting is refused) and
+    /// leaves live ones alone; `restart` deletes them all, like a restarting kubelet.
     #[arg(long)]
     pub force: bool,
     /// After a ListAndWatch stream ends, how long capacity is kept before it drops to 0.

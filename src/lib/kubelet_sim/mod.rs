@@ -314,7 +314,11 @@ impl KubeletSim {
             Vec::new()
         };
         let keep: Vec<PathBuf> = inner.paths.podresources_socket.iter().cloned().collect();
-        let deleted = if inner.config.cleanup_on_start { cleanup_sockets(&dir, &keep) } else { Vec::new() };
+        let deleted = if inner.config.cleanup_on_start {
+            cleanup_stale_sockets(&dir, &keep, inner.config.force).await
+        } else {
+            Vec::new()
+        };
         let mut services = Vec::new();
         if let Some(listener) = podres_listener {
             let provider = Arc::new(podres::SimPodResources { inner: Arc::clone(&inner) });
@@ -376,6 +380,33 @@ fn cleanup_sockets(dir: &Path, keep: &[PathBuf]) -> Vec<String> {
         let path = entry.path();
         let is_socket = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
         if !is_socket || keep.contains(&path) {
+            continue;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => deleted.push(entry.file_name().to_string_lossy().into_owned()),
+            Err(e) => tracing::warn!(socket = %path.display(), error = %e, "could not delete socket"),
+        }
+    }
+    deleted.sort();
+    deleted
+}
+
+/// dpctl's own startup cleanup (a deliberate difference from the kubelet,
+/// which deletes every socket in its directory when it starts): deletes the
+/// stale sockets directly in `dir` (a connect is refused) except `keep`, and
+/// leaves live ones to their servers unless `force`. Files, directories and
+/// symlinks are never touched. Returns the deleted names.
+async fn cleanup_stale_sockets(dir: &Path, keep: &[PathBuf], force: bool) -> Vec<String> {
+    let mut deleted = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else { return deleted };
+    for entry in rd.filter_map(std::result::Result::ok) {
+        let path = entry.path();
+        let is_socket = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
+        if !is_socket || keep.contains(&path) {
+            continue;
+        }
+        if !force && !transport::is_stale(&path).await {
+            tracing::warn!(socket = %path.display(), "leaving a live socket in place (--force deletes it, as a kubelet would)");
             continue;
         }
         match std::fs::remove_file(&path) {
@@ -738,6 +769,23 @@ mod tests {
         assert!(d.join("notes.txt").exists() && d.join("sub").is_dir() && d.join("keep.sock").exists());
         assert!(std::fs::symlink_metadata(d.join("link")).is_ok());
         drop((a, b));
+    }
+
+    // Issue 12 item 5: dpctl's own startup never deletes a live socket of an
+    // unrelated listener without --force; stale ones go, as before.
+    #[tokio::test]
+    async fn startup_cleanup_deletes_stale_sockets_only_unless_forced() {
+        let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("notes.txt"), "x").unwrap();
+        let live = std::os::unix::net::UnixListener::bind(d.join("live.sock")).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(d.join("stale.sock")).unwrap());
+        let deleted = cleanup_stale_sockets(d, &[], false).await;
+        assert_eq!(deleted, ["stale.sock"]);
+        assert!(d.join("live.sock").exists() && d.join("notes.txt").exists());
+        let deleted = cleanup_stale_sockets(d, &[], true).await;
+        assert_eq!(deleted, ["live.sock"]);
+        drop(live);
     }
 
     #[test]

@@ -14,5 +14,5 @@ pub use authority::{
 pub use client::{ClientConfig, connect};
 pub use server::{
     BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard, bind, incoming,
-    incoming_with, serve, serve_with, shutdown_signal,
+    incoming_with, is_stale, serve, serve_with, shutdown_signal,
 };

@@ -140,6 +140,16 @@ pub async fn bind(path: &Path, opts: &BindOptions) -> Result<Listener> {
     Ok(Listener { listener, guard })
 }
 
+/// True when the socket at `path` is stale: connecting to it is refused,
+/// the only proof that nothing serves it any more. A socket that accepts, or
+/// does not answer within a short probe, is live (or may be).
+pub async fn is_stale(path: &Path) -> bool {
+    matches!(
+        tokio::time::timeout(LIVENESS_PROBE, UnixStream::connect(path)).await,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused
+    )
+}
+
 /// Binds, sets the mode, and only then listens: no client can connect while
 /// the socket still has the umask's permissions.
 fn bind_with_mode(path: &Path, mode: u32) -> std::io::Result<(UnixListener, SocketGuard)> {
