@@ -56,6 +56,12 @@ async fn row_2_bad_usage_or_input() {
             "--record",
         ),
         ("kubelet-sim --dir at a file", vec!["kubelet-sim", "--dir", file], "not a directory"),
+        // Issue 12 item 8: used to take over a minute to start.
+        (
+            "ten million devices",
+            vec!["mock-plugin", "--resource", "example.com/gpu", "--devices", "10000000", "--no-register"],
+            "over the limit of 100000",
+        ),
         ("smoke --log-dir at a file", vec!["smoke", "--log-dir", file, "--", "true"], "--log-dir"),
     ];
     for (what, args, says) in cases {

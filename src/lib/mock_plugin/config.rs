@@ -742,7 +742,18 @@ impl MockConfig {
     }
 }
 
+/// Most devices one mock resource may have (`--devices`, `count`, or
+/// `[[resource.device]]` entries): 100,000 devices make a ListAndWatch
+/// message of about 2.6 MiB, under the kubelet's 4 MiB limit, and start in
+/// well under a second.
+pub const MAX_DEVICES: usize = 100_000;
+
 fn check_resource(r: &ResourceConfig, at: &str) -> std::result::Result<(), ConfigIssue> {
+    let n = r.count.unwrap_or(r.devices.len());
+    if n > MAX_DEVICES {
+        let key = if r.count.is_some() { format!("{at}.count") } else { at.to_string() };
+        return Err(issue(key, format!("{n} devices is over the limit of {MAX_DEVICES} per resource")));
+    }
     match (r.count, r.devices.is_empty()) {
         (Some(_), false) => {
             return Err(issue(format!("{at}.count"), "give either `count` or [[resource.device]] entries, not both"));

@@ -382,6 +382,9 @@ pub async fn run_smoke(
         Some(d) => (d.clone(), false),
         None => (fresh_dir("dpctl-smoke")?, true),
     };
+    // Removes the fresh directory should anything below panic.
+    let mut dir_guard = crate::paths::RemoveDirOnDrop::new(created.then(|| dir.clone()));
+    process::become_subreaper();
     let mut sim_config = SimConfig::new(&dir);
     sim_config.pre_start_timeout = config.prestart_timeout;
     let sim = match KubeletSim::start(sim_config).await {
@@ -420,13 +423,26 @@ pub async fn run_smoke(
         tracing::warn!(error = %e, "stopping kubelet-sim");
     }
     let keep = !created || runner.config().keep;
+    dir_guard.disarm();
     if !keep && let Err(e) = std::fs::remove_dir_all(&dir) {
         tracing::warn!(dir = %dir.display(), error = %e, "could not remove the smoke directory");
     }
     while let Ok(p) = rx.try_recv() {
         progress(p);
     }
+    let survivors = process::kill_survivors();
     let mut report = runner.into_report(&dir, keep, started, t0.elapsed(), interrupted);
+    if !survivors.is_empty() {
+        // Issue 12 item 8: a plugin that daemonises outlives its process and the run.
+        report.steps.push(CheckResult {
+            name: "plugin-leaves-no-processes".into(),
+            reason: "a plugin that daemonises keeps running after the kubelet (or its pod) stops it".into(),
+            outcome: Outcome::Fail,
+            evidence: format!("still running after the plugin was stopped, now killed: {}", survivors.join(", ")),
+            rule: "the plugin must run in the foreground: every process it starts ends with it".into(),
+            duration_ms: 0,
+        });
+    }
     report.tally();
     Ok(report)
 }
