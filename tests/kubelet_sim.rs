@@ -819,5 +819,5 @@ async fn an_unreadable_manifest_is_bad_input() {
     ])
     .await;
     r.expect_code(2);
-    assert!(r.stderr.contains("no-such-pod.yaml: cannot read the manifest"), "{}", r.stderr);
+    assert!(r.stderr.contains("no-such-pod.yaml: cannot read the file"), "{}", r.stderr);
 }

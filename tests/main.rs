@@ -10,6 +10,8 @@ mod completions;
 mod demo;
 mod deploy;
 mod doctor;
+mod exit_codes;
+mod fuzz;
 mod interop;
 mod isolate;
 mod kubelet_sim;

@@ -421,3 +421,23 @@ async fn a_dir_a_live_kubelet_serves_is_refused() {
     assert!(sb.join("kubelet.sock").exists(), "the other kubelet's socket is untouched");
     sim.stop().await.unwrap();
 }
+
+// Issue 12 item 8: a plugin that daemonises (a process that calls setsid and
+// outlives the plugin) used to survive smoke, which still passed. Now it is
+// found, killed and reported as a failure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_leaves_a_daemon_behind_fails_and_the_daemon_is_killed() {
+    let sb = Sandbox::new();
+    let pidfile = sb.join("daemon.pid");
+    let script = format!(
+        "setsid sh -c 'echo $$ > {}; exec sleep 300' & exec {} mock-plugin --dir {{dir}} --resource {GPU}",
+        pidfile.display(),
+        dpctl_bin()
+    );
+    let (run, v) = smoke(&FAST, &["sh", "-c", &script]).await;
+    run.expect_code(1);
+    assert_failed(&v, "plugin-leaves-no-processes", &["(sleep)"]);
+    let pid = std::fs::read_to_string(&pidfile).unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+    assert!(stat.is_empty(), "the daemon {pid} still runs: {stat}");
+}

@@ -208,3 +208,96 @@ async fn a_live_server_with_a_full_backlog_is_not_taken_for_stale() {
     assert!(matches!(err, dpctl::Error::AlreadyServing { .. }), "{err}");
     assert!(path.exists(), "the live server's socket is left alone");
 }
+
+/// Serves a test plugin at `path` with the given connection limits.
+async fn serve_limited(
+    path: &std::path::Path,
+    limits: dpctl::transport::ConnectionLimits,
+) -> (TestPlugin, tokio::sync::oneshot::Sender<()>) {
+    use dpctl::proto::deviceplugin::v1beta1::device_plugin_server::DevicePluginServer;
+    let plugin = TestPlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default());
+    let listener = bind(path, &BindOptions::default()).await.unwrap();
+    let router = tonic::transport::Server::builder().add_service(DevicePluginServer::new(plugin.clone()));
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(dpctl::transport::serve_with(router, listener, limits, async {
+        let _ = rx.await;
+    }));
+    (plugin, tx)
+}
+
+/// Reads until the server closes the connection (EOF or reset).
+async fn until_closed(conn: &mut tokio::net::UnixStream) {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 1024];
+    loop {
+        match conn.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+// Issue 12 item 4: a connection that never sends the HTTP/2 preface, or
+// trickles it, is closed at the handshake deadline; one that completed its
+// handshake is not.
+#[tokio::test]
+async fn connections_that_never_finish_the_handshake_are_closed() {
+    use tokio::io::AsyncWriteExt;
+    let sb = Sandbox::new();
+    let path = sb.join("h.sock");
+    let limits = dpctl::transport::ConnectionLimits {
+        handshake_timeout: std::time::Duration::from_millis(300),
+        ..Default::default()
+    };
+    let (_plugin, _stop) = serve_limited(&path, limits).await;
+    let mut silent = tokio::net::UnixStream::connect(&path).await.unwrap();
+    within("the silent connection to be closed", until_closed(&mut silent)).await;
+    // One byte at a time, never finishing: closed as well.
+    let mut trickle = tokio::net::UnixStream::connect(&path).await.unwrap();
+    let closed = async {
+        for b in b"PRI * HTTP/2.0\r\n" {
+            if trickle.write_all(&[*b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        until_closed(&mut trickle).await;
+    };
+    within("the trickling connection to be closed", closed).await;
+    // A real client finishes the handshake and keeps its connection past the deadline.
+    let client = dpctl::plugin_client::PluginClient::connect(&path, &Default::default()).await.unwrap();
+    client.options().await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    client.options().await.unwrap();
+}
+
+// Issue 12 item 4: at the connection cap new connections are closed while
+// the open ones keep working; a slot frees when a connection goes.
+#[tokio::test]
+async fn connections_over_the_cap_are_closed_and_open_ones_keep_working() {
+    let sb = Sandbox::new();
+    let path = sb.join("c.sock");
+    let limits = dpctl::transport::ConnectionLimits { max_connections: 2, ..Default::default() };
+    let (plugin, _stop) = serve_limited(&path, limits).await;
+    let first = dpctl::plugin_client::PluginClient::connect(&path, &Default::default()).await.unwrap();
+    first.options().await.unwrap();
+    let idle = tokio::net::UnixStream::connect(&path).await.unwrap();
+    let mut over = tokio::net::UnixStream::connect(&path).await.unwrap();
+    within("the connection over the cap to be closed", until_closed(&mut over)).await;
+    first.options().await.unwrap();
+    drop(idle);
+    // The idle connection's slot comes back once the server notices it is gone.
+    within("a new connection once a slot is free", async {
+        loop {
+            let c = dpctl::plugin_client::PluginClient::connect(&path, &Default::default()).await;
+            if let Ok(c) = c
+                && c.options().await.is_ok()
+            {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(plugin.calls.lock().unwrap().len() >= 3);
+}

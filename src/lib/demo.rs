@@ -277,6 +277,8 @@ pub async fn run_demo(
     sink: &mut (dyn FnMut(DemoEvent) + Send),
 ) -> Result<Vec<DemoStep>> {
     let dir = crate::smoke::fresh_dir("dpctl-demo")?;
+    // Removes the directory should anything below panic; cleanup() removes it otherwise.
+    let _dir_guard = crate::paths::RemoveDirOnDrop::new(Some(dir.clone()));
     let mut demo = Demo { config, dir: dir.clone(), sim: None, mock: None, pod_devices: Vec::new(), steps: Vec::new() };
     sink(DemoEvent::Begin { dir: dir.clone() });
     let interrupted = {
@@ -665,7 +667,7 @@ async fn wait_event(
     what: &str,
     pred: impl Fn(&EventKind) -> bool,
 ) -> Result<SimEvent> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    let deadline = crate::duration::deadline(timeout);
     loop {
         match tokio::time::timeout_at(deadline, rx.recv()).await {
             Err(_) => return Err(Error::Timeout { what: what.to_string(), timeout }),

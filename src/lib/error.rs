@@ -265,7 +265,11 @@ impl Error {
                  a plugin that sends more is marked unhealthy and never retried. \
                  Raise --max-recv-bytes (now {limit}) to inspect it anyway"
             ),
-            Error::PathTooLong { .. } => "use a shorter directory, e.g. under /tmp".into(),
+            Error::PathTooLong { .. } => {
+                "a unix socket path must fit in 107 bytes: use a shorter directory (e.g. under /tmp) or a symlink \
+                 to it"
+                    .into()
+            }
             Error::AlreadyServing { force_flag, .. } => {
                 format!("another process answers on this socket; stop it, or pass {force_flag} to take the socket over")
             }
@@ -285,7 +289,6 @@ impl Error {
             | Error::PermissionDenied { .. }
             | Error::ConnectionRefused { .. }
             | Error::Connect { .. }
-            | Error::PathTooLong { .. }
             | Error::AlreadyServing { .. }
             | Error::NotReplaceable { .. }
             | Error::Bind { .. } => exit::SOCKET,
@@ -295,7 +298,8 @@ impl Error {
             | Error::Rejected { .. }
             | Error::StreamEnded { .. } => exit::RPC,
             Error::ConnectTimeout { .. } | Error::DeadlineExceeded { .. } | Error::Timeout { .. } => exit::TIMEOUT,
-            Error::Invalid { .. } => exit::USAGE,
+            // A socket path no socket can have is bad input, whoever reads it.
+            Error::Invalid { .. } | Error::PathTooLong { .. } => exit::USAGE,
             Error::Io { .. } => exit::SOCKET,
         }
     }

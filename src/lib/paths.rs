@@ -28,6 +28,32 @@ pub const CONTROL_DIR_NAME: &str = ".dpctl";
 /// Longest unix socket path Linux accepts (`sun_path` is 108 bytes with the NUL).
 pub const MAX_SOCKET_PATH_LEN: usize = 107;
 
+/// Removes a directory dpctl created (and everything in it) when dropped,
+/// unless disarmed: a panic or an early return still cleans up a smoke or
+/// demo directory.
+#[derive(Debug)]
+pub struct RemoveDirOnDrop(Option<PathBuf>);
+
+impl RemoveDirOnDrop {
+    /// Guards `dir`; `None` guards nothing (a directory the user gave).
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        RemoveDirOnDrop(dir)
+    }
+
+    /// Leaves the directory alone from now on (the caller removes or keeps it).
+    pub fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for RemoveDirOnDrop {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
 /// `<dir>/kubelet.sock`.
 pub fn kubelet_socket(dir: &Path) -> PathBuf {
     dir.join(KUBELET_SOCKET_NAME)

@@ -1,4 +1,5 @@
-//! The kubelet's registration checks, with its exact error texts.
+//! The kubelet's registration checks, with its exact error texts, and the
+//! API server's checks of object names.
 
 use crate::proto::deviceplugin::v1beta1::SUPPORTED_VERSIONS;
 
@@ -120,6 +121,35 @@ fn is_dns1123_subdomain(s: &str) -> bool {
         })
 }
 
+/// Checks a pod's name and namespace as the API server does
+/// (`ValidatePodName`: a DNS-1123 subdomain of at most 253 characters;
+/// namespaces: a DNS-1123 label of at most 63).
+pub fn check_object_names(name: &str, namespace: &str) -> crate::error::Result<()> {
+    if !is_dns1123_subdomain(name) {
+        let shown: String = name.chars().take(64).collect();
+        let more = if name.chars().count() > 64 { "..." } else { "" };
+        return Err(crate::error::Error::invalid(
+            "pod metadata.name",
+            format!(
+                "{shown:?}{more} ({} characters) is not a valid pod name: at most 253 characters, lowercase \
+                 letters, digits, '-' and '.', starting and ending with a letter or digit",
+                name.chars().count()
+            ),
+        ));
+    }
+    if namespace.len() > 63 || namespace.contains('.') || !is_dns1123_subdomain(namespace) {
+        let shown: String = namespace.chars().take(64).collect();
+        return Err(crate::error::Error::invalid(
+            "pod metadata.namespace",
+            format!(
+                "{shown:?} is not a valid namespace: at most 63 characters, lowercase letters, digits and '-', \
+                 starting and ending with a letter or digit"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +165,22 @@ mod tests {
         assert_eq!(go_quote("\u{a0}\u{2028}\u{200b}\u{feff}"), r#""\u00a0\u2028\u200b\ufeff""#);
         assert_eq!(go_quote("gpu-é-日本-😀"), "\"gpu-é-日本-😀\"");
         assert_eq!(go_quote("\u{f0000}"), r#""\U000f0000""#);
+    }
+
+    // Issue 12 item 8: a 100,000-character pod name used to be admitted.
+    #[test]
+    fn pod_names_as_the_api_server_judges_them() {
+        for ok in ["p", "pod-1", "a.b-c", &"a".repeat(253)] {
+            assert!(check_object_names(ok, "default").is_ok(), "{ok}");
+        }
+        for bad in ["", "Pod", "pod_1", "-p", "p-", "a..b", &"a".repeat(254), &"a".repeat(100_000)] {
+            let e = check_object_names(bad, "default").unwrap_err();
+            assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+            assert!(e.to_string().len() < 400, "the error stays short");
+        }
+        assert!(check_object_names("p", "kube-system").is_ok());
+        assert!(check_object_names("p", "a.b").is_err());
+        assert!(check_object_names("p", &"n".repeat(64)).is_err());
     }
 
     #[test]

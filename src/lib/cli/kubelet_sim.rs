@@ -121,7 +121,10 @@ pub struct ServeArgs {
     /// The device-plugin directory: kubelet.sock, plugin sockets, the checkpoint.
     #[arg(long, value_name = "DIR", env = ENV_DEVICE_PLUGIN_DIR, default_value = DEFAULT_DEVICE_PLUGIN_DIR)]
     pub dir: PathBuf,
-    /// Take over kubelet.sock (and the sim's other sockets) even when a live process answers on it.
+    /// Take over kubelet.sock (and the sim's other sockets) even when a live process answers on it,
+    /// and delete every socket in --dir at start as a kubelet does. Without it (a deliberate
+    /// difference from the kubelet) startup deletes only stale sockets (connecting is refused) and
+    /// leaves live ones alone; `restart` deletes them all, like a restarting kubelet.
     #[arg(long)]
     pub force: bool,
     /// After a ListAndWatch stream ends, how long capacity is kept before it drops to 0.
@@ -385,7 +388,7 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let sim = KubeletSim::start(config).await?;
     let mut rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
     let timeout = args.timeout.or_else(|| (!expects.is_empty()).then_some(Duration::from_secs(30)));
-    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let deadline = timeout.map(crate::duration::deadline);
     let mut display = if ctx.format.is_json() {
         Display::Json
     } else if ctx.progress_allowed() {
@@ -537,8 +540,7 @@ async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
                     let text = if place == "-" {
                         std::io::read_to_string(std::io::stdin()).map_err(|e| Error::io("reading stdin", e))?
                     } else {
-                        std::fs::read_to_string(&path)
-                            .map_err(|e| Error::invalid(place.clone(), format!("cannot read the manifest: {e}")))?
+                        crate::input::read_text(&path, &place)?
                     };
                     PodSpec::from_manifest(&text, &place)?
                 }

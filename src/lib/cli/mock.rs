@@ -125,7 +125,7 @@ pub struct ServeArgs {
     /// Socket file name in --dir [default: from the resource: example.com/gpu gives example-gpu.sock].
     #[arg(long, value_name = "NAME", conflicts_with = "config")]
     pub endpoint: Option<String>,
-    /// Number of devices [default: 4].
+    /// Number of devices [default: 4; at most 100,000].
     #[arg(long, value_name = "N", conflicts_with = "config")]
     pub devices: Option<usize>,
     /// Prefix of device IDs [default: the resource's last part upper-cased, e.g. GPU-].
@@ -421,6 +421,8 @@ fn flag_for(i: &ConfigIssue) -> String {
         "--resource"
     } else if k.contains(".endpoint") {
         "--endpoint / --dir"
+    } else if k.ends_with(".count") {
+        "--devices"
     } else if k.contains(".unhealthy") {
         "--unhealthy"
     } else if k.contains(".flap") {

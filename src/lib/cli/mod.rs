@@ -173,16 +173,10 @@ pub fn out_err(e: std::io::Error) -> crate::Error {
     crate::Error::io("writing output", e)
 }
 
-/// Parses `500ms`, `10s`, `2m`, `1h` (and a bare number as seconds).
+/// Parses a duration flag: `500ms`, `10s`, `2m`, `1h`, a bare number of
+/// seconds; at most [`crate::duration::MAX`] (see [`crate::duration::parse`]).
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    let s = s.trim();
-    if let Ok(secs) = s.parse::<f64>()
-        && secs >= 0.0
-        && secs.is_finite()
-    {
-        return Ok(Duration::from_secs_f64(secs));
-    }
-    humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 500ms, 10s, 2m)"))
+    crate::duration::parse(s)
 }
 
 /// Lists the sockets in a directory, for hints.

@@ -238,7 +238,7 @@ async fn run_call(call: CallCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
 }
 
 async fn watch(target: &Target, count: Option<u64>, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let deadline = target.timeout.map(|t| tokio::time::Instant::now() + t);
+    let deadline = target.timeout.map(crate::duration::deadline);
     let stop = crate::transport::shutdown_signal();
     tokio::pin!(stop);
     let until = async {

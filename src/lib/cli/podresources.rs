@@ -408,7 +408,7 @@ async fn watch(a: WatchArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     config.rate_limit_retries = 0; // the loop below backs off itself
     let client = PodResourcesClient::connect(&a.conn.socket, &config).await?;
     let filter = a.filter.filter();
-    let deadline = a.timeout.map(|t| Instant::now() + t);
+    let deadline = a.timeout.map(crate::duration::deadline);
     let stop = transport::shutdown_signal();
     tokio::pin!(stop);
     let until = async move {
@@ -460,7 +460,7 @@ async fn watch(a: WatchArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
                     }
                 }
                 prev = Some(pods);
-                next_at = started + a.interval;
+                next_at = crate::duration::after(started, a.interval);
             }
             Err(e) if client::is_rate_limited(&e) || (prev.is_some() && transient(&e)) => {
                 let b = backoff.map_or(FIRST_BACKOFF, |b| (b * 2).min(MAX_BACKOFF));
@@ -472,7 +472,7 @@ async fn watch(a: WatchArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
                     format!("poll failed: {e}")
                 };
                 ctx.note(format!("{why}; backing off {}", crate::error::fmt_duration(wait)))?;
-                next_at = Instant::now() + wait;
+                next_at = crate::duration::deadline(wait);
             }
             Err(e) => return Err(e),
         }

@@ -165,7 +165,11 @@ pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     {
         return Err(Error::invalid("--resource", why));
     }
-    // Opened first, so that a bad path is reported before anything runs.
+    // Checked first, so that a bad path is reported before anything runs.
+    if let Some(dir) = &args.log_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::invalid("--log-dir", format!("cannot create directory {}: {e}", dir.display())))?;
+    }
     let junit = match &args.junit {
         Some(path) => Some((
             path,

@@ -108,6 +108,7 @@ impl PodSpec {
 
     /// Parses a Pod manifest (YAML or JSON). `place` names the file in errors.
     pub fn from_manifest(text: &str, place: &str) -> Result<PodSpec> {
+        crate::input::check_depth(text, place, crate::input::MAX_MANIFEST_DEPTH)?;
         let value: Value = if text.trim_start().starts_with('{') {
             serde_json::from_str(text).map_err(|e| Error::invalid(place, format!("not valid JSON: {e}")))?
         } else {
@@ -122,6 +123,7 @@ impl PodSpec {
         if self.name.is_empty() {
             return Err(Error::invalid("pod", "metadata.name is empty"));
         }
+        crate::validate::check_object_names(&self.name, &self.namespace)?;
         if self.containers.iter().all(|c| c.kind != ContainerKind::Regular) {
             return Err(Error::invalid(&place, "a pod needs at least one regular container (spec.containers)"));
         }

@@ -384,7 +384,7 @@ impl KubeletSim {
         } else {
             Vec::new()
         };
-        let cleanup = if inner.config.cleanup_on_start { inner.cleanup() } else { Cleanup::default() };
+        let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
         let mut services = Vec::new();
         if let Some(listener) = podres_listener {
             let provider = Arc::new(podres::SimPodResources { inner: Arc::clone(&inner) });
@@ -431,15 +431,7 @@ impl KubeletSim {
 
 /// Creates the directory (0750, as the kubelet does) when missing.
 fn create_dir(dir: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    if dir.is_dir() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o750)
-        .create(dir)
-        .map_err(|e| Error::io(format!("creating {}", dir.display()), e))
+    crate::input::create_dir(dir, 0o750)
 }
 
 /// True when a process answers gRPC on the socket.
@@ -503,12 +495,40 @@ fn cleanup_dir(dir: &Path, keep: &[PathBuf], rule: CleanupRule, may_delete_files
 }
 
 impl Inner {
-    /// The cleanup of the played version, on the sim's directory.
+    /// The cleanup of the played version, on the sim's directory (a restart).
     fn cleanup(&self) -> Cleanup {
         let keep: Vec<PathBuf> = self.paths.podresources_socket.iter().cloned().collect();
         let rule = self.config.kubelet_version.cleanup_rule();
         cleanup_dir(&self.paths.dir, &keep, rule, self.config.owns_dir || self.config.emulate_cleanup)
     }
+
+    /// The cleanup at start: the played version's, except that sockets
+    /// something still answers on are left to their servers unless `force`
+    /// (a deliberate difference from the kubelet, which deletes them too).
+    async fn startup_cleanup(&self) -> Cleanup {
+        let mut keep: Vec<PathBuf> = self.paths.podresources_socket.iter().cloned().collect();
+        if !self.config.force {
+            keep.extend(live_sockets(&self.paths.dir).await);
+        }
+        let rule = self.config.kubelet_version.cleanup_rule();
+        cleanup_dir(&self.paths.dir, &keep, rule, self.config.owns_dir || self.config.emulate_cleanup)
+    }
+}
+
+/// The sockets directly in `dir` (or symlinks to sockets) that something
+/// answers on; each is logged as left in place.
+async fn live_sockets(dir: &Path) -> Vec<PathBuf> {
+    let mut live = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else { return live };
+    for entry in rd.filter_map(std::result::Result::ok) {
+        let path = entry.path();
+        let is_socket = std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_socket());
+        if is_socket && !transport::is_stale(&path).await {
+            tracing::warn!(socket = %path.display(), "leaving a live socket in place (--force deletes it, as a kubelet would)");
+            live.push(path);
+        }
+    }
+    live
 }
 
 /// Logs and publishes what the sim found in the checkpoint at start.
@@ -532,6 +552,7 @@ fn announce_checkpoint(inner: &Inner, status: &CheckpointStatus) {
         inner.emit(EventKind::CheckpointReadOnly { path: status.path.clone(), reason: status.ownership.clone() });
     }
 }
+
 
 /// Restores a checkpoint into the state: known pods get their devices back,
 /// other entries are kept as they are, and every registered resource waits
@@ -740,7 +761,7 @@ impl SimHandle {
         timeout: Duration,
     ) -> Result<BTreeMap<String, Counts>> {
         let mut rx = self.subscribe();
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = crate::duration::deadline(timeout);
         loop {
             let counts = self.counts();
             if pred(&counts) {
@@ -823,7 +844,7 @@ impl SimHandle {
             restored_resources: restored.iter().map(|(n, _)| n.clone()).collect(),
         });
         drop(turn);
-        let deadline = tokio::time::Instant::now() + wait;
+        let deadline = crate::duration::deadline(wait);
         let mut announced: BTreeSet<String> = BTreeSet::new();
         loop {
             let report = self.returns(&expected, t0);
@@ -989,6 +1010,25 @@ mod tests {
         let c = cleanup_dir(d, &[], CleanupRule::SocketsOnly, false);
         assert_eq!(c.deleted_sockets, ["a.sock", "keep.sock"]);
         assert_eq!(c.would_delete, ["link-sock"]);
+    }
+
+    // Issue 12 item 5: dpctl's own startup never deletes a live socket of an
+    // unrelated listener without --force; stale ones go, as before.
+    #[tokio::test]
+    async fn startup_cleanup_deletes_stale_sockets_only_unless_forced() {
+        let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("notes.txt"), "x").unwrap();
+        let live = std::os::unix::net::UnixListener::bind(d.join("live.sock")).unwrap();
+        drop(std::os::unix::net::UnixListener::bind(d.join("stale.sock")).unwrap());
+        let live_ones = live_sockets(d).await;
+        assert_eq!(live_ones, [d.join("live.sock")]);
+        let c = cleanup_dir(d, &live_ones, CleanupRule::SocketsOnly, false);
+        assert_eq!(c.deleted_sockets, ["stale.sock"]);
+        assert!(d.join("live.sock").exists() && d.join("notes.txt").exists());
+        let c = cleanup_dir(d, &[], CleanupRule::SocketsOnly, false);
+        assert_eq!(c.deleted_sockets, ["live.sock"], "--force: as the kubelet");
+        drop(live);
     }
 
     #[test]

@@ -285,7 +285,7 @@ pub fn duplicate_text(resource: &str, socket: &Path) -> String {
 /// Dials the plugin the way grpc-go's blocking dial does: keep trying (with
 /// grpc's 1 s, 1.6x backoff) until the deadline. The error is the last failure.
 pub(crate) async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::transport::Channel, Error> {
-    let deadline = tokio::time::Instant::now() + timeout;
+    let deadline = crate::duration::deadline(timeout);
     let mut backoff = Duration::from_secs(1);
     loop {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());

@@ -633,16 +633,9 @@ pub fn code_name(code: tonic::Code) -> &'static str {
     CODES.iter().find(|(c, _)| *c == code).map_or("unknown", |(_, n)| n)
 }
 
-/// Parses `500ms`, `10s`, `2m`, `1h`, or a bare number of seconds.
+/// Parses a duration: the one bounded parser, [`crate::duration::parse`].
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    let t = s.trim();
-    if let Ok(secs) = t.parse::<f64>()
-        && secs >= 0.0
-        && secs.is_finite()
-    {
-        return Ok(Duration::from_secs_f64(secs));
-    }
-    humantime::parse_duration(t).map_err(|e| format!("invalid duration {s:?}: {e} (examples: 500ms, 10s, 2m)"))
+    crate::duration::parse(s)
 }
 
 struct DurationVisitor;
@@ -656,13 +649,14 @@ impl serde::de::Visitor<'_> for DurationVisitor {
         parse_duration(v).map_err(E::custom)
     }
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Duration, E> {
-        Ok(Duration::from_secs(v))
+        crate::duration::check(Duration::from_secs(v)).map_err(|e| E::custom(format!("{v}: {e}")))
     }
     fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Duration, E> {
-        u64::try_from(v).map(Duration::from_secs).map_err(|_| E::custom(format!("negative duration {v}")))
+        let secs = u64::try_from(v).map_err(|_| E::custom(format!("negative duration {v}")))?;
+        self.visit_u64(secs)
     }
     fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Duration, E> {
-        Duration::try_from_secs_f64(v).map_err(|_| E::custom(format!("invalid duration {v}")))
+        crate::duration::from_secs_f64(v).map_err(|e| E::custom(format!("{v}: {e}")))
     }
 }
 
@@ -691,13 +685,7 @@ impl MockConfig {
     /// Reads and validates a TOML config file. Errors name the file, the key
     /// path and the problem (with the line for syntax and type errors).
     pub fn load(path: &Path) -> Result<MockConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Error::invalid(path.display().to_string(), "no such config file")
-            } else {
-                Error::io(format!("reading config file {}", path.display()), e)
-            }
-        })?;
+        let text = crate::input::read_text(path, &format!("config file {}", path.display()))?;
         let config =
             Self::from_toml(&text).map_err(|i| Error::invalid(format!("{}: {}", path.display(), i.key), i.message))?;
         config.check().map_err(|i| Error::invalid(format!("{}: {}", path.display(), i.key), i.message))?;
@@ -766,7 +754,18 @@ impl MockConfig {
     }
 }
 
+/// Most devices one mock resource may have (`--devices`, `count`, or
+/// `[[resource.device]]` entries): 100,000 devices make a ListAndWatch
+/// message of about 2.6 MiB, under the kubelet's 4 MiB limit, and start in
+/// well under a second.
+pub const MAX_DEVICES: usize = 100_000;
+
 fn check_resource(r: &ResourceConfig, at: &str) -> std::result::Result<(), ConfigIssue> {
+    let n = r.count.unwrap_or(r.devices.len());
+    if n > MAX_DEVICES {
+        let key = if r.count.is_some() { format!("{at}.count") } else { at.to_string() };
+        return Err(issue(key, format!("{n} devices is over the limit of {MAX_DEVICES} per resource")));
+    }
     match (r.count, r.devices.is_empty()) {
         (Some(_), false) => {
             return Err(issue(format!("{at}.count"), "give either `count` or [[resource.device]] entries, not both"));

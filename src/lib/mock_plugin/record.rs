@@ -27,11 +27,13 @@ impl Recorder {
     /// Creates (or truncates) the file.
     pub fn create(path: &Path) -> Result<Self> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| Error::io(format!("creating directory {} for --record", parent.display()), e))?;
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Error::invalid("--record", format!("cannot create directory {}: {e}", parent.display()))
+            })?;
         }
+        // A bad --record path is bad input (exit 2), whatever the OS says.
         let file = std::fs::File::create(path)
-            .map_err(|e| Error::io(format!("creating record file {}", path.display()), e))?;
+            .map_err(|e| Error::invalid("--record", format!("cannot write {}: {e}", path.display())))?;
         Ok(Recorder { path: path.to_path_buf(), file: Mutex::new(BufWriter::new(file)), failed: Default::default() })
     }
 

@@ -322,7 +322,7 @@ impl Supervisor {
                 Err(Failure::Retry(error)) => {
                     let wait = self.backoff;
                     self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
-                    self.retry_at = Some(tokio::time::Instant::now() + wait);
+                    self.retry_at = Some(crate::duration::deadline(wait));
                     self.res.emit(EventKind::RegisterRetry {
                         kubelet_socket: self.shared.kubelet_socket(),
                         attempt: self.attempts,

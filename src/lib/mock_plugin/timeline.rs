@@ -7,6 +7,8 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::duration::after;
+
 use super::config::{FlapConfig, TimelineStep};
 use super::state::Resource;
 
@@ -20,9 +22,9 @@ pub async fn drive(
 ) {
     timeline.sort_by_key(|s| s.at);
     let mut steps = timeline.into_iter().peekable();
-    let mut next_flap: Vec<Instant> = flaps.iter().map(|f| start + f.every).collect();
+    let mut next_flap: Vec<Instant> = flaps.iter().map(|f| after(start, f.every)).collect();
     loop {
-        let next_step = steps.peek().map(|s| start + s.at);
+        let next_step = steps.peek().map(|s| after(start, s.at));
         let next = next_flap.iter().copied().chain(next_step).min();
         let Some(next) = next else { return };
         tokio::select! {
@@ -30,7 +32,7 @@ pub async fn drive(
             () = tokio::time::sleep_until(next) => {}
         }
         let now = Instant::now();
-        while let Some(step) = steps.next_if(|s| start + s.at <= now) {
+        while let Some(step) = steps.next_if(|s| after(start, s.at) <= now) {
             let result = if let Some(h) = &step.health {
                 res.set_health(&step.ids, h, "timeline")
             } else if !step.add.is_empty() {
@@ -49,10 +51,10 @@ pub async fn drive(
             if let Err(e) = res.toggle(&f.ids, "flap") {
                 tracing::warn!(resource = %res.name, error = %e, "flap skipped");
             }
-            *due += f.every;
+            *due = after(*due, f.every);
             if *due <= now {
                 // More than a period late: keep the rhythm from now on.
-                *due = now + f.every;
+                *due = after(now, f.every);
             }
         }
     }

@@ -95,8 +95,7 @@ impl Fixture {
     /// file included (with the OS reason): it is bad input, not a socket
     /// problem.
     pub fn load_as(path: &Path, place: &str) -> Result<Self> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| Error::invalid(place, format!("cannot read the file: {e}")))?;
+        let text = crate::input::read_text(path, place)?;
         Self::from_json(&text, place)
     }
 

@@ -44,7 +44,9 @@ impl TokenBucket {
             s.0 -= 1.0;
             Ok(())
         } else {
-            Err(Duration::from_secs_f64((1.0 - s.0) / self.qps.max(f64::MIN_POSITIVE)))
+            // A tiny qps must not overflow the conversion: wait at most duration::MAX.
+            let secs = (1.0 - s.0) / self.qps.max(f64::MIN_POSITIVE);
+            Err(Duration::try_from_secs_f64(secs).map_or(crate::duration::MAX, |d| d.min(crate::duration::MAX)))
         }
     }
 

@@ -413,6 +413,8 @@ pub async fn run_smoke(
     let started = SystemTime::now();
     let t0 = Instant::now();
     let layout = isolate::Layout::create(config.dir.as_deref())?;
+    // Removes the fresh root (never a --dir) should anything below panic.
+    let mut dir_guard = crate::paths::RemoveDirOnDrop::new(Some(layout.root.clone()));
     let dir = layout.device_plugins.clone();
     let mut plan = match &config.isolate {
         Some(ic) => match isolate::Plan::new(ic, &layout) {
@@ -436,6 +438,7 @@ pub async fn run_smoke(
         },
         None => None,
     };
+    process::become_subreaper();
     let mut sim_config = SimConfig::new(&dir);
     sim_config.set_kubelet_version(config.kubelet_version);
     sim_config.pre_start_timeout = config.prestart_timeout;
@@ -483,17 +486,30 @@ pub async fn run_smoke(
         tracing::warn!(error = %e, "stopping kubelet-sim");
     }
     let keep = runner.config().keep;
+    dir_guard.disarm();
     if !keep {
         layout.remove();
     }
     while let Ok(p) = rx.try_recv() {
         progress(p);
     }
+    let survivors = process::kill_survivors();
     // A --dir is always kept (only the sim's sockets are removed from it).
     let kept = keep || runner.config().dir.is_some();
     let mut report = runner.into_report(&dir, kept, started, t0.elapsed(), interrupted);
     report.isolation = isolation;
     report.kubelet_version = sim_version;
+    if !survivors.is_empty() {
+        // Issue 12 item 8: a plugin that daemonises outlives its process and the run.
+        report.steps.push(CheckResult {
+            name: "plugin-leaves-no-processes".into(),
+            reason: "a plugin that daemonises keeps running after the kubelet (or its pod) stops it".into(),
+            outcome: Outcome::Fail,
+            evidence: format!("still running after the plugin was stopped, now killed: {}", survivors.join(", ")),
+            rule: "the plugin must run in the foreground: every process it starts ends with it".into(),
+            duration_ms: 0,
+        });
+    }
     report.tally();
     Ok(report)
 }

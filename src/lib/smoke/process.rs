@@ -198,7 +198,8 @@ impl PluginProcess {
         let mut files: [Option<PathBuf>; 2] = [None, None];
         let mut writers: [Option<tokio::fs::File>; 2] = [None, None];
         if let Some(dir) = &launch.log_dir {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("creating --log-dir {}", dir.display()), e))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::invalid("--log-dir", format!("cannot create directory {}: {e}", dir.display())))?;
             for (i, name) in ["plugin.stdout.log", "plugin.stderr.log"].into_iter().enumerate() {
                 let path = dir.join(name);
                 let f = tokio::fs::File::create(&path)
@@ -335,6 +336,53 @@ impl Drop for PluginProcess {
             r.abort();
         }
     }
+}
+
+/// Makes dpctl the reaper of its orphaned descendants
+/// (`PR_SET_CHILD_SUBREAPER`): a plugin that daemonises (forks, `setsid`,
+/// and lets its parent exit) then stays dpctl's child, where
+/// [`kill_survivors`] finds it. Only `dpctl smoke` (its own process) calls this.
+pub fn become_subreaper() {
+    // SAFETY: prctl with PR_SET_CHILD_SUBREAPER takes plain integers and only
+    // changes how this process's orphaned descendants are reparented.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) };
+    if rc != 0 {
+        tracing::debug!(error = %std::io::Error::last_os_error(), "cannot become a child subreaper");
+    }
+}
+
+/// Kills (SIGKILL) and reaps the processes the plugin left behind: children
+/// of dpctl (orphans reparented to it, see [`become_subreaper`]) in another
+/// session than dpctl's, i.e. ones that called `setsid`. Returns them as
+/// `PID (NAME)`.
+pub fn kill_survivors() -> Vec<String> {
+    let me = std::process::id();
+    // SAFETY: getsid(0) only reads this process's session id.
+    let my_sid = unsafe { libc::getsid(0) };
+    let mut found = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else { return found };
+    for entry in rd.filter_map(std::result::Result::ok) {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { continue };
+        let name = stat.get(open + 1..close).unwrap_or("?").to_string();
+        let mut rest = stat.get(close + 1..).unwrap_or("").split_whitespace();
+        let state = rest.next();
+        let ppid = rest.next().and_then(|v| v.parse::<u32>().ok());
+        let sid = rest.nth(1).and_then(|v| v.parse::<i32>().ok());
+        if ppid != Some(me) || sid == Some(my_sid) || state == Some("Z") {
+            continue;
+        }
+        // SAFETY: sending SIGKILL to a child of ours by pid, then reaping it.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        found.push(format!("{pid} ({name})"));
+    }
+    found.sort();
+    found
 }
 
 fn unreachable_exit() -> ExitView {

@@ -321,7 +321,7 @@ impl Runner {
 
     async fn registration(&mut self) -> bool {
         let t = self.begin(StepId::Registration);
-        let deadline = tokio::time::Instant::now() + self.cfg.register_timeout;
+        let deadline = crate::duration::deadline(self.cfg.register_timeout);
         let wanted = self.cfg.resource.clone();
         let matches = move |r: &str| wanted.as_deref().is_none_or(|w| w == r);
         let m2 = matches.clone();
@@ -520,7 +520,7 @@ impl Runner {
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
-        let deadline = tokio::time::Instant::now() + self.cfg.first_list_timeout;
+        let deadline = crate::duration::deadline(self.cfg.first_list_timeout);
         let r = reg.resource.clone();
         let pred = move |k: &EventKind| match k {
             EventKind::Snapshot { resource, .. } | EventKind::StreamEnded { resource, .. } => *resource == r,

@@ -70,6 +70,10 @@ pub async fn connect(path: &Path, timeout: Duration) -> Result<Channel> {
 /// Opens the raw connection, classifying every failure.
 async fn dial(path: &Path, timeout: Duration) -> Result<UnixStream> {
     let owned = || path.to_path_buf();
+    let len = path.as_os_str().len();
+    if len > crate::paths::MAX_SOCKET_PATH_LEN {
+        return Err(Error::PathTooLong { path: owned(), len, max: crate::paths::MAX_SOCKET_PATH_LEN });
+    }
     match std::fs::metadata(path) {
         Ok(meta) if !meta.file_type().is_socket() => {
             return Err(Error::NotASocket { path: owned(), kind: file_kind(&meta.file_type()) });

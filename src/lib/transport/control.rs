@@ -8,17 +8,25 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::UnixStream;
 
 use super::server::Listener;
 
-/// Most bytes one control connection may send (a pod manifest fits easily).
-const MAX_CONTROL_BYTES: u64 = 16 * 1024 * 1024;
 use crate::error::{Error, Result};
 
+/// Most bytes one control request (one line) may have; a pod manifest fits
+/// easily. A longer one is answered with an error and the connection closed.
+/// The limit is per request: a client may keep a connection for any number
+/// of requests.
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+/// Most control connections served at once; further ones are closed at once.
+pub const MAX_CONNECTIONS: usize = 64;
+
 /// Answers requests on `listener` with `handler` until `shutdown` completes.
-/// The socket is removed when this returns.
+/// The socket is removed when this returns. A line that is not a valid
+/// request is passed to `handler` as `Err` (with the parse error), so the
+/// reply can say what was wrong.
 pub async fn serve<Req, Resp, F, Fut>(listener: Listener, handler: F, shutdown: impl Future<Output = ()>)
 where
     Req: DeserializeOwned + Send + 'static,
@@ -26,7 +34,24 @@ where
     F: Fn(std::result::Result<Req, String>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Resp> + Send + 'static,
 {
+    serve_limited(listener, handler, MAX_CONNECTIONS, MAX_REQUEST_BYTES, shutdown).await;
+}
+
+/// [`serve`] with explicit limits (for tests).
+pub async fn serve_limited<Req, Resp, F, Fut>(
+    listener: Listener,
+    handler: F,
+    max_connections: usize,
+    max_request: usize,
+    shutdown: impl Future<Output = ()>,
+) where
+    Req: DeserializeOwned + Send + 'static,
+    Resp: Serialize + Send + 'static,
+    F: Fn(std::result::Result<Req, String>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Resp> + Send + 'static,
+{
     let Listener { listener, guard } = listener;
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(max_connections));
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -41,16 +66,30 @@ where
                         continue;
                     }
                 };
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    tracing::warn!(max = max_connections, "control socket: too many connections; closing a new one");
+                    drop(stream);
+                    continue;
+                };
                 let handler = handler.clone();
                 tokio::spawn(async move {
+                    let _permit = permit;
                     let (read, mut write) = stream.into_split();
-                    let mut lines = BufReader::new(read.take(MAX_CONTROL_BYTES)).lines();
-                    while let Ok(Some(line)) = lines.next_line().await {
-                        let request = serde_json::from_str::<Req>(&line).map_err(|e| e.to_string());
+                    let mut reader = BufReader::new(read);
+                    loop {
+                        let line = match read_line(&mut reader, max_request).await {
+                            Ok(Some(line)) => line,
+                            Ok(None) | Err(_) => break,
+                        };
+                        let request = match line {
+                            Line::Complete(text) => serde_json::from_slice::<Req>(&text).map_err(|e| e.to_string()),
+                            Line::TooLong => Err(format!("request over {max_request} bytes")),
+                        };
+                        let too_long = request.as_ref().is_err_and(|e| e.starts_with("request over"));
                         let reply = handler(request).await;
                         let Ok(mut text) = serde_json::to_string(&reply) else { break };
                         text.push('\n');
-                        if write.write_all(text.as_bytes()).await.is_err() {
+                        if write.write_all(text.as_bytes()).await.is_err() || too_long {
                             break;
                         }
                     }
@@ -59,6 +98,32 @@ where
         }
     }
     drop(guard);
+}
+
+/// One request line, or the news that it was over the limit.
+enum Line {
+    Complete(Vec<u8>),
+    TooLong,
+}
+
+/// Reads one line of at most `max` bytes (without its newline); `None` at
+/// the end of the stream.
+async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, max: usize) -> std::io::Result<Option<Line>> {
+    let mut buf = Vec::new();
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    let n = (&mut *reader).take(limit).read_until(b'\n', &mut buf).await?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        return Ok(Some(Line::Complete(buf)));
+    }
+    if buf.len() > max {
+        return Ok(Some(Line::TooLong));
+    }
+    // The last line, without a newline.
+    Ok(Some(Line::Complete(buf)))
 }
 
 /// Sends one request to the control socket at `path` and waits for the reply.
@@ -95,4 +160,56 @@ pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
         serde_json::from_str(&line).map_err(|e| Error::io(what(), e.into()))
     };
     tokio::time::timeout(timeout, exchange).await.map_err(|_| Error::Timeout { what: what(), timeout })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::{BindOptions, bind};
+    use tokio::io::AsyncWriteExt;
+
+    async fn echo(req: std::result::Result<serde_json::Value, String>) -> serde_json::Value {
+        match req {
+            Ok(v) => serde_json::json!({ "ok": v }),
+            Err(e) => serde_json::json!({ "error": e }),
+        }
+    }
+
+    // Issue 12 item 6: the size limit is per request, not per connection
+    // lifetime, and connections are capped.
+    #[tokio::test]
+    async fn limits_are_per_request_and_connections_are_capped() {
+        let dir = tempfile::Builder::new().prefix("dpc").tempdir_in("/tmp").unwrap();
+        let path = dir.path().join("c.sock");
+        let listener = bind(&path, &BindOptions::default()).await.unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_limited(listener, echo, 1, 100, async {
+            let _ = rx.await;
+        }));
+        let wait = Duration::from_secs(10);
+        let conn = UnixStream::connect(&path).await.unwrap();
+        let (read, mut write) = conn.into_split();
+        let mut lines = BufReader::new(read).lines();
+        // Ten requests of 60 bytes: 600 bytes on one connection, each under 100.
+        for i in 0..10 {
+            let req = format!("\"{}{i}\"\n", "x".repeat(56));
+            write.write_all(req.as_bytes()).await.unwrap();
+            let reply = tokio::time::timeout(wait, lines.next_line()).await.unwrap().unwrap().unwrap();
+            assert!(reply.contains("\"ok\""), "request {i}: {reply}");
+        }
+        // A second connection is over the cap of 1: closed without an answer.
+        let mut second = UnixStream::connect(&path).await.unwrap();
+        let _ = second.write_all(b"1\n").await;
+        let mut buf = Vec::new();
+        let n = tokio::time::timeout(wait, second.read_to_end(&mut buf)).await.unwrap().unwrap_or(0);
+        assert_eq!(n, 0, "{}", String::from_utf8_lossy(&buf));
+        // One request over the limit: an error naming it, then the connection closes.
+        write.write_all(format!("\"{}\"\n", "y".repeat(200)).as_bytes()).await.unwrap();
+        let reply = tokio::time::timeout(wait, lines.next_line()).await.unwrap().unwrap().unwrap();
+        assert!(reply.contains("request over 100 bytes"), "{reply}");
+        assert!(tokio::time::timeout(wait, lines.next_line()).await.unwrap().unwrap_or(None).is_none());
+        drop(tx);
+        tokio::time::timeout(wait, server).await.unwrap().unwrap();
+        assert!(!path.exists());
+    }
 }

@@ -8,6 +8,11 @@ mod client;
 pub mod control;
 mod server;
 
-pub use authority::{AuthorityFix, REPLACEMENT_AUTHORITY, is_valid_authority};
+pub use authority::{
+    AuthorityFix, MAX_HEADER_LIST, MAX_HUFFMAN_BYTES, MAX_HUFFMAN_STRINGS, REPLACEMENT_AUTHORITY, is_valid_authority,
+};
 pub use client::{ClientConfig, connect};
-pub use server::{BindOptions, Listener, SocketGuard, bind, incoming, serve, shutdown_signal};
+pub use server::{
+    BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard, bind, incoming,
+    incoming_with, is_stale, serve, serve_with, shutdown_signal,
+};

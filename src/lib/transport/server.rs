@@ -2,13 +2,12 @@
 //! removal of the socket on shutdown.
 
 use std::future::Future;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures_util::Stream;
 use tokio::net::{UnixListener, UnixStream};
-use tokio_stream::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::server::Router;
 
@@ -98,11 +97,7 @@ pub async fn bind(path: &Path, opts: &BindOptions) -> Result<Listener> {
         && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
     {
         // As the kubelet creates its directories: 0750.
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o750)
-            .create(parent)
-            .map_err(|e| Error::io(format!("creating directory {}", parent.display()), e))?;
+        crate::input::create_dir(parent, 0o750)?;
     }
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_socket() => {
@@ -145,6 +140,16 @@ pub async fn bind(path: &Path, opts: &BindOptions) -> Result<Listener> {
     Ok(Listener { listener, guard })
 }
 
+/// True when the socket at `path` is stale: connecting to it is refused,
+/// the only proof that nothing serves it any more. A socket that accepts, or
+/// does not answer within a short probe, is live (or may be).
+pub async fn is_stale(path: &Path) -> bool {
+    matches!(
+        tokio::time::timeout(LIVENESS_PROBE, UnixStream::connect(path)).await,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionRefused
+    )
+}
+
 /// Binds, sets the mode, and only then listens: no client can connect while
 /// the socket still has the umask's permissions.
 fn bind_with_mode(path: &Path, mode: u32) -> std::io::Result<(UnixListener, SocketGuard)> {
@@ -160,14 +165,95 @@ fn bind_with_mode(path: &Path, mode: u32) -> std::io::Result<(UnixListener, Sock
     Ok((listener, guard))
 }
 
+/// Most connections one dpctl server keeps open at once; further ones are
+/// accepted and closed at once (a kubelet opens one or two, a busy test a few
+/// dozen). Documented in the README's safety section.
+pub const MAX_CONNECTIONS: usize = 256;
+/// How long a new connection has to send the HTTP/2 preface and its first
+/// frame (SETTINGS) before it is closed.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long accepting pauses when the process is out of file descriptors
+/// (EMFILE/ENFILE) or memory, instead of spinning.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// Limits on the connections one server accepts.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    /// Most connections open at once ([`MAX_CONNECTIONS`]).
+    pub max_connections: usize,
+    /// Time to send the preface and first frame ([`HANDSHAKE_TIMEOUT`]).
+    pub handshake_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits { max_connections: MAX_CONNECTIONS, handshake_timeout: HANDSHAKE_TIMEOUT }
+    }
+}
+
 /// The accepted connections of `listener`, each behind [`AuthorityFix`] and
-/// aborted when `stop` is cancelled.
+/// aborted when `stop` is cancelled, within the default [`ConnectionLimits`].
 pub fn incoming(
     listener: UnixListener,
     stop: CancellationToken,
 ) -> impl Stream<Item = std::io::Result<AuthorityFix<UnixStream>>> {
-    tokio_stream::wrappers::UnixListenerStream::new(listener)
-        .map(move |conn| conn.map(|c| AuthorityFix::new(c).abort_on(stop.clone())))
+    incoming_with(listener, stop, ConnectionLimits::default())
+}
+
+/// [`incoming`] with explicit limits: a connection over `max_connections`
+/// is closed as soon as it is accepted (the ones open keep working), every
+/// connection must finish its handshake within `handshake_timeout`, and an
+/// accept that fails for lack of file descriptors or memory pauses the loop
+/// for a moment instead of spinning. No accept error ends the stream.
+pub fn incoming_with(
+    listener: UnixListener,
+    stop: CancellationToken,
+    limits: ConnectionLimits,
+) -> impl Stream<Item = std::io::Result<AuthorityFix<UnixStream>>> {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    futures_util::stream::unfold(
+        (listener, stop, slots, 0u64),
+        move |(listener, stop, slots, mut refused)| async move {
+            loop {
+                let conn = match listener.accept().await {
+                    Ok((conn, _)) => conn,
+                    Err(e) if is_resource_shortage(&e) => {
+                        tracing::warn!(error = %e, "accept failed: out of file descriptors or memory; pausing");
+                        tokio::time::sleep(ACCEPT_BACKOFF).await;
+                        continue;
+                    }
+                    Err(e) => {
+                        // ECONNABORTED and the like concern one connection only.
+                        tracing::debug!(error = %e, "accept failed");
+                        continue;
+                    }
+                };
+                let Ok(permit) = slots.clone().try_acquire_owned() else {
+                    refused += 1;
+                    if refused.is_power_of_two() {
+                        tracing::warn!(
+                            max = limits.max_connections,
+                            refused,
+                            "connection limit reached: closing new connections"
+                        );
+                    }
+                    drop(conn);
+                    continue;
+                };
+                let fix = AuthorityFix::new(conn)
+                    .abort_on(stop.clone())
+                    .handshake_within(limits.handshake_timeout)
+                    .hold(permit);
+                return Some((Ok(fix), (listener, stop, slots, refused)));
+            }
+        },
+    )
+}
+
+/// True for accept errors that say the process or system ran out of
+/// descriptors or memory: retrying at once would spin.
+fn is_resource_shortage(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM))
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then gives
@@ -178,12 +264,22 @@ pub fn incoming(
 /// shutdown up, and no connection outlives the server: a client sees its
 /// stream end, as it would when a real plugin or kubelet exits.
 pub async fn serve(router: Router, listener: Listener, shutdown: impl Future<Output = ()>) -> Result<()> {
+    serve_with(router, listener, ConnectionLimits::default(), shutdown).await
+}
+
+/// [`serve`] with explicit connection limits.
+pub async fn serve_with(
+    router: Router,
+    listener: Listener,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
     let Listener { listener, guard } = listener;
     let connections = CancellationToken::new();
     // Cancelled however this function ends, including when its future is dropped.
     let _close_all = connections.clone().drop_guard();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = router.serve_with_incoming_shutdown(incoming(listener, connections.clone()), async {
+    let server = router.serve_with_incoming_shutdown(incoming_with(listener, connections.clone(), limits), async {
         let _ = stop_rx.await;
     });
     tokio::pin!(server);
