@@ -2,6 +2,7 @@
 //! library. This is the only module that knows about clap; it writes data to
 //! the `Term`'s stdout and progress to its stderr, never anywhere else.
 
+pub mod bench;
 pub mod check;
 pub mod completions;
 pub mod demo;
@@ -93,6 +94,9 @@ pub enum Command {
     Smoke(smoke::SmokeArgs),
     /// Watch kubelet-sim and mock-plugin work together, in a temporary directory.
     Demo(demo::DemoArgs),
+    /// Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
 }
@@ -151,6 +155,7 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
         Command::MockPlugin(args) => mock::run(args, &mut ctx).await?,
         Command::Smoke(args) => smoke::run(args, &mut ctx).await?,
         Command::Demo(args) => demo::run(args, &mut ctx).await?,
+        Command::Bench(cmd) => bench::run(cmd, &mut ctx).await?,
         Command::Completions(args) => completions::run(&args, &mut ctx)?,
     };
     ctx.term.out.flush().map_err(out_err)?;
