@@ -43,7 +43,7 @@ impl MockService {
 
     /// The router serving both services.
     pub fn router(self) -> Router {
-        tonic::transport::Server::builder()
+        crate::transport::server_builder()
             .add_service(DevicePluginServer::new(self.clone()))
             .add_service(RegistrationServer::new(self))
     }
