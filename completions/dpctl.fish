@@ -40,6 +40,7 @@ complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "podresources" -d 'Read 
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
@@ -509,6 +510,154 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s v -l verbose -d 'Mo
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "allocate" -d 'Load Allocate (one container request per call)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "preferred" -d 'Load GetPreferredAllocation (every healthy device available)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "options" -d 'Load GetDevicePluginOptions'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "prestart" -d 'Load PreStartContainer'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "list" -d 'Measure ListAndWatch: open -> first message decoded; with --churn, a health change -> the message carrying it decoded'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l connections -d 'HTTP/2 connections the requests share' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l duration -d 'How long to measure [default: 10s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l total -d 'Measure this many requests instead of a duration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l rate -d 'Open-loop arrival rate in requests per second (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l warmup -d 'Load run first and not measured' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l devices-per-request -d 'Devices per Allocate / PreStartContainer request; the size asked of GetPreferredAllocation' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l compare -d 'A second plugin socket: both are loaded alternately (A, B, A, B) and the ratio B/A is printed' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l connections -d 'HTTP/2 connections the requests share' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l duration -d 'How long to measure [default: 10s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l total -d 'Measure this many requests instead of a duration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l rate -d 'Open-loop arrival rate in requests per second (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l warmup -d 'Load run first and not measured' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l devices-per-request -d 'Devices per Allocate / PreStartContainer request; the size asked of GetPreferredAllocation' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l compare -d 'A second plugin socket: both are loaded alternately (A, B, A, B) and the ratio B/A is printed' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l connections -d 'HTTP/2 connections the requests share' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l duration -d 'How long to measure [default: 10s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l total -d 'Measure this many requests instead of a duration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l rate -d 'Open-loop arrival rate in requests per second (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l warmup -d 'Load run first and not measured' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l devices-per-request -d 'Devices per Allocate / PreStartContainer request; the size asked of GetPreferredAllocation' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l compare -d 'A second plugin socket: both are loaded alternately (A, B, A, B) and the ratio B/A is printed' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l connections -d 'HTTP/2 connections the requests share' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l duration -d 'How long to measure [default: 10s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l total -d 'Measure this many requests instead of a duration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l rate -d 'Open-loop arrival rate in requests per second (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l warmup -d 'Load run first and not measured' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l devices-per-request -d 'Devices per Allocate / PreStartContainer request; the size asked of GetPreferredAllocation' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l compare -d 'A second plugin socket: both are loaded alternately (A, B, A, B) and the ratio B/A is printed' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l connections -d 'HTTP/2 connections the requests share' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l duration -d 'How long to measure [default: 10s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l total -d 'Measure this many requests instead of a duration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l rate -d 'Open-loop arrival rate in requests per second (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l warmup -d 'Load run first and not measured' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l devices-per-request -d 'Devices per Allocate / PreStartContainer request; the size asked of GetPreferredAllocation' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l compare -d 'A second plugin socket: both are loaded alternately (A, B, A, B) and the ratio B/A is printed' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l churn -d 'Flip one device Unhealthy and back, one change at a time, and time each change until its message is decoded. Needs a `dpctl mock-plugin` (health is changed through its control socket)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "allocate" -d 'Load Allocate (one container request per call)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "preferred" -d 'Load GetPreferredAllocation (every healthy device available)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "options" -d 'Load GetDevicePluginOptions'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "prestart" -d 'Load PreStartContainer'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "list" -d 'Measure ListAndWatch: open -> first message decoded; with --churn, a health change -> the message carrying it decoded'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
@@ -519,14 +668,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s v -l verbose
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo bench completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo bench completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo bench completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo bench completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo bench completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo bench completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo bench completions help" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo bench completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo bench completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "call" -d 'Make one call to a plugin'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
@@ -546,3 +696,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcom
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "add-device" -d 'Add devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "remove-device" -d 'Remove devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "allocate" -d 'Load Allocate (one container request per call)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "preferred" -d 'Load GetPreferredAllocation (every healthy device available)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "options" -d 'Load GetDevicePluginOptions'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "prestart" -d 'Load PreStartContainer'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "list" -d 'Measure ListAndWatch: open -> first message decoded; with --churn, a health change -> the message carrying it decoded'
