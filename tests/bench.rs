@@ -6,7 +6,7 @@
 
 use dpctl::mock_plugin::{ErrorSpec, MockConfig, MockHandle, MockPlugin, ResourceConfig, Rpc, RpcFault, RpcSelector};
 
-use crate::support::{Sandbox, dpctl};
+use crate::support::{Sandbox, dpctl, within};
 
 const GPU: &str = "example.com/gpu";
 
@@ -218,4 +218,79 @@ async fn bad_input_is_refused_with_exit_2_or_3() {
     r.expect_code(3);
     assert_eq!(calls(&h, "Allocate"), 0);
     h.stop().await.unwrap();
+}
+
+/// Reads HTTP/2 frames from `s` until a non-ACK SETTINGS frame and a
+/// connection WINDOW_UPDATE have arrived; returns the settings and the
+/// connection window (65,535 plus the update).
+async fn h2_windows(s: &mut tokio::net::UnixStream) -> (Vec<(u16, u32)>, u64) {
+    use tokio::io::AsyncReadExt;
+    let mut settings = None;
+    let mut conn_window = None;
+    while settings.is_none() || conn_window.is_none() {
+        let mut head = [0u8; 9];
+        s.read_exact(&mut head).await.expect("a frame header");
+        let len = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
+        let mut payload = vec![0u8; len];
+        s.read_exact(&mut payload).await.expect("a frame payload");
+        let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+        match (head[3], stream) {
+            (4, 0) if head[4] & 1 == 0 => {
+                settings = Some(
+                    payload
+                        .chunks_exact(6)
+                        .map(|c| (u16::from_be_bytes([c[0], c[1]]), u32::from_be_bytes([c[2], c[3], c[4], c[5]])))
+                        .collect::<Vec<_>>(),
+                );
+            }
+            (8, 0) => {
+                let inc = u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) & 0x7fff_ffff;
+                conn_window = Some(65_535 + u64::from(inc));
+            }
+            _ => {}
+        }
+    }
+    (settings.unwrap_or_default(), conn_window.unwrap_or(0))
+}
+
+/// SETTINGS_INITIAL_WINDOW_SIZE and SETTINGS_MAX_FRAME_SIZE (RFC 9113 §6.5.2).
+fn window_and_frame(settings: &[(u16, u32)]) -> (Option<u32>, Option<u32>) {
+    let get = |id: u16| settings.iter().rev().find(|(k, _)| *k == id).map(|(_, v)| *v);
+    (get(0x4), get(0x5))
+}
+
+#[tokio::test]
+async fn servers_advertise_windows_that_hold_a_kubelet_sized_message() {
+    use tokio::io::AsyncWriteExt;
+    let sb = Sandbox::new();
+    let (h, sock) = mock(&sb, ResourceConfig::new(GPU, 1)).await;
+    let mut s = tokio::net::UnixStream::connect(&sock).await.unwrap();
+    s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0").await.unwrap();
+    let (settings, conn) = within("the mock's SETTINGS", h2_windows(&mut s)).await;
+    // 2 x the kubelet's 4 MiB receive limit per stream, twice that per connection.
+    assert_eq!(window_and_frame(&settings), (Some(8 << 20), Some(1 << 20)), "{settings:?}");
+    assert_eq!(conn, 16 << 20);
+    h.stop().await.unwrap();
+}
+
+#[tokio::test]
+async fn clients_advertise_windows_that_hold_a_kubelet_sized_message() {
+    let sb = Sandbox::new();
+    let path = sb.join("raw.sock");
+    let listener = tokio::net::UnixListener::bind(&path).unwrap();
+    let mut client = crate::support::dpctl_command();
+    client
+        .args(["plugin", "call", "options", "--socket", path.to_str().unwrap(), "--connect-timeout", "5s"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = tokio::process::Command::from(client).kill_on_drop(true).spawn().unwrap();
+    let (mut s, _) = within("dpctl to connect", listener.accept()).await.unwrap();
+    let mut preface = [0u8; 24];
+    within("the client preface", tokio::io::AsyncReadExt::read_exact(&mut s, &mut preface)).await.unwrap();
+    assert_eq!(&preface, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+    let (settings, conn) = within("the client's SETTINGS", h2_windows(&mut s)).await;
+    assert_eq!(window_and_frame(&settings), (Some(8 << 20), Some(1 << 20)), "{settings:?}");
+    assert_eq!(conn, 16 << 20);
+    let _ = child.start_kill();
+    let _ = within("dpctl to exit", child.wait()).await;
 }

@@ -135,7 +135,7 @@ pub async fn run(
         }
         let idx = usize::try_from(i / 2).unwrap_or(0) % ids.len();
         let id = ids[idx].clone();
-        let health = if i % 2 == 0 { dp::UNHEALTHY } else { dp::HEALTHY };
+        let health = if i.is_multiple_of(2) { dp::UNHEALTHY } else { dp::HEALTHY };
         let sent = Instant::now();
         first_send.get_or_insert(sent);
         last_send = sent;

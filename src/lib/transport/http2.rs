@@ -54,17 +54,12 @@ pub(crate) fn client_settings(endpoint: Endpoint) -> Endpoint {
         .http2_adaptive_window(false)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn windows_hold_a_whole_kubelet_sized_message() {
-        assert!(STREAM_WINDOW as usize >= KUBELET_MAX_RECV);
-        assert!(CONNECTION_WINDOW >= STREAM_WINDOW);
-        // HTTP/2 (RFC 9113 §6.5.2): frame size between 2^14 and 2^24-1.
-        assert!((1 << 14..1 << 24).contains(&MAX_FRAME_SIZE));
-        // RFC 9113 §6.9.1: a window may not exceed 2^31-1.
-        assert!(CONNECTION_WINDOW < 1 << 31);
-    }
-}
+// A whole kubelet-sized message fits the windows; HTTP/2 (RFC 9113 §6.5.2,
+// §6.9.1) allows frames of 2^14..2^24-1 bytes and windows up to 2^31-1.
+const _: () = assert!(
+    STREAM_WINDOW as usize >= KUBELET_MAX_RECV
+        && CONNECTION_WINDOW >= STREAM_WINDOW
+        && CONNECTION_WINDOW < 1 << 31
+        && MAX_FRAME_SIZE >= 1 << 14
+        && MAX_FRAME_SIZE < 1 << 24
+);
