@@ -4,6 +4,7 @@
 
 mod support;
 
+mod bench;
 mod check;
 mod checkpoint;
 mod completions;

@@ -2,6 +2,7 @@
 //! library. This is the only module that knows about clap; it writes data to
 //! the `Term`'s stdout and progress to its stderr, never anywhere else.
 
+pub mod bench;
 pub mod check;
 pub mod checkpoint;
 pub mod completions;
@@ -102,6 +103,9 @@ pub enum Command {
     Checkpoint(checkpoint::CheckpointCommand),
     /// Check a node's device-plugin setup in one read-only run: findings with evidence and hints.
     Doctor(doctor::DoctorArgs),
+    /// Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
 }
@@ -162,6 +166,7 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
         Command::Demo(args) => demo::run(args, &mut ctx).await?,
         Command::Checkpoint(cmd) => checkpoint::run(cmd, &mut ctx)?,
         Command::Doctor(args) => doctor::run(args, &mut ctx).await?,
+        Command::Bench(cmd) => bench::run(cmd, &mut ctx).await?,
         Command::Completions(args) => completions::run(&args, &mut ctx)?,
     };
     ctx.term.out.flush().map_err(out_err)?;

@@ -597,7 +597,7 @@ async fn serve_registration(inner: &Arc<Inner>) -> Result<()> {
     let listener = transport::bind(&inner.paths.kubelet_socket, &opts).await?;
     inner.lock().socket_created = Instant::now();
     let service = registration::RegistrationService { inner: Arc::clone(inner) };
-    let router = tonic::transport::Server::builder().add_service(RegistrationServer::new(service));
+    let router = transport::server_builder().add_service(RegistrationServer::new(service));
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let join = tokio::spawn(transport::serve(router, listener, async {
         let _ = rx.await;

@@ -37,6 +37,7 @@ pub mod service;
 pub mod state;
 pub mod template;
 pub mod timeline;
+pub mod wire;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -54,7 +55,6 @@ pub use state::ResourceStatus;
 
 use crate::error::{Error, Result};
 use crate::model::{Change, Device};
-use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::transport::{self, BindOptions, Listener};
 use record::Recorder;
 use register::{Shared, Supervisor};
@@ -251,7 +251,7 @@ impl MockHandle {
     }
 
     /// The ListAndWatch message a new stream would get now.
-    pub fn snapshot(&self, resource: &str) -> Result<Arc<dp::ListAndWatchResponse>> {
+    pub fn snapshot(&self, resource: &str) -> Result<state::Snapshot> {
         Ok(self.resource(resource)?.snapshot())
     }
 

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
-use futures_util::Stream;
+use bytes::{Bytes, BytesMut};
+use futures_util::{Stream, StreamExt};
 use prost::Message;
 use tokio::sync::{broadcast, watch};
 use tonic::transport::server::Router;
@@ -20,7 +21,7 @@ use super::events::{EventKind, RpcRecord, StatusView};
 use super::record;
 use super::state::{Resource, Snapshot};
 use crate::proto::deviceplugin::v1beta1 as dp;
-use crate::proto::deviceplugin::v1beta1::device_plugin_server::{DevicePlugin, DevicePluginServer};
+use crate::proto::deviceplugin::v1beta1::device_plugin_server::DevicePlugin;
 use crate::proto::pluginregistration as reg;
 use crate::proto::pluginregistration::registration_server::{Registration, RegistrationServer};
 
@@ -43,8 +44,8 @@ impl MockService {
 
     /// The router serving both services.
     pub fn router(self) -> Router {
-        tonic::transport::Server::builder()
-            .add_service(DevicePluginServer::new(self.clone()))
+        crate::transport::server_builder()
+            .add_service(super::wire::DevicePluginService::new(self.clone()))
             .add_service(RegistrationServer::new(self))
     }
 
@@ -113,7 +114,44 @@ impl DevicePlugin for MockService {
 
     type ListAndWatchStream = SnapshotStream;
 
-    async fn list_and_watch(&self, _req: Request<dp::Empty>) -> Result<Response<Self::ListAndWatchStream>, Status> {
+    /// The decoded form of [`MockService::list_and_watch_encoded`], for
+    /// callers of the trait; the served socket sends the encoded bytes.
+    async fn list_and_watch(&self, req: Request<dp::Empty>) -> Result<Response<Self::ListAndWatchStream>, Status> {
+        let encoded = self.list_and_watch_encoded(req).await?.into_inner();
+        let decoded = encoded.map(|item| {
+            item.and_then(|b| {
+                dp::ListAndWatchResponse::decode(b).map_err(|e| Status::internal(format!("re-decoding a list: {e}")))
+            })
+        });
+        Ok(Response::new(Box::pin(decoded)))
+    }
+
+    async fn get_preferred_allocation(
+        &self,
+        req: Request<dp::PreferredAllocationRequest>,
+    ) -> Result<Response<dp::PreferredAllocationResponse>, Status> {
+        self.get_preferred(req).await
+    }
+
+    async fn allocate(&self, req: Request<dp::AllocateRequest>) -> Result<Response<dp::AllocateResponse>, Status> {
+        self.allocate_impl(req).await
+    }
+
+    async fn pre_start_container(
+        &self,
+        req: Request<dp::PreStartContainerRequest>,
+    ) -> Result<Response<dp::PreStartContainerResponse>, Status> {
+        self.pre_start_impl(req).await
+    }
+}
+
+impl MockService {
+    /// ListAndWatch as served: each message is the resource's shared encoded
+    /// list (plus the oversize padding when that fault is on).
+    pub async fn list_and_watch_encoded(
+        &self,
+        _req: Request<dp::Empty>,
+    ) -> Result<Response<super::wire::EncodedStream>, Status> {
         let time = SystemTime::now();
         let opened = Instant::now();
         let call = self.res.begin(Rpc::ListAndWatch);
@@ -158,7 +196,7 @@ impl DevicePlugin for MockService {
         Ok(Response::new(Box::pin(stream)))
     }
 
-    async fn get_preferred_allocation(
+    async fn get_preferred(
         &self,
         req: Request<dp::PreferredAllocationRequest>,
     ) -> Result<Response<dp::PreferredAllocationResponse>, Status> {
@@ -180,7 +218,7 @@ impl DevicePlugin for MockService {
         .await
     }
 
-    async fn allocate(&self, req: Request<dp::AllocateRequest>) -> Result<Response<dp::AllocateResponse>, Status> {
+    async fn allocate_impl(&self, req: Request<dp::AllocateRequest>) -> Result<Response<dp::AllocateResponse>, Status> {
         self.unary(
             Rpc::Allocate,
             req.into_inner(),
@@ -201,7 +239,7 @@ impl DevicePlugin for MockService {
         .await
     }
 
-    async fn pre_start_container(
+    async fn pre_start_impl(
         &self,
         req: Request<dp::PreStartContainerRequest>,
     ) -> Result<Response<dp::PreStartContainerResponse>, Status> {
@@ -295,7 +333,7 @@ struct Watcher {
 
 impl Watcher {
     /// The next message, or the end of the stream.
-    async fn next(mut self) -> Option<(Result<dp::ListAndWatchResponse, Status>, Self)> {
+    async fn next(mut self) -> Option<(Result<Bytes, Status>, Self)> {
         if self.done {
             return None;
         }
@@ -319,20 +357,24 @@ impl Watcher {
         };
         self.sent += 1;
         let time = SystemTime::now();
-        let mut msg = (*snap).clone();
-        let real = msg.devices.len();
-        if self.oversize {
-            msg.devices.extend_from_slice(self.res.faults.padding());
-        }
+        let padding = if self.oversize { self.res.faults.padding() } else { &[] };
+        let msg = if padding.is_empty() {
+            snap.bytes()
+        } else {
+            // Repeated fields of concatenated encodings add up: the list, then the padding.
+            let mut b = BytesMut::from(&snap.bytes()[..]);
+            dp::ListAndWatchResponse { devices: padding.to_vec() }.encode_raw(&mut b);
+            b.freeze()
+        };
         self.res.stats.messages.fetch_add(1, Ordering::Relaxed);
         if self.res.wants_details() {
-            let padding = msg.devices.len() - real;
+            let real = snap.decode().map(|m| m.devices).unwrap_or_default();
             self.res.record(
                 time,
                 RpcRecord {
                     rpc: Rpc::ListAndWatch.name(),
                     request: record::empty(),
-                    response: Some(record::list_and_watch(&msg.devices[..real], padding, msg.encoded_len())),
+                    response: Some(record::list_and_watch(&real, padding.len(), msg.len())),
                     error: None,
                     latency_ms: ms(self.opened.elapsed()),
                     seq: Some(self.sent),

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
+use bytes::Bytes;
+use prost::Message;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use serde::Serialize;
@@ -26,17 +28,65 @@ use crate::proto::deviceplugin::v1beta1 as dp;
 /// the newest (the newest always reaches it).
 const SNAPSHOT_BACKLOG: usize = 64;
 
-/// One ListAndWatch message, shared by every open stream.
-pub type Snapshot = Arc<dp::ListAndWatchResponse>;
+/// One ListAndWatch message, encoded once when the list changes and shared
+/// by every open stream: sending it to a stream copies the bytes into the
+/// stream's buffer, it never clones or re-encodes the device table.
+#[derive(Debug)]
+pub struct EncodedList {
+    bytes: Bytes,
+    devices: usize,
+}
 
+impl EncodedList {
+    /// Encodes `msg`.
+    pub fn encode(msg: &dp::ListAndWatchResponse) -> Self {
+        EncodedList { bytes: Bytes::from(msg.encode_to_vec()), devices: msg.devices.len() }
+    }
+
+    /// The encoded message (cheap to clone: the bytes are shared).
+    pub fn bytes(&self) -> Bytes {
+        self.bytes.clone()
+    }
+
+    /// Encoded size in bytes.
+    pub fn encoded_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Devices in the message.
+    pub fn device_count(&self) -> usize {
+        self.devices
+    }
+
+    /// The message decoded again (for records and for callers that want the
+    /// devices; the serving path never needs it).
+    pub fn decode(&self) -> Result<dp::ListAndWatchResponse, prost::DecodeError> {
+        dp::ListAndWatchResponse::decode(self.bytes.clone())
+    }
+}
+
+/// One ListAndWatch message, shared by every open stream.
+pub type Snapshot = Arc<EncodedList>;
+
+/// The device table: the message it produces (owned, changed in place) with
+/// an index by ID, and that message encoded.
 struct Table {
+    msg: dp::ListAndWatchResponse,
     snap: Snapshot,
     index: HashMap<String, usize>,
 }
 
 impl Table {
+    fn new(devices: Vec<dp::Device>) -> Self {
+        let msg = dp::ListAndWatchResponse { devices };
+        let snap = Arc::new(EncodedList::encode(&msg));
+        let mut t = Table { msg, snap, index: HashMap::new() };
+        t.reindex();
+        t
+    }
+
     fn reindex(&mut self) {
-        self.index = self.snap.devices.iter().enumerate().map(|(i, d)| (d.id.clone(), i)).collect();
+        self.index = self.msg.devices.iter().enumerate().map(|(i, d)| (d.id.clone(), i)).collect();
     }
 }
 
@@ -112,8 +162,7 @@ impl Resource {
         rpc_events: bool,
     ) -> Result<Self, String> {
         let devices: Vec<dp::Device> = cfg.initial_devices().iter().map(to_proto).collect();
-        let mut table = Table { snap: Arc::new(dp::ListAndWatchResponse { devices }), index: HashMap::new() };
-        table.reindex();
+        let table = Table::new(devices);
         let endpoint = cfg.endpoint_name();
         Ok(Resource {
             name: cfg.name.clone(),
@@ -158,12 +207,12 @@ impl Resource {
 
     /// The devices now.
     pub fn devices(&self) -> Vec<Device> {
-        self.read().snap.devices.iter().map(Device::from).collect()
+        self.read().msg.devices.iter().map(Device::from).collect()
     }
 
     /// Capacity and allocatable now.
     pub fn counts(&self) -> Counts {
-        count(&self.read().snap.devices)
+        count(&self.read().msg.devices)
     }
 
     /// The first NUMA node of a device, `-1` for none or unknown.
@@ -171,7 +220,7 @@ impl Resource {
         let t = self.read();
         t.index
             .get(id)
-            .and_then(|i| t.snap.devices[*i].topology.as_ref())
+            .and_then(|i| t.msg.devices[*i].topology.as_ref())
             .and_then(|t| t.nodes.first())
             .map_or(-1, |n| n.id)
     }
@@ -187,10 +236,10 @@ impl Resource {
                         self.name
                     )));
                 }
-                Some(i) if self.refuse_unhealthy && t.snap.devices[*i].health != dp::HEALTHY => {
+                Some(i) if self.refuse_unhealthy && t.msg.devices[*i].health != dp::HEALTHY => {
                     return Err(tonic::Status::invalid_argument(format!(
                         "device {id:?} of {} is {}; refusing to allocate it",
-                        self.name, t.snap.devices[*i].health
+                        self.name, t.msg.devices[*i].health
                     )));
                 }
                 Some(_) => {}
@@ -215,21 +264,19 @@ impl Resource {
     ) -> Result<Vec<Change>, String> {
         let (changes, counts) = {
             let mut t = self.write();
-            let index = std::mem::take(&mut t.index);
-            let mut snap = std::mem::take(&mut t.snap);
-            let outcome = change(&mut Arc::make_mut(&mut snap).devices, &index);
-            t.snap = snap;
-            t.index = index;
-            let (changes, reindex) = outcome?;
+            let t = &mut *t;
+            // In place: the table is owned here; streams hold only encoded lists.
+            let (changes, reindex) = change(&mut t.msg.devices, &t.index)?;
             if changes.is_empty() {
                 return Ok(changes);
             }
             if reindex {
                 t.reindex();
             }
+            t.snap = Arc::new(EncodedList::encode(&t.msg));
             self.stats.changes.fetch_add(1, Ordering::Relaxed);
             let _ = self.updates.send(Arc::clone(&t.snap));
-            let counts = (self.events.receiver_count() > 0).then(|| count(&t.snap.devices));
+            let counts = (self.events.receiver_count() > 0).then(|| count(&t.msg.devices));
             (changes, counts)
         };
         if let Some(c) = counts {

@@ -3,6 +3,7 @@
 //! write into any `Write`, so tests render into a `Vec<u8>`; nothing here
 //! decides where bytes go.
 
+pub mod bench;
 pub mod check;
 pub mod checkpoint;
 pub mod demo;

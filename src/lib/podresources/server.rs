@@ -137,7 +137,7 @@ impl PodResourcesService {
     /// A tonic router serving only the given API versions (an old kubelet
     /// serves only v1alpha1; calls to a missing one answer `Unimplemented`).
     pub fn router_for(&self, apis: ServedApis) -> tonic::transport::server::Router {
-        tonic::transport::Server::builder()
+        crate::transport::server_builder()
             .add_optional_service(
                 apis.v1.then(|| v1::pod_resources_lister_server::PodResourcesListerServer::new(self.clone())),
             )

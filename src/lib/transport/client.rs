@@ -40,7 +40,7 @@ impl Default for ClientConfig {
 pub async fn connect(path: &Path, timeout: Duration) -> Result<Channel> {
     let first = dial(path, timeout).await?;
     // The endpoint URI only sets :authority; the connector below ignores it.
-    let endpoint = Endpoint::from_static("http://localhost")
+    let endpoint = super::http2::client_settings(Endpoint::from_static("http://localhost"))
         .connect_timeout(timeout)
         .user_agent(concat!("dpctl/", env!("CARGO_PKG_VERSION")))
         .map_err(|e| Error::Connect { path: path.to_path_buf(), reason: e.to_string() })?;

@@ -6,6 +6,7 @@
 mod authority;
 mod client;
 pub mod control;
+pub mod http2;
 mod server;
 
 pub use authority::{
@@ -16,3 +17,4 @@ pub use server::{
     BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard, bind, incoming,
     incoming_with, is_stale, serve, serve_with, shutdown_signal,
 };
+pub use http2::server_builder;

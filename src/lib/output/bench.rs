@@ -1,0 +1,109 @@
+//! Rendering `dpctl bench` results: a table with one row per plugin, the
+//! errors and contract violations under it, the `--compare` ratio and the
+//! `--fail-if` verdicts; or the whole report as JSON.
+
+use std::io::{self, Write};
+
+use colored::Colorize;
+
+use super::{Format, table, write_json, write_table};
+use crate::bench::{BenchReport, Op};
+
+/// Milliseconds with three decimals.
+fn ms(v: f64) -> String {
+    format!("{v:.3}ms")
+}
+
+/// The line that says what was measured.
+fn title(r: &BenchReport) -> String {
+    let what = if r.mode == "churn" {
+        "health change -> ListAndWatch message decoded, one change at a time".to_string()
+    } else if r.op == Op::List {
+        "ListAndWatch open -> first message decoded".to_string()
+    } else {
+        format!("{} ({} device(s) per request)", r.op.rpc(), r.devices_per_request)
+    };
+    let load = match r.rate {
+        _ if r.mode == "churn" => String::new(),
+        Some(rate) => {
+            format!("; open-loop {rate}/s, at most {} in flight over {} connection(s)", r.concurrency, r.connections)
+        }
+        None => format!("; closed-loop, {} in flight over {} connection(s)", r.concurrency, r.connections),
+    };
+    let limit = match (r.duration_s, r.total) {
+        (Some(d), _) => format!("{d}s measured"),
+        (None, Some(n)) => format!("{n} requests measured"),
+        (None, None) => String::new(),
+    };
+    let warm = if r.warmup_s > 0.0 { format!(" after {}s warm-up", r.warmup_s) } else { String::new() };
+    format!("{what}{load}; {limit}{warm}")
+}
+
+/// Renders a report.
+pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, r);
+    }
+    writeln!(w, "{}", title(r))?;
+    let mut t = table([
+        "PLUGIN",
+        "SENT",
+        "OK",
+        "ERRORS",
+        "VIOLATIONS",
+        "OK/S",
+        "P50",
+        "P90",
+        "P99",
+        "P99.9",
+        "MAX",
+        "CPU/CALL",
+    ]);
+    for x in &r.targets {
+        let l = &x.latency_ms;
+        t.add_row([
+            x.socket.clone(),
+            x.sent.to_string(),
+            x.ok.to_string(),
+            x.errors.to_string(),
+            x.violations.to_string(),
+            format!("{:.0}", x.throughput),
+            ms(l.p50),
+            ms(l.p90),
+            ms(l.p99),
+            ms(l.p99_9),
+            ms(l.max),
+            format!("{:.0}us", x.cpu_per_call_us),
+        ]);
+    }
+    write_table(w, &t)?;
+    for x in &r.targets {
+        let who = if r.targets.len() > 1 { format!("{}: ", x.socket) } else { String::new() };
+        if r.rate.is_some() {
+            writeln!(w, "{who}sent {:.1}/s (asked {}/s)", x.send_rate, r.rate.unwrap_or(0.0))?;
+        }
+        if !x.errors_by_code.is_empty() {
+            let by: Vec<String> = x.errors_by_code.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            writeln!(w, "{who}errors by code: {}", by.join(", "))?;
+            if let Some(e) = &x.first_error {
+                writeln!(w, "{who}first error: {e}")?;
+            }
+        }
+        for (rule, c) in &x.violations_by_rule {
+            writeln!(w, "{who}violation {rule}: {} answer(s), e.g. {}", c.count, c.example)?;
+        }
+        writeln!(w, "{who}client CPU {:.3}s over {:.3}s", x.client_cpu_s, x.elapsed_s)?;
+    }
+    if let (Some(ratio), [a, b]) = (&r.ratio, r.targets.as_slice()) {
+        writeln!(
+            w,
+            "ratio {} / {}: throughput {:.3}  p50 {:.3}  p99 {:.3}",
+            b.socket, a.socket, ratio.throughput, ratio.p50, ratio.p99
+        )?;
+    }
+    for th in &r.thresholds {
+        let verdict = if th.crossed { "CROSSED".red().to_string() } else { "ok".green().to_string() };
+        writeln!(w, "fail-if {}: {} (measured {:.3}) on {}", th.condition, verdict, th.value, th.socket)?;
+    }
+    Ok(())
+}
