@@ -19,11 +19,17 @@ _dpctl() {
             dpctl,bench)
                 cmd="dpctl__subcmd__bench"
                 ;;
+            dpctl,checkpoint)
+                cmd="dpctl__subcmd__checkpoint"
+                ;;
             dpctl,completions)
                 cmd="dpctl__subcmd__completions"
                 ;;
             dpctl,demo)
                 cmd="dpctl__subcmd__demo"
+                ;;
+            dpctl,doctor)
+                cmd="dpctl__subcmd__doctor"
                 ;;
             dpctl,help)
                 cmd="dpctl__subcmd__help"
@@ -79,14 +85,38 @@ _dpctl() {
             dpctl__subcmd__bench__subcmd__help,prestart)
                 cmd="dpctl__subcmd__bench__subcmd__help__subcmd__prestart"
                 ;;
+            dpctl__subcmd__checkpoint,help)
+                cmd="dpctl__subcmd__checkpoint__subcmd__help"
+                ;;
+            dpctl__subcmd__checkpoint,show)
+                cmd="dpctl__subcmd__checkpoint__subcmd__show"
+                ;;
+            dpctl__subcmd__checkpoint,verify)
+                cmd="dpctl__subcmd__checkpoint__subcmd__verify"
+                ;;
+            dpctl__subcmd__checkpoint__subcmd__help,help)
+                cmd="dpctl__subcmd__checkpoint__subcmd__help__subcmd__help"
+                ;;
+            dpctl__subcmd__checkpoint__subcmd__help,show)
+                cmd="dpctl__subcmd__checkpoint__subcmd__help__subcmd__show"
+                ;;
+            dpctl__subcmd__checkpoint__subcmd__help,verify)
+                cmd="dpctl__subcmd__checkpoint__subcmd__help__subcmd__verify"
+                ;;
             dpctl__subcmd__help,bench)
                 cmd="dpctl__subcmd__help__subcmd__bench"
+                ;;
+            dpctl__subcmd__help,checkpoint)
+                cmd="dpctl__subcmd__help__subcmd__checkpoint"
                 ;;
             dpctl__subcmd__help,completions)
                 cmd="dpctl__subcmd__help__subcmd__completions"
                 ;;
             dpctl__subcmd__help,demo)
                 cmd="dpctl__subcmd__help__subcmd__demo"
+                ;;
+            dpctl__subcmd__help,doctor)
+                cmd="dpctl__subcmd__help__subcmd__doctor"
                 ;;
             dpctl__subcmd__help,help)
                 cmd="dpctl__subcmd__help__subcmd__help"
@@ -121,6 +151,12 @@ _dpctl() {
             dpctl__subcmd__help__subcmd__bench,prestart)
                 cmd="dpctl__subcmd__help__subcmd__bench__subcmd__prestart"
                 ;;
+            dpctl__subcmd__help__subcmd__checkpoint,show)
+                cmd="dpctl__subcmd__help__subcmd__checkpoint__subcmd__show"
+                ;;
+            dpctl__subcmd__help__subcmd__checkpoint,verify)
+                cmd="dpctl__subcmd__help__subcmd__checkpoint__subcmd__verify"
+                ;;
             dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,admit)
                 cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__admit"
                 ;;
@@ -129,6 +165,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,restart)
                 cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart"
+                ;;
+            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,restart-container)
+                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart__subcmd__container"
                 ;;
             dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,set-grace)
                 cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__set__subcmd__grace"
@@ -205,6 +244,9 @@ _dpctl() {
             dpctl__subcmd__kubelet__subcmd__sim,restart)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart"
                 ;;
+            dpctl__subcmd__kubelet__subcmd__sim,restart-container)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart__subcmd__container"
+                ;;
             dpctl__subcmd__kubelet__subcmd__sim,set-grace)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__set__subcmd__grace"
                 ;;
@@ -222,6 +264,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,restart)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__restart"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,restart-container)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__restart__subcmd__container"
                 ;;
             dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,set-grace)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__set__subcmd__grace"
@@ -389,7 +434,7 @@ _dpctl() {
 
     case "${cmd}" in
         dpctl)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version plugin kubelet-sim podresources mock-plugin smoke demo bench completions help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -968,6 +1013,156 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dpctl__subcmd__checkpoint)
+            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version show verify help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__checkpoint__subcmd__help)
+            opts="show verify help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__checkpoint__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__checkpoint__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__checkpoint__subcmd__help__subcmd__verify)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__checkpoint__subcmd__show)
+            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__checkpoint__subcmd__verify)
+            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dpctl__subcmd__completions)
             opts="-o -v -q -h -V --output --color --verbose --quiet --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1028,8 +1223,70 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dpctl__subcmd__doctor)
+            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --every --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --podresources-socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cdi-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --every)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dpctl__subcmd__help)
-            opts="plugin kubelet-sim podresources mock-plugin smoke demo bench completions help"
+            opts="plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1126,6 +1383,48 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dpctl__subcmd__help__subcmd__checkpoint)
+            opts="show verify"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__checkpoint__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__checkpoint__subcmd__verify)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dpctl__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1154,6 +1453,20 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dpctl__subcmd__help__subcmd__doctor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dpctl__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1169,7 +1482,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__kubelet__subcmd__sim)
-            opts="admit delete restart status set-grace"
+            opts="admit delete restart restart-container status set-grace"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1211,6 +1524,20 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart__subcmd__container)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1575,7 +1902,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --output --color --verbose --quiet --help --version admit delete restart status set-grace help"
+            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --output --color --verbose --quiet --help --version admit delete restart restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1602,6 +1929,10 @@ _dpctl() {
                     return 0
                     ;;
                 --rpc-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubelet-version)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1753,7 +2084,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__help)
-            opts="admit delete restart status set-grace help"
+            opts="admit delete restart restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1822,6 +2153,20 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__restart__subcmd__container)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__set__subcmd__grace)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -1862,6 +2207,44 @@ _dpctl() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart__subcmd__container)
+            opts="-n -o -v -q -h -V --dir --namespace --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --namespace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -n)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1945,7 +2328,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin)
-            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --help --version set-health add-device remove-device status help"
+            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --register-twice --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --help --version set-health add-device remove-device status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3517,7 +3900,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__smoke)
-            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --topology-manager-policy --numa-nodes --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --topology-manager-policy --numa-nodes --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3576,6 +3959,18 @@ _dpctl() {
                     return 0
                     ;;
                 --log-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubelet-version)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -42,6 +42,7 @@ complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "smoke" -d 'Run a vendor
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "checkpoint" -d 'Read the kubelet\'s device-manager checkpoint: show it, verify its checksum (read-only)'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "doctor" -d 'Check a node\'s device-plugin setup in one read-only run: findings with evidence and hints'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
@@ -121,48 +122,51 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l dir -d 'The device-plugin directory: kubelet.sock, plugin sockets, the checkpoint' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l grace-period -d 'After a ListAndWatch stream ends, how long capacity is kept before it drops to 0' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l podresources-socket -d 'Where to serve PodResources [default: <DIR>/pod-resources.sock]' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l registry-dir -d 'Also accept plugins through this plugins_registry directory (the plugin watcher\'s way)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l dial-timeout -d 'How long Register keeps dialing the plugin\'s socket before it fails' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l rpc-timeout -d 'Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l expect -d 'Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l timeout -d 'Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l topology-manager-policy -d 'The kubelet\'s --topology-manager-policy' -r -f -a "none\t'No hints are collected; devices are not aligned'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l dir -d 'The device-plugin directory: kubelet.sock, plugin sockets, the checkpoint' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l grace-period -d 'After a ListAndWatch stream ends, how long capacity is kept before it drops to 0' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l podresources-socket -d 'Where to serve PodResources [default: <DIR>/pod-resources.sock]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l registry-dir -d 'Also accept plugins through this plugins_registry directory (the plugin watcher\'s way)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l dial-timeout -d 'How long Register keeps dialing the plugin\'s socket before it fails' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l rpc-timeout -d 'Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l kubelet-version -d 'The kubelet release to play: 1.26 … 1.36 or master (v1.30 and 1.30.7 mean 1.30)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l expect -d 'Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l timeout -d 'Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l topology-manager-policy -d 'The kubelet\'s --topology-manager-policy' -r -f -a "none\t'No hints are collected; devices are not aligned'
 best-effort\t'Merge the hints, always admit'
 restricted\t'Admit only a preferred hint'
 single-numa-node\t'Admit only a preferred hint on one NUMA node (or none)'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l topology-manager-scope -d 'The kubelet\'s --topology-manager-scope' -r -f -a "container\t'One hint per container, init containers first'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l topology-manager-scope -d 'The kubelet\'s --topology-manager-scope' -r -f -a "container\t'One hint per container, init containers first'
 pod\t'One hint for the whole pod'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l topology-manager-policy-options -d 'The kubelet\'s --topology-manager-policy-options, e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l cpu-manager-policy -d 'The kubelet\'s --cpu-manager-policy (static: Guaranteed pods with integer CPU requests get exclusive CPUs)' -r -f -a "none\t'Every container in the shared pool; no CPU hints'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l topology-manager-policy-options -d 'The kubelet\'s --topology-manager-policy-options, e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l cpu-manager-policy -d 'The kubelet\'s --cpu-manager-policy (static: Guaranteed pods with integer CPU requests get exclusive CPUs)' -r -f -a "none\t'Every container in the shared pool; no CPU hints'
 static\t'Guaranteed pods with integer CPU requests get exclusive CPUs'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l reserved-cpus -d 'The kubelet\'s --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l numa-nodes -d 'NUMA nodes of the simulated machine' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l cpus-per-numa -d 'CPUs per NUMA node (node n holds CPUs n*N .. n*N+N-1)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l numa-distances -d 'NUMA distances (rows by \';\', values by \',\'), needed by prefer-closest-numa-nodes, e.g. 10,21;21,10' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l reserved-cpus -d 'The kubelet\'s --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l numa-nodes -d 'NUMA nodes of the simulated machine' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l cpus-per-numa -d 'CPUs per NUMA node (node n holds CPUs n*N .. n*N+N-1)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l numa-distances -d 'NUMA distances (rows by \';\', values by \',\'), needed by prefer-closest-numa-nodes, e.g. 10,21;21,10' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l force -d 'Take over kubelet.sock (and the sim\'s other sockets) even when a live process answers on it'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l no-podresources -d 'Do not serve PodResources'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l no-rate-limit -d 'Serve PodResources without the kubelet\'s rate limit (100 calls/s, burst 10)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l no-checkpoint -d 'Do not read or write kubelet_internal_checkpoint'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -l adopt-checkpoint -d 'Let the sim rewrite a kubelet_internal_checkpoint it did not write (a real kubelet\'s). Without it such a file is read, verified and restored, never changed'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "delete" -d 'Delete a pod and free its devices'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "status" -d 'Show resources, plugins and pods'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart status set-grace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l force -d 'Take over kubelet.sock (and the sim\'s other sockets) even when a live process answers on it, and delete every socket in --dir at start as a kubelet does. Without it (a deliberate difference from the kubelet) startup deletes only stale sockets (connecting is refused) and leaves live ones alone; `restart` deletes them all, like a restarting kubelet'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-podresources -d 'Do not serve PodResources'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-rate-limit -d 'Serve PodResources without the kubelet\'s rate limit (100 calls/s, burst 10)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-checkpoint -d 'Do not read or write kubelet_internal_checkpoint'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l emulate-cleanup -d 'At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported. The checkpoint is never deleted'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l adopt-checkpoint -d 'Let the sim rewrite a kubelet_internal_checkpoint it did not write (a real kubelet\'s). Without it such a file is read, verified and restored, never changed'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "delete" -d 'Delete a pod and free its devices'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "restart-container" -d 'Restart one container of an admitted pod: the kubelet calls PreStartContainer again (when the plugin requires it); a failure stops only that container. Exit 1 when it does not start'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "status" -d 'Show resources, plugins and pods'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l allocate -d 'RESOURCE=COUNT for a one-container pod (repeatable)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l name -d 'Pod name for --allocate [default: a generated one]' -r
@@ -204,6 +208,18 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l dir -d 'The directory the sim serves' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s n -l namespace -d 'Namespace' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
@@ -229,6 +245,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "delete" -d 'Delete a pod and free its devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "restart-container" -d 'Restart one container of an admitted pod: the kubelet calls PreStartContainer again (when the plugin requires it); a failure stops only that container. Exit 1 when it does not start'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show resources, plugins and pods'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -393,7 +410,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l dir -d 'The device-plugin directory [default: $DPCTL_DEVICE_PLUGIN_DIR, else /var/lib/kubelet/device-plugins]' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l resource -d 'Extended resource name; repeat for several resources with the same flags' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l endpoint -d 'Socket file name in --dir [default: from the resource: example.com/gpu gives example-gpu.sock]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l devices -d 'Number of devices [default: 4]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l devices -d 'Number of devices [default: 4; at most 100,000]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l id-prefix -d 'Prefix of device IDs [default: the resource\'s last part upper-cased, e.g. GPU-]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l numa-nodes -d 'Spread devices over N NUMA nodes (0: no topology)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l unhealthy -d 'Devices that start unhealthy, comma-separated' -r
@@ -425,6 +442,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-options-mismatch -d 'Fault: send the opposite options in Register from GetDevicePluginOptions'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-before-serving -d 'Fault: call Register before serving the socket (the classic bug)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-reregister -d 'Fault: do not serve or register again after a kubelet restart'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-twice -d 'Fault: call Register twice on the same socket (kubelet master rejects the second)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-register -d 'Only serve; never call Register on kubelet.sock'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-control -d 'Do not serve the control socket (<dir>/.dpctl/<resource>.sock)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l force -d 'Take the sockets over even if a live process serves them'
@@ -512,6 +530,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l junit -d 'Also wri
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l log-dir -d 'Write the plugin\'s whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log (the report keeps the last 64 KiB of each)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l bind -d 'With --isolate: also bind-mount SRC (a host path) at DST inside the namespace, e.g. a CDI spec directory, a fake /dev tree or a config file (repeatable)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l registration -d 'How the plugin must register: on kubelet.sock, through plugins_registry (the plugin watcher\'s GetInfo), or auto (whichever it does; the report says which)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d 'The kubelet release(s) to play, comma-separated (1.26 … 1.36, master): the whole smoke runs once per release, and the report says which ones the plugin passes' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
@@ -596,6 +615,154 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -s v -l verbose -d '
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "allocate" -d 'Load Allocate (one container request per call)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "preferred" -d 'Load GetPreferredAllocation (every healthy device available)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "options" -d 'Load GetDevicePluginOptions'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "prestart" -d 'Load PreStartContainer'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "list" -d 'Measure ListAndWatch: open -> first message decoded; with --churn, a health change -> the message carrying it decoded'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l connections -d 'HTTP/2 connections the requests share' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l duration -d 'How long to measure [default: 10s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l total -d 'Measure this many requests instead of a duration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l rate -d 'Open-loop arrival rate in requests per second (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l warmup -d 'Load run first and not measured' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l devices-per-request -d 'Devices per Allocate / PreStartContainer request; the size asked of GetPreferredAllocation' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l compare -d 'A second plugin socket: both are loaded alternately (A, B, A, B) and the ratio B/A is printed' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l connections -d 'HTTP/2 connections the requests share' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l duration -d 'How long to measure [default: 10s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l total -d 'Measure this many requests instead of a duration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l rate -d 'Open-loop arrival rate in requests per second (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l warmup -d 'Load run first and not measured' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l devices-per-request -d 'Devices per Allocate / PreStartContainer request; the size asked of GetPreferredAllocation' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l compare -d 'A second plugin socket: both are loaded alternately (A, B, A, B) and the ratio B/A is printed' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l connections -d 'HTTP/2 connections the requests share' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l duration -d 'How long to measure [default: 10s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l total -d 'Measure this many requests instead of a duration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l rate -d 'Open-loop arrival rate in requests per second (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l warmup -d 'Load run first and not measured' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l devices-per-request -d 'Devices per Allocate / PreStartContainer request; the size asked of GetPreferredAllocation' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l compare -d 'A second plugin socket: both are loaded alternately (A, B, A, B) and the ratio B/A is printed' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l connections -d 'HTTP/2 connections the requests share' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l duration -d 'How long to measure [default: 10s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l total -d 'Measure this many requests instead of a duration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l rate -d 'Open-loop arrival rate in requests per second (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l warmup -d 'Load run first and not measured' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l devices-per-request -d 'Devices per Allocate / PreStartContainer request; the size asked of GetPreferredAllocation' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l compare -d 'A second plugin socket: both are loaded alternately (A, B, A, B) and the ratio B/A is printed' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l socket -d 'The plugin\'s socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l dir -d 'The device-plugin directory (with --endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l endpoint -d 'The plugin\'s socket name in --dir, as it registers it (e.g. nvidia-gpu.sock)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l connect-timeout -d 'Limit for connecting to the socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l connections -d 'HTTP/2 connections the requests share' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l duration -d 'How long to measure [default: 10s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l total -d 'Measure this many requests instead of a duration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l rate -d 'Open-loop arrival rate in requests per second (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l warmup -d 'Load run first and not measured' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l devices-per-request -d 'Devices per Allocate / PreStartContainer request; the size asked of GetPreferredAllocation' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l compare -d 'A second plugin socket: both are loaded alternately (A, B, A, B) and the ratio B/A is printed' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l churn -d 'Flip one device Unhealthy and back, one change at a time, and time each change until its message is decoded. Needs a `dpctl mock-plugin` (health is changed through its control socket)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "allocate" -d 'Load Allocate (one container request per call)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "preferred" -d 'Load GetPreferredAllocation (every healthy device available)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "options" -d 'Load GetDevicePluginOptions'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "prestart" -d 'Load PreStartContainer'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "list" -d 'Measure ListAndWatch: open -> first message decoded; with --churn, a health change -> the message carrying it decoded'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
@@ -606,22 +773,24 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s v -l verbose
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help" -f -a "checkpoint" -d 'Read the kubelet\'s device-manager checkpoint: show it, verify its checksum (read-only)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help" -f -a "doctor" -d 'Check a node\'s device-plugin setup in one read-only run: findings with evidence and hints'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "checkpoint" -d 'Read the kubelet\'s device-manager checkpoint: show it, verify its checksum (read-only)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "doctor" -d 'Check a node\'s device-plugin setup in one read-only run: findings with evidence and hints'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "call" -d 'Make one call to a plugin'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "delete" -d 'Delete a pod and free its devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "restart-container" -d 'Restart one container of an admitted pod: the kubelet calls PreStartContainer again (when the plugin requires it); a failure stops only that container. Exit 1 when it does not start'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "status" -d 'Show resources, plugins and pods'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from podresources" -f -a "list" -d 'Pods and what they hold: devices, NUMA nodes, CPUs, memory, DRA claims'
@@ -637,3 +806,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcom
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from checkpoint" -f -a "show" -d 'Pods, containers, resources, devices per NUMA node, each stored Allocate answer decoded, and the registered devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from checkpoint" -f -a "verify" -d 'Stored against computed checksum, and what it means for the next kubelet start; exit 1 when the kubelet would call the file corrupt'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "allocate" -d 'Load Allocate (one container request per call)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "preferred" -d 'Load GetPreferredAllocation (every healthy device available)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "options" -d 'Load GetDevicePluginOptions'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "prestart" -d 'Load PreStartContainer'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "list" -d 'Measure ListAndWatch: open -> first message decoded; with --churn, a health change -> the message carrying it decoded'

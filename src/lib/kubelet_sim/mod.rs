@@ -24,8 +24,8 @@ mod podres;
 mod registration;
 mod registry;
 mod state;
-pub mod version;
 pub mod topology;
+pub mod version;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::FileTypeExt;
@@ -552,7 +552,6 @@ fn announce_checkpoint(inner: &Inner, status: &CheckpointStatus) {
         inner.emit(EventKind::CheckpointReadOnly { path: status.path.clone(), reason: status.ownership.clone() });
     }
 }
-
 
 /// Restores a checkpoint into the state: known pods get their devices back,
 /// other entries are kept as they are, and every registered resource waits

@@ -13,8 +13,8 @@ pub use authority::{
     AuthorityFix, MAX_HEADER_LIST, MAX_HUFFMAN_BYTES, MAX_HUFFMAN_STRINGS, REPLACEMENT_AUTHORITY, is_valid_authority,
 };
 pub use client::{ClientConfig, connect};
+pub use http2::server_builder;
 pub use server::{
     BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard, bind, incoming,
     incoming_with, is_stale, serve, serve_with, shutdown_signal,
 };
-pub use http2::server_builder;
