@@ -8,7 +8,6 @@
 //!     cargo bench --bench soak -- [--duration 10m] [--hz 100] [--sample 60s]
 
 #[path = "sim_common.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::time::{Duration, Instant};
