@@ -715,13 +715,13 @@ async fn serve_rejects_a_data_file_it_cannot_read() {
     // Bad input (2), not a socket problem (3); the flag, the file and the OS reason.
     r.expect_code(2);
     assert!(r.stderr.contains(&format!("--data {missing}: cannot read the file")), "{}", r.stderr);
-    assert!(r.stderr.contains("No such file or directory"), "{}", r.stderr);
+    assert!(r.stderr.contains("does not exist"), "{}", r.stderr);
     assert!(!socket.exists(), "nothing was bound");
     let r =
         dpctl(&["podresources", "serve", "--socket", socket.to_str().unwrap(), "--data", sb.path().to_str().unwrap()])
             .await;
     r.expect_code(2);
-    assert!(r.stderr.contains("--data") && r.stderr.contains("Is a directory"), "{}", r.stderr);
+    assert!(r.stderr.contains("--data") && r.stderr.contains("it is a directory, not a regular file"), "{}", r.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -145,9 +145,9 @@ async fn cli_names_the_version_and_rejects_unknown_ones() {
         dpctl(&["kubelet-sim", "--dir", dir, "--kubelet-version", "v1.30.7", "--timeout", "100ms", "-o", "json"]).await;
     run.expect_code(0);
     let lines = run.json_lines();
-    assert_eq!(lines[0]["event"], "started");
-    assert_eq!(lines[0]["kubelet_version"], "1.30");
-    assert_eq!(lines[0]["cleanup_rule"], "all-non-directories");
+    let started = lines.iter().find(|l| l["event"] == "started").expect("a started event");
+    assert_eq!(started["kubelet_version"], "1.30");
+    assert_eq!(started["cleanup_rule"], "all-non-directories");
     let sim = start_sim(&sb, v(28), |_| {}).await;
     assert_eq!(sim.status().kubelet_version, v(28));
     let run = dpctl(&["kubelet-sim", "status", "--dir", dir, "-o", "json"]).await;

@@ -81,6 +81,9 @@ Where the sim deliberately differs from a real kubelet:
     report shows the request, and the sim picks in the plugin's order.
   - GetDevicePluginOptions, GetPreferredAllocation and Allocate have a deadline
     (--rpc-timeout); the kubelet sets none, so a hung plugin hangs admission.
+  - At start the sim leaves sockets something still answers on in place (the
+    kubelet deletes them too); --force deletes them. `restart` deletes them
+    all, as a restarting kubelet does.
   - Behaviour the versions table marks as version-specific but the sim does not
     play: 1.31.0's sockets-only cleanup (later 1.31.x are played), the sidecar
     reuse rule (<=1.28), skipping running containers after a restart (1.27+),

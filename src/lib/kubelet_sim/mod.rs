@@ -508,7 +508,8 @@ impl Inner {
     async fn startup_cleanup(&self) -> Cleanup {
         let mut keep: Vec<PathBuf> = self.paths.podresources_socket.iter().cloned().collect();
         if !self.config.force {
-            keep.extend(live_sockets(&self.paths.dir).await);
+            let live = live_sockets(&self.paths.dir, &keep).await;
+            keep.extend(live);
         }
         let rule = self.config.kubelet_version.cleanup_rule();
         cleanup_dir(&self.paths.dir, &keep, rule, self.config.owns_dir || self.config.emulate_cleanup)
@@ -516,14 +517,14 @@ impl Inner {
 }
 
 /// The sockets directly in `dir` (or symlinks to sockets) that something
-/// answers on; each is logged as left in place.
-async fn live_sockets(dir: &Path) -> Vec<PathBuf> {
+/// answers on, other than `ours`; each is logged as left in place.
+async fn live_sockets(dir: &Path, ours: &[PathBuf]) -> Vec<PathBuf> {
     let mut live = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else { return live };
     for entry in rd.filter_map(std::result::Result::ok) {
         let path = entry.path();
         let is_socket = std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_socket());
-        if is_socket && !transport::is_stale(&path).await {
+        if is_socket && !ours.contains(&path) && !transport::is_stale(&path).await {
             tracing::warn!(socket = %path.display(), "leaving a live socket in place (--force deletes it, as a kubelet would)");
             live.push(path);
         }
@@ -1020,7 +1021,7 @@ mod tests {
         std::fs::write(d.join("notes.txt"), "x").unwrap();
         let live = std::os::unix::net::UnixListener::bind(d.join("live.sock")).unwrap();
         drop(std::os::unix::net::UnixListener::bind(d.join("stale.sock")).unwrap());
-        let live_ones = live_sockets(d).await;
+        let live_ones = live_sockets(d, &[]).await;
         assert_eq!(live_ones, [d.join("live.sock")]);
         let c = cleanup_dir(d, &live_ones, CleanupRule::SocketsOnly, false);
         assert_eq!(c.deleted_sockets, ["stale.sock"]);
