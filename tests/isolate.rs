@@ -72,11 +72,7 @@ async fn smoke_as(
         .await
         .unwrap_or_else(|_| panic!("dpctl {} took over {SMOKE_WAIT:?}", args.join(" ")))
         .expect("run dpctl");
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    let run = Run::from(out);
     let report = serde_json::from_str(&run.stdout).ok();
     (run, report)
 }

@@ -35,11 +35,7 @@ async fn smoke(flags: &[&str], command: &[&str]) -> (Run, serde_json::Value) {
         .await
         .unwrap_or_else(|_| panic!("dpctl {} took over {SMOKE_WAIT:?}", args.join(" ")))
         .expect("run dpctl");
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    let run = Run::from(out);
     let report = run.json();
     assert_plugin_gone(&report);
     if !report["dir_kept"].as_bool().unwrap() {

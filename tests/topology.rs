@@ -46,43 +46,23 @@ impl Proc {
 /// 4 CPUs) and a mock plugin with 4 devices, 2 per node, whose preferred
 /// policy ignores NUMA.
 async fn node(sb: &Sandbox, policy: &str) -> (Proc, Proc) {
-    let dir = sb.path().to_str().unwrap();
-    let mut sim = Proc::spawn(&[
-        "kubelet-sim",
-        "--dir",
-        dir,
-        "-o",
-        "json",
-        "--topology-manager-policy",
-        policy,
-        "--cpu-manager-policy",
-        "static",
-        "--reserved-cpus",
-        "0",
-        "--numa-nodes",
-        "2",
-        "--cpus-per-numa",
-        "4",
-    ]);
-    sim.event("started").await;
-    let mock = Proc::spawn(&[
-        "mock-plugin",
-        "--dir",
-        dir,
-        "--resource",
-        DEV,
-        "--devices",
-        "4",
-        "--numa-nodes",
-        "2",
-        "--preferred",
-        "ignore-numa",
-        "-o",
-        "json",
-    ]);
-    let snap = sim.event("snapshot").await;
+    let sim_flags = ["--topology-manager-policy", policy, "--cpu-manager-policy", "static", "--reserved-cpus", "0"];
+    let sim_flags = [&sim_flags[..], &["--numa-nodes", "2", "--cpus-per-numa", "4"]].concat();
+    let (sim, mock, snap) = sim_and_mock(sb, &sim_flags, &["--preferred", "ignore-numa", "-o", "json"]).await;
     assert_eq!(snap["allocatable"], 4, "{snap}");
     (sim, mock)
+}
+
+/// kubelet-sim with `sim_flags` and a mock plugin of 4 devices on 2 NUMA nodes
+/// with `mock_flags`, once the sim has the plugin's first snapshot (returned).
+async fn sim_and_mock(sb: &Sandbox, sim_flags: &[&str], mock_flags: &[&str]) -> (Proc, Proc, Value) {
+    let dir = sb.path().to_str().unwrap();
+    let mut sim = Proc::spawn(&[&["kubelet-sim", "--dir", dir, "-o", "json"], sim_flags].concat());
+    sim.event("started").await;
+    let mock_base = ["mock-plugin", "--dir", dir, "--resource", DEV, "--devices", "4", "--numa-nodes", "2"];
+    let mock = Proc::spawn(&[&mock_base[..], mock_flags].concat());
+    let snap = sim.event("snapshot").await;
+    (sim, mock, snap)
 }
 
 async fn admit(sb: &Sandbox, extra: &[&str]) -> (i32, Value) {
@@ -236,21 +216,8 @@ spec:
 ";
 
 async fn node_with_scope(sb: &Sandbox, scope: &str) -> (Proc, Proc) {
-    let dir = sb.path().to_str().unwrap();
-    let mut sim = Proc::spawn(&[
-        "kubelet-sim",
-        "--dir",
-        dir,
-        "-o",
-        "json",
-        "--topology-manager-policy",
-        "single-numa-node",
-        "--topology-manager-scope",
-        scope,
-    ]);
-    sim.event("started").await;
-    let mock = Proc::spawn(&["mock-plugin", "--dir", dir, "--resource", DEV, "--devices", "4", "--numa-nodes", "2"]);
-    sim.event("snapshot").await;
+    let flags = ["--topology-manager-policy", "single-numa-node", "--topology-manager-scope", scope];
+    let (sim, mock, _) = sim_and_mock(sb, &flags, &[]).await;
     (sim, mock)
 }
 

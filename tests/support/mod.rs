@@ -59,7 +59,7 @@ pub struct Run {
 }
 
 impl Run {
-    fn from(out: Output) -> Self {
+    pub fn from(out: Output) -> Self {
         Run {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

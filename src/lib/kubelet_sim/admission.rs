@@ -229,7 +229,7 @@ fn quantities(c: &Value, at: &str, which: &str, place: &str) -> Result<BTreeMap<
         if !is_extended_resource_name(name) {
             continue; // cpu, memory, hugepages: not the device manager's business
         }
-        let n = parse_quantity(q).ok_or_else(|| {
+        let n = super::topology::parse_bytes(q).ok_or_else(|| {
             Error::invalid(
                 format!("{place}: {at}.resources.{which}[{name}]"),
                 format!("{q} is not a whole number (extended resources are counted in whole devices)"),
@@ -238,28 +238,6 @@ fn quantities(c: &Value, at: &str, which: &str, place: &str) -> Result<BTreeMap<
         out.insert(name.clone(), n);
     }
     Ok(out)
-}
-
-/// A Kubernetes quantity that is a whole number: `2`, `"2"`, `"1k"`, `"1Ki"`.
-fn parse_quantity(q: &Value) -> Option<u64> {
-    if let Some(n) = q.as_u64() {
-        return Some(n);
-    }
-    let s = q.as_str()?.trim();
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, suffix) = s.split_at(split);
-    let base: u64 = digits.parse().ok()?;
-    let mult: u64 = match suffix {
-        "" => 1,
-        "k" => 1_000,
-        "M" => 1_000_000,
-        "G" => 1_000_000_000,
-        "Ki" => 1 << 10,
-        "Mi" => 1 << 20,
-        "Gi" => 1 << 30,
-        _ => return None,
-    };
-    base.checked_mul(mult)
 }
 
 /// A GetPreferredAllocation call the sim made, with its inputs and the answer.

@@ -191,11 +191,14 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Option<(String,
         return None;
     }
     // The endpoint is used verbatim (the kubelet's plugin watcher does not join it); a path seen
-    // inside a container or mount namespace is translated when it exists here.
+    // inside a container or mount namespace is translated unless only the untranslated one exists
+    // here. Not "only if the translated one exists": right after a restart the plugin may not have
+    // served its socket again yet, and the dial below waits for it.
     let socket = {
         let p = PathBuf::from(&endpoint);
         let mapped = crate::paths::translate(&inner.config.path_map, &p);
-        if mapped != p && std::fs::symlink_metadata(&mapped).is_ok() { mapped } else { p }
+        let exists = |q: &Path| std::fs::symlink_metadata(q).is_ok();
+        if mapped != p && (exists(&mapped) || !exists(&p)) { mapped } else { p }
     };
     let input = RegisterInput {
         version: dp::VERSION.into(),

@@ -167,16 +167,14 @@ pub fn step_line(c: &CheckResult, detail: bool) -> String {
 /// `<system-out>` and `<system-err>`.
 pub fn junit(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
     let props = junit_properties(r);
-    let suite = JunitSuite {
-        name: &r.suite,
-        totals: &r.totals,
-        duration_ms: r.duration_ms,
-        started: &r.started,
-        properties: &props,
-    };
-    suite.open(w)?;
+    suite_of(&r.suite, r, &props).open(w)?;
     junit_body(w, r)?;
     JunitSuite::close(w)
+}
+
+/// The JUnit suite frame of one smoke run, named `name`.
+fn suite_of<'a>(name: &'a str, r: &'a SmokeReport, props: &'a [(&'a str, String)]) -> JunitSuite<'a> {
+    JunitSuite { name, totals: &r.totals, duration_ms: r.duration_ms, started: &r.started, properties: props }
 }
 
 /// Writes a matrix run as JUnit XML: one `<testsuite name="dpctl smoke
@@ -188,14 +186,7 @@ pub fn junit_matrix(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
     for r in &m.runs {
         let name = format!("{} (kubelet {})", r.suite, r.kubelet_version);
         let props = junit_properties(r);
-        let suite = JunitSuite {
-            name: &name,
-            totals: &r.totals,
-            duration_ms: r.duration_ms,
-            started: &r.started,
-            properties: &props,
-        };
-        suite.open_suite(w)?;
+        suite_of(&name, r, &props).open_suite(w)?;
         junit_body(w, r)?;
         JunitSuite::close_suite(w)?;
     }
