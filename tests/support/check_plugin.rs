@@ -25,6 +25,8 @@ pub struct Faults {
     pub allocate_empty: bool,
     /// Allocate answers with one container response whatever was asked.
     pub allocate_single_response: bool,
+    /// Allocate answers with one container response more than asked.
+    pub allocate_extra_response: bool,
     /// Allocate of IDs it never advertised succeeds.
     pub allocate_accepts_unknown: bool,
     /// ListAndWatch closes (status OK) after its first message.
@@ -49,6 +51,7 @@ impl Default for Faults {
             preferred_ignores_must_include: false,
             allocate_empty: false,
             allocate_single_response: false,
+            allocate_extra_response: false,
             allocate_accepts_unknown: false,
             close_stream_after_first: false,
             first_list_delay: None,
@@ -210,6 +213,8 @@ impl DevicePlugin for CheckPlugin {
             container_responses.clear();
         } else if self.faults.allocate_single_response {
             container_responses.truncate(1);
+        } else if self.faults.allocate_extra_response {
+            container_responses.push(dp::ContainerAllocateResponse::default());
         }
         Ok(Response::new(dp::AllocateResponse { container_responses }))
     }

@@ -101,6 +101,9 @@ Where the sim deliberately differs from a real kubelet:
     it no longer has at the next admission.
   - A container whose resource has no cached devices at start gets no late
     Allocate.
+  - Capacity drops to 0 the moment the grace period after a stream end passes;
+    the kubelet drops it at the first node-status update (every 10 s by
+    default) after the 5 minutes.
   - Rejected pods are not kept, so PodResources never lists them.
   - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.";
 
