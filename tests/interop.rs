@@ -305,3 +305,48 @@ async fn smoke_passes_a_grpcio_plugin_through_registration_admission_and_restart
         assert_eq!(s["outcome"], "pass", "{name}: {s:#}");
     }
 }
+
+/// Issue 9 "Done when": `dpctl smoke --kubelet-version` with three releases
+/// against the grpcio plugin peer. kubelet-versions.md §1 (Register and the
+/// dial-back are the same 1.26 to master), §4 (restart cleanup: 1.26-1.32
+/// delete every non-directory, 1.33+ sockets only; the peer's socket is
+/// deleted either way and it must register again) and §5 (admission): a
+/// plugin that registers once per socket passes on 1.28, 1.32 and 1.36.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_matrix_passes_a_grpcio_plugin_on_three_releases() {
+    let Some(env) = interop::env() else { return };
+    let py = env.python.to_str().unwrap().to_string();
+    let script = interop::peer_script();
+    let r = dpctl(&[
+        "smoke",
+        "--kubelet-version",
+        "1.28,1.32,1.36",
+        "--stream-window",
+        "300ms",
+        "--resource",
+        "example.com/peer",
+        "-o",
+        "json",
+        "--",
+        &py,
+        script.to_str().unwrap(),
+        "plugin",
+        "--dir",
+        "{dir}",
+        "--pre-start",
+    ])
+    .await;
+    let v = r.expect_code(0).json();
+    assert_eq!(v["passed"], serde_json::json!(["1.28", "1.32", "1.36"]), "{v:#}");
+    assert_eq!(v["failed"], serde_json::json!([]), "{v:#}");
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 3, "{v:#}");
+    for (run, want) in runs.iter().zip(["1.28", "1.32", "1.36"]) {
+        assert_eq!(run["kubelet_version"], want, "{run:#}");
+        let steps = run["steps"].as_array().expect("steps");
+        for name in ["registration", "admission", "kubelet-restart", "shutdown"] {
+            let s = steps.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("{want}: no step {name}"));
+            assert_eq!(s["outcome"], "pass", "{want} {name}: {s:#}");
+        }
+    }
+}
