@@ -243,6 +243,19 @@ async fn extra_allocate_responses_pass_as_the_kubelet_reads_the_first() {
     assert!(e.contains("3 container response(s) for 2 container request(s) (not a failure"), "{e}");
 }
 
+/// protocol.md §3.6 (every version): the kubelet sends one container request
+/// to GetPreferredAllocation and reads only container_responses[0]; a further
+/// response is noted, not failed.
+#[tokio::test]
+async fn extra_preferred_responses_pass_as_the_kubelet_reads_the_first() {
+    let sb = Sandbox::new();
+    let (s, _stop) = serve(&sb, devices(), Faults { preferred_extra_response: true, ..Faults::default() }).await;
+    let v = check(&s, &["--only", "preferred-contract", "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(outcomes(&v)["preferred-contract"], "pass", "{v:#}");
+    let e = evidence(&v, "preferred-contract");
+    assert!(e.contains("held more than one container response; the kubelet reads only the first"), "{e}");
+}
+
 /// The kubelet sends one container per Allocate (protocol.md §3.7), so a
 /// plugin that answers a two-container call with one response works on a
 /// node: the count is reported, not failed.
