@@ -504,3 +504,39 @@ async fn deleting_a_registry_socket_deregisters_by_name_up_to_1_36_and_by_endpoi
         sim.stop().await.unwrap();
     }
 }
+
+/// kubelet-versions.md §9 ":authority" and §1 "Dial options" (1.26 to
+/// master): the kubelet's dial-back to a plugin sends `:authority:
+/// localhost`. A bare HTTP/2 server records what the sim sends.
+#[tokio::test]
+async fn dial_back_sends_authority_localhost_in_every_version() {
+    for version in [v(26), v(36), KubeletVersion::Master] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let listener = tokio::net::UnixListener::bind(sb.join("raw.sock")).unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<(String, Option<String>)>();
+        let server = tokio::spawn(async move {
+            let (sock, _) = listener.accept().await.unwrap();
+            let mut conn = h2::server::handshake(sock).await.unwrap();
+            if let Some(Ok((req, mut respond))) = conn.accept().await {
+                let _ = tx.send((req.uri().path().to_string(), req.uri().authority().map(|a| a.to_string())));
+                // Trailers-only answer: Unimplemented.
+                let resp = http::Response::builder()
+                    .status(200)
+                    .header("content-type", "application/grpc")
+                    .header("grpc-status", "12")
+                    .body(())
+                    .unwrap();
+                let _ = respond.send_response(resp, true);
+                while conn.accept().await.is_some() {}
+            }
+        });
+        let err = register(&sb.join("kubelet.sock"), "v1beta1", GPU, "raw.sock", None).await.unwrap_err();
+        let (path, authority) = within("the dial-back's first request", rx).await.unwrap();
+        assert_eq!(path, "/v1beta1.DevicePlugin/GetDevicePluginOptions", "{version}");
+        assert_eq!(authority.as_deref(), Some("localhost"), "{version}");
+        assert!(format!("{err:?}").contains("failed to get device plugin options"), "{version}: {err:?}");
+        server.abort();
+        sim.stop().await.unwrap();
+    }
+}
