@@ -29,7 +29,8 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn main() {
     let runs = env_usize("BENCH_RUNS", 21).max(1);
     let pods = env_usize("BENCH_PODS", 10_000);
-    let fixture = Fixture { pods: node(pods), allocatable: v1::AllocatableResourcesResponse::default() };
+    let fixture =
+        Fixture { pods: node(pods), allocatable: v1::AllocatableResourcesResponse::default(), ..Default::default() };
     let encoded = v1::ListPodResourcesResponse { pod_resources: fixture.pods.clone() }.encoded_len();
     let dir = tempfile::Builder::new().prefix("dpb").tempdir_in("/tmp").expect("temp dir");
     let socket = dir.path().join("pr.sock");

@@ -199,37 +199,135 @@ async fn wrong_preferred_answer_fails_preferred_contract() {
     .await;
 }
 
+/// protocol.md §3.7 (every version, 1.26 to master): the kubelet rejects an
+/// Allocate answer with no container response.
 #[tokio::test]
 async fn empty_allocate_response_fails_allocate_healthy() {
     let f = Faults { allocate_empty: true, ..Faults::default() };
     // parallel-calls leaves Allocate out, as it fails even alone: one fault, one failed check.
-    expect_failures(
+    let v = expect_failures(
         devices(),
         f,
         &[],
         &["allocate-healthy"],
         &[
-            ("allocate-healthy", "0 container response(s) for 1 container request(s)"),
+            (
+                "allocate-healthy",
+                "Allocate 1 container [GPU-0]: no container response: the kubelet rejects the pod \
+                 (UnexpectedAdmissionError: \"no containers return in allocation response\")",
+            ),
             ("parallel-calls", "left out, as it fails even alone: Allocate"),
         ],
     )
     .await;
+    let c = v["checks"].as_array().unwrap().iter().find(|c| c["name"] == "allocate-healthy").unwrap();
+    assert!(c["rule"].as_str().unwrap().contains("reads only container_responses[0]"), "{c:#}");
 }
 
+/// protocol.md §3.7 (every version): the kubelet reads only the first
+/// container response, so extra ones fail nothing.
 #[tokio::test]
-async fn one_response_for_two_containers_fails_allocate_healthy() {
-    let f = Faults { allocate_single_response: true, ..Faults::default() };
-    expect_failures(
-        devices(),
-        f,
-        &[],
-        &["allocate-healthy"],
-        &[(
-            "allocate-healthy",
-            "Allocate 2 containers [GPU-0] [GPU-1]: 1 container response(s) for 2 container request(s)",
-        )],
+async fn extra_allocate_responses_pass_as_the_kubelet_reads_the_first() {
+    let sb = Sandbox::new();
+    let (s, _stop) = serve(&sb, devices(), Faults { allocate_extra_response: true, ..Faults::default() }).await;
+    let v = check(&s, &["--only", "allocate-healthy,parallel-calls", "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(outcomes(&v)["allocate-healthy"], "pass", "{v:#}");
+    assert_eq!(outcomes(&v)["parallel-calls"], "pass", "{v:#}");
+    let e = evidence(&v, "allocate-healthy");
+    assert!(
+        e.contains(
+            "Allocate 1 container [GPU-0]: 2 responses (the kubelet reads only the first and ignores the other 1)"
+        ),
+        "{e}"
+    );
+    assert!(e.contains("3 container response(s) for 2 container request(s) (not a failure"), "{e}");
+}
+
+/// protocol.md §3.6 (every version): the kubelet sends one container request
+/// to GetPreferredAllocation and reads only container_responses[0]; a further
+/// response is noted, not failed.
+#[tokio::test]
+async fn extra_preferred_responses_pass_as_the_kubelet_reads_the_first() {
+    let sb = Sandbox::new();
+    let (s, _stop) = serve(&sb, devices(), Faults { preferred_extra_response: true, ..Faults::default() }).await;
+    let v = check(&s, &["--only", "preferred-contract", "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(outcomes(&v)["preferred-contract"], "pass", "{v:#}");
+    let e = evidence(&v, "preferred-contract");
+    assert!(e.contains("held more than one container response; the kubelet reads only the first"), "{e}");
+}
+
+/// The kubelet sends one container per Allocate (protocol.md §3.7), so a
+/// plugin that answers a two-container call with one response works on a
+/// node: the count is reported, not failed.
+#[tokio::test]
+async fn one_response_for_two_containers_is_reported_not_failed() {
+    let sb = Sandbox::new();
+    let (s, _stop) = serve(&sb, devices(), Faults { allocate_single_response: true, ..Faults::default() }).await;
+    let v = check(&s, &["--only", "allocate-healthy", "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(outcomes(&v)["allocate-healthy"], "pass", "{v:#}");
+    let e = evidence(&v, "allocate-healthy");
+    assert!(
+        e.contains(
+            "Allocate 2 containers [GPU-0] [GPU-1]: 1 container response(s) for 2 container request(s) (not a \
+             failure: the kubelet never sends two containers in one call)"
+        ),
+        "{e}"
+    );
+}
+
+/// The rules and reasons say what the kubelet does: GetPreferredAllocation
+/// only while devices are still needed after init-container reuse
+/// (kubelet-versions.md §5, protocol.md §3.6; 1.26 to master) and capacity
+/// dropping at the first node-status update after the 5-minute grace period
+/// (kubelet-versions.md §3, every version).
+#[tokio::test]
+async fn rules_say_when_the_kubelet_asks_preferred_and_drops_capacity() {
+    let sb = Sandbox::new();
+    let (s, _stop) = serve(&sb, devices(), Faults::default()).await;
+    let v = check(&s, &["--only", "preferred-contract,preferred-not-advertised,list-stream-stays-open", "-o", "json"])
+        .await
+        .expect_code(0)
+        .json();
+    let field = |name: &str, f: &str| -> String {
+        v["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).expect(name)[f].as_str().unwrap().to_string()
+    };
+    for name in ["preferred-contract", "preferred-not-advertised"] {
+        let text = format!("{} {}", field(name, "reason"), field(name, "rule"));
+        assert!(text.contains("after reusing its init containers' ones"), "{name}: {text}");
+        assert!(!text.contains("every admission"), "{name}: {text}");
+    }
+    let stream = format!("{} {}", field("list-stream-stays-open", "reason"), field("list-stream-stays-open", "rule"));
+    assert!(stream.contains("first node-status update"), "{stream}");
+    assert!(stream.contains("5 minutes") || stream.contains("5-minute"), "{stream}");
+}
+
+/// registration-options-agree says when the kubelet calls
+/// GetPreferredAllocation (kubelet-versions.md §5), not "at every admission".
+#[tokio::test]
+async fn options_mismatch_says_when_preferred_is_called() {
+    let sb = Sandbox::new();
+    let (s, _stop) = serve(&sb, devices(), Faults::default()).await;
+    let v = check(
+        &s,
+        &[
+            "--only",
+            "registration-options-agree",
+            "--register-options",
+            "pre_start_required=true,get_preferred_allocation_available=false",
+            "-o",
+            "json",
+        ],
     )
-    .await;
+    .await
+    .expect_code(1)
+    .json();
+    let e = evidence(&v, "registration-options-agree");
+    assert!(
+        e.contains(
+            "will call GetPreferredAllocation at admission whenever devices are still needed after init-container reuse"
+        ),
+        "{e}"
+    );
 }
 
 #[tokio::test]

@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use dpctl::checkpoint::{Checkpoint, LegacyFormat};
-use dpctl::kubelet_sim::{EventKind, KubeletSim, PodSpec, SimConfig, SimHandle};
+use dpctl::checkpoint::{Checkpoint, Format, LegacyFormat};
+use dpctl::kubelet_sim::{EventKind, KubeletSim, KubeletVersion, PodSpec, SimConfig, SimHandle};
 use tokio::io::AsyncBufReadExt;
 
 use crate::support::simplugin::{self, Script, SimPlugin, register};
@@ -146,6 +146,85 @@ async fn files_the_sim_writes_verify_and_come_back() {
     sim.stop().await.unwrap();
     let cp = verify_file(&path);
     assert_eq!(cp.data.pod_device_entries.unwrap()[0].pod_uid, pod.uid, "entries of pods it does not know are kept");
+}
+
+/// A pre-1.20 (v1) checkpoint, `DeviceIDs` a plain list, with the checksum
+/// the kubelet computes for it (kubelet-versions.md §7).
+fn v1_checkpoint() -> Vec<u8> {
+    let data = r#"{"PodDeviceEntries":[{"PodUID":"old-pod-uid","ContainerName":"main","ResourceName":"example.com/gpu","DeviceIDs":["GPU-1"],"AllocResp":null}],"RegisteredDevices":{"example.com/gpu":["GPU-0","GPU-1"]}}"#;
+    let unsummed = format!(r#"{{"Data":{data},"Checksum":0}}"#);
+    let cp = Checkpoint::parse(unsummed.as_bytes(), "v1", LegacyFormat::Accept).unwrap();
+    assert_eq!(cp.format(), dpctl::checkpoint::Format::V1);
+    let sum = cp.verify().computed;
+    let bytes = format!(r#"{{"Data":{data},"Checksum":{sum}}}"#).into_bytes();
+    assert!(Checkpoint::parse(&bytes, "v1", LegacyFormat::Accept).unwrap().verify().ok());
+    bytes
+}
+
+/// kubelet-versions.md §7 "Reading" (1.26-1.30 fall back to the pre-1.20 v1
+/// format): a sim playing 1.30 restores a v1 checkpoint's allocations; the
+/// file is not the sim's, so it is never rewritten (issue 9 item 2), even
+/// after the state changes and a kubelet restart.
+#[tokio::test]
+async fn v1_checkpoint_is_restored_by_1_30_and_never_rewritten() {
+    let sb = Sandbox::new();
+    let bytes = v1_checkpoint();
+    std::fs::write(sb.join(CHECKPOINT), &bytes).unwrap();
+    let sim = start_sim(sb.path(), |c| c.set_kubelet_version(KubeletVersion::Release(30))).await;
+    let status = sim.status();
+    let cp = status.checkpoint.clone().unwrap();
+    assert_eq!((cp.found.as_str(), cp.format, cp.restored_entries), ("valid", Some(Format::V1), 1), "{cp:?}");
+    assert!(!cp.writes && cp.ownership.contains("--adopt-checkpoint"), "{cp:?}");
+    assert_eq!(status.restored_pods.len(), 1);
+    assert_eq!(status.restored_pods[0].uid, "old-pod-uid");
+    assert_eq!(status.restored_pods[0].containers[0].devices[GPU], ["GPU-1"]);
+    let r = status.resource(GPU).expect("restored resource");
+    assert_eq!((r.state.as_str(), r.in_use), ("awaiting-registration", 1));
+    // Its plugin comes back; the restored device stays taken.
+    let p = SimPlugin::new(
+        vec![simplugin::device("GPU-0", "Healthy", None), simplugin::device("GPU-1", "Healthy", None)],
+        Script::default(),
+    );
+    let (_path, _stop) = simplugin::start(&p, sb.path(), "a.sock", GPU).await;
+    sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 2), Duration::from_secs(10)).await.unwrap();
+    let o = sim.admit(PodSpec::shorthand("new", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert_eq!(o.devices("c0", GPU), ["GPU-0"], "GPU-1 is held by the restored pod: {o:?}");
+    sim.restart(Duration::from_millis(300)).await.unwrap();
+    sim.stop().await.unwrap();
+    assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), bytes, "the v1 file is unchanged");
+}
+
+/// kubelet-versions.md §7 "Reading" and "Corrupt checkpoint" (1.31+ have no
+/// v1 fallback): the v1 file is the JSON error, so a sim playing 1.31 starts
+/// with no allocations and no restored resources, as the kubelet does; it
+/// keeps the file unless adopted, and adopted, the next write replaces it
+/// with the current format, as the kubelet's next write does.
+#[tokio::test]
+async fn v1_checkpoint_under_1_31_restores_nothing() {
+    let sb = Sandbox::new();
+    let bytes = v1_checkpoint();
+    std::fs::write(sb.join(CHECKPOINT), &bytes).unwrap();
+    let sim = start_sim(sb.path(), |c| c.set_kubelet_version(KubeletVersion::Release(31))).await;
+    let status = sim.status();
+    let cp = status.checkpoint.clone().unwrap();
+    assert_eq!(cp.found, "unreadable", "{cp:?}");
+    let err = cp.error.clone().unwrap();
+    assert!(err.contains("pre-1.20") && err.contains("nothing is restored"), "{err}");
+    assert!(status.restored_pods.is_empty() && status.resources.is_empty(), "{status:?}");
+    assert!(!cp.writes, "{cp:?}");
+    sim.stop().await.unwrap();
+    assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), bytes, "kept: the sim did not write it");
+    // Adopted: the sim writes as the kubelet would, replacing it.
+    let sim = start_sim(sb.path(), |c| {
+        c.set_kubelet_version(KubeletVersion::Release(31));
+        c.adopt_checkpoint = true;
+    })
+    .await;
+    assert!(sim.status().checkpoint.unwrap().writes);
+    sim.stop().await.unwrap();
+    let cp = verify_file(&sb.join(CHECKPOINT));
+    assert_eq!(cp.format(), Format::Current);
+    assert_eq!(cp.data.pod_device_entries, None, "nothing was restored, so nothing is written back");
 }
 
 /// A `dpctl kubelet-sim -o json` child process.

@@ -274,12 +274,33 @@ async fn dpctl_podresources_reads_a_grpcio_server() {
     drop(server);
 }
 
+/// Runs `dpctl <args>` (a smoke: several runs, python start-ups) bounded by
+/// 90 s rather than the per-wait bound, and returns the exit code, stdout
+/// parsed as JSON, and stderr.
+async fn smoke_json(args: &[&str]) -> (i32, serde_json::Value, String) {
+    let out = tokio::process::Command::new(crate::support::dpctl_bin())
+        .args(args)
+        .env_remove("DPCTL_DEVICE_PLUGIN_DIR")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(std::time::Duration::from_secs(90), out)
+        .await
+        .expect("smoke within 90 s")
+        .expect("run dpctl");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    (out.status.code().unwrap_or(-1), v, stderr)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke_passes_a_grpcio_plugin_through_registration_admission_and_restart() {
     let Some(env) = interop::env() else { return };
     let py = env.python.to_str().unwrap().to_string();
     let script = interop::peer_script();
-    let r = dpctl(&[
+    let (code, v, stderr) = smoke_json(&[
         "smoke",
         "--stream-window",
         "300ms",
@@ -298,10 +319,55 @@ async fn smoke_passes_a_grpcio_plugin_through_registration_admission_and_restart
         "--pre-start",
     ])
     .await;
-    let v = r.expect_code(0).json();
+    assert_eq!(code, 0, "{v:#}\n{stderr}");
     let steps = v["steps"].as_array().expect("steps");
     for name in ["registration", "admission", "kubelet-restart", "shutdown"] {
         let s = steps.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("no step {name}: {v:#}"));
         assert_eq!(s["outcome"], "pass", "{name}: {s:#}");
+    }
+}
+
+/// Issue 9 "Done when": `dpctl smoke --kubelet-version` with three releases
+/// against the grpcio plugin peer. kubelet-versions.md §1 (Register and the
+/// dial-back are the same 1.26 to master), §4 (restart cleanup: 1.26-1.32
+/// delete every non-directory, 1.33+ sockets only; the peer's socket is
+/// deleted either way and it must register again) and §5 (admission): a
+/// plugin that registers once per socket passes on 1.28, 1.32 and 1.36.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smoke_matrix_passes_a_grpcio_plugin_on_three_releases() {
+    let Some(env) = interop::env() else { return };
+    let py = env.python.to_str().unwrap().to_string();
+    let script = interop::peer_script();
+    let (code, v, stderr) = smoke_json(&[
+        "smoke",
+        "--kubelet-version",
+        "1.28,1.32,1.36",
+        "--stream-window",
+        "300ms",
+        "--resource",
+        "example.com/peer",
+        "-o",
+        "json",
+        "--",
+        &py,
+        script.to_str().unwrap(),
+        "plugin",
+        "--dir",
+        "{dir}",
+        "--pre-start",
+    ])
+    .await;
+    assert_eq!(code, 0, "{v:#}\n{stderr}");
+    assert_eq!(v["passed"], serde_json::json!(["1.28", "1.32", "1.36"]), "{v:#}");
+    assert_eq!(v["failed"], serde_json::json!([]), "{v:#}");
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 3, "{v:#}");
+    for (run, want) in runs.iter().zip(["1.28", "1.32", "1.36"]) {
+        assert_eq!(run["kubelet_version"], want, "{run:#}");
+        let steps = run["steps"].as_array().expect("steps");
+        for name in ["registration", "admission", "kubelet-restart", "shutdown"] {
+            let s = steps.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("{want}: no step {name}"));
+            assert_eq!(s["outcome"], "pass", "{want} {name}: {s:#}");
+        }
     }
 }

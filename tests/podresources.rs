@@ -24,7 +24,7 @@ use crate::support::{Sandbox, dpctl, dpctl_command, dpctl_env, within};
 const NODE: &str = r#"{
   "pod_resources": [
     {"name": "train-0", "namespace": "gpu-jobs", "containers": [
-      {"name": "log-shipper"},
+      {"name": "log-shipper", "sidecar": true},
       {"name": "trainer",
        "devices": [
          {"resource_name": "nvidia.com/gpu", "device_ids": ["GPU-1"], "numa_nodes": [1]},
@@ -53,7 +53,8 @@ const NODE: &str = r#"{
       {"resource_name": "nvidia.com/gpu", "device_ids": ["GPU-3"], "numa_nodes": [0]},
       {"resource_name": "nvidia.com/gpu", "device_ids": ["GPU-1"], "numa_nodes": [1]},
       {"resource_name": "nvidia.com/gpu", "device_ids": ["GPU-2"], "numa_nodes": [1]},
-      {"resource_name": "example.com/nic", "device_ids": ["nic-7", "nic-8"]}
+      {"resource_name": "example.com/nic", "device_ids": ["nic-7"]},
+      {"resource_name": "example.com/nic", "device_ids": ["nic-8"]}
     ],
     "cpu_ids": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
     "memory": [
@@ -465,7 +466,12 @@ async fn falls_back_to_v1alpha1_on_an_old_kubelet() {
     let r = dpctl(&["podresources", "list", "--socket", k.sock(), "-o", "json"]).await;
     let v = r.expect_code(0).json();
     assert_eq!(v["api_version"], "v1alpha1");
-    let c = &v["pod_resources"][0]["containers"][1];
+    // protocol.md §2.2: v1alpha1 lists regular containers only, so the
+    // fixture's sidecar (log-shipper) is not there.
+    let names: Vec<&str> =
+        v["pod_resources"][0]["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["trainer"], "{v:#}");
+    let c = &v["pod_resources"][0]["containers"][0];
     assert_eq!(c["devices"][1]["device_ids"], json!(["GPU-0"]));
     assert_eq!(c["devices"][1]["numa_nodes"], Value::Null, "v1alpha1 has no topology");
     assert_eq!(c["cpu_ids"], json!([]));
@@ -722,6 +728,35 @@ async fn serve_rejects_a_data_file_it_cannot_read() {
             .await;
     r.expect_code(2);
     assert!(r.stderr.contains("--data") && r.stderr.contains("it is a directory, not a regular file"), "{}", r.stderr);
+}
+
+/// protocol.md §2.1 (every version): the kubelet sends one ContainerDevices
+/// per (device, NUMA node); a data file with an entry no kubelet sends is bad
+/// input (exit 2) naming the entry, and nothing is served.
+#[tokio::test]
+async fn serve_refuses_device_entries_no_kubelet_sends() {
+    let sb = Sandbox::new();
+    let socket = sb.join("k.sock");
+    let data = sb.join("node.json");
+    std::fs::write(
+        &data,
+        r#"{"pod_resources": [{"name": "train-0", "namespace": "gpu-jobs", "containers": [{"name": "trainer",
+             "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": ["GPU-0", "GPU-1"], "numa_nodes": [0, 1]}]}]}]}"#,
+    )
+    .unwrap();
+    let r =
+        dpctl(&["podresources", "serve", "--socket", socket.to_str().unwrap(), "--data", data.to_str().unwrap()]).await;
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains(
+            "pod gpu-jobs/train-0 container trainer devices nvidia.com/gpu [GPU-0,GPU-1]: 2 device IDs and 2 NUMA \
+             nodes in one entry, which no kubelet sends"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("split it into one entry per ID and node"), "{}", r.stderr);
+    assert!(!socket.exists(), "nothing was bound");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -393,3 +393,150 @@ async fn plugins_registry_watches_subdirectories_ignores_dot_files_and_deregiste
     assert!(!sim.counts().contains_key("example.com/hidden"));
     sim.stop().await.unwrap();
 }
+
+/// kubelet-versions.md §8 "Get" (no such method in 1.26; gate
+/// `KubeletPodResourcesGet`: alpha and off 1.27-1.33, on from 1.34) and "Rate limit" (100 qps, burst 10, from 1.27;
+/// none in 1.26): the sim's PodResources server follows the version played.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn podresources_get_gate_and_rate_limit_follow_the_version() {
+    use dpctl::proto::podresources::v1;
+    async fn client(
+        sb: &Sandbox,
+    ) -> v1::pod_resources_lister_client::PodResourcesListerClient<tonic::transport::Channel> {
+        let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+        v1::pod_resources_lister_client::PodResourcesListerClient::new(channel)
+    }
+    /// How many of `n` concurrent List calls the rate limit rejected.
+    async fn rejected_of(sb: &Sandbox, n: usize) -> usize {
+        let c = client(sb).await;
+        let calls = (0..n).map(|_| {
+            let mut c = c.clone();
+            async move { c.list(v1::ListPodResourcesRequest {}).await }
+        });
+        let results = within("concurrent List calls", futures_util::future::join_all(calls)).await;
+        results
+            .iter()
+            .filter(|r| {
+                r.as_ref().is_err_and(|s| {
+                    s.code() == tonic::Code::ResourceExhausted && s.message() == "rejected by rate limit"
+                })
+            })
+            .count()
+    }
+    let get = v1::GetPodResourcesRequest { pod_name: "nope".into(), pod_namespace: "default".into() };
+    for (minor, get_on, limited) in [(26, false, false), (27, false, true), (33, false, true), (34, true, true)] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, v(minor), |_| {}).await;
+        let err = client(&sb).await.get(get.clone()).await.unwrap_err();
+        if minor == 26 {
+            assert_eq!(err.code(), tonic::Code::Unimplemented, "1.26 has no Get: {err:?}");
+        } else {
+            assert_eq!(err.code(), tonic::Code::Unknown, "1.{minor}: {err:?}");
+            let want =
+                if get_on { "pod nope in namespace default not found" } else { "PodResources API Get method disabled" };
+            assert_eq!(err.message(), want, "1.{minor}");
+        }
+        let rejected = rejected_of(&sb, 100).await;
+        if limited {
+            assert!(rejected > 0, "1.{minor}: 100 concurrent calls, none rate-limited");
+        } else {
+            assert_eq!(rejected, 0, "1.{minor} has no rate limit");
+        }
+        sim.stop().await.unwrap();
+    }
+}
+
+/// kubelet-versions.md §6 "master: DeRegisterPlugin(name, endpoint)" and §2:
+/// up to 1.36 deleting a plugins_registry socket deregisters by resource name,
+/// so a same-named plugin that has since registered through kubelet.sock is
+/// the one disconnected (its devices go unhealthy); master matches the
+/// endpoint too and leaves it alone.
+#[tokio::test]
+async fn deleting_a_registry_socket_deregisters_by_name_up_to_1_36_and_by_endpoint_on_master() {
+    for version in [v(36), KubeletVersion::Master] {
+        let sb = Sandbox::new();
+        let reg_dir = sb.join("reg");
+        let sim = start_sim(&sb, version, |c| c.registry_dir = Some(reg_dir.clone())).await;
+        let mut rx = sim.subscribe();
+        let info =
+            |name: &str| Some(("DevicePlugin".to_string(), name.to_string(), String::new(), vec!["v1beta1".into()]));
+        std::fs::create_dir_all(&reg_dir).unwrap();
+        let a = SimPlugin::new(SimPlugin::healthy(2, false), Script { info: info(GPU), ..Default::default() });
+        let _stop_a = a.serve(&reg_dir.join("a.sock")).await;
+        counts_are(&sim, GPU, 2, 2).await;
+        let other = SimPlugin::new(
+            SimPlugin::healthy(1, false),
+            Script { info: info("example.com/other"), ..Default::default() },
+        );
+        let _stop_o = other.serve(&reg_dir.join("other.sock")).await;
+        counts_are(&sim, "example.com/other", 1, 1).await;
+        // The same resource, now through kubelet.sock with three devices.
+        let b = SimPlugin::new(SimPlugin::healthy(3, false), Script::default());
+        let (_b_path, _stop_b) = simplugin::start(&b, sb.path(), "b.sock", GPU).await;
+        counts_are(&sim, GPU, 3, 3).await;
+        // Delete a.sock, then other.sock: the watcher handles them in order, so
+        // once other's deregistration is seen, a.sock's has been handled.
+        std::fs::remove_file(reg_dir.join("a.sock")).unwrap();
+        std::fs::remove_file(reg_dir.join("other.sock")).unwrap();
+        let mut gpu_ended = None;
+        within("other's deregistration", async {
+            loop {
+                let ev = rx.recv().await.expect("event stream");
+                if let EventKind::StreamEnded { resource, socket, reason, .. } = ev.kind {
+                    assert!(reason.contains("DeRegisterPlugin"), "{reason}");
+                    if resource == GPU {
+                        gpu_ended = Some(socket);
+                    } else if resource == "example.com/other" {
+                        return;
+                    }
+                }
+            }
+        })
+        .await;
+        if version == KubeletVersion::Master {
+            assert_eq!(gpu_ended, None, "master: the kubelet.sock plugin is not disconnected");
+            counts_are(&sim, GPU, 3, 3).await;
+        } else {
+            let socket = gpu_ended.expect("1.36: deregistration by name disconnects the current plugin");
+            assert!(socket.ends_with("b.sock"), "{socket}");
+            counts_are(&sim, GPU, 3, 0).await;
+        }
+        sim.stop().await.unwrap();
+    }
+}
+
+/// kubelet-versions.md §9 ":authority" and §1 "Dial options" (1.26 to
+/// master): the kubelet's dial-back to a plugin sends `:authority:
+/// localhost`. A bare HTTP/2 server records what the sim sends.
+#[tokio::test]
+async fn dial_back_sends_authority_localhost_in_every_version() {
+    for version in [v(26), v(36), KubeletVersion::Master] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let listener = tokio::net::UnixListener::bind(sb.join("raw.sock")).unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<(String, Option<String>)>();
+        let server = tokio::spawn(async move {
+            let (sock, _) = listener.accept().await.unwrap();
+            let mut conn = h2::server::handshake(sock).await.unwrap();
+            if let Some(Ok((req, mut respond))) = conn.accept().await {
+                let _ = tx.send((req.uri().path().to_string(), req.uri().authority().map(|a| a.to_string())));
+                // Trailers-only answer: Unimplemented.
+                let resp = http::Response::builder()
+                    .status(200)
+                    .header("content-type", "application/grpc")
+                    .header("grpc-status", "12")
+                    .body(())
+                    .unwrap();
+                let _ = respond.send_response(resp, true);
+                while conn.accept().await.is_some() {}
+            }
+        });
+        let err = register(&sb.join("kubelet.sock"), "v1beta1", GPU, "raw.sock", None).await.unwrap_err();
+        let (path, authority) = within("the dial-back's first request", rx).await.unwrap();
+        assert_eq!(path, "/v1beta1.DevicePlugin/GetDevicePluginOptions", "{version}");
+        assert_eq!(authority.as_deref(), Some("localhost"), "{version}");
+        assert!(format!("{err:?}").contains("failed to get device plugin options"), "{version}: {err:?}");
+        server.abort();
+        sim.stop().await.unwrap();
+    }
+}

@@ -129,6 +129,22 @@ pub fn check_allocate(requests: usize, resp: &dp::AllocateResponse) -> Vec<Viola
     )]
 }
 
+/// What the kubelet makes of an Allocate answer to its request, which always
+/// carries exactly one container (protocol.md §3.7, every version 1.26 to
+/// master): an answer with no container response rejects the pod ("no
+/// containers return in allocation response"); otherwise only the first is
+/// read and any further responses are ignored, which is no failure.
+pub fn kubelet_rejects_allocate(resp: &dp::AllocateResponse) -> Option<Violation> {
+    resp.container_responses.is_empty().then(|| {
+        v(
+            "allocate-at-least-one-response",
+            "no container response: the kubelet rejects the pod (UnexpectedAdmissionError: \"no containers return \
+             in allocation response\"); it reads only the first response"
+                .to_string(),
+        )
+    })
+}
+
 /// The values that occur more than once, in first-seen order.
 fn duplicates<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
     let mut seen = HashSet::new();
@@ -176,6 +192,17 @@ mod tests {
             rules,
             ["preferred-size", "preferred-subset-of-available", "preferred-must-include", "preferred-no-duplicates"]
         );
+    }
+
+    /// protocol.md §3.7 (1.26 to master): zero responses are rejected, the
+    /// first is read and the rest ignored.
+    #[test]
+    fn kubelet_rejects_only_an_allocate_answer_without_responses() {
+        let resp = |n: usize| dp::AllocateResponse { container_responses: vec![Default::default(); n] };
+        let none = kubelet_rejects_allocate(&resp(0)).expect("rejected");
+        assert!(none.evidence.contains("no containers return in allocation response"), "{}", none.evidence);
+        assert!(kubelet_rejects_allocate(&resp(1)).is_none());
+        assert!(kubelet_rejects_allocate(&resp(3)).is_none());
     }
 
     #[test]

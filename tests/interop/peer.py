@@ -203,16 +203,20 @@ def cmd_plugin(a):
             pass
         sys.exit(0)
 
-    def inode(path):
+    def identity(path):
+        # The inode alone is not enough: a re-created kubelet.sock often gets
+        # the inode just freed by the old one.
         try:
-            return os.stat(path).st_ino
+            st = os.stat(path)
+            return (st.st_ino, st.st_ctime_ns)
         except FileNotFoundError:
             return None
 
     signal.signal(signal.SIGTERM, shutdown)
     signal.signal(signal.SIGINT, shutdown)
     serve()
-    known = inode(ksock)
+    known = identity(ksock)
+    lost = False
     if not a.no_register:
         register()
     deadline = time.monotonic() + a.run_seconds
@@ -223,11 +227,15 @@ def cmd_plugin(a):
         # A kubelet restart deletes our socket and creates a new kubelet.sock:
         # serve again, then register again, as the upstream stub plugin does.
         if not os.path.exists(sock):
-            state["server"].stop(0)
+            # Wait for the old server to be gone: grpc-core unlinks a unix
+            # listener's path on shutdown, which would remove the new socket.
+            state["server"].stop(0).wait(5)
             serve()
-        now = inode(ksock)
-        if now is not None and now != known:
+            lost = True
+        now = identity(ksock)
+        if now is not None and (now != known or lost):
             known = now
+            lost = False
             register()
     shutdown()
 

@@ -25,6 +25,10 @@ pub struct Faults {
     pub allocate_empty: bool,
     /// Allocate answers with one container response whatever was asked.
     pub allocate_single_response: bool,
+    /// Allocate answers with one container response more than asked.
+    pub allocate_extra_response: bool,
+    /// GetPreferredAllocation answers with one (empty) container response more than asked.
+    pub preferred_extra_response: bool,
     /// Allocate of IDs it never advertised succeeds.
     pub allocate_accepts_unknown: bool,
     /// ListAndWatch closes (status OK) after its first message.
@@ -49,6 +53,8 @@ impl Default for Faults {
             preferred_ignores_must_include: false,
             allocate_empty: false,
             allocate_single_response: false,
+            allocate_extra_response: false,
+            preferred_extra_response: false,
             allocate_accepts_unknown: false,
             close_stream_after_first: false,
             first_list_delay: None,
@@ -144,7 +150,7 @@ impl DevicePlugin for CheckPlugin {
         &self,
         req: Request<dp::PreferredAllocationRequest>,
     ) -> Result<Response<dp::PreferredAllocationResponse>, Status> {
-        let container_responses = req
+        let mut container_responses: Vec<dp::ContainerPreferredAllocationResponse> = req
             .into_inner()
             .container_requests
             .iter()
@@ -169,6 +175,9 @@ impl DevicePlugin for CheckPlugin {
                 dp::ContainerPreferredAllocationResponse { device_i_ds: picked }
             })
             .collect();
+        if self.faults.preferred_extra_response {
+            container_responses.push(dp::ContainerPreferredAllocationResponse::default());
+        }
         Ok(Response::new(dp::PreferredAllocationResponse { container_responses }))
     }
 
@@ -210,6 +219,8 @@ impl DevicePlugin for CheckPlugin {
             container_responses.clear();
         } else if self.faults.allocate_single_response {
             container_responses.truncate(1);
+        } else if self.faults.allocate_extra_response {
+            container_responses.push(dp::ContainerAllocateResponse::default());
         }
         Ok(Response::new(dp::AllocateResponse { container_responses }))
     }

@@ -141,13 +141,15 @@ impl CheckId {
                 "the kubelet receives at most 4 MiB per message; a larger device list ends the stream for good"
             }
             CheckId::AllocateHealthy => {
-                "pod admission calls Allocate and needs exactly one container response per container request"
+                "pod admission calls Allocate with one container; the kubelet rejects the pod when the answer holds no \
+                 container response, and reads only the first"
             }
             CheckId::AllocateUnknownId => {
                 "a plugin must refuse a device it does not have rather than hand it to a container, or hang"
             }
             CheckId::PreferredContract => {
-                "when advertised, the kubelet asks GetPreferredAllocation at every admission and relies on the answer"
+                "when advertised, the kubelet asks GetPreferredAllocation at admission whenever a container still needs \
+                 devices after reusing its init containers' ones, and relies on the answer"
             }
             CheckId::PreferredNotAdvertised => {
                 "without get_preferred_allocation_available the kubelet never calls GetPreferredAllocation"
@@ -161,7 +163,8 @@ impl CheckId {
             }
             CheckId::ListStreamStaysOpen => {
                 "the kubelet never reopens ListAndWatch; once it ends, every device is unhealthy until the plugin \
-                 registers again"
+                 registers again, and capacity drops to 0 at the first node-status update after the 5-minute grace \
+                 period"
             }
         }
     }
@@ -199,9 +202,11 @@ impl CheckId {
                  (kubernetes/kubernetes#109304)"
             }
             CheckId::AllocateHealthy => {
-                "Allocate must answer with one ContainerAllocateResponse per ContainerAllocateRequest; the kubelet \
-                 uses container_responses[0] and rejects the pod on an empty list (\"no containers return in \
-                 allocation response\") or an error (UnexpectedAdmissionError)"
+                "the kubelet sends one ContainerAllocateRequest per Allocate call and reads only \
+                 container_responses[0]; an empty list (\"no containers return in allocation response\") or an \
+                 error rejects the pod with UnexpectedAdmissionError, and further responses are ignored \
+                 (protocol.md 3.7, every version 1.26 to master); the API asks for one response per container \
+                 request, so a two-container call is tried and its count reported, never failed"
             }
             CheckId::AllocateUnknownId => {
                 "Allocate of an ID the plugin never advertised must fail with an error status, promptly: success \
@@ -211,10 +216,13 @@ impl CheckId {
             CheckId::PreferredContract => {
                 "GetPreferredAllocation must return exactly allocation_size IDs, all from available_deviceIDs, \
                  including every must_include_deviceIDs, without repeats, one response per container request; the \
-                 kubelet drops unknown IDs and fills a short answer arbitrarily, losing the plugin's placement"
+                 kubelet sends one container and reads only container_responses[0], drops unknown IDs and fills a \
+                 short answer arbitrarily, losing the plugin's placement (protocol.md 3.6)"
             }
             CheckId::PreferredNotAdvertised => {
-                "the kubelet calls GetPreferredAllocation only when get_preferred_allocation_available=true"
+                "the kubelet calls GetPreferredAllocation only when get_preferred_allocation_available=true, and then \
+                 only at admission for a container that still needs devices after reusing its init containers' ones \
+                 (not on restarts; kubelet-versions.md 5, 1.26 to master)"
             }
             CheckId::PrestartDeadline => {
                 "with pre_start_required=true the kubelet calls PreStartContainer on every container start with a \
@@ -226,7 +234,9 @@ impl CheckId {
             }
             CheckId::ListStreamStaysOpen => {
                 "when ListAndWatch ends (error, EOF or status OK) the kubelet marks all devices unhealthy and never \
-                 calls it again; only a new Register recovers (kubernetes/kubernetes#92958)"
+                 calls it again; only a new Register recovers (kubernetes/kubernetes#92958); capacity stays until \
+                 the first node-status update (every 10 s by default) more than 5 minutes after the end, which sets \
+                 it to 0 (kubelet-versions.md 3, every version)"
             }
         }
     }

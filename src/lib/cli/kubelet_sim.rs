@@ -57,7 +57,11 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
     would have deleted. kubelet_internal_checkpoint is never deleted.
   - empty Allocate response: ...allocation response &AllocateResponse{...}
     up to 1.33, nothing after the trailing space from 1.34.
-  - PodResources: no rate limit in 1.26; Get off by default before 1.34.
+  - PodResources: 1.26 has no rate limit and no Get (Unimplemented); Get is
+    off by default 1.27-1.33 (\"PodResources API Get method disabled\").
+  - v1 (pre-1.20) checkpoints are restored up to 1.30; 1.31+ read them as
+    the JSON error a corrupt file is: nothing restored, the file kept (the
+    kubelet's next write replaces it; the sim's only with --adopt-checkpoint).
   - deleting a plugins_registry socket deregisters by name up to 1.36 (a
     same-named kubelet.sock plugin is disconnected too), by endpoint on master.
   Every version: the endpoint is joined like Go's filepath.Join (an absolute
@@ -88,7 +92,15 @@ Where the sim deliberately differs from a real kubelet:
     play: 1.31.0's sockets-only cleanup (later 1.31.x are played), the sidecar
     reuse rule (<=1.28), skipping running containers after a restart (1.27+),
     Register's deadline bounding the dial-back (1.35+, inferred), List with
-    sidecars / active pods only, the healthz check.
+    sidecars / active pods only, the healthz check, ResourceHealthStatus
+    (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when
+    a plugin disconnects after its endpoint was dropped, the post-1.32
+    deregistration after a failed NotifyRegistrationStatus, pod-level
+    cpu_ids/memory in PodResources (master), dynamic_resources (the sim has
+    no DRA: always empty), GetAllocatableResources' 1.26-1.27 feature gate
+    (always on here). No observable difference, so not played: the checksum
+    printer (same bytes), gogo vs protoc-gen-go types (same wire), the
+    plugins_registry UUID vs timestamp (deregister, register either way).
   - plugins_registry: a deleted socket deregisters at once (the kubelet's
     reconciler runs every 1 s); dot-named sockets inside dot-named directories
     found by the first walk are ignored too.
@@ -101,6 +113,9 @@ Where the sim deliberately differs from a real kubelet:
     it no longer has at the next admission.
   - A container whose resource has no cached devices at start gets no late
     Allocate.
+  - Capacity drops to 0 the moment the grace period after a stream end passes;
+    the kubelet drops it at the first node-status update (every 10 s by
+    default) after the 5 minutes.
   - Rejected pods are not kept, so PodResources never lists them.
   - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.";
 

@@ -520,8 +520,10 @@ async fn serve(a: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let provider = FixtureProvider::new(fixture);
     let handle = provider.handle();
     let rate_limit = (!a.no_rate_limit).then_some((a.qps, a.burst));
-    let service =
-        PodResourcesService::new(Arc::new(provider), ServerConfig { get_enabled: !a.disable_get, rate_limit });
+    let service = PodResourcesService::new(
+        Arc::new(provider),
+        ServerConfig { get_enabled: !a.disable_get, rate_limit, ..ServerConfig::default() },
+    );
     let listener =
         transport::bind(&a.socket, &BindOptions { force: a.force, force_flag: "--force", ..BindOptions::default() })
             .await?;

@@ -166,6 +166,7 @@ impl SimConfig {
             crate::checkpoint::LegacyFormat::Refuse
         };
         self.podresources.get_enabled = v.podresources_get_default();
+        self.podresources.get_exists = v.podresources_has_get();
         self.podresources.rate_limit =
             if v.podresources_rate_limited() { ServerConfig::default().rate_limit } else { None };
     }

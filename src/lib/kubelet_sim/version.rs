@@ -198,6 +198,12 @@ impl KubeletVersion {
         self.at_least(34)
     }
 
+    /// §8: the v1 PodResources service has a `Get` method (added in 1.27;
+    /// the summary table's "–" for 1.26).
+    pub fn podresources_has_get(self) -> bool {
+        self.at_least(27)
+    }
+
     /// §8: the PodResources rate limit (100 qps, burst 10) exists from 1.27
     /// (PR #116459; a 1.26.x backport is unverified).
     pub fn podresources_rate_limited(self) -> bool {
@@ -253,7 +259,7 @@ impl KubeletVersion {
             "sidecar devices reused by later containers: up to 1.28; kept out from 1.29",
             "running containers skipped by allocation after a kubelet restart: 1.27+",
             "v1 checkpoints read: up to 1.30",
-            "PodResources: rate limit from 1.27; Get on by default from 1.34; sidecars listed from 1.30; active pods only from 1.34",
+            "PodResources: rate limit and Get from 1.27; Get on by default from 1.34; sidecars listed from 1.30; active pods only from 1.34",
             "Register's deadline bounds the dial-back: 1.35+ (inferred, unverified)",
         ]
     }

@@ -47,7 +47,18 @@
 //!
 //! Unknown keys are errors that name the key and line, so a typo does not
 //! silently drop data.
+//!
+//! Entries no kubelet sends are refused, naming the entry (protocol.md §2.1,
+//! every version): the kubelet reports devices as one `ContainerDevices` per
+//! (device, NUMA node), so an entry with several device IDs, with none, or
+//! with several NUMA nodes is an error (split it: one entry per ID and node).
+//!
+//! A container may carry `"sidecar": true` (a dpctl key, not a proto field):
+//! it is a restartable init container, which v1 lists (put sidecars first, as
+//! the kubelet does) and v1alpha1 leaves out, as v1alpha1 lists regular
+//! containers only (protocol.md §2.2).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
@@ -55,10 +66,10 @@ use std::time::SystemTime;
 use serde::de::{self, IgnoredAny, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::server::Provider;
+use super::server::{Provider, to_v1alpha1};
 use super::view::{AllocatableView, PodView};
 use crate::error::{Error, Result};
-use crate::proto::podresources::v1;
+use crate::proto::podresources::{v1, v1alpha1};
 
 /// What a fake kubelet reports: its pods and its allocatable resources.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -67,6 +78,9 @@ pub struct Fixture {
     pub pods: Vec<v1::PodResources>,
     /// `GetAllocatableResources`.
     pub allocatable: v1::AllocatableResourcesResponse,
+    /// Restartable init containers, as (namespace, pod, container): listed
+    /// by v1, left out by v1alpha1.
+    pub sidecars: BTreeSet<(String, String, String)>,
 }
 
 /// The file format in its canonical form (what `dump` writes).
@@ -172,6 +186,20 @@ impl Provider for FixtureProvider {
     fn allocatable(&self) -> v1::AllocatableResourcesResponse {
         self.handle.get().allocatable.clone()
     }
+
+    /// Regular containers only (protocol.md §2.2): the fixture's sidecars
+    /// are left out.
+    fn list_v1alpha1(&self) -> Vec<v1alpha1::PodResources> {
+        let f = self.handle.get();
+        f.pods
+            .iter()
+            .map(|p| {
+                let mut p = p.clone();
+                p.containers.retain(|c| !f.sidecars.contains(&(p.namespace.clone(), p.name.clone(), c.name.clone())));
+                to_v1alpha1(&p)
+            })
+            .collect()
+    }
 }
 
 /// Notices when a fixture file changes (modification time or size), for
@@ -250,6 +278,8 @@ struct ContainerSpec {
     memory: Vec<MemorySpec>,
     #[serde(default, alias = "dynamicResources")]
     dynamic_resources: Vec<ClaimSpec>,
+    #[serde(default)]
+    sidecar: bool,
 }
 
 #[derive(Deserialize)]
@@ -386,14 +416,29 @@ fn topology(
 
 impl DevicesSpec {
     fn convert(&self, at: &str) -> std::result::Result<v1::ContainerDevices, String> {
+        let entry = format!("{at} devices {} [{}]", self.resource_name, self.device_ids.join(","));
+        let topology = topology(&entry, self.topology.as_ref(), self.numa_nodes.as_ref())?;
+        let nodes = topology.as_ref().map_or(0, |t| t.nodes.len());
+        // protocol.md §2.1 (every version): one ContainerDevices per (device,
+        // NUMA node), with exactly one ID and at most one node.
+        let never = match self.device_ids.len() {
+            0 => Some("no device ID".to_string()),
+            1 if nodes > 1 => Some(format!("{nodes} NUMA nodes")),
+            1 => None,
+            n if nodes > 1 => Some(format!("{n} device IDs and {nodes} NUMA nodes")),
+            n => Some(format!("{n} device IDs")),
+        };
+        if let Some(what) = never {
+            return Err(format!(
+                "{entry}: {what} in one entry, which no kubelet sends: it reports one entry per device and NUMA \
+                 node, each with exactly one device ID and at most one node (hint: split it into one entry per ID \
+                 and node)"
+            ));
+        }
         Ok(v1::ContainerDevices {
             resource_name: self.resource_name.clone(),
             device_ids: self.device_ids.clone(),
-            topology: topology(
-                &format!("{at} devices {}", self.resource_name),
-                self.topology.as_ref(),
-                self.numa_nodes.as_ref(),
-            )?,
+            topology,
         })
     }
 }
@@ -424,11 +469,15 @@ fn convert_all<T, U>(
 impl FileSpec {
     fn into_fixture(self) -> std::result::Result<Fixture, String> {
         let mut pods = Vec::with_capacity(self.pod_resources.len());
+        let mut sidecars = BTreeSet::new();
         for p in &self.pod_resources {
             let at = format!("pod {}/{}", p.namespace, p.name);
             let mut containers = Vec::with_capacity(p.containers.len());
             for c in &p.containers {
                 let cat = format!("{at} container {}", c.name);
+                if c.sidecar {
+                    sidecars.insert((p.namespace.clone(), p.name.clone(), c.name.clone()));
+                }
                 containers.push(v1::ContainerResources {
                     name: c.name.clone(),
                     devices: convert_all(&c.devices, |d| d.convert(&cat))?,
@@ -477,7 +526,7 @@ impl FileSpec {
             cpu_ids: ints(&a.cpu_ids),
             memory: convert_all(&a.memory, |m| m.convert("allocatable"))?,
         };
-        Ok(Fixture { pods, allocatable })
+        Ok(Fixture { pods, allocatable, sidecars })
     }
 }
 
@@ -527,11 +576,66 @@ mod tests {
         let s = e.to_string();
         assert!(s.contains("f.json") && s.contains("contianers"), "{s}");
         let e = Fixture::from_json(
-            r#"{"allocatable": {"devices": [{"resource_name": "r", "numa_nodes": [0], "topology": {"nodes": []}}]}}"#,
+            r#"{"allocatable": {"devices": [{"resource_name": "r", "device_ids": ["d"], "numa_nodes": [0], "topology": {"nodes": []}}]}}"#,
             "f.json",
         )
         .unwrap_err();
         assert!(e.to_string().contains("either topology or numa_nodes"), "{e}");
+    }
+
+    /// protocol.md §2.1 (every version): the kubelet sends one
+    /// ContainerDevices per (device, NUMA node); other shapes are refused,
+    /// naming the entry.
+    #[test]
+    fn entries_no_kubelet_sends_are_refused_by_name() {
+        let pod = |dev: &str| {
+            format!(
+                r#"{{"pod_resources": [{{"name": "p", "namespace": "ns", "containers": [{{"name": "c", "devices": [{dev}]}}]}}]}}"#
+            )
+        };
+        let err = |text: &str| Fixture::from_json(text, "f.json").unwrap_err();
+        let e = err(&pod(r#"{"resource_name": "x/gpu", "device_ids": ["g0", "g1"], "numa_nodes": [0, 1]}"#));
+        assert_eq!(e.exit_code(), 2);
+        let m = e.to_string();
+        assert!(m.contains("f.json") && m.contains("pod ns/p container c devices x/gpu [g0,g1]"), "{m}");
+        assert!(m.contains("2 device IDs and 2 NUMA nodes in one entry, which no kubelet sends"), "{m}");
+        assert!(m.contains("split it"), "{m}");
+        let m = err(&pod(r#"{"resource_name": "x/gpu", "device_ids": ["g0", "g1"]}"#)).to_string();
+        assert!(m.contains("[g0,g1]: 2 device IDs in one entry"), "{m}");
+        let m = err(&pod(
+            r#"{"resource_name": "x/gpu", "deviceIds": ["g0"], "topology": {"nodes": [{"ID": 0}, {"ID": 1}]}}"#,
+        ))
+        .to_string();
+        assert!(m.contains("[g0]: 2 NUMA nodes in one entry"), "{m}");
+        let m = err(&pod(r#"{"resource_name": "x/gpu", "device_ids": []}"#)).to_string();
+        assert!(m.contains("x/gpu []: no device ID"), "{m}");
+        let m = err(r#"{"allocatable": {"devices": [{"resource_name": "x/nic", "device_ids": ["n7", "n8"]}]}}"#)
+            .to_string();
+        assert!(m.contains("allocatable devices x/nic [n7,n8]: 2 device IDs"), "{m}");
+        // What the kubelet does send loads: one ID, one node or none.
+        Fixture::from_json(&pod(r#"{"resource_name": "x/gpu", "device_ids": ["g0"], "numa_nodes": [1]}"#), "f")
+            .unwrap();
+        Fixture::from_json(&pod(r#"{"resource_name": "x/gpu", "device_ids": ["g0"]}"#), "f").unwrap();
+    }
+
+    /// protocol.md §2.2: v1alpha1 lists regular containers only; a fixture
+    /// container marked as a sidecar shows in v1 only.
+    #[test]
+    fn v1alpha1_leaves_sidecars_out() {
+        let f = Fixture::from_json(
+            r#"{"pod_resources": [{"name": "p", "namespace": "ns", "containers": [
+                 {"name": "log", "sidecar": true, "devices": [{"resource_name": "x/gpu", "device_ids": ["g1"]}]},
+                 {"name": "app", "devices": [{"resource_name": "x/gpu", "device_ids": ["g0"], "numa_nodes": [0]}]}]}]}"#,
+            "f",
+        )
+        .unwrap();
+        let p = FixtureProvider::new(f);
+        let v1: Vec<String> = p.list()[0].containers.iter().map(|c| c.name.clone()).collect();
+        assert_eq!(v1, ["log", "app"]);
+        let alpha = p.list_v1alpha1();
+        let names: Vec<&str> = alpha[0].containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["app"]);
+        assert_eq!(alpha[0].containers[0].devices[0].device_ids, ["g0"]);
     }
 
     #[test]

@@ -33,11 +33,15 @@ pub struct ServerConfig {
     pub get_enabled: bool,
     /// Token bucket: calls per second and burst; `None` disables the limit.
     pub rate_limit: Option<(f64, u32)>,
+    /// The v1 service has a `Get` method at all (kubelet 1.27+; a 1.26
+    /// kubelet answers `Unimplemented`, as grpc-go does for any unknown
+    /// method, before the rate limit).
+    pub get_exists: bool,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { get_enabled: true, rate_limit: Some((RATE_QPS, RATE_BURST)) }
+        ServerConfig { get_enabled: true, rate_limit: Some((RATE_QPS, RATE_BURST)), get_exists: true }
     }
 }
 
@@ -171,6 +175,9 @@ impl v1::pod_resources_lister_server::PodResourcesLister for PodResourcesService
         &self,
         req: Request<v1::GetPodResourcesRequest>,
     ) -> Result<Response<v1::GetPodResourcesResponse>, Status> {
+        if !self.shared.config.get_exists {
+            return Err(Status::unimplemented("unknown method Get for service v1.PodResourcesLister"));
+        }
         self.shared.admit()?;
         if !self.shared.config.get_enabled {
             return Err(Status::unknown(GET_DISABLED_MESSAGE));

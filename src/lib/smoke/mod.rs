@@ -161,8 +161,10 @@ impl StepId {
                 "every device's health is exactly \"Healthy\" or \"Unhealthy\", IDs are unique, and ListAndWatch stays open"
             }
             StepId::Admission => {
-                "GetPreferredAllocation (when advertised) and Allocate answer one response per container request, \
-                 PreStartContainer (when required) within 30 s; an error rejects the pod with UnexpectedAdmissionError"
+                "GetPreferredAllocation (when advertised, asked only while devices are still needed after \
+                 init-container reuse) and Allocate answer the kubelet's one-container request (it reads only the \
+                 first response; none at all rejects the pod), PreStartContainer (when required) within 30 s; an \
+                 error rejects the pod with UnexpectedAdmissionError"
             }
             StepId::PodDeletion => "after the pod is deleted its devices are free for the next pod",
             StepId::KubeletRestart => {
