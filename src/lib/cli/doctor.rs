@@ -10,6 +10,7 @@ use clap::Args;
 use super::{Ctx, out_err, parse_duration};
 use crate::doctor::{DoctorConfig, Severity};
 use crate::error::{Result, exit};
+use crate::kubelet_sim::KubeletVersion;
 use crate::output;
 use crate::paths::{
     DEFAULT_DEVICE_PLUGIN_DIR, DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_DEVICE_PLUGIN_DIR,
@@ -26,9 +27,14 @@ when any is an error. Doctor only reads: it connects to kubelet.sock without
 calling it, calls GetDevicePluginOptions and reads the first ListAndWatch
 message of each plugin, List and Get on PodResources, GetInfo on
 plugins_registry sockets, and reads the checkpoint and CDI specs. It never
-registers, allocates or calls PreStartContainer. Files a kubelet restart
-would delete are judged by the 1.26-1.32 rule (every non-directory but the
-checkpoint) and the 1.33+ rule (sockets only).";
+registers, allocates or calls PreStartContainer.
+
+--kubelet-version (default 1.36) picks the kubelet rules findings are judged
+by: which non-socket files its start-up cleanup deletes (1.26-1.32: every
+non-directory but the checkpoint; 1.33+: sockets only, so other files stay)
+and whether it reads a pre-1.20 checkpoint (up to 1.30). Doctor does not ask
+the kubelet its version: pass the node's (`kubectl get node NAME -o
+jsonpath='{.status.nodeInfo.kubeletVersion}'`).";
 
 /// Check a node's device-plugin setup (read-only): kubelet.sock, plugin sockets, checkpoint,
 /// PodResources, plugins_registry, CDI.
@@ -59,6 +65,9 @@ pub struct DoctorArgs {
     /// Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName).
     #[arg(long, value_name = "NAME", env = ENV_NODE_NAME)]
     pub node: Option<String>,
+    /// The kubelet release to judge files and the checkpoint by: 1.26 … 1.36 or master.
+    #[arg(long, value_name = "VERSION", default_value = "1.36", value_parser = super::kubelet_sim::parse_version)]
+    pub kubelet_version: KubeletVersion,
     /// Run again every DURATION until stopped (one report per run; one JSON line each with -o json).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub every: Option<Duration>,
@@ -78,6 +87,7 @@ pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     }
     cfg.probe_timeout = args.timeout;
     cfg.budget = args.budget;
+    cfg.kubelet_version = args.kubelet_version;
     if ctx.progress_allowed() {
         ctx.note(format!(
             "dpctl doctor: looking at {} (budget {})",

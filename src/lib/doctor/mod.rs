@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::report::CheckpointReport;
 use crate::error::{Error, KUBELET_MAX_RECV};
+use crate::kubelet_sim::{CleanupRule, KubeletVersion};
 use crate::plugin_client::PluginClient;
 use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::proto::pluginregistration as reg;
@@ -71,6 +72,9 @@ pub struct DoctorConfig {
     pub probe_timeout: Duration,
     /// The whole run.
     pub budget: Duration,
+    /// The kubelet release files and the checkpoint are judged by (what a
+    /// restart deletes, which checkpoint layouts it reads).
+    pub kubelet_version: KubeletVersion,
 }
 
 impl DoctorConfig {
@@ -84,6 +88,7 @@ impl DoctorConfig {
             cdi_dirs: vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")],
             probe_timeout: Duration::from_secs(1),
             budget: Duration::from_secs(5),
+            kubelet_version: KubeletVersion::NEWEST,
         }
     }
 
@@ -101,6 +106,9 @@ pub struct DoctorReport {
     pub root: String,
     /// The device-plugin directory looked at (with the prefix).
     pub dir: String,
+    /// The kubelet release files and the checkpoint were judged by.
+    #[serde(default)]
+    pub kubelet_version: KubeletVersion,
     /// Findings, in the order the checks ran.
     pub findings: Vec<Finding>,
     /// How long the run took.
@@ -229,7 +237,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
             } else if ft.is_dir() {
                 continue;
             } else {
-                non_socket(&path, &name, ft.is_symlink(), &mut out);
+                non_socket(&path, &name, ft.is_symlink(), cfg.kubelet_version, &mut out);
             }
         }
     }
@@ -389,7 +397,9 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     };
 
     // The checkpoint, against the plugins and PodResources.
-    check_checkpoint(&dir, &live_devices, !sockets.is_empty(), pods.as_deref(), cfg, &mut out);
+    let checkpoint = check_checkpoint(&dir, &live_devices, !sockets.is_empty(), pods.as_deref(), cfg, &mut out);
+    // CDI: spec files, and the names the checkpoint's Allocate answers use.
+    check_cdi(checkpoint.as_ref(), cfg, &mut out);
 
     // plugins_registry.
     match registry {
@@ -407,6 +417,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
         node: None,
         root: cfg.root.display().to_string(),
         dir: dir.display().to_string(),
+        kubelet_version: cfg.kubelet_version,
         findings: out.0,
         took_ms,
     }
@@ -465,35 +476,47 @@ fn selinux_label(path: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(label).trim_end_matches('\0').to_string())
 }
 
-/// A non-socket entry: what a kubelet restart would do with it.
-fn non_socket(path: &Path, name: &str, symlink: bool, out: &mut Out) {
+/// A non-socket entry of the device-plugin directory (not the checkpoint,
+/// not a directory): what the chosen kubelet's start-up cleanup
+/// (kubelet-versions.md §4) does with it.
+fn non_socket(path: &Path, name: &str, symlink: bool, version: KubeletVersion, out: &mut Out) {
     let subject = path.display().to_string();
-    let fate = "kubelets 1.26-1.32 delete every non-directory except the checkpoint at restart; 1.33+ keep it";
-    if name.ends_with(".sock") && !symlink {
-        out.hint(
-            Severity::Warning,
-            "file",
-            subject,
-            format!("a regular file named like a socket: no plugin can listen here; {fate}"),
-            "a plugin that finds it may fail to bind; remove it if nothing owns it",
-        );
-    } else if name.starts_with('.') && !symlink {
-        out.add(
-            Severity::Warning,
-            "file",
-            subject,
-            format!("a hidden file (a temporary file left by a crash?); {fate}"),
-        );
-    } else if symlink {
-        out.add(
-            Severity::Warning,
-            "file",
-            subject,
-            "a symlink; kubelets 1.26-1.32 delete it at restart; 1.33+ follow it and delete only sockets",
-        );
+    let rule = version.cleanup_rule();
+    let (what, deleted) = if symlink {
+        // §4: 1.26-1.32 Lstat: the link itself goes; 1.33+ Stat: only a link whose target is a socket.
+        let target = std::fs::metadata(path);
+        let what = match &target {
+            Ok(m) if m.file_type().is_socket() => "a symlink to a socket",
+            Ok(m) if m.is_dir() => "a symlink to a directory",
+            Ok(_) => "a symlink to a file",
+            Err(_) => "a dangling symlink",
+        };
+        let to_socket = target.as_ref().is_ok_and(|m| m.file_type().is_socket());
+        (what, rule == CleanupRule::AllNonDirectories || to_socket)
+    } else if name.ends_with(".sock") {
+        ("a regular file named like a socket: no plugin can listen here", rule == CleanupRule::AllNonDirectories)
+    } else if name.starts_with('.') {
+        ("a hidden file (a checkpoint temporary file left by a crash?)", rule == CleanupRule::AllNonDirectories)
     } else {
-        out.add(Severity::Warning, "file", subject, format!("not a socket; {fate}"));
-    }
+        ("not a socket", rule == CleanupRule::AllNonDirectories)
+    };
+    let fate = if deleted {
+        format!("kubelet {version} deletes it at restart ({rule})")
+    } else {
+        format!("kubelet {version} keeps it at restart ({rule}), so it stays until someone removes it")
+    };
+    let other = match rule {
+        CleanupRule::AllNonDirectories => "1.33+ delete sockets only",
+        CleanupRule::SocketsOnly => "1.26-1.32 delete every non-directory",
+    };
+    let hint = if name.ends_with(".sock") && !symlink {
+        "a plugin that wants this name may fail to bind; remove it if nothing owns it"
+    } else if deleted {
+        "nothing to do unless a tool needs it: it will be gone after the next kubelet restart"
+    } else {
+        "remove it if nothing owns it"
+    };
+    out.hint(Severity::Warning, "file", subject, format!("{what}; {fate}; {other}"), hint);
 }
 
 async fn probe_podresources(
@@ -584,8 +607,9 @@ async fn probe_registry(dir: PathBuf, timeout: Duration) -> Vec<Finding> {
     out.0
 }
 
-/// The checkpoint: checksum and format, devices no plugin reports, pods
-/// PodResources does not list (and the other way round), CDI names.
+/// The checkpoint: checksum and format (judged by the chosen kubelet),
+/// devices no plugin reports, pods PodResources does not list (and the other
+/// way round). Returns the checkpoint when it can be read.
 fn check_checkpoint(
     dir: &Path,
     live_devices: &BTreeSet<String>,
@@ -593,7 +617,7 @@ fn check_checkpoint(
     pods: Option<&[crate::proto::podresources::v1::PodResources]>,
     cfg: &DoctorConfig,
     out: &mut Out,
-) {
+) -> Option<CheckpointReport> {
     let path = dir.join(crate::paths::CHECKPOINT_FILE_NAME);
     let subject = path.display().to_string();
     let report = match CheckpointReport::read(&path) {
@@ -601,11 +625,11 @@ fn check_checkpoint(
         Err(Error::Invalid { message, .. }) if message.starts_with("no such file") => {
             let sev = if any_plugin { Severity::Warning } else { Severity::Ok };
             out.add(sev, "checkpoint", subject, "no checkpoint (the kubelet writes one once a plugin registered)");
-            return;
+            return None;
         }
         Err(e) => {
             out.hint(Severity::Error, "checkpoint", subject, e.to_string(), e.hint().unwrap_or_default());
-            return;
+            return None;
         }
     };
     match (report.verifies, report.format) {
@@ -619,13 +643,28 @@ fn check_checkpoint(
                 report.entries.len()
             ),
         ),
-        (true, Some(crate::checkpoint::Format::V1)) => out.hint(
+        // kubelet-versions.md §7: up to 1.30 the pre-1.20 layout is read; 1.31+ has no fallback.
+        (true, Some(crate::checkpoint::Format::V1)) if cfg.kubelet_version.reads_v1_checkpoint() => out.hint(
             Severity::Warning,
             "checkpoint",
             subject.clone(),
-            "pre-1.20 layout: kubelets up to 1.30 read it, 1.31+ fail and restore nothing",
+            format!("pre-1.20 layout: kubelet {} reads it; 1.31+ fail and restore nothing", cfg.kubelet_version),
             "upgrade with care: let a 1.26-1.30 kubelet rewrite it first",
         ),
+        (true, Some(crate::checkpoint::Format::V1)) => {
+            out.hint(
+                Severity::Error,
+                "checkpoint",
+                subject.clone(),
+                format!(
+                    "pre-1.20 layout: kubelet {} cannot read it (1.31+ have no fallback) and restores nothing at start",
+                    cfg.kubelet_version
+                ),
+                "running pods keep their devices only until the kubelet restarts; let a 1.26-1.30 kubelet rewrite it, \
+                 or pass --kubelet-version if this node runs an older kubelet",
+            );
+            return Some(report);
+        }
         _ => {
             let sums = match (report.stored_checksum, report.computed_checksum) {
                 (Some(s), Some(c)) => format!("stored checksum {s}, computed {c}"),
@@ -638,7 +677,7 @@ fn check_checkpoint(
                 format!("corrupt: {sums}"),
                 report.meaning.clone(),
             );
-            return;
+            return None;
         }
     }
     // Devices the checkpoint holds for pods that no live plugin reports.
@@ -708,9 +747,15 @@ fn check_checkpoint(
             }
         }
     }
-    // CDI names in the stored Allocate answers.
+    Some(report)
+}
+
+/// CDI: spec files that do not parse, and CDI names in the checkpoint's
+/// stored Allocate answers that no spec defines.
+fn check_cdi(report: Option<&CheckpointReport>, cfg: &DoctorConfig, out: &mut Out) {
     let wanted: Vec<(String, String)> = report
-        .entries
+        .map(|r| r.entries.as_slice())
+        .unwrap_or_default()
         .iter()
         .flat_map(|e| {
             let who = format!("pod {} / {}", e.pod_uid, e.container);
@@ -739,12 +784,19 @@ fn check_checkpoint(
             );
         }
     }
+    let where_ = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" ");
     if !wanted.is_empty() && wanted.iter().all(|(n, _)| cdi.names.contains(n)) {
+        out.add(Severity::Ok, "cdi", where_, format!("all {} CDI name(s) in the checkpoint are defined", wanted.len()));
+    } else if wanted.is_empty() && !cdi.specs.is_empty() {
         out.add(
             Severity::Ok,
             "cdi",
-            dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" "),
-            format!("all {} CDI name(s) in the checkpoint are defined", wanted.len()),
+            where_,
+            format!(
+                "{} spec file(s) define {} device name(s); the checkpoint's Allocate answers name none",
+                cdi.specs.len(),
+                cdi.names.len()
+            ),
         );
     }
 }
