@@ -133,7 +133,15 @@ async fn broken_sockets_each_get_their_finding() {
     assert!(r.took_ms < 3000, "within the budget: {} ms", r.took_ms);
     let run = dpctl(&["doctor", "--root", node.root().to_str().unwrap(), "--timeout", "300ms"]).await;
     run.expect_code(1);
-    assert!(run.stdout.contains("hint") && run.stdout.contains("big.sock"), "{}", run.stdout);
+    // The table names sockets inside the directory by name, each hint on the line under its finding.
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let i = lines.iter().position(|l| l.contains(" big.sock ")).unwrap_or_else(|| panic!("{}", run.stdout));
+    assert!(lines[i].starts_with("error "), "{}", run.stdout);
+    assert!(
+        lines[i + 1].trim_start().starts_with("hint:") && lines[i + 1].contains("send fewer or smaller devices"),
+        "{}",
+        run.stdout
+    );
     other_sim.stop().await.unwrap();
     sim.stop().await.unwrap();
 }
@@ -170,7 +178,8 @@ async fn missing_kubelet_sock_and_corrupt_checkpoint_are_errors() {
     let c = find(&r, "checkpoint", "kubelet_internal_checkpoint");
     assert_eq!(c.severity, Severity::Error);
     assert!(c.evidence.contains(&format!("stored checksum {}, computed {}", cp.checksum, cp.checksum - 1)), "{c:?}");
-    assert!(c.hint.as_deref().unwrap().contains("restores nothing"));
+    assert!(c.evidence.contains("the next kubelet start restores nothing"), "{c:?}");
+    assert!(c.hint.as_deref().unwrap().contains("drain the node"), "{c:?}");
 }
 
 /// Issue 11: a checkpoint that disagrees with PodResources (a pod it records
@@ -227,10 +236,16 @@ async fn non_socket_files_are_judged_by_the_kubelet_version() {
     assert_eq!(new.kubelet_version, KubeletVersion::Release(36));
     for (name, kept_by_new) in [("DEPRECATION", true), (".12345678", true), ("link.sock", false), ("dangling", true)] {
         let o = find(&old, "file", &format!("/{name}"));
-        assert!(o.evidence.contains("kubelet 1.32 deletes it at restart (every non-directory)"), "{o:?}");
+        assert!(
+            o.evidence.contains("kubelet 1.32 deletes it at restart (every non-directory; 1.33+ delete sockets only)"),
+            "{o:?}"
+        );
         let n = find(&new, "file", &format!("/{name}"));
         let want = if kept_by_new { "kubelet 1.36 keeps it" } else { "kubelet 1.36 deletes it" };
-        assert!(n.evidence.contains(want) && n.evidence.contains("(sockets only)"), "{n:?}");
+        assert!(
+            n.evidence.contains(want) && n.evidence.contains("(sockets only; 1.26-1.32 delete every non-directory)"),
+            "{n:?}"
+        );
         assert_eq!(n.severity, Severity::Warning);
     }
     assert!(find(&new, "file", "/link.sock").evidence.starts_with("a symlink to a socket"));

@@ -237,7 +237,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
             } else if ft.is_dir() {
                 continue;
             } else {
-                non_socket(&path, &name, ft.is_symlink(), cfg.kubelet_version, &mut out);
+                non_socket(&path, &name, ft, cfg.kubelet_version, &mut out);
             }
         }
     }
@@ -258,8 +258,8 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
             "present, a socket, accepts connections",
         ),
         Ok(Err(e)) => {
-            let hint =
-                e.hint().unwrap_or_else(|| "is the kubelet running, and is this its device-plugin directory?".into());
+            let hint = "is the kubelet running, and is this its device-plugin directory? \
+                        (--dir; from a pod, --root /host)";
             out.hint(
                 Severity::Error,
                 "kubelet-sock",
@@ -326,12 +326,16 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
                         format!("NUMA {}", nodes.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
                     };
                     live_devices.extend(snap.devices.iter().map(|d| d.id.clone()));
+                    let opts = match (options.pre_start_required, options.get_preferred_allocation_available) {
+                        (false, false) => "no options",
+                        (true, false) => "options: PreStartContainer",
+                        (false, true) => "options: GetPreferredAllocation",
+                        (true, true) => "options: PreStartContainer, GetPreferredAllocation",
+                    };
                     let evidence = format!(
-                        "live: {} device(s), {healthy} healthy, {numa}; first message {} bytes of {KUBELET_MAX_RECV}; pre_start_required={}, get_preferred_allocation_available={}",
+                        "live: {} device(s), {healthy} healthy, {numa}; first message {} bytes of {KUBELET_MAX_RECV}; {opts}",
                         snap.devices.len(),
                         snap.encoded_len,
-                        options.pre_start_required,
-                        options.get_preferred_allocation_available
                     );
                     if snap.encoded_len > KUBELET_MAX_RECV / 4 * 3 {
                         out.hint(
@@ -381,7 +385,8 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
                 "podresources",
                 podres_path.display().to_string(),
                 format!("not reachable: {e}"),
-                e.hint().unwrap_or_else(|| "pass --podresources-socket".into()),
+                "is the kubelet running? A kubelet with another --root-dir serves it at \
+                 <root-dir>/pod-resources/kubelet.sock: pass --podresources-socket",
             );
             None
         }
@@ -479,8 +484,9 @@ fn selinux_label(path: &Path) -> Option<String> {
 /// A non-socket entry of the device-plugin directory (not the checkpoint,
 /// not a directory): what the chosen kubelet's start-up cleanup
 /// (kubelet-versions.md §4) does with it.
-fn non_socket(path: &Path, name: &str, symlink: bool, version: KubeletVersion, out: &mut Out) {
+fn non_socket(path: &Path, name: &str, ft: std::fs::FileType, version: KubeletVersion, out: &mut Out) {
     let subject = path.display().to_string();
+    let symlink = ft.is_symlink();
     let rule = version.cleanup_rule();
     let (what, deleted) = if symlink {
         // §4: 1.26-1.32 Lstat: the link itself goes; 1.33+ Stat: only a link whose target is a socket.
@@ -497,26 +503,30 @@ fn non_socket(path: &Path, name: &str, symlink: bool, version: KubeletVersion, o
         ("a regular file named like a socket: no plugin can listen here", rule == CleanupRule::AllNonDirectories)
     } else if name.starts_with('.') {
         ("a hidden file (a checkpoint temporary file left by a crash?)", rule == CleanupRule::AllNonDirectories)
+    } else if ft.is_fifo() {
+        ("a FIFO", rule == CleanupRule::AllNonDirectories)
+    } else if ft.is_block_device() || ft.is_char_device() {
+        ("a device node", rule == CleanupRule::AllNonDirectories)
     } else {
-        ("not a socket", rule == CleanupRule::AllNonDirectories)
-    };
-    let fate = if deleted {
-        format!("kubelet {version} deletes it at restart ({rule})")
-    } else {
-        format!("kubelet {version} keeps it at restart ({rule}), so it stays until someone removes it")
+        ("a regular file", rule == CleanupRule::AllNonDirectories)
     };
     let other = match rule {
         CleanupRule::AllNonDirectories => "1.33+ delete sockets only",
         CleanupRule::SocketsOnly => "1.26-1.32 delete every non-directory",
+    };
+    let fate = if deleted {
+        format!("kubelet {version} deletes it at restart ({rule}; {other})")
+    } else {
+        format!("kubelet {version} keeps it at restart ({rule}; {other})")
     };
     let hint = if name.ends_with(".sock") && !symlink {
         "a plugin that wants this name may fail to bind; remove it if nothing owns it"
     } else if deleted {
         "nothing to do unless a tool needs it: it will be gone after the next kubelet restart"
     } else {
-        "remove it if nothing owns it"
+        "it stays: remove it if nothing owns it"
     };
-    out.hint(Severity::Warning, "file", subject, format!("{what}; {fate}; {other}"), hint);
+    out.hint(Severity::Warning, "file", subject, format!("{what}; {fate}"), hint);
 }
 
 async fn probe_podresources(
@@ -617,7 +627,7 @@ fn check_checkpoint(
     pods: Option<&[crate::proto::podresources::v1::PodResources]>,
     cfg: &DoctorConfig,
     out: &mut Out,
-) -> Option<CheckpointReport> {
+) -> Option<(CheckpointReport, BTreeMap<String, String>)> {
     let path = dir.join(crate::paths::CHECKPOINT_FILE_NAME);
     let subject = path.display().to_string();
     let report = match CheckpointReport::read(&path) {
@@ -638,9 +648,10 @@ fn check_checkpoint(
             "checkpoint",
             subject.clone(),
             format!(
-                "checksum {} verifies; {} entr(y/ies)",
+                "checksum {} verifies; {} {}",
                 report.stored_checksum.unwrap_or_default(),
-                report.entries.len()
+                report.entries.len(),
+                if report.entries.len() == 1 { "entry" } else { "entries" }
             ),
         ),
         // kubelet-versions.md §7: up to 1.30 the pre-1.20 layout is read; 1.31+ has no fallback.
@@ -663,7 +674,7 @@ fn check_checkpoint(
                 "running pods keep their devices only until the kubelet restarts; let a 1.26-1.30 kubelet rewrite it, \
                  or pass --kubelet-version if this node runs an older kubelet",
             );
-            return Some(report);
+            return Some((report, BTreeMap::new()));
         }
         _ => {
             let sums = match (report.stored_checksum, report.computed_checksum) {
@@ -674,12 +685,41 @@ fn check_checkpoint(
                 Severity::Error,
                 "checkpoint",
                 subject.clone(),
-                format!("corrupt: {sums}"),
-                report.meaning.clone(),
+                format!("corrupt: {sums}; the next kubelet start restores nothing from it"),
+                "devices of running pods are then no longer known to be in use and can be given to new pods: \
+                 drain the node's device users before restarting the kubelet; `dpctl checkpoint show` lists what it holds",
             );
-            return None;
+            // Its Allocate answers still name CDI devices when the JSON parsed.
+            return Some((report, BTreeMap::new()));
         }
     }
+    // What PodResources lists, by (container, resource, device): the
+    // checkpoint knows pods by UID only, PodResources by name only.
+    let mut listed: BTreeMap<(String, String, String), String> = BTreeMap::new();
+    for p in pods.unwrap_or_default() {
+        for c in &p.containers {
+            for d in &c.devices {
+                for id in &d.device_ids {
+                    listed.insert(
+                        (c.name.clone(), d.resource_name.clone(), id.clone()),
+                        format!("{}/{}", p.namespace, p.name),
+                    );
+                }
+            }
+        }
+    }
+    let mut names = BTreeMap::new();
+    for e in &report.entries {
+        let pod = e
+            .devices_per_numa
+            .values()
+            .flatten()
+            .find_map(|id| listed.get(&(e.container.clone(), e.resource.clone(), id.clone())));
+        if let Some(pod) = pod {
+            names.insert(e.pod_uid.clone(), pod.clone());
+        }
+    }
+    let who = |e: &crate::checkpoint::report::EntryView| pod_subject(&names, &e.pod_uid, &e.container);
     // Devices the checkpoint holds for pods that no live plugin reports.
     if any_plugin {
         for e in &report.entries {
@@ -689,7 +729,7 @@ fn check_checkpoint(
                 out.hint(
                     Severity::Warning,
                     "checkpoint",
-                    format!("pod {} / {}", e.pod_uid, e.container),
+                    who(e),
                     format!(
                         "holds {} of {} that no live plugin reports",
                         gone.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
@@ -701,20 +741,7 @@ fn check_checkpoint(
         }
     }
     // Checkpoint against PodResources, by (container, resource, device).
-    if let Some(pods) = pods {
-        let mut listed: BTreeMap<(String, String, String), String> = BTreeMap::new();
-        for p in pods {
-            for c in &p.containers {
-                for d in &c.devices {
-                    for id in &d.device_ids {
-                        listed.insert(
-                            (c.name.clone(), d.resource_name.clone(), id.clone()),
-                            format!("{}/{}", p.namespace, p.name),
-                        );
-                    }
-                }
-            }
-        }
+    if pods.is_some() {
         let mut recorded: BTreeSet<(String, String, String)> = BTreeSet::new();
         for e in &report.entries {
             let ids: Vec<&String> = e.devices_per_numa.values().flatten().collect();
@@ -729,7 +756,7 @@ fn check_checkpoint(
                 out.hint(
                     Severity::Warning,
                     "checkpoint",
-                    format!("pod {} / {}", e.pod_uid, e.container),
+                    who(e),
                     format!("the checkpoint gives it {} of {}; PodResources lists no container holding them", ids.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","), e.resource),
                     "a pod the kubelet no longer runs (its devices are freed at the next admission), or a checkpoint from another kubelet",
                 );
@@ -747,18 +774,27 @@ fn check_checkpoint(
             }
         }
     }
-    Some(report)
+    Some((report, names))
+}
+
+/// `pod NAMESPACE/NAME / CONTAINER` when PodResources named the pod, else
+/// `pod UID / CONTAINER`.
+fn pod_subject(names: &BTreeMap<String, String>, uid: &str, container: &str) -> String {
+    match names.get(uid) {
+        Some(name) => format!("pod {name} / {container}"),
+        None => format!("pod {uid} / {container}"),
+    }
 }
 
 /// CDI: spec files that do not parse, and CDI names in the checkpoint's
 /// stored Allocate answers that no spec defines.
-fn check_cdi(report: Option<&CheckpointReport>, cfg: &DoctorConfig, out: &mut Out) {
-    let wanted: Vec<(String, String)> = report
-        .map(|r| r.entries.as_slice())
-        .unwrap_or_default()
+fn check_cdi(checkpoint: Option<&(CheckpointReport, BTreeMap<String, String>)>, cfg: &DoctorConfig, out: &mut Out) {
+    let empty = BTreeMap::new();
+    let (entries, names) = checkpoint.map_or((&[][..], &empty), |(r, n)| (r.entries.as_slice(), n));
+    let wanted: Vec<(String, String)> = entries
         .iter()
         .flat_map(|e| {
-            let who = format!("pod {} / {}", e.pod_uid, e.container);
+            let who = pod_subject(names, &e.pod_uid, &e.container);
             e.allocation.iter().flat_map(cdi::names_in).map(move |n| (n, who.clone()))
         })
         .collect();

@@ -1,5 +1,5 @@
 //! Renderer for `dpctl doctor`: one row per finding (result, check, subject,
-//! evidence), hints under the table, and a summary line; or JSON.
+//! evidence) with its hint on the line below, and a summary line; or JSON.
 
 use std::io::{self, Write};
 
@@ -16,23 +16,31 @@ fn word(s: Severity) -> String {
     }
 }
 
-/// Renders the report.
+/// Renders the report. In the table, paths inside the device-plugin
+/// directory are shown by name (JSON keeps them whole) and each hint sits on
+/// its own line under its finding.
 pub fn report(w: &mut dyn Write, format: Format, r: &DoctorReport) -> io::Result<()> {
     if format.is_json() {
         return write_json(w, r);
     }
+    let dir = r.dir.trim_end_matches('/');
+    let prefix = format!("{dir}/");
+    // The kubelet's root dir (`/var/lib/kubelet/`): pod-resources and plugins_registry live there.
+    let parent = std::path::Path::new(dir).parent().map(|p| format!("{}/", p.display())).filter(|p| p.len() > 1);
     let mut t = table(["RESULT", "CHECK", "SUBJECT", "EVIDENCE"]);
     for f in &r.findings {
-        t.add_row([word(f.severity), f.check.clone(), f.subject.clone(), f.evidence.clone()]);
-    }
-    write_table(w, &t)?;
-    let hints: Vec<_> = r.findings.iter().filter(|f| f.severity != Severity::Ok && f.hint.is_some()).collect();
-    if !hints.is_empty() {
-        writeln!(w)?;
-        for f in hints {
-            writeln!(w, "{} {}: {}", "hint".bold(), f.subject, f.hint.as_deref().unwrap_or_default())?;
+        let subject = Some(f.subject.as_str())
+            .filter(|s| *s == dir)
+            .or_else(|| f.subject.strip_prefix(&prefix))
+            .or_else(|| parent.as_deref().and_then(|p| f.subject.strip_prefix(p)))
+            .filter(|s| !s.is_empty())
+            .unwrap_or(&f.subject);
+        t.add_row([word(f.severity), f.check.clone(), subject.to_string(), f.evidence.clone()]);
+        if let Some(hint) = f.hint.as_deref().filter(|h| f.severity != Severity::Ok && !h.is_empty()) {
+            t.add_row([String::new(), String::new(), String::new(), format!("{} {hint}", "hint:".bold())]);
         }
     }
+    write_table(w, &t)?;
     let (ok, warn, err) = r.counts();
     writeln!(
         w,
