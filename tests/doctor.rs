@@ -353,3 +353,51 @@ async fn plugins_registry_getinfo_and_a_broken_cdi_spec() {
     assert!(broken.evidence.starts_with("does not parse"), "{broken:?}");
     mock.stop().await.unwrap();
 }
+
+/// Issue 11 ("how to collect the results"): `dpctl doctor merge` folds the
+/// reports of several nodes, as `kubectl logs -l ... --tail=1` prints them
+/// (JSON Lines, pretty JSON, kubectl's `--prefix`, its own messages), into
+/// one view; exit 1 when a node has an error, 2 when no report is found.
+#[tokio::test]
+async fn merge_folds_every_nodes_report_into_one_view() {
+    let healthy = Node::new();
+    let sim = healthy.sim().await;
+    let broken = Node::new(); // no kubelet.sock
+    std::fs::write(broken.dir().join("junk"), "x").unwrap();
+    let a = dpctl(&["doctor", "--root", healthy.root().to_str().unwrap(), "--node", "node-a", "-o", "json"]).await;
+    a.expect_code(0);
+    let b = dpctl(&["doctor", "--root", broken.root().to_str().unwrap(), "--node", "node-b", "-o", "json"]).await;
+    b.expect_code(1);
+    let line_a = serde_json::to_string(&a.json()).unwrap();
+    let logs = format!(
+        "[pod/dpctl-doctor-x1/doctor] {line_a}\nunable to retrieve container logs for containerd://abc\n{}",
+        b.stdout
+    );
+    let file = healthy.sb.join("logs.txt");
+    std::fs::write(&file, logs).unwrap();
+    let run = dpctl(&["doctor", "merge", file.to_str().unwrap()]).await;
+    run.expect_code(1);
+    let rows: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        rows[0].starts_with("NODE") && rows[1].starts_with("node-b ") && rows[2].starts_with("node-a "),
+        "{}",
+        run.stdout
+    );
+    assert!(rows[1].contains("error") && rows[2].contains(" ok "), "{}", run.stdout);
+    let kubelet = rows.iter().find(|l| l.starts_with("node-b") && l.contains("kubelet-sock")).expect(&run.stdout);
+    assert!(kubelet.contains("no plugin can register"), "{kubelet}");
+    assert!(rows.iter().any(|l| l.starts_with("node-b") && l.contains(" junk ")), "{}", run.stdout);
+    assert!(!rows.iter().any(|l| l.starts_with("node-a") && l.contains("kubelet-sock")), "ok findings are left out");
+    assert!(run.stderr.contains("skipped 1") && run.stderr.contains("line 2: not JSON"), "{}", run.stderr);
+    let json = dpctl(&["doctor", "merge", "--all", file.to_str().unwrap(), "-o", "json"]).await.json();
+    assert_eq!(json["nodes"][0]["node"], "node-b");
+    assert_eq!(json["nodes"][0]["worst"], "error");
+    assert_eq!(json["nodes"][1]["worst"], "ok");
+    let of_a = json["findings"].as_array().unwrap().iter().filter(|f| f["node"] == "node-a").count();
+    assert_eq!(of_a, a.json()["findings"].as_array().unwrap().len(), "--all keeps ok findings");
+    std::fs::write(&file, "Error from server (NotFound): pods not found\n").unwrap();
+    let none = dpctl(&["doctor", "merge", file.to_str().unwrap()]).await;
+    none.expect_code(2);
+    assert!(none.stderr.contains("no dpctl doctor report"), "{}", none.stderr);
+    sim.stop().await.unwrap();
+}

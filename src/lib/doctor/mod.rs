@@ -12,6 +12,7 @@
 //! once, and the whole run stays within a total budget.
 
 pub mod cdi;
+pub mod merge;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};

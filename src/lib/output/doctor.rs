@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use colored::Colorize;
 
 use super::{Format, table, write_json, write_table};
+use crate::doctor::merge::MergedReport;
 use crate::doctor::{DoctorReport, Severity};
 
 fn word(s: Severity) -> String {
@@ -16,6 +17,72 @@ fn word(s: Severity) -> String {
     }
 }
 
+/// A path inside the device-plugin directory by name, one under the
+/// kubelet's root dir (`/var/lib/kubelet/`: pod-resources,
+/// plugins_registry) from there; the directory itself and others whole.
+fn short_subject<'a>(dir: &str, subject: &'a str) -> &'a str {
+    let dir = dir.trim_end_matches('/');
+    if subject == dir {
+        return subject;
+    }
+    let prefix = format!("{dir}/");
+    let parent = std::path::Path::new(dir).parent().map(|p| format!("{}/", p.display())).filter(|p| p.len() > 1);
+    subject
+        .strip_prefix(&prefix)
+        .or_else(|| parent.as_deref().and_then(|p| subject.strip_prefix(p)))
+        .filter(|s| !s.is_empty())
+        .unwrap_or(subject)
+}
+
+/// `hint: …` for a finding that is not ok and has one.
+fn hint_line(f: &crate::doctor::Finding) -> Option<String> {
+    f.hint.as_deref().filter(|h| f.severity != Severity::Ok && !h.is_empty()).map(|h| format!("{} {h}", "hint:".bold()))
+}
+
+/// Renders `dpctl doctor merge`: one row per node (worst first), then every
+/// finding that is not ok with its node and hint; or JSON.
+pub fn merged(w: &mut dyn Write, format: Format, m: &MergedReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, m);
+    }
+    let mut t = table(["NODE", "RESULT", "ERRORS", "WARNINGS", "OK", "KUBELET", "TOOK"]);
+    for n in &m.nodes {
+        t.add_row([
+            n.node.clone(),
+            word(n.worst),
+            n.errors.to_string(),
+            n.warnings.to_string(),
+            n.ok.to_string(),
+            n.kubelet_version.clone(),
+            format!("{} ms", n.took_ms),
+        ]);
+    }
+    write_table(w, &t)?;
+    if !m.findings.is_empty() {
+        writeln!(w)?;
+        let mut t = table(["NODE", "RESULT", "CHECK", "SUBJECT", "EVIDENCE"]);
+        let dirs: std::collections::BTreeMap<&str, &str> =
+            m.nodes.iter().map(|n| (n.node.as_str(), n.dir.as_str())).collect();
+        for nf in &m.findings {
+            let f = &nf.finding;
+            let dir = dirs.get(nf.node.as_str()).copied().unwrap_or_default();
+            t.add_row([
+                nf.node.clone(),
+                word(f.severity),
+                f.check.clone(),
+                short_subject(dir, &f.subject).to_string(),
+                f.evidence.clone(),
+            ]);
+            if let Some(hint) = hint_line(f) {
+                t.add_row([String::new(), String::new(), String::new(), String::new(), hint]);
+            }
+        }
+        write_table(w, &t)?;
+    }
+    let bad = m.nodes.iter().filter(|n| n.worst != Severity::Ok).count();
+    writeln!(w, "\n{} node(s): {bad} with warnings or errors", m.nodes.len())
+}
+
 /// Renders the report. In the table, paths inside the device-plugin
 /// directory are shown by name (JSON keeps them whole) and each hint sits on
 /// its own line under its finding.
@@ -23,21 +90,16 @@ pub fn report(w: &mut dyn Write, format: Format, r: &DoctorReport) -> io::Result
     if format.is_json() {
         return write_json(w, r);
     }
-    let dir = r.dir.trim_end_matches('/');
-    let prefix = format!("{dir}/");
-    // The kubelet's root dir (`/var/lib/kubelet/`): pod-resources and plugins_registry live there.
-    let parent = std::path::Path::new(dir).parent().map(|p| format!("{}/", p.display())).filter(|p| p.len() > 1);
     let mut t = table(["RESULT", "CHECK", "SUBJECT", "EVIDENCE"]);
     for f in &r.findings {
-        let subject = Some(f.subject.as_str())
-            .filter(|s| *s == dir)
-            .or_else(|| f.subject.strip_prefix(&prefix))
-            .or_else(|| parent.as_deref().and_then(|p| f.subject.strip_prefix(p)))
-            .filter(|s| !s.is_empty())
-            .unwrap_or(&f.subject);
-        t.add_row([word(f.severity), f.check.clone(), subject.to_string(), f.evidence.clone()]);
-        if let Some(hint) = f.hint.as_deref().filter(|h| f.severity != Severity::Ok && !h.is_empty()) {
-            t.add_row([String::new(), String::new(), String::new(), format!("{} {hint}", "hint:".bold())]);
+        t.add_row([
+            word(f.severity),
+            f.check.clone(),
+            short_subject(&r.dir, &f.subject).to_string(),
+            f.evidence.clone(),
+        ]);
+        if let Some(hint) = hint_line(f) {
+            t.add_row([String::new(), String::new(), String::new(), hint]);
         }
     }
     write_table(w, &t)?;
