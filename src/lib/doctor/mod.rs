@@ -259,8 +259,16 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
             "present, a socket, accepts connections",
         ),
         Ok(Err(e)) => {
-            let hint = "is the kubelet running, and is this its device-plugin directory? \
-                        (--dir; from a pod, --root /host)";
+            let hint = match &e {
+                Error::PermissionDenied { .. } => format!(
+                    "{}; in a pod on an SELinux-enforcing node the container also needs type spc_t \
+                     (kubectl debug --profile=sysadmin)",
+                    e.hint().unwrap_or_else(|| "run as root".into())
+                ),
+                _ => "is the kubelet running, and is this its device-plugin directory? \
+                      (--dir; from a pod, --root /host)"
+                    .into(),
+            };
             out.hint(
                 Severity::Error,
                 "kubelet-sock",
