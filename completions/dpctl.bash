@@ -103,6 +103,18 @@ _dpctl() {
             dpctl__subcmd__checkpoint__subcmd__help,verify)
                 cmd="dpctl__subcmd__checkpoint__subcmd__help__subcmd__verify"
                 ;;
+            dpctl__subcmd__doctor,help)
+                cmd="dpctl__subcmd__doctor__subcmd__help"
+                ;;
+            dpctl__subcmd__doctor,merge)
+                cmd="dpctl__subcmd__doctor__subcmd__merge"
+                ;;
+            dpctl__subcmd__doctor__subcmd__help,help)
+                cmd="dpctl__subcmd__doctor__subcmd__help__subcmd__help"
+                ;;
+            dpctl__subcmd__doctor__subcmd__help,merge)
+                cmd="dpctl__subcmd__doctor__subcmd__help__subcmd__merge"
+                ;;
             dpctl__subcmd__help,bench)
                 cmd="dpctl__subcmd__help__subcmd__bench"
                 ;;
@@ -156,6 +168,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help__subcmd__checkpoint,verify)
                 cmd="dpctl__subcmd__help__subcmd__checkpoint__subcmd__verify"
+                ;;
+            dpctl__subcmd__help__subcmd__doctor,merge)
+                cmd="dpctl__subcmd__help__subcmd__doctor__subcmd__merge"
                 ;;
             dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,admit)
                 cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__admit"
@@ -1224,7 +1239,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__doctor)
-            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --every --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --help --version merge help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1262,10 +1277,82 @@ _dpctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --kubelet-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --every)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__doctor__subcmd__help)
+            opts="merge help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__doctor__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__doctor__subcmd__help__subcmd__merge)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__doctor__subcmd__merge)
+            opts="-o -v -q -h -V --all --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --output)
                     COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
                     return 0
@@ -1454,8 +1541,22 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__doctor)
-            opts=""
+            opts="merge"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__doctor__subcmd__merge)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

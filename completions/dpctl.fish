@@ -596,25 +596,41 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from help" -f -a "show" -d 'Pods, containers, resources, devices per NUMA node, each stored Allocate answer decoded, and the registered devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from help" -f -a "verify" -d 'Stored against computed checksum, and what it means for the next kubelet start; exit 1 when the kubelet would call the file corrupt'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l root -d 'Prefix of every host path (the host\'s / as mounted in a pod, e.g. /host)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l dir -d 'The device-plugin directory (a host path)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l podresources-socket -d 'The kubelet\'s PodResources socket (a host path)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l registry-dir -d 'The plugin watcher\'s directory (a host path)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l cdi-dir -d 'CDI spec directories (host paths; repeatable) [default: /etc/cdi, /var/run/cdi]' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l timeout -d 'Deadline of each probe (connect, one call, the first ListAndWatch message)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l budget -d 'Total time for the whole run' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l node -d 'Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l every -d 'Run again every DURATION until stopped (one report per run; one JSON line each with -o json)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l root -d 'Prefix of every host path (the host\'s / as mounted in a pod, e.g. /host)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l dir -d 'The device-plugin directory (a host path)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l podresources-socket -d 'The kubelet\'s PodResources socket (a host path)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l registry-dir -d 'The plugin watcher\'s directory (a host path)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l cdi-dir -d 'CDI spec directories (host paths; repeatable) [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l timeout -d 'Deadline of each probe (connect, one call, the first ListAndWatch message)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l budget -d 'Total time for the whole run' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l node -d 'Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l kubelet-version -d 'The kubelet release to judge files and the checkpoint by: 1.26 … 1.36 or master' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l every -d 'Run again every DURATION until stopped (one report per run; one JSON line each with -o json)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -f -a "merge" -d 'Fold many nodes\' `dpctl doctor -o json` reports (e.g. `kubectl logs -l ... --tail=1`) into one view: a row per node, then every warning and error with its node; exit 1 when any node has an error'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l all -d 'Also list the findings that are ok'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from help" -f -a "merge" -d 'Fold many nodes\' `dpctl doctor -o json` reports (e.g. `kubectl logs -l ... --tail=1`) into one view: a row per node, then every warning and error with its node; exit 1 when any node has an error'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
@@ -806,6 +822,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcom
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from checkpoint" -f -a "show" -d 'Pods, containers, resources, devices per NUMA node, each stored Allocate answer decoded, and the registered devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from checkpoint" -f -a "verify" -d 'Stored against computed checksum, and what it means for the next kubelet start; exit 1 when the kubelet would call the file corrupt'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from doctor" -f -a "merge" -d 'Fold many nodes\' `dpctl doctor -o json` reports (e.g. `kubectl logs -l ... --tail=1`) into one view: a row per node, then every warning and error with its node; exit 1 when any node has an error'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "allocate" -d 'Load Allocate (one container request per call)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "preferred" -d 'Load GetPreferredAllocation (every healthy device available)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from bench" -f -a "options" -d 'Load GetDevicePluginOptions'

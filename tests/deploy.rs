@@ -103,3 +103,33 @@ fn containerfile_is_multi_stage_locked_and_non_root() {
     assert!(!user.contains(" 0") && !user.contains("root"), "{user}");
     assert!(text.contains("ENTRYPOINT [\"/usr/local/bin/dpctl\"]"));
 }
+
+/// Issue 11 ("how to collect the results"): the documented one-liners read
+/// the DaemonSet's namespace and label and pipe into `dpctl doctor merge`;
+/// the debug recipe passes `--root /host`.
+#[test]
+fn documented_commands_match_the_manifests() {
+    let ds_docs = docs("doctor-daemonset.yaml");
+    let ds = ds_docs.iter().find(|d| d["kind"] == "DaemonSet").unwrap();
+    let ns = ds["metadata"]["namespace"].as_str().unwrap();
+    let (key, value) = {
+        let labels = ds["spec"]["selector"]["matchLabels"].as_object().unwrap();
+        let (k, v) = labels.iter().next().unwrap();
+        (k.clone(), v.as_str().unwrap().to_string())
+    };
+    let want = format!("kubectl logs -n {ns} -l {key}={value} --tail=1 | dpctl doctor merge");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for file in ["deploy/README.md", "deploy/doctor-daemonset.yaml"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        assert!(text.contains(&want), "{file} does not say `{want}`");
+    }
+    let readme = std::fs::read_to_string(root.join("deploy/README.md")).unwrap();
+    let debug: Vec<&str> = readme.lines().filter(|l| l.starts_with("kubectl debug \"node/")).collect();
+    assert_eq!(debug.len(), 2, "{debug:?}");
+    let mut recipe = readme.lines().skip_while(|l| !l.starts_with("kubectl debug \"node/")).skip(1);
+    let run = recipe.next().unwrap().trim().trim_start_matches("-- ");
+    let argv: Vec<&str> = std::iter::once("dpctl").chain(run.split_whitespace().skip(1)).collect();
+    let argv: Vec<String> = argv.iter().map(|a| a.replace("\"$VERSION\"", "v1.32.4")).collect();
+    dpctl::cli::Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("dpctl rejects {argv:?}: {e}"));
+    assert!(run.contains("--root /host"), "{run}");
+}

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use dpctl::checkpoint::{Checkpoint, CheckpointData, DeviceIds, PodDevicesEntry};
 use dpctl::doctor::{DoctorConfig, DoctorReport, Finding, Severity};
-use dpctl::kubelet_sim::{KubeletSim, PodSpec, SimConfig, SimHandle};
+use dpctl::kubelet_sim::{KubeletSim, KubeletVersion, PodSpec, SimConfig, SimHandle};
+use dpctl::mock_plugin::{MockConfig, MockPlugin, ResourceConfig};
 use dpctl::proto::deviceplugin::v1beta1 as dp;
 use prost::Message;
 
@@ -118,7 +119,10 @@ async fn broken_sockets_each_get_their_finding() {
     assert_eq!(stale.severity, Severity::Warning);
     assert!(stale.evidence.starts_with("stale: connection refused"), "{stale:?}");
     let x = find(&r, "file", "x.sock");
-    assert!(x.evidence.contains("regular file named like a socket") && x.evidence.contains("1.33+ keep it"), "{x:?}");
+    assert!(
+        x.evidence.contains("regular file named like a socket") && x.evidence.contains("kubelet 1.36 keeps it"),
+        "{x:?}"
+    );
     let hang = find(&r, "socket", "hang.sock");
     assert!(hang.evidence.starts_with("slow:"), "{hang:?}");
     let unknown = find(&r, "socket", "other.sock");
@@ -129,7 +133,15 @@ async fn broken_sockets_each_get_their_finding() {
     assert!(r.took_ms < 3000, "within the budget: {} ms", r.took_ms);
     let run = dpctl(&["doctor", "--root", node.root().to_str().unwrap(), "--timeout", "300ms"]).await;
     run.expect_code(1);
-    assert!(run.stdout.contains("hint") && run.stdout.contains("big.sock"), "{}", run.stdout);
+    // The table names sockets inside the directory by name, each hint on the line under its finding.
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    let i = lines.iter().position(|l| l.contains(" big.sock ")).unwrap_or_else(|| panic!("{}", run.stdout));
+    assert!(lines[i].starts_with("error "), "{}", run.stdout);
+    assert!(
+        lines[i + 1].trim_start().starts_with("hint:") && lines[i + 1].contains("send fewer or smaller devices"),
+        "{}",
+        run.stdout
+    );
     other_sim.stop().await.unwrap();
     sim.stop().await.unwrap();
 }
@@ -166,7 +178,8 @@ async fn missing_kubelet_sock_and_corrupt_checkpoint_are_errors() {
     let c = find(&r, "checkpoint", "kubelet_internal_checkpoint");
     assert_eq!(c.severity, Severity::Error);
     assert!(c.evidence.contains(&format!("stored checksum {}, computed {}", cp.checksum, cp.checksum - 1)), "{c:?}");
-    assert!(c.hint.as_deref().unwrap().contains("restores nothing"));
+    assert!(c.evidence.contains("the next kubelet start restores nothing"), "{c:?}");
+    assert!(c.hint.as_deref().unwrap().contains("drain the node"), "{c:?}");
 }
 
 /// Issue 11: a checkpoint that disagrees with PodResources (a pod it records
@@ -199,5 +212,192 @@ async fn checkpoint_against_podresources_and_cdi() {
     assert!(!r.findings.iter().any(|f| f.check == "cdi" && f.subject.contains("uid-known-cdi")));
     let broken = find(&r, "cdi", "broken.json");
     assert_eq!(broken.severity, Severity::Warning);
+    sim.stop().await.unwrap();
+}
+
+/// kubelet-versions.md §4 (CleanupPluginDirectory): 1.26-1.32 (`os.Lstat`)
+/// delete every non-directory but the checkpoint, links included; 1.33+
+/// (`os.Stat` + ModeSocket) delete only entries whose target is a socket, so
+/// other files stay. Doctor says which, for the version it is given.
+#[tokio::test]
+async fn non_socket_files_are_judged_by_the_kubelet_version() {
+    let node = Node::new();
+    let dir = node.dir();
+    std::fs::write(dir.join("DEPRECATION"), "junk").unwrap();
+    std::fs::write(dir.join(".12345678"), "a temporary file").unwrap();
+    let _target = std::os::unix::net::UnixListener::bind(node.sb.join("real.sock")).unwrap();
+    std::os::unix::fs::symlink(node.sb.join("real.sock"), dir.join("link.sock")).unwrap();
+    std::os::unix::fs::symlink(node.sb.join("nothing"), dir.join("dangling")).unwrap();
+    std::fs::create_dir(dir.join("sub")).unwrap();
+    let mut cfg = node.config();
+    cfg.kubelet_version = KubeletVersion::Release(32);
+    let old = within("doctor 1.32", dpctl::doctor::run(&cfg)).await;
+    let new = node.doctor().await; // 1.36, the default
+    assert_eq!(new.kubelet_version, KubeletVersion::Release(36));
+    for (name, kept_by_new) in [("DEPRECATION", true), (".12345678", true), ("link.sock", false), ("dangling", true)] {
+        let o = find(&old, "file", &format!("/{name}"));
+        assert!(
+            o.evidence.contains("kubelet 1.32 deletes it at restart (every non-directory; 1.33+ delete sockets only)"),
+            "{o:?}"
+        );
+        let n = find(&new, "file", &format!("/{name}"));
+        let want = if kept_by_new { "kubelet 1.36 keeps it" } else { "kubelet 1.36 deletes it" };
+        assert!(
+            n.evidence.contains(want) && n.evidence.contains("(sockets only; 1.26-1.32 delete every non-directory)"),
+            "{n:?}"
+        );
+        assert_eq!(n.severity, Severity::Warning);
+    }
+    assert!(find(&new, "file", "/link.sock").evidence.starts_with("a symlink to a socket"));
+    assert!(find(&new, "file", "/dangling").evidence.starts_with("a dangling symlink"));
+    assert!(!new.findings.iter().any(|f| f.subject.ends_with("/sub")), "directories are always kept");
+    // The same from the command line; a version dpctl does not play is bad input.
+    let root = node.root().to_str().unwrap();
+    let run = dpctl(&["doctor", "--root", root, "--kubelet-version", "v1.32.4", "-o", "json"]).await;
+    let v = run.json();
+    assert_eq!(v["kubelet_version"], "1.32");
+    let junk =
+        v["findings"].as_array().unwrap().iter().find(|f| f["subject"].as_str().unwrap().ends_with("DEPRECATION"));
+    assert!(junk.unwrap()["evidence"].as_str().unwrap().contains("kubelet 1.32 deletes it"), "{v}");
+    let run = dpctl(&["doctor", "--root", root, "--kubelet-version", "1.20"]).await;
+    run.expect_code(2);
+    assert!(run.stderr.contains("1.20") && run.stderr.contains("1.26, 1.27"), "{}", run.stderr);
+}
+
+/// kubelet-versions.md §7: a pre-1.20 checkpoint is read up to 1.30 (a
+/// warning: an upgrade loses it) and not from 1.31 (an error: nothing is
+/// restored at the next start).
+#[tokio::test]
+async fn pre_1_20_checkpoint_is_judged_by_the_kubelet_version() {
+    let node = Node::new();
+    // A verifying v1 file (the checksum over the v1 Go value, as `checkpoint verify` computes it).
+    std::fs::write(
+        node.dir().join("kubelet_internal_checkpoint"),
+        br#"{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","DeviceIDs":["a"],"AllocResp":null}],"RegisteredDevices":{"r":["a"]}},"Checksum":4075138765}"#,
+    )
+    .unwrap();
+    let mut cfg = node.config();
+    cfg.kubelet_version = KubeletVersion::Release(30);
+    let r30 = within("doctor 1.30", dpctl::doctor::run(&cfg)).await;
+    let c = find(&r30, "checkpoint", "kubelet_internal_checkpoint");
+    assert_eq!(c.severity, Severity::Warning);
+    assert!(c.evidence.contains("pre-1.20 layout: kubelet 1.30 reads it"), "{c:?}");
+    let r36 = node.doctor().await;
+    let c = find(&r36, "checkpoint", "kubelet_internal_checkpoint");
+    assert_eq!(c.severity, Severity::Error);
+    assert!(c.evidence.contains("kubelet 1.36 cannot read it") && c.evidence.contains("restores nothing"), "{c:?}");
+}
+
+/// Issue 11: the checkpoint and PodResources disagree the other way round
+/// (PodResources lists a device the checkpoint has no entry for), and the
+/// checkpoint records a device that no live plugin reports any more.
+#[tokio::test]
+async fn podresources_device_missing_from_checkpoint_and_devices_no_plugin_reports() {
+    let node = Node::new();
+    // Written before the sim starts: the sim did not write it, so it never rewrites it.
+    let cp = Checkpoint::new(CheckpointData {
+        pod_device_entries: Some(vec![entry("uid-gone", "GPU-gone", &[])]),
+        registered_devices: Some([(GPU.to_string(), Some(vec!["GPU-gone".to_string()]))].into()),
+    });
+    std::fs::write(node.dir().join("kubelet_internal_checkpoint"), cp.to_json()).unwrap();
+    let sim = node.sim().await;
+    let _p = plugin_with(&node, SimPlugin::healthy(2, true), "gpu.sock", GPU).await;
+    sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 2), Duration::from_secs(10)).await.unwrap();
+    assert!(sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap().admitted);
+    let r = node.doctor().await;
+    let listed = find(&r, "podresources", "pod default/p / c0");
+    assert_eq!(listed.severity, Severity::Warning);
+    assert!(
+        listed.evidence.contains("the checkpoint has no such entry") && listed.evidence.contains(GPU),
+        "{listed:?}"
+    );
+    let gone = r
+        .findings
+        .iter()
+        .find(|f| f.subject == "pod uid-gone / c0" && f.evidence.contains("no live plugin reports"))
+        .unwrap_or_else(|| panic!("{:#?}", r.findings));
+    assert!(gone.evidence.contains("GPU-gone"), "{gone:?}");
+    sim.stop().await.unwrap();
+}
+
+/// Issue 11: `plugins_registry` sockets and what GetInfo says (a
+/// mock-plugin serving the plugin-watcher way), a stale registration socket,
+/// and a CDI spec that does not parse even when there is no checkpoint.
+#[tokio::test]
+async fn plugins_registry_getinfo_and_a_broken_cdi_spec() {
+    let node = Node::new();
+    let registry = node.sb.join("var/lib/kubelet/plugins_registry");
+    std::fs::create_dir_all(&registry).unwrap();
+    drop(std::os::unix::net::UnixListener::bind(registry.join("old-reg.sock")).unwrap());
+    std::fs::write(node.sb.join("etc/cdi/broken.yaml"), "cdiVersion: [").unwrap();
+    let mock = MockPlugin::start(MockConfig {
+        dir: Some(node.dir()),
+        register: false,
+        control: false,
+        registry_dir: Some(registry.clone()),
+        resources: vec![ResourceConfig::new(GPU, 3)],
+        ..MockConfig::default()
+    })
+    .await
+    .expect("mock starts");
+    let r = node.doctor().await;
+    let info = find(&r, "registry", "example-gpu.sock");
+    assert_eq!(info.severity, Severity::Ok);
+    assert!(info.evidence.contains("type DevicePlugin") && info.evidence.contains(&format!("name {GPU}")), "{info:?}");
+    let stale = find(&r, "registry", "old-reg.sock");
+    assert_eq!(stale.severity, Severity::Warning);
+    assert!(stale.evidence.contains("stale"), "{stale:?}");
+    let live = find(&r, "socket", "example-gpu.sock");
+    assert!(live.evidence.starts_with("live: 3 device(s)"), "{live:?}");
+    let broken = find(&r, "cdi", "broken.yaml");
+    assert!(broken.evidence.starts_with("does not parse"), "{broken:?}");
+    mock.stop().await.unwrap();
+}
+
+/// Issue 11 ("how to collect the results"): `dpctl doctor merge` folds the
+/// reports of several nodes, as `kubectl logs -l ... --tail=1` prints them
+/// (JSON Lines, pretty JSON, kubectl's `--prefix`, its own messages), into
+/// one view; exit 1 when a node has an error, 2 when no report is found.
+#[tokio::test]
+async fn merge_folds_every_nodes_report_into_one_view() {
+    let healthy = Node::new();
+    let sim = healthy.sim().await;
+    let broken = Node::new(); // no kubelet.sock
+    std::fs::write(broken.dir().join("junk"), "x").unwrap();
+    let a = dpctl(&["doctor", "--root", healthy.root().to_str().unwrap(), "--node", "node-a", "-o", "json"]).await;
+    a.expect_code(0);
+    let b = dpctl(&["doctor", "--root", broken.root().to_str().unwrap(), "--node", "node-b", "-o", "json"]).await;
+    b.expect_code(1);
+    let line_a = serde_json::to_string(&a.json()).unwrap();
+    let logs = format!(
+        "[pod/dpctl-doctor-x1/doctor] {line_a}\nunable to retrieve container logs for containerd://abc\n{}",
+        b.stdout
+    );
+    let file = healthy.sb.join("logs.txt");
+    std::fs::write(&file, logs).unwrap();
+    let run = dpctl(&["doctor", "merge", file.to_str().unwrap()]).await;
+    run.expect_code(1);
+    let rows: Vec<&str> = run.stdout.lines().collect();
+    assert!(
+        rows[0].starts_with("NODE") && rows[1].starts_with("node-b ") && rows[2].starts_with("node-a "),
+        "{}",
+        run.stdout
+    );
+    assert!(rows[1].contains("error") && rows[2].contains(" ok "), "{}", run.stdout);
+    let kubelet = rows.iter().find(|l| l.starts_with("node-b") && l.contains("kubelet-sock")).expect(&run.stdout);
+    assert!(kubelet.contains("no plugin can register"), "{kubelet}");
+    assert!(rows.iter().any(|l| l.starts_with("node-b") && l.contains(" junk ")), "{}", run.stdout);
+    assert!(!rows.iter().any(|l| l.starts_with("node-a") && l.contains("kubelet-sock")), "ok findings are left out");
+    assert!(run.stderr.contains("skipped 1") && run.stderr.contains("line 2: not JSON"), "{}", run.stderr);
+    let json = dpctl(&["doctor", "merge", "--all", file.to_str().unwrap(), "-o", "json"]).await.json();
+    assert_eq!(json["nodes"][0]["node"], "node-b");
+    assert_eq!(json["nodes"][0]["worst"], "error");
+    assert_eq!(json["nodes"][1]["worst"], "ok");
+    let of_a = json["findings"].as_array().unwrap().iter().filter(|f| f["node"] == "node-a").count();
+    assert_eq!(of_a, a.json()["findings"].as_array().unwrap().len(), "--all keeps ok findings");
+    std::fs::write(&file, "Error from server (NotFound): pods not found\n").unwrap();
+    let none = dpctl(&["doctor", "merge", file.to_str().unwrap()]).await;
+    none.expect_code(2);
+    assert!(none.stderr.contains("no dpctl doctor report"), "{}", none.stderr);
     sim.stop().await.unwrap();
 }

@@ -5,11 +5,12 @@ use std::time::Duration;
 
 use std::io::Write;
 
-use clap::Args;
+use clap::{Args, Subcommand};
 
 use super::{Ctx, out_err, parse_duration};
 use crate::doctor::{DoctorConfig, Severity};
 use crate::error::{Result, exit};
+use crate::kubelet_sim::KubeletVersion;
 use crate::output;
 use crate::paths::{
     DEFAULT_DEVICE_PLUGIN_DIR, DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_DEVICE_PLUGIN_DIR,
@@ -26,15 +27,23 @@ when any is an error. Doctor only reads: it connects to kubelet.sock without
 calling it, calls GetDevicePluginOptions and reads the first ListAndWatch
 message of each plugin, List and Get on PodResources, GetInfo on
 plugins_registry sockets, and reads the checkpoint and CDI specs. It never
-registers, allocates or calls PreStartContainer. Files a kubelet restart
-would delete are judged by the 1.26-1.32 rule (every non-directory but the
-checkpoint) and the 1.33+ rule (sockets only).";
+registers, allocates or calls PreStartContainer.
+
+--kubelet-version (default 1.36) picks the kubelet rules findings are judged
+by: which non-socket files its start-up cleanup deletes (1.26-1.32: every
+non-directory but the checkpoint; 1.33+: sockets only, so other files stay)
+and whether it reads a pre-1.20 checkpoint (up to 1.30). Doctor does not ask
+the kubelet its version: pass the node's (`kubectl get node NAME -o
+jsonpath='{.status.nodeInfo.kubeletVersion}'`).";
 
 /// Check a node's device-plugin setup (read-only): kubelet.sock, plugin sockets, checkpoint,
 /// PodResources, plugins_registry, CDI.
 #[derive(Debug, Args)]
-#[command(after_long_help = HELP)]
+#[command(after_long_help = HELP, args_conflicts_with_subcommands = true)]
 pub struct DoctorArgs {
+    /// `merge`: fold many nodes' JSON reports into one view (without it: check this node).
+    #[command(subcommand)]
+    pub command: Option<DoctorCommand>,
     /// Prefix of every host path (the host's / as mounted in a pod, e.g. /host).
     #[arg(long, value_name = "PATH", env = ENV_ROOT, default_value = "/")]
     pub root: PathBuf,
@@ -59,9 +68,45 @@ pub struct DoctorArgs {
     /// Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName).
     #[arg(long, value_name = "NAME", env = ENV_NODE_NAME)]
     pub node: Option<String>,
+    /// The kubelet release to judge files and the checkpoint by: 1.26 … 1.36 or master.
+    #[arg(long, value_name = "VERSION", default_value = "1.36", value_parser = super::kubelet_sim::parse_version)]
+    pub kubelet_version: KubeletVersion,
     /// Run again every DURATION until stopped (one report per run; one JSON line each with -o json).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub every: Option<Duration>,
+}
+
+/// What `dpctl doctor` does besides checking this node.
+#[derive(Debug, Subcommand)]
+pub enum DoctorCommand {
+    /// Fold many nodes' `dpctl doctor -o json` reports (e.g. `kubectl logs -l ... --tail=1`)
+    /// into one view: a row per node, then every warning and error with its node; exit 1 when
+    /// any node has an error.
+    #[command(after_long_help = MERGE_HELP)]
+    Merge(MergeArgs),
+}
+
+const MERGE_HELP: &str = "\
+Examples:
+  kubectl logs -n dpctl-doctor -l app.kubernetes.io/name=dpctl-doctor --tail=1 | dpctl doctor merge
+  dpctl doctor merge node-a.json node-b.json -o json
+
+Reads JSON Lines (the DaemonSet's `--every` output) or pretty JSON (one-shot
+runs), with or without kubectl's --prefix. Lines that are not a report
+(kubectl's own messages, a line cut short) are skipped and counted on stderr.
+A node's later report replaces its earlier one; a report without a node name
+is kept on its own. Exit 1 when any node has an error, 2 when the input holds
+no report.";
+
+/// `dpctl doctor merge` arguments.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Files with reports; `-` or none reads stdin.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Also list the findings that are ok.
+    #[arg(long)]
+    pub all: bool,
 }
 
 /// Names the node in the report.
@@ -69,6 +114,9 @@ pub const ENV_NODE_NAME: &str = "DPCTL_NODE_NAME";
 
 /// Runs `dpctl doctor`.
 pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+    if let Some(DoctorCommand::Merge(m)) = args.command {
+        return merge(m, ctx);
+    }
     let mut cfg = DoctorConfig::new(&args.root);
     cfg.dir = args.dir;
     cfg.podresources_socket = args.podresources_socket;
@@ -78,6 +126,7 @@ pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     }
     cfg.probe_timeout = args.timeout;
     cfg.budget = args.budget;
+    cfg.kubelet_version = args.kubelet_version;
     if ctx.progress_allowed() {
         ctx.note(format!(
             "dpctl doctor: looking at {} (budget {})",
@@ -107,4 +156,51 @@ pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
             _ = &mut stop => return Ok(exit::OK),
         }
     }
+}
+
+/// Runs `dpctl doctor merge`.
+fn merge(args: MergeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+    let stdin = || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut std::io::Read::take(std::io::stdin(), crate::input::MAX_FILE_BYTES),
+            &mut text,
+        )
+        .map_err(|e| crate::error::Error::io("reading stdin", e))?;
+        Ok::<_, crate::error::Error>(text)
+    };
+    if args.files.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Err(crate::error::Error::invalid(
+            "dpctl doctor merge",
+            "stdin is a terminal: pipe reports in (`kubectl logs -l ... --tail=1 | dpctl doctor merge`) or name files",
+        ));
+    }
+    let (text, place) = if args.files.is_empty() {
+        (stdin()?, "stdin".to_string())
+    } else {
+        let mut text = String::new();
+        for f in &args.files {
+            if f.as_os_str() == "-" {
+                text.push_str(&stdin()?);
+            } else {
+                text.push_str(&crate::input::read_text(f, &f.display().to_string())?);
+            }
+            text.push('\n');
+        }
+        let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
+        (text, names.join(", "))
+    };
+    let merged = crate::doctor::merge::merge(&text, &place, args.all)?;
+    if !merged.skipped.is_empty() {
+        let lines: Vec<String> = merged.skipped.iter().take(5).map(|s| format!("line {}: {}", s.line, s.why)).collect();
+        let more = merged.skipped.len().saturating_sub(lines.len());
+        ctx.note(format!(
+            "dpctl doctor merge: skipped {} stretch(es) of {place} that are not a report ({}{})",
+            merged.skipped.len(),
+            lines.join("; "),
+            if more > 0 { format!("; {more} more") } else { String::new() }
+        ))?;
+    }
+    output::doctor::merged(&mut *ctx.term.out, ctx.format, &merged).map_err(out_err)?;
+    Ok(if merged.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK })
 }

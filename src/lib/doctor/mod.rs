@@ -12,6 +12,7 @@
 //! once, and the whole run stays within a total budget.
 
 pub mod cdi;
+pub mod merge;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::report::CheckpointReport;
 use crate::error::{Error, KUBELET_MAX_RECV};
+use crate::kubelet_sim::{CleanupRule, KubeletVersion};
 use crate::plugin_client::PluginClient;
 use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::proto::pluginregistration as reg;
@@ -71,6 +73,9 @@ pub struct DoctorConfig {
     pub probe_timeout: Duration,
     /// The whole run.
     pub budget: Duration,
+    /// The kubelet release files and the checkpoint are judged by (what a
+    /// restart deletes, which checkpoint layouts it reads).
+    pub kubelet_version: KubeletVersion,
 }
 
 impl DoctorConfig {
@@ -84,6 +89,7 @@ impl DoctorConfig {
             cdi_dirs: vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")],
             probe_timeout: Duration::from_secs(1),
             budget: Duration::from_secs(5),
+            kubelet_version: KubeletVersion::NEWEST,
         }
     }
 
@@ -101,6 +107,9 @@ pub struct DoctorReport {
     pub root: String,
     /// The device-plugin directory looked at (with the prefix).
     pub dir: String,
+    /// The kubelet release files and the checkpoint were judged by.
+    #[serde(default)]
+    pub kubelet_version: KubeletVersion,
     /// Findings, in the order the checks ran.
     pub findings: Vec<Finding>,
     /// How long the run took.
@@ -229,7 +238,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
             } else if ft.is_dir() {
                 continue;
             } else {
-                non_socket(&path, &name, ft.is_symlink(), &mut out);
+                non_socket(&path, &name, ft, cfg.kubelet_version, &mut out);
             }
         }
     }
@@ -250,8 +259,16 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
             "present, a socket, accepts connections",
         ),
         Ok(Err(e)) => {
-            let hint =
-                e.hint().unwrap_or_else(|| "is the kubelet running, and is this its device-plugin directory?".into());
+            let hint = match &e {
+                Error::PermissionDenied { .. } => format!(
+                    "{}; in a pod on an SELinux-enforcing node the container also needs type spc_t \
+                     (kubectl debug --profile=sysadmin)",
+                    e.hint().unwrap_or_else(|| "run as root".into())
+                ),
+                _ => "is the kubelet running, and is this its device-plugin directory? \
+                      (--dir; from a pod, --root /host)"
+                    .into(),
+            };
             out.hint(
                 Severity::Error,
                 "kubelet-sock",
@@ -318,12 +335,16 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
                         format!("NUMA {}", nodes.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
                     };
                     live_devices.extend(snap.devices.iter().map(|d| d.id.clone()));
+                    let opts = match (options.pre_start_required, options.get_preferred_allocation_available) {
+                        (false, false) => "no options",
+                        (true, false) => "options: PreStartContainer",
+                        (false, true) => "options: GetPreferredAllocation",
+                        (true, true) => "options: PreStartContainer, GetPreferredAllocation",
+                    };
                     let evidence = format!(
-                        "live: {} device(s), {healthy} healthy, {numa}; first message {} bytes of {KUBELET_MAX_RECV}; pre_start_required={}, get_preferred_allocation_available={}",
+                        "live: {} device(s), {healthy} healthy, {numa}; first message {} bytes of {KUBELET_MAX_RECV}; {opts}",
                         snap.devices.len(),
                         snap.encoded_len,
-                        options.pre_start_required,
-                        options.get_preferred_allocation_available
                     );
                     if snap.encoded_len > KUBELET_MAX_RECV / 4 * 3 {
                         out.hint(
@@ -373,7 +394,8 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
                 "podresources",
                 podres_path.display().to_string(),
                 format!("not reachable: {e}"),
-                e.hint().unwrap_or_else(|| "pass --podresources-socket".into()),
+                "is the kubelet running? A kubelet with another --root-dir serves it at \
+                 <root-dir>/pod-resources/kubelet.sock: pass --podresources-socket",
             );
             None
         }
@@ -389,7 +411,9 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     };
 
     // The checkpoint, against the plugins and PodResources.
-    check_checkpoint(&dir, &live_devices, !sockets.is_empty(), pods.as_deref(), cfg, &mut out);
+    let checkpoint = check_checkpoint(&dir, &live_devices, !sockets.is_empty(), pods.as_deref(), cfg, &mut out);
+    // CDI: spec files, and the names the checkpoint's Allocate answers use.
+    check_cdi(checkpoint.as_ref(), cfg, &mut out);
 
     // plugins_registry.
     match registry {
@@ -407,6 +431,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
         node: None,
         root: cfg.root.display().to_string(),
         dir: dir.display().to_string(),
+        kubelet_version: cfg.kubelet_version,
         findings: out.0,
         took_ms,
     }
@@ -465,35 +490,52 @@ fn selinux_label(path: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(label).trim_end_matches('\0').to_string())
 }
 
-/// A non-socket entry: what a kubelet restart would do with it.
-fn non_socket(path: &Path, name: &str, symlink: bool, out: &mut Out) {
+/// A non-socket entry of the device-plugin directory (not the checkpoint,
+/// not a directory): what the chosen kubelet's start-up cleanup
+/// (kubelet-versions.md §4) does with it.
+fn non_socket(path: &Path, name: &str, ft: std::fs::FileType, version: KubeletVersion, out: &mut Out) {
     let subject = path.display().to_string();
-    let fate = "kubelets 1.26-1.32 delete every non-directory except the checkpoint at restart; 1.33+ keep it";
-    if name.ends_with(".sock") && !symlink {
-        out.hint(
-            Severity::Warning,
-            "file",
-            subject,
-            format!("a regular file named like a socket: no plugin can listen here; {fate}"),
-            "a plugin that finds it may fail to bind; remove it if nothing owns it",
-        );
-    } else if name.starts_with('.') && !symlink {
-        out.add(
-            Severity::Warning,
-            "file",
-            subject,
-            format!("a hidden file (a temporary file left by a crash?); {fate}"),
-        );
-    } else if symlink {
-        out.add(
-            Severity::Warning,
-            "file",
-            subject,
-            "a symlink; kubelets 1.26-1.32 delete it at restart; 1.33+ follow it and delete only sockets",
-        );
+    let symlink = ft.is_symlink();
+    let rule = version.cleanup_rule();
+    let (what, deleted) = if symlink {
+        // §4: 1.26-1.32 Lstat: the link itself goes; 1.33+ Stat: only a link whose target is a socket.
+        let target = std::fs::metadata(path);
+        let what = match &target {
+            Ok(m) if m.file_type().is_socket() => "a symlink to a socket",
+            Ok(m) if m.is_dir() => "a symlink to a directory",
+            Ok(_) => "a symlink to a file",
+            Err(_) => "a dangling symlink",
+        };
+        let to_socket = target.as_ref().is_ok_and(|m| m.file_type().is_socket());
+        (what, rule == CleanupRule::AllNonDirectories || to_socket)
+    } else if name.ends_with(".sock") {
+        ("a regular file named like a socket: no plugin can listen here", rule == CleanupRule::AllNonDirectories)
+    } else if name.starts_with('.') {
+        ("a hidden file (a checkpoint temporary file left by a crash?)", rule == CleanupRule::AllNonDirectories)
+    } else if ft.is_fifo() {
+        ("a FIFO", rule == CleanupRule::AllNonDirectories)
+    } else if ft.is_block_device() || ft.is_char_device() {
+        ("a device node", rule == CleanupRule::AllNonDirectories)
     } else {
-        out.add(Severity::Warning, "file", subject, format!("not a socket; {fate}"));
-    }
+        ("a regular file", rule == CleanupRule::AllNonDirectories)
+    };
+    let other = match rule {
+        CleanupRule::AllNonDirectories => "1.33+ delete sockets only",
+        CleanupRule::SocketsOnly => "1.26-1.32 delete every non-directory",
+    };
+    let fate = if deleted {
+        format!("kubelet {version} deletes it at restart ({rule}; {other})")
+    } else {
+        format!("kubelet {version} keeps it at restart ({rule}; {other})")
+    };
+    let hint = if name.ends_with(".sock") && !symlink {
+        "a plugin that wants this name may fail to bind; remove it if nothing owns it"
+    } else if deleted {
+        "nothing to do unless a tool needs it: it will be gone after the next kubelet restart"
+    } else {
+        "it stays: remove it if nothing owns it"
+    };
+    out.hint(Severity::Warning, "file", subject, format!("{what}; {fate}"), hint);
 }
 
 async fn probe_podresources(
@@ -584,8 +626,9 @@ async fn probe_registry(dir: PathBuf, timeout: Duration) -> Vec<Finding> {
     out.0
 }
 
-/// The checkpoint: checksum and format, devices no plugin reports, pods
-/// PodResources does not list (and the other way round), CDI names.
+/// The checkpoint: checksum and format (judged by the chosen kubelet),
+/// devices no plugin reports, pods PodResources does not list (and the other
+/// way round). Returns the checkpoint when it can be read.
 fn check_checkpoint(
     dir: &Path,
     live_devices: &BTreeSet<String>,
@@ -593,7 +636,7 @@ fn check_checkpoint(
     pods: Option<&[crate::proto::podresources::v1::PodResources]>,
     cfg: &DoctorConfig,
     out: &mut Out,
-) {
+) -> Option<(CheckpointReport, BTreeMap<String, String>)> {
     let path = dir.join(crate::paths::CHECKPOINT_FILE_NAME);
     let subject = path.display().to_string();
     let report = match CheckpointReport::read(&path) {
@@ -601,11 +644,11 @@ fn check_checkpoint(
         Err(Error::Invalid { message, .. }) if message.starts_with("no such file") => {
             let sev = if any_plugin { Severity::Warning } else { Severity::Ok };
             out.add(sev, "checkpoint", subject, "no checkpoint (the kubelet writes one once a plugin registered)");
-            return;
+            return None;
         }
         Err(e) => {
             out.hint(Severity::Error, "checkpoint", subject, e.to_string(), e.hint().unwrap_or_default());
-            return;
+            return None;
         }
     };
     match (report.verifies, report.format) {
@@ -614,18 +657,34 @@ fn check_checkpoint(
             "checkpoint",
             subject.clone(),
             format!(
-                "checksum {} verifies; {} entr(y/ies)",
+                "checksum {} verifies; {} {}",
                 report.stored_checksum.unwrap_or_default(),
-                report.entries.len()
+                report.entries.len(),
+                if report.entries.len() == 1 { "entry" } else { "entries" }
             ),
         ),
-        (true, Some(crate::checkpoint::Format::V1)) => out.hint(
+        // kubelet-versions.md §7: up to 1.30 the pre-1.20 layout is read; 1.31+ has no fallback.
+        (true, Some(crate::checkpoint::Format::V1)) if cfg.kubelet_version.reads_v1_checkpoint() => out.hint(
             Severity::Warning,
             "checkpoint",
             subject.clone(),
-            "pre-1.20 layout: kubelets up to 1.30 read it, 1.31+ fail and restore nothing",
+            format!("pre-1.20 layout: kubelet {} reads it; 1.31+ fail and restore nothing", cfg.kubelet_version),
             "upgrade with care: let a 1.26-1.30 kubelet rewrite it first",
         ),
+        (true, Some(crate::checkpoint::Format::V1)) => {
+            out.hint(
+                Severity::Error,
+                "checkpoint",
+                subject.clone(),
+                format!(
+                    "pre-1.20 layout: kubelet {} cannot read it (1.31+ have no fallback) and restores nothing at start",
+                    cfg.kubelet_version
+                ),
+                "running pods keep their devices only until the kubelet restarts; let a 1.26-1.30 kubelet rewrite it, \
+                 or pass --kubelet-version if this node runs an older kubelet",
+            );
+            return Some((report, BTreeMap::new()));
+        }
         _ => {
             let sums = match (report.stored_checksum, report.computed_checksum) {
                 (Some(s), Some(c)) => format!("stored checksum {s}, computed {c}"),
@@ -635,12 +694,41 @@ fn check_checkpoint(
                 Severity::Error,
                 "checkpoint",
                 subject.clone(),
-                format!("corrupt: {sums}"),
-                report.meaning.clone(),
+                format!("corrupt: {sums}; the next kubelet start restores nothing from it"),
+                "devices of running pods are then no longer known to be in use and can be given to new pods: \
+                 drain the node's device users before restarting the kubelet; `dpctl checkpoint show` lists what it holds",
             );
-            return;
+            // Its Allocate answers still name CDI devices when the JSON parsed.
+            return Some((report, BTreeMap::new()));
         }
     }
+    // What PodResources lists, by (container, resource, device): the
+    // checkpoint knows pods by UID only, PodResources by name only.
+    let mut listed: BTreeMap<(String, String, String), String> = BTreeMap::new();
+    for p in pods.unwrap_or_default() {
+        for c in &p.containers {
+            for d in &c.devices {
+                for id in &d.device_ids {
+                    listed.insert(
+                        (c.name.clone(), d.resource_name.clone(), id.clone()),
+                        format!("{}/{}", p.namespace, p.name),
+                    );
+                }
+            }
+        }
+    }
+    let mut names = BTreeMap::new();
+    for e in &report.entries {
+        let pod = e
+            .devices_per_numa
+            .values()
+            .flatten()
+            .find_map(|id| listed.get(&(e.container.clone(), e.resource.clone(), id.clone())));
+        if let Some(pod) = pod {
+            names.insert(e.pod_uid.clone(), pod.clone());
+        }
+    }
+    let who = |e: &crate::checkpoint::report::EntryView| pod_subject(&names, &e.pod_uid, &e.container);
     // Devices the checkpoint holds for pods that no live plugin reports.
     if any_plugin {
         for e in &report.entries {
@@ -650,7 +738,7 @@ fn check_checkpoint(
                 out.hint(
                     Severity::Warning,
                     "checkpoint",
-                    format!("pod {} / {}", e.pod_uid, e.container),
+                    who(e),
                     format!(
                         "holds {} of {} that no live plugin reports",
                         gone.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
@@ -662,20 +750,7 @@ fn check_checkpoint(
         }
     }
     // Checkpoint against PodResources, by (container, resource, device).
-    if let Some(pods) = pods {
-        let mut listed: BTreeMap<(String, String, String), String> = BTreeMap::new();
-        for p in pods {
-            for c in &p.containers {
-                for d in &c.devices {
-                    for id in &d.device_ids {
-                        listed.insert(
-                            (c.name.clone(), d.resource_name.clone(), id.clone()),
-                            format!("{}/{}", p.namespace, p.name),
-                        );
-                    }
-                }
-            }
-        }
+    if pods.is_some() {
         let mut recorded: BTreeSet<(String, String, String)> = BTreeSet::new();
         for e in &report.entries {
             let ids: Vec<&String> = e.devices_per_numa.values().flatten().collect();
@@ -690,7 +765,7 @@ fn check_checkpoint(
                 out.hint(
                     Severity::Warning,
                     "checkpoint",
-                    format!("pod {} / {}", e.pod_uid, e.container),
+                    who(e),
                     format!("the checkpoint gives it {} of {}; PodResources lists no container holding them", ids.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","), e.resource),
                     "a pod the kubelet no longer runs (its devices are freed at the next admission), or a checkpoint from another kubelet",
                 );
@@ -708,12 +783,27 @@ fn check_checkpoint(
             }
         }
     }
-    // CDI names in the stored Allocate answers.
-    let wanted: Vec<(String, String)> = report
-        .entries
+    Some((report, names))
+}
+
+/// `pod NAMESPACE/NAME / CONTAINER` when PodResources named the pod, else
+/// `pod UID / CONTAINER`.
+fn pod_subject(names: &BTreeMap<String, String>, uid: &str, container: &str) -> String {
+    match names.get(uid) {
+        Some(name) => format!("pod {name} / {container}"),
+        None => format!("pod {uid} / {container}"),
+    }
+}
+
+/// CDI: spec files that do not parse, and CDI names in the checkpoint's
+/// stored Allocate answers that no spec defines.
+fn check_cdi(checkpoint: Option<&(CheckpointReport, BTreeMap<String, String>)>, cfg: &DoctorConfig, out: &mut Out) {
+    let empty = BTreeMap::new();
+    let (entries, names) = checkpoint.map_or((&[][..], &empty), |(r, n)| (r.entries.as_slice(), n));
+    let wanted: Vec<(String, String)> = entries
         .iter()
         .flat_map(|e| {
-            let who = format!("pod {} / {}", e.pod_uid, e.container);
+            let who = pod_subject(names, &e.pod_uid, &e.container);
             e.allocation.iter().flat_map(cdi::names_in).map(move |n| (n, who.clone()))
         })
         .collect();
@@ -739,12 +829,19 @@ fn check_checkpoint(
             );
         }
     }
+    let where_ = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" ");
     if !wanted.is_empty() && wanted.iter().all(|(n, _)| cdi.names.contains(n)) {
+        out.add(Severity::Ok, "cdi", where_, format!("all {} CDI name(s) in the checkpoint are defined", wanted.len()));
+    } else if wanted.is_empty() && !cdi.specs.is_empty() {
         out.add(
             Severity::Ok,
             "cdi",
-            dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" "),
-            format!("all {} CDI name(s) in the checkpoint are defined", wanted.len()),
+            where_,
+            format!(
+                "{} spec file(s) define {} device name(s); the checkpoint's Allocate answers name none",
+                cdi.specs.len(),
+                cdi.names.len()
+            ),
         );
     }
 }

@@ -1,11 +1,12 @@
 //! Renderer for `dpctl doctor`: one row per finding (result, check, subject,
-//! evidence), hints under the table, and a summary line; or JSON.
+//! evidence) with its hint on the line below, and a summary line; or JSON.
 
 use std::io::{self, Write};
 
 use colored::Colorize;
 
 use super::{Format, table, write_json, write_table};
+use crate::doctor::merge::MergedReport;
 use crate::doctor::{DoctorReport, Severity};
 
 fn word(s: Severity) -> String {
@@ -16,23 +17,92 @@ fn word(s: Severity) -> String {
     }
 }
 
-/// Renders the report.
+/// A path inside the device-plugin directory by name, one under the
+/// kubelet's root dir (`/var/lib/kubelet/`: pod-resources,
+/// plugins_registry) from there; the directory itself and others whole.
+fn short_subject<'a>(dir: &str, subject: &'a str) -> &'a str {
+    let dir = dir.trim_end_matches('/');
+    if subject == dir {
+        return subject;
+    }
+    let prefix = format!("{dir}/");
+    let parent = std::path::Path::new(dir).parent().map(|p| format!("{}/", p.display())).filter(|p| p.len() > 1);
+    subject
+        .strip_prefix(&prefix)
+        .or_else(|| parent.as_deref().and_then(|p| subject.strip_prefix(p)))
+        .filter(|s| !s.is_empty())
+        .unwrap_or(subject)
+}
+
+/// `hint: …` for a finding that is not ok and has one.
+fn hint_line(f: &crate::doctor::Finding) -> Option<String> {
+    f.hint.as_deref().filter(|h| f.severity != Severity::Ok && !h.is_empty()).map(|h| format!("{} {h}", "hint:".bold()))
+}
+
+/// Renders `dpctl doctor merge`: one row per node (worst first), then every
+/// finding that is not ok with its node and hint; or JSON.
+pub fn merged(w: &mut dyn Write, format: Format, m: &MergedReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, m);
+    }
+    let mut t = table(["NODE", "RESULT", "ERRORS", "WARNINGS", "OK", "KUBELET", "TOOK"]);
+    for n in &m.nodes {
+        t.add_row([
+            n.node.clone(),
+            word(n.worst),
+            n.errors.to_string(),
+            n.warnings.to_string(),
+            n.ok.to_string(),
+            n.kubelet_version.clone(),
+            format!("{} ms", n.took_ms),
+        ]);
+    }
+    write_table(w, &t)?;
+    if !m.findings.is_empty() {
+        writeln!(w)?;
+        let mut t = table(["NODE", "RESULT", "CHECK", "SUBJECT", "EVIDENCE"]);
+        let dirs: std::collections::BTreeMap<&str, &str> =
+            m.nodes.iter().map(|n| (n.node.as_str(), n.dir.as_str())).collect();
+        for nf in &m.findings {
+            let f = &nf.finding;
+            let dir = dirs.get(nf.node.as_str()).copied().unwrap_or_default();
+            t.add_row([
+                nf.node.clone(),
+                word(f.severity),
+                f.check.clone(),
+                short_subject(dir, &f.subject).to_string(),
+                f.evidence.clone(),
+            ]);
+            if let Some(hint) = hint_line(f) {
+                t.add_row([String::new(), String::new(), String::new(), String::new(), hint]);
+            }
+        }
+        write_table(w, &t)?;
+    }
+    let bad = m.nodes.iter().filter(|n| n.worst != Severity::Ok).count();
+    writeln!(w, "\n{} node(s): {bad} with warnings or errors", m.nodes.len())
+}
+
+/// Renders the report. In the table, paths inside the device-plugin
+/// directory are shown by name (JSON keeps them whole) and each hint sits on
+/// its own line under its finding.
 pub fn report(w: &mut dyn Write, format: Format, r: &DoctorReport) -> io::Result<()> {
     if format.is_json() {
         return write_json(w, r);
     }
     let mut t = table(["RESULT", "CHECK", "SUBJECT", "EVIDENCE"]);
     for f in &r.findings {
-        t.add_row([word(f.severity), f.check.clone(), f.subject.clone(), f.evidence.clone()]);
-    }
-    write_table(w, &t)?;
-    let hints: Vec<_> = r.findings.iter().filter(|f| f.severity != Severity::Ok && f.hint.is_some()).collect();
-    if !hints.is_empty() {
-        writeln!(w)?;
-        for f in hints {
-            writeln!(w, "{} {}: {}", "hint".bold(), f.subject, f.hint.as_deref().unwrap_or_default())?;
+        t.add_row([
+            word(f.severity),
+            f.check.clone(),
+            short_subject(&r.dir, &f.subject).to_string(),
+            f.evidence.clone(),
+        ]);
+        if let Some(hint) = hint_line(f) {
+            t.add_row([String::new(), String::new(), String::new(), hint]);
         }
     }
+    write_table(w, &t)?;
     let (ok, warn, err) = r.counts();
     writeln!(
         w,
