@@ -175,27 +175,27 @@ fn merge(args: MergeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
             "stdin is a terminal: pipe reports in (`kubectl logs -l ... --tail=1 | dpctl doctor merge`) or name files",
         ));
     }
-    let (text, place) = if args.files.is_empty() {
-        (stdin()?, "stdin".to_string())
-    } else {
-        let mut text = String::new();
-        for f in &args.files {
-            if f.as_os_str() == "-" {
-                text.push_str(&stdin()?);
-            } else {
-                text.push_str(&crate::input::read_text(f, &f.display().to_string())?);
-            }
-            text.push('\n');
+    let mut inputs: Vec<(String, String)> = Vec::new();
+    if args.files.is_empty() {
+        inputs.push(("stdin".into(), stdin()?));
+    }
+    for f in &args.files {
+        if f.as_os_str() == "-" {
+            inputs.push(("stdin".into(), stdin()?));
+        } else {
+            let place = f.display().to_string();
+            let text = crate::input::read_text(f, &place)?;
+            inputs.push((place, text));
         }
-        let names: Vec<String> = args.files.iter().map(|f| f.display().to_string()).collect();
-        (text, names.join(", "))
-    };
-    let merged = crate::doctor::merge::merge(&text, &place, args.all)?;
+    }
+    let sources: Vec<(&str, &str)> = inputs.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let merged = crate::doctor::merge::merge_sources(&sources, args.all)?;
     if !merged.skipped.is_empty() {
-        let lines: Vec<String> = merged.skipped.iter().take(5).map(|s| format!("line {}: {}", s.line, s.why)).collect();
+        let lines: Vec<String> =
+            merged.skipped.iter().take(5).map(|s| format!("{} line {}: {}", s.source, s.line, s.why)).collect();
         let more = merged.skipped.len().saturating_sub(lines.len());
         ctx.note(format!(
-            "dpctl doctor merge: skipped {} stretch(es) of {place} that are not a report ({}{})",
+            "dpctl doctor merge: skipped {} stretch(es) of input that are not a report ({}{})",
             merged.skipped.len(),
             lines.join("; "),
             if more > 0 { format!("; {more} more") } else { String::new() }

@@ -29,7 +29,9 @@ pub struct NodeSummary {
     pub kubelet_version: String,
     /// Its device-plugin directory (with the `--root` prefix).
     pub dir: String,
-    /// Where in the input its report starts (1-based line).
+    /// Which input its report came from (a file, or `stdin`).
+    pub source: String,
+    /// Where in that input its report starts (1-based line).
     pub line: usize,
 }
 
@@ -46,6 +48,8 @@ pub struct NodeFinding {
 /// A stretch of input that was not a doctor report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skipped {
+    /// Which input (a file, or `stdin`).
+    pub source: String,
     /// 1-based line.
     pub line: usize,
     /// Why.
@@ -84,8 +88,35 @@ fn strip_prefix(line: &str) -> &str {
 /// node's later report replaces its earlier one. Input without a single
 /// report is bad input.
 pub fn merge(text: &str, place: &str, all: bool) -> Result<MergedReport> {
-    let mut latest: BTreeMap<String, (usize, DoctorReport)> = BTreeMap::new();
+    merge_sources(&[(place, text)], all)
+}
+
+/// Like [`merge`] over several inputs `(place, text)`, read in order.
+pub fn merge_sources(sources: &[(&str, &str)], all: bool) -> Result<MergedReport> {
+    let mut latest: BTreeMap<String, (String, usize, DoctorReport)> = BTreeMap::new();
     let mut skipped = Vec::new();
+    for (place, text) in sources {
+        scan(place, text, &mut latest, &mut skipped);
+    }
+    if latest.is_empty() {
+        let places: Vec<&str> = sources.iter().map(|(p, _)| *p).collect();
+        return Err(Error::invalid(
+            places.join(", "),
+            "no dpctl doctor report in it: feed the output of `dpctl doctor -o json` (one report per line, as \
+             `kubectl logs -l app.kubernetes.io/name=dpctl-doctor --tail=1` prints the DaemonSet's)",
+        ));
+    }
+    summarise(&latest, skipped, all)
+}
+
+/// Finds the reports in one input.
+fn scan(
+    place: &str,
+    text: &str,
+    latest: &mut BTreeMap<String, (String, usize, DoctorReport)>,
+    skipped: &mut Vec<Skipped>,
+) {
+    let skip = |line: usize, why: String| Skipped { source: place.to_string(), line, why };
     let mut pos = 0usize;
     let mut line_no = 1usize;
     // Moves `pos` to `to`, counting the lines passed.
@@ -106,7 +137,7 @@ pub fn merge(text: &str, place: &str, all: bool) -> Result<MergedReport> {
             continue;
         }
         if !body.starts_with('{') {
-            skipped.push(Skipped { line: line_no, why: "not JSON".into() });
+            skipped.push(skip(line_no, "not JSON".into()));
             {
                 let to = pos + line_end;
                 advance(&mut pos, &mut line_no, to)
@@ -125,17 +156,15 @@ pub fn merge(text: &str, place: &str, all: bool) -> Result<MergedReport> {
                     Ok(report) => {
                         let node = match report.node.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
                             Some(n) => n.to_string(),
-                            None => format!("(unnamed, line {report_line})"),
+                            None => format!("(unnamed, {place} line {report_line})"),
                         };
-                        latest.insert(node, (report_line, report));
+                        latest.insert(node, (place.to_string(), report_line, report));
                     }
-                    Err(e) => {
-                        skipped.push(Skipped { line: report_line, why: format!("JSON, but not a doctor report: {e}") })
-                    }
+                    Err(e) => skipped.push(skip(report_line, format!("JSON, but not a doctor report: {e}"))),
                 }
             }
             Some(Err(e)) => {
-                skipped.push(Skipped { line: line_no, why: format!("cut or broken JSON: {e}") });
+                skipped.push(skip(line_no, format!("cut or broken JSON: {e}")));
                 {
                     let to = pos + line_end;
                     advance(&mut pos, &mut line_no, to)
@@ -147,16 +176,17 @@ pub fn merge(text: &str, place: &str, all: bool) -> Result<MergedReport> {
             }
         }
     }
-    if latest.is_empty() {
-        return Err(Error::invalid(
-            place,
-            "no dpctl doctor report in it: feed the output of `dpctl doctor -o json` (one report per line, as \
-             `kubectl logs -l app.kubernetes.io/name=dpctl-doctor --tail=1` prints the DaemonSet's)",
-        ));
-    }
+}
+
+/// Counts each node's latest report and lists the findings.
+fn summarise(
+    latest: &BTreeMap<String, (String, usize, DoctorReport)>,
+    skipped: Vec<Skipped>,
+    all: bool,
+) -> Result<MergedReport> {
     let mut nodes: Vec<NodeSummary> = latest
         .iter()
-        .map(|(node, (line, r))| {
+        .map(|(node, (source, line, r))| {
             let (ok, warnings, errors) = r.counts();
             NodeSummary {
                 node: node.clone(),
@@ -167,6 +197,7 @@ pub fn merge(text: &str, place: &str, all: bool) -> Result<MergedReport> {
                 took_ms: r.took_ms,
                 kubelet_version: r.kubelet_version.to_string(),
                 dir: r.dir.clone(),
+                source: source.clone(),
                 line: *line,
             }
         })
@@ -174,7 +205,7 @@ pub fn merge(text: &str, place: &str, all: bool) -> Result<MergedReport> {
     nodes.sort_by(|a, b| b.worst.cmp(&a.worst).then_with(|| a.node.cmp(&b.node)));
     let mut findings = Vec::new();
     for n in &nodes {
-        if let Some((_, r)) = latest.get(&n.node) {
+        if let Some((_, _, r)) = latest.get(&n.node) {
             findings.extend(
                 r.findings
                     .iter()
@@ -221,10 +252,22 @@ mod tests {
         assert_eq!(m.nodes[0].worst, Severity::Warning);
         assert_eq!(m.findings.len(), 1);
         assert_eq!(m.findings[0].finding.subject, "new");
+        assert!(m.skipped.iter().all(|s| s.source == "stdin"));
         let lines: Vec<usize> = m.skipped.iter().map(|s| s.line).collect();
         assert_eq!(lines, [2, 3 + b.lines().count() + 1, 3 + b.lines().count() + 2], "{:?}", m.skipped);
         assert_eq!(m.worst(), Severity::Warning);
         assert_eq!(merge(&text, "stdin", true).unwrap().findings.len(), 2);
+    }
+
+    #[test]
+    fn several_inputs_keep_their_own_line_numbers() {
+        let a = serde_json::to_string(&report(Some("a"), Severity::Ok, "x")).unwrap();
+        let m = merge_sources(&[("one.json", &format!("{a}\njunk\n")), ("two.json", "junk\n")], false).unwrap();
+        let at: Vec<(&str, usize)> = m.skipped.iter().map(|s| (s.source.as_str(), s.line)).collect();
+        assert_eq!(at, [("one.json", 2), ("two.json", 1)]);
+        assert_eq!(m.nodes[0].source, "one.json");
+        let e = merge_sources(&[("one.json", "junk"), ("two.json", "")], false).unwrap_err();
+        assert!(e.to_string().contains("one.json, two.json"), "{e}");
     }
 
     #[test]
@@ -239,6 +282,6 @@ mod tests {
         let r = serde_json::to_string(&report(None, Severity::Ok, "x")).unwrap();
         let m = merge(&format!("{r}\n{r}\n"), "stdin", false).unwrap();
         let names: Vec<&str> = m.nodes.iter().map(|n| n.node.as_str()).collect();
-        assert_eq!(names, ["(unnamed, line 1)", "(unnamed, line 2)"]);
+        assert_eq!(names, ["(unnamed, stdin line 1)", "(unnamed, stdin line 2)"]);
     }
 }
