@@ -540,3 +540,31 @@ async fn dial_back_sends_authority_localhost_in_every_version() {
         sim.stop().await.unwrap();
     }
 }
+
+/// kubelet-versions.md §8 "Containers in List/Get": up to 1.29 regular
+/// containers only; 1.30-1.32 restartable init containers too, listed first
+/// (SidecarContainers on, its default), and always from 1.33. v1alpha1 lists
+/// regular containers only in every version.
+#[tokio::test]
+async fn podresources_lists_sidecars_from_1_30() {
+    use dpctl::proto::podresources::{v1, v1alpha1};
+    let manifest = r#"{"metadata":{"name":"p","namespace":"ns"},"spec":{
+        "initContainers":[{"name":"init"},{"name":"side","restartPolicy":"Always"}],
+        "containers":[{"name":"app"}]}}"#;
+    for (minor, want) in [(29, vec!["app"]), (30, vec!["side", "app"]), (33, vec!["side", "app"])] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, v(minor), |_| {}).await;
+        let o = sim.admit(PodSpec::from_manifest(manifest, "p.json").unwrap()).await.unwrap();
+        assert!(o.admitted, "1.{minor}: {o:?}");
+        let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+        let mut c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel.clone());
+        let list = c.list(v1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+        let names: Vec<&str> = list.pod_resources[0].containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, want, "1.{minor} List");
+        let mut a = v1alpha1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
+        let alpha = a.list(v1alpha1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+        let names: Vec<&str> = alpha.pod_resources[0].containers.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["app"], "1.{minor} v1alpha1");
+        sim.stop().await.unwrap();
+    }
+}

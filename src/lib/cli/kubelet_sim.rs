@@ -58,7 +58,9 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
   - empty Allocate response: ...allocation response &AllocateResponse{...}
     up to 1.33, nothing after the trailing space from 1.34.
   - PodResources: 1.26 has no rate limit and no Get (Unimplemented); Get is
-    off by default 1.27-1.33 (\"PodResources API Get method disabled\").
+    off by default 1.27-1.33 (\"PodResources API Get method disabled\");
+    v1 List/Get show sidecars (first) from 1.30, regular containers only
+    before; v1alpha1 regular containers only in every version.
   - v1 (pre-1.20) checkpoints are restored up to 1.30; 1.31+ read them as
     the JSON error a corrupt file is: nothing restored, the file kept (the
     kubelet's next write replaces it; the sim's only with --adopt-checkpoint).
@@ -91,8 +93,9 @@ Where the sim deliberately differs from a real kubelet:
   - Behaviour the versions table marks as version-specific but the sim does not
     play: 1.31.0's sockets-only cleanup (later 1.31.x are played), the sidecar
     reuse rule (<=1.28), skipping running containers after a restart (1.27+),
-    Register's deadline bounding the dial-back (1.35+, inferred), List with
-    sidecars / active pods only, the healthz check, ResourceHealthStatus
+    Register's deadline bounding the dial-back (1.35+, inferred), List of
+    active pods only (1.34+; the sim keeps no terminated pods), the
+    SidecarContainers gate (off by default in 1.28), the healthz check, ResourceHealthStatus
     (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when
     a plugin disconnects after its endpoint was dropped, the post-1.32
     deregistration after a failed NotifyRegistrationStatus, pod-level

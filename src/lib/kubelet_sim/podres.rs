@@ -1,7 +1,7 @@
 //! The sim's PodResources answers, encoded the way the kubelet encodes them:
 //! one `ContainerDevices` per (device, NUMA node) with exactly one ID, no
 //! `topology` for a device without topology, sidecars before regular
-//! containers, plain init containers left out; v1alpha1 lists regular
+//! containers (from 1.30; regular only before), plain init containers left out; v1alpha1 lists regular
 //! containers only. `GetAllocatableResources` lists healthy devices and,
 //! under the static CPU manager, the CPUs minus the reserved ones; `cpu_ids`
 //! are a container's exclusive CPUs.
@@ -44,9 +44,11 @@ fn container_devices(pod: &Pod, container: &str) -> Vec<v1::ContainerDevices> {
     out
 }
 
-/// A pod as v1 `List` shows it: sidecars first, then regular containers.
-fn pod_v1(pod: &Pod, cpus: Option<&BTreeMap<String, Vec<u32>>>) -> v1::PodResources {
-    let order = [ContainerKind::Sidecar, ContainerKind::Regular];
+/// A pod as v1 `List` shows it: sidecars first (when `sidecars`), then
+/// regular containers.
+fn pod_v1(pod: &Pod, cpus: Option<&BTreeMap<String, Vec<u32>>>, sidecars: bool) -> v1::PodResources {
+    let order: &[ContainerKind] =
+        if sidecars { &[ContainerKind::Sidecar, ContainerKind::Regular] } else { &[ContainerKind::Regular] };
     let containers = order
         .iter()
         .flat_map(|kind| pod.spec.containers.iter().filter(move |c| c.kind == *kind))
@@ -68,15 +70,26 @@ fn pod_v1(pod: &Pod, cpus: Option<&BTreeMap<String, Vec<u32>>>) -> v1::PodResour
     }
 }
 
+impl SimPodResources {
+    /// kubelet-versions.md §8: `List`/`Get` show restartable init containers
+    /// from 1.30 (1.30-1.32 with `SidecarContainers` on, its default; always
+    /// from 1.33); up to 1.29 regular containers only.
+    fn sidecars(&self) -> bool {
+        self.inner.config.kubelet_version.list_includes_sidecars()
+    }
+}
+
 impl Provider for SimPodResources {
     fn list(&self) -> Vec<v1::PodResources> {
+        let sidecars = self.sidecars();
         let st = self.inner.lock();
-        st.pods.iter().map(|p| pod_v1(p, st.exclusive_cpus.get(p.uid()))).collect()
+        st.pods.iter().map(|p| pod_v1(p, st.exclusive_cpus.get(p.uid()), sidecars)).collect()
     }
 
     fn get(&self, name: &str, namespace: &str) -> Option<v1::PodResources> {
+        let sidecars = self.sidecars();
         let st = self.inner.lock();
-        st.pod_index(namespace, name).map(|i| pod_v1(&st.pods[i], st.exclusive_cpus.get(st.pods[i].uid())))
+        st.pod_index(namespace, name).map(|i| pod_v1(&st.pods[i], st.exclusive_cpus.get(st.pods[i].uid()), sidecars))
     }
 
     fn allocatable(&self) -> v1::AllocatableResourcesResponse {
@@ -114,7 +127,7 @@ impl Provider for SimPodResources {
         st.pods
             .iter()
             .map(|pod| {
-                let mut p = pod_v1(pod, st.exclusive_cpus.get(pod.uid()));
+                let mut p = pod_v1(pod, st.exclusive_cpus.get(pod.uid()), false);
                 p.containers.retain(|c| {
                     pod.spec.containers.iter().any(|s| s.name == c.name && s.kind == ContainerKind::Regular)
                 });
