@@ -415,7 +415,15 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         super::topology::commit(&mut st, pod.uid(), &outcome);
         st.pods.push(pod);
     }
-    inner.dirty();
+    // protocol.md §3.7: the Allocate response is cached and written to the
+    // checkpoint at allocation, before the pod's containers start; so the sim
+    // writes it now, and a sim killed right after `admit` answered still knows
+    // the pod (it used to write 100 ms later).
+    if inner.config.checkpoint
+        && let Err(e) = inner.write_checkpoint()
+    {
+        tracing::warn!(error = %e, "could not write the checkpoint");
+    }
     outcome.admitted = true;
     inner.emit(EventKind::Admitted {
         pod: outcome.pod.clone(),

@@ -247,6 +247,9 @@ pub(crate) struct Inner {
     admission: tokio::sync::Mutex<()>,
     grace_changed: Notify,
     checkpoint_dirty: Notify,
+    /// Serialises checkpoint writes: a snapshot is taken and written under
+    /// it, so an older snapshot never lands after a newer one.
+    checkpoint_write: std::sync::Mutex<()>,
     registry_rescan: Notify,
     shutdown: watch::Sender<bool>,
     registration: tokio::sync::Mutex<Option<ServerTask>>,
@@ -301,6 +304,7 @@ impl Inner {
         if !self.writes_checkpoint() {
             return Ok(());
         }
+        let _turn = self.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let cp = checkpoint::from_state(&self.lock());
         checkpoint::write_owned(&cp, &self.paths.checkpoint, &self.paths.marker)
     }
@@ -361,6 +365,7 @@ impl KubeletSim {
             admission: tokio::sync::Mutex::new(()),
             grace_changed: Notify::new(),
             checkpoint_dirty: Notify::new(),
+            checkpoint_write: std::sync::Mutex::new(()),
             registry_rescan: Notify::new(),
             shutdown,
             registration: tokio::sync::Mutex::new(None),
@@ -1053,6 +1058,7 @@ mod tests {
             admission: tokio::sync::Mutex::new(()),
             grace_changed: Notify::new(),
             checkpoint_dirty: Notify::new(),
+            checkpoint_write: std::sync::Mutex::new(()),
             registry_rescan: Notify::new(),
             shutdown,
             registration: tokio::sync::Mutex::new(None),
