@@ -103,6 +103,8 @@ async fn fail_if_thresholds_exit_1_and_errors_are_counted_by_code() {
     assert!(r.stdout.contains("errors by code: Unavailable 30"), "{}", r.stdout);
     assert!(r.stdout.contains("first error: Unavailable: driver gone"), "{}", r.stdout);
     assert!(r.stdout.contains("fail-if errors>=31: ok"), "{}", r.stdout);
+    // Latencies are shown with their unit, whatever unit the limit was written in.
+    assert!(r.stdout.contains("fail-if p50>1h: ok (measured ") && r.stdout.contains(" ms) on "), "{}", r.stdout);
     let r = dpctl(&[&base[..], &["--fail-if", "errors>=30"]].concat()).await;
     r.expect_code(1);
     assert!(r.stdout.contains("fail-if errors>=30: CROSSED"), "{}", r.stdout);
