@@ -37,8 +37,10 @@ async fn run() -> bool {
             let cmd = cmd.replace("{dir}", dir.to_str().unwrap());
             println!("sim_admit: plugin: {cmd}");
             _external = Some(
+                // `exec`: the shell becomes the plugin, so kill_on_drop stops the
+                // plugin itself (a plain `sh -c` left it running after the bench).
                 tokio::process::Command::new("sh")
-                    .args(["-c", &cmd])
+                    .args(["-c", &format!("exec {cmd}")])
                     .stdout(std::process::Stdio::null())
                     .kill_on_drop(true)
                     .spawn()

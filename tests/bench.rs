@@ -4,6 +4,7 @@
 //! input is refused with exit 2. Figures that depend on timing (latency,
 //! rate accuracy) are in BENCHMARKS.md, not asserted here.
 
+use dpctl::mock_plugin::control::{ControlReply, ControlRequest};
 use dpctl::mock_plugin::{ErrorSpec, MockConfig, MockHandle, MockPlugin, ResourceConfig, Rpc, RpcFault, RpcSelector};
 
 use crate::support::{Sandbox, dpctl, within};
@@ -103,6 +104,8 @@ async fn fail_if_thresholds_exit_1_and_errors_are_counted_by_code() {
     assert!(r.stdout.contains("errors by code: Unavailable 30"), "{}", r.stdout);
     assert!(r.stdout.contains("first error: Unavailable: driver gone"), "{}", r.stdout);
     assert!(r.stdout.contains("fail-if errors>=31: ok"), "{}", r.stdout);
+    // Latencies are shown with their unit, whatever unit the limit was written in.
+    assert!(r.stdout.contains("fail-if p50>1h: ok (measured ") && r.stdout.contains(" ms) on "), "{}", r.stdout);
     let r = dpctl(&[&base[..], &["--fail-if", "errors>=30"]].concat()).await;
     r.expect_code(1);
     assert!(r.stdout.contains("fail-if errors>=30: CROSSED"), "{}", r.stdout);
@@ -171,6 +174,17 @@ async fn list_churn_times_each_health_change_and_leaves_devices_healthy() {
     // Five changes, then the one that put the fifth back.
     assert_eq!(h.status()[0].changes, 6);
     assert!(h.devices(GPU).unwrap().iter().all(|d| d.health == "Healthy"));
+
+    // The flips ask for a brief reply (no device list); a plain set-health still gets the status.
+    let ctl = dpctl::paths::control_socket(sb.path(), GPU);
+    let brief = ControlRequest::SetHealth { ids: vec!["GPU-0".into()], health: "Healthy".into(), brief: true };
+    let reply: ControlReply =
+        dpctl::transport::control::call(&ctl, &brief, std::time::Duration::from_secs(5)).await.unwrap();
+    assert!(reply.ok && reply.status.is_none(), "{reply:?}");
+    let full = ControlRequest::SetHealth { ids: vec!["GPU-0".into()], health: "Healthy".into(), brief: false };
+    let reply: ControlReply =
+        dpctl::transport::control::call(&ctl, &full, std::time::Duration::from_secs(5)).await.unwrap();
+    assert_eq!(reply.status.map(|s| s.devices.len()), Some(3));
 
     let r = dpctl(&["bench", "list", "--socket", &sock, "--total", "3", "--warmup", "0s", "-o", "json"]).await;
     r.expect_code(0);

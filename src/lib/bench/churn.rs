@@ -65,7 +65,9 @@ impl ControlFlipper {
 impl HealthFlipper for ControlFlipper {
     fn set_health<'a>(&'a self, ids: Vec<String>, health: &'static str) -> BoxFuture<'a, Result<()>> {
         Box::pin(async move {
-            let req = ControlRequest::SetHealth { ids, health: health.to_string() };
+            // Brief: no status in the reply, so a flip on a 100,000-device mock
+            // does not serialise (and this client parse) the whole device list.
+            let req = ControlRequest::SetHealth { ids, health: health.to_string(), brief: true };
             let reply: ControlReply = crate::transport::control::call(&self.path, &req, self.timeout).await?;
             if reply.ok {
                 Ok(())

@@ -86,6 +86,9 @@ pub struct ThresholdResult {
     pub socket: String,
     /// The measured value (milliseconds for latencies).
     pub value: f64,
+    /// The unit of `value` and of the limit: `ms` for latencies, empty for
+    /// counts and rates.
+    pub unit: &'static str,
     /// True when the condition holds (the run fails).
     pub crossed: bool,
 }
@@ -140,7 +143,8 @@ impl Threshold {
             Cmp::Lt => value < self.limit,
             Cmp::Le => value <= self.limit,
         };
-        ThresholdResult { condition: self.text.clone(), socket: r.socket.clone(), value, crossed }
+        let unit = if self.metric.is_latency() { "ms" } else { "" };
+        ThresholdResult { condition: self.text.clone(), socket: r.socket.clone(), value, unit, crossed }
     }
 }
 
@@ -166,7 +170,11 @@ mod tests {
         assert!(t.check(&report(6, 0)).crossed);
         assert!(!t.check(&report(4, 0)).crossed);
         let us: Threshold = "p99 >= 800us".parse().unwrap();
-        assert!(us.check(&report(1, 0)).crossed);
+        let r = us.check(&report(1, 0));
+        assert!(r.crossed);
+        // Latencies are reported in milliseconds whatever unit the limit used.
+        assert_eq!(r.unit, "ms");
+        assert!((r.value - 1.0).abs() < 0.01, "{}", r.value);
         assert!("p99>5".parse::<Threshold>().unwrap_err().contains("need a unit"));
     }
 
@@ -175,6 +183,7 @@ mod tests {
         let t: Threshold = "errors>0".parse().unwrap();
         assert!(t.check(&report(1, 1)).crossed);
         assert!(!t.check(&report(1, 0)).crossed);
+        assert_eq!(t.check(&report(1, 0)).unit, "");
         let e = "latency>1ms".parse::<Threshold>().unwrap_err();
         assert!(e.contains("unknown metric") && e.contains("p99"), "{e}");
         assert!("errors".parse::<Threshold>().unwrap_err().contains("no comparison"));

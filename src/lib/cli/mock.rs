@@ -233,7 +233,7 @@ pub async fn run(args: MockPluginArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
 async fn drive(cmd: MockCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
     let (target, request) = match cmd {
         MockCommand::SetHealth { target, ids, health } => {
-            (target, ControlRequest::SetHealth { ids, health: canonical_health(&health) })
+            (target, ControlRequest::SetHealth { ids, health: canonical_health(&health), brief: false })
         }
         MockCommand::AddDevice { target, ids, health, numa } => {
             let health = canonical_health(&health);

@@ -23,6 +23,12 @@ pub enum ControlRequest {
         ids: Vec<String>,
         /// The health string to send.
         health: String,
+        /// Reply without the status (no device list): for callers that flip
+        /// health often on large lists, such as `dpctl bench list --churn`,
+        /// where serialising 100,000 devices per flip would cost more than
+        /// the change being timed.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        brief: bool,
     },
     /// Add devices.
     AddDevices {
@@ -55,7 +61,15 @@ pub struct ControlReply {
 pub fn handle(res: &Resource, req: std::result::Result<ControlRequest, String>) -> ControlReply {
     let outcome = match req {
         Err(e) => Err(format!("bad request: {e}")),
-        Ok(ControlRequest::SetHealth { ids, health }) => res.set_health(&ids, &health, "control"),
+        Ok(ControlRequest::SetHealth { ids, health, brief }) => {
+            return match res.set_health(&ids, &health, "control") {
+                Ok(changes) => {
+                    let status = (!brief).then(|| res.status());
+                    ControlReply { ok: true, error: None, changes, status }
+                }
+                Err(e) => ControlReply { ok: false, error: Some(e), changes: Vec::new(), status: None },
+            };
+        }
         Ok(ControlRequest::AddDevices { devices }) => res.add(&devices, "control"),
         Ok(ControlRequest::RemoveDevices { ids }) => res.remove(&ids, "control"),
         Ok(ControlRequest::Status) => Ok(Vec::new()),

@@ -103,7 +103,8 @@ pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<
     }
     for th in &r.thresholds {
         let verdict = if th.crossed { "CROSSED".red().to_string() } else { "ok".green().to_string() };
-        writeln!(w, "fail-if {}: {} (measured {:.3}) on {}", th.condition, verdict, th.value, th.socket)?;
+        let unit = if th.unit.is_empty() { String::new() } else { format!(" {}", th.unit) };
+        writeln!(w, "fail-if {}: {} (measured {:.3}{unit}) on {}", th.condition, verdict, th.value, th.socket)?;
     }
     Ok(())
 }
