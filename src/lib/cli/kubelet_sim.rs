@@ -110,10 +110,8 @@ Where the sim deliberately differs from a real kubelet:
   - plugins_registry: a deleted socket deregisters at once (the kubelet's
     reconciler runs every 1 s); dot-named sockets inside dot-named directories
     found by the first walk are ignored too. A registration that fails
-    (GetInfo, validation, the dial-back) is tried once; the kubelet keeps
-    retrying it with exponential backoff (0.5 s doubling to about 2 min) while
-    the socket exists, so there a plugin whose endpoint comes up late still
-    registers. Re-create the registration socket to make the sim try again.
+    (GetInfo, validation, the dial-back) is retried, as the kubelet does,
+    0.5 s later, doubling up to about 2 min, while the socket exists.
   - A checkpoint the sim did not write (a real kubelet's) is read, verified and
     restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
   - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are
