@@ -394,6 +394,40 @@ async fn plugins_registry_watches_subdirectories_ignores_dot_files_and_deregiste
     sim.stop().await.unwrap();
 }
 
+/// kubelet-versions.md §6 "Failures ... are retried with exponential
+/// backoff" (every version): a plugins_registry registration whose dial-back
+/// fails (its endpoint is not served yet) stays wanted; once the endpoint
+/// comes up, a later attempt registers it.
+#[tokio::test]
+async fn a_failed_plugins_registry_registration_is_retried_until_it_succeeds() {
+    let sb = Sandbox::new();
+    let reg_dir = sb.join("reg");
+    let late = sb.join("late.sock");
+    let sim = start_sim(&sb, KubeletVersion::NEWEST, |c| c.registry_dir = Some(reg_dir.clone())).await;
+    let mut rx = sim.subscribe();
+    let info = Some((
+        "DevicePlugin".to_string(),
+        "example.com/late".to_string(),
+        late.display().to_string(),
+        vec!["v1beta1".into()],
+    ));
+    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { info, ..Default::default() });
+    let _stop_reg = p.serve(&reg_dir.join("p.sock")).await;
+    // The first attempt fails: nothing serves the endpoint yet (the dial gives up after 400 ms).
+    let ev = next(&mut rx, "a failed registration", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
+    let EventKind::RegistrationRejected { message, .. } = ev else { unreachable!() };
+    assert_eq!(message, "failed to dial device plugin: context deadline exceeded");
+    assert!(sim.counts().get("example.com/late").is_none_or(|c| c.capacity == 0));
+    let _stop_dp = p.serve(&late).await;
+    let ev = next(&mut rx, "registration on retry", |k| matches!(k, EventKind::Registered { .. })).await;
+    let EventKind::Registered { resource, socket, .. } = ev else { unreachable!() };
+    assert_eq!((resource.as_str(), socket), ("example.com/late", late.display().to_string()));
+    counts_are(&sim, "example.com/late", 2, 2).await;
+    let get_info = p.rpcs().iter().filter(|r| *r == "GetInfo").count();
+    assert!(get_info >= 2, "GetInfo asked again on retry: {:?}", p.rpcs());
+    sim.stop().await.unwrap();
+}
+
 /// kubelet-versions.md §8 "Get" (no such method in 1.26; gate
 /// `KubeletPodResourcesGet`: alpha and off 1.27-1.33, on from 1.34) and "Rate limit" (100 qps, burst 10, from 1.27;
 /// none in 1.26): the sim's PodResources server follows the version played.

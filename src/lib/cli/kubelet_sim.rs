@@ -66,6 +66,9 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
     kubelet's next write replaces it; the sim's only with --adopt-checkpoint).
   - deleting a plugins_registry socket deregisters by name up to 1.36 (a
     same-named kubelet.sock plugin is disconnected too), by endpoint on master.
+  - --topology-manager-policy-options: max-allowable-numa-nodes exists from
+    1.31 (before: unknown option); prefer-closest-numa-nodes is alpha (off by
+    default) in 1.26-1.27, so those kubelets refuse it at startup, as the sim does.
   Every version: the endpoint is joined like Go's filepath.Join (an absolute
   endpoint is appended to the directory); a pod arriving before the first
   ListAndWatch message is admitted with the request stripped (node status
@@ -106,7 +109,9 @@ Where the sim deliberately differs from a real kubelet:
     plugins_registry UUID vs timestamp (deregister, register either way).
   - plugins_registry: a deleted socket deregisters at once (the kubelet's
     reconciler runs every 1 s); dot-named sockets inside dot-named directories
-    found by the first walk are ignored too.
+    found by the first walk are ignored too. A registration that fails
+    (GetInfo, validation, the dial-back) is retried, as the kubelet does,
+    0.5 s later, doubling up to about 2 min, while the socket exists.
   - The checkpoint is written within 100 ms after an admission (the kubelet
     writes it at allocation, before the containers start): a sim killed at
     once after `admit` answered may not have the pod in its checkpoint.

@@ -283,7 +283,8 @@ pub struct ResourceOutcome {
     pub preferred: Option<PreferredCall>,
     /// The devices given to the container.
     pub devices: Vec<String>,
-    /// The Allocate answer for the container (absent when the devices were all reused).
+    /// The Allocate answer for the container (absent for a stripped request
+    /// and in a dry run; the kubelet calls Allocate even for reused devices).
     pub allocation: Option<ContainerAllocation>,
     /// Contract rules the Allocate answer breaks (warnings).
     pub warnings: Vec<Warning>,

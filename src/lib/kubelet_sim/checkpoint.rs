@@ -202,7 +202,9 @@ pub(crate) fn from_state(st: &State) -> Checkpoint {
     let registered_devices: BTreeMap<String, Option<Vec<String>>> = st
         .resources
         .iter()
-        .filter(|(_, r)| !r.removed)
+        // The kubelet writes `healthyDevices`: a key exists from the first
+        // snapshot (or a restore) until the removal, not after a bare Register.
+        .filter(|(_, r)| r.known())
         .map(|(name, r)| (name.clone(), Some(r.healthy().map(|d| d.id.clone()).collect())))
         .collect();
     Checkpoint::new(CheckpointData {
@@ -214,6 +216,7 @@ pub(crate) fn from_state(st: &State) -> Checkpoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kubelet_sim::state::Resource;
 
     #[test]
     fn reads_both_layouts_into_allocations() {
@@ -241,6 +244,26 @@ mod tests {
         let cp = from_state(&st);
         let s = String::from_utf8(cp.to_json()).unwrap();
         assert_eq!(s, r#"{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":3467439661}"#);
+    }
+
+    /// kubelet-versions.md §5 ("`PluginConnected` does not create device
+    /// sets; only the first snapshot does") and §7: `RegisteredDevices` is
+    /// the kubelet's `healthyDevices`, so a resource that registered but sent
+    /// no snapshot yet is not in it (a restart would otherwise restore it as
+    /// known); after a stream end it is listed with no healthy IDs; after the
+    /// removal it is gone. Every version.
+    #[test]
+    fn registered_devices_list_the_resources_with_device_sets() {
+        let mut st = State::new(std::time::Duration::from_secs(1));
+        st.resources.insert("example.com/bare".into(), Resource::default());
+        st.resources
+            .insert("example.com/ended".into(), Resource { sets: true, disconnected: true, ..Resource::default() });
+        st.resources
+            .insert("example.com/removed".into(), Resource { sets: true, removed: true, ..Resource::default() });
+        let cp = from_state(&st);
+        let reg = cp.data.registered_devices.unwrap();
+        assert_eq!(reg.keys().collect::<Vec<_>>(), ["example.com/ended"]);
+        assert_eq!(reg["example.com/ended"], Some(Vec::new()));
     }
 
     #[test]

@@ -330,6 +330,7 @@ impl KubeletSim {
     /// PodResources and the control socket.
     pub async fn start(config: SimConfig) -> Result<SimHandle> {
         config.topology.validate()?;
+        config.kubelet_version.check_policy_options(&config.topology.options)?;
         let dir = config.dir.clone();
         create_dir(&dir)?;
         let kubelet_socket = crate::paths::kubelet_socket(&dir);

@@ -3,6 +3,7 @@
 //! `DevicePlugin`, validate it as the device manager's handler does, dial its
 //! endpoint as a `Register` would, and answer `NotifyRegistrationStatus`.
 //!
+//! A failed registration is retried with backoff while its socket exists.
 //! The texts sent back follow the kubelet's plugin watcher
 //! (`RegisterPlugin error -- ...`).
 
@@ -53,7 +54,8 @@ pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinH
                             notify::EventKind::Create(_) if path.is_dir() => scan(&inner, &path, &seen),
                             notify::EventKind::Create(_) => consider(&inner, &dir, &path, &seen),
                             notify::EventKind::Remove(_) => {
-                                let registered = seen.lock().ok().and_then(|mut s| s.remove(&path)).flatten();
+                                let registered =
+                                    seen.lock().ok().and_then(|mut s| s.remove(&path)).and_then(|slot| slot.registered);
                                 if let Some((resource, socket)) = registered {
                                     deregister(&inner, &resource, &socket, &path);
                                 }
@@ -75,7 +77,28 @@ pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinH
 }
 
 /// The sockets handled so far, and what each registered.
-type Seen = Arc<Mutex<HashMap<PathBuf, Option<(String, PathBuf)>>>>;
+type Seen = Arc<Mutex<HashMap<PathBuf, Slot>>>;
+
+/// One socket the watcher wants registered.
+#[derive(Debug)]
+struct Slot {
+    /// Which attempt loop owns it (a deleted and re-created socket gets a new one).
+    token: u64,
+    /// The (resource, dialed socket) it registered, once it has.
+    registered: Option<(String, PathBuf)>,
+}
+
+/// The kubelet's retry of a failed plugin registration
+/// (`nestedpendingoperations`: 500 ms, doubling, at most 2 min 2 s).
+const RETRY_INITIAL: std::time::Duration = std::time::Duration::from_millis(500);
+/// See [`RETRY_INITIAL`].
+const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(122);
+
+/// True while `path` is still wanted by the attempt loop holding `token`
+/// and not registered yet.
+fn still_wanted(seen: &Seen, path: &Path, token: u64) -> bool {
+    seen.lock().is_ok_and(|s| s.get(path).is_some_and(|slot| slot.token == token && slot.registered.is_none()))
+}
 
 /// True for a name starting with `.` (the watcher ignores those).
 fn is_dot(path: &Path) -> bool {
@@ -108,7 +131,15 @@ fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
     if !is_socket {
         return;
     }
-    let fresh = seen.lock().is_ok_and(|mut s| s.insert(path.to_path_buf(), None).is_none());
+    static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let token = TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let fresh = seen.lock().is_ok_and(|mut s| {
+        if s.contains_key(path) {
+            return false;
+        }
+        s.insert(path.to_path_buf(), Slot { token, registered: None });
+        true
+    });
     if !fresh {
         return;
     }
@@ -116,12 +147,29 @@ fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
     let dir = dir.to_path_buf();
     let path = path.to_path_buf();
     let seen = Arc::clone(seen);
+    // kubelet-versions.md §6: a failed registration stays in the desired
+    // state and is retried with exponential backoff while the socket exists.
     inner.track(tokio::spawn(async move {
-        if let Some(done) = handle(&inner2, &dir, &path).await
-            && let Ok(mut s) = seen.lock()
-            && let Some(slot) = s.get_mut(&path)
-        {
-            *slot = Some(done);
+        let mut shutdown = inner2.shutdown.subscribe();
+        let mut backoff = RETRY_INITIAL;
+        loop {
+            if let Some(done) = handle(&inner2, &dir, &path).await {
+                if let Ok(mut s) = seen.lock()
+                    && let Some(slot) = s.get_mut(&path).filter(|slot| slot.token == token)
+                {
+                    slot.registered = Some(done);
+                }
+                return;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(backoff) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            let is_socket = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
+            if !is_socket || !still_wanted(&seen, &path, token) {
+                return;
+            }
+            backoff = backoff.saturating_mul(2).min(RETRY_MAX);
         }
     }));
 }

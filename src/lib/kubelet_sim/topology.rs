@@ -150,19 +150,20 @@ fn device_provider(
         let in_use = st.in_use(resource);
         let mine = so_far.devices.get(resource);
         let reusable = reuse.get(resource);
-        let all: Vec<Option<&[i64]>> = r.devices.iter().map(|d| d.numa_nodes.as_deref()).collect();
-        let available: Vec<Option<&[i64]>> = r
-            .healthy()
-            .filter(|d| !in_use.contains(&d.id) && !mine.is_some_and(|m| m.contains(&d.id)))
-            .filter(|d| !reusable.is_some_and(|x| x.contains(&d.id)))
-            .map(|d| d.numa_nodes.as_deref())
+        // The kubelet keys devices by ID: `allDevices` keeps the last entry of
+        // an ID a snapshot repeats, `healthyDevices` is a set.
+        let by_id: BTreeMap<&str, Option<&[i64]>> =
+            r.devices.iter().map(|d| (d.id.as_str(), d.numa_nodes.as_deref())).collect();
+        let all: Vec<Option<&[i64]>> = by_id.values().copied().collect();
+        let healthy: BTreeSet<&String> = r.healthy().map(|d| &d.id).collect();
+        let available: Vec<Option<&[i64]>> = healthy
+            .into_iter()
+            .filter(|id| !in_use.contains(*id) && !mine.is_some_and(|m| m.contains(*id)))
+            .filter(|id| !reusable.is_some_and(|x| x.contains(*id)))
+            .map(|id| by_id.get(id.as_str()).copied().flatten())
             .collect();
         let reusable: Vec<Option<&[i64]>> = reusable
-            .map(|set| {
-                set.iter()
-                    .map(|id| r.devices.iter().find(|d| &d.id == id).and_then(|d| d.numa_nodes.as_deref()))
-                    .collect()
-            })
+            .map(|set| set.iter().map(|id| by_id.get(id.as_str()).copied().flatten()).collect())
             .unwrap_or_default();
         out.insert(resource.clone(), hints::device_hints(&nodes, &all, &available, &reusable, &[], request));
     }
@@ -602,6 +603,29 @@ pub fn parse_bytes(q: &serde_json::Value) -> Option<u64> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// topology.md §1 (every version): hints count devices by ID, as the
+    /// kubelet's `allDevices` map and `healthyDevices` set do, so an ID a
+    /// snapshot repeats counts once.
+    #[test]
+    fn repeated_device_ids_count_once_in_hints() {
+        use crate::model::Device;
+        let dev =
+            |id: &str, numa: i64| Device { id: id.into(), health: "Healthy".into(), numa_nodes: Some(vec![numa]) };
+        let mut st = State::new(std::time::Duration::from_secs(1));
+        let r = super::super::state::Resource {
+            sets: true,
+            devices: vec![dev("D0", 0), dev("D0", 0), dev("D1", 1)],
+            ..Default::default()
+        };
+        st.resources.insert("example.com/dev".into(), r);
+        let config = TopologyConfig { policy: crate::topology::Policy::BestEffort, ..TopologyConfig::default() };
+        let requests = BTreeMap::from([("example.com/dev".to_string(), 2u64)]);
+        let p = device_provider(&st, &config, &requests, &PodSoFar::default(), &BTreeMap::new());
+        let hints: Vec<String> = p["example.com/dev"].iter().flatten().map(ToString::to_string).collect();
+        // Two devices, one per node: only both nodes together hold 2 (preferred: no narrower mask could).
+        assert_eq!(hints, ["{11 true}"]);
+    }
 
     #[test]
     fn cpu_and_memory_quantities() {

@@ -103,11 +103,19 @@ pub struct PolicyOptions {
     pub prefer_closest_numa_nodes: bool,
     /// `max-allowable-numa-nodes`.
     pub max_allowable_numa_nodes: usize,
+    /// The option names the user gave (a kubelet release that lacks one,
+    /// or keeps it behind an alpha gate, refuses to start).
+    #[serde(default)]
+    pub given: BTreeSet<String>,
 }
 
 impl Default for PolicyOptions {
     fn default() -> Self {
-        PolicyOptions { prefer_closest_numa_nodes: false, max_allowable_numa_nodes: DEFAULT_MAX_ALLOWABLE_NUMA_NODES }
+        PolicyOptions {
+            prefer_closest_numa_nodes: false,
+            max_allowable_numa_nodes: DEFAULT_MAX_ALLOWABLE_NUMA_NODES,
+            given: BTreeSet::new(),
+        }
     }
 }
 
@@ -148,6 +156,7 @@ impl FromStr for PolicyOptions {
                 }
                 _ => return Err(format!("unknown Topology Manager Policy option: {k:?}")),
             }
+            o.given.insert(k.to_string());
         }
         Ok(o)
     }
