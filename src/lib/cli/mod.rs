@@ -15,7 +15,6 @@ pub mod podresources;
 pub mod smoke;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -197,11 +196,6 @@ pub fn sockets_in(dir: &std::path::Path) -> Vec<String> {
         .unwrap_or_default();
     names.sort();
     names
-}
-
-/// A path argument that defaults from the environment, for `--dir`.
-pub fn default_dir() -> PathBuf {
-    crate::paths::device_plugin_dir_default()
 }
 
 #[cfg(test)]
