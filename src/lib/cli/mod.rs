@@ -56,8 +56,8 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// Output format: table for people, json for programs (JSON Lines for streams).
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
     /// When to color the output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -67,6 +67,28 @@ pub struct GlobalArgs {
     /// Only errors on stderr; no progress display.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+}
+
+/// The `-o` flag's values: clap's side of [`Format`] (the output layer
+/// knows nothing of clap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned columns for people.
+    Table,
+    /// Like `table`, with more columns.
+    Wide,
+    /// JSON with stable snake_case keys; JSON Lines for streams.
+    Json,
+}
+
+impl From<OutputFormat> for Format {
+    fn from(f: OutputFormat) -> Self {
+        match f {
+            OutputFormat::Table => Format::Table,
+            OutputFormat::Wide => Format::Wide,
+            OutputFormat::Json => Format::Json,
+        }
+    }
 }
 
 /// When to color.
@@ -155,7 +177,7 @@ impl Ctx<'_> {
 
 /// Runs a parsed command line. Returns the exit code (see `--help`).
 pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
-    let mut ctx = Ctx { format: cli.global.output, quiet: cli.global.quiet, verbose: cli.global.verbose, term };
+    let mut ctx = Ctx { format: cli.global.output.into(), quiet: cli.global.quiet, verbose: cli.global.verbose, term };
     let code = match cli.command {
         Command::Plugin(cmd) => plugin::run(cmd, &mut ctx).await?,
         Command::KubeletSim(args) => kubelet_sim::run(args, &mut ctx).await?,
@@ -181,21 +203,6 @@ pub fn out_err(e: std::io::Error) -> crate::Error {
 /// seconds; at most [`crate::duration::MAX`] (see [`crate::duration::parse`]).
 pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
     crate::duration::parse(s)
-}
-
-/// Lists the sockets in a directory, for hints.
-pub fn sockets_in(dir: &std::path::Path) -> Vec<String> {
-    use std::os::unix::fs::FileTypeExt;
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(std::result::Result::ok)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_socket()))
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
 }
 
 #[cfg(test)]
