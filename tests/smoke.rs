@@ -35,7 +35,7 @@ async fn smoke(flags: &[&str], command: &[&str]) -> (Run, serde_json::Value) {
         .await
         .unwrap_or_else(|_| panic!("dpctl {} took over {SMOKE_WAIT:?}", args.join(" ")))
         .expect("run dpctl");
-    let run = Run::from(out);
+    let run = Run::with_args(out, &args);
     let report = run.json();
     assert_plugin_gone(&report);
     if !report["dir_kept"].as_bool().unwrap() {
