@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use clap::{Args, Subcommand};
 use tokio::sync::broadcast;
 
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
+use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result, exit};
 use crate::kubelet_sim::control::{self, Answer, Request};
 use crate::kubelet_sim::{KubeletSim, KubeletVersion, PodSpec, SimConfig, SimEvent};
@@ -273,8 +274,15 @@ pub enum SimCommand {
         #[command(flatten)]
         target: SimTarget,
         /// The Pod manifest.
-        #[arg(value_name = "MANIFEST", required_unless_present = "allocate", conflicts_with = "allocate")]
+        #[arg(
+            value_name = "MANIFEST",
+            required_unless_present_any = ["allocate", "filename"],
+            conflicts_with_all = ["allocate", "filename"]
+        )]
         manifest: Option<PathBuf>,
+        /// The Pod manifest, as kubectl takes it (the same as MANIFEST).
+        #[arg(short = 'f', long = "filename", value_name = "FILE", conflicts_with = "allocate")]
+        filename: Option<PathBuf>,
         /// RESOURCE=COUNT for a one-container pod (repeatable).
         #[arg(long, value_name = "RESOURCE=COUNT")]
         allocate: Vec<String>,
@@ -554,8 +562,8 @@ fn terminal_width() -> usize {
 /// Sends a request to a running sim and renders the answer.
 async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
     let (dir, request, timeout) = match cmd {
-        SimCommand::Admit { target, manifest, allocate, name, namespace, cpu, memory, dry_run } => {
-            let pod = match manifest {
+        SimCommand::Admit { target, manifest, filename, allocate, name, namespace, cpu, memory, dry_run } => {
+            let pod = match manifest.or(filename) {
                 Some(path) => {
                     let place = path.display().to_string();
                     let text = if place == "-" {

@@ -15,7 +15,6 @@ pub mod podresources;
 pub mod smoke;
 
 use std::io::Write;
-use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -199,12 +198,6 @@ pub fn out_err(e: std::io::Error) -> crate::Error {
     crate::Error::io("writing output", e)
 }
 
-/// Parses a duration flag: `500ms`, `10s`, `2m`, `1h`, a bare number of
-/// seconds; at most [`crate::duration::MAX`] (see [`crate::duration::parse`]).
-pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    crate::duration::parse(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,13 +206,5 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
-        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
-        assert!(parse_duration("soon").is_err());
     }
 }

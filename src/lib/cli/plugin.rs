@@ -6,7 +6,8 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use futures_util::StreamExt;
 
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
+use crate::duration::parse as parse_duration;
 use crate::error::{Error, KUBELET_MAX_RECV, Result, exit};
 use crate::model::{self, Device};
 use crate::output::{self, plugin as render};

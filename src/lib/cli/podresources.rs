@@ -10,7 +10,8 @@ use std::time::Duration;
 use clap::{Args, Subcommand, ValueEnum};
 use tokio::time::Instant;
 
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
+use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result, exit};
 use crate::output::{self, podresources as render};
 use crate::podresources::client::{self, ApiChoice, PodResourcesClient, PodResourcesConfig};
