@@ -15,7 +15,7 @@ use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result, exit};
 use crate::kubelet_sim::control::{self, Answer, Request};
 use crate::kubelet_sim::{KubeletSim, KubeletVersion, PodSpec, SimConfig, SimEvent};
-use crate::output::{self, Format, sim as render};
+use crate::output::{self, Format, kubelet_sim as render};
 use crate::paths::{DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR};
 use crate::topology;
 

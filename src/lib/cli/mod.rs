@@ -9,7 +9,7 @@ pub mod completions;
 pub mod demo;
 pub mod doctor;
 pub mod kubelet_sim;
-pub mod mock;
+pub mod mock_plugin;
 pub mod plugin;
 pub mod podresources;
 pub mod smoke;
@@ -113,7 +113,7 @@ pub enum Command {
     #[command(subcommand)]
     Podresources(podresources::PodResourcesCommand),
     /// Be a device plugin, well-behaved or misbehaving on request.
-    MockPlugin(mock::MockPluginArgs),
+    MockPlugin(mock_plugin::MockPluginArgs),
     /// Run a vendor's plugin against a fresh kubelet-sim and check it end to end.
     Smoke(smoke::SmokeArgs),
     /// Watch kubelet-sim and mock-plugin work together, in a temporary directory.
@@ -181,7 +181,7 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
         Command::Plugin(cmd) => plugin::run(cmd, &mut ctx).await?,
         Command::KubeletSim(args) => kubelet_sim::run(args, &mut ctx).await?,
         Command::Podresources(cmd) => podresources::run(cmd, &mut ctx).await?,
-        Command::MockPlugin(args) => mock::run(args, &mut ctx).await?,
+        Command::MockPlugin(args) => mock_plugin::run(args, &mut ctx).await?,
         Command::Smoke(args) => smoke::run(args, &mut ctx).await?,
         Command::Demo(args) => demo::run(args, &mut ctx).await?,
         Command::Checkpoint(cmd) => checkpoint::run(cmd, &mut ctx)?,

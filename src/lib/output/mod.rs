@@ -8,10 +8,10 @@ pub mod check;
 pub mod checkpoint;
 pub mod demo;
 pub mod doctor;
-pub mod mock;
+pub mod kubelet_sim;
+pub mod mock_plugin;
 pub mod plugin;
 pub mod podresources;
-pub mod sim;
 pub mod smoke;
 pub mod topology;
 

@@ -17,7 +17,7 @@ use crate::mock_plugin::{
     AllocateConfig, DeviceConfig, ErrorSpec, EventKind, FlapConfig, MockConfig, MockEvent, MockPlugin, Policy,
     ResourceConfig, RpcFault, RpcSelector,
 };
-use crate::output::mock as render;
+use crate::output::mock_plugin as render;
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 const MOCK_HELP: &str = "\
