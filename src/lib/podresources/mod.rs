@@ -12,6 +12,7 @@ pub mod free;
 pub mod ratelimit;
 pub mod server;
 pub mod view;
+pub mod watch;
 
 use crate::error::Error;
 
