@@ -14,7 +14,7 @@ use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result, exit};
 use crate::output::{self, podresources as render};
 use crate::podresources::client::{self, ApiChoice, PodResourcesClient, PodResourcesConfig};
-use crate::podresources::fixture::{FileWatch, Fixture, FixtureFile, FixtureProvider};
+use crate::podresources::fixture::{Fixture, FixtureFile, FixtureProvider, Reload, reload_loop};
 use crate::podresources::free;
 use crate::podresources::server::{PodResourcesService, RATE_BURST, RATE_QPS, ServedApis, ServerConfig};
 use crate::podresources::view::{
@@ -428,9 +428,6 @@ async fn dump(a: OneShotArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// How often `serve` checks whether the data file changed.
-const RELOAD_POLL: Duration = Duration::from_millis(500);
-
 async fn serve(a: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let qps_ok = a.qps > 0.0 && a.qps.is_finite();
     if !a.no_rate_limit && !qps_ok {
@@ -476,19 +473,11 @@ async fn serve(a: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     }
     let reload = async {
         let Some(path) = &a.data else { return std::future::pending::<Result<()>>().await };
-        let mut watch = FileWatch::new(path);
-        loop {
-            tokio::time::sleep(RELOAD_POLL).await;
-            match watch.poll() {
-                Some(Ok(f)) => {
-                    let n = f.pods.len();
-                    handle.set(f);
-                    ctx.note(format!("reloaded {}: {n} pod(s)", path.display()))?;
-                }
-                Some(Err(e)) => ctx.note(format!("warning: kept the previous data: {e}"))?,
-                None => {}
-            }
-        }
+        reload_loop(path, &handle, |r| match r {
+            Reload::Reloaded { pods } => ctx.note(format!("reloaded {}: {pods} pod(s)", path.display())),
+            Reload::Kept(e) => ctx.note(format!("warning: kept the previous data: {e}")),
+        })
+        .await
     };
     tokio::select! {
         r = transport::serve(service.router_for(apis), listener, transport::shutdown_signal()) => r?,
