@@ -21,7 +21,7 @@ pub fn arg_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 /// A duration flag (`10s`, `500ms`, `1m`).
 pub fn duration_or(name: &str, default: Duration) -> Duration {
-    arg(name).map(|v| dpctl::mock_plugin::config::parse_duration(&v).expect("a duration")).unwrap_or(default)
+    arg(name).map(|v| dpctl::duration::parse(&v).expect("a duration")).unwrap_or(default)
 }
 
 /// Resident memory of this process, in KiB (VmRSS).

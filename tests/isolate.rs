@@ -22,7 +22,8 @@ fn is_root() -> bool {
     // SAFETY: geteuid takes no arguments and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     if !root {
-        eprintln!("SKIPPED: --isolate tests need root (CI runs them as root)");
+        let test = std::thread::current().name().unwrap_or("an --isolate test").to_string();
+        eprintln!("SKIPPED {test}: --isolate tests need root (CI runs them as root)");
     }
     root
 }
@@ -72,7 +73,7 @@ async fn smoke_as(
         .await
         .unwrap_or_else(|_| panic!("dpctl {} took over {SMOKE_WAIT:?}", args.join(" ")))
         .expect("run dpctl");
-    let run = Run::from(out);
+    let run = Run::with_args(out, &args);
     let report = serde_json::from_str(&run.stdout).ok();
     (run, report)
 }

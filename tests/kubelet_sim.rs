@@ -743,6 +743,22 @@ async fn a_second_process_steers_a_running_sim() {
     let r = dpctl(&["kubelet-sim", "delete", "--dir", dir, "two"]).await;
     assert!(r.expect_code(0).stdout.contains("deleted default/two; freed example.com/gpu="), "{}", r.stdout);
     dpctl(&["kubelet-sim", "admit", "--dir", dir, manifest.to_str().unwrap()]).await.expect_code(0);
+    // kubectl's habit: -f / --filename names the manifest too (not a kubelet behaviour).
+    let small = sb.join("small.yaml");
+    std::fs::write(
+        &small,
+        "metadata: {name: small}\nspec:\n  containers:\n  - name: c\n    resources: {limits: {example.com/gpu: 1}}\n",
+    )
+    .unwrap();
+    let small = small.to_str().unwrap();
+    let r = dpctl(&["kubelet-sim", "admit", "--dir", dir, "--filename", small, "--dry-run", "-o", "json"]).await;
+    r.expect_code(0);
+    let r = dpctl(&["kubelet-sim", "admit", "--dir", dir, "-f", small, "-o", "json"]).await;
+    assert_eq!(r.expect_code(0).json()["admitted"], true);
+    let both = dpctl(&["kubelet-sim", "admit", "--dir", dir, "-f", small, small]).await;
+    assert!(both.expect_code(2).stderr.contains("cannot be used with"), "{}", both.stderr);
+    let r = dpctl(&["kubelet-sim", "delete", "--dir", dir, "small"]).await;
+    r.expect_code(0);
     let r = dpctl(&["kubelet-sim", "delete", "--dir", dir, "nope"]).await;
     r.expect_code(2);
     assert!(r.stderr.contains("pod default/nope: not found (admitted: default/big)"), "{}", r.stderr);

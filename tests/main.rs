@@ -16,6 +16,7 @@ mod fuzz;
 mod interop;
 mod isolate;
 mod kubelet_sim;
+mod layers;
 mod mock_plugin;
 mod plugin_cli;
 mod podresources;

@@ -35,7 +35,7 @@ async fn smoke(flags: &[&str], command: &[&str]) -> (Run, serde_json::Value) {
         .await
         .unwrap_or_else(|_| panic!("dpctl {} took over {SMOKE_WAIT:?}", args.join(" ")))
         .expect("run dpctl");
-    let run = Run::from(out);
+    let run = Run::with_args(out, &args);
     let report = run.json();
     assert_plugin_gone(&report);
     if !report["dir_kept"].as_bool().unwrap() {
@@ -384,7 +384,7 @@ async fn log_dir_keeps_the_whole_output_and_dir_is_kept() {
     assert_eq!(v["dir"], dir.to_str().unwrap());
     assert_eq!(v["dir_kept"], true);
     assert!(dir.join(dpctl::paths::CHECKPOINT_FILE_NAME).exists(), "the sim's checkpoint stays in --dir");
-    assert!(dpctl::cli::sockets_in(&dir).is_empty(), "no socket left: {:?}", dpctl::cli::sockets_in(&dir));
+    assert!(dpctl::paths::sockets_in(&dir).is_empty(), "no socket left: {:?}", dpctl::paths::sockets_in(&dir));
     for name in ["kubelet-restart", "parallel-calls"] {
         assert_eq!(step(&v, name)["evidence"], "skipped with --skip");
     }

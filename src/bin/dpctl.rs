@@ -53,7 +53,7 @@ fn main() -> ExitCode {
         Err(dpctl::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("dpctl: error: {e}");
-            if let Some(hint) = e.hint() {
+            if let Some(hint) = dpctl::podresources::hint(&e) {
                 eprintln!("  hint: {hint}");
             }
             ExitCode::from(e.exit_code())

@@ -22,6 +22,7 @@ use crate::kubelet_sim::{
 use crate::mock_plugin::{AllocateConfig, MockConfig, MockHandle, MockPlugin, Policy, ResourceConfig};
 use crate::model::{ContainerAllocation, Device};
 use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
+use crate::text::millis;
 
 /// The resource the demo's plugin serves.
 pub const RESOURCE: &str = "example.com/gpu";
@@ -276,7 +277,7 @@ pub async fn run_demo(
     interrupt: impl std::future::Future<Output = ()>,
     sink: &mut (dyn FnMut(DemoEvent) + Send),
 ) -> Result<Vec<DemoStep>> {
-    let dir = crate::smoke::fresh_dir("dpctl-demo")?;
+    let dir = crate::paths::fresh_dir("dpctl-demo")?;
     // Removes the directory should anything below panic; cleanup() removes it otherwise.
     let _dir_guard = crate::paths::RemoveDirOnDrop::new(Some(dir.clone()));
     let mut demo = Demo { config, dir: dir.clone(), sim: None, mock: None, pod_devices: Vec::new(), steps: Vec::new() };
@@ -339,7 +340,7 @@ impl Demo {
                     Error::Timeout { .. } => msg.push_str(" (on a slow or busy machine, raise --deadline)"),
                     Error::Invalid { .. } => {}
                     other => {
-                        if let Some(h) = other.hint() {
+                        if let Some(h) = crate::podresources::hint(other) {
                             msg.push_str(&format!(" (hint: {h})"));
                         }
                     }
@@ -624,7 +625,7 @@ impl Demo {
     async fn cleanup(&mut self, sink: &mut (dyn FnMut(DemoEvent) + Send), interrupted: bool) {
         sink(DemoEvent::Starting { step: STEPS, title: PLAN[STEPS as usize - 1].1 });
         let t = Instant::now();
-        let before = crate::cli::sockets_in(&self.dir);
+        let before = crate::paths::sockets_in(&self.dir);
         let mut errors = Vec::new();
         if let Some(m) = self.mock.take()
             && let Err(e) = m.stop().await
@@ -636,7 +637,7 @@ impl Demo {
         {
             errors.push(format!("stopping the kubelet-sim: {e}"));
         }
-        let left = crate::cli::sockets_in(&self.dir);
+        let left = crate::paths::sockets_in(&self.dir);
         if !left.is_empty() {
             errors.push(format!("sockets left behind: {}", left.join(", ")));
         }
@@ -678,10 +679,6 @@ async fn wait_event(
             }
         }
     }
-}
-
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -224,12 +224,11 @@ impl Error {
         }
     }
 
-    /// What the user can do about it, when the cause is known.
+    /// What the user can do about it, when the cause is known: the general
+    /// hints. PodResources calls have causes of their own (feature gates, rate
+    /// limit, old kubelets): `podresources::hint` adds those and falls back
+    /// to this one, so callers that show hints call it instead.
     pub fn hint(&self) -> Option<String> {
-        // PodResources calls have causes of their own (feature gates, rate limit, old kubelets).
-        if let Some(h) = crate::podresources::client::hint(self) {
-            return Some(h);
-        }
         Some(match self {
             Error::NoSocket { .. } => {
                 "is the plugin (or kubelet) running, and is this the right path? A kubelet restart deletes plugin sockets"

@@ -29,6 +29,7 @@ pub mod podresources;
 pub mod proto;
 pub mod rpc;
 pub mod smoke;
+pub mod text;
 pub mod topology;
 pub mod transport;
 pub mod validate;

@@ -73,22 +73,6 @@ pub fn counts(devices: &[Device]) -> Counts {
     Counts { capacity: healthy.len() + unhealthy.len(), allocatable: healthy.len() }
 }
 
-/// Healthy devices per NUMA node (`-1` for devices without topology).
-pub fn healthy_by_numa(devices: &[Device]) -> BTreeMap<i64, usize> {
-    let mut out = BTreeMap::new();
-    for d in devices.iter().filter(|d| d.is_healthy()) {
-        match &d.numa_nodes {
-            Some(nodes) if !nodes.is_empty() => {
-                for n in nodes {
-                    *out.entry(*n).or_insert(0) += 1;
-                }
-            }
-            _ => *out.entry(-1).or_insert(0) += 1,
-        }
-    }
-    out
-}
-
 /// What happened to one device between two snapshots.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "change", rename_all = "snake_case")]
@@ -224,33 +208,6 @@ impl ContainerAllocation {
                 .collect(),
             annotations: r.annotations.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             cdi_devices: r.cdi_devices.iter().map(|c| c.name.clone()).collect(),
-        }
-    }
-
-    /// The protobuf form (used by servers and checkpoints).
-    pub fn to_response(&self) -> dp::ContainerAllocateResponse {
-        dp::ContainerAllocateResponse {
-            envs: self.envs.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            mounts: self
-                .mounts
-                .iter()
-                .map(|m| dp::Mount {
-                    container_path: m.container_path.clone(),
-                    host_path: m.host_path.clone(),
-                    read_only: m.read_only,
-                })
-                .collect(),
-            devices: self
-                .devices
-                .iter()
-                .map(|d| dp::DeviceSpec {
-                    container_path: d.container_path.clone(),
-                    host_path: d.host_path.clone(),
-                    permissions: d.permissions.clone(),
-                })
-                .collect(),
-            annotations: self.annotations.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-            cdi_devices: self.cdi_devices.iter().map(|n| dp::CdiDevice { name: n.clone() }).collect(),
         }
     }
 }

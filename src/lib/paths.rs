@@ -105,6 +105,42 @@ pub fn translate(map: &[(PathBuf, PathBuf)], p: &Path) -> PathBuf {
         .map_or_else(|| p.to_path_buf(), |(_, real)| real)
 }
 
+/// The unix sockets directly in `dir`, sorted by name (empty when the
+/// directory cannot be read): for hints and for "nothing left behind" checks.
+pub fn sockets_in(dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(std::result::Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_socket()))
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Makes a fresh `/tmp/<prefix>-XXXXXX` directory, mode 0750 (short, so
+/// socket paths inside stay short), for smoke runs and demos.
+pub fn fresh_dir(prefix: &str) -> crate::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut last = None;
+    for _ in 0..16 {
+        let n: u32 = rand::random();
+        let dir = Path::new("/tmp").join(format!("{prefix}-{:06x}", n & 0xff_ffff));
+        match std::fs::DirBuilder::new().mode(0o750).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(crate::Error::io("creating a directory under /tmp", e)),
+        }
+    }
+    Err(crate::Error::io(
+        "creating a directory under /tmp",
+        last.unwrap_or_else(|| std::io::Error::other("no free name after 16 tries")),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

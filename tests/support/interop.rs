@@ -72,7 +72,11 @@ pub fn env() -> Option<Env> {
         Ok(env) => Some(env.clone()),
         Err(e) if std::env::var_os("CI").is_some() => panic!("interop environment unavailable under CI: {e}"),
         Err(e) => {
-            eprintln!("SKIPPED: interop peers unavailable ({e}); set DPCTL_INTEROP_PYTHON or install python3 + pip");
+            // libtest names each test's thread after the test.
+            let test = std::thread::current().name().unwrap_or("an interop test").to_string();
+            eprintln!(
+                "SKIPPED {test}: interop peers unavailable ({e}); set DPCTL_INTEROP_PYTHON or install python3 + pip"
+            );
             None
         }
     }

@@ -56,6 +56,8 @@ pub struct Run {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
+    /// The arguments dpctl ran with (empty when the caller built the command).
+    pub args: Vec<String>,
 }
 
 impl Run {
@@ -64,14 +66,44 @@ impl Run {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            args: Vec::new(),
         }
     }
 
-    /// Panics with the whole run shown unless the exit code is `code`.
+    /// Like [`Run::from`], remembering the arguments for failure reports.
+    pub fn with_args(out: Output, args: &[&str]) -> Self {
+        Run { args: args.iter().map(|a| a.to_string()).collect(), ..Run::from(out) }
+    }
+
+    /// Panics with the whole run shown unless the exit code is `code`: the
+    /// command line, stdout, stderr, and each directory the arguments name
+    /// with its listing (as ripgrep's test harness does).
     #[track_caller]
     pub fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(self.code, code, "unexpected exit code\n--- stdout\n{}\n--- stderr\n{}", self.stdout, self.stderr);
+        if self.code != code {
+            panic!(
+                "unexpected exit code {} (wanted {code})\n--- command\n{}\n--- stdout\n{}\n--- stderr\n{}{}",
+                self.code,
+                self.command_line(),
+                self.stdout,
+                self.stderr,
+                listings(&self.args)
+            );
+        }
         self
+    }
+
+    /// `dpctl ARGS` as a shell would take it (each argument quoted when needed).
+    pub fn command_line(&self) -> String {
+        let quote = |a: &String| {
+            if !a.is_empty() && a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@".contains(c)) {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', "'\\''"))
+            }
+        };
+        let args: Vec<String> = self.args.iter().map(quote).collect();
+        if args.is_empty() { "dpctl (arguments not recorded)".into() } else { format!("dpctl {}", args.join(" ")) }
     }
 
     pub fn json(&self) -> serde_json::Value {
@@ -108,7 +140,85 @@ pub async fn dpctl_env(args: &[&str], env: &[(&str, &str)]) -> Run {
         cmd.env(k, v);
     }
     let out = within(&format!("dpctl {}", args.join(" ")), cmd.output()).await.expect("run dpctl");
-    Run::from(out)
+    Run::with_args(out, args)
+}
+
+/// The directories an argument list names (an existing directory, or the
+/// directory of an existing file or socket; `--flag=value` values too), each
+/// with a bounded listing, for failure reports.
+fn listings(args: &[String]) -> String {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for arg in args {
+        let value = arg.split_once('=').map_or(arg.as_str(), |(_, v)| v);
+        let path = Path::new(value);
+        if !path.is_absolute() {
+            continue;
+        }
+        let dir = if path.is_dir() {
+            path.to_path_buf()
+        } else if path.exists() {
+            path.parent().map(Path::to_path_buf).unwrap_or_default()
+        } else {
+            continue;
+        };
+        if dir != Path::new("/") && !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    let mut out = String::new();
+    for dir in dirs {
+        out.push_str(&format!("\n--- directory {}\n", dir.display()));
+        match std::fs::read_dir(&dir) {
+            Ok(entries) => {
+                let mut names: Vec<String> = entries
+                    .filter_map(Result::ok)
+                    .map(|e| {
+                        let kind = match e.file_type() {
+                            Ok(t) if t.is_dir() => "/",
+                            Ok(t) if std::os::unix::fs::FileTypeExt::is_socket(&t) => "=",
+                            _ => "",
+                        };
+                        format!("{}{kind}", e.file_name().to_string_lossy())
+                    })
+                    .collect();
+                names.sort();
+                let more = names.len().saturating_sub(50);
+                names.truncate(50);
+                if names.is_empty() {
+                    out.push_str("(empty)\n");
+                }
+                for n in names {
+                    out.push_str(&n);
+                    out.push('\n');
+                }
+                if more > 0 {
+                    out.push_str(&format!("... and {more} more\n"));
+                }
+            }
+            Err(e) => out.push_str(&format!("(cannot list: {e})\n")),
+        }
+    }
+    out
+}
+
+/// A failing `expect_code` shows the command line and the listing of the
+/// directories its arguments name.
+#[test]
+fn a_failed_expectation_shows_the_command_and_the_directory() {
+    let sandbox = Sandbox::new();
+    std::fs::write(sandbox.join("gpu.json"), b"{}").expect("write a file");
+    let config = sandbox.join("gpu.json");
+    let config = config.to_str().expect("utf-8 path");
+    let out = Command::new("true").output().expect("run true");
+    let run = Run::with_args(out, &["mock-plugin", "--config", config, "--note=it's"]);
+    let shown = std::panic::catch_unwind(|| {
+        run.expect_code(2);
+    })
+    .expect_err("exit code 0 is not 2");
+    let message = shown.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains(&format!("dpctl mock-plugin --config {config} '--note=it'\\''s'")), "{message}");
+    assert!(message.contains(&format!("--- directory {}\ngpu.json\n", sandbox.path().display())), "{message}");
+    assert!(message.contains("unexpected exit code 0 (wanted 2)"), "{message}");
 }
 
 /// A std Command for dpctl, for tests that manage the child themselves

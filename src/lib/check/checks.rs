@@ -159,7 +159,7 @@ async fn snapshot_rules(p: &mut Probe<'_>, id: CheckId) -> Finding {
             } else {
                 format!(
                     "NUMA nodes {} on {} device(s); {without} without topology",
-                    crate::output::ranges(&nodes),
+                    crate::text::ranges(&nodes),
                     devices.len() - without
                 )
             }

@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, KUBELET_MAX_RECV, Result};
 use crate::proto::deviceplugin::v1beta1 as dp;
+use crate::text::millis;
 
 /// The checks, in the order they run and are reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -509,7 +510,7 @@ pub async fn run_checks_with(
     let mut report = Report {
         suite: opts.suite.clone(),
         socket: target.socket.display().to_string(),
-        started: crate::output::timestamp(started),
+        started: crate::text::timestamp(started),
         duration_ms: 0,
         unreachable: None,
         totals: Totals::default(),
@@ -537,17 +538,16 @@ pub async fn run_checks_with(
                 progress(Progress::Finished(&result));
                 report.checks.push(result);
             }
-            report.unreachable = Some(Unreachable { message: e.to_string(), hint: e.hint(), exit_code: e.exit_code() });
+            report.unreachable = Some(Unreachable {
+                message: e.to_string(),
+                hint: crate::podresources::hint(&e),
+                exit_code: e.exit_code(),
+            });
         }
     }
     report.duration_ms = millis(t0.elapsed());
     report.tally();
     report
-}
-
-/// A duration in whole milliseconds.
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// What one check found; the rule defaults to the check's own.

@@ -137,12 +137,4 @@ impl CheckpointReport {
             registered_devices: cp.data.registered_devices.unwrap_or_default(),
         }
     }
-
-    /// Every CDI device name in the stored Allocate answers, with the entry's pod and container.
-    pub fn cdi_names(&self) -> Vec<(String, &EntryView)> {
-        self.entries
-            .iter()
-            .flat_map(|e| e.allocation.iter().flat_map(move |a| a.cdi_devices.iter().map(move |n| (n.clone(), e))))
-            .collect()
-    }
 }

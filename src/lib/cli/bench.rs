@@ -9,8 +9,9 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::plugin::Target;
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
 use crate::bench::{self, BenchConfig, BenchReport, ControlFlipper, Limit, Op, Prepared, Progress, Threshold};
+use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
 use crate::output::bench as render;
 

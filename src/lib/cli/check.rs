@@ -8,8 +8,9 @@ use std::time::Duration;
 use clap::Args;
 
 use super::plugin::Target;
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
 use crate::check::{self, CheckId, CheckOptions, CheckTarget, Outcome, Progress, Registration};
+use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result, exit};
 use crate::output::check as render;
 use crate::proto::deviceplugin::v1beta1 as dp;

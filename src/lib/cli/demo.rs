@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
 use crate::demo::{self, DemoConfig, DemoEvent, STEPS};
+use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
 use crate::output::demo as render;
 

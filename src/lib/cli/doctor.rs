@@ -7,8 +7,9 @@ use std::io::Write;
 
 use clap::{Args, Subcommand};
 
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
 use crate::doctor::{DoctorConfig, Severity};
+use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
 use crate::kubelet_sim::KubeletVersion;
 use crate::output;

@@ -2,19 +2,20 @@
 //! directory, or steer one that runs (admit, delete, restart, status,
 //! set-grace) through its control socket.
 
-use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use clap::{Args, Subcommand};
 use tokio::sync::broadcast;
 
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
+use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result, exit};
 use crate::kubelet_sim::control::{self, Answer, Request};
 use crate::kubelet_sim::{KubeletSim, KubeletVersion, PodSpec, SimConfig, SimEvent};
-use crate::output::{self, Format, sim as render};
+use crate::output::kubelet_sim::EventDisplay;
+use crate::output::{self, Format, kubelet_sim as render};
 use crate::paths::{DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR};
 use crate::topology;
 
@@ -281,8 +282,15 @@ pub enum SimCommand {
         #[command(flatten)]
         target: SimTarget,
         /// The Pod manifest.
-        #[arg(value_name = "MANIFEST", required_unless_present = "allocate", conflicts_with = "allocate")]
+        #[arg(
+            value_name = "MANIFEST",
+            required_unless_present_any = ["allocate", "filename"],
+            conflicts_with_all = ["allocate", "filename"]
+        )]
         manifest: Option<PathBuf>,
+        /// The Pod manifest, as kubectl takes it (the same as MANIFEST).
+        #[arg(short = 'f', long = "filename", value_name = "FILE", conflicts_with = "allocate")]
+        filename: Option<PathBuf>,
         /// RESOURCE=COUNT for a one-container pod (repeatable).
         #[arg(long, value_name = "RESOURCE=COUNT")]
         allocate: Vec<String>,
@@ -382,13 +390,6 @@ fn parse_expect(s: &str) -> Result<(String, usize)> {
     Ok((r, usize::try_from(n).unwrap_or(usize::MAX)))
 }
 
-/// How events are shown.
-enum Display {
-    Json,
-    Lines,
-    Live { lines: usize, recent: VecDeque<SimEvent>, width: usize, drawn: Option<Instant>, dirty: bool },
-}
-
 async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let expects: Vec<(String, usize)> = args.expect.iter().map(|s| parse_expect(s)).collect::<Result<_>>()?;
     let mut config = SimConfig::new(&args.dir);
@@ -419,11 +420,11 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let timeout = args.timeout.or_else(|| (!expects.is_empty()).then_some(Duration::from_secs(30)));
     let deadline = timeout.map(crate::duration::deadline);
     let mut display = if ctx.format.is_json() {
-        Display::Json
+        EventDisplay::Json
     } else if ctx.progress_allowed() {
-        Display::Live { lines: 0, recent: VecDeque::new(), width: terminal_width(), drawn: None, dirty: false }
+        EventDisplay::live(terminal_width())
     } else {
-        Display::Lines
+        EventDisplay::Lines
     };
     let stop = crate::transport::shutdown_signal();
     tokio::pin!(stop);
@@ -447,20 +448,13 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
             };
             tokio::select! {
                 ev = rx.recv() => match ev {
-                    Ok(ev) => show(&mut display, ctx, &sim, ev)?,
+                    Ok(ev) => display.show(&mut ctx.term.out, &mut ctx.term.err, &sim, ev).map_err(out_err)?,
                     Err(broadcast::error::RecvError::Lagged(n)) => {
                         ctx.note(format!("dpctl: {n} event(s) were dropped (the output is too slow)"))?;
                     }
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
-                _ = tick.tick() => {
-                    // Redraw what was held back, and once a second for the countdowns.
-                    if let Display::Live { drawn, dirty, .. } = &display
-                        && (*dirty || drawn.is_none_or(|d| d.elapsed() >= Duration::from_secs(1)))
-                    {
-                        redraw(&mut display, ctx, &sim)?;
-                    }
-                }
+                _ = tick.tick() => display.tick(&mut ctx.term.err, &sim).map_err(out_err)?,
                 () = until => {
                     drain(&mut rx, &mut display, ctx, &sim)?;
                     if !expects.is_empty() {
@@ -478,11 +472,7 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     .await;
     let stopped = sim.stop().await;
     drain(&mut rx, &mut display, ctx, &sim)?;
-    if let Display::Live { .. } = display {
-        // Leave the last frame on screen, followed by a newline.
-        redraw(&mut display, ctx, &sim)?;
-        writeln!(ctx.term.err).map_err(out_err)?;
-    }
+    display.finish(&mut ctx.term.err, &sim).map_err(out_err)?;
     result?;
     stopped?;
     Ok(code)
@@ -491,13 +481,13 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
 /// Shows the events already queued.
 fn drain(
     rx: &mut broadcast::Receiver<SimEvent>,
-    display: &mut Display,
+    display: &mut EventDisplay,
     ctx: &mut Ctx<'_>,
     sim: &crate::kubelet_sim::SimHandle,
 ) -> Result<()> {
     loop {
         match rx.try_recv() {
-            Ok(ev) => show(display, ctx, sim, ev)?,
+            Ok(ev) => display.show(&mut ctx.term.out, &mut ctx.term.err, sim, ev).map_err(out_err)?,
             Err(broadcast::error::TryRecvError::Lagged(_)) => {}
             Err(_) => return Ok(()),
         }
@@ -516,44 +506,6 @@ fn finish_expect(ctx: &mut Ctx<'_>, results: Vec<render::ExpectResult>, met: boo
     render::expectations(&mut ctx.term.out, format, &view).map_err(out_err)
 }
 
-fn show(display: &mut Display, ctx: &mut Ctx<'_>, sim: &crate::kubelet_sim::SimHandle, ev: SimEvent) -> Result<()> {
-    match display {
-        Display::Json => render::event(&mut ctx.term.out, Format::Json, &ev).map_err(out_err),
-        Display::Lines => render::event(&mut ctx.term.out, Format::Table, &ev).map_err(out_err),
-        Display::Live { recent, drawn, dirty, .. } => {
-            recent.push_back(ev);
-            while recent.len() > 12 {
-                recent.pop_front();
-            }
-            // At most 10 frames a second; the tick draws what is held back.
-            if drawn.is_some_and(|d| d.elapsed() < Duration::from_millis(100)) {
-                *dirty = true;
-                return Ok(());
-            }
-            redraw(display, ctx, sim)
-        }
-    }
-}
-
-/// Redraws the live view on stderr, replacing the previous frame.
-fn redraw(display: &mut Display, ctx: &mut Ctx<'_>, sim: &crate::kubelet_sim::SimHandle) -> Result<()> {
-    let Display::Live { lines, recent, width, drawn, dirty } = display else { return Ok(()) };
-    let recent: Vec<SimEvent> = recent.iter().cloned().collect();
-    let frame = render::live_frame(&sim.summary(), &recent, *width);
-    *drawn = Some(Instant::now());
-    *dirty = false;
-    let err = &mut ctx.term.err;
-    if *lines > 0 {
-        write!(err, "\x1b[{}A\x1b[J", *lines).map_err(out_err)?;
-    }
-    for l in &frame {
-        writeln!(err, "{l}").map_err(out_err)?;
-    }
-    err.flush().map_err(out_err)?;
-    *lines = frame.len();
-    Ok(())
-}
-
 /// The terminal width from `COLUMNS`, or 120.
 fn terminal_width() -> usize {
     std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|w: &usize| *w >= 40).unwrap_or(120)
@@ -562,8 +514,8 @@ fn terminal_width() -> usize {
 /// Sends a request to a running sim and renders the answer.
 async fn steer(cmd: SimCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
     let (dir, request, timeout) = match cmd {
-        SimCommand::Admit { target, manifest, allocate, name, namespace, cpu, memory, dry_run } => {
-            let pod = match manifest {
+        SimCommand::Admit { target, manifest, filename, allocate, name, namespace, cpu, memory, dry_run } => {
+            let pod = match manifest.or(filename) {
                 Some(path) => {
                     let place = path.display().to_string();
                     let text = if place == "-" {

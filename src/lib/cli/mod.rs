@@ -9,14 +9,12 @@ pub mod completions;
 pub mod demo;
 pub mod doctor;
 pub mod kubelet_sim;
-pub mod mock;
+pub mod mock_plugin;
 pub mod plugin;
 pub mod podresources;
 pub mod smoke;
 
 use std::io::Write;
-use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -57,8 +55,8 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// Output format: table for people, json for programs (JSON Lines for streams).
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
-    pub output: Format,
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = OutputFormat::Table)]
+    pub output: OutputFormat,
     /// When to color the output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -68,6 +66,28 @@ pub struct GlobalArgs {
     /// Only errors on stderr; no progress display.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+}
+
+/// The `-o` flag's values: clap's side of [`Format`] (the output layer
+/// knows nothing of clap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned columns for people.
+    Table,
+    /// Like `table`, with more columns.
+    Wide,
+    /// JSON with stable snake_case keys; JSON Lines for streams.
+    Json,
+}
+
+impl From<OutputFormat> for Format {
+    fn from(f: OutputFormat) -> Self {
+        match f {
+            OutputFormat::Table => Format::Table,
+            OutputFormat::Wide => Format::Wide,
+            OutputFormat::Json => Format::Json,
+        }
+    }
 }
 
 /// When to color.
@@ -93,7 +113,7 @@ pub enum Command {
     #[command(subcommand)]
     Podresources(podresources::PodResourcesCommand),
     /// Be a device plugin, well-behaved or misbehaving on request.
-    MockPlugin(mock::MockPluginArgs),
+    MockPlugin(mock_plugin::MockPluginArgs),
     /// Run a vendor's plugin against a fresh kubelet-sim and check it end to end.
     Smoke(smoke::SmokeArgs),
     /// Watch kubelet-sim and mock-plugin work together, in a temporary directory.
@@ -156,12 +176,12 @@ impl Ctx<'_> {
 
 /// Runs a parsed command line. Returns the exit code (see `--help`).
 pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
-    let mut ctx = Ctx { format: cli.global.output, quiet: cli.global.quiet, verbose: cli.global.verbose, term };
+    let mut ctx = Ctx { format: cli.global.output.into(), quiet: cli.global.quiet, verbose: cli.global.verbose, term };
     let code = match cli.command {
         Command::Plugin(cmd) => plugin::run(cmd, &mut ctx).await?,
         Command::KubeletSim(args) => kubelet_sim::run(args, &mut ctx).await?,
         Command::Podresources(cmd) => podresources::run(cmd, &mut ctx).await?,
-        Command::MockPlugin(args) => mock::run(args, &mut ctx).await?,
+        Command::MockPlugin(args) => mock_plugin::run(args, &mut ctx).await?,
         Command::Smoke(args) => smoke::run(args, &mut ctx).await?,
         Command::Demo(args) => demo::run(args, &mut ctx).await?,
         Command::Checkpoint(cmd) => checkpoint::run(cmd, &mut ctx)?,
@@ -178,32 +198,6 @@ pub fn out_err(e: std::io::Error) -> crate::Error {
     crate::Error::io("writing output", e)
 }
 
-/// Parses a duration flag: `500ms`, `10s`, `2m`, `1h`, a bare number of
-/// seconds; at most [`crate::duration::MAX`] (see [`crate::duration::parse`]).
-pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    crate::duration::parse(s)
-}
-
-/// Lists the sockets in a directory, for hints.
-pub fn sockets_in(dir: &std::path::Path) -> Vec<String> {
-    use std::os::unix::fs::FileTypeExt;
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(std::result::Result::ok)
-                .filter(|e| e.file_type().is_ok_and(|t| t.is_socket()))
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// A path argument that defaults from the environment, for `--dir`.
-pub fn default_dir() -> PathBuf {
-    crate::paths::device_plugin_dir_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,13 +206,5 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
-    }
-
-    #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
-        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
-        assert!(parse_duration("soon").is_err());
     }
 }

@@ -6,10 +6,12 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use futures_util::StreamExt;
 
-use super::{Ctx, out_err, parse_duration, sockets_in};
+use super::{Ctx, out_err};
+use crate::duration::parse as parse_duration;
 use crate::error::{Error, KUBELET_MAX_RECV, Result, exit};
 use crate::model::{self, Device};
 use crate::output::{self, plugin as render};
+use crate::paths::sockets_in;
 use crate::plugin_client::PluginClient;
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::transport::ClientConfig;

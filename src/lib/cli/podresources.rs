@@ -8,19 +8,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
-use tokio::time::Instant;
 
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
+use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result, exit};
 use crate::output::{self, podresources as render};
 use crate::podresources::client::{self, ApiChoice, PodResourcesClient, PodResourcesConfig};
-use crate::podresources::diff;
-use crate::podresources::fixture::{FileWatch, Fixture, FixtureFile, FixtureProvider};
+use crate::podresources::fixture::{Fixture, FixtureFile, FixtureProvider, Reload, reload_loop};
 use crate::podresources::free;
 use crate::podresources::server::{PodResourcesService, RATE_BURST, RATE_QPS, ServedApis, ServerConfig};
 use crate::podresources::view::{
     AllocatableReport, AllocatableView, Api, CPU_RESOURCE, Filter, GetView, ListView, PodView, SCHEMA_VERSION,
 };
+use crate::podresources::watch::{self, WatchConfig, WatchUpdate};
 use crate::transport::{self, BindOptions, ClientConfig};
 
 /// `dpctl podresources ...`
@@ -380,103 +380,31 @@ async fn free_cmd(a: FreeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     Ok(exit::OK)
 }
 
-/// The shortest poll interval: the kubelet's rate.
-const MIN_INTERVAL: Duration = Duration::from_millis(10);
-/// First wait after the kubelet rate-limited a poll.
-const FIRST_BACKOFF: Duration = Duration::from_millis(200);
-/// Longest wait between polls when backing off.
-const MAX_BACKOFF: Duration = Duration::from_secs(30);
-
-/// Errors after which a watch keeps trying (the kubelet restarts, is slow).
-fn transient(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::NoSocket { .. }
-            | Error::ConnectionRefused { .. }
-            | Error::Connect { .. }
-            | Error::ConnectTimeout { .. }
-            | Error::DeadlineExceeded { .. }
-            | Error::Rpc { code: tonic::Code::Unavailable | tonic::Code::Cancelled, .. }
-    )
-}
-
 async fn watch(a: WatchArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    if a.interval < MIN_INTERVAL {
-        return Err(Error::invalid("--interval", "must be at least 10ms (the kubelet allows 100 calls/s)"));
-    }
+    watch::check_interval(a.interval)?;
     let mut config = a.conn.config(Duration::from_secs(10));
-    config.rate_limit_retries = 0; // the loop below backs off itself
+    config.rate_limit_retries = 0; // the watch loop backs off itself
     let client = PodResourcesClient::connect(&a.conn.socket, &config).await?;
-    let filter = a.filter.filter();
-    let deadline = a.timeout.map(crate::duration::deadline);
-    let stop = transport::shutdown_signal();
-    tokio::pin!(stop);
-    let until = async move {
-        match deadline {
-            Some(d) => tokio::time::sleep_until(d).await,
-            None => std::future::pending().await,
+    let watch_config = WatchConfig {
+        interval: a.interval,
+        count: a.count,
+        deadline: a.timeout.map(crate::duration::deadline),
+        no_initial: a.no_initial,
+    };
+    let report = |update: WatchUpdate<'_>| match update {
+        WatchUpdate::FirstAnswer => after_calls(&client, ctx),
+        WatchUpdate::Recovered => ctx.note("the kubelet answers again"),
+        WatchUpdate::Event { time, poll, event } => {
+            let time = output::timestamp(time);
+            let line = render::WatchLine { time: &time, poll, event };
+            render::watch_event(&mut ctx.term.out, ctx.format, &line).map_err(out_err)
+        }
+        WatchUpdate::BackingOff { why, wait } => {
+            ctx.note(format!("{why}; backing off {}", crate::error::fmt_duration(wait)))
         }
     };
-    tokio::pin!(until);
-    let mut prev: Option<Vec<PodView>> = None;
-    let mut polls = 0u64;
-    let mut emitted = 0u64;
-    let mut backoff: Option<Duration> = None;
-    let mut next_at = Instant::now();
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep_until(next_at) => {}
-            () = &mut until => return Ok(exit::OK),
-            () = &mut stop => return Ok(exit::OK),
-        }
-        let started = Instant::now();
-        let result = tokio::select! {
-            r = client.list() => r,
-            () = &mut until => return Ok(exit::OK),
-            () = &mut stop => return Ok(exit::OK),
-        };
-        match result {
-            Ok(listing) => {
-                polls += 1;
-                if polls == 1 {
-                    after_calls(&client, ctx)?;
-                }
-                if backoff.take().is_some() {
-                    ctx.note("the kubelet answers again")?;
-                }
-                let pods = filter.apply(listing.pods.into_iter().map(PodView::from).collect());
-                let events = match &prev {
-                    None if a.no_initial => Vec::new(),
-                    None => diff::present(&pods),
-                    Some(p) => diff::diff(p, &pods),
-                };
-                let time = output::timestamp(std::time::SystemTime::now());
-                for event in &events {
-                    let line = render::WatchLine { time: &time, poll: polls, event };
-                    render::watch_event(&mut ctx.term.out, ctx.format, &line).map_err(out_err)?;
-                    emitted += 1;
-                    if a.count.is_some_and(|c| emitted >= c) {
-                        return Ok(exit::OK);
-                    }
-                }
-                prev = Some(pods);
-                next_at = crate::duration::after(started, a.interval);
-            }
-            Err(e) if client::is_rate_limited(&e) || (prev.is_some() && transient(&e)) => {
-                let b = backoff.map_or(FIRST_BACKOFF, |b| (b * 2).min(MAX_BACKOFF));
-                backoff = Some(b);
-                let wait = b.max(a.interval);
-                let why = if client::is_rate_limited(&e) {
-                    "the kubelet rate-limited the poll (ResourceExhausted: rejected by rate limit)".to_string()
-                } else {
-                    format!("poll failed: {e}")
-                };
-                ctx.note(format!("{why}; backing off {}", crate::error::fmt_duration(wait)))?;
-                next_at = crate::duration::deadline(wait);
-            }
-            Err(e) => return Err(e),
-        }
-    }
+    watch::watch(&client, &a.filter.filter(), &watch_config, transport::shutdown_signal(), report).await?;
+    Ok(exit::OK)
 }
 
 async fn dump(a: OneShotArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
@@ -499,9 +427,6 @@ async fn dump(a: OneShotArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     emit(ctx, |w| output::write_json(w, &file))?;
     Ok(exit::OK)
 }
-
-/// How often `serve` checks whether the data file changed.
-const RELOAD_POLL: Duration = Duration::from_millis(500);
 
 async fn serve(a: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let qps_ok = a.qps > 0.0 && a.qps.is_finite();
@@ -548,19 +473,11 @@ async fn serve(a: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     }
     let reload = async {
         let Some(path) = &a.data else { return std::future::pending::<Result<()>>().await };
-        let mut watch = FileWatch::new(path);
-        loop {
-            tokio::time::sleep(RELOAD_POLL).await;
-            match watch.poll() {
-                Some(Ok(f)) => {
-                    let n = f.pods.len();
-                    handle.set(f);
-                    ctx.note(format!("reloaded {}: {n} pod(s)", path.display()))?;
-                }
-                Some(Err(e)) => ctx.note(format!("warning: kept the previous data: {e}"))?,
-                None => {}
-            }
-        }
+        reload_loop(path, &handle, |r| match r {
+            Reload::Reloaded { pods } => ctx.note(format!("reloaded {}: {pods} pod(s)", path.display())),
+            Reload::Kept(e) => ctx.note(format!("warning: kept the previous data: {e}")),
+        })
+        .await
     };
     tokio::select! {
         r = transport::serve(service.router_for(apis), listener, transport::shutdown_signal()) => r?,

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
 use crate::check::{CheckId, Outcome};
+use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result};
 use crate::kubelet_sim::KubeletVersion;
 use crate::kubelet_sim::Via;

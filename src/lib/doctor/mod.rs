@@ -263,7 +263,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
                 Error::PermissionDenied { .. } => format!(
                     "{}; in a pod on an SELinux-enforcing node the container also needs type spc_t \
                      (kubectl debug --profile=sysadmin)",
-                    e.hint().unwrap_or_else(|| "run as root".into())
+                    crate::podresources::hint(&e).unwrap_or_else(|| "run as root".into())
                 ),
                 _ => "is the kubelet running, and is this its device-plugin directory? \
                       (--dir; from a pod, --root /host)"
@@ -321,7 +321,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
                 "the plugin is stuck; the kubelet sets no deadline on GetDevicePluginOptions",
             ),
             Ok((_, Probe::Failed(e))) => {
-                let hint = e.hint().unwrap_or_default();
+                let hint = crate::podresources::hint(&e).unwrap_or_default();
                 out.hint(Severity::Error, "socket", subject, e.to_string(), hint);
             }
             Ok((_, Probe::Live { options, first })) => match first {
@@ -620,7 +620,13 @@ async fn probe_registry(dir: PathBuf, timeout: Duration) -> Vec<Finding> {
                 "stale: connection refused",
                 "the plugin watcher deregisters it; remove it if nothing owns it",
             ),
-            Err(e) => out.hint(Severity::Warning, "registry", subject, e.to_string(), e.hint().unwrap_or_default()),
+            Err(e) => out.hint(
+                Severity::Warning,
+                "registry",
+                subject,
+                e.to_string(),
+                crate::podresources::hint(&e).unwrap_or_default(),
+            ),
         }
     }
     out.0
@@ -647,7 +653,13 @@ fn check_checkpoint(
             return None;
         }
         Err(e) => {
-            out.hint(Severity::Error, "checkpoint", subject, e.to_string(), e.hint().unwrap_or_default());
+            out.hint(
+                Severity::Error,
+                "checkpoint",
+                subject,
+                e.to_string(),
+                crate::podresources::hint(&e).unwrap_or_default(),
+            );
             return None;
         }
     };

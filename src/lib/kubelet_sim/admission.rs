@@ -398,7 +398,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         Err(reject) => {
             outcome.reason = Some(reject.reason.clone());
             outcome.message = Some(reject.message.clone());
-            outcome.took_ms = millis(started);
+            outcome.took_ms = crate::text::millis(started.elapsed());
             inner.emit(EventKind::AdmissionRejected {
                 pod: outcome.pod.clone(),
                 namespace: outcome.namespace.clone(),
@@ -428,12 +428,8 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         containers: views,
     });
     start_containers(inner, &mut outcome, pre_start).await;
-    outcome.took_ms = millis(started);
+    outcome.took_ms = crate::text::millis(started.elapsed());
     Ok(outcome)
-}
-
-fn millis(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Chooses and allocates devices for every container, init containers first.

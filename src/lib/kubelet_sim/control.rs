@@ -130,7 +130,11 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
     };
     match result {
         Ok(a) => Reply::Ok(a),
-        Err(e) => Reply::Error(RemoteError { message: e.to_string(), hint: e.hint(), exit_code: e.exit_code() }),
+        Err(e) => Reply::Error(RemoteError {
+            message: e.to_string(),
+            hint: crate::podresources::hint(&e),
+            exit_code: e.exit_code(),
+        }),
     }
 }
 

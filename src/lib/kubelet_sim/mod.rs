@@ -670,11 +670,6 @@ impl SimHandle {
         self.inner.paths.control_socket.as_deref()
     }
 
-    /// The checkpoint file.
-    pub fn checkpoint_path(&self) -> &Path {
-        &self.inner.paths.checkpoint
-    }
-
     /// A receiver of the events from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<SimEvent> {
         self.inner.events.subscribe()

@@ -581,7 +581,7 @@ impl FromStr for ErrorSpec {
             Some((c, m)) => (c.trim(), m.trim()),
             None => (s.trim(), ""),
         };
-        let code = parse_code(code)?;
+        let code = crate::rpc::parse_code(code)?;
         let message = if message.is_empty() { DEFAULT_FAULT_MESSAGE.to_string() } else { message.to_string() };
         Ok(ErrorSpec { code, message })
     }
@@ -594,50 +594,6 @@ impl<'de> Deserialize<'de> for ErrorSpec {
     }
 }
 
-const CODES: [(tonic::Code, &str); 17] = [
-    (tonic::Code::Ok, "ok"),
-    (tonic::Code::Cancelled, "cancelled"),
-    (tonic::Code::Unknown, "unknown"),
-    (tonic::Code::InvalidArgument, "invalid_argument"),
-    (tonic::Code::DeadlineExceeded, "deadline_exceeded"),
-    (tonic::Code::NotFound, "not_found"),
-    (tonic::Code::AlreadyExists, "already_exists"),
-    (tonic::Code::PermissionDenied, "permission_denied"),
-    (tonic::Code::ResourceExhausted, "resource_exhausted"),
-    (tonic::Code::FailedPrecondition, "failed_precondition"),
-    (tonic::Code::Aborted, "aborted"),
-    (tonic::Code::OutOfRange, "out_of_range"),
-    (tonic::Code::Unimplemented, "unimplemented"),
-    (tonic::Code::Internal, "internal"),
-    (tonic::Code::Unavailable, "unavailable"),
-    (tonic::Code::DataLoss, "data_loss"),
-    (tonic::Code::Unauthenticated, "unauthenticated"),
-];
-
-/// A gRPC code from its name (any case, `_`/`-` optional) or number.
-pub fn parse_code(s: &str) -> std::result::Result<tonic::Code, String> {
-    if let Ok(n) = s.parse::<i32>() {
-        return match tonic::Code::from_i32(n) {
-            tonic::Code::Unknown if n != 2 => Err(format!("no gRPC code {n} (0-16)")),
-            c => Ok(c),
-        };
-    }
-    let key: String = s.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_lowercase();
-    CODES.iter().find(|(_, name)| name.replace('_', "") == key).map(|(c, _)| *c).ok_or_else(|| {
-        format!("unknown gRPC code {s:?} (e.g. {})", CODES[1..].iter().map(|(_, n)| *n).collect::<Vec<_>>().join(", "))
-    })
-}
-
-/// The snake_case name of a gRPC code (`invalid_argument`).
-pub fn code_name(code: tonic::Code) -> &'static str {
-    CODES.iter().find(|(c, _)| *c == code).map_or("unknown", |(_, n)| n)
-}
-
-/// Parses a duration: the one bounded parser, [`crate::duration::parse`].
-pub fn parse_duration(s: &str) -> std::result::Result<Duration, String> {
-    crate::duration::parse(s)
-}
-
 struct DurationVisitor;
 
 impl serde::de::Visitor<'_> for DurationVisitor {
@@ -646,7 +602,7 @@ impl serde::de::Visitor<'_> for DurationVisitor {
         f.write_str("a duration such as \"500ms\", \"10s\" or \"2m\" (a bare number is seconds)")
     }
     fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Duration, E> {
-        parse_duration(v).map_err(E::custom)
+        crate::duration::parse(v).map_err(E::custom)
     }
     fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Duration, E> {
         crate::duration::check(Duration::from_secs(v)).map_err(|e| E::custom(format!("{v}: {e}")))

@@ -157,7 +157,7 @@ pub struct StatusView {
 impl StatusView {
     /// From a tonic status.
     pub fn from_status(s: &tonic::Status) -> Self {
-        StatusView { code: super::config::code_name(s.code()), message: s.message().to_string() }
+        StatusView { code: crate::rpc::code_name(s.code()), message: s.message().to_string() }
     }
 }
 

@@ -235,16 +235,6 @@ impl MockHandle {
         self.resource(resource)?.set_health(ids, health, "api").map_err(|m| Error::invalid(resource, m))
     }
 
-    /// Adds devices.
-    pub fn add_devices(&self, resource: &str, devices: &[DeviceConfig]) -> Result<Vec<Change>> {
-        self.resource(resource)?.add(devices, "api").map_err(|m| Error::invalid(resource, m))
-    }
-
-    /// Removes devices.
-    pub fn remove_devices(&self, resource: &str, ids: &[String]) -> Result<Vec<Change>> {
-        self.resource(resource)?.remove(ids, "api").map_err(|m| Error::invalid(resource, m))
-    }
-
     /// The devices of a resource now.
     pub fn devices(&self, resource: &str) -> Result<Vec<Device>> {
         Ok(self.resource(resource)?.devices())

@@ -327,7 +327,7 @@ impl Supervisor {
                         kubelet_socket: self.shared.kubelet_socket(),
                         attempt: self.attempts,
                         error,
-                        retry_in_ms: wait.as_millis() as u64,
+                        retry_in_ms: crate::text::millis(wait),
                     });
                 }
                 Err(Failure::Rejected(message)) => {

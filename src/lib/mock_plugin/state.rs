@@ -34,13 +34,12 @@ const SNAPSHOT_BACKLOG: usize = 64;
 #[derive(Debug)]
 pub struct EncodedList {
     bytes: Bytes,
-    devices: usize,
 }
 
 impl EncodedList {
     /// Encodes `msg`.
     pub fn encode(msg: &dp::ListAndWatchResponse) -> Self {
-        EncodedList { bytes: Bytes::from(msg.encode_to_vec()), devices: msg.devices.len() }
+        EncodedList { bytes: Bytes::from(msg.encode_to_vec()) }
     }
 
     /// The encoded message (cheap to clone: the bytes are shared).
@@ -51,11 +50,6 @@ impl EncodedList {
     /// Encoded size in bytes.
     pub fn encoded_len(&self) -> usize {
         self.bytes.len()
-    }
-
-    /// Devices in the message.
-    pub fn device_count(&self) -> usize {
-        self.devices
     }
 
     /// The message decoded again (for records and for callers that want the

@@ -8,22 +8,23 @@ pub mod check;
 pub mod checkpoint;
 pub mod demo;
 pub mod doctor;
-pub mod mock;
+pub mod kubelet_sim;
+pub mod mock_plugin;
 pub mod plugin;
 pub mod podresources;
-pub mod sim;
 pub mod smoke;
 pub mod topology;
 
 use std::io::{self, Write};
-use std::time::SystemTime;
 
 use colored::Colorize;
 use comfy_table::{ContentArrangement, Table, presets};
 use serde::Serialize;
 
+pub use crate::text::{list, ranges, timestamp};
+
 /// How a command renders its data.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     /// Aligned columns for people.
     #[default]
@@ -94,26 +95,6 @@ pub fn numa(nodes: Option<&[i64]>) -> String {
     }
 }
 
-/// Compresses integers into ranges: `[0,1,2,3,8]` becomes `0-3,8`.
-pub fn ranges(ids: &[i64]) -> String {
-    let mut v = ids.to_vec();
-    v.sort_unstable();
-    v.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < v.len() {
-        let start = v[i];
-        let mut end = start;
-        while i + 1 < v.len() && v[i + 1] == end + 1 {
-            i += 1;
-            end = v[i];
-        }
-        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
-        i += 1;
-    }
-    parts.join(",")
-}
-
 /// Bytes in binary units: `512`, `1Ki`, `1.5Gi`, as Kubernetes quantities read.
 pub fn bytes_binary(n: u64) -> String {
     const UNITS: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
@@ -136,27 +117,9 @@ pub fn bytes_binary(n: u64) -> String {
     }
 }
 
-/// A timestamp as RFC 3339 UTC with milliseconds.
-pub fn timestamp(t: SystemTime) -> String {
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
-/// A comma-separated list, or `-` when empty.
-pub fn list(items: &[String]) -> String {
-    if items.is_empty() { "-".into() } else { items.join(",") }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ranges_compress() {
-        assert_eq!(ranges(&[8, 0, 1, 2, 3]), "0-3,8");
-        assert_eq!(ranges(&[5]), "5");
-        assert_eq!(ranges(&[]), "");
-        assert_eq!(ranges(&[1, 3, 5, 6]), "1,3,5-6");
-    }
 
     #[test]
     fn binary_units() {

@@ -353,7 +353,7 @@ fn unknown_pod(message: &str) -> Option<(&str, &str)> {
 }
 
 /// What to do about an error from a PodResources call, or `None` when the
-/// error did not come from one (then [`Error::hint`] uses its general hints).
+/// error did not come from one ([`super::hint`] then falls back to [`Error::hint`]).
 pub fn hint(e: &Error) -> Option<String> {
     match e {
         Error::NoSocket { path } if is_podresources_socket(path) => Some(format!(

@@ -228,6 +228,44 @@ impl FileWatch {
     }
 }
 
+/// How often [`reload_loop`] checks whether the data file changed.
+pub const RELOAD_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// What [`reload_loop`] did after the data file changed.
+#[derive(Debug)]
+pub enum Reload {
+    /// The new data is served now: this many pods.
+    Reloaded {
+        /// Pods in the new data.
+        pods: usize,
+    },
+    /// The file did not parse: the previous data is still served.
+    Kept(Error),
+}
+
+/// Watches `path` every [`RELOAD_POLL`] and puts each new version into
+/// `handle`, telling `report` what happened. Runs until `report` fails (or
+/// the caller drops it, as `podresources serve` does when the server stops).
+pub async fn reload_loop(
+    path: &Path,
+    handle: &FixtureHandle,
+    mut report: impl FnMut(Reload) -> Result<()>,
+) -> Result<()> {
+    let mut watch = FileWatch::new(path);
+    loop {
+        tokio::time::sleep(RELOAD_POLL).await;
+        match watch.poll() {
+            Some(Ok(f)) => {
+                let pods = f.pods.len();
+                handle.set(f);
+                report(Reload::Reloaded { pods })?;
+            }
+            Some(Err(e)) => report(Reload::Kept(e))?,
+            None => {}
+        }
+    }
+}
+
 fn stamp(path: &Path) -> Option<(SystemTime, u64)> {
     let m = std::fs::metadata(path).ok()?;
     Some((m.modified().ok()?, m.len()))
@@ -533,6 +571,47 @@ impl FileSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `podresources serve --data` reloads a changed file and keeps the old
+    /// data when the new file does not parse (the loop, without clap).
+    #[tokio::test]
+    async fn the_reload_loop_serves_new_data_and_keeps_old_data_on_a_bad_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("pods.json");
+        std::fs::write(&path, r#"{"pod_resources": []}"#).expect("write");
+        let provider = FixtureProvider::new(Fixture::default());
+        let handle = provider.handle();
+        let mut seen = Vec::new();
+        let writer = {
+            let path = path.clone();
+            async move {
+                tokio::time::sleep(RELOAD_POLL).await;
+                std::fs::write(&path, r#"{"pod_resources": [{"name": "a", "namespace": "n", "containers": []}]}"#)
+                    .expect("write");
+                tokio::time::sleep(RELOAD_POLL * 3).await;
+                std::fs::write(&path, "{not json").expect("write");
+                std::future::pending::<()>().await
+            }
+        };
+        let looped = reload_loop(&path, &handle, |r| {
+            seen.push(match r {
+                Reload::Reloaded { pods } => format!("reloaded {pods}"),
+                Reload::Kept(e) => format!("kept: {e}"),
+            });
+            if seen.len() == 2 { Err(Error::invalid("test", "done")) } else { Ok(()) }
+        });
+        let ended = tokio::time::timeout(RELOAD_POLL * 20, async {
+            tokio::select! {
+                r = looped => r,
+                () = writer => Ok(()),
+            }
+        })
+        .await;
+        assert!(matches!(ended, Ok(Err(Error::Invalid { .. }))), "{ended:?}");
+        assert_eq!(seen[0], "reloaded 1");
+        assert!(seen[1].starts_with("kept: "), "{seen:?}");
+        assert_eq!(provider.list().len(), 1, "the bad file did not replace the good data");
+    }
 
     const PROTO_JSON: &str = r#"{
       "_comment": "protobuf JSON mapping",

@@ -12,3 +12,14 @@ pub mod free;
 pub mod ratelimit;
 pub mod server;
 pub mod view;
+pub mod watch;
+
+use crate::error::Error;
+
+/// What the user can do about `e`: the PodResources-specific hint when the
+/// error came from a PodResources call ([`client::hint`]), otherwise the
+/// general one ([`Error::hint`]). Callers that show hints use this, so the
+/// ground-level error type never imports this domain.
+pub fn hint(e: &Error) -> Option<String> {
+    client::hint(e).or_else(|| e.hint())
+}

@@ -90,7 +90,7 @@ impl Layout {
     /// Creates the fresh root and its directories; `dir` (from `--dir`)
     /// replaces the device-plugin directory.
     pub fn create(dir: Option<&Path>) -> Result<Layout> {
-        let root = super::fresh_dir("dpctl-smoke")?;
+        let root = crate::paths::fresh_dir("dpctl-smoke")?;
         let layout = Layout {
             device_plugins: dir.map(Path::to_path_buf).unwrap_or_else(|| root.join("device-plugins")),
             plugins_registry: root.join("plugins_registry"),

@@ -33,6 +33,7 @@ use tokio::sync::mpsc;
 use crate::check::{CheckId, CheckResult, Outcome, Totals};
 use crate::error::{Error, Result};
 use crate::kubelet_sim::{KubeletSim, KubeletVersion, SimConfig, Via};
+use crate::text::millis;
 pub use matrix::{MatrixReport, run_matrix};
 pub use process::{ExitView, OutputView, PluginProcess, Stream};
 
@@ -537,25 +538,6 @@ async fn pump<T>(
     }
 }
 
-/// Makes `/tmp/<prefix>-XXXXXX` (short, so socket paths stay short).
-pub(crate) fn fresh_dir(prefix: &str) -> Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let mut last = None;
-    for _ in 0..16 {
-        let n: u32 = rand::random();
-        let dir = Path::new("/tmp").join(format!("{prefix}-{:06x}", n & 0xff_ffff));
-        match std::fs::DirBuilder::new().mode(0o750).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(Error::io("creating a directory under /tmp", e)),
-        }
-    }
-    Err(Error::io(
-        "creating a directory under /tmp",
-        last.unwrap_or_else(|| std::io::Error::other("no free name after 16 tries")),
-    ))
-}
-
 /// Substitutes `{dir}` and `{kubelet_socket}` in every argument (the runner
 /// also substitutes `{registry_dir}`).
 pub fn substitute(command: &[String], dir: &Path, kubelet_socket: &Path) -> Vec<String> {
@@ -574,11 +556,6 @@ pub fn shell_words(command: &[String]) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// A duration in whole milliseconds.
-fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -432,8 +432,8 @@ impl Runner {
                         others.into_iter().collect::<Vec<_>>().join(", ")
                     ));
                 }
-                let sockets = crate::cli::sockets_in(self.sim.dir());
-                let registry = crate::cli::sockets_in(&self.registry_dir);
+                let sockets = crate::paths::sockets_in(self.sim.dir());
+                let registry = crate::paths::sockets_in(&self.registry_dir);
                 let hint = if self.isolate.is_some() {
                     "does the plugin use the kubelet's standard paths (/var/lib/kubelet/device-plugins or \
                      /var/lib/kubelet/plugins_registry)?"
@@ -445,9 +445,9 @@ impl Runner {
                 evidence.push_str(&format!(
                     "; sockets in {}: {}; in plugins_registry {}: {}; {hint} {}",
                     self.sim.dir().display(),
-                    crate::output::list(&sockets),
+                    crate::text::list(&sockets),
                     self.registry_dir.display(),
-                    crate::output::list(&registry),
+                    crate::text::list(&registry),
                     self.last_output()
                 ));
                 self.done(StepId::Registration, Outcome::Fail, evidence, t)
@@ -637,7 +637,7 @@ impl Runner {
         let mut by_numa: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
         for d in &res.devices {
             let key = match &d.numa_nodes {
-                Some(n) if !n.is_empty() => format!("NUMA {}", crate::output::ranges(n)),
+                Some(n) if !n.is_empty() => format!("NUMA {}", crate::text::ranges(n)),
                 _ => "no NUMA topology".into(),
             };
             *by_numa.entry(key).or_default() += 1;
@@ -820,7 +820,7 @@ impl Runner {
             }
         };
         self.events.pull();
-        let deleted = crate::output::list(&report.deleted_sockets);
+        let deleted = crate::text::list(&report.deleted_sockets);
         let mut good = Vec::new();
         let mut bad = Vec::new();
         for r in &report.resources {
@@ -986,8 +986,8 @@ impl Runner {
             kubelet_socket: self.sim.kubelet_socket().display().to_string(),
             resource: self.reg.as_ref().map(|r| r.resource.clone()),
             plugin_socket: self.reg.as_ref().map(|r| r.socket.display().to_string()),
-            started: crate::output::timestamp(started),
-            duration_ms: super::millis(took),
+            started: crate::text::timestamp(started),
+            duration_ms: crate::text::millis(took),
             interrupted,
             totals: check::Totals::default(),
             steps: self.results,

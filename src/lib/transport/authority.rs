@@ -201,11 +201,6 @@ impl<S> AuthorityFix<S> {
         Ok(())
     }
 
-    /// The wrapped connection.
-    pub fn get_ref(&self) -> &S {
-        &self.inner
-    }
-
     /// How many `:authority` values this connection had replaced so far.
     pub fn rewritten(&self) -> u64 {
         self.rewritten

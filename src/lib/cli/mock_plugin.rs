@@ -8,15 +8,16 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 use tokio::sync::broadcast::error::{RecvError, TryRecvError};
 
-use super::{Ctx, out_err, parse_duration};
+use super::{Ctx, out_err};
+use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result, exit};
-use crate::mock_plugin::config::{ConfigIssue, parse_duration as config_duration};
+use crate::mock_plugin::config::ConfigIssue;
 use crate::mock_plugin::control::{self, ControlRequest};
 use crate::mock_plugin::{
     AllocateConfig, DeviceConfig, ErrorSpec, EventKind, FlapConfig, MockConfig, MockEvent, MockPlugin, Policy,
     ResourceConfig, RpcFault, RpcSelector,
 };
-use crate::output::mock as render;
+use crate::output::mock_plugin as render;
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 const MOCK_HELP: &str = "\
@@ -458,7 +459,7 @@ fn from_flags(a: &ServeArgs) -> Result<MockConfig> {
     for f in &a.flap {
         let (ids, period) =
             f.rsplit_once(':').ok_or_else(|| Error::invalid("--flap", format!("{f:?} is not ID[,ID...]:PERIOD")))?;
-        let every = config_duration(period).map_err(|e| Error::invalid("--flap", e))?;
+        let every = parse_duration(period).map_err(|e| Error::invalid("--flap", e))?;
         flaps.push(FlapConfig { ids: ids.split(',').map(str::to_string).collect(), every });
     }
     let resources = a
@@ -501,7 +502,7 @@ fn fault_flags(a: &ServeArgs) -> Result<Vec<RpcFault>> {
     }
     for v in &a.latency {
         let (rpc, d) = split("--latency", v, "DURATION")?;
-        let latency = config_duration(d).map_err(|e| Error::invalid("--latency", e))?;
+        let latency = parse_duration(d).map_err(|e| Error::invalid("--latency", e))?;
         faults.push(RpcFault { rpc, error: None, latency: Some(latency), after: 0 });
     }
     for v in &a.fail_after {

@@ -2,16 +2,16 @@
 //! line each), the live terminal view, status, admission outcomes, deletions,
 //! restart reports and `--expect` results.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, Write};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use colored::Colorize;
 use serde::Serialize;
 
 use super::{Format, list, table, timestamp, write_json, write_json_line, write_table};
 use crate::error::fmt_duration;
-use crate::kubelet_sim::{AdmitOutcome, DeleteOutcome, EventKind, RestartReport, SimEvent, SimStatus};
+use crate::kubelet_sim::{AdmitOutcome, DeleteOutcome, EventKind, RestartReport, SimEvent, SimHandle, SimStatus};
 
 /// One event as a JSON line: `time`, `event`, then its fields.
 #[derive(Serialize)]
@@ -348,6 +348,99 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
     out
 }
 
+/// How `kubelet-sim` shows its events: JSON Lines or one line per event on
+/// stdout, or a live view on stderr redrawn in place (a terminal, no `-o json`).
+#[derive(Debug)]
+pub enum EventDisplay {
+    /// JSON Lines on stdout.
+    Json,
+    /// One text line per event on stdout.
+    Lines,
+    /// The live view on stderr.
+    Live(LiveView),
+}
+
+/// The state of the live view: the last events and when it was drawn.
+#[derive(Debug)]
+pub struct LiveView {
+    lines: usize,
+    recent: VecDeque<SimEvent>,
+    width: usize,
+    drawn: Option<Instant>,
+    dirty: bool,
+}
+
+/// Events the live view keeps on screen.
+const LIVE_RECENT: usize = 12;
+
+impl EventDisplay {
+    /// A live view `width` columns wide.
+    pub fn live(width: usize) -> Self {
+        EventDisplay::Live(LiveView { lines: 0, recent: VecDeque::new(), width, drawn: None, dirty: false })
+    }
+
+    /// Shows one event: a line on `out`, or a new frame on `err` (at most 10
+    /// frames a second; [`EventDisplay::tick`] draws what was held back).
+    pub fn show(&mut self, out: &mut dyn Write, err: &mut dyn Write, sim: &SimHandle, ev: SimEvent) -> io::Result<()> {
+        match self {
+            EventDisplay::Json => event(out, Format::Json, &ev),
+            EventDisplay::Lines => event(out, Format::Table, &ev),
+            EventDisplay::Live(live) => {
+                live.recent.push_back(ev);
+                while live.recent.len() > LIVE_RECENT {
+                    live.recent.pop_front();
+                }
+                if live.drawn.is_some_and(|d| d.elapsed() < Duration::from_millis(100)) {
+                    live.dirty = true;
+                    return Ok(());
+                }
+                live.redraw(err, sim)
+            }
+        }
+    }
+
+    /// Called every 200ms: redraws what was held back, and once a second
+    /// for the countdowns.
+    pub fn tick(&mut self, err: &mut dyn Write, sim: &SimHandle) -> io::Result<()> {
+        match self {
+            EventDisplay::Live(live)
+                if live.dirty || live.drawn.is_none_or(|d| d.elapsed() >= Duration::from_secs(1)) =>
+            {
+                live.redraw(err, sim)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Leaves the last frame of a live view on screen, followed by a newline.
+    pub fn finish(&mut self, err: &mut dyn Write, sim: &SimHandle) -> io::Result<()> {
+        if let EventDisplay::Live(live) = self {
+            live.redraw(err, sim)?;
+            writeln!(err)?;
+        }
+        Ok(())
+    }
+}
+
+impl LiveView {
+    /// Redraws the view on `err`, replacing the previous frame.
+    fn redraw(&mut self, err: &mut dyn Write, sim: &SimHandle) -> io::Result<()> {
+        let recent: Vec<SimEvent> = self.recent.iter().cloned().collect();
+        let frame = live_frame(&sim.summary(), &recent, self.width);
+        self.drawn = Some(Instant::now());
+        self.dirty = false;
+        if self.lines > 0 {
+            write!(err, "\x1b[{}A\x1b[J", self.lines)?;
+        }
+        for l in &frame {
+            writeln!(err, "{l}")?;
+        }
+        err.flush()?;
+        self.lines = frame.len();
+        Ok(())
+    }
+}
+
 /// The live view: header, status and the most recent events, as lines.
 pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize) -> Vec<String> {
     let mut out = vec![
@@ -646,6 +739,47 @@ mod tests {
         colored::control::set_override(false);
         let line = event_text(&ev);
         assert!(line.contains("health_changed") && line.contains("g0: Healthy -> Unhealthy"), "{line}");
+    }
+
+    /// The live view draws at most 10 frames a second: an event right after
+    /// a frame is held back, and the tick draws it, replacing the old frame.
+    #[tokio::test]
+    async fn the_live_view_holds_back_fast_events_and_the_tick_draws_them() {
+        let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").expect("temp dir");
+        let sim = tokio::time::timeout(
+            Duration::from_secs(10),
+            crate::kubelet_sim::KubeletSim::start(crate::kubelet_sim::SimConfig::new(dir.path())),
+        )
+        .await
+        .expect("the sim starts in time")
+        .expect("the sim starts");
+        let ev = |id: &str| SimEvent {
+            time: SystemTime::UNIX_EPOCH,
+            kind: EventKind::HealthChanged {
+                resource: "example.com/gpu".into(),
+                id: id.into(),
+                from: "Healthy".into(),
+                to: "Unhealthy".into(),
+                capacity: 2,
+                allocatable: 1,
+            },
+        };
+        colored::control::set_override(false);
+        let mut display = EventDisplay::live(120);
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        display.show(&mut out, &mut err, &sim, ev("g0")).unwrap();
+        let first = String::from_utf8_lossy(&err).into_owned();
+        assert!(first.contains("g0: Healthy -> Unhealthy") && !first.contains("\x1b["), "{first}");
+        display.show(&mut out, &mut err, &sim, ev("g1")).unwrap();
+        assert_eq!(String::from_utf8_lossy(&err), first, "held back within 100ms");
+        display.tick(&mut err, &sim).unwrap();
+        let drawn = String::from_utf8_lossy(&err).into_owned();
+        let second = &drawn[first.len()..];
+        assert!(second.starts_with("\x1b[") && second.contains("g1: Healthy -> Unhealthy"), "{second}");
+        display.finish(&mut err, &sim).unwrap();
+        assert!(String::from_utf8_lossy(&err).ends_with("\n\n"));
+        assert!(out.is_empty(), "the live view writes nothing on stdout");
+        sim.stop().await.expect("the sim stops");
     }
 
     #[test]
