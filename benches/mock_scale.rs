@@ -9,6 +9,11 @@
 #[path = "mock_common.rs"]
 mod common;
 
+/// The allocator the dpctl binary uses (src/bin/dpctl.rs), so that decoding
+/// here costs what it costs in kubelet-sim.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
