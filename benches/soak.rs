@@ -30,6 +30,19 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// One line of the table: seconds, both RSS in MiB, and the counts so far.
+fn print_row(at: Duration, (sim_kib, mock_kib): (u64, u64), admitted: u64, deleted: u64, errors: u64) {
+    println!(
+        "{:>8} {:>12.1} {:>12.1} {:>10} {:>10} {:>8}",
+        at.as_secs(),
+        sim_kib as f64 / 1024.0,
+        mock_kib as f64 / 1024.0,
+        admitted,
+        deleted,
+        errors
+    );
+}
+
 async fn run() -> bool {
     let duration =
         arg("--duration").map_or(Duration::from_secs(60), |d| dpctl::duration::parse(&d).expect("--duration"));
@@ -62,15 +75,7 @@ async fn run() -> bool {
         if t0.elapsed() >= next_sample {
             let (s, m) = (sim.rss_kib().0, rss_kib(mock_pid));
             samples.push((s, m));
-            println!(
-                "{:>8} {:>12.1} {:>12.1} {:>10} {:>10} {:>8}",
-                t0.elapsed().as_secs(),
-                s as f64 / 1024.0,
-                m as f64 / 1024.0,
-                admitted,
-                deleted,
-                errors
-            );
+            print_row(t0.elapsed(), (s, m), admitted, deleted, errors);
             next_sample += sample;
         }
         i += 1;
@@ -102,15 +107,7 @@ async fn run() -> bool {
     let (s, m) = (sim.rss_kib().0, rss_kib(mock_pid));
     samples.push((s, m));
     let alive = mock.try_wait().ok().flatten().is_none();
-    println!(
-        "{:>8} {:>12.1} {:>12.1} {:>10} {:>10} {:>8}",
-        t0.elapsed().as_secs(),
-        s as f64 / 1024.0,
-        m as f64 / 1024.0,
-        admitted,
-        deleted,
-        errors
-    );
+    print_row(t0.elapsed(), (s, m), admitted, deleted, errors);
     let status = control::call(&dir, &Request::Status, Duration::from_secs(10)).await;
     println!("soak: final sim status: {}", if status.is_ok() { "answered" } else { "NO ANSWER" });
     let _ = std::process::Command::new("kill").args(["-TERM", &mock_pid.to_string()]).status();

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use dpctl::checkpoint::{Checkpoint, Format, LegacyFormat};
-use dpctl::kubelet_sim::{EventKind, KubeletSim, KubeletVersion, PodSpec, SimConfig, SimHandle};
+use dpctl::kubelet_sim::{EventKind, KubeletVersion, PodSpec, SimConfig, SimHandle};
 use tokio::io::AsyncBufReadExt;
 
 use crate::support::simplugin::{self, Script, SimPlugin, register};
@@ -18,10 +18,7 @@ const GPUOPS: &[u8] = include_bytes!("data/checkpoints/kubelet-gpuops-doc.json")
 const CHECKPOINT: &str = "kubelet_internal_checkpoint";
 
 async fn start_sim(dir: &Path, tune: impl FnOnce(&mut SimConfig)) -> SimHandle {
-    let mut c = SimConfig::new(dir);
-    c.dial_timeout = Duration::from_millis(400);
-    tune(&mut c);
-    KubeletSim::start(c).await.expect("start the sim")
+    crate::support::sim::start(dir, tune).await
 }
 
 fn verify_file(path: &Path) -> Checkpoint {
@@ -275,6 +272,15 @@ async fn file_contains(path: &Path, needle: &str) {
     .await;
 }
 
+/// `dpctl kubelet-sim admit` of one GPU pod named `name` (exit 0 asserted).
+async fn admit_one(dir: &str, name: &str) -> crate::support::Run {
+    let r =
+        dpctl(&["kubelet-sim", "admit", "--dir", dir, "--allocate", "example.com/gpu=1", "--name", name, "-o", "json"])
+            .await;
+    r.expect_code(0);
+    r
+}
+
 fn admitted_device(stdout: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     v["containers"][0]["resources"][0]["devices"][0].as_str().unwrap_or_else(|| panic!("no device in {v}")).to_string()
@@ -293,20 +299,7 @@ async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
     let stop = p.serve(&sb.join("a.sock")).await;
     register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None).await.unwrap();
     sim.event("snapshot").await;
-    let first = dpctl(&[
-        "kubelet-sim",
-        "admit",
-        "--dir",
-        dir,
-        "--allocate",
-        "example.com/gpu=1",
-        "--name",
-        "one",
-        "-o",
-        "json",
-    ])
-    .await;
-    first.expect_code(0);
+    let first = admit_one(dir, "one").await;
     let first_dev = admitted_device(&first.stdout);
     let uid = first.json()["uid"].as_str().unwrap().to_string();
     file_contains(&sb.join(CHECKPOINT), &uid).await;
@@ -320,20 +313,7 @@ async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
     let _stop = p.serve(&sb.join("a.sock")).await;
     register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None).await.unwrap();
     sim.event("snapshot").await;
-    let second = dpctl(&[
-        "kubelet-sim",
-        "admit",
-        "--dir",
-        dir,
-        "--allocate",
-        "example.com/gpu=1",
-        "--name",
-        "two",
-        "-o",
-        "json",
-    ])
-    .await;
-    second.expect_code(0);
+    let second = admit_one(dir, "two").await;
     assert_ne!(admitted_device(&second.stdout), first_dev, "the checkpointed device was handed out again");
     let status = dpctl(&["kubelet-sim", "status", "--dir", dir, "-o", "json"]).await;
     let status = status.json();

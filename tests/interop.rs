@@ -277,6 +277,20 @@ async fn dpctl_podresources_reads_a_grpcio_server() {
 /// Runs `dpctl <args>` (a smoke: several runs, python start-ups) bounded by
 /// 90 s rather than the per-wait bound, and returns the exit code, stdout
 /// parsed as JSON, and stderr.
+/// `dpctl smoke SMOKE_FLAGS ... -o json -- <python> peer.py plugin --dir {dir}
+/// PEER_FLAGS...` against the grpcio plugin peer; `None` without Python.
+async fn smoke_peer(smoke_flags: &[&str], peer_flags: &[&str]) -> Option<(i32, serde_json::Value, String)> {
+    let env = interop::env()?;
+    let py = env.python.to_str().unwrap().to_string();
+    let script = interop::peer_script();
+    let mut args = vec!["smoke"];
+    args.extend_from_slice(smoke_flags);
+    args.extend_from_slice(&["--stream-window", "300ms", "--resource", "example.com/peer", "-o", "json", "--"]);
+    args.extend_from_slice(&[&py, script.to_str().unwrap(), "plugin", "--dir", "{dir}"]);
+    args.extend_from_slice(peer_flags);
+    Some(smoke_json(&args).await)
+}
+
 async fn smoke_json(args: &[&str]) -> (i32, serde_json::Value, String) {
     let out = tokio::process::Command::new(crate::support::dpctl_bin())
         .args(args)
@@ -297,28 +311,7 @@ async fn smoke_json(args: &[&str]) -> (i32, serde_json::Value, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke_passes_a_grpcio_plugin_through_registration_admission_and_restart() {
-    let Some(env) = interop::env() else { return };
-    let py = env.python.to_str().unwrap().to_string();
-    let script = interop::peer_script();
-    let (code, v, stderr) = smoke_json(&[
-        "smoke",
-        "--stream-window",
-        "300ms",
-        "--resource",
-        "example.com/peer",
-        "-o",
-        "json",
-        "--",
-        &py,
-        script.to_str().unwrap(),
-        "plugin",
-        "--dir",
-        "{dir}",
-        "--authority",
-        "path",
-        "--pre-start",
-    ])
-    .await;
+    let Some((code, v, stderr)) = smoke_peer(&[], &["--authority", "path", "--pre-start"]).await else { return };
     assert_eq!(code, 0, "{v:#}\n{stderr}");
     let steps = v["steps"].as_array().expect("steps");
     for name in ["registration", "admission", "kubelet-restart", "shutdown"] {
@@ -335,28 +328,9 @@ async fn smoke_passes_a_grpcio_plugin_through_registration_admission_and_restart
 /// plugin that registers once per socket passes on 1.28, 1.32 and 1.36.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smoke_matrix_passes_a_grpcio_plugin_on_three_releases() {
-    let Some(env) = interop::env() else { return };
-    let py = env.python.to_str().unwrap().to_string();
-    let script = interop::peer_script();
-    let (code, v, stderr) = smoke_json(&[
-        "smoke",
-        "--kubelet-version",
-        "1.28,1.32,1.36",
-        "--stream-window",
-        "300ms",
-        "--resource",
-        "example.com/peer",
-        "-o",
-        "json",
-        "--",
-        &py,
-        script.to_str().unwrap(),
-        "plugin",
-        "--dir",
-        "{dir}",
-        "--pre-start",
-    ])
-    .await;
+    let Some((code, v, stderr)) = smoke_peer(&["--kubelet-version", "1.28,1.32,1.36"], &["--pre-start"]).await else {
+        return;
+    };
     assert_eq!(code, 0, "{v:#}\n{stderr}");
     assert_eq!(v["passed"], serde_json::json!(["1.28", "1.32", "1.36"]), "{v:#}");
     assert_eq!(v["failed"], serde_json::json!([]), "{v:#}");

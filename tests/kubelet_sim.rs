@@ -5,46 +5,20 @@
 use std::time::Duration;
 
 use base64::Engine;
-use dpctl::kubelet_sim::{EventKind, KubeletSim, PodSpec, SimConfig, SimEvent, SimHandle, Via};
+use dpctl::kubelet_sim::{EventKind, KubeletSim, PodSpec, SimConfig, SimHandle, Via};
 use dpctl::proto::deviceplugin::v1beta1 as dp;
 use dpctl::proto::podresources::{v1, v1alpha1};
 use prost::Message;
 use tokio::io::AsyncBufReadExt;
-use tokio::sync::broadcast;
 
+use crate::support::sim::{counts_are, next};
 use crate::support::simplugin::{self, Script, SimPlugin, device, register};
 use crate::support::{Sandbox, dpctl, dpctl_command, within};
 
 const GPU: &str = "example.com/gpu";
 
 async fn start_sim(sb: &Sandbox, tune: impl FnOnce(&mut SimConfig)) -> SimHandle {
-    let mut c = SimConfig::new(sb.path());
-    c.dial_timeout = Duration::from_millis(400);
-    tune(&mut c);
-    KubeletSim::start(c).await.expect("start the sim")
-}
-
-/// The next event matching `pred`.
-async fn next(rx: &mut broadcast::Receiver<SimEvent>, what: &str, pred: impl Fn(&EventKind) -> bool) -> EventKind {
-    within(what, async {
-        loop {
-            let ev = rx.recv().await.expect("event stream");
-            if pred(&ev.kind) {
-                return ev.kind;
-            }
-        }
-    })
-    .await
-}
-
-async fn counts_are(sim: &SimHandle, resource: &str, capacity: usize, allocatable: usize) {
-    let r = resource.to_string();
-    sim.wait_for_counts(
-        move |c| c.get(&r).is_some_and(|c| c.capacity == capacity && c.allocatable == allocatable),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{resource} never reached {capacity}/{allocatable}: {e}; now {:?}", sim.counts()));
+    crate::support::sim::start(sb.path(), tune).await
 }
 
 fn kubelet_sock(sb: &Sandbox) -> std::path::PathBuf {

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use dpctl::kubelet_sim::{CleanupRule, EventKind, KubeletSim, KubeletVersion, PodSpec, SimConfig, SimEvent, SimHandle};
-use tokio::sync::broadcast;
+use dpctl::kubelet_sim::{CleanupRule, EventKind, KubeletVersion, PodSpec, SimConfig, SimHandle};
 
+use crate::support::sim::{self, counts_are, next};
 use crate::support::simplugin::{self, Script, SimPlugin, register};
 use crate::support::{Sandbox, dpctl, within};
 
@@ -17,33 +17,11 @@ fn v(minor: u8) -> KubeletVersion {
 }
 
 async fn start_sim(sb: &Sandbox, version: KubeletVersion, tune: impl FnOnce(&mut SimConfig)) -> SimHandle {
-    let mut c = SimConfig::new(sb.path());
-    c.set_kubelet_version(version);
-    c.dial_timeout = Duration::from_millis(400);
-    tune(&mut c);
-    KubeletSim::start(c).await.expect("start the sim")
-}
-
-async fn next(rx: &mut broadcast::Receiver<SimEvent>, what: &str, pred: impl Fn(&EventKind) -> bool) -> EventKind {
-    within(what, async {
-        loop {
-            let ev = rx.recv().await.expect("event stream");
-            if pred(&ev.kind) {
-                return ev.kind;
-            }
-        }
+    sim::start(sb.path(), |c| {
+        c.set_kubelet_version(version);
+        tune(c);
     })
     .await
-}
-
-async fn counts_are(sim: &SimHandle, resource: &str, capacity: usize, allocatable: usize) {
-    let r = resource.to_string();
-    sim.wait_for_counts(
-        move |c| c.get(&r).is_some_and(|c| c.capacity == capacity && c.allocatable == allocatable),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{resource} never reached {capacity}/{allocatable}: {e}; now {:?}", sim.counts()));
 }
 
 /// kubelet-versions.md §1 "Endpoint handling", every version: the socket is

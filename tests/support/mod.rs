@@ -7,6 +7,7 @@ pub mod h2raw;
 pub mod interop;
 pub mod kubelet;
 pub mod plugin;
+pub mod sim;
 pub mod simplugin;
 
 use std::future::Future;
