@@ -40,6 +40,17 @@ pub fn list(items: &[String]) -> String {
     if items.is_empty() { "-".into() } else { items.join(",") }
 }
 
+/// At most `max` characters, with an ellipsis when cut (user input echoed
+/// in an error, a cell in a table).
+pub fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -79,7 +79,7 @@ impl KubeletVersion {
     /// Parses `1.30`, `v1.30`, `1.30.7` (a patch maps to its minor) or
     /// `master`. Anything else is bad input naming the valid list.
     pub fn parse(s: &str) -> Result<KubeletVersion> {
-        let place = format!("--kubelet-version {s}");
+        let place = format!("--kubelet-version {}", crate::text::shorten(s, 40));
         let t = s.trim();
         if t.eq_ignore_ascii_case("master") {
             return Ok(KubeletVersion::Master);
@@ -115,7 +115,7 @@ impl KubeletVersion {
         for part in s.split(',') {
             if part.trim().is_empty() {
                 return Err(Error::invalid(
-                    format!("--kubelet-version {s}"),
+                    format!("--kubelet-version {}", crate::text::shorten(s, 40)),
                     format!("an empty entry in the list; valid: {}", Self::valid_list()),
                 ));
             }
@@ -340,6 +340,9 @@ mod tests {
 
     #[test]
     fn rejects_others_naming_the_valid_list() {
+        // A 100,000-character value is not echoed back whole.
+        let e = KubeletVersion::parse(&"1".repeat(100_000)).unwrap_err().to_string();
+        assert!(e.len() < 400, "{} bytes", e.len());
         for bad in ["1.25", "1.37", "2.30", "1", "1.30.7.1", "1.x", "", "1.-3", "v", "1.030000"] {
             let e = KubeletVersion::parse(bad).unwrap_err();
             assert_eq!(e.exit_code(), crate::error::exit::USAGE, "{bad}");

@@ -296,15 +296,7 @@ fn escape(s: &str, attribute: bool) -> String {
     out
 }
 
-/// At most `max` characters, with an ellipsis when cut.
-pub(crate) fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
+pub(crate) use crate::text::shorten;
 
 /// Control characters (from a plugin's device IDs) shown escaped, so a row stays one line.
 pub(crate) fn one_line(s: &str) -> String {
