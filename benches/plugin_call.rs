@@ -7,9 +7,8 @@
 //! grpcurl comes from `DPCTL_GRPCURL`, `--grpcurl`, or the interop venv that
 //! `cargo test` creates (target/tmp/interop-venv/bin/grpcurl).
 
-#[path = "../tests/support/plugin.rs"]
-#[allow(dead_code)]
-mod plugin;
+#[path = "../tests/support/fake_plugin.rs"]
+mod fake_plugin;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -59,7 +58,7 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::Builder::new().prefix("dpb").tempdir_in("/tmp").unwrap();
     let sock = dir.path().join("bench.sock");
-    let p = plugin::TestPlugin::new(vec![plugin::device("d0", "Healthy", None)], Default::default());
+    let p = fake_plugin::FakePlugin::new(vec![fake_plugin::device("d0", "Healthy", None)], Default::default());
     let _stop = rt.block_on(p.serve(&sock));
 
     let dpctl = time_runs(runs, || {

@@ -16,7 +16,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{BenchPlugin, SimChild, devices, register, tempdir, verdict};
+use common::{SimChild, bench_plugin, devices, register, tempdir, verdict};
 use dpctl::kubelet_sim::PodSpec;
 use dpctl::kubelet_sim::control::{self, Answer, Request};
 use dpctl::proto::deviceplugin::v1beta1 as dp;
@@ -49,7 +49,7 @@ async fn run() -> bool {
         }
         Err(_) => {
             let opts = dp::DevicePluginOptions { get_preferred_allocation_available: true, pre_start_required: false };
-            let p = BenchPlugin::new(devices("gpu", pods), opts);
+            let p = bench_plugin(devices("gpu", pods), opts);
             _stop = Some(p.serve(&dir.join("gpu.sock")).await);
             register(&dir, &resource, "gpu.sock").await;
         }

@@ -1,152 +1,41 @@
-//! Shared pieces of the kubelet-sim benchmarks: a device plugin built on the
-//! generated code (served in the bench process), the generated registering
-//! client, and a `dpctl kubelet-sim` child process whose JSON events and
+//! Shared pieces of the kubelet-sim benchmarks: the tests' fake device plugin
+//! (tests/support/fake_plugin.rs, served in the bench process) and its
+//! registering client, and a `dpctl kubelet-sim` child process whose JSON events and
 //! resident memory the benchmarks read.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::process::Stdio;
-use std::sync::Arc;
 use std::time::Duration;
 
 use dpctl::proto::deviceplugin::v1beta1 as dp;
-use dpctl::proto::deviceplugin::v1beta1::device_plugin_server::{DevicePlugin, DevicePluginServer};
-use futures_util::Stream;
 use tokio::io::AsyncBufReadExt;
-use tokio::sync::watch;
-use tonic::{Request, Response, Status};
 
-/// A plugin that serves a device list and answers every RPC.
-#[derive(Clone)]
-pub struct BenchPlugin {
-    devices: Arc<watch::Sender<Vec<dp::Device>>>,
-    options: dp::DevicePluginOptions,
-}
+#[path = "../tests/support/fake_plugin.rs"]
+mod fake_plugin;
+
+pub use fake_plugin::FakePlugin;
+use fake_plugin::{AllocateAnswer, Behaviour};
 
 /// `n` healthy devices `<prefix>-0..`, alternating NUMA nodes 0 and 1.
 pub fn devices(prefix: &str, n: usize) -> Vec<dp::Device> {
-    (0..n)
-        .map(|i| dp::Device {
-            id: format!("{prefix}-{i}"),
-            health: dp::HEALTHY.into(),
-            topology: Some(dp::TopologyInfo { nodes: vec![dp::NumaNode { id: (i % 2) as i64 }] }),
-        })
-        .collect()
+    fake_plugin::numbered(prefix, n, true)
 }
 
-impl BenchPlugin {
-    pub fn new(devices: Vec<dp::Device>, options: dp::DevicePluginOptions) -> Self {
-        BenchPlugin { devices: Arc::new(watch::channel(devices).0), options }
-    }
-
-    pub fn set_devices(&self, devices: Vec<dp::Device>) {
-        self.devices.send_replace(devices);
-    }
-
-    /// Serves on `path` until the returned sender is dropped.
-    pub async fn serve(&self, path: &Path) -> tokio::sync::oneshot::Sender<()> {
-        let listener = dpctl::transport::bind(path, &Default::default()).await.expect("bind bench plugin");
-        let router = tonic::transport::Server::builder().add_service(DevicePluginServer::new(self.clone()));
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        tokio::spawn(dpctl::transport::serve(router, listener, async {
-            let _ = rx.await;
-        }));
-        tx
-    }
-}
-
-type Snapshots = Pin<Box<dyn Stream<Item = Result<dp::ListAndWatchResponse, Status>> + Send>>;
-
-#[tonic::async_trait]
-impl DevicePlugin for BenchPlugin {
-    async fn get_device_plugin_options(
-        &self,
-        _: Request<dp::Empty>,
-    ) -> Result<Response<dp::DevicePluginOptions>, Status> {
-        Ok(Response::new(self.options))
-    }
-
-    type ListAndWatchStream = Snapshots;
-
-    async fn list_and_watch(&self, _: Request<dp::Empty>) -> Result<Response<Self::ListAndWatchStream>, Status> {
-        let mut rx = self.devices.subscribe();
-        let (tx, out) = tokio::sync::mpsc::channel(4);
-        tokio::spawn(async move {
-            loop {
-                let devices = rx.borrow_and_update().clone();
-                if tx.send(Ok(dp::ListAndWatchResponse { devices })).await.is_err() {
-                    return;
-                }
-                tokio::select! {
-                    r = rx.changed() => if r.is_err() { return },
-                    () = tx.closed() => return,
-                }
-            }
-        });
-        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(out))))
-    }
-
-    async fn get_preferred_allocation(
-        &self,
-        req: Request<dp::PreferredAllocationRequest>,
-    ) -> Result<Response<dp::PreferredAllocationResponse>, Status> {
-        let container_responses = req
-            .into_inner()
-            .container_requests
-            .iter()
-            .map(|c| {
-                let mut ids = c.must_include_device_i_ds.clone();
-                for id in &c.available_device_i_ds {
-                    if ids.len() >= c.allocation_size as usize {
-                        break;
-                    }
-                    if !ids.contains(id) {
-                        ids.push(id.clone());
-                    }
-                }
-                dp::ContainerPreferredAllocationResponse { device_i_ds: ids }
-            })
-            .collect();
-        Ok(Response::new(dp::PreferredAllocationResponse { container_responses }))
-    }
-
-    async fn allocate(&self, req: Request<dp::AllocateRequest>) -> Result<Response<dp::AllocateResponse>, Status> {
-        let container_responses = req
-            .into_inner()
-            .container_requests
-            .iter()
-            .map(|c| dp::ContainerAllocateResponse {
-                envs: [("VISIBLE_DEVICES".to_string(), c.devices_ids.join(","))].into(),
-                ..Default::default()
-            })
-            .collect();
-        Ok(Response::new(dp::AllocateResponse { container_responses }))
-    }
-
-    async fn pre_start_container(
-        &self,
-        _: Request<dp::PreStartContainerRequest>,
-    ) -> Result<Response<dp::PreStartContainerResponse>, Status> {
-        Ok(Response::new(dp::PreStartContainerResponse {}))
-    }
+/// The tests' fake plugin advertising `options`, answering every RPC with
+/// the small Allocate answer (only the env) and recording nothing.
+pub fn bench_plugin(devices: Vec<dp::Device>, options: dp::DevicePluginOptions) -> FakePlugin {
+    let behaviour =
+        Behaviour { options, allocate_answer: AllocateAnswer::EnvOnly, quiet: true, ..Behaviour::default() };
+    FakePlugin::new(devices, behaviour)
 }
 
 /// Registers `resource` served at `<dir>/<endpoint>` with the kubelet.sock in `dir`.
 pub async fn register(dir: &Path, resource: &str, endpoint: &str) {
-    let channel = dpctl::transport::connect(&dir.join("kubelet.sock"), Duration::from_secs(10))
+    fake_plugin::register(&dir.join("kubelet.sock"), dp::VERSION, resource, endpoint, None)
         .await
-        .expect("connect kubelet.sock");
-    let mut c = dp::registration_client::RegistrationClient::new(channel);
-    c.register(dp::RegisterRequest {
-        version: dp::VERSION.into(),
-        endpoint: endpoint.into(),
-        resource_name: resource.into(),
-        options: None,
-    })
-    .await
-    .unwrap_or_else(|e| panic!("register {resource}: {e}"));
+        .unwrap_or_else(|e| panic!("register {resource}: {e}"));
 }
 
 /// A `dpctl kubelet-sim -o json` child process.

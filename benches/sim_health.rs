@@ -13,7 +13,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{BenchPlugin, SimChild, devices, percentile, register, tempdir, verdict};
+use common::{SimChild, bench_plugin, devices, percentile, register, tempdir, verdict};
 use dpctl::proto::podresources::v1;
 
 async fn run() -> bool {
@@ -22,7 +22,7 @@ async fn run() -> bool {
     let dir = tmp.path().to_path_buf();
     let mut sim = SimChild::start(&dir, &["--no-rate-limit"]).await;
     let mut devs = devices("gpu", 100);
-    let p = BenchPlugin::new(devs.clone(), Default::default());
+    let p = bench_plugin(devs.clone(), Default::default());
     let _stop = p.serve(&dir.join("gpu.sock")).await;
     register(&dir, "example.com/gpu", "gpu.sock").await;
     sim.event("snapshot", Duration::from_secs(30)).await;

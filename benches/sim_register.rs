@@ -14,7 +14,7 @@ mod common;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use common::{BenchPlugin, SimChild, devices, register, tempdir, verdict};
+use common::{SimChild, bench_plugin, devices, register, tempdir, verdict};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -29,7 +29,7 @@ async fn run() -> bool {
     let (rss_idle, _) = sim.rss_kib();
     let mut stops = Vec::new();
     for i in 0..plugins {
-        let p = BenchPlugin::new(devices(&format!("r{i}"), per), Default::default());
+        let p = bench_plugin(devices(&format!("r{i}"), per), Default::default());
         stops.push(p.serve(&dir.join(format!("p{i}.sock"))).await);
     }
     let t0 = Instant::now();

@@ -9,8 +9,7 @@ use std::time::Duration;
 use dpctl::check::{self, CheckOptions, CheckTarget, Outcome, Registration};
 use dpctl::proto::deviceplugin::v1beta1 as dp;
 
-use crate::support::check_plugin::{CheckPlugin, Faults};
-use crate::support::plugin::{Behaviour, TestPlugin, device};
+use crate::support::fake_plugin::{AllocateAnswer, Behaviour, FakePlugin, UnknownIds, device};
 use crate::support::{Run, Sandbox, dpctl, within};
 
 /// Four devices: three healthy over NUMA nodes 0 and 1 (node 0 must show), one unhealthy.
@@ -26,9 +25,13 @@ fn devices() -> Vec<dp::Device> {
 /// Fast settings: a short stream window, everything else at its default.
 const FAST: [&str; 2] = ["--stream-window", "300ms"];
 
-async fn serve(sb: &Sandbox, devices: Vec<dp::Device>, faults: Faults) -> (String, tokio::sync::oneshot::Sender<()>) {
+async fn serve(
+    sb: &Sandbox,
+    devices: Vec<dp::Device>,
+    behaviour: Behaviour,
+) -> (String, tokio::sync::oneshot::Sender<()>) {
     let path = sb.join("p.sock");
-    let stop = CheckPlugin::new(devices, faults).serve(&path).await;
+    let stop = FakePlugin::new(devices, behaviour).serve(&path).await;
     (path.to_str().unwrap().to_string(), stop)
 }
 
@@ -61,7 +64,7 @@ fn with(v: &serde_json::Value, outcome: &str) -> Vec<String> {
 #[tokio::test]
 async fn well_behaved_plugin_passes_every_check() {
     let sb = Sandbox::new();
-    let (s, _stop) = serve(&sb, devices(), Faults::default()).await;
+    let (s, _stop) = serve(&sb, devices(), Behaviour::conformant()).await;
     let r = check(
         &s,
         &["--register-options", "pre_start_required=true,get_preferred_allocation_available=true", "-o", "json"],
@@ -96,10 +99,10 @@ async fn well_behaved_plugin_passes_every_check() {
 
 #[tokio::test]
 async fn shared_test_plugin_skips_what_it_does_not_advertise() {
-    // The shared TestPlugin advertises neither option, so the checks that need
+    // The fake plugin's default behaviour advertises neither option, so the checks that need
     // them skip; it allocates any ID it is given, which the suite catches.
     let sb = Sandbox::new();
-    let p = TestPlugin::new(devices(), Behaviour::default());
+    let p = FakePlugin::new(devices(), Behaviour::default());
     let path = sb.join("t.sock");
     let _stop = p.serve(&path).await;
     let v = check(path.to_str().unwrap(), &["-o", "json"]).await.expect_code(1).json();
@@ -113,7 +116,7 @@ async fn shared_test_plugin_skips_what_it_does_not_advertise() {
     assert!(evidence(&v, "prestart-deadline").contains("pre_start_required=false"), "{v:#}");
     assert!(evidence(&v, "registration-options-agree").contains("run dpctl smoke"), "{v:#}");
     // Like a kubelet, the suite never calls what is not advertised.
-    let calls = p.calls.lock().unwrap().clone();
+    let calls = p.rpcs();
     assert!(calls.iter().any(|c| c == "Allocate"), "{calls:?}");
     assert!(!calls.iter().any(|c| c == "GetPreferredAllocation" || c == "PreStartContainer"), "{calls:?}");
 }
@@ -121,28 +124,28 @@ async fn shared_test_plugin_skips_what_it_does_not_advertise() {
 #[tokio::test]
 async fn unadvertised_preferred_allocation_is_probed_only_when_asked() {
     let sb = Sandbox::new();
-    let p = TestPlugin::new(devices(), Behaviour::default());
+    let p = FakePlugin::new(devices(), Behaviour::default());
     let path = sb.join("t.sock");
     let _stop = p.serve(&path).await;
     let only = ["--only", "preferred-not-advertised", "-o", "json"];
     let v = check(path.to_str().unwrap(), &only).await.expect_code(0).json();
     assert_eq!(with(&v, "skip"), ["preferred-not-advertised"], "{v:#}");
     assert!(evidence(&v, "preferred-not-advertised").contains("--probe-unadvertised"), "{v:#}");
-    assert!(!p.calls.lock().unwrap().iter().any(|c| c == "GetPreferredAllocation"));
+    assert!(!p.rpcs().iter().any(|c| c == "GetPreferredAllocation"));
 
     let mut args = only.to_vec();
     args.push("--probe-unadvertised");
     let v = check(path.to_str().unwrap(), &args).await.expect_code(0).json();
     assert_eq!(with(&v, "skip"), ["preferred-not-advertised"], "{v:#}");
     assert!(evidence(&v, "preferred-not-advertised").contains("yet the plugin answers it"), "{v:#}");
-    assert!(p.calls.lock().unwrap().iter().any(|c| c == "GetPreferredAllocation"));
+    assert!(p.rpcs().iter().any(|c| c == "GetPreferredAllocation"));
 }
 
 #[tokio::test]
 async fn no_healthy_devices_skips_what_needs_them() {
     let sb = Sandbox::new();
     let d = vec![device("GPU-0", "Unhealthy", Some(&[0])), device("GPU-1", "Unhealthy", Some(&[0]))];
-    let (s, _stop) = serve(&sb, d, Faults::default()).await;
+    let (s, _stop) = serve(&sb, d, Behaviour::conformant()).await;
     let v = check(&s, &["-o", "json"]).await.expect_code(0).json();
     assert_eq!(
         with(&v, "skip"),
@@ -164,7 +167,7 @@ async fn no_healthy_devices_skips_what_needs_them() {
 /// evidence contains its text. Returns the JSON report.
 async fn expect_failures(
     devices: Vec<dp::Device>,
-    faults: Faults,
+    faults: Behaviour,
     extra: &[&str],
     failing: &[&str],
     texts: &[(&str, &str)],
@@ -185,7 +188,7 @@ async fn expect_failures(
 
 #[tokio::test]
 async fn wrong_preferred_answer_fails_preferred_contract() {
-    let f = Faults { preferred_ignores_must_include: true, ..Faults::default() };
+    let f = Behaviour { preferred_ignores_must_include: true, ..Behaviour::conformant() };
     expect_failures(
         devices(),
         f,
@@ -203,7 +206,7 @@ async fn wrong_preferred_answer_fails_preferred_contract() {
 /// Allocate answer with no container response.
 #[tokio::test]
 async fn empty_allocate_response_fails_allocate_healthy() {
-    let f = Faults { allocate_empty: true, ..Faults::default() };
+    let f = Behaviour { allocate_answer: AllocateAnswer::Empty, ..Behaviour::conformant() };
     // parallel-calls leaves Allocate out, as it fails even alone: one fault, one failed check.
     let v = expect_failures(
         devices(),
@@ -229,7 +232,8 @@ async fn empty_allocate_response_fails_allocate_healthy() {
 #[tokio::test]
 async fn extra_allocate_responses_pass_as_the_kubelet_reads_the_first() {
     let sb = Sandbox::new();
-    let (s, _stop) = serve(&sb, devices(), Faults { allocate_extra_response: true, ..Faults::default() }).await;
+    let (s, _stop) =
+        serve(&sb, devices(), Behaviour { allocate_answer: AllocateAnswer::OneExtra, ..Behaviour::conformant() }).await;
     let v = check(&s, &["--only", "allocate-healthy,parallel-calls", "-o", "json"]).await.expect_code(0).json();
     assert_eq!(outcomes(&v)["allocate-healthy"], "pass", "{v:#}");
     assert_eq!(outcomes(&v)["parallel-calls"], "pass", "{v:#}");
@@ -249,7 +253,8 @@ async fn extra_allocate_responses_pass_as_the_kubelet_reads_the_first() {
 #[tokio::test]
 async fn extra_preferred_responses_pass_as_the_kubelet_reads_the_first() {
     let sb = Sandbox::new();
-    let (s, _stop) = serve(&sb, devices(), Faults { preferred_extra_response: true, ..Faults::default() }).await;
+    let (s, _stop) =
+        serve(&sb, devices(), Behaviour { preferred_extra_response: true, ..Behaviour::conformant() }).await;
     let v = check(&s, &["--only", "preferred-contract", "-o", "json"]).await.expect_code(0).json();
     assert_eq!(outcomes(&v)["preferred-contract"], "pass", "{v:#}");
     let e = evidence(&v, "preferred-contract");
@@ -262,7 +267,9 @@ async fn extra_preferred_responses_pass_as_the_kubelet_reads_the_first() {
 #[tokio::test]
 async fn one_response_for_two_containers_is_reported_not_failed() {
     let sb = Sandbox::new();
-    let (s, _stop) = serve(&sb, devices(), Faults { allocate_single_response: true, ..Faults::default() }).await;
+    let (s, _stop) =
+        serve(&sb, devices(), Behaviour { allocate_answer: AllocateAnswer::FirstOnly, ..Behaviour::conformant() })
+            .await;
     let v = check(&s, &["--only", "allocate-healthy", "-o", "json"]).await.expect_code(0).json();
     assert_eq!(outcomes(&v)["allocate-healthy"], "pass", "{v:#}");
     let e = evidence(&v, "allocate-healthy");
@@ -283,7 +290,7 @@ async fn one_response_for_two_containers_is_reported_not_failed() {
 #[tokio::test]
 async fn rules_say_when_the_kubelet_asks_preferred_and_drops_capacity() {
     let sb = Sandbox::new();
-    let (s, _stop) = serve(&sb, devices(), Faults::default()).await;
+    let (s, _stop) = serve(&sb, devices(), Behaviour::conformant()).await;
     let v = check(&s, &["--only", "preferred-contract,preferred-not-advertised,list-stream-stays-open", "-o", "json"])
         .await
         .expect_code(0)
@@ -306,7 +313,7 @@ async fn rules_say_when_the_kubelet_asks_preferred_and_drops_capacity() {
 #[tokio::test]
 async fn options_mismatch_says_when_preferred_is_called() {
     let sb = Sandbox::new();
-    let (s, _stop) = serve(&sb, devices(), Faults::default()).await;
+    let (s, _stop) = serve(&sb, devices(), Behaviour::conformant()).await;
     let v = check(
         &s,
         &[
@@ -332,7 +339,7 @@ async fn options_mismatch_says_when_preferred_is_called() {
 
 #[tokio::test]
 async fn allocate_of_unknown_id_succeeding_fails() {
-    let f = Faults { allocate_accepts_unknown: true, ..Faults::default() };
+    let f = Behaviour { unknown_ids: UnknownIds::Accept, ..Behaviour::conformant() };
     expect_failures(
         devices(),
         f,
@@ -345,7 +352,7 @@ async fn allocate_of_unknown_id_succeeding_fails() {
 
 #[tokio::test]
 async fn allocate_of_unknown_id_hanging_fails() {
-    let f = Faults { allocate_hangs_on_unknown: true, ..Faults::default() };
+    let f = Behaviour { unknown_ids: UnknownIds::Hang, ..Behaviour::conformant() };
     expect_failures(
         devices(),
         f,
@@ -360,7 +367,8 @@ async fn allocate_of_unknown_id_hanging_fails() {
 async fn bad_health_string_fails_health_values() {
     let mut d = devices();
     d[1].health = "healthy".into();
-    expect_failures(d, Faults::default(), &[], &["health-values"], &[("health-values", "GPU-1=\"healthy\"")]).await;
+    expect_failures(d, Behaviour::conformant(), &[], &["health-values"], &[("health-values", "GPU-1=\"healthy\"")])
+        .await;
 }
 
 #[tokio::test]
@@ -370,7 +378,7 @@ async fn duplicate_ids_fail_device_ids_valid() {
     d.push(device("", "Healthy", None));
     expect_failures(
         d,
-        Faults::default(),
+        Behaviour::conformant(),
         &[],
         &["device-ids-valid"],
         &[("device-ids-valid", "1 device(s) with an empty ID; IDs listed more than once: GPU-0")],
@@ -384,7 +392,7 @@ async fn negative_numa_fails_numa_ids_valid() {
     d[2] = device("GPU-2", "Healthy", Some(&[-1]));
     expect_failures(
         d,
-        Faults::default(),
+        Behaviour::conformant(),
         &[],
         &["numa-ids-valid"],
         &[("numa-ids-valid", "negative NUMA node IDs on: GPU-2")],
@@ -398,7 +406,7 @@ async fn oversize_list_fails_message_size_with_the_margin() {
     let d: Vec<dp::Device> = (0..48_000).map(|i| device(&format!("{i:0>80}"), "Healthy", None)).collect();
     let v = expect_failures(
         d,
-        Faults::default(),
+        Behaviour::conformant(),
         &[],
         &["message-size"],
         &[("message-size", "over the kubelet's 4,194,304-byte limit")],
@@ -426,7 +434,7 @@ fn group(n: usize) -> String {
 
 #[tokio::test]
 async fn stream_closed_after_first_message_fails_stays_open() {
-    let f = Faults { close_stream_after_first: true, ..Faults::default() };
+    let f = Behaviour { end_after: Some(1), ..Behaviour::conformant() };
     let v = expect_failures(
         devices(),
         f,
@@ -440,7 +448,7 @@ async fn stream_closed_after_first_message_fails_stays_open() {
 
 #[tokio::test]
 async fn slow_prestart_over_the_deadline_fails() {
-    let f = Faults { prestart_delay: Some(Duration::from_millis(1500)), ..Faults::default() };
+    let f = Behaviour { pre_start_delay: Some(Duration::from_millis(1500)), ..Behaviour::conformant() };
     // parallel-calls' PreStartContainer calls have the 10 s call deadline and succeed.
     expect_failures(
         devices(),
@@ -454,7 +462,7 @@ async fn slow_prestart_over_the_deadline_fails() {
 
 #[tokio::test]
 async fn slow_first_list_fails_first_message_prompt() {
-    let f = Faults { first_list_delay: Some(Duration::from_secs(3)), ..Faults::default() };
+    let f = Behaviour { first_list_delay: Some(Duration::from_secs(3)), ..Behaviour::conformant() };
     let v = expect_failures(
         devices(),
         f,
@@ -469,7 +477,7 @@ async fn slow_first_list_fails_first_message_prompt() {
 
 #[tokio::test]
 async fn options_error_fails_options_answer_and_dependants_cannot_run() {
-    let f = Faults { options_error: Some("boom: no driver".into()), ..Faults::default() };
+    let f = Behaviour { options_error: Some(tonic::Status::internal("boom: no driver")), ..Behaviour::conformant() };
     let v = expect_failures(
         devices(),
         f,
@@ -488,7 +496,7 @@ async fn options_error_fails_options_answer_and_dependants_cannot_run() {
 #[tokio::test]
 async fn second_stream_ending_the_first_fails_parallel_calls() {
     // As after a re-registration, a second ListAndWatch opens while the first is live.
-    let f = Faults { single_stream: true, ..Faults::default() };
+    let f = Behaviour { single_stream: true, ..Behaviour::conformant() };
     expect_failures(
         devices(),
         f,
@@ -504,7 +512,7 @@ async fn second_stream_ending_the_first_fails_parallel_calls() {
 
 #[tokio::test]
 async fn allocate_busy_under_concurrency_fails_parallel_calls() {
-    let f = Faults { busy_when_concurrent: true, ..Faults::default() };
+    let f = Behaviour { busy_when_concurrent: true, ..Behaviour::conformant() };
     expect_failures(
         devices(),
         f,
@@ -519,7 +527,7 @@ async fn allocate_busy_under_concurrency_fails_parallel_calls() {
 async fn registration_options_disagreeing_fail() {
     expect_failures(
         devices(),
-        Faults::default(),
+        Behaviour::conformant(),
         &["--register-options", "pre_start_required=false,get_preferred_allocation_available=true"],
         &["registration-options-agree"],
         &[(
@@ -534,7 +542,7 @@ async fn registration_options_disagreeing_fail() {
 #[tokio::test]
 async fn table_shows_evidence_and_rule_of_a_failure() {
     let sb = Sandbox::new();
-    let f = Faults { allocate_accepts_unknown: true, ..Faults::default() };
+    let f = Behaviour { unknown_ids: UnknownIds::Accept, ..Behaviour::conformant() };
     let (s, _stop) = serve(&sb, devices(), f).await;
     let r = check(&s, &["--only", "allocate-unknown-id"]).await;
     r.expect_code(1);
@@ -555,7 +563,7 @@ async fn junit_report_is_well_formed_and_counts_match() {
     let mut d = devices();
     d.push(device(nasty, "Healthy", None));
     d.push(device(nasty, "Healthy", None));
-    let f = Faults { options: dp::DevicePluginOptions::default(), ..Faults::default() };
+    let f = Behaviour { options: dp::DevicePluginOptions::default(), ..Behaviour::conformant() };
     let (s, _stop) = serve(&sb, d, f).await;
     let xml_path = sb.join("report.xml");
     let r = check(&s, &["--junit", xml_path.to_str().unwrap()]).await;
@@ -588,7 +596,7 @@ async fn junit_report_is_well_formed_and_counts_match() {
 #[tokio::test]
 async fn only_and_skip_choose_checks_and_unknown_names_are_usage_errors() {
     let sb = Sandbox::new();
-    let (s, _stop) = serve(&sb, devices(), Faults::default()).await;
+    let (s, _stop) = serve(&sb, devices(), Behaviour::conformant()).await;
     let v = check(&s, &["--only", "options-answer,device-ids-valid", "-o", "json"]).await.expect_code(0).json();
     assert_eq!(outcomes(&v).keys().collect::<Vec<_>>(), ["device-ids-valid", "options-answer"]);
     let v = check(&s, &["--skip", "parallel-calls", "--skip", "list-stream-stays-open", "-o", "json"])
@@ -618,7 +626,7 @@ async fn only_and_skip_choose_checks_and_unknown_names_are_usage_errors() {
 #[tokio::test]
 async fn a_junit_file_that_cannot_be_written_is_a_usage_error() {
     let sb = Sandbox::new();
-    let (s, _stop) = serve(&sb, devices(), Faults::default()).await;
+    let (s, _stop) = serve(&sb, devices(), Behaviour::conformant()).await;
     // Opens fine, then every write fails (ENOSPC): bad input, not a socket problem.
     let r = check(&s, &["--only", "options-answer", "--junit", "/dev/full"]).await;
     r.expect_code(2);
@@ -648,7 +656,7 @@ async fn socket_without_the_device_plugin_service_is_named() {
     let path = sb.join("other.sock");
     let listener = dpctl::transport::bind(&path, &Default::default()).await.unwrap();
     let router = tonic::transport::Server::builder()
-        .add_optional_service::<dp::device_plugin_server::DevicePluginServer<CheckPlugin>>(None);
+        .add_optional_service::<dp::device_plugin_server::DevicePluginServer<FakePlugin>>(None);
     let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(dpctl::transport::serve(router, listener, async {
         let _ = rx.await;
@@ -680,7 +688,7 @@ async fn unreachable_plugin_exits_3_and_still_writes_junit() {
 #[tokio::test]
 async fn library_takes_an_observed_register_request() {
     let sb = Sandbox::new();
-    let (s, _stop) = serve(&sb, devices(), Faults::default()).await;
+    let (s, _stop) = serve(&sb, devices(), Behaviour::conformant()).await;
     let request = dp::RegisterRequest {
         version: "v1beta1".into(),
         endpoint: "p.sock".into(),
@@ -722,7 +730,7 @@ async fn library_takes_an_observed_register_request() {
 #[tokio::test]
 async fn colored_failures_keep_intact_escape_codes_and_aligned_columns() {
     let sb = Sandbox::new();
-    let f = Faults { options_error: Some("boom".into()), ..Faults::default() };
+    let f = Behaviour { options_error: Some(tonic::Status::internal("boom")), ..Behaviour::conformant() };
     let (s, _stop) = serve(&sb, devices(), f).await;
     let r = check(&s, &["--color", "always", "--only", "options-answer,device-ids-valid"]).await;
     r.expect_code(1);

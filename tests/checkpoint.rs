@@ -9,7 +9,7 @@ use dpctl::checkpoint::{Checkpoint, Format, LegacyFormat};
 use dpctl::kubelet_sim::{EventKind, KubeletVersion, PodSpec, SimConfig, SimHandle};
 use tokio::io::AsyncBufReadExt;
 
-use crate::support::simplugin::{self, Script, SimPlugin, register};
+use crate::support::fake_plugin::{self, Behaviour, FakePlugin, register};
 use crate::support::{Sandbox, dpctl, dpctl_command, within};
 
 const GPU: &str = "example.com/gpu";
@@ -59,8 +59,8 @@ async fn real_kubelets_checkpoint_is_restored_and_never_rewritten() {
     }
     assert!(saw_read_only);
     // The device comes back with its plugin and stays taken.
-    let p = SimPlugin::new(vec![simplugin::device("tegra", "Healthy", None)], Script::default());
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "tegra.sock", "nvidia.com/gpu").await;
+    let p = FakePlugin::new(vec![fake_plugin::device("tegra", "Healthy", None)], Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "tegra.sock", "nvidia.com/gpu").await;
     sim.wait_for_counts(|c| c.get("nvidia.com/gpu").is_some_and(|c| c.allocatable == 1), Duration::from_secs(10))
         .await
         .unwrap();
@@ -113,8 +113,8 @@ async fn files_the_sim_writes_verify_and_come_back() {
     let sb = Sandbox::new();
     let sim = start_sim(sb.path(), |_| {}).await;
     assert_eq!(sim.status().checkpoint.unwrap().found, "none");
-    let p = SimPlugin::new(SimPlugin::healthy(2, true), Script::default());
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "a.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(2, true), Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "a.sock", GPU).await;
     sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 2), Duration::from_secs(10)).await.unwrap();
     let pod = sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap();
     assert!(pod.admitted);
@@ -178,11 +178,11 @@ async fn v1_checkpoint_is_restored_by_1_30_and_never_rewritten() {
     let r = status.resource(GPU).expect("restored resource");
     assert_eq!((r.state.as_str(), r.in_use), ("awaiting-registration", 1));
     // Its plugin comes back; the restored device stays taken.
-    let p = SimPlugin::new(
-        vec![simplugin::device("GPU-0", "Healthy", None), simplugin::device("GPU-1", "Healthy", None)],
-        Script::default(),
+    let p = FakePlugin::new(
+        vec![fake_plugin::device("GPU-0", "Healthy", None), fake_plugin::device("GPU-1", "Healthy", None)],
+        Behaviour::default(),
     );
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "a.sock", GPU).await;
+    let (_path, _stop) = p.start(sb.path(), "a.sock", GPU).await;
     sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 2), Duration::from_secs(10)).await.unwrap();
     let o = sim.admit(PodSpec::shorthand("new", "default", &[(GPU.into(), 1)])).await.unwrap();
     assert_eq!(o.devices("c0", GPU), ["GPU-0"], "GPU-1 is held by the restored pod: {o:?}");
@@ -295,7 +295,7 @@ async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
     let dir = sb.path().to_str().unwrap();
     let mut sim = SimProcess::spawn(sb.path());
     sim.event("started").await;
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
     let stop = p.serve(&sb.join("a.sock")).await;
     register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None).await.unwrap();
     sim.event("snapshot").await;

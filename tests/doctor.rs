@@ -12,7 +12,7 @@ use dpctl::mock_plugin::{MockConfig, MockPlugin, ResourceConfig};
 use dpctl::proto::deviceplugin::v1beta1 as dp;
 use prost::Message;
 
-use crate::support::simplugin::{self, Script, SimPlugin};
+use crate::support::fake_plugin::{self, AllocateAnswer, Behaviour, FakePlugin};
 use crate::support::{Sandbox, dpctl, within};
 
 const GPU: &str = "example.com/gpu";
@@ -66,8 +66,9 @@ async fn plugin_with(
     name: &str,
     resource: &str,
 ) -> tokio::sync::oneshot::Sender<()> {
-    let p = SimPlugin::new(devices, Script::default());
-    let (_path, stop) = simplugin::start(&p, &node.dir(), name, resource).await;
+    // Only the env in Allocate's answer: CDI names with no spec on this node would be a finding.
+    let p = FakePlugin::new(devices, Behaviour { allocate_answer: AllocateAnswer::EnvOnly, ..Behaviour::default() });
+    let (_path, stop) = p.start(&node.dir(), name, resource).await;
     stop
 }
 
@@ -77,11 +78,11 @@ async fn plugin_with(
 async fn healthy_node_gives_no_warnings() {
     let node = Node::new();
     let sim = node.sim().await;
-    let _p = plugin_with(&node, SimPlugin::healthy(2, true), "gpu.sock", GPU).await;
+    let _p = plugin_with(&node, FakePlugin::healthy(2, true), "gpu.sock", GPU).await;
     sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 2), Duration::from_secs(10)).await.unwrap();
     assert!(sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap().admitted);
     sim.restart(Duration::from_millis(10)).await.unwrap(); // writes the checkpoint now (and drops the plugin)
-    let _p2 = plugin_with(&node, SimPlugin::healthy(2, true), "gpu.sock", GPU).await;
+    let _p2 = plugin_with(&node, FakePlugin::healthy(2, true), "gpu.sock", GPU).await;
     let r = node.doctor().await;
     let bad: Vec<&Finding> = r.findings.iter().filter(|f| f.severity != Severity::Ok).collect();
     assert!(bad.is_empty(), "{bad:#?}");
@@ -111,8 +112,8 @@ async fn broken_sockets_each_get_their_finding() {
     let other_sim = KubeletSim::start(c).await.unwrap();
     // Over the kubelet's 4 MiB: 1,100 devices with 4 KiB IDs.
     let big: Vec<dp::Device> =
-        (0..1100).map(|i| simplugin::device(&format!("{i:04}{}", "x".repeat(4096)), "Healthy", None)).collect();
-    let p = SimPlugin::new(big, Script::default());
+        (0..1100).map(|i| fake_plugin::device(&format!("{i:04}{}", "x".repeat(4096)), "Healthy", None)).collect();
+    let p = FakePlugin::new(big, Behaviour::default());
     let _big = p.serve(&dir.join("big.sock")).await;
     let r = node.doctor().await;
     let stale = find(&r, "socket", "stale.sock");
@@ -301,7 +302,7 @@ async fn podresources_device_missing_from_checkpoint_and_devices_no_plugin_repor
     });
     std::fs::write(node.dir().join("kubelet_internal_checkpoint"), cp.to_json()).unwrap();
     let sim = node.sim().await;
-    let _p = plugin_with(&node, SimPlugin::healthy(2, true), "gpu.sock", GPU).await;
+    let _p = plugin_with(&node, FakePlugin::healthy(2, true), "gpu.sock", GPU).await;
     sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 2), Duration::from_secs(10)).await.unwrap();
     assert!(sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap().admitted);
     let r = node.doctor().await;

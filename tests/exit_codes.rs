@@ -2,7 +2,7 @@
 //! exit-code table, and bad input of every kind exiting 2 before anything
 //! starts.
 
-use crate::support::plugin::{Behaviour, TestPlugin, device};
+use crate::support::fake_plugin::{Behaviour, FakePlugin, device};
 use crate::support::{Sandbox, dpctl};
 
 #[tokio::test]
@@ -15,7 +15,7 @@ async fn row_1_a_check_failed() {
     // The test plugin allocates IDs it never advertised: a check fails.
     let sb = Sandbox::new();
     let path = sb.join("c.sock");
-    let _stop = TestPlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default()).serve(&path).await;
+    let _stop = FakePlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default()).serve(&path).await;
     dpctl(&["plugin", "check", "--socket", path.to_str().unwrap()]).await.expect_code(1);
 }
 
@@ -84,9 +84,11 @@ async fn row_3_socket_problem() {
 async fn row_4_the_peer_answered_with_an_error() {
     let sb = Sandbox::new();
     let path = sb.join("e.sock");
-    let behaviour =
-        Behaviour { allocate_error: Some((tonic::Code::Internal, "out of GPUs".into())), ..Default::default() };
-    let _stop = TestPlugin::new(vec![device("d0", "Healthy", None)], behaviour).serve(&path).await;
+    let behaviour = Behaviour {
+        allocate_error: Some(tonic::Status::new(tonic::Code::Internal, "out of GPUs")),
+        ..Default::default()
+    };
+    let _stop = FakePlugin::new(vec![device("d0", "Healthy", None)], behaviour).serve(&path).await;
     let r = dpctl(&["plugin", "call", "allocate", "--socket", path.to_str().unwrap(), "--devices", "d0"]).await;
     r.expect_code(4);
     assert!(r.stderr.contains("out of GPUs"), "{}", r.stderr);
@@ -96,8 +98,8 @@ async fn row_4_the_peer_answered_with_an_error() {
 async fn row_5_a_deadline_passed() {
     let sb = Sandbox::new();
     let path = sb.join("t.sock");
-    let behaviour = Behaviour { delay: Some(std::time::Duration::from_secs(5)), ..Default::default() };
-    let _stop = TestPlugin::new(vec![device("d0", "Healthy", None)], behaviour).serve(&path).await;
+    let behaviour = Behaviour { allocate_delay: Some(std::time::Duration::from_secs(5)), ..Default::default() };
+    let _stop = FakePlugin::new(vec![device("d0", "Healthy", None)], behaviour).serve(&path).await;
     let socket = path.to_str().unwrap();
     let r = dpctl(&["plugin", "call", "allocate", "--socket", socket, "--devices", "d0", "--timeout", "200ms"]).await;
     r.expect_code(5);

@@ -4,8 +4,8 @@
 //! servers. Blocking waits on peer processes run on a multi-threaded runtime
 //! so that in-test servers keep serving.
 
+use crate::support::fake_plugin::{Behaviour, FakePlugin, device};
 use crate::support::interop::{self, AUTHORITY_MODES, Peer};
-use crate::support::plugin::{Behaviour, TestPlugin, device};
 use crate::support::{Sandbox, dpctl};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -13,7 +13,7 @@ async fn grpcio_clients_reach_a_dpctl_server_with_every_authority() {
     let Some(env) = interop::env() else { return };
     let sb = Sandbox::new();
     let path = sb.join("gpu.sock");
-    let plugin = TestPlugin::new(vec![device("GPU-0", "Healthy", Some(&[0]))], Behaviour::default());
+    let plugin = FakePlugin::new(vec![device("GPU-0", "Healthy", Some(&[0]))], Behaviour::default());
     let _stop = plugin.serve(&path).await;
     let sock = path.to_str().unwrap();
     for mode in AUTHORITY_MODES {
@@ -39,7 +39,7 @@ async fn grpcurl_with_its_raw_path_authority_reaches_a_dpctl_server() {
     let Some(env) = interop::env() else { return };
     let sb = Sandbox::new();
     let path = sb.join("gpu.sock");
-    let plugin = TestPlugin::new(vec![device("GPU-0", "Healthy", None)], Behaviour::default());
+    let plugin = FakePlugin::new(vec![device("GPU-0", "Healthy", None)], Behaviour::default());
     let _stop = plugin.serve(&path).await;
     // grpcurl (grpc-go) with -unix and no -authority sends the socket path as :authority.
     let mut cmd = tokio::process::Command::new(&env.grpcurl);

@@ -344,7 +344,7 @@ async fn help_says_where_isolation_is_and_is_not_needed() {
 async fn the_sim_dials_a_getinfo_endpoint_seen_inside_a_container_in_its_own_directory() {
     use dpctl::kubelet_sim::{EventKind, KubeletSim, SimConfig, Via};
 
-    use crate::support::simplugin::{Script, SimPlugin};
+    use crate::support::fake_plugin::{Behaviour, FakePlugin};
 
     let sb = Sandbox::new();
     let reg_dir = sb.join("reg");
@@ -356,7 +356,7 @@ async fn the_sim_dials_a_getinfo_endpoint_seen_inside_a_container_in_its_own_dir
     let seen = "/var/lib/kubelet/plugins_registry/p.sock".to_string();
     assert!(!Path::new(&seen).exists(), "this test needs {seen} to be absent on the host");
     let info = ("DevicePlugin".to_string(), "example.com/boxed".to_string(), seen.clone(), vec!["v1beta1".to_string()]);
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { info: Some(info), ..Default::default() });
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour { info: Some(info), ..Default::default() });
     let _stop = p.serve(&reg_dir.join("p.sock")).await;
     let ev = crate::support::within("registration via the registry", async {
         loop {
@@ -379,9 +379,9 @@ async fn the_sim_dials_a_getinfo_endpoint_seen_inside_a_container_in_its_own_dir
     sim.stop().await.unwrap();
 }
 
-async fn within_notify(p: &crate::support::simplugin::SimPlugin) {
-    crate::support::within("notify", p.notified.notified()).await;
-    assert_eq!(p.calls.lock().unwrap().notify, [(true, String::new())]);
+async fn within_notify(p: &crate::support::fake_plugin::FakePlugin) {
+    crate::support::within("notify", p.notified()).await;
+    assert_eq!(p.calls().notify, [(true, String::new())]);
 }
 
 /// The plugin's program is looked up inside the namespace: one that exists

@@ -11,8 +11,8 @@ use dpctl::proto::podresources::{v1, v1alpha1};
 use prost::Message;
 use tokio::io::AsyncBufReadExt;
 
+use crate::support::fake_plugin::{AllocateAnswer, Behaviour, FakePlugin, device, register};
 use crate::support::sim::{counts_are, next};
-use crate::support::simplugin::{self, Script, SimPlugin, device, register};
 use crate::support::{Sandbox, dpctl, dpctl_command, within};
 
 const GPU: &str = "example.com/gpu";
@@ -76,9 +76,9 @@ async fn register_fails_when_the_plugin_cannot_be_dialed() {
 async fn options_failure_fails_register_and_skips_list_and_watch() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |_| {}).await;
-    let p = SimPlugin::new(
-        SimPlugin::healthy(2, false),
-        Script { options_error: Some("no options today".into()), ..Default::default() },
+    let p = FakePlugin::new(
+        FakePlugin::healthy(2, false),
+        Behaviour { options_error: Some(tonic::Status::unknown("no options today")), ..Default::default() },
     );
     let _stop = p.serve(&sb.join("p.sock")).await;
     let st = register(&kubelet_sock(&sb), "v1beta1", GPU, "p.sock", None).await.unwrap_err();
@@ -94,10 +94,10 @@ async fn capacity_and_allocatable_follow_health() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |_| {}).await;
     let mut rx = sim.subscribe();
-    let p = SimPlugin::new(SimPlugin::healthy(4, true), Script::default());
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(4, true), Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 4, 4).await;
-    let mut devs = SimPlugin::healthy(4, true);
+    let mut devs = FakePlugin::healthy(4, true);
     devs[1].health = "Unhealthy".into();
     p.set_devices(devs.clone());
     counts_are(&sim, GPU, 4, 3).await;
@@ -109,10 +109,10 @@ async fn capacity_and_allocatable_follow_health() {
     devs[2].health = "unhealthy".into(); // anything but "Healthy" is unhealthy
     p.set_devices(devs);
     counts_are(&sim, GPU, 4, 2).await;
-    p.set_devices(SimPlugin::healthy(4, true));
+    p.set_devices(FakePlugin::healthy(4, true));
     counts_are(&sim, GPU, 4, 4).await;
     // A smaller full snapshot forgets the missing devices.
-    p.set_devices(SimPlugin::healthy(1, true));
+    p.set_devices(FakePlugin::healthy(1, true));
     counts_are(&sim, GPU, 1, 1).await;
     sim.stop().await.unwrap();
 }
@@ -122,8 +122,8 @@ async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |_| {}).await;
     let mut rx = sim.subscribe();
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { end_after: Some(1), ..Default::default() });
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour { end_after: Some(1), ..Default::default() });
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     let ev = next(&mut rx, "stream end", |k| matches!(k, EventKind::StreamEnded { .. })).await;
     let EventKind::StreamEnded { capacity, allocatable, reason, grace_period_ms, .. } = ev else { unreachable!() };
     assert_eq!((capacity, allocatable, grace_period_ms), (2, 0, 300_000));
@@ -145,7 +145,7 @@ async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
     counts_are(&sim, GPU, 0, 0).await;
     assert_eq!(sim.status().resource(GPU).unwrap().state, "removed");
     // Registering again brings it back.
-    p.script(|s| s.end_after = None);
+    p.set(|s| s.end_after = None);
     register(&kubelet_sock(&sb), "v1beta1", GPU, "gpu.sock", None).await.unwrap();
     counts_are(&sim, GPU, 2, 2).await;
     sim.stop().await.unwrap();
@@ -155,11 +155,11 @@ async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
 async fn list_and_watch_failing_at_once_shows_zero_and_no_retry() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |_| {}).await;
-    let p = SimPlugin::new(
-        SimPlugin::healthy(2, false),
-        Script { list_error: Some("broken".into()), ..Default::default() },
+    let p = FakePlugin::new(
+        FakePlugin::healthy(2, false),
+        Behaviour { list_error: Some(tonic::Status::unknown("broken")), ..Default::default() },
     );
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 0, 0).await;
     assert_eq!(p.rpcs(), ["GetDevicePluginOptions", "ListAndWatch"]);
     sim.stop().await.unwrap();
@@ -170,8 +170,8 @@ async fn plugin_stopping_marks_devices_unhealthy_until_the_grace_period_ends() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |c| c.grace_period = Duration::from_millis(500)).await;
     let mut rx = sim.subscribe();
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
-    let (_path, stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let (_path, stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 2, 2).await;
     // As the upstream stub's Stop: end ListAndWatch (status OK), stop serving.
     p.end_streams();
@@ -188,11 +188,11 @@ async fn a_second_registration_replaces_the_first_and_the_old_stream_end_disconn
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |_| {}).await;
     let mut rx = sim.subscribe();
-    let a = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
-    let (_pa, _sa) = simplugin::start(&a, sb.path(), "a.sock", GPU).await;
+    let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let (_pa, _sa) = a.start(sb.path(), "a.sock", GPU).await;
     counts_are(&sim, GPU, 2, 2).await;
-    let b = SimPlugin::new(SimPlugin::healthy(3, false), Script::default());
-    let (_pb, _sb) = simplugin::start(&b, sb.path(), "b.sock", GPU).await;
+    let b = FakePlugin::new(FakePlugin::healthy(3, false), Behaviour::default());
+    let (_pb, _sb) = b.start(sb.path(), "b.sock", GPU).await;
     let ev = next(
         &mut rx,
         "second registration",
@@ -204,9 +204,9 @@ async fn a_second_registration_replaces_the_first_and_the_old_stream_end_disconn
     assert_eq!(sim.status().resource(GPU).unwrap().socket.as_deref(), Some(sb.join("b.sock").to_str().unwrap()));
     // kubelet-versions.md §2 (≤1.36): the old connection is not closed, its
     // stream still feeds the resource...
-    a.set_devices(SimPlugin::healthy(5, false));
+    a.set_devices(FakePlugin::healthy(5, false));
     counts_are(&sim, GPU, 5, 5).await;
-    b.set_devices(SimPlugin::healthy(4, false));
+    b.set_devices(FakePlugin::healthy(4, false));
     counts_are(&sim, GPU, 4, 4).await;
     // ...and when it ends, the kubelet finds the new client by name and
     // disconnects it (issue #121994): every device unhealthy.
@@ -240,8 +240,8 @@ async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_an
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |_| {}).await;
     let opts = dp::DevicePluginOptions { get_preferred_allocation_available: true, pre_start_required: false };
-    let p = SimPlugin::new(SimPlugin::healthy(4, true), Script { options: opts, ..Default::default() });
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(4, true), Behaviour { options: opts, ..Default::default() });
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 4, 4).await;
     let pod = PodSpec::from_manifest(SIDECAR_POD, "pod.yaml").unwrap();
     let o = sim.admit(pod).await.unwrap();
@@ -251,7 +251,7 @@ async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_an
     assert_eq!(main.len(), 1);
     assert_ne!(main, fetch, "the regular container gets a different device");
     {
-        let calls = p.calls.lock().unwrap();
+        let calls = p.calls();
         assert_eq!(calls.allocate, [fetch.clone(), proxy.clone(), main.clone()], "one Allocate per container");
         // Preferred is asked for fetch (all four) and main (the three free ones), not for the reused device.
         assert_eq!(calls.preferred.len(), 2);
@@ -277,8 +277,8 @@ async fn preferred_allocation_gets_the_kubelets_inputs() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |_| {}).await;
     let opts = dp::DevicePluginOptions { get_preferred_allocation_available: true, pre_start_required: false };
-    let p = SimPlugin::new(SimPlugin::healthy(5, true), Script { options: opts, ..Default::default() });
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(5, true), Behaviour { options: opts, ..Default::default() });
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 5, 5).await;
     // One device already in use by another pod.
     let first = sim.admit(PodSpec::shorthand("first", "default", &[(GPU.into(), 1)])).await.unwrap();
@@ -287,7 +287,7 @@ async fn preferred_allocation_gets_the_kubelets_inputs() {
     let manifest = r#"{"metadata":{"name":"second"},"spec":{
         "initContainers":[{"name":"init","resources":{"limits":{"example.com/gpu":1}}}],
         "containers":[{"name":"app","resources":{"limits":{"example.com/gpu":2}}}]}}"#;
-    p.script(|s| s.preferred = Some(vec!["dev-1".into()]));
+    p.set(|s| s.preferred = Some(vec!["dev-1".into()]));
     let pod = PodSpec::from_manifest(manifest, "second.json").unwrap();
     let o0 = {
         // The init container: everything free is offered; nothing must be included.
@@ -297,7 +297,7 @@ async fn preferred_allocation_gets_the_kubelets_inputs() {
     };
     assert_eq!(o0.devices("init", GPU), ["dev-1"]);
     {
-        let calls = p.calls.lock().unwrap();
+        let calls = p.calls();
         let init_req = &calls.preferred[1];
         assert_eq!(init_req.available_device_i_ds, ["dev-1", "dev-2", "dev-3", "dev-4"]);
         assert!(init_req.must_include_device_i_ds.is_empty());
@@ -319,8 +319,8 @@ async fn admission_errors_read_as_the_kubelets() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |_| {}).await;
     let mut rx = sim.subscribe();
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 2, 2).await;
     let want = |o: &dpctl::kubelet_sim::AdmitOutcome, reason: &str, message: &str| {
         assert!(!o.admitted);
@@ -335,16 +335,16 @@ async fn admission_errors_read_as_the_kubelets() {
     );
     let ev = next(&mut rx, "rejection", |k| matches!(k, EventKind::AdmissionRejected { .. })).await;
     assert!(matches!(ev, EventKind::AdmissionRejected { reason, .. } if reason == "UnexpectedAdmissionError"));
-    p.script(|s| s.allocate_empty = true);
+    p.set(|s| s.allocate_answer = AllocateAnswer::Empty);
     let o = sim.admit(PodSpec::shorthand("empty", "default", &[(GPU.into(), 1)])).await.unwrap();
     want(
         &o,
         "UnexpectedAdmissionError",
         "Allocate failed due to no containers return in allocation response , which is unexpected",
     );
-    p.script(|s| {
-        s.allocate_empty = false;
-        s.allocate_error = Some("out of coffee".into());
+    p.set(|s| {
+        s.allocate_answer = AllocateAnswer::Full;
+        s.allocate_error = Some(tonic::Status::unknown("out of coffee"));
     });
     let o = sim.admit(PodSpec::shorthand("err", "default", &[(GPU.into(), 1)])).await.unwrap();
     want(
@@ -361,7 +361,7 @@ async fn admission_errors_read_as_the_kubelets() {
     assert!(sim.status().pods.is_empty());
     assert_eq!(sim.status().resource(GPU).unwrap().in_use, 0);
     // A duplicate pod is a usage error, not a rejection.
-    p.script(|s| s.allocate_error = None);
+    p.set(|s| s.allocate_error = None);
     sim.admit(PodSpec::shorthand("ok", "default", &[(GPU.into(), 1)])).await.unwrap();
     let e = sim.admit(PodSpec::shorthand("ok", "default", &[(GPU.into(), 1)])).await.unwrap_err();
     assert!(e.to_string().contains("already admitted"), "{e}");
@@ -372,8 +372,8 @@ async fn admission_errors_read_as_the_kubelets() {
 async fn deleting_a_pod_frees_its_devices() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |_| {}).await;
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 2, 2).await;
     let a = sim.admit(PodSpec::shorthand("a", "default", &[(GPU.into(), 1)])).await.unwrap();
     let b = sim.admit(PodSpec::shorthand("b", "default", &[(GPU.into(), 1)])).await.unwrap();
@@ -394,14 +394,14 @@ async fn pre_start_container_is_called_when_required() {
     let sim = start_sim(&sb, |_| {}).await;
     let mut rx = sim.subscribe();
     let opts = dp::DevicePluginOptions { pre_start_required: true, get_preferred_allocation_available: false };
-    let p = SimPlugin::new(SimPlugin::healthy(3, false), Script { options: opts, ..Default::default() });
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(3, false), Behaviour { options: opts, ..Default::default() });
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 3, 3).await;
     let o = sim.admit(PodSpec::shorthand("a", "default", &[(GPU.into(), 2)])).await.unwrap();
     assert!(o.admitted && o.containers[0].started);
     assert_eq!(o.containers[0].resources[0].pre_start.as_deref(), Some("ok"));
-    assert_eq!(p.calls.lock().unwrap().pre_start, [o.devices("c0", GPU)]);
-    p.script(|s| s.pre_start_error = Some("firmware".into()));
+    assert_eq!(p.calls().pre_start, [o.devices("c0", GPU)]);
+    p.set(|s| s.pre_start_error = Some(tonic::Status::unknown("firmware")));
     let o = sim.admit(PodSpec::shorthand("b", "default", &[(GPU.into(), 1)])).await.unwrap();
     assert!(o.admitted, "PreStartContainer runs at container start, after admission");
     assert_eq!(
@@ -422,8 +422,8 @@ async fn podresources_are_encoded_as_the_kubelet_does() {
         device("dev-2", "Healthy", None),
         device("dev-3", "Unhealthy", Some(&[1])),
     ];
-    let p = SimPlugin::new(devices, Script::default());
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(devices, Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 4, 3).await;
     let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
     let mut v1c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel.clone());
@@ -481,10 +481,10 @@ async fn podresources_are_encoded_as_the_kubelet_does() {
 async fn restart_keeps_allocations_and_reports_who_came_back() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, |_| {}).await;
-    let a = SimPlugin::new(SimPlugin::healthy(2, true), Script::default());
-    let b = SimPlugin::new(SimPlugin::healthy(1, false), Script::default());
-    let (a_path, _sa) = simplugin::start(&a, sb.path(), "a.sock", GPU).await;
-    let (_b_path, _sb) = simplugin::start(&b, sb.path(), "b.sock", "example.com/b").await;
+    let a = FakePlugin::new(FakePlugin::healthy(2, true), Behaviour::default());
+    let b = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::default());
+    let (a_path, _sa) = a.start(sb.path(), "a.sock", GPU).await;
+    let (_b_path, _sb) = b.start(sb.path(), "b.sock", "example.com/b").await;
     counts_are(&sim, GPU, 2, 2).await;
     counts_are(&sim, "example.com/b", 1, 1).await;
     let pod = sim.admit(PodSpec::shorthand("keep", "default", &[(GPU.into(), 1)])).await.unwrap();
@@ -557,18 +557,18 @@ async fn plugins_registry_mode_registers_device_plugins_and_notifies() {
     let sim = start_sim(&sb, |c| c.registry_dir = Some(reg_dir.clone())).await;
     let mut rx = sim.subscribe();
     let info = ("DevicePlugin".to_string(), "example.com/reg".to_string(), String::new(), vec!["v1beta1".to_string()]);
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { info: Some(info), ..Default::default() });
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour { info: Some(info), ..Default::default() });
     let _stop = p.serve(&reg_dir.join("p.sock")).await;
     let ev = next(&mut rx, "registration via the registry", |k| matches!(k, EventKind::Registered { .. })).await;
     assert!(matches!(ev, EventKind::Registered { via: Via::PluginsRegistry, .. }), "{ev:?}");
     counts_are(&sim, "example.com/reg", 2, 2).await;
-    within("notify", p.notified.notified()).await;
-    assert_eq!(p.calls.lock().unwrap().notify, [(true, String::new())]);
+    within("notify", p.notified()).await;
+    assert_eq!(p.calls().notify, [(true, String::new())]);
     let info = ("CSIPlugin".to_string(), "x".to_string(), String::new(), vec!["v1".to_string()]);
-    let q = SimPlugin::new(vec![], Script { info: Some(info), ..Default::default() });
+    let q = FakePlugin::new(vec![], Behaviour { info: Some(info), ..Default::default() });
     let _stop_q = q.serve(&reg_dir.join("q.sock")).await;
-    within("notify", q.notified.notified()).await;
-    let (ok, msg) = q.calls.lock().unwrap().notify[0].clone();
+    within("notify", q.notified()).await;
+    let (ok, msg) = q.calls().notify[0].clone();
     assert!(!ok);
     assert_eq!(
         msg,
@@ -669,8 +669,8 @@ async fn a_second_process_steers_a_running_sim() {
     let mut child = Child::spawn(&["--dir", dir, "-o", "json"]);
     let started = json(&child.line("\"started\"").await);
     assert_eq!(started["kubelet_socket"], sb.join("kubelet.sock").to_str().unwrap());
-    let p = SimPlugin::new(SimPlugin::healthy(3, true), Script::default());
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(3, true), Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     let snap = json(&child.line("\"snapshot\"").await);
     assert_eq!((snap["capacity"].as_u64(), snap["allocatable"].as_u64()), (Some(3), Some(3)));
     assert!(snap["time"].is_string());
@@ -766,8 +766,8 @@ async fn expect_passes_once_allocatable_matches() {
     let dir = sb.path().to_str().unwrap();
     let mut child = Child::spawn(&["--dir", dir, "--expect", "example.com/gpu=2", "--timeout", "20s", "-o", "json"]);
     child.line("\"started\"").await;
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     let verdict = json(&child.line("\"expectations\"").await);
     assert_eq!(verdict["met"], true);
     assert_eq!(verdict["results"][0]["allocatable"], 2);
@@ -780,8 +780,8 @@ async fn expect_fails_at_the_timeout_with_readable_lines() {
     let dir = sb.path().to_str().unwrap();
     let mut child = Child::spawn(&["--dir", dir, "--expect", "example.com/gpu=3", "--timeout", "1500ms"]);
     child.line("started").await;
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     let reg = child.line("registered").await;
     assert!(reg.contains("example.com/gpu via kubelet.sock, endpoint gpu.sock"), "{reg}");
     let verdict = child.line("expectations").await;

@@ -2,21 +2,21 @@
 
 use dpctl::proto::deviceplugin::v1beta1 as dp;
 
+use crate::support::fake_plugin::{Behaviour, FakePlugin, device};
 use crate::support::interop::Peer;
-use crate::support::plugin::{Behaviour, TestPlugin, device};
 use crate::support::{Sandbox, dpctl, dpctl_env};
 
 async fn plugin(
     sb: &Sandbox,
     behaviour: Behaviour,
-) -> (TestPlugin, std::path::PathBuf, tokio::sync::oneshot::Sender<()>) {
+) -> (FakePlugin, std::path::PathBuf, tokio::sync::oneshot::Sender<()>) {
     let devices = vec![
         device("GPU-0", "Healthy", Some(&[0])),
         device("GPU-1", "Healthy", Some(&[0])),
         device("GPU-2", "Unhealthy", Some(&[1])),
         device("GPU-3", "Healthy", None),
     ];
-    let p = TestPlugin::new(devices, behaviour);
+    let p = FakePlugin::new(devices, behaviour);
     let path = sb.join("gpu.sock");
     let stop = p.serve(&path).await;
     (p, path, stop)
@@ -97,7 +97,7 @@ async fn allocate_sends_one_request_per_group() {
     assert_eq!(c[1]["devices_ids"], serde_json::json!(["GPU-3"]));
     assert_eq!(c[1]["cdi_devices"], serde_json::json!(["example.com/gpu=GPU-3"]));
     assert_eq!(c[0]["mounts"][0]["read_only"], true);
-    assert_eq!(p.calls.lock().unwrap().as_slice(), ["Allocate"]);
+    assert_eq!(p.rpcs().as_slice(), ["Allocate"]);
     let r = dpctl(&["plugin", "call", "allocate", "--socket", s, "--devices", "GPU-0"]).await;
     r.expect_code(0);
     assert!(r.stdout.contains("container 0  devices: GPU-0"), "{}", r.stdout);
@@ -108,7 +108,7 @@ async fn allocate_sends_one_request_per_group() {
 async fn allocate_error_status_is_reported() {
     let sb = Sandbox::new();
     let b = Behaviour {
-        allocate_error: Some((tonic::Code::InvalidArgument, "unknown device GPU-9".into())),
+        allocate_error: Some(tonic::Status::new(tonic::Code::InvalidArgument, "unknown device GPU-9")),
         ..Default::default()
     };
     let (_p, path, _stop) = plugin(&sb, b).await;
@@ -176,7 +176,7 @@ async fn prestart_answers() {
     let r = dpctl(&["plugin", "call", "prestart", "--socket", path.to_str().unwrap(), "--devices", "GPU-0"]).await;
     r.expect_code(0);
     assert!(r.stdout.contains("PreStartContainer OK for GPU-0"));
-    assert_eq!(p.calls.lock().unwrap().as_slice(), ["PreStartContainer"]);
+    assert_eq!(p.rpcs().as_slice(), ["PreStartContainer"]);
 }
 
 // Multi-threaded: the test blocks on the child's output while the plugin serves.
@@ -210,7 +210,7 @@ async fn watch_streams_json_lines_with_changes() {
 #[tokio::test]
 async fn watch_reports_a_stream_the_plugin_ends() {
     let sb = Sandbox::new();
-    let (_p, path, _stop) = plugin(&sb, Behaviour { end_stream_after_first: true, ..Default::default() }).await;
+    let (_p, path, _stop) = plugin(&sb, Behaviour { end_after: Some(1), ..Default::default() }).await;
     let r = dpctl(&["plugin", "watch", "--socket", path.to_str().unwrap(), "-o", "json"]).await;
     r.expect_code(4);
     assert_eq!(r.json_lines().len(), 1);

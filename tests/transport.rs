@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use dpctl::transport::{BindOptions, bind};
 
-use crate::support::plugin::{Behaviour, TestPlugin, device};
+use crate::support::fake_plugin::{Behaviour, FakePlugin, device};
 use crate::support::{Sandbox, dpctl, h2raw, within};
 
 #[tokio::test]
@@ -58,7 +58,7 @@ async fn bind_checks_path_length_and_makes_owner_only_sockets() {
 async fn server_accepts_every_authority_form_clients_send() {
     let sb = Sandbox::new();
     let path = sb.join("a.sock");
-    let plugin = TestPlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default());
+    let plugin = FakePlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default());
     let _stop = plugin.serve(&path).await;
     let raw = path.display().to_string();
     let encoded = raw.trim_start_matches('/').replace('/', "%2F");
@@ -74,7 +74,7 @@ async fn server_accepts_every_authority_form_clients_send() {
             assert_eq!(a.get("grpc-status"), Some("0"), "{authority}: {a:?}");
         }
     }
-    assert_eq!(plugin.calls.lock().unwrap().len(), 9);
+    assert_eq!(plugin.rpcs().len(), 9);
 }
 
 #[tokio::test]
@@ -133,9 +133,9 @@ impl dpctl::podresources::server::Provider for Empty {
 async fn deadline_and_message_limit() {
     let sb = Sandbox::new();
     let path = sb.join("slow.sock");
-    let slow = TestPlugin::new(
+    let slow = FakePlugin::new(
         vec![device("d0", "Healthy", None)],
-        Behaviour { delay: Some(std::time::Duration::from_secs(5)), ..Default::default() },
+        Behaviour { allocate_delay: Some(std::time::Duration::from_secs(5)), ..Default::default() },
     );
     let _s1 = slow.serve(&path).await;
     let p = path.to_str().unwrap();
@@ -148,7 +148,7 @@ async fn deadline_and_message_limit() {
         .map(|i| device(&format!("GPU-{i:08}-0000-0000-0000-000000000000"), "Healthy", Some(&[0])))
         .collect();
     let path = sb.join("big.sock");
-    let _s2 = TestPlugin::new(big, Behaviour::default()).serve(&path).await;
+    let _s2 = FakePlugin::new(big, Behaviour::default()).serve(&path).await;
     let p = path.to_str().unwrap();
     let r = dpctl(&["plugin", "call", "list", "--socket", p]).await;
     r.expect_code(4);
@@ -167,7 +167,7 @@ async fn stopping_a_server_ends_the_streams_it_serves() {
     let sb = Sandbox::new();
     let path = sb.join("s.sock");
     // This plugin's ListAndWatch never ends by itself.
-    let plugin = TestPlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default());
+    let plugin = FakePlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default());
     let stop = plugin.serve(&path).await;
     let client = dpctl::plugin_client::PluginClient::connect(&path, &Default::default()).await.unwrap();
     let mut stream = Box::pin(client.list_and_watch().await.unwrap());
@@ -213,9 +213,9 @@ async fn a_live_server_with_a_full_backlog_is_not_taken_for_stale() {
 async fn serve_limited(
     path: &std::path::Path,
     limits: dpctl::transport::ConnectionLimits,
-) -> (TestPlugin, tokio::sync::oneshot::Sender<()>) {
+) -> (FakePlugin, tokio::sync::oneshot::Sender<()>) {
     use dpctl::proto::deviceplugin::v1beta1::device_plugin_server::DevicePluginServer;
-    let plugin = TestPlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default());
+    let plugin = FakePlugin::new(vec![device("d0", "Healthy", None)], Behaviour::default());
     let listener = bind(path, &BindOptions::default()).await.unwrap();
     let router = tonic::transport::Server::builder().add_service(DevicePluginServer::new(plugin.clone()));
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
@@ -299,5 +299,5 @@ async fn connections_over_the_cap_are_closed_and_open_ones_keep_working() {
         }
     })
     .await;
-    assert!(plugin.calls.lock().unwrap().len() >= 3);
+    assert!(plugin.rpcs().len() >= 3);
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use dpctl::kubelet_sim::{CleanupRule, EventKind, KubeletVersion, PodSpec, SimConfig, SimHandle};
 
+use crate::support::fake_plugin::{AllocateAnswer, Behaviour, FakePlugin, register};
 use crate::support::sim::{self, counts_are, next};
-use crate::support::simplugin::{self, Script, SimPlugin, register};
 use crate::support::{Sandbox, dpctl, within};
 
 const GPU: &str = "example.com/gpu";
@@ -33,7 +33,7 @@ async fn absolute_endpoint_is_appended_to_the_directory_like_filepath_join() {
     let sim = start_sim(&sb, KubeletVersion::NEWEST, |_| {}).await;
     let mut rx = sim.subscribe();
     // A plugin serving outside the directory and registering its absolute path fails.
-    let p = SimPlugin::new(SimPlugin::healthy(1, false), Script::default());
+    let p = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::default());
     let real = sb.join("p.sock");
     let _stop = p.serve(&real).await;
     let abs = real.display().to_string();
@@ -45,7 +45,7 @@ async fn absolute_endpoint_is_appended_to_the_directory_like_filepath_join() {
     assert!(p.rpcs().is_empty(), "the plugin at the absolute path was never called");
     // The same absolute form naming a socket that does sit under the directory works.
     std::fs::create_dir(sb.join("run")).unwrap();
-    let q = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
+    let q = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
     let _stop_q = q.serve(&sb.join("run/q.sock")).await;
     within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "/run/q.sock", None)).await.unwrap();
     counts_are(&sim, GPU, 2, 2).await;
@@ -65,8 +65,11 @@ async fn empty_allocate_response_text_follows_the_version() {
     ] {
         let sb = Sandbox::new();
         let sim = start_sim(&sb, version, |_| {}).await;
-        let p = SimPlugin::new(SimPlugin::healthy(1, false), Script { allocate_empty: true, ..Default::default() });
-        let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+        let p = FakePlugin::new(
+            FakePlugin::healthy(1, false),
+            Behaviour { allocate_answer: AllocateAnswer::Empty, ..Default::default() },
+        );
+        let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
         counts_are(&sim, GPU, 1, 1).await;
         let o = sim.admit(PodSpec::shorthand("empty", "default", &[(GPU.into(), 1)])).await.unwrap();
         assert!(!o.admitted);
@@ -93,8 +96,8 @@ async fn restart_cleanup_follows_the_version_and_spares_foreign_files() {
     ] {
         let sb = Sandbox::new();
         let sim = start_sim(&sb, version, |c| c.owns_dir = owns).await;
-        let p = SimPlugin::new(SimPlugin::healthy(1, false), Script::default());
-        let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+        let p = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::default());
+        let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
         counts_are(&sim, GPU, 1, 1).await;
         std::fs::write(sb.join("notes.txt"), "x").unwrap();
         let report = within("restart", sim.restart(Duration::from_millis(50))).await.unwrap();
@@ -145,8 +148,8 @@ async fn master_keeps_one_client_per_socket_and_rejects_a_live_duplicate() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, KubeletVersion::Master, |_| {}).await;
     let mut rx = sim.subscribe();
-    let a = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
-    let (_pa, _sa) = simplugin::start(&a, sb.path(), "a.sock", GPU).await;
+    let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let (_pa, _sa) = a.start(sb.path(), "a.sock", GPU).await;
     counts_are(&sim, GPU, 2, 2).await;
     let st = within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None)).await.unwrap_err();
     assert_eq!(st.code(), tonic::Code::Unknown);
@@ -155,12 +158,12 @@ async fn master_keeps_one_client_per_socket_and_rejects_a_live_duplicate() {
         format!("device plugin \"{GPU}\" is already registered and connected at {}", sb.join("a.sock").display())
     );
     next(&mut rx, "rejection", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
-    let b = SimPlugin::new(SimPlugin::healthy(3, false), Script::default());
-    let (_pb, _sb) = simplugin::start(&b, sb.path(), "b.sock", GPU).await;
+    let b = FakePlugin::new(FakePlugin::healthy(3, false), Behaviour::default());
+    let (_pb, _sb) = b.start(sb.path(), "b.sock", GPU).await;
     counts_are(&sim, GPU, 3, 3).await;
     a.end_streams();
     // The old client's end does not touch the new one.
-    b.set_devices(SimPlugin::healthy(4, false));
+    b.set_devices(FakePlugin::healthy(4, false));
     counts_are(&sim, GPU, 4, 4).await;
     assert_eq!(sim.status().resource(GPU).unwrap().state, "serving");
     sim.stop().await.unwrap();
@@ -172,8 +175,8 @@ async fn master_keeps_one_client_per_socket_and_rejects_a_live_duplicate() {
 async fn releases_accept_a_second_register_on_the_same_socket() {
     let sb = Sandbox::new();
     let sim = start_sim(&sb, v(30), |_| {}).await;
-    let a = SimPlugin::new(SimPlugin::healthy(2, false), Script::default());
-    let (_pa, _sa) = simplugin::start(&a, sb.path(), "a.sock", GPU).await;
+    let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let (_pa, _sa) = a.start(sb.path(), "a.sock", GPU).await;
     counts_are(&sim, GPU, 2, 2).await;
     within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None)).await.unwrap();
     counts_are(&sim, GPU, 2, 2).await;
@@ -257,8 +260,8 @@ async fn a_pod_before_the_first_list_and_watch_message_is_treated_as_the_kubelet
     let sb = Sandbox::new();
     let sim = start_sim(&sb, KubeletVersion::NEWEST, |c| c.grace_period = Duration::from_millis(100)).await;
     let mut rx = sim.subscribe();
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { hold_first: true, ..Default::default() });
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour { hold_first: true, ..Default::default() });
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     let o = sim.admit(PodSpec::shorthand("early", "default", &[(GPU.into(), 1)])).await.unwrap();
     assert!(o.admitted, "{o:?}");
     let r = &o.containers[0].resources[0];
@@ -266,14 +269,14 @@ async fn a_pod_before_the_first_list_and_watch_message_is_treated_as_the_kubelet
     assert!(!p.rpcs().contains(&"Allocate".to_string()), "no Allocate for a stripped request");
     sim.delete("default", "early").await.unwrap();
     // The first snapshot: now a device-plugin resource.
-    p.set_devices(SimPlugin::healthy(2, false));
+    p.set_devices(FakePlugin::healthy(2, false));
     counts_are(&sim, GPU, 2, 2).await;
     // The stream ends, the grace period passes: capacity 0, key kept.
     p.end_streams();
     next(&mut rx, "removal", |k| matches!(k, EventKind::ResourceRemoved { .. })).await;
     counts_are(&sim, GPU, 0, 0).await;
     // The plugin registers again but has not sent its list yet.
-    let q = SimPlugin::new(SimPlugin::healthy(2, false), Script { hold_first: true, ..Default::default() });
+    let q = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour { hold_first: true, ..Default::default() });
     let _stop_q = q.serve(&sb.join("gpu2.sock")).await;
     within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "gpu2.sock", None)).await.unwrap();
     let o = sim.admit(PodSpec::shorthand("late", "default", &[(GPU.into(), 1)])).await.unwrap();
@@ -297,28 +300,28 @@ async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops
         pre_start_required: true,
         get_preferred_allocation_available: false,
     };
-    let p = SimPlugin::new(SimPlugin::healthy(3, false), Script { options: opts, ..Default::default() });
-    let (_path, _stop) = simplugin::start(&p, sb.path(), "gpu.sock", GPU).await;
+    let p = FakePlugin::new(FakePlugin::healthy(3, false), Behaviour { options: opts, ..Default::default() });
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 3, 3).await;
     let manifest = r#"{"metadata":{"name":"two","namespace":"ml"},"spec":{"containers":[
         {"name":"a","resources":{"limits":{"example.com/gpu":1}}},
         {"name":"b","resources":{"limits":{"example.com/gpu":1}}}]}}"#;
     // A failing PreStart of a regular container stops only that container.
-    p.script(|s| s.pre_start_error = Some("warming up".into()));
+    p.set(|s| s.pre_start_error = Some(tonic::Status::unknown("warming up")));
     let o = sim.admit(PodSpec::from_manifest(manifest, "m.json").unwrap()).await.unwrap();
     assert!(o.admitted);
     let started: Vec<bool> = o.containers.iter().map(|c| c.started).collect();
     assert_eq!(started, [false, false], "both fail on their own: {o:?}");
     assert!(o.containers[1].start_error.as_deref().unwrap().contains("warming up"), "b was tried, not blocked");
-    p.script(|s| s.pre_start_error = None);
-    let before = p.calls.lock().unwrap().pre_start.len();
+    p.set(|s| s.pre_start_error = None);
+    let before = p.calls().pre_start.len();
     let r = sim.restart_container("ml", "two", "a").await.unwrap();
     assert!(r.started && r.pre_start[GPU] == "ok", "{r:?}");
-    let calls = p.calls.lock().unwrap().pre_start.clone();
+    let calls = p.calls().pre_start.clone();
     assert_eq!(calls.len(), before + 1);
     assert_eq!(calls.last().unwrap(), &o.devices("a", GPU));
     // From another process; a failure is exit 1 and names the plugin's error.
-    p.script(|s| s.pre_start_error = Some("device busy".into()));
+    p.set(|s| s.pre_start_error = Some(tonic::Status::unknown("device busy")));
     let dir = sb.path().to_str().unwrap();
     let run = dpctl(&["kubelet-sim", "restart-container", "--dir", dir, "ml/two", "b"]).await;
     run.expect_code(1);
@@ -327,7 +330,7 @@ async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops
     run.expect_code(2);
     assert!(run.stderr.contains("has no container \"nope\" (containers: a, b)"), "{}", run.stderr);
     // After the plugin's stream ends, a restart fails with the stopped endpoint.
-    p.script(|s| s.pre_start_error = None);
+    p.set(|s| s.pre_start_error = None);
     p.end_streams();
     counts_are(&sim, GPU, 3, 0).await;
     let r = sim.restart_container("ml", "two", "a").await.unwrap();
@@ -348,13 +351,17 @@ async fn plugins_registry_watches_subdirectories_ignores_dot_files_and_deregiste
     let mut rx = sim.subscribe();
     let info = |name: &str| Some(("DevicePlugin".to_string(), name.to_string(), String::new(), vec!["v1beta1".into()]));
     // A dot-named socket is never asked GetInfo.
-    let hidden =
-        SimPlugin::new(SimPlugin::healthy(1, false), Script { info: info("example.com/hidden"), ..Default::default() });
+    let hidden = FakePlugin::new(
+        FakePlugin::healthy(1, false),
+        Behaviour { info: info("example.com/hidden"), ..Default::default() },
+    );
     let _stop_h = hidden.serve(&reg_dir.join(".hidden.sock")).await;
     // A socket in a new sub-directory registers.
     std::fs::create_dir(reg_dir.join("vendor")).unwrap();
-    let p =
-        SimPlugin::new(SimPlugin::healthy(2, false), Script { info: info("example.com/sub"), ..Default::default() });
+    let p = FakePlugin::new(
+        FakePlugin::healthy(2, false),
+        Behaviour { info: info("example.com/sub"), ..Default::default() },
+    );
     let _stop_p = p.serve(&reg_dir.join("vendor/p.sock")).await;
     let ev = next(&mut rx, "registration", |k| matches!(k, EventKind::Registered { .. })).await;
     let EventKind::Registered { resource, socket, .. } = ev else { unreachable!() };
@@ -389,7 +396,7 @@ async fn a_failed_plugins_registry_registration_is_retried_until_it_succeeds() {
         late.display().to_string(),
         vec!["v1beta1".into()],
     ));
-    let p = SimPlugin::new(SimPlugin::healthy(2, false), Script { info, ..Default::default() });
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour { info, ..Default::default() });
     let _stop_reg = p.serve(&reg_dir.join("p.sock")).await;
     // The first attempt fails: nothing serves the endpoint yet (the dial gives up after 400 ms).
     let ev = next(&mut rx, "a failed registration", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
@@ -473,18 +480,18 @@ async fn deleting_a_registry_socket_deregisters_by_name_up_to_1_36_and_by_endpoi
         let info =
             |name: &str| Some(("DevicePlugin".to_string(), name.to_string(), String::new(), vec!["v1beta1".into()]));
         std::fs::create_dir_all(&reg_dir).unwrap();
-        let a = SimPlugin::new(SimPlugin::healthy(2, false), Script { info: info(GPU), ..Default::default() });
+        let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour { info: info(GPU), ..Default::default() });
         let _stop_a = a.serve(&reg_dir.join("a.sock")).await;
         counts_are(&sim, GPU, 2, 2).await;
-        let other = SimPlugin::new(
-            SimPlugin::healthy(1, false),
-            Script { info: info("example.com/other"), ..Default::default() },
+        let other = FakePlugin::new(
+            FakePlugin::healthy(1, false),
+            Behaviour { info: info("example.com/other"), ..Default::default() },
         );
         let _stop_o = other.serve(&reg_dir.join("other.sock")).await;
         counts_are(&sim, "example.com/other", 1, 1).await;
         // The same resource, now through kubelet.sock with three devices.
-        let b = SimPlugin::new(SimPlugin::healthy(3, false), Script::default());
-        let (_b_path, _stop_b) = simplugin::start(&b, sb.path(), "b.sock", GPU).await;
+        let b = FakePlugin::new(FakePlugin::healthy(3, false), Behaviour::default());
+        let (_b_path, _stop_b) = b.start(sb.path(), "b.sock", GPU).await;
         counts_are(&sim, GPU, 3, 3).await;
         // Delete a.sock, then other.sock: the watcher handles them in order, so
         // once other's deregistration is seen, a.sock's has been handled.

@@ -2,13 +2,11 @@
 
 #![allow(dead_code)]
 
-pub mod check_plugin;
+pub mod fake_plugin;
 pub mod h2raw;
 pub mod interop;
 pub mod kubelet;
-pub mod plugin;
 pub mod sim;
-pub mod simplugin;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
