@@ -1,19 +1,22 @@
 //! Shared pieces of the kubelet-sim benchmarks: the tests' fake device plugin
 //! (tests/support/fake_plugin.rs, served in the bench process) and its
-//! registering client, and a `dpctl kubelet-sim` child process whose JSON events and
-//! resident memory the benchmarks read.
+//! registering client, and a `dpctl kubelet-sim` child process (the tests'
+//! child helper, tests/support/child.rs) whose JSON events and resident
+//! memory the benchmarks read.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use dpctl::proto::deviceplugin::v1beta1 as dp;
-use tokio::io::AsyncBufReadExt;
 
+#[path = "../tests/support/child.rs"]
+mod child;
 #[path = "../tests/support/fake_plugin.rs"]
 mod fake_plugin;
+
+pub use child::{Child, Stderr};
 
 pub use fake_plugin::FakePlugin;
 use fake_plugin::{AllocateAnswer, Behaviour};
@@ -38,65 +41,43 @@ pub async fn register(dir: &Path, resource: &str, endpoint: &str) {
         .unwrap_or_else(|e| panic!("register {resource}: {e}"));
 }
 
-/// A `dpctl kubelet-sim -o json` child process.
+/// A `dpctl kubelet-sim -o json` child process (the tests' child helper,
+/// its stderr passed through).
 pub struct SimChild {
-    pub child: tokio::process::Child,
-    pub lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    pub child: Child,
     pub dir: PathBuf,
+}
+
+/// Starts `dpctl ARGS` in the background, its stderr passed through.
+pub fn dpctl(args: &[&str]) -> Child {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_dpctl"));
+    cmd.args(args).env("NO_COLOR", "1");
+    Child::spawn(cmd, Stderr::Inherit)
 }
 
 impl SimChild {
     /// Starts the sim in `dir` and waits for its `started` event.
     pub async fn start(dir: &Path, extra: &[&str]) -> SimChild {
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_dpctl"));
-        cmd.args(["kubelet-sim", "--dir", dir.to_str().unwrap(), "-o", "json"])
-            .args(extra)
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn dpctl kubelet-sim");
-        let stdout = child.stdout.take().unwrap();
-        let mut sim = SimChild { child, lines: tokio::io::BufReader::new(stdout).lines(), dir: dir.to_path_buf() };
+        let args = ["kubelet-sim", "--dir", dir.to_str().expect("UTF-8 dir"), "-o", "json"];
+        let child = dpctl(&[&args[..], extra].concat());
+        let mut sim = SimChild { child, dir: dir.to_path_buf() };
         sim.event("started", Duration::from_secs(10)).await;
         sim
     }
 
     /// The next event named `name`, as JSON.
     pub async fn event(&mut self, name: &str, timeout: Duration) -> serde_json::Value {
-        let fut = async {
-            loop {
-                let line = self.lines.next_line().await.expect("read").expect("the sim exited");
-                let v: serde_json::Value = serde_json::from_str(&line).expect("JSON line");
-                if v["event"] == name {
-                    return v;
-                }
-            }
-        };
-        tokio::time::timeout(timeout, fut).await.unwrap_or_else(|_| panic!("no {name} event within {timeout:?}"))
+        self.child.event_within(name, timeout).await
     }
 
     /// Resident and peak resident memory of the sim process, in KiB.
     pub fn rss_kib(&self) -> (u64, u64) {
-        let pid = self.child.id().expect("running");
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read /proc status");
-        let field = |name: &str| {
-            status
-                .lines()
-                .find(|l| l.starts_with(name))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0)
-        };
-        (field("VmRSS:"), field("VmHWM:"))
+        self.child.rss_kib()
     }
 
     /// Asks the sim to stop (SIGTERM) and waits.
     pub async fn stop(mut self) {
-        if let Some(pid) = self.child.id() {
-            let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
-        }
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await;
+        self.child.stop().await;
     }
 }
 

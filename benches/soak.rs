@@ -21,15 +21,6 @@ fn arg(name: &str) -> Option<String> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// One line of the table: seconds, both RSS in MiB, and the counts so far.
 fn print_row(at: Duration, (sim_kib, mock_kib): (u64, u64), admitted: u64, deleted: u64, errors: u64) {
     println!(
@@ -52,14 +43,9 @@ async fn run() -> bool {
     let dir = tmp.path().to_path_buf();
     let mut sim = SimChild::start(&dir, &[]).await;
     let period = format!("{}ms", (1000.0 / hz).round().max(1.0));
-    let mut mock = tokio::process::Command::new(env!("CARGO_BIN_EXE_dpctl"))
-        .args(["mock-plugin", "--dir", dir.to_str().unwrap(), "--resource", "example.com/gpu", "--devices", "8"])
-        .args(["--flap", &format!("GPU-7:{period}"), "-q"])
-        .stdout(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start dpctl mock-plugin");
-    let mock_pid = mock.id().expect("mock pid");
+    let flap = format!("GPU-7:{period}");
+    let mock_args = ["--dir", dir.to_str().unwrap(), "--resource", "example.com/gpu", "--devices", "8"];
+    let mut mock = common::dpctl(&[&["mock-plugin"][..], &mock_args, &["--flap", &flap, "-q"]].concat());
     sim.event("snapshot", Duration::from_secs(30)).await;
     println!("soak: {} s, health flapping every {period}, sampling every {} s", duration.as_secs(), sample.as_secs());
     println!(
@@ -73,7 +59,7 @@ async fn run() -> bool {
     let mut i = 0u64;
     while t0.elapsed() < duration {
         if t0.elapsed() >= next_sample {
-            let (s, m) = (sim.rss_kib().0, rss_kib(mock_pid));
+            let (s, m) = (sim.rss_kib().0, mock.rss_kib().0);
             samples.push((s, m));
             print_row(t0.elapsed(), (s, m), admitted, deleted, errors);
             next_sample += sample;
@@ -104,14 +90,13 @@ async fn run() -> bool {
             }
         }
     }
-    let (s, m) = (sim.rss_kib().0, rss_kib(mock_pid));
+    let (s, m) = (sim.rss_kib().0, mock.rss_kib().0);
     samples.push((s, m));
-    let alive = mock.try_wait().ok().flatten().is_none();
+    let alive = mock.running();
     print_row(t0.elapsed(), (s, m), admitted, deleted, errors);
     let status = control::call(&dir, &Request::Status, Duration::from_secs(10)).await;
     println!("soak: final sim status: {}", if status.is_ok() { "answered" } else { "NO ANSWER" });
-    let _ = std::process::Command::new("kill").args(["-TERM", &mock_pid.to_string()]).status();
-    let _ = tokio::time::timeout(Duration::from_secs(10), mock.wait()).await;
+    mock.stop().await;
     sim.stop().await;
     // Flat: the last sample at most 25% (and 8 MiB) over the one a tenth of the way in.
     let base = samples[samples.len() / 10];

@@ -7,7 +7,7 @@
 use dpctl::mock_plugin::control::{ControlReply, ControlRequest};
 use dpctl::mock_plugin::{ErrorSpec, MockConfig, MockHandle, MockPlugin, ResourceConfig, Rpc, RpcFault, RpcSelector};
 
-use crate::support::{Sandbox, dpctl, within};
+use crate::support::{Child, Sandbox, Stderr, dpctl, within};
 
 const GPU: &str = "example.com/gpu";
 
@@ -293,11 +293,8 @@ async fn clients_advertise_windows_that_hold_a_kubelet_sized_message() {
     let path = sb.join("raw.sock");
     let listener = tokio::net::UnixListener::bind(&path).unwrap();
     let mut client = crate::support::dpctl_command();
-    client
-        .args(["plugin", "call", "options", "--socket", path.to_str().unwrap(), "--connect-timeout", "5s"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut child = tokio::process::Command::from(client).kill_on_drop(true).spawn().unwrap();
+    client.args(["plugin", "call", "options", "--socket", path.to_str().unwrap(), "--connect-timeout", "5s"]);
+    let mut child = Child::spawn(client, Stderr::Keep);
     let (mut s, _) = within("dpctl to connect", listener.accept()).await.unwrap();
     let mut preface = [0u8; 24];
     within("the client preface", tokio::io::AsyncReadExt::read_exact(&mut s, &mut preface)).await.unwrap();
@@ -305,6 +302,5 @@ async fn clients_advertise_windows_that_hold_a_kubelet_sized_message() {
     let (settings, conn) = within("the client's SETTINGS", h2_windows(&mut s)).await;
     assert_eq!(window_and_frame(&settings), (Some(8 << 20), Some(1 << 20)), "{settings:?}");
     assert_eq!(conn, 16 << 20);
-    let _ = child.start_kill();
-    let _ = within("dpctl to exit", child.wait()).await;
+    child.kill().await;
 }

@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use dpctl::checkpoint::{Checkpoint, Format, LegacyFormat};
 use dpctl::kubelet_sim::{EventKind, KubeletVersion, PodSpec, SimConfig, SimHandle};
-use tokio::io::AsyncBufReadExt;
 
 use crate::support::fake_plugin::{self, Behaviour, FakePlugin, register};
-use crate::support::{Sandbox, dpctl, dpctl_command, within};
+use crate::support::{Child, Sandbox, dpctl, within};
 
 const GPU: &str = "example.com/gpu";
 const TEGRA: &[u8] = include_bytes!("data/checkpoints/kubelet-kind-tegra.json");
@@ -224,37 +223,6 @@ async fn v1_checkpoint_under_1_31_restores_nothing() {
     assert_eq!(cp.data.pod_device_entries, None, "nothing was restored, so nothing is written back");
 }
 
-/// A `dpctl kubelet-sim -o json` child process.
-struct SimProcess {
-    child: tokio::process::Child,
-    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
-}
-
-impl SimProcess {
-    fn spawn(dir: &Path) -> SimProcess {
-        let mut cmd = tokio::process::Command::from(dpctl_command());
-        cmd.args(["kubelet-sim", "-o", "json", "--dial-timeout", "2s", "--dir"]).arg(dir);
-        cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn dpctl kubelet-sim");
-        let stdout = child.stdout.take().unwrap();
-        SimProcess { child, lines: tokio::io::BufReader::new(stdout).lines() }
-    }
-
-    /// The next event line whose `event` is `name`.
-    async fn event(&mut self, name: &str) -> serde_json::Value {
-        within(name, async {
-            loop {
-                let line = self.lines.next_line().await.unwrap().expect("the sim's output ended");
-                let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-                if v["event"] == name {
-                    return v;
-                }
-            }
-        })
-        .await
-    }
-}
-
 /// Waits until the file at `path` contains `needle` (file-system events, bounded).
 async fn file_contains(path: &Path, needle: &str) {
     use notify::Watcher;
@@ -293,7 +261,8 @@ fn admitted_device(stdout: &str) -> String {
 async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
     let sb = Sandbox::new();
     let dir = sb.path().to_str().unwrap();
-    let mut sim = SimProcess::spawn(sb.path());
+    let mut sim =
+        Child::dpctl(&["kubelet-sim", "-o", "json", "--dial-timeout", "2s", "--dir", sb.path().to_str().unwrap()]);
     sim.event("started").await;
     let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
     let stop = p.serve(&sb.join("a.sock")).await;
@@ -303,10 +272,10 @@ async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
     let first_dev = admitted_device(&first.stdout);
     let uid = first.json()["uid"].as_str().unwrap().to_string();
     file_contains(&sb.join(CHECKPOINT), &uid).await;
-    sim.child.start_kill().unwrap(); // SIGKILL: no clean stop, no last write
-    within("the killed sim", sim.child.wait()).await.unwrap();
+    sim.kill().await; // SIGKILL: no clean stop, no last write
     drop(stop);
-    let mut sim = SimProcess::spawn(sb.path());
+    let mut sim =
+        Child::dpctl(&["kubelet-sim", "-o", "json", "--dial-timeout", "2s", "--dir", sb.path().to_str().unwrap()]);
     let read = sim.event("checkpoint_read").await;
     assert_eq!(read["checkpoint"]["found"], "valid", "{read}");
     sim.event("started").await;
@@ -322,10 +291,8 @@ async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
     let text = dpctl(&["kubelet-sim", "status", "--dir", dir]).await;
     assert!(text.stdout.contains(&format!("uid {uid} (checkpoint)")), "{}", text.stdout);
     // SIGTERM: a clean stop writes the checkpoint a last time.
-    let pid = i32::try_from(sim.child.id().unwrap()).unwrap();
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    within("the sim to stop", sim.child.wait()).await.unwrap();
+    sim.terminate();
+    sim.wait().await;
     let cp = verify_file(&sb.join(CHECKPOINT));
     let mut ids: Vec<String> = cp.data.pod_device_entries.unwrap().iter().flat_map(|e| e.device_ids.ids()).collect();
     ids.sort();

@@ -5,8 +5,8 @@
 //! so that in-test servers keep serving.
 
 use crate::support::fake_plugin::{Behaviour, FakePlugin, device};
-use crate::support::interop::{self, AUTHORITY_MODES, Peer};
-use crate::support::{Sandbox, dpctl};
+use crate::support::interop::{self, AUTHORITY_MODES};
+use crate::support::{Child, Sandbox, dpctl};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpcio_clients_reach_a_dpctl_server_with_every_authority() {
@@ -66,16 +66,8 @@ async fn dpctl_plugin_commands_against_a_grpcio_plugin() {
     let Some(env) = interop::env() else { return };
     let sb = Sandbox::new();
     let dir = sb.path().to_str().unwrap().to_string();
-    let mut peer = tokio::task::spawn_blocking({
-        let env = env.clone();
-        move || {
-            let mut p = Peer::start(&env, &["plugin", "--dir", &dir, "--no-register", "--devices", "3", "--pre-start"]);
-            p.wait_event("serving");
-            p
-        }
-    })
-    .await
-    .unwrap();
+    let mut peer = interop::peer(&env, &["plugin", "--dir", &dir, "--no-register", "--devices", "3", "--pre-start"]);
+    peer.event("serving").await;
     let sock = sb.join("peer.sock");
     let s = sock.to_str().unwrap();
     let v = dpctl(&["plugin", "call", "options", "--socket", s, "-o", "json"]).await.expect_code(0).json();
@@ -122,22 +114,13 @@ async fn kubelet_sim_admits_with_grpcio_plugins_of_every_authority() {
     for mode in AUTHORITY_MODES {
         let sb = Sandbox::new();
         let dir = sb.path().to_str().unwrap().to_string();
-        let (sim, peer) = tokio::task::spawn_blocking({
-            let env = env.clone();
-            let dir = dir.clone();
-            move || {
-                let mut sim = Peer::dpctl(&["kubelet-sim", "--dir", &dir, "-o", "json"]);
-                sim.wait_event("started");
-                let mut peer = Peer::start(&env, &["plugin", "--dir", &dir, "--authority", mode, "--devices", "4"]);
-                let reg = peer.wait_event("registered");
-                assert_eq!(reg["resource"], "example.com/peer", "{mode}");
-                let snap = sim.wait_event("snapshot");
-                assert_eq!((snap["capacity"].as_u64(), snap["allocatable"].as_u64()), (Some(4), Some(4)), "{mode}");
-                (sim, peer)
-            }
-        })
-        .await
-        .unwrap();
+        let mut sim = Child::dpctl(&["kubelet-sim", "--dir", &dir, "-o", "json"]);
+        sim.event("started").await;
+        let mut peer = interop::peer(&env, &["plugin", "--dir", &dir, "--authority", mode, "--devices", "4"]);
+        let reg = peer.event("registered").await;
+        assert_eq!(reg["resource"], "example.com/peer", "{mode}");
+        let snap = sim.event("snapshot").await;
+        assert_eq!((snap["capacity"].as_u64(), snap["allocatable"].as_u64()), (Some(4), Some(4)), "{mode}");
         let r = dpctl(&["kubelet-sim", "admit", "--dir", &dir, "--allocate", "example.com/peer=2", "-o", "json"]).await;
         let v = r.expect_code(0).json();
         assert_eq!(v["admitted"], true, "{mode}: {v}");
@@ -164,13 +147,8 @@ async fn kubelet_sim_answers_a_grpcio_registration_with_the_kubelet_texts() {
     let Some(env) = interop::env() else { return };
     let sb = Sandbox::new();
     let dir = sb.path().to_str().unwrap().to_string();
-    let sim = tokio::task::spawn_blocking(move || {
-        let mut sim = Peer::dpctl(&["kubelet-sim", "--dir", &dir, "-o", "json"]);
-        sim.wait_event("started");
-        sim
-    })
-    .await
-    .unwrap();
+    let mut sim = Child::dpctl(&["kubelet-sim", "--dir", &dir, "-o", "json"]);
+    sim.event("started").await;
     let ks = sb.join("kubelet.sock");
     let ks = ks.to_str().unwrap();
     for (version, resource, expect) in [
@@ -211,35 +189,30 @@ async fn mock_plugin_serves_a_grpcio_kubelet_of_every_authority() {
     for mode in AUTHORITY_MODES {
         let sb = Sandbox::new();
         let dir = sb.path().to_str().unwrap().to_string();
-        let env = env.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut kubelet = Peer::start(&env, &["kubelet", "--dir", &dir, "--authority", mode, "--count", "2"]);
-            kubelet.wait_event("serving");
-            let mut mock = Peer::dpctl(&[
-                "mock-plugin",
-                "--resource",
-                "example.com/gpu",
-                "--devices",
-                "4",
-                "--numa-nodes",
-                "2",
-                "--dir",
-                &dir,
-                "-o",
-                "json",
-            ]);
-            mock.wait_event("registered");
-            let req = kubelet.wait_event("register_request");
-            assert_eq!(req["request"]["version"], "v1beta1", "{mode}");
-            assert_eq!(req["request"]["resource_name"], "example.com/gpu", "{mode}");
-            let list = kubelet.wait_event("list_and_watch");
-            assert_eq!(list["devices"].as_array().unwrap().len(), 4, "{mode}");
-            let alloc = kubelet.wait_event("allocated");
-            assert_eq!(alloc["devices_ids"].as_array().unwrap().len(), 2, "{mode}: {alloc}");
-            assert_eq!(kubelet.wait_event("done")["ok"], true, "{mode}");
-        })
-        .await
-        .unwrap();
+        let mut kubelet = interop::peer(&env, &["kubelet", "--dir", &dir, "--authority", mode, "--count", "2"]);
+        kubelet.event("serving").await;
+        let mut mock = Child::dpctl(&[
+            "mock-plugin",
+            "--resource",
+            "example.com/gpu",
+            "--devices",
+            "4",
+            "--numa-nodes",
+            "2",
+            "--dir",
+            &dir,
+            "-o",
+            "json",
+        ]);
+        mock.event("registered").await;
+        let req = kubelet.event("register_request").await;
+        assert_eq!(req["request"]["version"], "v1beta1", "{mode}");
+        assert_eq!(req["request"]["resource_name"], "example.com/gpu", "{mode}");
+        let list = kubelet.event("list_and_watch").await;
+        assert_eq!(list["devices"].as_array().unwrap().len(), 4, "{mode}");
+        let alloc = kubelet.event("allocated").await;
+        assert_eq!(alloc["devices_ids"].as_array().unwrap().len(), 2, "{mode}: {alloc}");
+        assert_eq!(kubelet.event("done").await["ok"], true, "{mode}");
     }
 }
 
@@ -250,13 +223,8 @@ async fn dpctl_podresources_reads_a_grpcio_server() {
     let sock = sb.join("pr.sock");
     let data = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/interop/podresources.json");
     let s = sock.to_str().unwrap().to_string();
-    let server = tokio::task::spawn_blocking(move || {
-        let mut p = Peer::start(&env, &["podresources", "--socket", &s, "--data", data]);
-        p.wait_event("serving");
-        p
-    })
-    .await
-    .unwrap();
+    let mut server = interop::peer(&env, &["podresources", "--socket", &s, "--data", data]);
+    server.event("serving").await;
     let s = sock.to_str().unwrap();
     let v = dpctl(&["podresources", "list", "--socket", s, "-o", "json"]).await.expect_code(0).json();
     let c = &v["pod_resources"][0]["containers"][0];
@@ -292,21 +260,10 @@ async fn smoke_peer(smoke_flags: &[&str], peer_flags: &[&str]) -> Option<(i32, s
 }
 
 async fn smoke_json(args: &[&str]) -> (i32, serde_json::Value, String) {
-    let out = tokio::process::Command::new(crate::support::dpctl_bin())
-        .args(args)
-        .env_remove("DPCTL_DEVICE_PLUGIN_DIR")
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(std::time::Duration::from_secs(90), out)
-        .await
-        .expect("smoke within 90 s")
-        .expect("run dpctl");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
-    (out.status.code().unwrap_or(-1), v, stderr)
+    let mut cmd = crate::support::dpctl_command();
+    cmd.args(args);
+    let run = crate::support::run_bounded(cmd, args, std::time::Duration::from_secs(90)).await;
+    (run.code, run.json(), run.stderr)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::{Run, Sandbox, dpctl_bin, interop};
+use crate::support::{Run, Sandbox, dpctl_bin, interop, run_bounded};
 
 const GPU: &str = "example.com/gpu";
 const SMOKE_WAIT: Duration = Duration::from_secs(40);
@@ -67,13 +67,7 @@ async fn smoke_as(
     if let Some(uid) = user {
         cmd.uid(uid).gid(uid);
     }
-    let mut cmd = tokio::process::Command::from(cmd);
-    cmd.kill_on_drop(true);
-    let out = tokio::time::timeout(SMOKE_WAIT, cmd.output())
-        .await
-        .unwrap_or_else(|_| panic!("dpctl {} took over {SMOKE_WAIT:?}", args.join(" ")))
-        .expect("run dpctl");
-    let run = Run::with_args(out, &args);
+    let run = run_bounded(cmd, &args, SMOKE_WAIT).await;
     let report = serde_json::from_str(&run.stdout).ok();
     (run, report)
 }

@@ -9,11 +9,10 @@ use dpctl::kubelet_sim::{EventKind, KubeletSim, PodSpec, SimConfig, SimHandle, V
 use dpctl::proto::deviceplugin::v1beta1 as dp;
 use dpctl::proto::podresources::{v1, v1alpha1};
 use prost::Message;
-use tokio::io::AsyncBufReadExt;
 
 use crate::support::fake_plugin::{AllocateAnswer, Behaviour, FakePlugin, device, register};
 use crate::support::sim::{counts_are, next};
-use crate::support::{Sandbox, dpctl, dpctl_command, within};
+use crate::support::{Child, Sandbox, dpctl, within};
 
 const GPU: &str = "example.com/gpu";
 
@@ -603,59 +602,9 @@ async fn refuses_a_live_kubelet_sock_and_touches_only_sockets() {
     assert!(sb.join("kubelet_internal_checkpoint").is_file());
 }
 
-/// A `dpctl kubelet-sim` child process with its stdout read line by line.
-struct Child {
-    child: tokio::process::Child,
-    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
-    seen: Vec<String>,
-}
-
-impl Child {
-    fn spawn(args: &[&str]) -> Child {
-        let mut cmd = tokio::process::Command::from(dpctl_command());
-        cmd.arg("kubelet-sim").args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
-        cmd.kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn dpctl kubelet-sim");
-        let stdout = child.stdout.take().unwrap();
-        Child { child, lines: tokio::io::BufReader::new(stdout).lines(), seen: Vec::new() }
-    }
-
-    /// Reads lines until one contains `needle`.
-    async fn line(&mut self, needle: &str) -> String {
-        let seen = &mut self.seen;
-        let lines = &mut self.lines;
-        within(&format!("a line with {needle}"), async {
-            loop {
-                match lines.next_line().await.expect("read stdout") {
-                    Some(l) => {
-                        seen.push(l.clone());
-                        if l.contains(needle) {
-                            return l;
-                        }
-                    }
-                    None => panic!("dpctl kubelet-sim exited before printing {needle}; output:\n{}", seen.join("\n")),
-                }
-            }
-        })
-        .await
-    }
-
-    async fn rest(&mut self) -> Vec<String> {
-        let mut out = Vec::new();
-        while let Ok(Some(l)) = within("stdout", self.lines.next_line()).await {
-            out.push(l);
-        }
-        out
-    }
-
-    async fn exit_code(&mut self) -> i32 {
-        within("exit", self.child.wait()).await.unwrap().code().unwrap_or(-1)
-    }
-
-    fn terminate(&self) {
-        let pid = self.child.id().expect("running").to_string();
-        std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    }
+/// `dpctl kubelet-sim ARGS` in the background.
+fn sim_process(args: &[&str]) -> Child {
+    Child::dpctl(&[&["kubelet-sim"][..], args].concat())
 }
 
 fn json(line: &str) -> serde_json::Value {
@@ -666,12 +615,12 @@ fn json(line: &str) -> serde_json::Value {
 async fn a_second_process_steers_a_running_sim() {
     let sb = Sandbox::new();
     let dir = sb.path().to_str().unwrap();
-    let mut child = Child::spawn(&["--dir", dir, "-o", "json"]);
-    let started = json(&child.line("\"started\"").await);
+    let mut child = sim_process(&["--dir", dir, "-o", "json"]);
+    let started = json(&child.line_with("\"started\"").await);
     assert_eq!(started["kubelet_socket"], sb.join("kubelet.sock").to_str().unwrap());
     let p = FakePlugin::new(FakePlugin::healthy(3, true), Behaviour::default());
     let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
-    let snap = json(&child.line("\"snapshot\"").await);
+    let snap = json(&child.line_with("\"snapshot\"").await);
     assert_eq!((snap["capacity"].as_u64(), snap["allocatable"].as_u64()), (Some(3), Some(3)));
     assert!(snap["time"].is_string());
 
@@ -699,7 +648,7 @@ async fn a_second_process_steers_a_running_sim() {
     let v = r.expect_code(0).json();
     assert_eq!(v["admitted"], true);
     assert_eq!(v["containers"][0]["resources"][0]["devices"].as_array().unwrap().len(), 2);
-    let admitted = json(&child.line("\"admitted\"").await);
+    let admitted = json(&child.line_with("\"admitted\"").await);
     assert_eq!(admitted["pod"], "two");
 
     let manifest = sb.join("pod.yaml");
@@ -738,7 +687,7 @@ async fn a_second_process_steers_a_running_sim() {
     assert!(r.stderr.contains("pod default/nope: not found (admitted: default/big)"), "{}", r.stderr);
 
     dpctl(&["kubelet-sim", "set-grace", "--dir", dir, "2s"]).await.expect_code(0);
-    let g = json(&child.line("\"grace_period_set\"").await);
+    let g = json(&child.line_with("\"grace_period_set\"").await);
     assert_eq!(g["grace_period_ms"], 2000);
 
     // The test plugin does not watch for restarts, so it does not come back.
@@ -748,10 +697,10 @@ async fn a_second_process_steers_a_running_sim() {
     assert_eq!(v["resources"][0]["reregistered"], false);
     assert_eq!(v["restored_pods"], 1);
     assert_eq!(v["deleted_sockets"], serde_json::json!(["gpu.sock"]));
-    child.line("\"restart_report\"").await;
+    child.line_with("\"restart_report\"").await;
 
     child.terminate();
-    assert_eq!(child.exit_code().await, 0);
+    assert_eq!(child.wait().await, 0);
     let rest = child.rest().await;
     assert!(rest.last().is_some_and(|l| l.contains("\"stopped\"")), "{rest:?}");
     assert!(!sb.join("kubelet.sock").exists() && !sb.join("pod-resources.sock").exists());
@@ -764,29 +713,29 @@ async fn a_second_process_steers_a_running_sim() {
 async fn expect_passes_once_allocatable_matches() {
     let sb = Sandbox::new();
     let dir = sb.path().to_str().unwrap();
-    let mut child = Child::spawn(&["--dir", dir, "--expect", "example.com/gpu=2", "--timeout", "20s", "-o", "json"]);
-    child.line("\"started\"").await;
+    let mut child = sim_process(&["--dir", dir, "--expect", "example.com/gpu=2", "--timeout", "20s", "-o", "json"]);
+    child.line_with("\"started\"").await;
     let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
     let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
-    let verdict = json(&child.line("\"expectations\"").await);
+    let verdict = json(&child.line_with("\"expectations\"").await);
     assert_eq!(verdict["met"], true);
     assert_eq!(verdict["results"][0]["allocatable"], 2);
-    assert_eq!(child.exit_code().await, 0);
+    assert_eq!(child.wait().await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn expect_fails_at_the_timeout_with_readable_lines() {
     let sb = Sandbox::new();
     let dir = sb.path().to_str().unwrap();
-    let mut child = Child::spawn(&["--dir", dir, "--expect", "example.com/gpu=3", "--timeout", "1500ms"]);
-    child.line("started").await;
+    let mut child = sim_process(&["--dir", dir, "--expect", "example.com/gpu=3", "--timeout", "1500ms"]);
+    child.line_with("started").await;
     let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
     let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
-    let reg = child.line("registered").await;
+    let reg = child.line_with("registered").await;
     assert!(reg.contains("example.com/gpu via kubelet.sock, endpoint gpu.sock"), "{reg}");
-    let verdict = child.line("expectations").await;
+    let verdict = child.line_with("expectations").await;
     assert_eq!(verdict, "expectations NOT met: example.com/gpu allocatable 2 (expected 3)");
-    assert_eq!(child.exit_code().await, 1);
+    assert_eq!(child.wait().await, 1);
 }
 
 #[test]

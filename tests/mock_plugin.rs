@@ -3,7 +3,6 @@
 //! (`support::kubelet`), and from the kubelet's side with `PluginClient`.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use dpctl::mock_plugin::{
@@ -14,11 +13,10 @@ use dpctl::plugin_client::PluginClient;
 use dpctl::proto::deviceplugin::v1beta1 as dp;
 use dpctl::transport::ClientConfig;
 use futures_util::StreamExt;
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::broadcast;
 
 use crate::support::kubelet::{KubeletBehaviour, TestKubelet};
-use crate::support::{Sandbox, dpctl, dpctl_command, within};
+use crate::support::{Child, Sandbox, dpctl, within};
 
 const GPU: &str = "example.com/gpu";
 
@@ -570,41 +568,11 @@ async fn cli_rejection_shows_the_kubelets_message_and_exits_4() {
     assert!(!sb.join("example-gpu.sock").exists(), "sockets removed on the way out");
 }
 
-/// A `dpctl mock-plugin` child whose stdout is read line by line.
-struct Child {
-    child: tokio::process::Child,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-}
-
-impl Child {
-    fn spawn(args: &[&str]) -> Self {
-        let mut cmd = tokio::process::Command::from(dpctl_command());
-        cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn dpctl");
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Child { child, lines }
-    }
-
-    /// The next JSON event whose "event" is `kind`.
-    async fn event(&mut self, kind: &str) -> serde_json::Value {
-        within(&format!("a {kind} event"), async {
-            loop {
-                let line = self.lines.next_line().await.unwrap().expect("dpctl exited early");
-                let v: serde_json::Value = serde_json::from_str(&line).expect("a JSON line");
-                if v["event"] == kind {
-                    return v;
-                }
-            }
-        })
-        .await
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn set_health_from_another_process_reaches_list_and_watch() {
     let sb = Sandbox::new();
     let dir = sb.path().to_str().unwrap();
-    let mut mock = Child::spawn(&[
+    let mut mock = Child::dpctl(&[
         "mock-plugin",
         "--dir",
         dir,
@@ -650,7 +618,7 @@ async fn set_health_from_another_process_reaches_list_and_watch() {
     let r = dpctl(&["mock-plugin", "status", "--dir", dir, "example.com/other"]).await;
     r.expect_code(2);
     assert!(r.stderr.contains("no mock plugin serves it"), "{}", r.stderr);
-    mock.child.kill().await.unwrap();
+    mock.kill().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -659,7 +627,7 @@ async fn sigterm_removes_sockets_flushes_the_record_and_exits_0() {
     let dir = sb.path().to_str().unwrap();
     let record = sb.join("calls.jsonl");
     // No kubelet: it keeps retrying (and says so on stderr) while serving.
-    let mut mock = Child::spawn(&[
+    let mut mock = Child::dpctl(&[
         "mock-plugin",
         "--dir",
         dir,
@@ -674,13 +642,9 @@ async fn sigterm_removes_sockets_flushes_the_record_and_exits_0() {
     client(&sb.join("example-gpu.sock")).await.allocate(&[ids(&["GPU-0"])]).await.unwrap();
     let rpc = mock.event("rpc").await;
     assert_eq!(rpc["rpc"], "Allocate");
-    let pid = mock.child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    assert!(killed.success());
-    let status = within("dpctl to exit", mock.child.wait()).await.unwrap();
-    assert_eq!(status.code(), Some(0), "SIGTERM is a clean stop");
-    let mut stderr = String::new();
-    tokio::io::AsyncReadExt::read_to_string(&mut mock.child.stderr.take().unwrap(), &mut stderr).await.unwrap();
+    mock.terminate();
+    let (code, stderr) = mock.finish().await;
+    assert_eq!(code, 0, "SIGTERM is a clean stop");
     assert!(stderr.contains("cannot register with") && stderr.contains("retrying"), "{stderr}");
     assert!(!sb.join("example-gpu.sock").exists(), "plugin socket removed");
     assert!(!dpctl::paths::control_socket(sb.path(), GPU).exists(), "control socket removed");

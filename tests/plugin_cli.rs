@@ -3,8 +3,7 @@
 use dpctl::proto::deviceplugin::v1beta1 as dp;
 
 use crate::support::fake_plugin::{Behaviour, FakePlugin, device};
-use crate::support::interop::Peer;
-use crate::support::{Sandbox, dpctl, dpctl_env};
+use crate::support::{Child, Sandbox, dpctl, dpctl_env};
 
 async fn plugin(
     sb: &Sandbox,
@@ -179,32 +178,27 @@ async fn prestart_answers() {
     assert_eq!(p.rpcs().as_slice(), ["PreStartContainer"]);
 }
 
-// Multi-threaded: the test blocks on the child's output while the plugin serves.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test]
 async fn watch_streams_json_lines_with_changes() {
     let sb = Sandbox::new();
     let (p, path, _stop) = plugin(&sb, Behaviour::default()).await;
-    let sock = path.to_str().unwrap().to_string();
-    tokio::task::spawn_blocking(move || {
-        // Killed on drop, so a failed assertion leaves no process behind.
-        let mut watch = Peer::dpctl(&["plugin", "watch", "--socket", &sock, "--count", "2", "-o", "json"]);
-        let first = watch.next_line();
-        assert_eq!(first["seq"], 1);
-        assert_eq!(first["allocatable"], 3);
-        p.set_devices(vec![device("GPU-0", "Unhealthy", Some(&[0])), device("GPU-4", "Healthy", Some(&[1]))]);
-        let second = watch.next_line();
-        assert_eq!(second["seq"], 2);
-        assert_eq!((second["capacity"].as_u64(), second["allocatable"].as_u64()), (Some(2), Some(1)));
-        let changes = second["changes"].as_array().unwrap();
-        assert!(changes.contains(
-            &serde_json::json!({"change": "health_changed", "id": "GPU-0", "from": "Healthy", "to": "Unhealthy"})
-        ));
-        assert!(changes.contains(&serde_json::json!({"change": "added", "id": "GPU-4"})));
-        assert!(changes.contains(&serde_json::json!({"change": "removed", "id": "GPU-1"})));
-        assert_eq!(watch.wait_exit(), Some(0), "watch stops by itself after --count");
-    })
-    .await
-    .unwrap();
+    let sock = path.to_str().unwrap();
+    // Killed on drop, so a failed assertion leaves no process behind.
+    let mut watch = Child::dpctl(&["plugin", "watch", "--socket", sock, "--count", "2", "-o", "json"]);
+    let first = watch.json().await;
+    assert_eq!(first["seq"], 1);
+    assert_eq!(first["allocatable"], 3);
+    p.set_devices(vec![device("GPU-0", "Unhealthy", Some(&[0])), device("GPU-4", "Healthy", Some(&[1]))]);
+    let second = watch.json().await;
+    assert_eq!(second["seq"], 2);
+    assert_eq!((second["capacity"].as_u64(), second["allocatable"].as_u64()), (Some(2), Some(1)));
+    let changes = second["changes"].as_array().unwrap();
+    assert!(changes.contains(
+        &serde_json::json!({"change": "health_changed", "id": "GPU-0", "from": "Healthy", "to": "Unhealthy"})
+    ));
+    assert!(changes.contains(&serde_json::json!({"change": "added", "id": "GPU-4"})));
+    assert!(changes.contains(&serde_json::json!({"change": "removed", "id": "GPU-1"})));
+    assert_eq!(watch.wait().await, 0, "watch stops by itself after --count");
 }
 
 #[tokio::test]

@@ -4,7 +4,6 @@
 //! answers over the receive limit.
 
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -14,9 +13,8 @@ use dpctl::proto::podresources::v1;
 use dpctl::proto::podresources::v1::pod_resources_lister_server::{PodResourcesLister, PodResourcesListerServer};
 use dpctl::transport::{self, BindOptions};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
-use crate::support::{Sandbox, dpctl, dpctl_command, dpctl_env, within};
+use crate::support::{Child, Sandbox, dpctl, dpctl_env, within};
 
 /// A node: a sidecar listed before the main container (as the kubelet does),
 /// NUMA node 0, CPUs that compress to ranges, memory and hugepages, a DRA
@@ -302,38 +300,10 @@ async fn free_per_resource_and_numa_node_with_cpus() {
     assert_eq!(r.stdout.lines().count(), 2, "{}", r.stdout);
 }
 
-/// A running `dpctl podresources watch -o json`, read line by line.
-struct Watch {
-    child: tokio::process::Child,
-    lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-}
-
-impl Watch {
-    fn start(socket: &str, interval: &str, extra: &[&str]) -> Self {
-        let mut cmd = tokio::process::Command::from(dpctl_command());
-        cmd.args(["podresources", "watch", "--socket", socket, "-o", "json", "--interval", interval])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn dpctl watch");
-        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        Watch { child, lines }
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = within("a watch event", self.lines.next_line()).await.expect("read").expect("an event line");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad JSON line {line:?}: {e}"))
-    }
-
-    async fn finish(mut self) -> (i32, String) {
-        let status = within("watch to exit", self.child.wait()).await.expect("wait");
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            within("stderr", e.read_to_string(&mut err)).await.expect("read stderr");
-        }
-        (status.code().unwrap_or(-1), err)
-    }
+/// A running `dpctl podresources watch -o json --interval INTERVAL EXTRA...`.
+fn watch(socket: &str, interval: &str, extra: &[&str]) -> Child {
+    let args = ["podresources", "watch", "--socket", socket, "-o", "json", "--interval", interval];
+    Child::dpctl(&[&args[..], extra].concat())
 }
 
 fn pod(name: &str, ids: &[&str]) -> v1::PodResources {
@@ -360,13 +330,13 @@ fn pod(name: &str, ids: &[&str]) -> v1::PodResources {
 async fn watch_reports_pods_that_appear_change_and_go_away() {
     let sb = Sandbox::new();
     let k = kubelet(&sb, Fixture { pods: vec![pod("a", &["g0"])], ..Default::default() }).await;
-    let mut w = Watch::start(k.sock(), "20ms", &["--count", "4"]);
-    let e = w.next().await;
+    let mut w = watch(k.sock(), "20ms", &["--count", "4"]);
+    let e = w.json().await;
     assert_eq!((e["event"].as_str(), e["pod"].as_str(), e["poll"].as_u64()), (Some("present"), Some("a"), Some(1)));
     assert_eq!(e["changes"][0]["after"], json!({"devices": [{"numa_nodes": [0], "device_ids": ["g0"]}]}));
 
     k.handle.update(|f| f.pods.push(pod("b", &["g1"])));
-    let e = w.next().await;
+    let e = w.json().await;
     assert_eq!(
         (e["event"].as_str(), e["namespace"].as_str(), e["pod"].as_str()),
         (Some("added"), Some("ns"), Some("b"))
@@ -374,7 +344,7 @@ async fn watch_reports_pods_that_appear_change_and_go_away() {
 
     // Reordered IDs are not a change; a new device is.
     k.handle.update(|f| f.pods[0] = pod("a", &["g2", "g0"]));
-    let e = w.next().await;
+    let e = w.json().await;
     assert_eq!((e["event"].as_str(), e["pod"].as_str()), (Some("changed"), Some("a")));
     let ch = &e["changes"][0];
     assert_eq!(
@@ -385,7 +355,7 @@ async fn watch_reports_pods_that_appear_change_and_go_away() {
     assert_eq!(ch["after"]["devices"][0]["device_ids"], json!(["g0", "g2"]));
 
     k.handle.update(|f| f.pods.retain(|p| p.name != "b"));
-    let e = w.next().await;
+    let e = w.json().await;
     assert_eq!((e["event"].as_str(), e["pod"].as_str()), (Some("removed"), Some("b")));
     assert_eq!(e["changes"][0]["before"]["devices"][0]["device_ids"], json!(["g1"]));
     let (code, err) = w.finish().await;
@@ -422,26 +392,29 @@ async fn watch_table_marks_changes_and_can_skip_the_initial_state() {
     tokio::spawn(transport::serve(service.router(), listener, async {
         let _ = rx.await;
     }));
-    let mut cmd = tokio::process::Command::from(dpctl_command());
-    cmd.args(["podresources", "watch", "--socket", socket.to_str().unwrap(), "--interval", "20ms"])
-        .args(["--count", "2", "--no-initial"])
-        .stdout(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child = Child::dpctl(&[
+        "podresources",
+        "watch",
+        "--socket",
+        socket.to_str().unwrap(),
+        "--interval",
+        "20ms",
+        "--count",
+        "2",
+        "--no-initial",
+    ]);
     within("the first poll", seen.wait_for(|n| *n >= 1)).await.unwrap();
     handle.update(|f| f.pods[0] = pod("a", &["g1"]));
-    let head = within("event", lines.next_line()).await.unwrap().unwrap();
+    let head = child.line().await.expect("an event line");
     assert!(head.contains("changed") && head.ends_with("ns/a"), "the initial state is skipped: {head}");
-    let detail = within("detail", lines.next_line()).await.unwrap().unwrap();
+    let detail = child.line().await.expect("a detail line");
     assert_eq!(cells(&detail), ["~", "c", "x.io/gpu", "g0", "(NUMA", "0)", "->", "g1", "(NUMA", "0)"]);
     handle.update(|f| f.pods.clear());
-    let head = within("event", lines.next_line()).await.unwrap().unwrap();
+    let head = child.line().await.expect("an event line");
     assert!(head.contains("removed"), "{head}");
-    let detail = within("detail", lines.next_line()).await.unwrap().unwrap();
+    let detail = child.line().await.expect("a detail line");
     assert_eq!(cells(&detail), ["-", "c", "x.io/gpu", "g1", "(NUMA", "0)"]);
-    let status = within("exit", child.wait()).await.unwrap();
-    assert!(status.success());
+    assert_eq!(child.wait().await, 0);
 }
 
 #[tokio::test]
@@ -600,10 +573,10 @@ async fn watch_backs_off_when_rate_limited_and_carries_on() {
     // The second poll is rate-limited, whatever the timing.
     let sb = Sandbox::new();
     let k = rejecting_kubelet(&sb, Fixture { pods: vec![pod("a", &["g0"])], ..Default::default() }, |n| n == 2).await;
-    let mut w = Watch::start(k.sock(), "10ms", &["--count", "2"]);
-    assert_eq!(w.next().await["event"], "present");
+    let mut w = watch(k.sock(), "10ms", &["--count", "2"]);
+    assert_eq!(w.json().await["event"], "present");
     k.handle.update(|f| f.pods.push(pod("b", &["g1"])));
-    assert_eq!(w.next().await["event"], "added");
+    assert_eq!(w.json().await["event"], "added");
     let (code, err) = w.finish().await;
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("rate-limited the poll") && err.contains("backing off"), "{err}");
@@ -653,15 +626,18 @@ async fn serve_answers_from_a_file_and_reloads_it() {
     .unwrap();
     let socket = sb.join("k.sock");
     let s = socket.to_str().unwrap();
-    let mut cmd = tokio::process::Command::from(dpctl_command());
-    cmd.args(["podresources", "serve", "--socket", s, "--data", data.to_str().unwrap(), "--disable-get", "-o", "json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
-    let banner: Value = serde_json::from_str(&within("banner", out.next_line()).await.unwrap().unwrap()).unwrap();
+    let mut child = Child::dpctl(&[
+        "podresources",
+        "serve",
+        "--socket",
+        s,
+        "--data",
+        data.to_str().unwrap(),
+        "--disable-get",
+        "-o",
+        "json",
+    ]);
+    let banner = child.json().await;
     assert_eq!(banner["event"], "serving");
     assert_eq!((banner["pods"].as_u64(), banner["get_enabled"].as_bool()), (Some(1), Some(false)));
     assert_eq!(banner["apis"], json!(["v1", "v1alpha1"]));
@@ -679,7 +655,7 @@ async fn serve_answers_from_a_file_and_reloads_it() {
     assert_eq!(recorded["allocatable"]["cpu_ids"], json!([0, 1]));
     recorded["pod_resources"][0]["name"] = json!("p1");
     std::fs::write(&data, serde_json::to_string(&recorded).unwrap()).unwrap();
-    let line = within("reload", err.next_line()).await.unwrap().unwrap();
+    let line = child.stderr_line().await.expect("a reload line");
     assert!(line.contains("reloaded"), "{line}");
     let v = dpctl(&["podresources", "list", "--socket", s, "-o", "json"]).await.expect_code(0).json();
     assert_eq!(v["pod_resources"][0]["name"], "p1");
@@ -688,8 +664,7 @@ async fn serve_answers_from_a_file_and_reloads_it() {
     let r = dpctl(&["podresources", "serve", "--socket", s]).await;
     r.expect_code(3);
     assert!(r.stderr.contains("--force"), "{}", r.stderr);
-    child.start_kill().unwrap();
-    let _ = within("serve to exit", child.wait()).await;
+    child.kill().await;
 }
 
 #[tokio::test]
@@ -764,19 +739,14 @@ async fn serve_narrates_its_banner_on_stderr_in_table_mode() {
     let sb = Sandbox::new();
     let socket = sb.join("k.sock");
     let s = socket.to_str().unwrap();
-    let mut cmd = tokio::process::Command::from(dpctl_command());
-    cmd.args(["podresources", "serve", "--socket", s]).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
-    let mut child = cmd.spawn().unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap()).lines();
-    let line = within("banner", err.next_line()).await.unwrap().unwrap();
+    let mut child = Child::dpctl(&["podresources", "serve", "--socket", s]);
+    let line = child.stderr_line().await.expect("a banner line");
     assert!(line.starts_with(&format!("serving PodResources v1, v1alpha1 on {s}: 0 pod(s)")), "{line}");
     // It answers, and stdout (data only) stays empty.
     dpctl(&["podresources", "list", "--socket", s]).await.expect_code(0);
-    child.start_kill().unwrap();
-    let _ = within("serve to exit", child.wait()).await;
-    let mut out = String::new();
-    within("stdout", child.stdout.take().unwrap().read_to_string(&mut out)).await.unwrap();
-    assert!(out.is_empty(), "stdout: {out}");
+    child.kill().await;
+    let out = child.rest().await;
+    assert!(out.is_empty(), "stdout: {out:?}");
 }
 
 /// The kubelet's own encoding: one `ContainerDevices` per (device, NUMA
@@ -858,8 +828,8 @@ async fn watch_sees_no_change_when_a_multi_numa_device_is_encoded_differently() 
     tokio::spawn(transport::serve(service.router(), listener, async {
         let _ = rx.await;
     }));
-    let mut w = Watch::start(socket.to_str().unwrap(), "20ms", &["--count", "2"]);
-    let e = w.next().await;
+    let mut w = watch(socket.to_str().unwrap(), "20ms", &["--count", "2"]);
+    let e = w.json().await;
     assert_eq!((e["event"].as_str(), e["pod"].as_str()), (Some("present"), Some("dual")));
     assert_eq!(
         e["changes"][0]["after"],
@@ -878,7 +848,7 @@ async fn watch_sees_no_change_when_a_multi_numa_device_is_encoded_differently() 
     let at = *seen.borrow();
     within("two more polls", seen.wait_for(|n| *n >= at + 2)).await.unwrap();
     handle.update(|f| f.pods.push(pod("b", &["g2"])));
-    let e = w.next().await;
+    let e = w.json().await;
     assert_eq!((e["event"].as_str(), e["pod"].as_str()), (Some("added"), Some("b")), "no change for dual: {e:#}");
     let (code, err) = w.finish().await;
     assert_eq!(code, 0, "stderr: {err}");

@@ -6,11 +6,9 @@
 //! After every run the plugin process is gone and the fresh directory removed.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::Duration;
 
-use crate::support::{Run, Sandbox, dpctl, dpctl_bin, dpctl_command, within};
+use crate::support::{Child, Run, Sandbox, dpctl, dpctl_bin, dpctl_command, run_bounded};
 
 const GPU: &str = "example.com/gpu";
 
@@ -23,19 +21,9 @@ async fn smoke(flags: &[&str], command: &[&str]) -> (Run, serde_json::Value) {
     args.extend_from_slice(flags);
     args.push("--");
     args.extend_from_slice(command);
-    let out = tokio::process::Command::new(dpctl_bin())
-        .args(&args)
-        .env_remove("DPCTL_DEVICE_PLUGIN_DIR")
-        .env_remove("DPCTL_LOG")
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(SMOKE_WAIT, out)
-        .await
-        .unwrap_or_else(|_| panic!("dpctl {} took over {SMOKE_WAIT:?}", args.join(" ")))
-        .expect("run dpctl");
-    let run = Run::with_args(out, &args);
+    let mut cmd = dpctl_command();
+    cmd.args(&args);
+    let run = run_bounded(cmd, &args, SMOKE_WAIT).await;
     let report = run.json();
     assert_plugin_gone(&report);
     if !report["dir_kept"].as_bool().unwrap() {
@@ -327,33 +315,17 @@ async fn a_plugin_that_ignores_sigterm_is_killed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_the_plugin_and_reports_what_ran() {
-    let mut child = dpctl_command()
-        .args(["smoke", "-o", "json", "--", "sh", "-c", "echo up; exec sleep 60"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let pid = within("the plugin to start", async {
-        tokio::task::spawn_blocking(move || {
-            for line in BufReader::new(stderr).lines() {
-                let line = line.unwrap();
-                if let Some(rest) = line.strip_prefix("plugin: started pid ") {
-                    return rest.split(':').next().unwrap().to_string();
-                }
-            }
-            panic!("no 'started pid' line");
-        })
-        .await
-        .unwrap()
-    })
-    .await;
-    assert!(std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
-    let out =
-        within("dpctl to stop", tokio::task::spawn_blocking(move || child.wait_with_output())).await.unwrap().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut child = Child::dpctl(&["smoke", "-o", "json", "--", "sh", "-c", "echo up; exec sleep 60"]);
+    let pid = loop {
+        let line = child.stderr_line().await.expect("a 'started pid' line");
+        if let Some(rest) = line.strip_prefix("plugin: started pid ") {
+            break rest.split(':').next().unwrap().to_string();
+        }
+    };
+    child.interrupt();
+    let stdout = child.rest().await.join("\n");
+    assert_eq!(child.wait().await, 1);
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["interrupted"], true);
     assert_eq!(v["plugin"]["pid"].to_string(), pid);
     assert_eq!(step(&v, "registration")["evidence"], "not run: interrupted");

@@ -4,48 +4,15 @@
 //! v1.26+ logic).
 
 use serde_json::Value;
-use tokio::io::AsyncBufReadExt;
 
-use crate::support::{Sandbox, dpctl, dpctl_command, within};
+use crate::support::{Child, Sandbox, dpctl};
 
 const DEV: &str = "example.com/dev";
-
-/// A dpctl child process, stdout read line by line, killed on drop.
-struct Proc {
-    _child: tokio::process::Child,
-    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
-}
-
-impl Proc {
-    fn spawn(args: &[&str]) -> Proc {
-        let mut cmd = tokio::process::Command::from(dpctl_command());
-        cmd.args(args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
-        cmd.kill_on_drop(true);
-        let mut child = cmd.spawn().expect("spawn dpctl");
-        let stdout = child.stdout.take().unwrap();
-        Proc { _child: child, lines: tokio::io::BufReader::new(stdout).lines() }
-    }
-
-    /// The next JSON line whose `event` is `event`.
-    async fn event(&mut self, event: &str) -> Value {
-        let lines = &mut self.lines;
-        within(&format!("event {event}"), async {
-            loop {
-                let l = lines.next_line().await.expect("read stdout").expect("process exited");
-                let v: Value = serde_json::from_str(&l).unwrap_or(Value::Null);
-                if v["event"] == event {
-                    return v;
-                }
-            }
-        })
-        .await
-    }
-}
 
 /// A sim with `policy` (static CPU manager, CPU 0 reserved, 2 NUMA nodes of
 /// 4 CPUs) and a mock plugin with 4 devices, 2 per node, whose preferred
 /// policy ignores NUMA.
-async fn node(sb: &Sandbox, policy: &str) -> (Proc, Proc) {
+async fn node(sb: &Sandbox, policy: &str) -> (Child, Child) {
     let sim_flags = ["--topology-manager-policy", policy, "--cpu-manager-policy", "static", "--reserved-cpus", "0"];
     let sim_flags = [&sim_flags[..], &["--numa-nodes", "2", "--cpus-per-numa", "4"]].concat();
     let (sim, mock, snap) = sim_and_mock(sb, &sim_flags, &["--preferred", "ignore-numa", "-o", "json"]).await;
@@ -55,12 +22,12 @@ async fn node(sb: &Sandbox, policy: &str) -> (Proc, Proc) {
 
 /// kubelet-sim with `sim_flags` and a mock plugin of 4 devices on 2 NUMA nodes
 /// with `mock_flags`, once the sim has the plugin's first snapshot (returned).
-async fn sim_and_mock(sb: &Sandbox, sim_flags: &[&str], mock_flags: &[&str]) -> (Proc, Proc, Value) {
+async fn sim_and_mock(sb: &Sandbox, sim_flags: &[&str], mock_flags: &[&str]) -> (Child, Child, Value) {
     let dir = sb.path().to_str().unwrap();
-    let mut sim = Proc::spawn(&[&["kubelet-sim", "--dir", dir, "-o", "json"], sim_flags].concat());
+    let mut sim = Child::dpctl(&[&["kubelet-sim", "--dir", dir, "-o", "json"], sim_flags].concat());
     sim.event("started").await;
     let mock_base = ["mock-plugin", "--dir", dir, "--resource", DEV, "--devices", "4", "--numa-nodes", "2"];
-    let mock = Proc::spawn(&[&mock_base[..], mock_flags].concat());
+    let mock = Child::dpctl(&[&mock_base[..], mock_flags].concat());
     let snap = sim.event("snapshot").await;
     (sim, mock, snap)
 }
@@ -215,7 +182,7 @@ spec:
     resources: {limits: {example.com/dev: 2}}
 ";
 
-async fn node_with_scope(sb: &Sandbox, scope: &str) -> (Proc, Proc) {
+async fn node_with_scope(sb: &Sandbox, scope: &str) -> (Child, Child) {
     let flags = ["--topology-manager-policy", "single-numa-node", "--topology-manager-scope", scope];
     let (sim, mock, _) = sim_and_mock(sb, &flags, &[]).await;
     (sim, mock)

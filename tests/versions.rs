@@ -190,17 +190,10 @@ async fn smoke_matrix(flags: &[&str], extra: &[&str]) -> (i32, serde_json::Value
     args.extend_from_slice(flags);
     args.extend_from_slice(&["--", crate::support::dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--resource", GPU]);
     args.extend_from_slice(extra);
-    let out = tokio::process::Command::new(crate::support::dpctl_bin())
-        .args(&args)
-        .env_remove("DPCTL_DEVICE_PLUGIN_DIR")
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(90), out).await.expect("smoke within 90 s").expect("run dpctl");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
-    (out.status.code().unwrap_or(-1), v, String::from_utf8_lossy(&out.stderr).into_owned())
+    let mut cmd = crate::support::dpctl_command();
+    cmd.args(&args);
+    let run = crate::support::run_bounded(cmd, &args, Duration::from_secs(90)).await;
+    (run.code, run.json(), run.stderr)
 }
 
 /// `dpctl smoke --kubelet-version 1.28,1.32,1.36` against dpctl's mock plugin:

@@ -7,13 +7,11 @@
 //! tests are skipped with a message, except under CI (`CI` set), where that
 //! is a failure: CI must prove interoperability.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::sync::mpsc::Receiver;
 
-use super::WAIT;
+use super::{Child, Stderr};
 
 /// The Python interpreter and grpcurl of the interop environment.
 #[derive(Debug, Clone)]
@@ -82,95 +80,11 @@ pub fn env() -> Option<Env> {
     }
 }
 
-/// A running process (a peer, or a long-lived dpctl) whose JSON stdout lines
-/// can be awaited; killed on drop.
-pub struct Peer {
-    child: Child,
-    lines: Receiver<serde_json::Value>,
-    pub seen: Vec<serde_json::Value>,
-}
-
-impl Peer {
-    /// Starts `peer.py <args>`.
-    pub fn start(env: &Env, args: &[&str]) -> Peer {
-        let mut cmd = Command::new(&env.python);
-        cmd.arg(peer_script()).args(args);
-        Peer::spawn(cmd)
-    }
-
-    /// Starts `dpctl <args>` (add `-o json` to get event lines).
-    pub fn dpctl(args: &[&str]) -> Peer {
-        let mut cmd = super::dpctl_command();
-        cmd.args(args);
-        Peer::spawn(cmd)
-    }
-
-    fn spawn(mut cmd: Command) -> Peer {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {cmd:?}: {e}"));
-        let stdout = child.stdout.take().expect("peer stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let v = serde_json::from_str(&line).unwrap_or(serde_json::json!({ "raw": line }));
-                if tx.send(v).is_err() {
-                    break;
-                }
-            }
-        });
-        Peer { child, lines: rx, seen: Vec::new() }
-    }
-
-    /// Waits (at most [`WAIT`]) for a line whose "event" is `event`, and returns it.
-    pub fn wait_event(&mut self, event: &str) -> serde_json::Value {
-        let deadline = std::time::Instant::now() + WAIT;
-        loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(v) => {
-                    self.seen.push(v.clone());
-                    if v["event"] == event {
-                        return v;
-                    }
-                }
-                Err(_) => panic!("peer: no {event:?} event within {WAIT:?}; saw {:?}", self.seen),
-            }
-        }
-    }
-
-    /// The next JSON line, waiting at most [`WAIT`].
-    pub fn next_line(&mut self) -> serde_json::Value {
-        match self.lines.recv_timeout(WAIT) {
-            Ok(v) => {
-                self.seen.push(v.clone());
-                v
-            }
-            Err(_) => panic!("no output line within {WAIT:?}; saw {:?}", self.seen),
-        }
-    }
-
-    /// Waits for the process to exit and returns its exit code.
-    pub fn wait_exit(&mut self) -> Option<i32> {
-        let deadline = std::time::Instant::now() + WAIT;
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status.code();
-            }
-            std::thread::park_timeout(std::time::Duration::from_millis(20));
-        }
-        panic!("peer did not exit within {WAIT:?}");
-    }
-}
-
-impl Drop for Peer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Starts `peer.py ARGS` in the background (its JSON event lines on stdout).
+pub fn peer(env: &Env, args: &[&str]) -> Child {
+    let mut cmd = Command::new(&env.python);
+    cmd.arg(peer_script()).args(args);
+    Child::spawn(cmd, Stderr::Keep)
 }
 
 /// Runs `peer.py call ...` to completion and returns its one JSON result line.

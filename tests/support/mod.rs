@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod child;
 pub mod fake_plugin;
 pub mod h2raw;
 pub mod interop;
@@ -13,8 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-/// How long any single wait in a test may take.
-pub const WAIT: Duration = Duration::from_secs(10);
+pub use child::{Child, Stderr, WAIT};
 
 /// Awaits `fut`, failing the test if it takes longer than [`WAIT`].
 pub async fn within<T>(what: &str, fut: impl Future<Output = T>) -> T {
@@ -130,16 +130,23 @@ pub async fn dpctl(args: &[&str]) -> Run {
 
 /// Like [`dpctl`], with extra environment variables.
 pub async fn dpctl_env(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = tokio::process::Command::new(dpctl_bin());
-    cmd.args(args).env("NO_COLOR", "1").stdin(Stdio::null()).kill_on_drop(true);
-    for k in DPCTL_ENV {
-        cmd.env_remove(k);
-    }
+    let mut cmd = dpctl_command();
+    cmd.args(args);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = within(&format!("dpctl {}", args.join(" ")), cmd.output()).await.expect("run dpctl");
-    Run::with_args(out, args)
+    run_bounded(cmd, args, WAIT).await
+}
+
+/// Runs `cmd` (dpctl with `args`) to completion with stdin closed, failing
+/// the test if it takes longer than `bound` (the child is killed then).
+pub async fn run_bounded(cmd: Command, args: &[&str], bound: Duration) -> Run {
+    let mut cmd = tokio::process::Command::from(cmd);
+    cmd.stdin(Stdio::null()).kill_on_drop(true);
+    match tokio::time::timeout(bound, cmd.output()).await {
+        Ok(out) => Run::with_args(out.expect("run dpctl"), args),
+        Err(_) => panic!("dpctl {} took over {bound:?}", args.join(" ")),
+    }
 }
 
 /// The directories an argument list names (an existing directory, or the
@@ -229,6 +236,16 @@ pub fn dpctl_command() -> Command {
         cmd.env_remove(k);
     }
     cmd
+}
+
+impl Child {
+    /// Starts `dpctl ARGS` in the background (like [`dpctl_command`]),
+    /// stderr gathered for failure reports.
+    pub fn dpctl(args: &[&str]) -> Child {
+        let mut cmd = dpctl_command();
+        cmd.args(args);
+        Child::spawn(cmd, Stderr::Keep)
+    }
 }
 
 /// Every `DPCTL_*` variable `dpctl --help` names is removed from both kinds
