@@ -11,7 +11,7 @@ use dpctl::proto::podresources::{v1, v1alpha1};
 use prost::Message;
 
 use crate::support::fake_plugin::{AllocateAnswer, Behaviour, FakePlugin, device, register};
-use crate::support::sim::{counts_are, next};
+use crate::support::sim::{self, counts_are, next};
 use crate::support::{Child, Sandbox, dpctl, within};
 
 const GPU: &str = "example.com/gpu";
@@ -218,22 +218,6 @@ async fn a_second_registration_replaces_the_first_and_the_old_stream_end_disconn
     sim.stop().await.unwrap();
 }
 
-const SIDECAR_POD: &str = r#"
-apiVersion: v1
-kind: Pod
-metadata: {name: trainer, namespace: ml}
-spec:
-  initContainers:
-  - name: fetch
-    resources: {limits: {example.com/gpu: 1}}
-  - name: proxy
-    restartPolicy: Always
-    resources: {limits: {example.com/gpu: 1}}
-  containers:
-  - name: main
-    resources: {limits: {example.com/gpu: 1, cpu: "1"}}
-"#;
-
 #[tokio::test]
 async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_another() {
     let sb = Sandbox::new();
@@ -242,7 +226,13 @@ async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_an
     let p = FakePlugin::new(FakePlugin::healthy(4, true), Behaviour { options: opts, ..Default::default() });
     let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     counts_are(&sim, GPU, 4, 4).await;
-    let pod = PodSpec::from_manifest(SIDECAR_POD, "pod.yaml").unwrap();
+    let manifest = sim::sidecar_pod(
+        "{name: trainer, namespace: ml}",
+        GPU,
+        ["fetch", "proxy", "main"],
+        r#"{example.com/gpu: 1, cpu: "1"}"#,
+    );
+    let pod = PodSpec::from_manifest(&manifest, "pod.yaml").unwrap();
     let o = sim.admit(pod).await.unwrap();
     assert!(o.admitted, "{o:?}");
     let (fetch, proxy, main) = (o.devices("fetch", GPU), o.devices("proxy", GPU), o.devices("main", GPU));

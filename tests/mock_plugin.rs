@@ -15,7 +15,7 @@ use dpctl::transport::ClientConfig;
 use futures_util::StreamExt;
 use tokio::sync::broadcast;
 
-use crate::support::kubelet::{KubeletBehaviour, TestKubelet};
+use crate::support::kubelet::{KubeletBehaviour, Seen, TestKubelet};
 use crate::support::{Child, Sandbox, dpctl, within};
 
 const GPU: &str = "example.com/gpu";
@@ -28,6 +28,21 @@ async fn start(config: MockConfig) -> (MockHandle, broadcast::Receiver<MockEvent
     let plugin = MockPlugin::new(config).expect("valid config");
     let events = plugin.subscribe();
     (plugin.launch().await.expect("mock starts"), events)
+}
+
+/// A kubelet with `behaviour` and a mock serving one GPU device, its
+/// resource changed by `fault`; returned once the kubelet has seen Register.
+async fn registration_fault(
+    sb: &Sandbox,
+    behaviour: KubeletBehaviour,
+    fault: impl FnOnce(&mut ResourceConfig),
+) -> (TestKubelet, MockHandle, broadcast::Receiver<MockEvent>, Seen) {
+    let mut kubelet = TestKubelet::start(sb.path(), behaviour).await;
+    let mut r = ResourceConfig::new(GPU, 1);
+    fault(&mut r);
+    let (handle, events) = start(config(sb, vec![r])).await;
+    let seen = kubelet.next().await;
+    (kubelet, handle, events, seen)
 }
 
 /// The next event matching `pred`, skipping others.
@@ -198,11 +213,8 @@ async fn stop_does_not_wait_for_a_hanging_register() {
 #[tokio::test]
 async fn no_reregister_fault_ignores_a_kubelet_restart() {
     let sb = Sandbox::new();
-    let mut kubelet = TestKubelet::start(sb.path(), KubeletBehaviour::default()).await;
-    let mut r = ResourceConfig::new(GPU, 1);
-    r.faults.no_reregister = true;
-    let (handle, mut events) = start(config(&sb, vec![r])).await;
-    kubelet.next().await;
+    let (mut kubelet, handle, mut events, _) =
+        registration_fault(&sb, KubeletBehaviour::default(), |r| r.faults.no_reregister = true).await;
     kubelet.restart().await;
     wait_for(&mut events, "the restart to be ignored", |k| matches!(k, EventKind::KubeletRestartIgnored { .. })).await;
     assert!(kubelet.next_within(Duration::from_millis(300)).await.is_none(), "no Register after the restart");
@@ -213,11 +225,8 @@ async fn no_reregister_fault_ignores_a_kubelet_restart() {
 #[tokio::test]
 async fn rejection_is_fatal_and_carries_the_kubelets_message() {
     let sb = Sandbox::new();
-    let mut kubelet = TestKubelet::start(sb.path(), KubeletBehaviour::default()).await;
-    let mut r = ResourceConfig::new(GPU, 1);
-    r.faults.register_resource_name = Some("gpu".into());
-    let (mut handle, _events) = start(config(&sb, vec![r])).await;
-    let seen = kubelet.next().await;
+    let fault = |r: &mut ResourceConfig| r.faults.register_resource_name = Some("gpu".into());
+    let (_kubelet, mut handle, _events, seen) = registration_fault(&sb, KubeletBehaviour::default(), fault).await;
     assert_eq!(seen.request.resource_name, "gpu");
     let err = within("the failure", handle.failure()).await;
     assert_eq!(err.exit_code(), dpctl::error::exit::RPC);
@@ -230,11 +239,8 @@ async fn rejection_is_fatal_and_carries_the_kubelets_message() {
 async fn register_before_serving_fault_fails_the_kubelets_dial_back() {
     let sb = Sandbox::new();
     let behaviour = KubeletBehaviour { dial_timeout: Duration::from_millis(300), ..Default::default() };
-    let mut kubelet = TestKubelet::start(sb.path(), behaviour).await;
-    let mut r = ResourceConfig::new(GPU, 1);
-    r.faults.register_before_serving = true;
-    let (mut handle, _events) = start(config(&sb, vec![r])).await;
-    let seen = kubelet.next().await;
+    let (_kubelet, mut handle, _events, seen) =
+        registration_fault(&sb, behaviour, |r| r.faults.register_before_serving = true).await;
     assert!(!seen.socket_existed, "Register arrived before the socket existed");
     assert!(seen.rejected.as_deref().unwrap().starts_with("failed to dial device plugin"), "{seen:?}");
     let err = within("the failure", handle.failure()).await;
@@ -245,12 +251,11 @@ async fn register_before_serving_fault_fails_the_kubelets_dial_back() {
 #[tokio::test]
 async fn options_mismatch_fault_differs_from_get_device_plugin_options() {
     let sb = Sandbox::new();
-    let mut kubelet = TestKubelet::start(sb.path(), KubeletBehaviour::default()).await;
-    let mut r = ResourceConfig::new(GPU, 1);
-    r.get_preferred_allocation_available = true;
-    r.faults.register_options_mismatch = true;
-    let (handle, _events) = start(config(&sb, vec![r])).await;
-    let seen = kubelet.next().await;
+    let fault = |r: &mut ResourceConfig| {
+        r.get_preferred_allocation_available = true;
+        r.faults.register_options_mismatch = true;
+    };
+    let (_kubelet, handle, _events, seen) = registration_fault(&sb, KubeletBehaviour::default(), fault).await;
     let sent = seen.request.options.unwrap();
     let asked = seen.options.unwrap();
     assert!(!sent.get_preferred_allocation_available && sent.pre_start_required);

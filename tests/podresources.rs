@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use dpctl::podresources::fixture::{Fixture, FixtureHandle, FixtureProvider};
 use dpctl::podresources::server::{PodResourcesService, Provider, RATE_LIMIT_MESSAGE, ServedApis, ServerConfig};
 use dpctl::proto::podresources::v1;
-use dpctl::proto::podresources::v1::pod_resources_lister_server::{PodResourcesLister, PodResourcesListerServer};
+use dpctl::proto::podresources::v1::pod_resources_lister_server::PodResourcesListerServer;
 use dpctl::transport::{self, BindOptions};
 use serde_json::{Value, json};
 
@@ -489,58 +489,24 @@ async fn a_socket_that_serves_no_podresources_is_explained() {
     r.expect_code(3);
 }
 
-/// A PodResources server that answers like the kubelet's rate limit for the
-/// calls `reject` picks (numbered from 1) and passes the others on, so a test
-/// of backing off does not depend on how fast this machine is.
-#[derive(Clone)]
-struct Rejecting {
-    inner: PodResourcesService,
-    calls: Arc<AtomicU32>,
-    reject: fn(u32) -> bool,
-}
-
-impl Rejecting {
-    fn admit(&self) -> Result<(), tonic::Status> {
-        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        if (self.reject)(n) { Err(tonic::Status::resource_exhausted(RATE_LIMIT_MESSAGE)) } else { Ok(()) }
-    }
-}
-
-#[tonic::async_trait]
-impl PodResourcesLister for Rejecting {
-    async fn list(
-        &self,
-        req: tonic::Request<v1::ListPodResourcesRequest>,
-    ) -> Result<tonic::Response<v1::ListPodResourcesResponse>, tonic::Status> {
-        self.admit()?;
-        self.inner.list(req).await
-    }
-    async fn get_allocatable_resources(
-        &self,
-        req: tonic::Request<v1::AllocatableResourcesRequest>,
-    ) -> Result<tonic::Response<v1::AllocatableResourcesResponse>, tonic::Status> {
-        self.admit()?;
-        self.inner.get_allocatable_resources(req).await
-    }
-    async fn get(
-        &self,
-        req: tonic::Request<v1::GetPodResourcesRequest>,
-    ) -> Result<tonic::Response<v1::GetPodResourcesResponse>, tonic::Status> {
-        self.admit()?;
-        self.inner.get(req).await
-    }
-}
-
-/// A kubelet whose calls `reject` picks are rate-limited (no other limit).
+/// A kubelet whose calls `reject` picks (numbered from 1) are answered like
+/// the kubelet's rate limit and the others passed on (no other limit), so a
+/// test of backing off does not depend on how fast this machine is.
 async fn rejecting_kubelet(sb: &Sandbox, fixture: Fixture, reject: fn(u32) -> bool) -> Kubelet {
     let provider = FixtureProvider::new(fixture);
     let handle = provider.handle();
     let inner = PodResourcesService::new(Arc::new(provider), ServerConfig { rate_limit: None, ..Default::default() });
-    let svc = Rejecting { inner, calls: Arc::default(), reject };
+    // Every RPC passes through one interceptor that counts it and may reject it.
+    let calls = Arc::new(AtomicU32::new(0));
+    let admit = move |req: tonic::Request<()>| {
+        let n = calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if reject(n) { Err(tonic::Status::resource_exhausted(RATE_LIMIT_MESSAGE)) } else { Ok(req) }
+    };
     let socket = sb.join("pr.sock");
     let listener = transport::bind(&socket, &BindOptions::default()).await.expect("bind");
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let router = tonic::transport::Server::builder().add_service(PodResourcesListerServer::new(svc));
+    let router =
+        tonic::transport::Server::builder().add_service(PodResourcesListerServer::with_interceptor(inner, admit));
     tokio::spawn(transport::serve(router, listener, async {
         let _ = rx.await;
     }));

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use crate::support::sim::sidecar_pod;
 use crate::support::{Child, Sandbox, dpctl};
 
 const DEV: &str = "example.com/dev";
@@ -168,20 +169,6 @@ async fn bad_topology_flags_are_refused_like_the_kubelet() {
     assert!(!sb.join("kubelet.sock").exists(), "a refused sim serves nothing");
 }
 
-const POD_WITH_INIT_AND_SIDECAR: &str = "\
-metadata: {name: scoped}
-spec:
-  initContainers:
-  - name: init
-    resources: {limits: {example.com/dev: 1}}
-  - name: proxy
-    restartPolicy: Always
-    resources: {limits: {example.com/dev: 1}}
-  containers:
-  - name: app
-    resources: {limits: {example.com/dev: 2}}
-";
-
 async fn node_with_scope(sb: &Sandbox, scope: &str) -> (Child, Child) {
     let flags = ["--topology-manager-policy", "single-numa-node", "--topology-manager-scope", scope];
     let (sim, mock, _) = sim_and_mock(sb, &flags, &[]).await;
@@ -196,7 +183,8 @@ async fn node_with_scope(sb: &Sandbox, scope: &str) -> (Child, Child) {
 async fn pod_scope_judges_init_containers_and_sidecars_together() {
     let sb = Sandbox::new();
     let manifest = sb.join("pod.yaml");
-    std::fs::write(&manifest, POD_WITH_INIT_AND_SIDECAR).unwrap();
+    let pod = sidecar_pod("{name: scoped}", DEV, ["init", "proxy", "app"], "{example.com/dev: 2}");
+    std::fs::write(&manifest, pod).unwrap();
     let m = manifest.to_str().unwrap();
     let _node = node_with_scope(&sb, "pod").await;
     let (code, v) = admit(&sb, &[m]).await;

@@ -1,5 +1,5 @@
 //! An in-process kubelet-sim for tests: start one on a directory, wait for
-//! an event, wait for a resource's counts.
+//! an event, wait for a resource's counts; a pod manifest with a sidecar.
 
 use std::path::Path;
 use std::time::Duration;
@@ -39,4 +39,27 @@ pub async fn counts_are(sim: &SimHandle, resource: &str, capacity: usize, alloca
     )
     .await
     .unwrap_or_else(|e| panic!("{resource} never reached {capacity}/{allocatable}: {e}; now {:?}", sim.counts()));
+}
+
+/// A pod manifest (YAML) with `metadata`, an init container, a restartable
+/// init container (a sidecar) and one regular container, named by `names`:
+/// each init container asks 1 `resource`, the regular one `main_limits`.
+pub fn sidecar_pod(metadata: &str, resource: &str, names: [&str; 3], main_limits: &str) -> String {
+    let [init, sidecar, main] = names;
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {metadata}
+spec:
+  initContainers:
+  - name: {init}
+    resources: {{limits: {{{resource}: 1}}}}
+  - name: {sidecar}
+    restartPolicy: Always
+    resources: {{limits: {{{resource}: 1}}}}
+  containers:
+  - name: {main}
+    resources: {{limits: {main_limits}}}
+"
+    )
 }
