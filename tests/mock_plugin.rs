@@ -24,6 +24,11 @@ fn config(sb: &Sandbox, resources: Vec<ResourceConfig>) -> MockConfig {
     MockConfig { dir: Some(sb.path().to_path_buf()), resources, ..MockConfig::default() }
 }
 
+/// [`config`] for a mock that does not register (tests that dial it directly).
+fn unregistered(sb: &Sandbox, resources: Vec<ResourceConfig>) -> MockConfig {
+    MockConfig { register: false, ..config(sb, resources) }
+}
+
 async fn start(config: MockConfig) -> (MockHandle, broadcast::Receiver<MockEvent>) {
     let plugin = MockPlugin::new(config).expect("valid config");
     let events = plugin.subscribe();
@@ -301,8 +306,7 @@ async fn preferred_allocation_uses_the_policy_and_numa() {
     let mut r = ResourceConfig::new(GPU, 6);
     r.numa_nodes = 2;
     r.preferred_policy = Policy::Pack;
-    let mut cfg = config(&sb, vec![r]);
-    cfg.register = false;
+    let cfg = unregistered(&sb, vec![r]);
     let (handle, _events) = start(cfg).await;
     let c = client(&sb.join("example-gpu.sock")).await;
     let req = dp::ContainerPreferredAllocationRequest {
@@ -324,8 +328,7 @@ async fn rpc_faults_error_latency_and_fail_after() {
         rpc_fault(Rpc::PreStartContainer, None, Some(300), 0),
         rpc_fault(Rpc::GetDevicePluginOptions, Some("internal"), None, 0),
     ];
-    let mut cfg = config(&sb, vec![r]);
-    cfg.register = false;
+    let cfg = unregistered(&sb, vec![r]);
     let (handle, _events) = start(cfg).await;
     let c = client(&sb.join("example-gpu.sock")).await;
     for _ in 0..2 {
@@ -357,8 +360,7 @@ async fn list_and_watch_faults_end_the_stream_or_exceed_4mib() {
     big.faults.list_and_watch_oversize = true;
     let mut fails = ResourceConfig::new("example.com/fail", 1);
     fails.faults.rpc = vec![rpc_fault(Rpc::ListAndWatch, Some("unavailable"), None, 0)];
-    let mut cfg = config(&sb, vec![ends_ok, ends_err, big, fails]);
-    cfg.register = false;
+    let cfg = unregistered(&sb, vec![ends_ok, ends_err, big, fails]);
     let (handle, _events) = start(cfg).await;
 
     let mut s = Box::pin(client(&sb.join("example-gpu.sock")).await.list_and_watch().await.unwrap());
@@ -392,8 +394,7 @@ async fn timeline_and_flap_reach_the_stream() {
         add: vec![DeviceConfig { id: "GPU-9".into(), health: "Healthy".into(), numa: Some(vec![0]) }],
         ..Default::default()
     }];
-    let mut cfg = config(&sb, vec![r]);
-    cfg.register = false;
+    let cfg = unregistered(&sb, vec![r]);
     let (handle, _events) = start(cfg).await;
     let mut s = Box::pin(client(&sb.join("example-gpu.sock")).await.list_and_watch().await.unwrap());
     let mut healths = Vec::new();
@@ -412,8 +413,7 @@ async fn timeline_and_flap_reach_the_stream() {
 async fn record_file_has_every_rpc() {
     let sb = Sandbox::new();
     let record = sb.join("calls.jsonl");
-    let mut cfg = config(&sb, vec![ResourceConfig::new(GPU, 2)]);
-    cfg.register = false;
+    let mut cfg = unregistered(&sb, vec![ResourceConfig::new(GPU, 2)]);
     cfg.record = Some(record.clone());
     cfg.rpc_events = false;
     let (handle, mut events) = start(cfg).await;
@@ -454,8 +454,7 @@ async fn plugin_watcher_registration_is_served() {
     use dpctl::proto::pluginregistration::registration_client::RegistrationClient;
     let sb = Sandbox::new();
     let registry = sb.join("registry");
-    let mut cfg = config(&sb, vec![ResourceConfig::new(GPU, 1)]);
-    cfg.register = false;
+    let mut cfg = unregistered(&sb, vec![ResourceConfig::new(GPU, 1)]);
     cfg.registry_dir = Some(registry.clone());
     let (handle, mut events) = start(cfg).await;
     let channel = dpctl::transport::connect(&registry.join("example-gpu.sock"), Duration::from_secs(5)).await.unwrap();

@@ -14,7 +14,7 @@ use dpctl::proto::podresources::v1::pod_resources_lister_server::PodResourcesLis
 use dpctl::transport::{self, BindOptions};
 use serde_json::{Value, json};
 
-use crate::support::{Child, Sandbox, dpctl, dpctl_env, within};
+use crate::support::{Child, Run, Sandbox, dpctl, dpctl_env, within};
 
 /// A node: a sidecar listed before the main container (as the kubelet does),
 /// NUMA node 0, CPUs that compress to ranges, memory and hugepages, a DRA
@@ -639,17 +639,18 @@ async fn serve_rejects_a_bad_fixture_naming_the_key() {
     let data = sb.join("bad.json");
     std::fs::write(&data, r#"{"pod_resources": [{"name": "p", "containers": [{"name": "c", "device": []}]}]}"#)
         .unwrap();
-    let r = dpctl(&[
-        "podresources",
-        "serve",
-        "--socket",
-        sb.join("k.sock").to_str().unwrap(),
-        "--data",
-        data.to_str().unwrap(),
-    ])
-    .await;
-    r.expect_code(2);
+    let r = serve_refused(&sb.join("k.sock"), &data).await;
     assert!(r.stderr.contains("bad.json") && r.stderr.contains("unknown field `device`"), "{}", r.stderr);
+}
+
+/// `dpctl podresources serve --socket SOCKET --data DATA` refused as bad
+/// input (exit 2) with nothing bound; the run, for its stderr.
+async fn serve_refused(socket: &std::path::Path, data: &std::path::Path) -> Run {
+    let r =
+        dpctl(&["podresources", "serve", "--socket", socket.to_str().unwrap(), "--data", data.to_str().unwrap()]).await;
+    r.expect_code(2);
+    assert!(!socket.exists(), "nothing was bound");
+    r
 }
 
 #[tokio::test]
@@ -657,17 +658,12 @@ async fn serve_rejects_a_data_file_it_cannot_read() {
     let sb = Sandbox::new();
     let socket = sb.join("k.sock");
     let missing = sb.join("nonexistent.json");
-    let missing = missing.to_str().unwrap();
-    let r = dpctl(&["podresources", "serve", "--socket", socket.to_str().unwrap(), "--data", missing]).await;
     // Bad input (2), not a socket problem (3); the flag, the file and the OS reason.
-    r.expect_code(2);
+    let r = serve_refused(&socket, &missing).await;
+    let missing = missing.to_str().unwrap();
     assert!(r.stderr.contains(&format!("--data {missing}: cannot read the file")), "{}", r.stderr);
     assert!(r.stderr.contains("does not exist"), "{}", r.stderr);
-    assert!(!socket.exists(), "nothing was bound");
-    let r =
-        dpctl(&["podresources", "serve", "--socket", socket.to_str().unwrap(), "--data", sb.path().to_str().unwrap()])
-            .await;
-    r.expect_code(2);
+    let r = serve_refused(&socket, sb.path()).await;
     assert!(r.stderr.contains("--data") && r.stderr.contains("it is a directory, not a regular file"), "{}", r.stderr);
 }
 
@@ -685,9 +681,7 @@ async fn serve_refuses_device_entries_no_kubelet_sends() {
              "devices": [{"resource_name": "nvidia.com/gpu", "device_ids": ["GPU-0", "GPU-1"], "numa_nodes": [0, 1]}]}]}]}"#,
     )
     .unwrap();
-    let r =
-        dpctl(&["podresources", "serve", "--socket", socket.to_str().unwrap(), "--data", data.to_str().unwrap()]).await;
-    r.expect_code(2);
+    let r = serve_refused(&socket, &data).await;
     assert!(
         r.stderr.contains(
             "pod gpu-jobs/train-0 container trainer devices nvidia.com/gpu [GPU-0,GPU-1]: 2 device IDs and 2 NUMA \
@@ -697,7 +691,6 @@ async fn serve_refuses_device_entries_no_kubelet_sends() {
         r.stderr
     );
     assert!(r.stderr.contains("split it into one entry per ID and node"), "{}", r.stderr);
-    assert!(!socket.exists(), "nothing was bound");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
