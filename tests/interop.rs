@@ -17,15 +17,11 @@ async fn grpcio_clients_reach_a_dpctl_server_with_every_authority() {
     let _stop = plugin.serve(&path).await;
     let sock = path.to_str().unwrap();
     for mode in AUTHORITY_MODES {
-        let env = env.clone();
-        let sock = sock.to_string();
-        let results = tokio::task::spawn_blocking(move || {
-            ["options", "list", "allocate"].map(|rpc| {
-                interop::call(&env, &["--socket", &sock, "--authority", mode, "--rpc", rpc, "--devices", "GPU-0"])
-            })
-        })
-        .await
-        .unwrap();
+        let mut results = Vec::new();
+        for rpc in ["options", "list", "allocate"] {
+            let args = ["--socket", sock, "--authority", mode, "--rpc", rpc, "--devices", "GPU-0"];
+            results.push(interop::call(&env, &args).await);
+        }
         for r in &results {
             assert_eq!(r["event"], "ok", "authority {mode}: {r}");
         }
@@ -127,7 +123,8 @@ async fn kubelet_sim_admits_with_grpcio_plugins_of_every_authority() {
         // The sim's PodResources server, read by a grpcio client with the same authority form.
         let pr = sb.join("pod-resources.sock");
         let list =
-            interop::call(&env, &["--socket", pr.to_str().unwrap(), "--authority", mode, "--rpc", "podresources-list"]);
+            interop::call(&env, &["--socket", pr.to_str().unwrap(), "--authority", mode, "--rpc", "podresources-list"])
+                .await;
         assert_eq!(list["event"], "ok", "{mode}: {list}");
         let pod = &list["response"]["pod_resources"][0];
         assert_eq!(pod["name"], v["pod"], "{mode}");
@@ -175,7 +172,8 @@ async fn kubelet_sim_answers_a_grpcio_registration_with_the_kubelet_texts() {
                 "--endpoint",
                 "x.sock",
             ],
-        );
+        )
+        .await;
         assert_eq!(r["event"], "error", "{r}");
         assert_eq!(r["code"], "UNKNOWN", "{r}");
         assert_eq!(r["details"], expect, "{r}");

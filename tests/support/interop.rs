@@ -87,9 +87,12 @@ pub fn peer(env: &Env, args: &[&str]) -> Child {
     Child::spawn(cmd, Stderr::Keep)
 }
 
-/// Runs `peer.py call ...` to completion and returns its one JSON result line.
-pub fn call(env: &Env, args: &[&str]) -> serde_json::Value {
-    let out = Command::new(&env.python).arg(peer_script()).arg("call").args(args).output().expect("run peer.py call");
+/// Runs `peer.py call ...` to completion (bounded like every wait) and
+/// returns its one JSON result line.
+pub async fn call(env: &Env, args: &[&str]) -> serde_json::Value {
+    let mut cmd = tokio::process::Command::new(&env.python);
+    cmd.arg(peer_script()).arg("call").args(args).stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let out = super::within("peer.py call", cmd.output()).await.expect("run peer.py call");
     let text = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(text.lines().last().unwrap_or(""))
         .unwrap_or_else(|e| panic!("peer call printed no JSON ({e}): {text}\n{}", String::from_utf8_lossy(&out.stderr)))
