@@ -271,3 +271,22 @@ fn children_do_not_inherit_the_dpctl_environment() {
         assert!(removed.iter().any(|r| r == var), "dpctl_command() passes {var} on to the child");
     }
 }
+
+/// A background child's failed wait is bounded and shows the command, the
+/// stdout read so far and the stderr.
+#[tokio::test]
+async fn a_failed_wait_on_a_child_shows_its_command_and_output() {
+    use futures_util::FutureExt;
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "echo started; echo oops >&2; exec sleep 30"]);
+    let mut child = Child::spawn(cmd, Stderr::Keep).patience(Duration::from_millis(300));
+    assert_eq!(child.stderr_line().await.as_deref(), Some("oops"));
+    let shown = std::panic::AssertUnwindSafe(child.line_with("never printed"))
+        .catch_unwind()
+        .await
+        .expect_err("no such line: the wait fails");
+    let message = shown.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(message.contains("no line with \"never printed\" within 300ms"), "{message}");
+    assert!(message.contains("--- command\n\"sh\" \"-c\""), "{message}");
+    assert!(message.contains("--- stdout so far\nstarted\n--- stderr so far\noops"), "{message}");
+}
