@@ -39,7 +39,7 @@ async fn grpcurl_with_its_raw_path_authority_reaches_a_dpctl_server() {
     let _stop = plugin.serve(&path).await;
     // grpcurl (grpc-go) with -unix and no -authority sends the socket path as :authority.
     let mut cmd = tokio::process::Command::new(&env.grpcurl);
-    cmd.current_dir(env!("CARGO_MANIFEST_DIR")).args([
+    cmd.kill_on_drop(true).current_dir(env!("CARGO_MANIFEST_DIR")).args([
         "-plaintext",
         "-unix",
         "-import-path",
@@ -101,7 +101,6 @@ async fn dpctl_plugin_commands_against_a_grpcio_plugin() {
     let r = dpctl(&["plugin", "call", "allocate", "--socket", s, "--devices", "nope"]).await;
     r.expect_code(4);
     assert!(r.stderr.contains("InvalidArgument: unknown device nope"), "{}", r.stderr);
-    drop(peer.seen.drain(..));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

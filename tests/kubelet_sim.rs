@@ -1,5 +1,5 @@
 //! `dpctl kubelet-sim`: the simulated kubelet against a plugin built on the
-//! generated code (tests/support/simplugin.rs), in-process through the
+//! generated code (tests/support/fake_plugin.rs), in-process through the
 //! library and from other processes through the CLI.
 
 use std::time::Duration;
