@@ -38,7 +38,7 @@ pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinH
     let inner = Arc::clone(inner);
     let dir = dir.to_path_buf();
     Ok(tokio::spawn(async move {
-        let _watcher = watcher; // lives as long as the task
+        let mut watcher = watcher; // lives as long as the task
         // Socket path -> the (resource, dialed socket) it registered, once it has.
         let seen: Seen = Arc::default();
         let mut shutdown = inner.shutdown.subscribe();
@@ -51,7 +51,14 @@ pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinH
                     for path in ev.paths {
                         match ev.kind {
                             notify::EventKind::Create(_) if is_dot(&path) => {}
-                            notify::EventKind::Create(_) if path.is_dir() => scan(&inner, &path, &seen),
+                            notify::EventKind::Create(_) if path.is_dir() => {
+                                // notify reports a new directory before it watches it, so a
+                                // socket created in between would go unseen. Watch it first,
+                                // then walk it, as the kubelet's plugin watcher does
+                                // (kubelet-versions.md §6); `seen` drops the duplicates.
+                                let _ = watcher.watch(&path, notify::RecursiveMode::Recursive);
+                                scan(&inner, &path, &seen);
+                            }
                             notify::EventKind::Create(_) => consider(&inner, &dir, &path, &seen),
                             notify::EventKind::Remove(_) => {
                                 let registered =
