@@ -7,16 +7,14 @@ use std::io::Write;
 
 use clap::{Args, Subcommand};
 
+use super::args::DirArg;
 use super::{Ctx, out_err};
 use crate::doctor::{DoctorConfig, Severity};
 use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
 use crate::kubelet_sim::KubeletVersion;
 use crate::output;
-use crate::paths::{
-    DEFAULT_DEVICE_PLUGIN_DIR, DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_DEVICE_PLUGIN_DIR,
-    ENV_PODRESOURCES_SOCKET, ENV_ROOT,
-};
+use crate::paths::{DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_PODRESOURCES_SOCKET, ENV_ROOT};
 
 const HELP: &str = "\
 Examples:
@@ -41,6 +39,7 @@ jsonpath='{.status.nodeInfo.kubeletVersion}'`).";
 /// PodResources, plugins_registry, CDI.
 #[derive(Debug, Args)]
 #[command(after_long_help = HELP, args_conflicts_with_subcommands = true)]
+#[command(mut_arg("dir", |a| a.help("The device-plugin directory (a host path)")))]
 pub struct DoctorArgs {
     /// `merge`: fold many nodes' JSON reports into one view (without it: check this node).
     #[command(subcommand)]
@@ -48,9 +47,9 @@ pub struct DoctorArgs {
     /// Prefix of every host path (the host's / as mounted in a pod, e.g. /host).
     #[arg(long, value_name = "PATH", env = ENV_ROOT, default_value = "/")]
     pub root: PathBuf,
-    /// The device-plugin directory (a host path).
-    #[arg(long, value_name = "DIR", env = ENV_DEVICE_PLUGIN_DIR, default_value = DEFAULT_DEVICE_PLUGIN_DIR)]
-    pub dir: PathBuf,
+    /// `--dir`.
+    #[command(flatten)]
+    pub dir: DirArg,
     /// The kubelet's PodResources socket (a host path).
     #[arg(long, value_name = "PATH", env = ENV_PODRESOURCES_SOCKET, default_value = DEFAULT_PODRESOURCES_SOCKET)]
     pub podresources_socket: PathBuf,
@@ -119,7 +118,7 @@ pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         return merge(m, ctx);
     }
     let mut cfg = DoctorConfig::new(&args.root);
-    cfg.dir = args.dir;
+    cfg.dir = args.dir.dir;
     cfg.podresources_socket = args.podresources_socket;
     cfg.registry_dir = args.registry_dir;
     if !args.cdi_dir.is_empty() {

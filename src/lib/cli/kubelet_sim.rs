@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::Ctx;
-use super::args::DirArg;
+use super::args::{CpuPolicyArg, DirArg, PolicyArg, ScopeArg};
 use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result};
 use crate::kubelet_sim::control::{self, Request};
@@ -125,18 +125,18 @@ pub struct ServeArgs {
 pub struct TopologyArgs {
     /// The kubelet's --topology-manager-policy.
     #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
-    pub topology_manager_policy: topology::Policy,
+    pub topology_manager_policy: PolicyArg,
     /// The kubelet's --topology-manager-scope.
     #[arg(long, value_enum, value_name = "SCOPE", default_value = "container")]
-    pub topology_manager_scope: topology::Scope,
+    pub topology_manager_scope: ScopeArg,
     /// The kubelet's --topology-manager-policy-options, e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16.
-    #[arg(long, value_name = "KEY=VALUE,...", value_parser = parse_policy_options)]
+    #[arg(long, value_name = "KEY=VALUE,...", value_parser = clap::value_parser!(topology::PolicyOptions))]
     pub topology_manager_policy_options: Option<topology::PolicyOptions>,
     /// The kubelet's --cpu-manager-policy (static: Guaranteed pods with integer CPU requests get exclusive CPUs).
     #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
-    pub cpu_manager_policy: topology::CpuPolicy,
+    pub cpu_manager_policy: CpuPolicyArg,
     /// The kubelet's --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one.
-    #[arg(long, value_name = "CPUS", value_parser = parse_cpus)]
+    #[arg(long, value_name = "CPUS", value_parser = topology::parse_cpu_list)]
     pub reserved_cpus: Option<std::collections::BTreeSet<u32>>,
     /// NUMA nodes of the simulated machine.
     #[arg(long, value_name = "N", default_value_t = 2)]
@@ -145,30 +145,18 @@ pub struct TopologyArgs {
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub cpus_per_numa: usize,
     /// NUMA distances (rows by ';', values by ','), needed by prefer-closest-numa-nodes, e.g. 10,21;21,10.
-    #[arg(long, value_name = "MATRIX", value_parser = parse_distances)]
+    #[arg(long, value_name = "MATRIX", value_parser = topology::parse_distances)]
     pub numa_distances: Option<Vec<Vec<u64>>>,
-}
-
-fn parse_policy_options(s: &str) -> std::result::Result<topology::PolicyOptions, String> {
-    s.parse()
-}
-
-fn parse_cpus(s: &str) -> std::result::Result<std::collections::BTreeSet<u32>, String> {
-    topology::parse_cpu_list(s)
-}
-
-fn parse_distances(s: &str) -> std::result::Result<Vec<Vec<u64>>, String> {
-    topology::parse_distances(s)
 }
 
 impl TopologyArgs {
     /// The sim's configuration (checked when the sim starts).
     pub fn config(&self) -> topology::TopologyConfig {
         topology::TopologyConfig {
-            policy: self.topology_manager_policy,
-            scope: self.topology_manager_scope,
+            policy: self.topology_manager_policy.into(),
+            scope: self.topology_manager_scope.into(),
             options: self.topology_manager_policy_options.clone().unwrap_or_default(),
-            cpu_policy: self.cpu_manager_policy,
+            cpu_policy: self.cpu_manager_policy.into(),
             reserved_cpus: self.reserved_cpus.clone().unwrap_or_default(),
             machine: topology::Machine {
                 numa_nodes: self.numa_nodes,
