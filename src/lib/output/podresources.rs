@@ -256,37 +256,31 @@ fn claims_table(pods: &[PodView], wide: bool) -> Option<Rows<'_>> {
             for claim in &c.dynamic_resources {
                 let label = diff::claim_label(&p.namespace, &claim.claim_namespace, &claim.claim_name);
                 let name: Cow<'_, str> = Cow::Owned(label.trim_start_matches("claim ").to_string());
-                if claim.claim_resources.is_empty() {
+                // A claim without resources still gets a row, of dashes.
+                let resources: Vec<[Cow<'_, str>; 5]> = if claim.claim_resources.is_empty() {
+                    vec![[DASH, DASH, DASH, DASH, DASH]]
+                } else {
+                    claim
+                        .claim_resources
+                        .iter()
+                        .map(|r| {
+                            [
+                                Cow::Borrowed(r.driver_name.as_str()),
+                                Cow::Borrowed(r.pool_name.as_str()),
+                                Cow::Borrowed(r.device_name.as_str()),
+                                Cow::Owned(super::list(&r.cdi_devices)),
+                                r.share_id.as_deref().map_or(DASH, Cow::Borrowed),
+                            ]
+                        })
+                        .collect()
+                };
+                for [driver, pool, device, cdi, share] in resources {
                     any = true;
-                    let mut row = vec![
-                        Cow::Borrowed(p.namespace.as_str()),
-                        Cow::Borrowed(p.name.as_str()),
-                        Cow::Borrowed(c.name.as_str()),
-                        name.clone(),
-                        DASH,
-                        DASH,
-                        DASH,
-                        DASH,
-                    ];
+                    let who = [p.namespace.as_str(), p.name.as_str(), c.name.as_str()].map(Cow::Borrowed);
+                    let mut row: Vec<Cow<'_, str>> = who.into_iter().collect();
+                    row.extend([name.clone(), driver, pool, device, cdi]);
                     if wide {
-                        row.push(DASH);
-                    }
-                    t.add_row(row);
-                }
-                for r in &claim.claim_resources {
-                    any = true;
-                    let mut row = vec![
-                        Cow::Borrowed(p.namespace.as_str()),
-                        Cow::Borrowed(p.name.as_str()),
-                        Cow::Borrowed(c.name.as_str()),
-                        name.clone(),
-                        Cow::Borrowed(r.driver_name.as_str()),
-                        Cow::Borrowed(r.pool_name.as_str()),
-                        Cow::Borrowed(r.device_name.as_str()),
-                        Cow::Owned(super::list(&r.cdi_devices)),
-                    ];
-                    if wide {
-                        row.push(r.share_id.as_deref().map_or(DASH, Cow::Borrowed));
+                        row.push(share);
                     }
                     t.add_row(row);
                 }
