@@ -14,7 +14,9 @@ use tokio::sync::broadcast;
 use super::{Format, Streams, list, out_err, table, timestamp, write_json, write_json_line, write_table};
 use crate::error::fmt_duration;
 use crate::kubelet_sim::control::{Answer, RemoteError};
-use crate::kubelet_sim::{AdmitOutcome, DeleteOutcome, EventKind, RestartReport, SimEvent, SimHandle, SimStatus};
+use crate::kubelet_sim::{
+    AdmitOutcome, DeleteOutcome, EventKind, ResourceStatus, RestartReport, SimEvent, SimHandle, SimStatus,
+};
 
 /// One event as a JSON line: `time`, `event`, then its fields.
 #[derive(Serialize)]
@@ -53,7 +55,9 @@ fn cleanup_extra(deleted_files: &[String], would_delete: &[String]) -> String {
     s
 }
 
-/// A one-line description of an event (without time and name).
+/// A one-line description of an event (without time and name). Longer than
+/// 80 lines on purpose: one short arm per event kind, the catalogue of event
+/// texts in one place, with no seam worth splitting.
 pub fn event_detail(kind: &EventKind) -> String {
     match kind {
         EventKind::Started {
@@ -258,6 +262,51 @@ pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()
     Ok(())
 }
 
+/// One row of the status's resource table.
+fn resource_row(r: &ResourceStatus, running: bool, wide: bool) -> Vec<String> {
+    let mut opts = Vec::new();
+    if r.get_preferred_allocation_available {
+        opts.push("preferred");
+    }
+    if r.pre_start_required {
+        opts.push("pre-start");
+    }
+    let state = match r.removal_in_ms {
+        Some(left) if r.state != "removed" && running => format!("{} (0 in {})", r.state, ms(left)),
+        _ => r.state.clone(),
+    };
+    let (cap, alloc) = if r.reported {
+        (r.capacity.to_string(), r.allocatable.to_string())
+    } else {
+        ("-".to_string(), "-".to_string())
+    };
+    let plugin = match (&r.endpoint, r.via) {
+        (Some(e), Some(v)) => format!("{e} ({v})"),
+        _ => "-".into(),
+    };
+    let mut row = vec![
+        r.resource.clone(),
+        state,
+        cap,
+        alloc,
+        r.in_use.to_string(),
+        plugin,
+        if opts.is_empty() { "-".into() } else { opts.join(",") },
+    ];
+    if wide {
+        let devs: Vec<String> = r
+            .devices
+            .iter()
+            .map(|d| {
+                let h = if d.is_healthy() { String::new() } else { format!("({})", d.health) };
+                format!("{}{h}@{}", d.id, super::numa(d.numa_nodes.as_deref()))
+            })
+            .collect();
+        row.push(list(&devs));
+    }
+    row
+}
+
 fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
     let mut out = Vec::new();
     if s.resources.is_empty() {
@@ -269,47 +318,7 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
         }
         let mut t = table(headers);
         for r in &s.resources {
-            let mut opts = Vec::new();
-            if r.get_preferred_allocation_available {
-                opts.push("preferred");
-            }
-            if r.pre_start_required {
-                opts.push("pre-start");
-            }
-            let state = match r.removal_in_ms {
-                Some(left) if r.state != "removed" && s.running => format!("{} (0 in {})", r.state, ms(left)),
-                _ => r.state.clone(),
-            };
-            let (cap, alloc) = if r.reported {
-                (r.capacity.to_string(), r.allocatable.to_string())
-            } else {
-                ("-".to_string(), "-".to_string())
-            };
-            let plugin = match (&r.endpoint, r.via) {
-                (Some(e), Some(v)) => format!("{e} ({v})"),
-                _ => "-".into(),
-            };
-            let mut row = vec![
-                r.resource.clone(),
-                state,
-                cap,
-                alloc,
-                r.in_use.to_string(),
-                plugin,
-                if opts.is_empty() { "-".into() } else { opts.join(",") },
-            ];
-            if wide {
-                let devs: Vec<String> = r
-                    .devices
-                    .iter()
-                    .map(|d| {
-                        let h = if d.is_healthy() { String::new() } else { format!("({})", d.health) };
-                        format!("{}{h}@{}", d.id, super::numa(d.numa_nodes.as_deref()))
-                    })
-                    .collect();
-                row.push(list(&devs));
-            }
-            t.add_row(row);
+            t.add_row(resource_row(r, s.running, wide));
         }
         let mut buf = Vec::new();
         let _ = write_table(&mut buf, &t);

@@ -357,19 +357,9 @@ pub fn allocatable(w: &mut dyn Write, format: Format, report: &AllocatableReport
     write_table(w, &t)
 }
 
-/// Renders `free`: allocatable, in use and free per resource and NUMA node,
-/// then devices held that are not allocatable.
-pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Result<()> {
-    if format.is_json() {
-        return write_json(w, report);
-    }
-    let wide = format == Format::Wide;
-    let mut headers = vec!["RESOURCE", "NUMA", "ALLOCATABLE", "IN USE", "FREE", "FREE IDS"];
-    if wide {
-        headers.push("IN USE IDS");
-    }
-    let mut t = table(headers);
-    let mut rows = 0;
+/// `free`'s rows: devices, CPUs (per NUMA node when known), memory.
+fn free_rows(report: &FreeReport, wide: bool) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
     for d in &report.devices {
         let mut row = vec![
             d.resource_name.clone(),
@@ -382,8 +372,7 @@ pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Resul
         if wide {
             row.push(ids_cell(&d.in_use_ids, true));
         }
-        t.add_row(row);
-        rows += 1;
+        rows.push(row);
     }
     let c = &report.cpus;
     for n in &c.per_numa {
@@ -398,8 +387,7 @@ pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Resul
         if wide {
             row.push("-".into());
         }
-        t.add_row(row);
-        rows += 1;
+        rows.push(row);
     }
     if c.per_numa.is_empty() && (c.allocatable > 0 || c.in_use > 0) {
         let mut row = vec![
@@ -413,8 +401,7 @@ pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Resul
         if wide {
             row.push(if c.in_use_ids.is_empty() { "-".into() } else { ranges(&c.in_use_ids) });
         }
-        t.add_row(row);
-        rows += 1;
+        rows.push(row);
     }
     for m in &report.memory {
         let mut row = vec![
@@ -428,8 +415,27 @@ pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Resul
         if wide {
             row.push("-".into());
         }
+        rows.push(row);
+    }
+    rows
+}
+
+/// Renders `free`: allocatable, in use and free per resource and NUMA node,
+/// then devices held that are not allocatable.
+pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, report);
+    }
+    let wide = format == Format::Wide;
+    let mut headers = vec!["RESOURCE", "NUMA", "ALLOCATABLE", "IN USE", "FREE", "FREE IDS"];
+    if wide {
+        headers.push("IN USE IDS");
+    }
+    let all = free_rows(report, wide);
+    let rows = all.len();
+    let mut t = table(headers);
+    for row in all {
         t.add_row(row);
-        rows += 1;
     }
     if rows > 0 {
         write_table(w, &t)?;
