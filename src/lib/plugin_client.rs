@@ -281,3 +281,26 @@ impl Call {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_socket_comes_from_socket_or_endpoint_and_else_the_error_lists_the_directory() {
+        let dir = Path::new("/nonexistent-dpctl-dir");
+        assert_eq!(socket_path(Some(Path::new("/a.sock")), dir, Some("b.sock")).unwrap(), Path::new("/a.sock"));
+        assert_eq!(socket_path(None, dir, Some("b.sock")).unwrap(), dir.join("b.sock"));
+        let e = socket_path(None, dir, None).unwrap_err().to_string();
+        assert!(e.starts_with("plugin socket: name it with --socket PATH or --endpoint NAME"), "{e}");
+        assert!(e.contains("no sockets in /nonexistent-dpctl-dir"), "{e}");
+    }
+
+    #[test]
+    fn calls_are_checked_before_dialling() {
+        let e = Call::allocate(&["GPU-0".into(), " , ".into()]).unwrap_err().to_string();
+        assert!(e.starts_with("--devices (container 1): no device IDs given"), "{e}");
+        assert!(Call::preferred(vec![], vec![], -1).unwrap_err().to_string().starts_with("--size"));
+        assert!(matches!(Call::allocate(&["a, b".into()]).unwrap(), Call::Allocate(g) if g == [vec!["a", "b"]]));
+    }
+}

@@ -142,6 +142,39 @@ mod tests {
         assert!(parse_expect("gpu").unwrap_err().to_string().starts_with("--expect gpu"));
     }
 
+    fn outcome(admitted: bool) -> super::super::AdmitOutcome {
+        super::super::AdmitOutcome {
+            pod: "p".into(),
+            namespace: "default".into(),
+            uid: "u".into(),
+            admitted,
+            reason: None,
+            message: None,
+            containers: Vec::new(),
+            took_ms: 0,
+            topology: None,
+        }
+    }
+
+    #[test]
+    fn answers_map_to_the_documented_exit_codes() {
+        // `kubelet-sim --help`: admit exits 1 when the pod is rejected or a
+        // container cannot start; restart-container when it does not start.
+        assert_eq!(Answer::Admit(outcome(true)).exit_code(), exit::OK);
+        assert_eq!(Answer::Admit(outcome(false)).exit_code(), exit::CHECK_FAILED);
+        let restart = |started| super::super::RestartOutcome {
+            pod: "p".into(),
+            namespace: "default".into(),
+            container: "c".into(),
+            pre_start: Default::default(),
+            started,
+            start_error: None,
+        };
+        assert_eq!(Answer::RestartContainer(restart(true)).exit_code(), exit::OK);
+        assert_eq!(Answer::RestartContainer(restart(false)).exit_code(), exit::CHECK_FAILED);
+        assert_eq!(Answer::SetGrace { grace_period_ms: 1 }.exit_code(), exit::OK);
+    }
+
     #[test]
     fn a_restart_waits_longer_than_its_wait() {
         assert_eq!(Request::Restart { wait_ms: 1000 }.deadline(), Duration::from_secs(31));
