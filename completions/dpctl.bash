@@ -501,13 +501,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__allocate)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -524,10 +528,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -685,13 +685,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__list)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --churn --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --churn --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -708,10 +712,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -771,13 +771,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__options)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -794,10 +798,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -857,13 +857,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__preferred)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -880,10 +884,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -943,13 +943,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__prestart)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -966,10 +970,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1239,13 +1239,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__doctor)
-            opts="-o -v -q -h -V --root --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --kubelet-version --every --dir --output --color --verbose --quiet --help --version merge help"
+            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --help --version merge help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1278,10 +1282,6 @@ _dpctl() {
                     return 0
                     ;;
                 --every)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2003,12 +2003,16 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --dir --output --color --verbose --quiet --help --version admit delete restart restart-container status set-grace help"
+            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --output --color --verbose --quiet --help --version admit delete restart restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --grace-period)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -2070,10 +2074,6 @@ _dpctl() {
                     return 0
                     ;;
                 --numa-distances)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2563,17 +2563,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__add__subcmd__device)
-            opts="-o -v -q -h -V --timeout --dir --health --numa --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --timeout --health --numa --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --timeout)
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --dir)
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2689,17 +2689,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__remove__subcmd__device)
-            opts="-o -v -q -h -V --timeout --dir --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --timeout)
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --dir)
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2723,17 +2723,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__set__subcmd__health)
-            opts="-o -v -q -h -V --timeout --dir --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --timeout)
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --dir)
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2757,17 +2757,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__status)
-            opts="-o -v -q -h -V --timeout --dir --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --timeout)
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --dir)
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2843,13 +2843,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__allocate)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --devices --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --devices --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2866,10 +2870,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2995,13 +2995,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__list)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3018,10 +3022,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3045,13 +3045,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__options)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3068,10 +3072,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3095,13 +3095,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__preferred)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --available --must-include --size --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --available --must-include --size --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3118,10 +3122,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3157,13 +3157,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__prestart)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --devices --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --devices --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3180,10 +3184,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3211,13 +3211,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__check)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --list --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --list --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3234,10 +3238,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3433,13 +3433,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__watch)
-            opts="-o -v -q -h -V --socket --endpoint --timeout --connect-timeout --max-recv-bytes --dir --count --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --count --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3456,10 +3460,6 @@ _dpctl() {
                     return 0
                     ;;
                 --max-recv-bytes)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

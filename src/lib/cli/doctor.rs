@@ -37,7 +37,7 @@ jsonpath='{.status.nodeInfo.kubeletVersion}'`).";
 /// PodResources, plugins_registry, CDI.
 #[derive(Debug, Args)]
 #[command(after_long_help = HELP, args_conflicts_with_subcommands = true)]
-#[command(mut_arg("dir", |a| a.help("The device-plugin directory (a host path)")))]
+#[command(mut_args(super::args::dir_help("The device-plugin directory (a host path)")))]
 pub struct DoctorArgs {
     /// `merge`: fold many nodes' JSON reports into one view (without it: check this node).
     #[command(subcommand)]

@@ -61,7 +61,9 @@ pub struct KubeletSimArgs {
 
 /// Options of a running sim.
 #[derive(Debug, Args)]
-#[command(mut_arg("dir", |a| a.help("The device-plugin directory: kubelet.sock, plugin sockets, the checkpoint")))]
+#[command(mut_args(super::args::dir_help(
+    "The device-plugin directory: kubelet.sock, plugin sockets, the checkpoint"
+)))]
 pub struct ServeArgs {
     /// `--dir`.
     #[command(flatten)]
@@ -169,7 +171,7 @@ impl TopologyArgs {
 
 /// Which running sim.
 #[derive(Debug, Args, Clone)]
-#[command(mut_arg("dir", |a| a.help("The directory the sim serves")))]
+#[command(mut_args(super::args::dir_help("The directory the sim serves")))]
 pub struct SimTarget {
     /// `--dir`.
     #[command(flatten)]

@@ -95,7 +95,7 @@ pub enum MockCommand {
 
 /// Which running mock: its directory and resource.
 #[derive(Debug, Args, Clone)]
-#[command(mut_arg("dir", |a| a.help("The device-plugin directory the mock serves in")))]
+#[command(mut_args(super::args::dir_help("The device-plugin directory the mock serves in")))]
 pub struct ControlTarget {
     /// `--dir`.
     #[command(flatten)]

@@ -104,7 +104,7 @@ pub enum CallCommand {
 
 /// Which plugin socket, and how to talk to it.
 #[derive(Debug, Args, Clone)]
-#[command(mut_arg("dir", |a| a.help("The device-plugin directory (with --endpoint)")))]
+#[command(mut_args(super::args::dir_help("The device-plugin directory (with --endpoint)")))]
 pub struct Target {
     /// The plugin's socket.
     #[arg(long, value_name = "PATH", conflicts_with = "endpoint")]
