@@ -168,10 +168,11 @@ fn preview(items: &[String]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn req(avail: &[&str], must: &[&str], size: i32) -> dp::ContainerPreferredAllocationRequest {
+    /// A GetPreferredAllocation request for one container (also used by the mock's policy tests).
+    pub(crate) fn req(avail: &[&str], must: &[&str], size: i32) -> dp::ContainerPreferredAllocationRequest {
         dp::ContainerPreferredAllocationRequest {
             available_device_i_ds: avail.iter().map(|s| s.to_string()).collect(),
             must_include_device_i_ds: must.iter().map(|s| s.to_string()).collect(),

@@ -153,3 +153,154 @@ impl PluginClient {
         }
     }
 }
+
+/// The socket a command names: `socket` (`--socket`), or `endpoint`
+/// (`--endpoint`) in `dir`; with neither, an error listing the sockets in `dir`.
+pub fn socket_path(socket: Option<&Path>, dir: &Path, endpoint: Option<&str>) -> Result<PathBuf> {
+    if let Some(s) = socket {
+        return Ok(s.to_path_buf());
+    }
+    if let Some(e) = endpoint {
+        return Ok(dir.join(e));
+    }
+    let found = crate::paths::sockets_in(dir);
+    let listing = if found.is_empty() {
+        format!("no sockets in {}", dir.display())
+    } else {
+        format!("sockets in {}: {}", dir.display(), found.join(", "))
+    };
+    Err(Error::invalid("plugin socket", format!("name it with --socket PATH or --endpoint NAME ({listing})")))
+}
+
+/// How long `dpctl plugin watch` lasts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WatchLimits {
+    /// Stop after this many messages.
+    pub count: Option<u64>,
+    /// Stop at this instant (opening the stream included).
+    pub deadline: Option<tokio::time::Instant>,
+}
+
+/// Streams ListAndWatch from the plugin at `socket` until `limits` or `stop`:
+/// each message goes to `on_message` with its sequence number (from 1).
+/// Opening waits as long as the watch may last. A stream the plugin ends is
+/// an error saying what a kubelet would do.
+pub async fn watch(
+    socket: &Path,
+    config: &ClientConfig,
+    limits: WatchLimits,
+    stop: impl Future<Output = ()>,
+    mut on_message: impl FnMut(u64, Snapshot) -> Result<()>,
+) -> Result<()> {
+    tokio::pin!(stop);
+    let until = || async move {
+        match limits.deadline {
+            Some(d) => tokio::time::sleep_until(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    let opened = async {
+        let client = PluginClient::connect(socket, config).await?;
+        let stream = client.list_and_watch().await?;
+        Ok::<_, Error>((client, stream))
+    };
+    let (client, stream) = tokio::select! {
+        r = opened => r?,
+        () = until() => return Ok(()),
+        () = &mut stop => return Ok(()),
+    };
+    let mut stream = Box::pin(stream);
+    let mut seq = 0u64;
+    loop {
+        let item = tokio::select! {
+            item = stream.next() => item,
+            () = until() => return Ok(()),
+            () = &mut stop => return Ok(()),
+        };
+        match item {
+            Some(Ok(snap)) => {
+                seq += 1;
+                on_message(seq, snap)?;
+                if limits.count.is_some_and(|c| seq >= c) {
+                    return Ok(());
+                }
+            }
+            Some(Err(e)) => return Err(e),
+            None => {
+                return Err(Error::StreamEnded {
+                    rpc: "v1beta1.DevicePlugin/ListAndWatch".into(),
+                    path: client.path().to_path_buf(),
+                    message: "the plugin ended the stream; a kubelet would mark all its devices unhealthy \
+                              and not call ListAndWatch again until the plugin registers anew"
+                        .into(),
+                });
+            }
+        }
+    }
+}
+
+/// Splits `a,b, c` into IDs, dropping empty parts.
+pub fn split_ids(s: &str) -> Vec<String> {
+    s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect()
+}
+
+/// One call `dpctl plugin call` makes, checked before anything is dialled.
+#[derive(Debug, Clone)]
+pub enum Call {
+    /// GetDevicePluginOptions.
+    Options,
+    /// The first ListAndWatch message, within the deadline.
+    List(Duration),
+    /// Allocate: one container request per group of device IDs.
+    Allocate(Vec<Vec<String>>),
+    /// GetPreferredAllocation for one container.
+    Preferred(dp::ContainerPreferredAllocationRequest),
+    /// PreStartContainer for these devices.
+    Prestart(Vec<String>),
+}
+
+impl Call {
+    /// Allocate from `--devices` groups (`a,b` each): an empty group is an error naming it.
+    pub fn allocate(groups: &[String]) -> Result<Call> {
+        let groups: Vec<Vec<String>> = groups.iter().map(|g| split_ids(g)).collect();
+        if let Some(i) = groups.iter().position(Vec::is_empty) {
+            return Err(Error::invalid(format!("--devices (container {i})"), "no device IDs given"));
+        }
+        Ok(Call::Allocate(groups))
+    }
+
+    /// GetPreferredAllocation of `size` devices out of `available`; a negative size is an error.
+    pub fn preferred(available: Vec<String>, must_include: Vec<String>, size: i32) -> Result<Call> {
+        if size < 0 {
+            return Err(Error::invalid("--size", "must not be negative"));
+        }
+        Ok(Call::Preferred(dp::ContainerPreferredAllocationRequest {
+            available_device_i_ds: available,
+            must_include_device_i_ds: must_include,
+            allocation_size: size,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_socket_comes_from_socket_or_endpoint_and_else_the_error_lists_the_directory() {
+        let dir = Path::new("/nonexistent-dpctl-dir");
+        assert_eq!(socket_path(Some(Path::new("/a.sock")), dir, Some("b.sock")).unwrap(), Path::new("/a.sock"));
+        assert_eq!(socket_path(None, dir, Some("b.sock")).unwrap(), dir.join("b.sock"));
+        let e = socket_path(None, dir, None).unwrap_err().to_string();
+        assert!(e.starts_with("plugin socket: name it with --socket PATH or --endpoint NAME"), "{e}");
+        assert!(e.contains("no sockets in /nonexistent-dpctl-dir"), "{e}");
+    }
+
+    #[test]
+    fn calls_are_checked_before_dialling() {
+        let e = Call::allocate(&["GPU-0".into(), " , ".into()]).unwrap_err().to_string();
+        assert!(e.starts_with("--devices (container 1): no device IDs given"), "{e}");
+        assert!(Call::preferred(vec![], vec![], -1).unwrap_err().to_string().starts_with("--size"));
+        assert!(matches!(Call::allocate(&["a, b".into()]).unwrap(), Call::Allocate(g) if g == [vec!["a", "b"]]));
+    }
+}

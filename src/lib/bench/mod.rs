@@ -11,6 +11,7 @@
 
 pub mod churn;
 mod load;
+pub mod session;
 pub mod threshold;
 
 use std::collections::BTreeMap;

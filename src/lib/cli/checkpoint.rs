@@ -6,11 +6,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+use super::args::DirArg;
 use super::{Ctx, out_err};
 use crate::checkpoint::report::CheckpointReport;
 use crate::error::{Result, exit};
 use crate::output;
-use crate::paths::{CHECKPOINT_FILE_NAME, DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR, ENV_ROOT};
+use crate::paths::{CHECKPOINT_FILE_NAME, ENV_ROOT};
 
 const HELP: &str = "\
 Examples:
@@ -44,9 +45,9 @@ pub struct FileArgs {
     /// The checkpoint file [default: <DIR>/kubelet_internal_checkpoint].
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
-    /// The device-plugin directory.
-    #[arg(long, value_name = "DIR", env = ENV_DEVICE_PLUGIN_DIR, default_value = DEFAULT_DEVICE_PLUGIN_DIR)]
-    pub dir: PathBuf,
+    /// `--dir`.
+    #[command(flatten)]
+    pub dir: DirArg,
     /// Prefix of the host path --dir (the host's / as mounted in a pod, e.g. /host).
     #[arg(long, value_name = "PATH", env = ENV_ROOT, default_value = "/")]
     pub root: PathBuf,
@@ -54,7 +55,9 @@ pub struct FileArgs {
 
 impl FileArgs {
     fn path(&self) -> PathBuf {
-        self.file.clone().unwrap_or_else(|| crate::paths::under_root(&self.root, &self.dir).join(CHECKPOINT_FILE_NAME))
+        self.file
+            .clone()
+            .unwrap_or_else(|| crate::paths::under_root(&self.root, &self.dir.dir).join(CHECKPOINT_FILE_NAME))
     }
 }
 

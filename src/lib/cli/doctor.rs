@@ -3,20 +3,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use std::io::Write;
-
 use clap::{Args, Subcommand};
 
-use super::{Ctx, out_err};
-use crate::doctor::{DoctorConfig, Severity};
+use super::Ctx;
+use super::args::DirArg;
+use crate::doctor::DoctorConfig;
 use crate::duration::parse as parse_duration;
-use crate::error::{Result, exit};
+use crate::error::Result;
 use crate::kubelet_sim::KubeletVersion;
 use crate::output;
-use crate::paths::{
-    DEFAULT_DEVICE_PLUGIN_DIR, DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_DEVICE_PLUGIN_DIR,
-    ENV_PODRESOURCES_SOCKET, ENV_ROOT,
-};
+use crate::paths::{DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_PODRESOURCES_SOCKET, ENV_ROOT};
 
 const HELP: &str = "\
 Examples:
@@ -41,6 +37,7 @@ jsonpath='{.status.nodeInfo.kubeletVersion}'`).";
 /// PodResources, plugins_registry, CDI.
 #[derive(Debug, Args)]
 #[command(after_long_help = HELP, args_conflicts_with_subcommands = true)]
+#[command(mut_args(super::args::dir_help("The device-plugin directory (a host path)")))]
 pub struct DoctorArgs {
     /// `merge`: fold many nodes' JSON reports into one view (without it: check this node).
     #[command(subcommand)]
@@ -48,9 +45,9 @@ pub struct DoctorArgs {
     /// Prefix of every host path (the host's / as mounted in a pod, e.g. /host).
     #[arg(long, value_name = "PATH", env = ENV_ROOT, default_value = "/")]
     pub root: PathBuf,
-    /// The device-plugin directory (a host path).
-    #[arg(long, value_name = "DIR", env = ENV_DEVICE_PLUGIN_DIR, default_value = DEFAULT_DEVICE_PLUGIN_DIR)]
-    pub dir: PathBuf,
+    /// `--dir`.
+    #[command(flatten)]
+    pub dir: DirArg,
     /// The kubelet's PodResources socket (a host path).
     #[arg(long, value_name = "PATH", env = ENV_PODRESOURCES_SOCKET, default_value = DEFAULT_PODRESOURCES_SOCKET)]
     pub podresources_socket: PathBuf,
@@ -116,10 +113,11 @@ pub const ENV_NODE_NAME: &str = "DPCTL_NODE_NAME";
 /// Runs `dpctl doctor`.
 pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     if let Some(DoctorCommand::Merge(m)) = args.command {
-        return merge(m, ctx);
+        let merged = crate::doctor::merge::merge_files(&m.files, m.all)?;
+        return output::doctor::merged_answer(&mut ctx.streams(), &merged);
     }
     let mut cfg = DoctorConfig::new(&args.root);
-    cfg.dir = args.dir;
+    cfg.dir = args.dir.dir;
     cfg.podresources_socket = args.podresources_socket;
     cfg.registry_dir = args.registry_dir;
     if !args.cdi_dir.is_empty() {
@@ -135,73 +133,5 @@ pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
             crate::error::fmt_duration(cfg.budget)
         ))?;
     }
-    let Some(every) = args.every else {
-        let mut report = crate::doctor::run(&cfg).await;
-        report.node = args.node;
-        output::doctor::report(&mut *ctx.term.out, ctx.format, &report).map_err(out_err)?;
-        return Ok(if report.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK });
-    };
-    let stop = crate::transport::shutdown_signal();
-    tokio::pin!(stop);
-    loop {
-        let mut report = crate::doctor::run(&cfg).await;
-        report.node.clone_from(&args.node);
-        if ctx.format.is_json() {
-            output::write_json_line(&mut *ctx.term.out, &report).map_err(out_err)?;
-        } else {
-            output::doctor::report(&mut *ctx.term.out, ctx.format, &report).map_err(out_err)?;
-            ctx.term.out.flush().map_err(out_err)?;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            _ = &mut stop => return Ok(exit::OK),
-        }
-    }
-}
-
-/// Runs `dpctl doctor merge`.
-fn merge(args: MergeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let stdin = || {
-        let mut text = String::new();
-        std::io::Read::read_to_string(
-            &mut std::io::Read::take(std::io::stdin(), crate::input::MAX_FILE_BYTES),
-            &mut text,
-        )
-        .map_err(|e| crate::error::Error::io("reading stdin", e))?;
-        Ok::<_, crate::error::Error>(text)
-    };
-    if args.files.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        return Err(crate::error::Error::invalid(
-            "dpctl doctor merge",
-            "stdin is a terminal: pipe reports in (`kubectl logs -l ... --tail=1 | dpctl doctor merge`) or name files",
-        ));
-    }
-    let mut inputs: Vec<(String, String)> = Vec::new();
-    if args.files.is_empty() {
-        inputs.push(("stdin".into(), stdin()?));
-    }
-    for f in &args.files {
-        if f.as_os_str() == "-" {
-            inputs.push(("stdin".into(), stdin()?));
-        } else {
-            let place = f.display().to_string();
-            let text = crate::input::read_text(f, &place)?;
-            inputs.push((place, text));
-        }
-    }
-    let sources: Vec<(&str, &str)> = inputs.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
-    let merged = crate::doctor::merge::merge_sources(&sources, args.all)?;
-    if !merged.skipped.is_empty() {
-        let lines: Vec<String> =
-            merged.skipped.iter().take(5).map(|s| format!("{} line {}: {}", s.source, s.line, s.why)).collect();
-        let more = merged.skipped.len().saturating_sub(lines.len());
-        ctx.note(format!(
-            "dpctl doctor merge: skipped {} stretch(es) of input that are not a report ({}{})",
-            merged.skipped.len(),
-            lines.join("; "),
-            if more > 0 { format!("; {more} more") } else { String::new() }
-        ))?;
-    }
-    output::doctor::merged(&mut *ctx.term.out, ctx.format, &merged).map_err(out_err)?;
-    Ok(if merged.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK })
+    output::doctor::run(&cfg, args.node, args.every, &mut ctx.streams()).await
 }

@@ -2,6 +2,7 @@
 //! library. This is the only module that knows about clap; it writes data to
 //! the `Term`'s stdout and progress to its stderr, never anywhere else.
 
+pub mod args;
 pub mod bench;
 pub mod check;
 pub mod checkpoint;
@@ -19,7 +20,7 @@ use std::io::Write;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::Result;
-use crate::output::Format;
+use crate::output::{Format, Streams};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -167,10 +168,12 @@ impl Ctx<'_> {
 
     /// Writes a line of narration to stderr unless `--quiet`.
     pub fn note(&mut self, line: impl std::fmt::Display) -> Result<()> {
-        if !self.quiet {
-            writeln!(self.term.err, "{line}").map_err(out_err)?;
-        }
-        Ok(())
+        self.streams().note(line)
+    }
+
+    /// The output layer's view of the terminal: stdout, stderr, format, quietness.
+    pub fn streams(&mut self) -> Streams<'_> {
+        Streams { out: &mut *self.term.out, err: &mut *self.term.err, format: self.format, quiet: self.quiet }
     }
 }
 
@@ -193,10 +196,7 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
     Ok(code)
 }
 
-/// Maps a failed write to stdout or stderr to an error.
-pub fn out_err(e: std::io::Error) -> crate::Error {
-    crate::Error::io("writing output", e)
-}
+pub use crate::output::out_err;
 
 #[cfg(test)]
 mod tests {

@@ -2,26 +2,22 @@
 //! operator needs it (list, get, allocatable, free, watch), record a node as
 //! a fixture (dump), and serve a fixture as a fake kubelet (serve).
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::{Ctx, out_err};
+use super::Ctx;
 use crate::duration::parse as parse_duration;
-use crate::error::{Error, Result, exit};
-use crate::output::{self, podresources as render};
-use crate::podresources::client::{self, ApiChoice, PodResourcesClient, PodResourcesConfig};
-use crate::podresources::fixture::{Fixture, FixtureFile, FixtureProvider, Reload, reload_loop};
-use crate::podresources::free;
-use crate::podresources::server::{PodResourcesService, RATE_BURST, RATE_QPS, ServedApis, ServerConfig};
-use crate::podresources::view::{
-    AllocatableReport, AllocatableView, Api, CPU_RESOURCE, Filter, GetView, ListView, PodView, SCHEMA_VERSION,
-};
-use crate::podresources::watch::{self, WatchConfig, WatchUpdate};
-use crate::transport::{self, BindOptions, ClientConfig};
+use crate::error::{Result, exit};
+use crate::output::podresources as render;
+use crate::podresources::client::{self, ApiChoice, PodResourcesConfig};
+use crate::podresources::fake::FakeKubelet;
+use crate::podresources::query::{self, FreeOptions};
+use crate::podresources::server::{RATE_BURST, RATE_QPS, ServedApis};
+use crate::podresources::view::Filter;
+use crate::podresources::watch::WatchConfig;
+use crate::transport::ClientConfig;
 
 /// `dpctl podresources ...`
 #[derive(Debug, Subcommand)]
@@ -253,235 +249,51 @@ pub struct ServeArgs {
 
 /// Runs `dpctl podresources ...`.
 pub async fn run(cmd: PodResourcesCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
+    let s = &mut ctx.streams();
     match cmd {
-        PodResourcesCommand::List(a) => list(a, ctx).await,
-        PodResourcesCommand::Get(a) => get(a, ctx).await,
-        PodResourcesCommand::Allocatable(a) => allocatable(a, ctx).await,
-        PodResourcesCommand::Free(a) => free_cmd(a, ctx).await,
-        PodResourcesCommand::Watch(a) => watch(a, ctx).await,
-        PodResourcesCommand::Dump(a) => dump(a, ctx).await,
-        PodResourcesCommand::Serve(a) => serve(a, ctx).await,
-    }
-}
-
-/// Renders into memory, then writes once: large tables reach stdout in a
-/// few writes instead of one per line.
-fn emit(ctx: &mut Ctx<'_>, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<()> {
-    let mut buf = Vec::with_capacity(64 * 1024);
-    f(&mut buf).map_err(out_err)?;
-    ctx.term.out.write_all(&buf).map_err(out_err)
-}
-
-/// Narration after calls: the v1alpha1 fallback and rate-limit retries.
-fn after_calls(client: &PodResourcesClient, ctx: &mut Ctx<'_>) -> Result<()> {
-    if client.fell_back() {
-        ctx.note(format!(
-            "note: {} does not serve PodResources v1 (a kubelet older than 1.20?); using v1alpha1, which \
-             reports devices only: no NUMA topology, CPUs, memory or DRA claims",
-            client.path().display()
-        ))?;
-    }
-    let n = client.rate_limited();
-    if n > 0 {
-        ctx.note(format!(
-            "note: the kubelet rate-limited {n} call(s) (100 calls/s, burst 10, shared by every client on \
-             the node); dpctl backed off and retried"
-        ))?;
-    }
-    Ok(())
-}
-
-fn empty_reason(filter: &Filter) -> String {
-    match (&filter.namespace, &filter.resource) {
-        (None, None) => "no pods on this node: the kubelet reports none".into(),
-        (Some(ns), None) => format!("no pods in namespace {ns} on this node"),
-        (None, Some(r)) => format!("no pods on this node use {r}"),
-        (Some(ns), Some(r)) => format!("no pods in namespace {ns} on this node use {r}"),
-    }
-}
-
-async fn list(a: ListArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let client = PodResourcesClient::connect(&a.conn.socket, &a.conn.config(a.timeout)).await?;
-    let listing = client.list().await?;
-    after_calls(&client, ctx)?;
-    let filter = a.filter.filter();
-    let pods = filter.apply(listing.pods.into_iter().map(PodView::from).collect());
-    if pods.is_empty() && !ctx.format.is_json() {
-        ctx.note(empty_reason(&filter))?;
-    }
-    let view = ListView { schema_version: SCHEMA_VERSION, api_version: listing.api, pod_resources: pods };
-    let format = ctx.format;
-    emit(ctx, |w| render::list(w, format, &view))?;
-    Ok(exit::OK)
-}
-
-async fn get(a: GetArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let client = PodResourcesClient::connect(&a.conn.socket, &a.conn.config(a.timeout)).await?;
-    let pod = client.get(&a.pod, &a.namespace).await?;
-    after_calls(&client, ctx)?;
-    let view = GetView { schema_version: SCHEMA_VERSION, api_version: Api::V1, pod_resources: PodView::from(pod) };
-    let format = ctx.format;
-    emit(ctx, |w| render::get(w, format, &view))?;
-    Ok(exit::OK)
-}
-
-fn explain_allocatable(a: &AllocatableView, ctx: &mut Ctx<'_>) -> Result<()> {
-    if ctx.format.is_json() {
-        return Ok(());
-    }
-    if a.devices.is_empty() && a.cpu_ids.is_empty() && a.memory.is_empty() {
-        ctx.note(
-            "the kubelet reports nothing allocatable: no device plugin has registered healthy devices, the \
-             CPU manager policy is not static, and the memory manager policy is not Static",
-        )?;
-    } else if a.cpu_ids.is_empty() {
-        ctx.note("no CPUs listed: the kubelet fills cpu_ids only with the static CPU manager policy")?;
-    }
-    Ok(())
-}
-
-async fn allocatable(a: OneShotArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let client = PodResourcesClient::connect(&a.conn.socket, &a.conn.config(a.timeout)).await?;
-    let alloc = client.allocatable().await?;
-    after_calls(&client, ctx)?;
-    let report = AllocatableReport { schema_version: SCHEMA_VERSION, allocatable: AllocatableView::from(&alloc) };
-    explain_allocatable(&report.allocatable, ctx)?;
-    let format = ctx.format;
-    emit(ctx, |w| render::allocatable(w, format, &report))?;
-    Ok(exit::OK)
-}
-
-async fn free_cmd(a: FreeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let mut config = a.conn.config(a.timeout);
-    if config.api == ApiChoice::Auto {
-        // free needs GetAllocatableResources, which only v1 has.
-        config.api = ApiChoice::V1;
-    }
-    let client = PodResourcesClient::connect(&a.conn.socket, &config).await?;
-    let alloc = AllocatableView::from(&client.allocatable().await?);
-    let listing = client.list().await?;
-    after_calls(&client, ctx)?;
-    let pods: Vec<PodView> = listing.pods.into_iter().map(PodView::from).collect();
-    let mut report = free::free(&alloc, &pods);
-    if let Some(per) = a.cpus_per_numa {
-        report.cpus.split_by_numa(per as usize);
-    }
-    if let Some(r) = &a.resource {
-        report.devices.retain(|d| &d.resource_name == r);
-        report.memory.retain(|m| &m.memory_type == r);
-        report.held_not_allocatable.retain(|h| &h.resource_name == r);
-        if r != CPU_RESOURCE {
-            report.cpus = free::CpuFree::default();
+        PodResourcesCommand::List(a) => {
+            let filter = a.filter.filter();
+            let (view, calls) = query::list(&a.conn.socket, &a.conn.config(a.timeout), &filter).await?;
+            render::listed(s, &view, &filter, &calls)?;
         }
-    }
-    explain_allocatable(&alloc, ctx)?;
-    let format = ctx.format;
-    emit(ctx, |w| render::free(w, format, &report))?;
-    Ok(exit::OK)
-}
-
-async fn watch(a: WatchArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    watch::check_interval(a.interval)?;
-    let mut config = a.conn.config(Duration::from_secs(10));
-    config.rate_limit_retries = 0; // the watch loop backs off itself
-    let client = PodResourcesClient::connect(&a.conn.socket, &config).await?;
-    let watch_config = WatchConfig {
-        interval: a.interval,
-        count: a.count,
-        deadline: a.timeout.map(crate::duration::deadline),
-        no_initial: a.no_initial,
-    };
-    let report = |update: WatchUpdate<'_>| match update {
-        WatchUpdate::FirstAnswer => after_calls(&client, ctx),
-        WatchUpdate::Recovered => ctx.note("the kubelet answers again"),
-        WatchUpdate::Event { time, poll, event } => {
-            let time = output::timestamp(time);
-            let line = render::WatchLine { time: &time, poll, event };
-            render::watch_event(&mut ctx.term.out, ctx.format, &line).map_err(out_err)
+        PodResourcesCommand::Get(a) => {
+            let (view, calls) = query::get(&a.conn.socket, &a.conn.config(a.timeout), &a.pod, &a.namespace).await?;
+            render::got(s, &view, &calls)?;
         }
-        WatchUpdate::BackingOff { why, wait } => {
-            ctx.note(format!("{why}; backing off {}", crate::error::fmt_duration(wait)))
+        PodResourcesCommand::Allocatable(a) => {
+            let (report, calls) = query::allocatable(&a.conn.socket, &a.conn.config(a.timeout)).await?;
+            render::allocatable_answer(s, &report, &calls)?;
         }
-    };
-    watch::watch(&client, &a.filter.filter(), &watch_config, transport::shutdown_signal(), report).await?;
-    Ok(exit::OK)
-}
-
-async fn dump(a: OneShotArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let client = PodResourcesClient::connect(&a.conn.socket, &a.conn.config(a.timeout)).await?;
-    let listing = client.list().await?;
-    let alloc = if listing.api == Api::V1 {
-        match client.allocatable().await {
-            Ok(alloc) => AllocatableView::from(&alloc),
-            Err(e @ (Error::Unimplemented { .. } | Error::Rpc { code: tonic::Code::Unknown, .. })) => {
-                ctx.note(format!("note: no allocatable resources recorded: {e}"))?;
-                AllocatableView::default()
-            }
-            Err(e) => return Err(e),
+        PodResourcesCommand::Free(a) => {
+            let opts = FreeOptions { resource: a.resource, cpus_per_numa: a.cpus_per_numa };
+            let (report, alloc, calls) = query::free(&a.conn.socket, &a.conn.config(a.timeout), &opts).await?;
+            render::free_answer(s, &report, &alloc, &calls)?;
         }
-    } else {
-        AllocatableView::default()
-    };
-    after_calls(&client, ctx)?;
-    let file = FixtureFile { pod_resources: listing.pods.into_iter().map(PodView::from).collect(), allocatable: alloc };
-    emit(ctx, |w| output::write_json(w, &file))?;
-    Ok(exit::OK)
-}
-
-async fn serve(a: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let qps_ok = a.qps > 0.0 && a.qps.is_finite();
-    if !a.no_rate_limit && !qps_ok {
-        return Err(Error::invalid("--qps", "must be a positive number (or use --no-rate-limit)"));
-    }
-    if !a.no_rate_limit && a.burst == 0 {
-        return Err(Error::invalid("--burst", "must be at least 1 (or use --no-rate-limit)"));
-    }
-    let apis = ServedApis { v1: a.apis.contains(&ApiName::V1), v1alpha1: a.apis.contains(&ApiName::V1alpha1) };
-    let fixture = match &a.data {
-        Some(path) => Fixture::load_as(path, &format!("--data {}", path.display()))?,
-        None => Fixture::default(),
-    };
-    let pods = fixture.pods.len();
-    let provider = FixtureProvider::new(fixture);
-    let handle = provider.handle();
-    let rate_limit = (!a.no_rate_limit).then_some((a.qps, a.burst));
-    let service = PodResourcesService::new(
-        Arc::new(provider),
-        ServerConfig { get_enabled: !a.disable_get, rate_limit, ..ServerConfig::default() },
-    );
-    let listener =
-        transport::bind(&a.socket, &BindOptions { force: a.force, force_flag: "--force", ..BindOptions::default() })
-            .await?;
-    let banner = render::ServingView {
-        event: "serving",
-        socket: a.socket.display().to_string(),
-        apis: [(apis.v1, "v1"), (apis.v1alpha1, "v1alpha1")]
-            .into_iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, n)| n)
-            .collect(),
-        pods,
-        get_enabled: !a.disable_get,
-        rate_limit_qps: rate_limit.map(|r| r.0),
-        rate_limit_burst: rate_limit.map(|r| r.1),
-    };
-    // With -o json the ready line is data for scripts (stdout); otherwise it is narration.
-    if ctx.format.is_json() {
-        render::serving_json(&mut ctx.term.out, &banner).map_err(out_err)?;
-    } else {
-        ctx.note(render::serving_text(&banner))?;
-    }
-    let reload = async {
-        let Some(path) = &a.data else { return std::future::pending::<Result<()>>().await };
-        reload_loop(path, &handle, |r| match r {
-            Reload::Reloaded { pods } => ctx.note(format!("reloaded {}: {pods} pod(s)", path.display())),
-            Reload::Kept(e) => ctx.note(format!("warning: kept the previous data: {e}")),
-        })
-        .await
-    };
-    tokio::select! {
-        r = transport::serve(service.router_for(apis), listener, transport::shutdown_signal()) => r?,
-        r = reload => r?,
+        PodResourcesCommand::Watch(a) => {
+            let watch = WatchConfig {
+                interval: a.interval,
+                count: a.count,
+                deadline: a.timeout.map(crate::duration::deadline),
+                no_initial: a.no_initial,
+            };
+            let config = a.conn.config(Duration::from_secs(10));
+            render::watch(&a.conn.socket, &config, &a.filter.filter(), &watch, s).await?;
+        }
+        PodResourcesCommand::Dump(a) => {
+            let (file, calls) = query::dump(&a.conn.socket, &a.conn.config(a.timeout)).await?;
+            render::dumped(s, &file, &calls)?;
+        }
+        PodResourcesCommand::Serve(a) => {
+            let fake = FakeKubelet {
+                rate_limit: (!a.no_rate_limit).then_some((a.qps, a.burst)),
+                apis: ServedApis { v1: a.apis.contains(&ApiName::V1), v1alpha1: a.apis.contains(&ApiName::V1alpha1) },
+                socket: a.socket,
+                data: a.data,
+                disable_get: a.disable_get,
+                force: a.force,
+            };
+            render::serve(&fake, s).await?;
+        }
     }
     Ok(exit::OK)
 }

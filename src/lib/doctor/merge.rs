@@ -4,6 +4,7 @@
 //! node and every finding that is not ok, each with its node.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -215,6 +216,41 @@ fn summarise(
         }
     }
     Ok(MergedReport { nodes, findings, skipped })
+}
+
+/// Reads the reports in `files` (`-` is stdin; none: stdin, which must not be
+/// a terminal) and merges them (see [`merge_sources`]).
+pub fn merge_files(files: &[PathBuf], all: bool) -> Result<MergedReport> {
+    let stdin = || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut std::io::Read::take(std::io::stdin(), crate::input::MAX_FILE_BYTES),
+            &mut text,
+        )
+        .map_err(|e| crate::error::Error::io("reading stdin", e))?;
+        Ok::<_, crate::error::Error>(text)
+    };
+    if files.is_empty() && std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        return Err(crate::error::Error::invalid(
+            "dpctl doctor merge",
+            "stdin is a terminal: pipe reports in (`kubectl logs -l ... --tail=1 | dpctl doctor merge`) or name files",
+        ));
+    }
+    let mut inputs: Vec<(String, String)> = Vec::new();
+    if files.is_empty() {
+        inputs.push(("stdin".into(), stdin()?));
+    }
+    for f in files {
+        if f.as_os_str() == "-" {
+            inputs.push(("stdin".into(), stdin()?));
+        } else {
+            let place = f.display().to_string();
+            let text = crate::input::read_text(f, &place)?;
+            inputs.push((place, text));
+        }
+    }
+    let sources: Vec<(&str, &str)> = inputs.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    merge_sources(&sources, all)
 }
 
 #[cfg(test)]

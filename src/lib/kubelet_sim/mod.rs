@@ -19,11 +19,13 @@
 pub mod admission;
 pub mod checkpoint;
 pub mod control;
+pub mod differences;
 pub mod events;
 mod podres;
 mod registration;
 mod registry;
 mod state;
+pub mod steer;
 pub mod topology;
 pub mod version;
 

@@ -30,6 +30,7 @@ pub mod config;
 pub mod control;
 pub mod events;
 pub mod faults;
+pub mod options;
 pub mod policy;
 pub mod record;
 pub mod register;

@@ -121,15 +121,8 @@ fn spread<'a>(candidates: &[&'a str], must: &[String], mut need: usize, numa_of:
 mod tests {
     use super::*;
     use crate::contract::check_preferred;
+    use crate::contract::tests::req;
     use rand::{Rng, SeedableRng, rngs::StdRng};
-
-    fn req(avail: &[&str], must: &[&str], size: i32) -> dp::ContainerPreferredAllocationRequest {
-        dp::ContainerPreferredAllocationRequest {
-            available_device_i_ds: avail.iter().map(|s| s.to_string()).collect(),
-            must_include_device_i_ds: must.iter().map(|s| s.to_string()).collect(),
-            allocation_size: size,
-        }
-    }
 
     /// Devices `n0-0`, `n0-1`, ... on node 0; `n1-0` ... on node 1; `x` has none.
     fn numa(id: &str) -> i64 {

@@ -3,11 +3,14 @@
 //! `--fail-if` verdicts; or the whole report as JSON.
 
 use std::io::{self, Write};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use colored::Colorize;
 
 use super::{Format, table, write_json, write_table};
-use crate::bench::{BenchReport, Op};
+use crate::bench::{BenchReport, Op, Progress};
 
 /// Milliseconds with three decimals.
 fn ms(v: f64) -> String {
@@ -107,4 +110,43 @@ pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<
         writeln!(w, "fail-if {}: {} (measured {:.3}{unit}) on {}", th.condition, verdict, th.value, th.socket)?;
     }
     Ok(())
+}
+
+/// A spinner on stderr showing a running bench's counters, redrawn ten times
+/// a second; cleared when dropped.
+#[derive(Debug)]
+pub struct Spinner {
+    task: tokio::task::JoinHandle<()>,
+    bar: indicatif::ProgressBar,
+}
+
+impl Spinner {
+    /// Starts drawing `progress`.
+    pub fn start(progress: Arc<Progress>) -> Spinner {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        let shown = bar.clone();
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(100));
+            loop {
+                tick.tick().await;
+                let phase = if progress.measuring.load(Ordering::Relaxed) == 1 { "measuring" } else { "warming up" };
+                shown.set_message(format!(
+                    "{phase}: sent {}  ok {}  errors {}",
+                    progress.sent.load(Ordering::Relaxed),
+                    progress.ok.load(Ordering::Relaxed),
+                    progress.errors.load(Ordering::Relaxed)
+                ));
+                shown.tick();
+            }
+        });
+        Spinner { task, bar }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.bar.finish_and_clear();
+    }
 }

@@ -9,9 +9,14 @@ use std::time::{Duration, Instant};
 use colored::Colorize;
 use serde::Serialize;
 
-use super::{Format, list, table, timestamp, write_json, write_json_line, write_table};
+use tokio::sync::broadcast;
+
+use super::{Format, Streams, list, out_err, table, timestamp, write_json, write_json_line, write_table};
 use crate::error::fmt_duration;
-use crate::kubelet_sim::{AdmitOutcome, DeleteOutcome, EventKind, RestartReport, SimEvent, SimHandle, SimStatus};
+use crate::kubelet_sim::control::{Answer, RemoteError};
+use crate::kubelet_sim::{
+    AdmitOutcome, DeleteOutcome, EventKind, ResourceStatus, RestartReport, SimEvent, SimHandle, SimStatus,
+};
 
 /// One event as a JSON line: `time`, `event`, then its fields.
 #[derive(Serialize)]
@@ -50,7 +55,9 @@ fn cleanup_extra(deleted_files: &[String], would_delete: &[String]) -> String {
     s
 }
 
-/// A one-line description of an event (without time and name).
+/// A one-line description of an event (without time and name). Longer than
+/// 80 lines on purpose: one short arm per event kind, the catalogue of event
+/// texts in one place, with no seam worth splitting.
 pub fn event_detail(kind: &EventKind) -> String {
     match kind {
         EventKind::Started {
@@ -255,6 +262,51 @@ pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()
     Ok(())
 }
 
+/// One row of the status's resource table.
+fn resource_row(r: &ResourceStatus, running: bool, wide: bool) -> Vec<String> {
+    let mut opts = Vec::new();
+    if r.get_preferred_allocation_available {
+        opts.push("preferred");
+    }
+    if r.pre_start_required {
+        opts.push("pre-start");
+    }
+    let state = match r.removal_in_ms {
+        Some(left) if r.state != "removed" && running => format!("{} (0 in {})", r.state, ms(left)),
+        _ => r.state.clone(),
+    };
+    let (cap, alloc) = if r.reported {
+        (r.capacity.to_string(), r.allocatable.to_string())
+    } else {
+        ("-".to_string(), "-".to_string())
+    };
+    let plugin = match (&r.endpoint, r.via) {
+        (Some(e), Some(v)) => format!("{e} ({v})"),
+        _ => "-".into(),
+    };
+    let mut row = vec![
+        r.resource.clone(),
+        state,
+        cap,
+        alloc,
+        r.in_use.to_string(),
+        plugin,
+        if opts.is_empty() { "-".into() } else { opts.join(",") },
+    ];
+    if wide {
+        let devs: Vec<String> = r
+            .devices
+            .iter()
+            .map(|d| {
+                let h = if d.is_healthy() { String::new() } else { format!("({})", d.health) };
+                format!("{}{h}@{}", d.id, super::numa(d.numa_nodes.as_deref()))
+            })
+            .collect();
+        row.push(list(&devs));
+    }
+    row
+}
+
 fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
     let mut out = Vec::new();
     if s.resources.is_empty() {
@@ -266,47 +318,7 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
         }
         let mut t = table(headers);
         for r in &s.resources {
-            let mut opts = Vec::new();
-            if r.get_preferred_allocation_available {
-                opts.push("preferred");
-            }
-            if r.pre_start_required {
-                opts.push("pre-start");
-            }
-            let state = match r.removal_in_ms {
-                Some(left) if r.state != "removed" && s.running => format!("{} (0 in {})", r.state, ms(left)),
-                _ => r.state.clone(),
-            };
-            let (cap, alloc) = if r.reported {
-                (r.capacity.to_string(), r.allocatable.to_string())
-            } else {
-                ("-".to_string(), "-".to_string())
-            };
-            let plugin = match (&r.endpoint, r.via) {
-                (Some(e), Some(v)) => format!("{e} ({v})"),
-                _ => "-".into(),
-            };
-            let mut row = vec![
-                r.resource.clone(),
-                state,
-                cap,
-                alloc,
-                r.in_use.to_string(),
-                plugin,
-                if opts.is_empty() { "-".into() } else { opts.join(",") },
-            ];
-            if wide {
-                let devs: Vec<String> = r
-                    .devices
-                    .iter()
-                    .map(|d| {
-                        let h = if d.is_healthy() { String::new() } else { format!("({})", d.health) };
-                        format!("{}{h}@{}", d.id, super::numa(d.numa_nodes.as_deref()))
-                    })
-                    .collect();
-                row.push(list(&devs));
-            }
-            t.add_row(row);
+            t.add_row(resource_row(r, s.running, wide));
         }
         let mut buf = Vec::new();
         let _ = write_table(&mut buf, &t);
@@ -710,6 +722,145 @@ pub fn expect_results(
             }
         })
         .collect()
+}
+
+/// Renders a running sim's answer to a steering command (`admit`, `delete`, ...).
+pub fn answer(w: &mut dyn Write, format: Format, a: &Answer) -> io::Result<()> {
+    match a {
+        Answer::Admit(o) => admit(w, format, o),
+        Answer::Delete(d) => delete(w, format, d),
+        Answer::Restart(r) => restart(w, format, r),
+        Answer::RestartContainer(r) => restart_container(w, format, r),
+        Answer::Status(s) => status(w, format, s),
+        Answer::SetGrace { grace_period_ms } if format.is_json() => {
+            write_json(w, &serde_json::json!({ "grace_period_ms": grace_period_ms }))
+        }
+        Answer::SetGrace { grace_period_ms } => {
+            writeln!(w, "grace period set to {}", fmt_duration(Duration::from_millis(*grace_period_ms)))
+        }
+    }
+}
+
+/// Shows a running sim's answer, or the error it sent back (on stderr, as
+/// dpctl's own errors read); returns the exit code either means.
+pub fn steered(s: &mut Streams<'_>, reply: std::result::Result<Answer, RemoteError>) -> crate::Result<u8> {
+    match reply {
+        Ok(a) => {
+            answer(s.out, s.format, &a).map_err(out_err)?;
+            Ok(a.exit_code())
+        }
+        Err(remote) => {
+            writeln!(s.err, "dpctl: error: {}", remote.message).map_err(out_err)?;
+            if let Some(h) = remote.hint {
+                writeln!(s.err, "  hint: {h}").map_err(out_err)?;
+            }
+            Ok(remote.exit_code)
+        }
+    }
+}
+
+/// What `kubelet-sim` (serving) waits for and how it shows events.
+#[derive(Debug)]
+pub struct ServeView {
+    /// `--expect`: RESOURCE and the allocatable COUNT to wait for.
+    pub expects: Vec<(String, usize)>,
+    /// When to stop [default: never; with expectations: 30s, then exit 1].
+    pub timeout: Option<Duration>,
+    /// A live view on stderr instead of event lines (a terminal, no `-o json`).
+    pub live: bool,
+}
+
+/// Runs the serving sim's view until Ctrl-C, `timeout` or, with
+/// expectations, until they all hold: shows every event, then the verdict
+/// (data: on stdout in every mode), and stops the sim. Returns the exit code
+/// (1 when an expectation was not met in time).
+pub async fn serve(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -> crate::Result<u8> {
+    let mut rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
+    let expects = view.expects;
+    let timeout = view.timeout.or_else(|| (!expects.is_empty()).then_some(Duration::from_secs(30)));
+    let deadline = timeout.map(crate::duration::deadline);
+    let mut display = if s.format.is_json() {
+        EventDisplay::Json
+    } else if view.live {
+        EventDisplay::live(terminal_width())
+    } else {
+        EventDisplay::Lines
+    };
+    let stop = crate::transport::shutdown_signal();
+    tokio::pin!(stop);
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut code = crate::error::exit::OK;
+    let result: crate::Result<()> = async {
+        loop {
+            if !expects.is_empty() {
+                let results = expect_results(&expects, &sim.counts());
+                if results.iter().all(|r| r.met) {
+                    drain(&mut rx, &mut display, s, &sim)?;
+                    return finish_expect(s, results, true);
+                }
+            }
+            let until = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Ok(ev) => display.show(s.out, s.err, &sim, ev).map_err(out_err)?,
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        s.note(format!("dpctl: {n} event(s) were dropped (the output is too slow)"))?;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+                _ = tick.tick() => display.tick(s.err, &sim).map_err(out_err)?,
+                () = until => {
+                    drain(&mut rx, &mut display, s, &sim)?;
+                    if !expects.is_empty() {
+                        code = crate::error::exit::CHECK_FAILED;
+                        finish_expect(s, expect_results(&expects, &sim.counts()), false)?;
+                    }
+                    return Ok(());
+                }
+                () = &mut stop => return Ok(()),
+            }
+        }
+    }
+    .await;
+    let stopped = sim.stop().await;
+    drain(&mut rx, &mut display, s, &sim)?;
+    display.finish(s.err, &sim).map_err(out_err)?;
+    result?;
+    stopped?;
+    Ok(code)
+}
+
+/// Shows the events already queued.
+fn drain(
+    rx: &mut broadcast::Receiver<SimEvent>,
+    display: &mut EventDisplay,
+    s: &mut Streams<'_>,
+    sim: &SimHandle,
+) -> crate::Result<()> {
+    loop {
+        match rx.try_recv() {
+            Ok(ev) => display.show(s.out, s.err, sim, ev).map_err(out_err)?,
+            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+            Err(_) => return Ok(()),
+        }
+    }
+}
+
+/// Writes the `--expect` verdict: data, so on stdout in every mode.
+fn finish_expect(s: &mut Streams<'_>, results: Vec<ExpectResult>, met: bool) -> crate::Result<()> {
+    let view = ExpectView { time: timestamp(std::time::SystemTime::now()), event: "expectations", met, results };
+    let format = if s.format.is_json() { Format::Json } else { Format::Table };
+    expectations(s.out, format, &view).map_err(out_err)
+}
+
+/// The terminal width from `COLUMNS`, or 120.
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|w: &usize| *w >= 40).unwrap_or(120)
 }
 
 #[cfg(test)]

@@ -42,6 +42,41 @@ impl Format {
     }
 }
 
+/// Where a command's bytes go: data to `out`, narration and progress to
+/// `err` (nothing when `quiet`), in `format`. The command layer makes one
+/// from its terminal; loops that show a stream of events write through it.
+pub struct Streams<'a> {
+    /// Standard output: data only.
+    pub out: &'a mut dyn Write,
+    /// Standard error: narration, warnings, live views.
+    pub err: &'a mut dyn Write,
+    /// The output format.
+    pub format: Format,
+    /// `--quiet`: no narration.
+    pub quiet: bool,
+}
+
+impl std::fmt::Debug for Streams<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streams").field("format", &self.format).field("quiet", &self.quiet).finish_non_exhaustive()
+    }
+}
+
+impl Streams<'_> {
+    /// Writes a line of narration to `err` unless quiet.
+    pub fn note(&mut self, line: impl std::fmt::Display) -> crate::Result<()> {
+        if !self.quiet {
+            writeln!(self.err, "{line}").map_err(out_err)?;
+        }
+        Ok(())
+    }
+}
+
+/// Maps a failed write to stdout or stderr to an error.
+pub fn out_err(e: io::Error) -> crate::Error {
+    crate::Error::io("writing output", e)
+}
+
 /// A table in dpctl's style: kubectl-like columns, upper-case headers, no borders.
 pub fn table<I, S>(headers: I) -> Table
 where

@@ -6,14 +6,25 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
+use std::path::Path;
 
 use colored::Colorize;
 use serde::Serialize;
 
-use super::{Format, bytes_binary, numa, ranges, table, write_json, write_json_line, write_table};
+use super::{
+    Format, Streams, bytes_binary, numa, out_err, ranges, table, timestamp, write_json, write_json_line, write_table,
+};
+use crate::error::fmt_duration;
+use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::podresources::diff::{self, AssignmentChange, ChangeKind, Held, PodEvent};
+use crate::podresources::fake::{FakeKubelet, Served};
+use crate::podresources::fixture::{FixtureFile, Reload};
 use crate::podresources::free::FreeReport;
-use crate::podresources::view::{AllocatableReport, GetView, ListView, PodView, merge_devices};
+use crate::podresources::query::Calls;
+use crate::podresources::view::{
+    AllocatableReport, AllocatableView, Filter, GetView, ListView, PodView, merge_devices,
+};
+use crate::podresources::watch::{WatchConfig, WatchUpdate};
 
 /// How many device IDs a `table` cell shows before `+N more` (`wide` shows all).
 pub const MAX_IDS_IN_TABLE: usize = 8;
@@ -245,37 +256,31 @@ fn claims_table(pods: &[PodView], wide: bool) -> Option<Rows<'_>> {
             for claim in &c.dynamic_resources {
                 let label = diff::claim_label(&p.namespace, &claim.claim_namespace, &claim.claim_name);
                 let name: Cow<'_, str> = Cow::Owned(label.trim_start_matches("claim ").to_string());
-                if claim.claim_resources.is_empty() {
+                // A claim without resources still gets a row, of dashes.
+                let resources: Vec<[Cow<'_, str>; 5]> = if claim.claim_resources.is_empty() {
+                    vec![[DASH, DASH, DASH, DASH, DASH]]
+                } else {
+                    claim
+                        .claim_resources
+                        .iter()
+                        .map(|r| {
+                            [
+                                Cow::Borrowed(r.driver_name.as_str()),
+                                Cow::Borrowed(r.pool_name.as_str()),
+                                Cow::Borrowed(r.device_name.as_str()),
+                                Cow::Owned(super::list(&r.cdi_devices)),
+                                r.share_id.as_deref().map_or(DASH, Cow::Borrowed),
+                            ]
+                        })
+                        .collect()
+                };
+                for [driver, pool, device, cdi, share] in resources {
                     any = true;
-                    let mut row = vec![
-                        Cow::Borrowed(p.namespace.as_str()),
-                        Cow::Borrowed(p.name.as_str()),
-                        Cow::Borrowed(c.name.as_str()),
-                        name.clone(),
-                        DASH,
-                        DASH,
-                        DASH,
-                        DASH,
-                    ];
+                    let who = [p.namespace.as_str(), p.name.as_str(), c.name.as_str()].map(Cow::Borrowed);
+                    let mut row: Vec<Cow<'_, str>> = who.into_iter().collect();
+                    row.extend([name.clone(), driver, pool, device, cdi]);
                     if wide {
-                        row.push(DASH);
-                    }
-                    t.add_row(row);
-                }
-                for r in &claim.claim_resources {
-                    any = true;
-                    let mut row = vec![
-                        Cow::Borrowed(p.namespace.as_str()),
-                        Cow::Borrowed(p.name.as_str()),
-                        Cow::Borrowed(c.name.as_str()),
-                        name.clone(),
-                        Cow::Borrowed(r.driver_name.as_str()),
-                        Cow::Borrowed(r.pool_name.as_str()),
-                        Cow::Borrowed(r.device_name.as_str()),
-                        Cow::Owned(super::list(&r.cdi_devices)),
-                    ];
-                    if wide {
-                        row.push(r.share_id.as_deref().map_or(DASH, Cow::Borrowed));
+                        row.push(share);
                     }
                     t.add_row(row);
                 }
@@ -352,19 +357,9 @@ pub fn allocatable(w: &mut dyn Write, format: Format, report: &AllocatableReport
     write_table(w, &t)
 }
 
-/// Renders `free`: allocatable, in use and free per resource and NUMA node,
-/// then devices held that are not allocatable.
-pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Result<()> {
-    if format.is_json() {
-        return write_json(w, report);
-    }
-    let wide = format == Format::Wide;
-    let mut headers = vec!["RESOURCE", "NUMA", "ALLOCATABLE", "IN USE", "FREE", "FREE IDS"];
-    if wide {
-        headers.push("IN USE IDS");
-    }
-    let mut t = table(headers);
-    let mut rows = 0;
+/// `free`'s rows: devices, CPUs (per NUMA node when known), memory.
+fn free_rows(report: &FreeReport, wide: bool) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
     for d in &report.devices {
         let mut row = vec![
             d.resource_name.clone(),
@@ -377,8 +372,7 @@ pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Resul
         if wide {
             row.push(ids_cell(&d.in_use_ids, true));
         }
-        t.add_row(row);
-        rows += 1;
+        rows.push(row);
     }
     let c = &report.cpus;
     for n in &c.per_numa {
@@ -393,8 +387,7 @@ pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Resul
         if wide {
             row.push("-".into());
         }
-        t.add_row(row);
-        rows += 1;
+        rows.push(row);
     }
     if c.per_numa.is_empty() && (c.allocatable > 0 || c.in_use > 0) {
         let mut row = vec![
@@ -408,8 +401,7 @@ pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Resul
         if wide {
             row.push(if c.in_use_ids.is_empty() { "-".into() } else { ranges(&c.in_use_ids) });
         }
-        t.add_row(row);
-        rows += 1;
+        rows.push(row);
     }
     for m in &report.memory {
         let mut row = vec![
@@ -423,8 +415,27 @@ pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Resul
         if wide {
             row.push("-".into());
         }
+        rows.push(row);
+    }
+    rows
+}
+
+/// Renders `free`: allocatable, in use and free per resource and NUMA node,
+/// then devices held that are not allocatable.
+pub fn free(w: &mut dyn Write, format: Format, report: &FreeReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, report);
+    }
+    let wide = format == Format::Wide;
+    let mut headers = vec!["RESOURCE", "NUMA", "ALLOCATABLE", "IN USE", "FREE", "FREE IDS"];
+    if wide {
+        headers.push("IN USE IDS");
+    }
+    let all = free_rows(report, wide);
+    let rows = all.len();
+    let mut t = table(headers);
+    for row in all {
         t.add_row(row);
-        rows += 1;
     }
     if rows > 0 {
         write_table(w, &t)?;
@@ -540,6 +551,149 @@ pub fn serving_text(v: &ServingView) -> String {
 /// Renders the `serve` ready line for scripts: one JSON line (stdout).
 pub fn serving_json(w: &mut dyn Write, v: &ServingView) -> io::Result<()> {
     write_json_line(w, v)
+}
+
+/// Renders into memory, then writes once: large tables reach stdout in a
+/// few writes instead of one per line.
+fn emit(s: &mut Streams<'_>, f: impl FnOnce(&mut dyn Write, Format) -> io::Result<()>) -> crate::Result<()> {
+    let mut buf = Vec::with_capacity(64 * 1024);
+    f(&mut buf, s.format).map_err(out_err)?;
+    s.out.write_all(&buf).map_err(out_err)
+}
+
+/// Narration after calls: what was not recorded, the v1alpha1 fallback and rate-limit retries.
+pub fn calls(s: &mut Streams<'_>, calls: &Calls) -> crate::Result<()> {
+    if let Some(skipped) = &calls.skipped {
+        s.note(format!("note: {skipped}"))?;
+    }
+    if let Some(path) = &calls.fell_back {
+        s.note(format!(
+            "note: {} does not serve PodResources v1 (a kubelet older than 1.20?); using v1alpha1, which \
+             reports devices only: no NUMA topology, CPUs, memory or DRA claims",
+            path.display()
+        ))?;
+    }
+    let n = calls.rate_limited;
+    if n > 0 {
+        s.note(format!(
+            "note: the kubelet rate-limited {n} call(s) (100 calls/s, burst 10, shared by every client on \
+             the node); dpctl backed off and retried"
+        ))?;
+    }
+    Ok(())
+}
+
+fn empty_reason(filter: &Filter) -> String {
+    match (&filter.namespace, &filter.resource) {
+        (None, None) => "no pods on this node: the kubelet reports none".into(),
+        (Some(ns), None) => format!("no pods in namespace {ns} on this node"),
+        (None, Some(r)) => format!("no pods on this node use {r}"),
+        (Some(ns), Some(r)) => format!("no pods in namespace {ns} on this node use {r}"),
+    }
+}
+
+/// Shows `list`'s answer: the notes, why nothing is listed (people only), the pods.
+pub fn listed(s: &mut Streams<'_>, view: &ListView, filter: &Filter, c: &Calls) -> crate::Result<()> {
+    calls(s, c)?;
+    if view.pod_resources.is_empty() && !s.format.is_json() {
+        s.note(empty_reason(filter))?;
+    }
+    emit(s, |w, f| list(w, f, view))
+}
+
+/// Shows `get`'s answer.
+pub fn got(s: &mut Streams<'_>, view: &GetView, c: &Calls) -> crate::Result<()> {
+    calls(s, c)?;
+    emit(s, |w, f| get(w, f, view))
+}
+
+/// Says why nothing (or no CPU) is allocatable, for people.
+fn explain_allocatable(s: &mut Streams<'_>, a: &AllocatableView) -> crate::Result<()> {
+    if s.format.is_json() {
+        return Ok(());
+    }
+    if a.devices.is_empty() && a.cpu_ids.is_empty() && a.memory.is_empty() {
+        s.note(
+            "the kubelet reports nothing allocatable: no device plugin has registered healthy devices, the \
+             CPU manager policy is not static, and the memory manager policy is not Static",
+        )?;
+    } else if a.cpu_ids.is_empty() {
+        s.note("no CPUs listed: the kubelet fills cpu_ids only with the static CPU manager policy")?;
+    }
+    Ok(())
+}
+
+/// Shows `allocatable`'s answer.
+pub fn allocatable_answer(s: &mut Streams<'_>, report: &AllocatableReport, c: &Calls) -> crate::Result<()> {
+    calls(s, c)?;
+    explain_allocatable(s, &report.allocatable)?;
+    emit(s, |w, f| allocatable(w, f, report))
+}
+
+/// Shows `free`'s answer.
+pub fn free_answer(s: &mut Streams<'_>, report: &FreeReport, alloc: &AllocatableView, c: &Calls) -> crate::Result<()> {
+    calls(s, c)?;
+    explain_allocatable(s, alloc)?;
+    emit(s, |w, f| free(w, f, report))
+}
+
+/// Shows `dump`'s fixture file (always JSON).
+pub fn dumped(s: &mut Streams<'_>, file: &FixtureFile, c: &Calls) -> crate::Result<()> {
+    calls(s, c)?;
+    emit(s, |w, _| write_json(w, file))
+}
+
+/// Runs `watch` (see [`crate::podresources::watch::watch`]) until its
+/// limits or Ctrl-C, rendering each event and narrating back-offs.
+pub async fn watch(
+    socket: &Path,
+    config: &PodResourcesConfig,
+    filter: &Filter,
+    watch_config: &WatchConfig,
+    s: &mut Streams<'_>,
+) -> crate::Result<()> {
+    crate::podresources::watch::check_interval(watch_config.interval)?;
+    let mut config = config.clone();
+    config.rate_limit_retries = 0; // the watch loop backs off itself
+    let client = PodResourcesClient::connect(socket, &config).await?;
+    let report = |update: WatchUpdate<'_>| match update {
+        WatchUpdate::FirstAnswer => calls(s, &Calls::of(&client)),
+        WatchUpdate::Recovered => s.note("the kubelet answers again"),
+        WatchUpdate::Event { time, poll, event } => {
+            let time = timestamp(time);
+            watch_event(s.out, s.format, &WatchLine { time: &time, poll, event }).map_err(out_err)
+        }
+        WatchUpdate::BackingOff { why, wait } => s.note(format!("{why}; backing off {}", fmt_duration(wait))),
+    };
+    crate::podresources::watch::watch(&client, filter, watch_config, crate::transport::shutdown_signal(), report).await
+}
+
+/// Runs `serve` (see [`crate::podresources::fake::serve`]): the ready line
+/// (data with `-o json`, narration otherwise), then reloads as narration.
+pub async fn serve(fake: &FakeKubelet, s: &mut Streams<'_>) -> crate::Result<()> {
+    let data = fake.data.clone().unwrap_or_default();
+    crate::podresources::fake::serve(fake, |served| match served {
+        Served::Ready { pods } => {
+            let apis = [(fake.apis.v1, "v1"), (fake.apis.v1alpha1, "v1alpha1")];
+            let banner = ServingView {
+                event: "serving",
+                socket: fake.socket.display().to_string(),
+                apis: apis.into_iter().filter(|(on, _)| *on).map(|(_, n)| n).collect(),
+                pods,
+                get_enabled: !fake.disable_get,
+                rate_limit_qps: fake.rate_limit.map(|r| r.0),
+                rate_limit_burst: fake.rate_limit.map(|r| r.1),
+            };
+            if s.format.is_json() {
+                serving_json(s.out, &banner).map_err(out_err)
+            } else {
+                s.note(serving_text(&banner))
+            }
+        }
+        Served::Reload(Reload::Reloaded { pods }) => s.note(format!("reloaded {}: {pods} pod(s)", data.display())),
+        Served::Reload(Reload::Kept(e)) => s.note(format!("warning: kept the previous data: {e}")),
+    })
+    .await
 }
 
 #[cfg(test)]

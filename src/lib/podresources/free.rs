@@ -143,6 +143,14 @@ fn key(n: Option<&Vec<i64>>) -> NumaKey {
 
 /// Computes what is free from the allocatable resources and the pods.
 pub fn free(alloc: &AllocatableView, pods: &[PodView]) -> FreeReport {
+    let (devices, held_not_allocatable) = free_devices(alloc, pods);
+    let cpus = free_cpus(alloc, pods);
+    let memory = free_memory(alloc, pods);
+    FreeReport { schema_version: SCHEMA_VERSION, devices, cpus, memory, held_not_allocatable }
+}
+
+/// Free devices per resource and NUMA node set, and the devices pods hold that are not allocatable.
+fn free_devices(alloc: &AllocatableView, pods: &[PodView]) -> (Vec<DeviceFree>, Vec<HeldNotAllocatable>) {
     // Devices.
     // Each device once, with all its NUMA nodes (upstream lists a device on
     // two nodes twice), so it is counted once, under its node set.
@@ -188,7 +196,11 @@ pub fn free(alloc: &AllocatableView, pods: &[PodView]) -> FreeReport {
             }
         })
         .collect();
+    (devices, held_not_allocatable)
+}
 
+/// Free CPUs.
+fn free_cpus(alloc: &AllocatableView, pods: &[PodView]) -> CpuFree {
     // CPUs: pod-level CPUs overlap the containers', so take the union.
     let allocatable_cpus: BTreeSet<i64> = alloc.cpu_ids.iter().copied().collect();
     let used_cpus: HashSet<i64> = pods
@@ -197,15 +209,18 @@ pub fn free(alloc: &AllocatableView, pods: &[PodView]) -> FreeReport {
         .copied()
         .collect();
     let (in_use_ids, free_ids): (Vec<i64>, Vec<i64>) = allocatable_cpus.iter().partition(|c| used_cpus.contains(c));
-    let cpus = CpuFree {
+    CpuFree {
         allocatable: allocatable_cpus.len(),
         in_use: in_use_ids.len(),
         free: free_ids.len(),
         free_ids,
         in_use_ids,
         per_numa: Vec::new(),
-    };
+    }
+}
 
+/// Free memory per type and NUMA node set.
+fn free_memory(alloc: &AllocatableView, pods: &[PodView]) -> Vec<MemoryFree> {
     // Memory: per pod, the larger of the containers' sum and the pod-level value.
     let mut mem_alloc: BTreeMap<(String, NumaKey), u64> = BTreeMap::new();
     for m in &alloc.memory {
@@ -230,8 +245,7 @@ pub fn free(alloc: &AllocatableView, pods: &[PodView]) -> FreeReport {
         }
     }
     let keys: BTreeSet<&(String, NumaKey)> = mem_alloc.keys().chain(mem_used.keys()).collect();
-    let memory = keys
-        .into_iter()
+    keys.into_iter()
         .map(|k| {
             let allocatable = mem_alloc.get(k).copied().unwrap_or(0);
             let in_use = mem_used.get(k).copied().unwrap_or(0);
@@ -243,9 +257,7 @@ pub fn free(alloc: &AllocatableView, pods: &[PodView]) -> FreeReport {
                 free: allocatable.saturating_sub(in_use),
             }
         })
-        .collect();
-
-    FreeReport { schema_version: SCHEMA_VERSION, devices, cpus, memory, held_not_allocatable }
+        .collect()
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@
 
 pub mod client;
 pub mod diff;
+pub mod fake;
 pub mod fixture;
 pub mod free;
+pub mod query;
 pub mod ratelimit;
 pub mod server;
 pub mod view;

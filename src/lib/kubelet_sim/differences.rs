@@ -1,0 +1,94 @@
+//! What `dpctl kubelet-sim --help` says about the kubelet versions the sim
+//! plays and where it deliberately differs from a real kubelet. It lives
+//! beside the sim's code: change it when that behaviour changes.
+
+/// The versions list and the deliberate differences, as `--help` shows them
+/// (after the examples). Each line states a behaviour of this module's code.
+pub const VERSIONS_AND_DIFFERENCES: &str = "\
+Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
+  1.26, 1.27, ... 1.36, master. What changes between them
+  (spec: kubelet-versions.md):
+  - same resource registered again: 1.26-1.36 replace the plugin by name; the
+    old connection stays open and its stream still feeds the resource, and
+    when it ends the kubelet disconnects the NEW plugin (issue #121994).
+    master keeps one client per (name, socket) and rejects a second Register
+    on a live (name, socket); that rejection text is dpctl's (unverified).
+  - restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint;
+    1.33+ (1.33 inferred) sockets only, following symlinks. Files that are not
+    sockets are deleted only in a directory the sim created (smoke, demo) or
+    with --emulate-cleanup; otherwise the report lists what that kubelet
+    would have deleted. kubelet_internal_checkpoint is never deleted.
+  - empty Allocate response: ...allocation response &AllocateResponse{...}
+    up to 1.33, nothing after the trailing space from 1.34.
+  - PodResources: 1.26 has no rate limit and no Get (Unimplemented); Get is
+    off by default 1.27-1.33 (\"PodResources API Get method disabled\");
+    v1 List/Get show sidecars (first) from 1.30, regular containers only
+    before; v1alpha1 regular containers only in every version.
+  - v1 (pre-1.20) checkpoints are restored up to 1.30; 1.31+ read them as
+    the JSON error a corrupt file is: nothing restored, the file kept (the
+    kubelet's next write replaces it; the sim's only with --adopt-checkpoint).
+  - deleting a plugins_registry socket deregisters by name up to 1.36 (a
+    same-named kubelet.sock plugin is disconnected too), by endpoint on master.
+  - --topology-manager-policy-options: max-allowable-numa-nodes exists from
+    1.31 (before: unknown option); prefer-closest-numa-nodes is alpha (off by
+    default) in 1.26-1.27, so those kubelets refuse it at startup, as the sim does.
+  Every version: the endpoint is joined like Go's filepath.Join (an absolute
+  endpoint is appended to the directory); a pod arriving before the first
+  ListAndWatch message is admitted with the request stripped (node status
+  does not list the resource) or rejected OutOf<resource> (it lists it at 0);
+  PreStartContainer runs at every container start (restart-container).
+
+Where the sim deliberately differs from a real kubelet:
+  - Topology Manager (--topology-manager-policy, default none) and static CPU
+    manager follow the kubelet (v1.26+ logic). Within an aligned, unaligned or
+    no-topology set the sim takes devices in the plugin's order (the kubelet:
+    random map order). CPUs are picked with a simplified takeByTopology (one
+    socket, no SMT). The memory manager is not simulated: it gives no hints and
+    PodResources has no memory. The machine is simulated (--numa-nodes,
+    --cpus-per-numa, --numa-distances), not read from the host; at most 16 NUMA
+    nodes, and a merge of more than 10,000,000 hint permutations is refused
+    (the kubelet would take minutes).
+  - admit --dry-run judges a pod without Allocate, GetPreferredAllocation or
+    PreStartContainer: where the kubelet would ask GetPreferredAllocation the
+    report shows the request, and the sim picks in the plugin's order.
+  - GetDevicePluginOptions, GetPreferredAllocation and Allocate have a deadline
+    (--rpc-timeout); the kubelet sets none, so a hung plugin hangs admission.
+  - At start the sim leaves sockets something still answers on in place (the
+    kubelet deletes them too); --force deletes them. `restart` deletes them
+    all, as a restarting kubelet does.
+  - Behaviour the versions table marks as version-specific but the sim does not
+    play: 1.31.0's sockets-only cleanup (later 1.31.x are played), the sidecar
+    reuse rule (<=1.28), skipping running containers after a restart (1.27+),
+    Register's deadline bounding the dial-back (1.35+, inferred), List of
+    active pods only (1.34+; the sim keeps no terminated pods), the
+    SidecarContainers gate (off by default in 1.28), the healthz check, ResourceHealthStatus
+    (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when
+    a plugin disconnects after its endpoint was dropped, the post-1.32
+    deregistration after a failed NotifyRegistrationStatus, pod-level
+    cpu_ids/memory in PodResources (master), dynamic_resources (the sim has
+    no DRA: always empty), GetAllocatableResources' 1.26-1.27 feature gate
+    (always on here). No observable difference, so not played: the checksum
+    printer (same bytes), gogo vs protoc-gen-go types (same wire), the
+    plugins_registry UUID vs timestamp (deregister, register either way).
+  - plugins_registry: a deleted socket deregisters at once (the kubelet's
+    reconciler runs every 1 s); dot-named sockets inside dot-named directories
+    found by the first walk are ignored too. A registration that fails
+    (GetInfo, validation, the dial-back) is retried, as the kubelet does,
+    0.5 s later, doubling up to about 2 min, while the socket exists.
+  - The checkpoint is written within 100 ms after an admission (the kubelet
+    writes it at allocation, before the containers start): a sim killed at
+    once after `admit` answered may not have the pod in its checkpoint.
+  - A checkpoint the sim did not write (a real kubelet's) is read, verified and
+    restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
+  - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are
+    shown by UID in status and count as in use until `delete UID`; they are not
+    in PodResources (the sim's pod manager does not know them). A kubelet lists
+    such pods when its API server still runs them, and frees the devices of pods
+    it no longer has at the next admission.
+  - A container whose resource has no cached devices at start gets no late
+    Allocate.
+  - Capacity drops to 0 the moment the grace period after a stream end passes;
+    the kubelet drops it at the first node-status update (every 10 s by
+    default) after the 5 minutes.
+  - Rejected pods are not kept, so PodResources never lists them.
+  - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.";
