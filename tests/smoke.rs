@@ -10,6 +10,8 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
+use dpctl::check::Case;
+
 use crate::support::{Run, Sandbox, dpctl, dpctl_bin, dpctl_command, within};
 
 const GPU: &str = "example.com/gpu";

@@ -9,10 +9,11 @@ use clap::Args;
 
 use super::plugin::Target;
 use super::{Ctx, out_err};
-use crate::check::{self, CheckId, CheckOptions, CheckTarget, Outcome, Progress, Registration};
+use crate::check::{self, Case, CheckId, CheckOptions, CheckTarget, Outcome, Progress, Registration};
 use crate::duration::parse as parse_duration;
-use crate::error::{Error, Result, exit};
+use crate::error::{Result, exit};
 use crate::output::check as render;
+use crate::output::junit::JunitFile;
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 /// `dpctl plugin check` arguments (the help text is on `PluginCommand::Check`).
@@ -59,7 +60,7 @@ pub struct CheckArgs {
 }
 
 fn after_help() -> String {
-    let names: Vec<&str> = CheckId::ALL.iter().map(|c| c.name()).collect();
+    let names = CheckId::names();
     let mut s = format!("Checks, in run order (--list says why each matters): {}.\n", names.join(", "));
     s.push_str(
         "\nOutcomes: pass; fail (the plugin broke the rule: evidence and rule shown); skip (does not apply, \
@@ -109,14 +110,7 @@ pub async fn run(args: CheckArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let checks = check::select(&args.only, &args.skip)?;
     let socket = args.target.socket_path()?;
     // Opened first, so that a bad path is reported before the suite runs.
-    let junit = match &args.junit {
-        Some(path) => Some((
-            path,
-            std::fs::File::create(path)
-                .map_err(|e| Error::invalid("--junit", format!("cannot write {}: {e}", path.display())))?,
-        )),
-        None => None,
-    };
+    let junit = JunitFile::create(args.junit.as_deref())?;
     let target = CheckTarget {
         socket,
         connect_timeout: args.target.connect_timeout,
@@ -151,7 +145,7 @@ pub async fn run(args: CheckArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
                 Progress::Finished(r) => {
                     bar.inc(1);
                     if r.outcome == Outcome::Fail {
-                        bar.println(format!("{} {}", render::outcome(r.outcome), r.name));
+                        bar.println(format!("{} {}", crate::output::cases::outcome(r.outcome), r.name));
                     }
                 }
             }
@@ -169,13 +163,8 @@ pub async fn run(args: CheckArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
             writeln!(ctx.term.err, "  hint: {h}").map_err(out_err)?;
         }
     }
-    if let Some((path, file)) = junit {
-        // The file the user named cannot take the report (a full disk, /dev/full):
-        // bad input (exit 2), not a socket problem; the results are on stdout already.
-        let mut w = std::io::BufWriter::new(file);
-        render::junit(&mut w, &report)
-            .and_then(|()| w.flush())
-            .map_err(|e| Error::invalid("--junit", format!("cannot write {}: {e}", path.display())))?;
+    if let Some(file) = junit {
+        file.write(|w| render::junit(w, &report))?;
     }
     Ok(report.exit_code())
 }

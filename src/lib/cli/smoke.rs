@@ -9,11 +9,12 @@ use std::time::Duration;
 use clap::Args;
 
 use super::{Ctx, out_err};
-use crate::check::{CheckId, Outcome};
+use crate::check::{Case, CheckId, Outcome};
 use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result};
 use crate::kubelet_sim::KubeletVersion;
 use crate::kubelet_sim::Via;
+use crate::output::junit::JunitFile;
 use crate::output::smoke as render;
 use crate::smoke::matrix::MatrixProgress;
 use crate::smoke::{self, SmokeConfig, SmokeProgress, StepId};
@@ -114,8 +115,8 @@ fn parse_bind(s: &str) -> std::result::Result<smoke::isolate::Bind, String> {
 }
 
 fn after_help() -> String {
-    let steps: Vec<&str> = StepId::ALL.iter().map(|s| s.name()).collect();
-    let checks: Vec<&str> = CheckId::ALL.iter().map(|c| c.name()).collect();
+    let steps = StepId::names();
+    let checks = CheckId::names();
     format!(
         "Steps, in order: {} (the `plugin check` suite runs after registration-request: {}).\n\
          --skip takes any of them but launch, registration and shutdown.\n\n\
@@ -171,14 +172,7 @@ pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::invalid("--log-dir", format!("cannot create directory {}: {e}", dir.display())))?;
     }
-    let junit = match &args.junit {
-        Some(path) => Some((
-            path,
-            std::fs::File::create(path)
-                .map_err(|e| Error::invalid("--junit", format!("cannot write {}: {e}", path.display())))?,
-        )),
-        None => None,
-    };
+    let junit = JunitFile::create(args.junit.as_deref())?;
     let config = SmokeConfig {
         command: args.command,
         dir: args.dir,
@@ -284,15 +278,11 @@ pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         b.finish_and_clear();
     }
     let matrix = matrix?;
-    if let Some((path, file)) = junit {
-        let mut w = std::io::BufWriter::new(file);
-        let written = match (many, matrix.runs.first()) {
-            (false, Some(r)) => render::junit(&mut w, r),
-            _ => render::junit_matrix(&mut w, &matrix),
-        };
-        written
-            .and_then(|()| w.flush())
-            .map_err(|e| Error::io(format!("writing the JUnit report {}", path.display()), e))?;
+    if let Some(file) = junit {
+        file.write(|w| match (many, matrix.runs.first()) {
+            (false, Some(r)) => render::junit(w, r),
+            _ => render::junit_matrix(w, &matrix),
+        })?;
     }
     if !ctx.format.is_json() && !ctx.quiet {
         writeln!(ctx.term.err).map_err(out_err)?;

@@ -4,10 +4,12 @@
 //! decides where bytes go.
 
 pub mod bench;
+pub mod cases;
 pub mod check;
 pub mod checkpoint;
 pub mod demo;
 pub mod doctor;
+pub mod junit;
 pub mod kubelet_sim;
 pub mod mock_plugin;
 pub mod plugin;

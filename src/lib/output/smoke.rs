@@ -8,10 +8,12 @@ use std::io::{self, Write};
 
 use colored::Colorize;
 
-use super::check::{JunitSuite, one_line, outcome, shorten, text};
+use super::cases::{failures, one_line, outcome};
+use super::junit::{self as xml, JunitSuite, text};
 use super::{Format, table, write_json, write_table};
 use crate::check::{CheckResult, Outcome};
 use crate::smoke::{MatrixReport, SmokeReport, Stream, kind_of, shell_words};
+use crate::text::shorten;
 
 /// Widest DETAIL cell in the table (wide output shows everything).
 const DETAIL_WIDTH: usize = 110;
@@ -61,20 +63,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
         i += 1;
     }
     write_table(w, &t)?;
-    for c in r.steps.iter().filter(|c| c.outcome == Outcome::Fail) {
-        writeln!(w)?;
-        writeln!(w, "{} {}", "FAIL".red().bold(), c.name.bold())?;
-        writeln!(w, "  evidence: {}", c.evidence)?;
-        writeln!(w, "  rule:     {}", c.rule)?;
-        writeln!(w, "  why:      {}", c.reason)?;
-    }
-    let errors: Vec<&CheckResult> = r.steps.iter().filter(|c| c.outcome == Outcome::Error).collect();
-    if !errors.is_empty() {
-        writeln!(w)?;
-        for c in errors {
-            writeln!(w, "{} {}: {}", "ERROR".magenta().bold(), c.name.bold(), one_line(&c.evidence))?;
-        }
-    }
+    failures(w, &r.steps)?;
     if !r.passed() {
         plugin_output(w, r)?;
     }
@@ -154,7 +143,7 @@ pub fn step_line(c: &CheckResult, detail: bool) -> String {
     let pad = 5usize.saturating_sub(c.outcome.as_str().len());
     let mut line =
         format!("{}{} {:<28} {:>7}", outcome(c.outcome), " ".repeat(pad), c.name, format!("{}ms", c.duration_ms));
-    if detail || matches!(c.outcome, Outcome::Fail | Outcome::Error) {
+    if detail || c.outcome.is_failure() {
         line.push_str("  ");
         line.push_str(&shorten(&one_line(&c.evidence), 110));
     }
@@ -182,7 +171,7 @@ fn suite_of<'a>(name: &'a str, r: &'a SmokeReport, props: &'a [(&'a str, String)
 pub fn junit_matrix(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
     let all: Vec<CheckResult> = m.runs.iter().flat_map(|r| r.steps.iter().cloned()).collect();
     let totals = crate::check::Totals::of(&all);
-    JunitSuite::open_many(w, &totals, m.runs.iter().map(|r| r.duration_ms).sum())?;
+    xml::open_many(w, &totals, m.runs.iter().map(|r| r.duration_ms).sum())?;
     for r in &m.runs {
         let name = format!("{} (kubelet {})", r.suite, r.kubelet_version);
         let props = junit_properties(r);
@@ -190,8 +179,7 @@ pub fn junit_matrix(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
         junit_body(w, r)?;
         JunitSuite::close_suite(w)?;
     }
-    writeln!(w, "</testsuites>")?;
-    w.flush()
+    xml::close_many(w)
 }
 
 /// The testcases and the plugin's output of one run.
@@ -250,7 +238,7 @@ pub fn matrix(w: &mut dyn Write, format: Format, m: &MatrixReport) -> io::Result
         let first = r
             .steps
             .iter()
-            .find(|c| matches!(c.outcome, Outcome::Fail | Outcome::Error))
+            .find(|c| c.outcome.is_failure())
             .map_or_else(|| "-".to_string(), |c| shorten(&format!("{}: {}", c.name, one_line(&c.evidence)), 70));
         t.add_row([
             r.kubelet_version.to_string(),
@@ -288,14 +276,14 @@ pub fn matrix_summary(m: &MatrixReport) -> String {
 
 fn testcase(w: &mut dyn Write, c: &CheckResult) -> io::Result<()> {
     let classname = if kind_of(&c.name) == "check" { "dpctl.plugin.check" } else { "dpctl.smoke" };
-    super::check::testcase(w, classname, c)
+    xml::testcase(w, classname, c)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::check::{CheckId, Totals};
-    use crate::smoke::{OutputView, PluginReport, StepId, step_result};
+    use crate::smoke::{OutputView, PluginReport, StepId};
     use std::time::Duration;
 
     fn sample() -> SmokeReport {
@@ -314,12 +302,12 @@ mod tests {
             interrupted: false,
             totals: Totals::default(),
             steps: vec![
-                step_result(StepId::Launch, Outcome::Pass, "pid 7", Duration::from_millis(1)),
-                step_result(StepId::Registration, Outcome::Fail, "rejected: <bad & \"name\">", Duration::ZERO),
+                CheckResult::new(StepId::Launch, Outcome::Pass, "pid 7", Duration::from_millis(1)),
+                CheckResult::new(StepId::Registration, Outcome::Fail, "rejected: <bad & \"name\">", Duration::ZERO),
                 CheckResult::new(CheckId::OptionsAnswer, Outcome::Skip, "not run", Duration::ZERO),
-                step_result(StepId::RegistrationRequest, Outcome::Skip, "not run: x", Duration::ZERO),
-                step_result(StepId::Admission, Outcome::Skip, "not run: x", Duration::ZERO),
-                step_result(StepId::Shutdown, Outcome::Skip, "not run: x", Duration::ZERO),
+                CheckResult::new(StepId::RegistrationRequest, Outcome::Skip, "not run: x", Duration::ZERO),
+                CheckResult::new(StepId::Admission, Outcome::Skip, "not run: x", Duration::ZERO),
+                CheckResult::new(StepId::Shutdown, Outcome::Skip, "not run: x", Duration::ZERO),
             ],
             plugin: PluginReport {
                 pid: Some(7),

@@ -11,9 +11,9 @@ use super::isolate::{Layout, Plan};
 use super::process::{Launch, PluginProcess, Stream};
 use super::{
     ENV_KUBELET_SOCKET, ENV_REGISTRY_DIR, ENV_SMOKE_DIR, PluginReport, SUITE_NAME, SmokeConfig, SmokeProgress,
-    SmokeReport, StepId, shell_words, step_result, substitute,
+    SmokeReport, StepId, shell_words, substitute,
 };
-use crate::check::{self, CheckId, CheckOptions, CheckResult, CheckTarget, Outcome, Progress, Registration};
+use crate::check::{self, Case, CheckId, CheckOptions, CheckResult, CheckTarget, Outcome, Progress, Registration};
 use crate::kubelet_sim::{AdmitOutcome, EventKind, PodSpec, RequestOptions, ResourceOutcome, SimEvent, SimHandle, Via};
 use crate::proto::deviceplugin::v1beta1 as dp;
 
@@ -200,7 +200,7 @@ impl Runner {
     }
 
     fn done(&mut self, id: StepId, outcome: Outcome, evidence: impl Into<String>, t: Instant) -> bool {
-        self.record(step_result(id, outcome, evidence, t.elapsed()));
+        self.record(CheckResult::new(id, outcome, evidence, t.elapsed()));
         outcome == Outcome::Pass
     }
 
@@ -209,11 +209,11 @@ impl Runner {
     }
 
     fn skip(&mut self, id: StepId, why: impl Into<String>) {
-        self.record(step_result(id, Outcome::Skip, why, Duration::ZERO));
+        self.record(CheckResult::new(id, Outcome::Skip, why, Duration::ZERO));
     }
 
     fn any_failed(&self) -> bool {
-        self.results.iter().any(|r| matches!(r.outcome, Outcome::Fail | Outcome::Error))
+        check::any_failure(&self.results)
     }
 
     /// " (the plugin process exited with code 1)" when it has ended.
@@ -901,7 +901,7 @@ impl Runner {
                 }
             }
             if s != StepId::Shutdown && !done.contains(s.name()) {
-                missing.push(step_result(s, Outcome::Skip, why.clone(), Duration::ZERO));
+                missing.push(CheckResult::new(s, Outcome::Skip, why.clone(), Duration::ZERO));
             }
         }
         for r in missing {
