@@ -242,6 +242,31 @@ impl Registration {
     }
 }
 
+/// Parses `--register-options`: `pre_start_required=true,get_preferred_allocation_available=0`
+/// (keys left out are false, as in the message).
+pub fn parse_register_options(s: &str) -> std::result::Result<dp::DevicePluginOptions, String> {
+    let mut o = dp::DevicePluginOptions::default();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) =
+            part.split_once('=').ok_or_else(|| format!("{part:?} is not KEY=BOOL (e.g. pre_start_required=true)"))?;
+        let value = match value.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => true,
+            "false" | "0" | "no" => false,
+            v => return Err(format!("{key}: {v:?} is not true or false")),
+        };
+        match key.trim() {
+            "pre_start_required" => o.pre_start_required = value,
+            "get_preferred_allocation_available" => o.get_preferred_allocation_available = value,
+            k => {
+                return Err(format!(
+                    "unknown option {k:?}; the options are pre_start_required and get_preferred_allocation_available"
+                ));
+            }
+        }
+    }
+    Ok(o)
+}
+
 /// Which plugin to check.
 #[derive(Debug, Clone)]
 pub struct CheckTarget {
@@ -459,6 +484,16 @@ mod tests {
             assert_eq!(CheckId::from_name(n), Some(c));
             assert!(!c.reason().is_empty() && !c.rule().is_empty());
         }
+    }
+
+    #[test]
+    fn register_options_parse() {
+        let o = parse_register_options("pre_start_required=true, get_preferred_allocation_available=0").unwrap();
+        assert!(o.pre_start_required && !o.get_preferred_allocation_available);
+        assert_eq!(parse_register_options("").unwrap(), dp::DevicePluginOptions::default());
+        assert!(parse_register_options("pre_start_required").unwrap_err().contains("KEY=BOOL"));
+        assert!(parse_register_options("prestart=true").unwrap_err().contains("unknown option"));
+        assert!(parse_register_options("pre_start_required=maybe").unwrap_err().contains("not true or false"));
     }
 
     #[test]

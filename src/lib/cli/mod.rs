@@ -165,6 +165,18 @@ impl Ctx<'_> {
         self.term.err_is_tty && !self.quiet && self.verbose == 0 && !self.format.is_json()
     }
 
+    /// Where a suite run (`plugin check`, `smoke`) writes, and how.
+    pub fn streams(&mut self) -> crate::output::cases::Streams<'_> {
+        let progress = self.progress_allowed();
+        crate::output::cases::Streams {
+            out: &mut *self.term.out,
+            err: &mut *self.term.err,
+            format: self.format,
+            quiet: self.quiet,
+            progress,
+        }
+    }
+
     /// Writes a line of narration to stderr unless `--quiet`.
     pub fn note(&mut self, line: impl std::fmt::Display) -> Result<()> {
         if !self.quiet {

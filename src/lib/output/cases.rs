@@ -1,12 +1,55 @@
-//! What `dpctl plugin check` and `dpctl smoke` print alike about their
-//! results: colored outcomes, the failure details under the table, and the
-//! one-line form of evidence.
+//! What `dpctl plugin check` and `dpctl smoke` do alike on the terminal:
+//! where the report and the narration go, the progress display, colored
+//! outcomes, the failure details under the table, and the one-line form of
+//! evidence.
 
 use std::io::{self, Write};
+use std::time::Duration;
 
 use colored::Colorize;
 
+use super::Format;
 use crate::check::{CheckResult, Outcome};
+
+/// Where a suite run writes: the report on `out`, narration, progress and
+/// errors on `err`.
+pub struct Streams<'a> {
+    /// Standard output: the report.
+    pub out: &'a mut (dyn Write + Send),
+    /// Standard error: narration, progress, errors.
+    pub err: &'a mut (dyn Write + Send),
+    /// How the report is rendered.
+    pub format: Format,
+    /// `--quiet`: no narration.
+    pub quiet: bool,
+    /// A progress display may be drawn on stderr (a terminal, not quiet, not JSON).
+    pub progress: bool,
+}
+
+impl std::fmt::Debug for Streams<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Streams").field("format", &self.format).field("quiet", &self.quiet).finish_non_exhaustive()
+    }
+}
+
+/// An error writing the report or the narration.
+pub fn out_err(e: io::Error) -> crate::Error {
+    crate::Error::io("writing output", e)
+}
+
+/// A progress display on stderr with this indicatif template (`len`: a bar
+/// of that many steps; none: a spinner), or none when `allowed` is false.
+pub fn progress_bar(allowed: bool, len: Option<u64>, template: &str) -> Option<indicatif::ProgressBar> {
+    allowed.then(|| {
+        let bar = len.map_or_else(indicatif::ProgressBar::new_spinner, indicatif::ProgressBar::new);
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(100));
+        bar
+    })
+}
 
 /// An outcome, colored: pass green, fail red, skip yellow, error magenta.
 pub fn outcome(o: Outcome) -> String {

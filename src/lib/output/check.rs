@@ -3,14 +3,72 @@
 //! checks.
 
 use std::io::{self, Write};
+use std::path::Path;
 
 use colored::Colorize;
 
-use super::cases::{failures, one_line, outcome};
-use super::junit::{JunitSuite, testcase};
+use super::cases::{Streams, failures, one_line, out_err, outcome, progress_bar};
+use super::junit::{JunitFile, JunitSuite, testcase};
 use super::{Format, table, write_json, write_table};
-use crate::check::{Case, CaseInfo, CheckId, Report};
+use crate::check::{self, Case, CaseInfo, CheckId, CheckOptions, CheckTarget, Outcome, Progress, Report};
+use crate::error::Result;
 use crate::text::shorten;
+
+/// Runs `dpctl plugin check`: the suite with a progress bar on a terminal,
+/// the report on stdout, an unreachable plugin's error on stderr, and the
+/// JUnit file (opened first, so a bad path is reported before the suite
+/// runs; written in every case but usage errors). Returns the exit code.
+pub async fn run(io: Streams<'_>, target: &CheckTarget, opts: &CheckOptions, junit: Option<&Path>) -> Result<u8> {
+    let junit = JunitFile::create(junit)?;
+    let bar = progress_bar(io.progress, Some(opts.checks.len() as u64), "{spinner} [{pos}/{len}] {msg}");
+    let report = check::run_checks_with(target, opts, &mut |p| {
+        if let Some(bar) = &bar {
+            match p {
+                Progress::Started(id) => bar.set_message(id.name()),
+                Progress::Finished(r) => {
+                    bar.inc(1);
+                    if r.outcome == Outcome::Fail {
+                        bar.println(format!("{} {}", outcome(r.outcome), r.name));
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    self::report(io.out, io.format, &report).map_err(out_err)?;
+    if let Some(u) = &report.unreachable {
+        // As the binary prints errors: even with --quiet.
+        writeln!(io.err, "dpctl: error: {}", u.message).map_err(out_err)?;
+        if let Some(h) = &u.hint {
+            writeln!(io.err, "  hint: {h}").map_err(out_err)?;
+        }
+    }
+    if let Some(file) = junit {
+        file.write(|w| self::junit(w, &report))?;
+    }
+    Ok(report.exit_code())
+}
+
+/// `--help`'s text after the options: the checks, outcomes and exit codes.
+pub fn after_help() -> String {
+    format!(
+        "Checks, in run order (--list says why each matters): {}.\n\n\
+         Outcomes: pass; fail (the plugin broke the rule: evidence and rule shown); skip (does not apply, \
+         e.g. PreStartContainer not required); error (could not run, e.g. no device list to work with).\n\
+         --timeout is the deadline of each call (default 10s).\n\n\
+         Exit codes:\n  \
+         0  every check passed or was skipped\n  \
+         1  a check failed or could not run\n  \
+         2  bad usage (e.g. an unknown check name in --only/--skip, or a --junit file that cannot be written)\n  \
+         3  the plugin could not be reached at all (no socket, nothing listening, ...): nothing was checked\n  \
+         5  connecting timed out: nothing was checked\n\
+         The JUnit file is written in every case but usage errors.",
+        CheckId::names().join(", ")
+    )
+}
 
 /// Widest DETAIL cell in the table (wide output shows everything).
 const DETAIL_WIDTH: usize = 110;

@@ -237,6 +237,34 @@ pub struct SmokeConfig {
     pub topology: crate::topology::TopologyConfig,
 }
 
+impl SmokeConfig {
+    /// Checks what can be checked before anything runs: the resource name,
+    /// and that the log directory exists or can be made.
+    pub fn check_inputs(&self) -> Result<()> {
+        if let Some(r) = &self.resource
+            && let Some(why) = crate::validate::explain_resource_name(r)
+        {
+            return Err(Error::invalid("--resource", why));
+        }
+        if let Some(dir) = &self.log_dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::invalid("--log-dir", format!("cannot create directory {}: {e}", dir.display())))?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses `--registration`: `auto` (`None`: either way, detected),
+/// `kubelet-sock` or `plugins-registry`.
+pub fn parse_registration(s: &str) -> std::result::Result<Option<Via>, String> {
+    match s {
+        "auto" => Ok(None),
+        "kubelet-sock" | "kubelet.sock" => Ok(Some(Via::KubeletSock)),
+        "plugins-registry" | "plugins_registry" => Ok(Some(Via::PluginsRegistry)),
+        other => Err(format!("{other:?}: use auto, kubelet-sock or plugins-registry")),
+    }
+}
+
 impl Default for SmokeConfig {
     fn default() -> Self {
         SmokeConfig {
