@@ -100,6 +100,7 @@ impl Case for CheckId {
         &CheckId::ALL
     }
 
+    // long: the id table, one row (name, reason, rule) per check; split, the table would scatter.
     fn info(self) -> CaseInfo {
         match self {
             CheckId::OptionsAnswer => CaseInfo {

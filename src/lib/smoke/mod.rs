@@ -416,54 +416,20 @@ pub async fn run_smoke(
     // Removes the fresh root (never a --dir) should anything below panic.
     let mut dir_guard = crate::paths::RemoveDirOnDrop::new(Some(layout.root.clone()));
     let dir = layout.device_plugins.clone();
-    let mut plan = match &config.isolate {
-        Some(ic) => match isolate::Plan::new(ic, &layout) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                layout.remove();
-                return Err(e);
-            }
-        },
-        None => None,
-    };
-    // Before the sim and the plugin: a machine that refuses the namespace is told so now.
-    let program = config.command.first().cloned().unwrap_or_default();
-    let isolation = match &mut plan {
-        Some(p) => match p.preflight(&program).await {
-            Ok(r) => Some(r),
-            Err(e) => {
-                layout.remove();
-                return Err(e);
-            }
-        },
-        None => None,
+    let (plan, isolation) = match isolation_plan(&config, &layout).await {
+        Ok(p) => p,
+        Err(e) => {
+            layout.remove();
+            return Err(e);
+        }
     };
     process::become_subreaper();
-    let mut sim_config = SimConfig::new(&dir);
-    sim_config.set_kubelet_version(config.kubelet_version);
-    sim_config.pre_start_timeout = config.prestart_timeout;
-    sim_config.registry_dir = Some(layout.plugins_registry.clone());
-    sim_config.podresources_socket = Some(layout.podresources_socket());
-    sim_config.path_map = plan.as_ref().map_or_else(|| layout.path_map(), isolate::Plan::path_map);
-    // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
-    sim_config.owns_dir = config.dir.is_none();
     let sim_version = config.kubelet_version;
-    sim_config.topology = config.topology.clone();
-    let sim = match KubeletSim::start(sim_config).await {
+    let sim = match start_sim(&config, &layout, plan.as_ref()).await {
         Ok(s) => s,
         Err(e) => {
             layout.remove();
-            return Err(match e {
-                Error::AlreadyServing { path, .. } => Error::invalid(
-                    "--dir",
-                    format!(
-                        "a live kubelet (or kubelet-sim) serves {}; choose another directory, or leave --dir out \
-                         for a fresh one",
-                        path.display()
-                    ),
-                ),
-                other => other,
-            });
+            return Err(e);
         }
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -506,6 +472,47 @@ pub async fn run_smoke(
     }
     report.tally();
     Ok(report)
+}
+
+/// With `--isolate`: the namespace plan, tried before the sim and the
+/// plugin start, so that a machine that refuses the namespace is told so now.
+async fn isolation_plan(
+    config: &SmokeConfig,
+    layout: &isolate::Layout,
+) -> Result<(Option<isolate::Plan>, Option<isolate::IsolationReport>)> {
+    let Some(ic) = &config.isolate else { return Ok((None, None)) };
+    let mut plan = isolate::Plan::new(ic, layout)?;
+    let program = config.command.first().cloned().unwrap_or_default();
+    let report = plan.preflight(&program).await?;
+    Ok((Some(plan), Some(report)))
+}
+
+/// Starts the in-process kubelet-sim in the layout's directories, playing
+/// the configured release; a directory a live kubelet serves is bad input.
+async fn start_sim(
+    config: &SmokeConfig,
+    layout: &isolate::Layout,
+    plan: Option<&isolate::Plan>,
+) -> Result<crate::kubelet_sim::SimHandle> {
+    let mut sim_config = SimConfig::new(&layout.device_plugins);
+    sim_config.set_kubelet_version(config.kubelet_version);
+    sim_config.pre_start_timeout = config.prestart_timeout;
+    sim_config.registry_dir = Some(layout.plugins_registry.clone());
+    sim_config.podresources_socket = Some(layout.podresources_socket());
+    sim_config.path_map = plan.map_or_else(|| layout.path_map(), isolate::Plan::path_map);
+    // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
+    sim_config.owns_dir = config.dir.is_none();
+    sim_config.topology = config.topology.clone();
+    KubeletSim::start(sim_config).await.map_err(|e| match e {
+        Error::AlreadyServing { path, .. } => Error::invalid(
+            "--dir",
+            format!(
+                "a live kubelet (or kubelet-sim) serves {}; choose another directory, or leave --dir out for a fresh one",
+                path.display()
+            ),
+        ),
+        other => other,
+    })
 }
 
 /// Awaits `fut`, passing progress messages on as they come.

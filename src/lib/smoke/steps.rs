@@ -319,6 +319,8 @@ impl Runner {
         }
     }
 
+    // long: the registration step's wait and its evidence for each way a plugin fails to
+    // register (exits, rejected, the other way, too late).
     async fn registration(&mut self) -> bool {
         let t = self.begin(StepId::Registration);
         let deadline = crate::duration::deadline(self.cfg.register_timeout);
@@ -564,6 +566,7 @@ impl Runner {
         }
     }
 
+    // long: every device checked against the kubelet's rules, into one evidence line.
     fn health_report(&mut self) {
         let id = StepId::HealthReport;
         if self.skipped(id) {
