@@ -629,3 +629,21 @@ fn no_two_modules_of_a_folder_use_each_other() {
         problems.join("\n  ")
     );
 }
+
+#[test]
+fn the_folder_scanner_follows_super_paths_and_re_exports() {
+    let dir = std::env::temp_dir().join(format!("dpctl-layers-{}", std::process::id()));
+    let folder = dir.join("dom");
+    std::fs::create_dir_all(&folder).expect("temp folder");
+    let write = |name: &str, text: &str| std::fs::write(folder.join(name), text).expect("write");
+    write("mod.rs", "mod a;\nmod b;\nmod c;\npub use b::{Thing, other::Deep as Alias};\nstruct Own;\n");
+    write("a.rs", "use super::{Own, Thing};\nfn f() { let s = \"super::c\"; } // super::c\n");
+    write("b.rs", "use super::a::f;\n#[cfg(test)]\nmod tests {\n    use super::super::c::X;\n}\n");
+    write("c.rs", "fn g() { crate::dom::Alias::new(); }\n");
+    let graph = folder_graph(&folder);
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+    let edges = |m: &str| graph[m].iter().cloned().collect::<Vec<_>>();
+    assert_eq!(edges("a"), ["b"], "Thing is b's, Own is mod.rs's own, strings and comments do not count");
+    assert_eq!(edges("b"), ["a"], "test modules do not count");
+    assert_eq!(edges("c"), ["b"], "through crate::dom:: and an alias");
+}

@@ -63,17 +63,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         spec.uid = Some(new_uid());
     }
     let mut pod = Pod { spec, allocs: BTreeMap::new() };
-    let mut outcome = AdmitOutcome {
-        pod: pod.spec.name.clone(),
-        namespace: pod.spec.namespace.clone(),
-        uid: pod.uid().to_string(),
-        admitted: false,
-        reason: None,
-        message: None,
-        containers: Vec::new(),
-        took_ms: 0,
-        topology: None,
-    };
+    let mut outcome = AdmitOutcome::pending(&pod.spec, pod.uid().to_string());
     match allocate_pod(inner, &mut pod, &mut outcome).await {
         Ok(()) => {}
         Err(reject) => {

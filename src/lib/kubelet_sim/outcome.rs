@@ -122,6 +122,21 @@ pub struct AdmitOutcome {
 }
 
 impl AdmitOutcome {
+    /// The outcome of `spec` (with this UID) before anything was decided.
+    pub fn pending(spec: &super::pod::PodSpec, uid: String) -> Self {
+        AdmitOutcome {
+            pod: spec.name.clone(),
+            namespace: spec.namespace.clone(),
+            uid,
+            admitted: false,
+            reason: None,
+            message: None,
+            containers: Vec::new(),
+            took_ms: 0,
+            topology: None,
+        }
+    }
+
     /// Devices of a container for a resource.
     pub fn devices(&self, container: &str, resource: &str) -> Vec<String> {
         self.containers

@@ -302,17 +302,7 @@ pub(crate) async fn dry_run(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Adm
     }
     let started = std::time::Instant::now();
     let uid = spec.uid.get_or_insert_with(|| "dry-run".into()).clone();
-    let mut outcome = AdmitOutcome {
-        pod: spec.name.clone(),
-        namespace: spec.namespace.clone(),
-        uid,
-        admitted: false,
-        reason: None,
-        message: None,
-        containers: Vec::new(),
-        took_ms: 0,
-        topology: None,
-    };
+    let mut outcome = AdmitOutcome::pending(&spec, uid);
     let result = dry_run_pod(inner, &spec, &mut outcome);
     if let Err((reason, message)) = result {
         outcome.reason = Some(reason);
