@@ -13,6 +13,7 @@ pub mod mock_plugin;
 pub mod plugin;
 pub mod podresources;
 pub mod smoke;
+mod values;
 
 use std::io::Write;
 
