@@ -647,3 +647,18 @@ fn the_folder_scanner_follows_super_paths_and_re_exports() {
     assert_eq!(edges("b"), ["a"], "test modules do not count");
     assert_eq!(edges("c"), ["b"], "through crate::dom:: and an alias");
 }
+
+#[test]
+fn only_the_command_layer_uses_clap() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut users: Vec<String> = files
+        .iter()
+        .filter(|f| !f.starts_with(root.join("cli")))
+        .filter(|f| code_only(&std::fs::read_to_string(f).expect("readable source")).contains("clap::"))
+        .map(|f| f.strip_prefix(&root).expect("under src/lib").display().to_string())
+        .collect();
+    users.sort();
+    assert!(users.is_empty(), "clap outside src/lib/cli (flags are the command layer's): {users:?}");
+}
