@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use dpctl::check::Case;
+
 use crate::support::{Child, Run, Sandbox, dpctl, dpctl_bin, dpctl_command, run_bounded};
 
 const GPU: &str = "example.com/gpu";

@@ -542,6 +542,8 @@ async fn working_alone(p: &mut Probe<'_>, healthy: &[String]) -> (Vec<Kind>, Vec
 /// How long parallel-calls waits for a stream end caused by its second stream.
 const STREAM_END_GRACE: Duration = Duration::from_millis(300);
 
+// long: one scenario (each call alone, then all at once beside a second ListAndWatch, then the
+// wait for a stream end) whose evidence compares its phases.
 async fn parallel_calls(p: &mut Probe<'_>) -> Finding {
     let healthy = p.healthy().await.unwrap_or_default();
     let listing = p.first_message().await.is_ok();

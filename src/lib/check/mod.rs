@@ -27,6 +27,7 @@
 //! whole run (as the kubelet does), so `list-stream-stays-open` and
 //! `parallel-calls` see whether the other calls disturb it.
 
+pub mod case;
 mod checks;
 mod probe;
 
@@ -38,6 +39,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, KUBELET_MAX_RECV, Result};
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::text::millis;
+
+pub use case::{Case, CaseInfo, CheckResult, Outcome, Totals, any_failure};
 
 /// The checks, in the order they run and are reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -90,155 +93,116 @@ impl CheckId {
         CheckId::ParallelCalls,
         CheckId::ListStreamStaysOpen,
     ];
+}
 
-    /// The stable kebab-case name (used by `--only`, `--skip`, JSON and JUnit).
-    pub fn name(self) -> &'static str {
-        match self {
-            CheckId::OptionsAnswer => "options-answer",
-            CheckId::RegistrationOptionsAgree => "registration-options-agree",
-            CheckId::ListFirstMessagePrompt => "list-first-message-prompt",
-            CheckId::DeviceIdsValid => "device-ids-valid",
-            CheckId::HealthValues => "health-values",
-            CheckId::NumaIdsValid => "numa-ids-valid",
-            CheckId::MessageSize => "message-size",
-            CheckId::AllocateHealthy => "allocate-healthy",
-            CheckId::AllocateUnknownId => "allocate-unknown-id",
-            CheckId::PreferredContract => "preferred-contract",
-            CheckId::PreferredNotAdvertised => "preferred-not-advertised",
-            CheckId::PrestartDeadline => "prestart-deadline",
-            CheckId::ParallelCalls => "parallel-calls",
-            CheckId::ListStreamStaysOpen => "list-stream-stays-open",
-        }
+impl Case for CheckId {
+    fn all() -> &'static [Self] {
+        &CheckId::ALL
     }
 
-    /// The check with this name.
-    pub fn from_name(name: &str) -> Option<CheckId> {
-        CheckId::ALL.into_iter().find(|c| c.name() == name)
-    }
-
-    /// One line: why the check matters.
-    pub fn reason(self) -> &'static str {
+    // long: the id table, one row (name, reason, rule) per check; split, the table would scatter.
+    fn info(self) -> CaseInfo {
         match self {
-            CheckId::OptionsAnswer => {
-                "the kubelet calls GetDevicePluginOptions inside Register; without an answer the resource never appears"
-            }
-            CheckId::RegistrationOptionsAgree => {
-                "the kubelet acts on GetDevicePluginOptions, not on the options in RegisterRequest; \
-                 a mismatch means the plugin expects calls that never come, or gets calls it did not ask for"
-            }
-            CheckId::ListFirstMessagePrompt => {
-                "until the first ListAndWatch message arrives the resource has no capacity on the node"
-            }
-            CheckId::DeviceIdsValid => {
-                "device IDs key the kubelet's device sets and checkpoint; empty or repeated IDs miscount capacity"
-            }
-            CheckId::HealthValues => {
-                "only the exact string \"Healthy\" counts; any other value silently makes the device unallocatable"
-            }
-            CheckId::NumaIdsValid => {
-                "the Topology Manager aligns devices by their NUMA node IDs; a negative ID names no real node"
-            }
-            CheckId::MessageSize => {
-                "the kubelet receives at most 4 MiB per message; a larger device list ends the stream for good"
-            }
-            CheckId::AllocateHealthy => {
-                "pod admission calls Allocate with one container; the kubelet rejects the pod when the answer holds no \
-                 container response, and reads only the first"
-            }
-            CheckId::AllocateUnknownId => {
-                "a plugin must refuse a device it does not have rather than hand it to a container, or hang"
-            }
-            CheckId::PreferredContract => {
-                "when advertised, the kubelet asks GetPreferredAllocation at admission whenever a container still needs \
-                 devices after reusing its init containers' ones, and relies on the answer"
-            }
-            CheckId::PreferredNotAdvertised => {
-                "without get_preferred_allocation_available the kubelet never calls GetPreferredAllocation"
-            }
-            CheckId::PrestartDeadline => {
-                "with pre_start_required, every container start waits for PreStartContainer, for at most 30 s"
-            }
-            CheckId::ParallelCalls => {
-                "admissions, container starts and re-registrations reach the plugin concurrently on one connection, \
-                 beside the open ListAndWatch stream"
-            }
-            CheckId::ListStreamStaysOpen => {
-                "the kubelet never reopens ListAndWatch; once it ends, every device is unhealthy until the plugin \
-                 registers again, and capacity drops to 0 at the first node-status update after the 5-minute grace \
-                 period"
-            }
-        }
-    }
-
-    /// The rule the check enforces, as the kubelet applies it, with sources.
-    pub fn rule(self) -> &'static str {
-        match self {
-            CheckId::OptionsAnswer => {
-                "kubelet >= 1.25 calls GetDevicePluginOptions synchronously inside Register; an error fails the \
+            CheckId::OptionsAnswer => CaseInfo {
+                name: "options-answer",
+                reason: "the kubelet calls GetDevicePluginOptions inside Register; without an answer the resource never appears",
+                rule: "kubelet >= 1.25 calls GetDevicePluginOptions synchronously inside Register; an error fails the \
                  registration (\"failed to get device plugin options: ...\"), ListAndWatch is never called and the \
-                 resource never appears (kubernetes/kubernetes#109016)"
-            }
-            CheckId::RegistrationOptionsAgree => {
-                "kubelet >= 1.25 stores the options GetDevicePluginOptions returns when the plugin registers, not \
-                 RegisterRequest.options; both must say the same (kubernetes/kubernetes#109016)"
-            }
-            CheckId::ListFirstMessagePrompt => {
-                "a resource appears in node status only after its first ListAndWatch message; send the full device \
-                 list as soon as the stream opens"
-            }
-            CheckId::DeviceIdsValid => {
-                "every device ID in a ListAndWatch message must be non-empty and unique: the kubelet keeps sets of \
-                 IDs, so repeats collapse into one device"
-            }
-            CheckId::HealthValues => {
-                "health must be exactly \"Healthy\" or \"Unhealthy\" (pluginapi.Healthy, pluginapi.Unhealthy); \
-                 the kubelet treats any other string as unhealthy"
-            }
-            CheckId::NumaIdsValid => {
-                "TopologyInfo NUMA node IDs must not be negative: they are the node's NUMA node numbers"
-            }
-            CheckId::MessageSize => {
-                "the kubelet's client receives at most 4194304 bytes per message; a larger ListAndWatch message \
+                 resource never appears (kubernetes/kubernetes#109016)",
+            },
+            CheckId::RegistrationOptionsAgree => CaseInfo {
+                name: "registration-options-agree",
+                reason: "the kubelet acts on GetDevicePluginOptions, not on the options in RegisterRequest; \
+                 a mismatch means the plugin expects calls that never come, or gets calls it did not ask for",
+                rule: "kubelet >= 1.25 stores the options GetDevicePluginOptions returns when the plugin registers, not \
+                 RegisterRequest.options; both must say the same (kubernetes/kubernetes#109016)",
+            },
+            CheckId::ListFirstMessagePrompt => CaseInfo {
+                name: "list-first-message-prompt",
+                reason: "until the first ListAndWatch message arrives the resource has no capacity on the node",
+                rule: "a resource appears in node status only after its first ListAndWatch message; send the full device \
+                 list as soon as the stream opens",
+            },
+            CheckId::DeviceIdsValid => CaseInfo {
+                name: "device-ids-valid",
+                reason: "device IDs key the kubelet's device sets and checkpoint; empty or repeated IDs miscount capacity",
+                rule: "every device ID in a ListAndWatch message must be non-empty and unique: the kubelet keeps sets of \
+                 IDs, so repeats collapse into one device",
+            },
+            CheckId::HealthValues => CaseInfo {
+                name: "health-values",
+                reason: "only the exact string \"Healthy\" counts; any other value silently makes the device unallocatable",
+                rule: "health must be exactly \"Healthy\" or \"Unhealthy\" (pluginapi.Healthy, pluginapi.Unhealthy); \
+                 the kubelet treats any other string as unhealthy",
+            },
+            CheckId::NumaIdsValid => CaseInfo {
+                name: "numa-ids-valid",
+                reason: "the Topology Manager aligns devices by their NUMA node IDs; a negative ID names no real node",
+                rule: "TopologyInfo NUMA node IDs must not be negative: they are the node's NUMA node numbers",
+            },
+            CheckId::MessageSize => CaseInfo {
+                name: "message-size",
+                reason: "the kubelet receives at most 4 MiB per message; a larger device list ends the stream for good",
+                rule: "the kubelet's client receives at most 4194304 bytes per message; a larger ListAndWatch message \
                  fails with ResourceExhausted, ends the stream, marks the resource unhealthy and is never retried \
-                 (kubernetes/kubernetes#109304)"
-            }
-            CheckId::AllocateHealthy => {
-                "the kubelet sends one ContainerAllocateRequest per Allocate call and reads only \
+                 (kubernetes/kubernetes#109304)",
+            },
+            CheckId::AllocateHealthy => CaseInfo {
+                name: "allocate-healthy",
+                reason: "pod admission calls Allocate with one container; the kubelet rejects the pod when the answer holds no \
+                 container response, and reads only the first",
+                rule: "the kubelet sends one ContainerAllocateRequest per Allocate call and reads only \
                  container_responses[0]; an empty list (\"no containers return in allocation response\") or an \
                  error rejects the pod with UnexpectedAdmissionError, and further responses are ignored \
                  (protocol.md 3.7, every version 1.26 to master); the API asks for one response per container \
-                 request, so a two-container call is tried and its count reported, never failed"
-            }
-            CheckId::AllocateUnknownId => {
-                "Allocate of an ID the plugin never advertised must fail with an error status, promptly: success \
+                 request, so a two-container call is tried and its count reported, never failed",
+            },
+            CheckId::AllocateUnknownId => CaseInfo {
+                name: "allocate-unknown-id",
+                reason: "a plugin must refuse a device it does not have rather than hand it to a container, or hang",
+                rule: "Allocate of an ID the plugin never advertised must fail with an error status, promptly: success \
                  promises a device that does not exist, and the kubelet calls Allocate with no deadline, so a hang \
-                 blocks pod admission"
-            }
-            CheckId::PreferredContract => {
-                "GetPreferredAllocation must return exactly allocation_size IDs, all from available_deviceIDs, \
+                 blocks pod admission",
+            },
+            CheckId::PreferredContract => CaseInfo {
+                name: "preferred-contract",
+                reason: "when advertised, the kubelet asks GetPreferredAllocation at admission whenever a container still needs \
+                 devices after reusing its init containers' ones, and relies on the answer",
+                rule: "GetPreferredAllocation must return exactly allocation_size IDs, all from available_deviceIDs, \
                  including every must_include_deviceIDs, without repeats, one response per container request; the \
                  kubelet sends one container and reads only container_responses[0], drops unknown IDs and fills a \
-                 short answer arbitrarily, losing the plugin's placement (protocol.md 3.6)"
-            }
-            CheckId::PreferredNotAdvertised => {
-                "the kubelet calls GetPreferredAllocation only when get_preferred_allocation_available=true, and then \
+                 short answer arbitrarily, losing the plugin's placement (protocol.md 3.6)",
+            },
+            CheckId::PreferredNotAdvertised => CaseInfo {
+                name: "preferred-not-advertised",
+                reason: "without get_preferred_allocation_available the kubelet never calls GetPreferredAllocation",
+                rule: "the kubelet calls GetPreferredAllocation only when get_preferred_allocation_available=true, and then \
                  only at admission for a container that still needs devices after reusing its init containers' ones \
-                 (not on restarts; kubelet-versions.md 5, 1.26 to master)"
-            }
-            CheckId::PrestartDeadline => {
-                "with pre_start_required=true the kubelet calls PreStartContainer on every container start with a \
-                 30 s deadline (KubeletPreStartContainerRPCTimeoutInSecs); an error or a timeout fails the start"
-            }
-            CheckId::ParallelCalls => {
-                "concurrent calls on the kubelet's single connection must all succeed and must not end or stall the \
-                 ListAndWatch stream"
-            }
-            CheckId::ListStreamStaysOpen => {
-                "when ListAndWatch ends (error, EOF or status OK) the kubelet marks all devices unhealthy and never \
+                 (not on restarts; kubelet-versions.md 5, 1.26 to master)",
+            },
+            CheckId::PrestartDeadline => CaseInfo {
+                name: "prestart-deadline",
+                reason: "with pre_start_required, every container start waits for PreStartContainer, for at most 30 s",
+                rule: "with pre_start_required=true the kubelet calls PreStartContainer on every container start with a \
+                 30 s deadline (KubeletPreStartContainerRPCTimeoutInSecs); an error or a timeout fails the start",
+            },
+            CheckId::ParallelCalls => CaseInfo {
+                name: "parallel-calls",
+                reason: "admissions, container starts and re-registrations reach the plugin concurrently on one connection, \
+                 beside the open ListAndWatch stream",
+                rule: "concurrent calls on the kubelet's single connection must all succeed and must not end or stall the \
+                 ListAndWatch stream",
+            },
+            CheckId::ListStreamStaysOpen => CaseInfo {
+                name: "list-stream-stays-open",
+                reason: "the kubelet never reopens ListAndWatch; once it ends, every device is unhealthy until the plugin \
+                 registers again, and capacity drops to 0 at the first node-status update after the 5-minute grace \
+                 period",
+                rule: "when ListAndWatch ends (error, EOF or status OK) the kubelet marks all devices unhealthy and never \
                  calls it again; only a new Register recovers (kubernetes/kubernetes#92958); capacity stays until \
                  the first node-status update (every 10 s by default) more than 5 minutes after the end, which sets \
-                 it to 0 (kubelet-versions.md 3, every version)"
-            }
+                 it to 0 (kubelet-versions.md 3, every version)",
+            },
         }
     }
 }
@@ -253,8 +217,7 @@ pub fn select(only: &[String], skip: &[String]) -> Result<Vec<CheckId>> {
             .filter(|n| !n.is_empty())
             .map(|n| {
                 CheckId::from_name(n).ok_or_else(|| {
-                    let valid: Vec<&str> = CheckId::ALL.iter().map(|c| c.name()).collect();
-                    Error::invalid(flag, format!("unknown check {n:?}; valid checks: {}", valid.join(", ")))
+                    Error::invalid(flag, format!("unknown check {n:?}; valid checks: {}", CheckId::names().join(", ")))
                 })
             })
             .collect()
@@ -278,6 +241,31 @@ impl Registration {
     pub fn from_request(req: &dp::RegisterRequest, source: impl Into<String>) -> Self {
         Registration { options: req.options, source: source.into() }
     }
+}
+
+/// Parses `--register-options`: `pre_start_required=true,get_preferred_allocation_available=0`
+/// (keys left out are false, as in the message).
+pub fn parse_register_options(s: &str) -> std::result::Result<dp::DevicePluginOptions, String> {
+    let mut o = dp::DevicePluginOptions::default();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) =
+            part.split_once('=').ok_or_else(|| format!("{part:?} is not KEY=BOOL (e.g. pre_start_required=true)"))?;
+        let value = match value.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" => true,
+            "false" | "0" | "no" => false,
+            v => return Err(format!("{key}: {v:?} is not true or false")),
+        };
+        match key.trim() {
+            "pre_start_required" => o.pre_start_required = value,
+            "get_preferred_allocation_available" => o.get_preferred_allocation_available = value,
+            k => {
+                return Err(format!(
+                    "unknown option {k:?}; the options are pre_start_required and get_preferred_allocation_available"
+                ));
+            }
+        }
+    }
+    Ok(o)
 }
 
 /// Which plugin to check.
@@ -346,63 +334,6 @@ impl Default for CheckOptions {
 /// The suite's name in reports and in JUnit's `<testsuite name>`.
 pub const SUITE_NAME: &str = "dpctl plugin check";
 
-/// How a check came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The plugin did what the kubelet needs.
-    Pass,
-    /// The plugin broke the rule; the evidence says how.
-    Fail,
-    /// The check does not apply (the evidence says why).
-    Skip,
-    /// The check could not run (the evidence says why).
-    Error,
-}
-
-impl Outcome {
-    /// `pass`, `fail`, `skip` or `error`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Fail => "fail",
-            Outcome::Skip => "skip",
-            Outcome::Error => "error",
-        }
-    }
-}
-
-/// One check's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CheckResult {
-    /// The check's stable name.
-    pub name: String,
-    /// Why the check matters.
-    pub reason: String,
-    /// How it came out.
-    pub outcome: Outcome,
-    /// What was seen: the numbers and IDs on pass and fail, why on skip and error.
-    pub evidence: String,
-    /// The rule the check enforces (the one broken, on failure).
-    pub rule: String,
-    /// How long the check took.
-    pub duration_ms: u64,
-}
-
-impl CheckResult {
-    /// A result for `id` (for callers such as `smoke` that run a check their own way).
-    pub fn new(id: CheckId, outcome: Outcome, evidence: impl Into<String>, took: Duration) -> Self {
-        CheckResult {
-            name: id.name().into(),
-            reason: id.reason().into(),
-            outcome,
-            evidence: evidence.into(),
-            rule: id.rule().into(),
-            duration_ms: millis(took),
-        }
-    }
-}
-
 /// Why nothing could be checked: the plugin could not be reached.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Unreachable {
@@ -412,35 +343,6 @@ pub struct Unreachable {
     pub hint: Option<String>,
     /// The exit code of that error (3 for socket problems, 5 for a timeout).
     pub exit_code: u8,
-}
-
-/// Totals by outcome.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Totals {
-    /// Checks run.
-    pub total: usize,
-    /// Passed.
-    pub passed: usize,
-    /// Failed.
-    pub failed: usize,
-    /// Skipped.
-    pub skipped: usize,
-    /// Could not run.
-    pub errors: usize,
-}
-
-impl Totals {
-    /// Counts results by outcome.
-    pub fn of(results: &[CheckResult]) -> Self {
-        let count = |o| results.iter().filter(|c| c.outcome == o).count();
-        Totals {
-            total: results.len(),
-            passed: count(Outcome::Pass),
-            failed: count(Outcome::Fail),
-            skipped: count(Outcome::Skip),
-            errors: count(Outcome::Error),
-        }
-    }
 }
 
 /// A whole run: what was checked and every result, in run order.
@@ -474,11 +376,7 @@ impl Report {
         if let Some(u) = &self.unreachable {
             return u.exit_code;
         }
-        if self.checks.iter().any(|c| matches!(c.outcome, Outcome::Fail | Outcome::Error)) {
-            crate::error::exit::CHECK_FAILED
-        } else {
-            crate::error::exit::OK
-        }
+        if any_failure(&self.checks) { crate::error::exit::CHECK_FAILED } else { crate::error::exit::OK }
     }
 }
 
@@ -587,6 +485,16 @@ mod tests {
             assert_eq!(CheckId::from_name(n), Some(c));
             assert!(!c.reason().is_empty() && !c.rule().is_empty());
         }
+    }
+
+    #[test]
+    fn register_options_parse() {
+        let o = parse_register_options("pre_start_required=true, get_preferred_allocation_available=0").unwrap();
+        assert!(o.pre_start_required && !o.get_preferred_allocation_available);
+        assert_eq!(parse_register_options("").unwrap(), dp::DevicePluginOptions::default());
+        assert!(parse_register_options("pre_start_required").unwrap_err().contains("KEY=BOOL"));
+        assert!(parse_register_options("prestart=true").unwrap_err().contains("unknown option"));
+        assert!(parse_register_options("pre_start_required=maybe").unwrap_err().contains("not true or false"));
     }
 
     #[test]

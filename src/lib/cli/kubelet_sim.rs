@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::Ctx;
-use super::args::{CpuPolicyArg, DirArg, PolicyArg, ScopeArg};
+use super::args::DirArg;
 use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result};
 use crate::kubelet_sim::control::{self, Request};
@@ -127,16 +127,16 @@ pub struct ServeArgs {
 pub struct TopologyArgs {
     /// The kubelet's --topology-manager-policy.
     #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
-    pub topology_manager_policy: PolicyArg,
+    pub topology_manager_policy: topology::Policy,
     /// The kubelet's --topology-manager-scope.
     #[arg(long, value_enum, value_name = "SCOPE", default_value = "container")]
-    pub topology_manager_scope: ScopeArg,
+    pub topology_manager_scope: topology::Scope,
     /// The kubelet's --topology-manager-policy-options, e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16.
     #[arg(long, value_name = "KEY=VALUE,...", value_parser = clap::value_parser!(topology::PolicyOptions))]
     pub topology_manager_policy_options: Option<topology::PolicyOptions>,
     /// The kubelet's --cpu-manager-policy (static: Guaranteed pods with integer CPU requests get exclusive CPUs).
     #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
-    pub cpu_manager_policy: CpuPolicyArg,
+    pub cpu_manager_policy: topology::CpuPolicy,
     /// The kubelet's --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one.
     #[arg(long, value_name = "CPUS", value_parser = topology::parse_cpu_list)]
     pub reserved_cpus: Option<std::collections::BTreeSet<u32>>,
@@ -155,10 +155,10 @@ impl TopologyArgs {
     /// The sim's configuration (checked when the sim starts).
     pub fn config(&self) -> topology::TopologyConfig {
         topology::TopologyConfig {
-            policy: self.topology_manager_policy.into(),
-            scope: self.topology_manager_scope.into(),
+            policy: self.topology_manager_policy,
+            scope: self.topology_manager_scope,
             options: self.topology_manager_policy_options.clone().unwrap_or_default(),
-            cpu_policy: self.cpu_manager_policy.into(),
+            cpu_policy: self.cpu_manager_policy,
             reserved_cpus: self.reserved_cpus.clone().unwrap_or_default(),
             machine: topology::Machine {
                 numa_nodes: self.numa_nodes,

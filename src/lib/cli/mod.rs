@@ -14,6 +14,7 @@ pub mod mock_plugin;
 pub mod plugin;
 pub mod podresources;
 pub mod smoke;
+mod values;
 
 use std::io::Write;
 
@@ -173,7 +174,8 @@ impl Ctx<'_> {
 
     /// The output layer's view of the terminal: stdout, stderr, format, quietness.
     pub fn streams(&mut self) -> Streams<'_> {
-        Streams { out: &mut *self.term.out, err: &mut *self.term.err, format: self.format, quiet: self.quiet }
+        let progress = self.progress_allowed();
+        Streams { out: &mut *self.term.out, err: &mut *self.term.err, format: self.format, quiet: self.quiet, progress }
     }
 }
 

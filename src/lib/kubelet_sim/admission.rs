@@ -10,338 +10,19 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::Inner;
 use super::events::EventKind;
+pub use super::outcome::{
+    AdmitOutcome, ContainerOutcome, PreferredCall, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
+};
+pub use super::pod::{ContainerKind, ContainerSpec, PodSpec};
 use super::registration::go_rpc_error;
-use super::state::{Alloc, NO_TOPOLOGY, Pod};
+use super::state::{Alloc, Pod, numa_map};
 use crate::error::{Error, Result};
 use crate::model::ContainerAllocation;
 use crate::plugin_client::PluginClient;
 use crate::proto::deviceplugin::v1beta1 as dp;
-use crate::topology::Compute;
-use crate::validate::is_extended_resource_name;
-
-/// The reason the kubelet gives a pod whose device allocation failed.
-pub const UNEXPECTED_ADMISSION_ERROR: &str = "UnexpectedAdmissionError";
-
-/// What kind of container.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ContainerKind {
-    /// A plain init container: runs to completion before the others; its
-    /// devices can be reused by the containers after it.
-    Init,
-    /// A restartable init container (`restartPolicy: Always`): keeps its devices.
-    Sidecar,
-    /// A regular container.
-    Regular,
-}
-
-/// One container and the extended resources in its limits.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContainerSpec {
-    /// Container name.
-    pub name: String,
-    /// Init, sidecar or regular.
-    pub kind: ContainerKind,
-    /// Extended resources in `resources.limits` (whole numbers).
-    #[serde(default)]
-    pub limits: BTreeMap<String, u64>,
-    /// CPU and memory requests and limits (QoS class, exclusive CPUs).
-    #[serde(default, skip_serializing_if = "Compute::is_empty")]
-    pub compute: Compute,
-}
-
-/// A pod as the simulated kubelet admits it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PodSpec {
-    /// Pod name.
-    pub name: String,
-    /// Namespace.
-    #[serde(default = "default_namespace")]
-    pub namespace: String,
-    /// UID; generated when not given.
-    #[serde(default)]
-    pub uid: Option<String>,
-    /// Init containers (plain and sidecars) in spec order, then regular containers.
-    pub containers: Vec<ContainerSpec>,
-}
-
-fn default_namespace() -> String {
-    "default".into()
-}
-
-impl PodSpec {
-    /// A pod with one container `c0` asking for `limits`.
-    pub fn shorthand(name: &str, namespace: &str, limits: &[(String, u64)]) -> PodSpec {
-        PodSpec {
-            name: name.into(),
-            namespace: namespace.into(),
-            uid: None,
-            containers: vec![ContainerSpec {
-                name: "c0".into(),
-                kind: ContainerKind::Regular,
-                limits: limits.iter().cloned().collect(),
-                compute: Compute::default(),
-            }],
-        }
-    }
-
-    /// Parses `example.com/gpu=2` (as given to `--allocate`).
-    pub fn parse_allocate(s: &str) -> Result<(String, u64)> {
-        let place = format!("--allocate {s}");
-        let (name, count) = s
-            .split_once('=')
-            .ok_or_else(|| Error::invalid(&place, "expected RESOURCE=COUNT, e.g. example.com/gpu=2"))?;
-        let name = name.trim();
-        if let Some(why) = crate::validate::explain_resource_name(name) {
-            return Err(Error::invalid(&place, why));
-        }
-        let count = count
-            .trim()
-            .parse::<u64>()
-            .map_err(|_| Error::invalid(&place, format!("{count:?} is not a whole number of devices")))?;
-        Ok((name.to_string(), count))
-    }
-
-    /// Parses a Pod manifest (YAML or JSON). `place` names the file in errors.
-    pub fn from_manifest(text: &str, place: &str) -> Result<PodSpec> {
-        crate::input::check_depth(text, place, crate::input::MAX_MANIFEST_DEPTH)?;
-        let value: Value = if text.trim_start().starts_with('{') {
-            serde_json::from_str(text).map_err(|e| Error::invalid(place, format!("not valid JSON: {e}")))?
-        } else {
-            serde_norway::from_str(text).map_err(|e| Error::invalid(place, format!("not valid YAML: {e}")))?
-        };
-        from_value(&value, place)
-    }
-
-    /// Checks names and container order.
-    pub fn validate(&self) -> Result<()> {
-        let place = format!("pod {}/{}", self.namespace, self.name);
-        if self.name.is_empty() {
-            return Err(Error::invalid("pod", "metadata.name is empty"));
-        }
-        crate::validate::check_object_names(&self.name, &self.namespace)?;
-        if self.containers.iter().all(|c| c.kind != ContainerKind::Regular) {
-            return Err(Error::invalid(&place, "a pod needs at least one regular container (spec.containers)"));
-        }
-        let mut seen = BTreeSet::new();
-        let mut regular_seen = false;
-        for c in &self.containers {
-            if c.name.is_empty() {
-                return Err(Error::invalid(&place, "a container has no name"));
-            }
-            if !seen.insert(c.name.as_str()) {
-                return Err(Error::invalid(&place, format!("container name {:?} is used twice", c.name)));
-            }
-            if c.kind == ContainerKind::Regular {
-                regular_seen = true;
-            } else if regular_seen {
-                return Err(Error::invalid(&place, "init containers must come before regular containers"));
-            }
-            for r in c.limits.keys() {
-                if let Some(why) = crate::validate::explain_resource_name(r) {
-                    return Err(Error::invalid(format!("{place} container {}", c.name), why));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-fn from_value(v: &Value, place: &str) -> Result<PodSpec> {
-    let bad = |key: &str, msg: &str| Error::invalid(format!("{place}: {key}"), msg.to_string());
-    if let Some(kind) = v.get("kind")
-        && kind.as_str() != Some("Pod")
-    {
-        return Err(bad("kind", &format!("expected Pod, got {kind}")));
-    }
-    let meta = v.get("metadata").ok_or_else(|| bad("metadata", "missing"))?;
-    let name = meta.get("name").and_then(Value::as_str).ok_or_else(|| bad("metadata.name", "missing"))?;
-    let namespace = meta.get("namespace").and_then(Value::as_str).unwrap_or("default");
-    let uid = meta.get("uid").and_then(Value::as_str).map(String::from);
-    let spec = v.get("spec").ok_or_else(|| bad("spec", "missing"))?;
-    let mut containers = Vec::new();
-    for (key, regular) in [("initContainers", false), ("containers", true)] {
-        let Some(list) = spec.get(key) else { continue };
-        if list.is_null() {
-            continue;
-        }
-        let list = list.as_array().ok_or_else(|| bad(&format!("spec.{key}"), "must be a list"))?;
-        for (i, c) in list.iter().enumerate() {
-            let at = format!("spec.{key}[{i}]");
-            let cname = c.get("name").and_then(Value::as_str).ok_or_else(|| bad(&format!("{at}.name"), "missing"))?;
-            let kind = if regular {
-                ContainerKind::Regular
-            } else {
-                match c.get("restartPolicy").and_then(Value::as_str) {
-                    Some("Always") => ContainerKind::Sidecar,
-                    None => ContainerKind::Init,
-                    Some(other) => {
-                        return Err(bad(
-                            &format!("{at}.restartPolicy"),
-                            &format!("{other:?}: only Always is allowed on an init container"),
-                        ));
-                    }
-                }
-            };
-            let limits = quantities(c, &at, "limits", place)?;
-            let requests = quantities(c, &at, "requests", place)?;
-            for (r, n) in &requests {
-                match limits.get(r) {
-                    None => {
-                        return Err(bad(
-                            &format!("{at}.resources.requests[{r}]"),
-                            "Limit must be set for non overcommitable resources",
-                        ));
-                    }
-                    Some(l) if l != n => {
-                        return Err(bad(
-                            &format!("{at}.resources.requests[{r}]"),
-                            &format!("must be equal to {r} limit of {l}"),
-                        ));
-                    }
-                    Some(_) => {}
-                }
-            }
-            let compute = super::topology::compute_of(c, &at, place)?;
-            containers.push(ContainerSpec { name: cname.to_string(), kind, limits, compute });
-        }
-    }
-    if !containers.iter().any(|c| c.kind == ContainerKind::Regular) {
-        return Err(bad("spec.containers", "missing or empty"));
-    }
-    let pod = PodSpec { name: name.to_string(), namespace: namespace.to_string(), uid, containers };
-    pod.validate()?;
-    Ok(pod)
-}
-
-/// The extended resources of `resources.<which>`, as whole numbers.
-fn quantities(c: &Value, at: &str, which: &str, place: &str) -> Result<BTreeMap<String, u64>> {
-    let mut out = BTreeMap::new();
-    let Some(map) = c.get("resources").and_then(|r| r.get(which)) else { return Ok(out) };
-    let Some(map) = map.as_object() else {
-        return Err(Error::invalid(format!("{place}: {at}.resources.{which}"), "must be a map"));
-    };
-    for (name, q) in map {
-        if !is_extended_resource_name(name) {
-            continue; // cpu, memory, hugepages: not the device manager's business
-        }
-        let n = super::topology::parse_bytes(q).ok_or_else(|| {
-            Error::invalid(
-                format!("{place}: {at}.resources.{which}[{name}]"),
-                format!("{q} is not a whole number (extended resources are counted in whole devices)"),
-            )
-        })?;
-        out.insert(name.clone(), n);
-    }
-    Ok(out)
-}
-
-/// A GetPreferredAllocation call the sim made, with its inputs and the answer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PreferredCall {
-    /// `available_deviceIDs`.
-    pub available: Vec<String>,
-    /// `must_include_deviceIDs`.
-    pub must_include: Vec<String>,
-    /// `allocation_size`.
-    pub size: i32,
-    /// `container_responses[0].deviceIDs`.
-    pub answer: Vec<String>,
-    /// Contract rules the answer breaks (the kubelet copes; shown as warnings).
-    pub warnings: Vec<Warning>,
-}
-
-/// A broken contract rule, as a warning.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Warning {
-    /// Rule name.
-    pub rule: String,
-    /// Evidence.
-    pub evidence: String,
-}
-
-impl From<crate::contract::Violation> for Warning {
-    fn from(v: crate::contract::Violation) -> Self {
-        Warning { rule: v.rule.to_string(), evidence: v.evidence }
-    }
-}
-
-/// What happened for one resource of one container.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ResourceOutcome {
-    /// Resource name.
-    pub resource: String,
-    /// The container's limit.
-    pub requested: u64,
-    /// Devices reused from plain init containers.
-    pub reused: Vec<String>,
-    /// The GetPreferredAllocation call, when one was made.
-    pub preferred: Option<PreferredCall>,
-    /// The devices given to the container.
-    pub devices: Vec<String>,
-    /// The Allocate answer for the container (absent for a stripped request
-    /// and in a dry run; the kubelet calls Allocate even for reused devices).
-    pub allocation: Option<ContainerAllocation>,
-    /// Contract rules the Allocate answer breaks (warnings).
-    pub warnings: Vec<Warning>,
-    /// PreStartContainer result: `ok`, or the error; absent when not required.
-    pub pre_start: Option<String>,
-}
-
-/// What happened for one container.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContainerOutcome {
-    /// Container name.
-    pub name: String,
-    /// Init, sidecar or regular.
-    pub kind: ContainerKind,
-    /// Per resource in its limits that the device manager handles.
-    pub resources: Vec<ResourceOutcome>,
-    /// The container would start (every PreStartContainer worked).
-    pub started: bool,
-    /// Why it would not start.
-    pub start_error: Option<String>,
-}
-
-/// The answer to an admission.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AdmitOutcome {
-    /// Pod name.
-    pub pod: String,
-    /// Namespace.
-    pub namespace: String,
-    /// Pod UID.
-    pub uid: String,
-    /// True when the pod was admitted.
-    pub admitted: bool,
-    /// The kubelet's reason when rejected (`UnexpectedAdmissionError`, `OutOf<resource>`).
-    pub reason: Option<String>,
-    /// The kubelet's message when rejected.
-    pub message: Option<String>,
-    /// Per container, in spec order (up to the failure when rejected).
-    pub containers: Vec<ContainerOutcome>,
-    /// How long admission took.
-    pub took_ms: u64,
-    /// Topology Manager hints and verdicts, exclusive CPUs, NUMA placement.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<Box<super::topology::TopologyReport>>,
-}
-
-impl AdmitOutcome {
-    /// Devices of a container for a resource.
-    pub fn devices(&self, container: &str, resource: &str) -> Vec<String> {
-        self.containers
-            .iter()
-            .find(|c| c.name == container)
-            .and_then(|c| c.resources.iter().find(|r| r.resource == resource))
-            .map(|r| r.devices.clone())
-            .unwrap_or_default()
-    }
-}
 
 /// A rejection: reason and message as the kubelet reports them.
 struct Reject {
@@ -382,17 +63,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         spec.uid = Some(new_uid());
     }
     let mut pod = Pod { spec, allocs: BTreeMap::new() };
-    let mut outcome = AdmitOutcome {
-        pod: pod.spec.name.clone(),
-        namespace: pod.spec.namespace.clone(),
-        uid: pod.uid().to_string(),
-        admitted: false,
-        reason: None,
-        message: None,
-        containers: Vec::new(),
-        took_ms: 0,
-        topology: None,
-    };
+    let mut outcome = AdmitOutcome::pending(&pod.spec, pod.uid().to_string());
     match allocate_pod(inner, &mut pod, &mut outcome).await {
         Ok(()) => {}
         Err(reject) => {
@@ -433,6 +104,9 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
 }
 
 /// Chooses and allocates devices for every container, init containers first.
+// long: the device manager's per-container loop in the kubelet's order (topology hint,
+// allocate_one per resource, init-container reuse, the predicate handler for skipped
+// resources); each branch rejects with the kubelet's own text.
 async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutcome) -> Result<(), Reject> {
     // Devices of plain init containers that later containers may reuse.
     let mut reuse: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -450,13 +124,7 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
                 return Err(Reject { reason, message });
             }
         };
-        let mut co = ContainerOutcome {
-            name: c.name.clone(),
-            kind: c.kind,
-            resources: Vec::new(),
-            started: false,
-            start_error: None,
-        };
+        let mut co = ContainerOutcome::new(c);
         for (resource, &required) in &c.limits {
             let reusable = reuse.get(resource).cloned().unwrap_or_default();
             match allocate_one(inner, pod, &c.name, resource, required, &reusable, hint).await {
@@ -543,7 +211,7 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
 /// The pod's effective request of `resource`: the larger of the running
 /// containers' sum and each init container's need (with the sidecars before it).
 fn effective_request(spec: &PodSpec, resource: &str) -> u64 {
-    let get = |c: &super::admission::ContainerSpec| c.limits.get(resource).copied().unwrap_or(0);
+    let get = |c: &ContainerSpec| c.limits.get(resource).copied().unwrap_or(0);
     let mut sidecars = 0;
     let mut init_peak = 0;
     for c in &spec.containers {
@@ -569,7 +237,9 @@ struct Plan {
 }
 
 /// The kubelet's `devicesToAllocate` plus the Allocate call, for one
-/// (container, resource). `Ok(None)`: nothing for the device manager to do.
+/// (container, resource): the plan under the lock, the GetPreferredAllocation
+/// call, the Allocate call and its checks. `Ok(None)`: nothing for the
+/// device manager to do.
 async fn allocate_one(
     inner: &Arc<Inner>,
     pod: &Pod,
@@ -579,95 +249,15 @@ async fn allocate_one(
     reusable: &BTreeSet<String>,
     hint: Option<crate::topology::Mask>,
 ) -> Result<Option<(ResourceOutcome, Alloc)>, Reject> {
-    let plan = {
-        let st = inner.lock();
-        let res = st.resources.get(resource).filter(|r| r.known());
-        let pod_has = pod.allocs.values().any(|m| m.contains_key(resource));
-        if res.is_none() && !st.any_allocated(resource) && !pod_has {
-            return Ok(None); // not a device-plugin resource: the predicate handler judges it
-        }
-        let Some(r) = res else {
-            return Err(unexpected(format!("cannot allocate unregistered device {resource}")));
-        };
-        let healthy: Vec<&crate::model::Device> = r.healthy().collect();
-        if healthy.is_empty() {
-            return Err(unexpected(format!(
-                "no healthy devices present; cannot allocate unhealthy devices {resource}"
-            )));
-        }
-        if required == 0 {
-            return Ok(None);
-        }
-        let mut needed = required;
-        let mut allocated = Vec::new();
-        for id in reusable {
-            if needed == 0 {
-                break;
-            }
-            allocated.push(id.clone());
-            needed -= 1;
-        }
-        let reused = allocated.clone();
-        let mut available: Vec<(String, Option<Vec<i64>>)> = Vec::new();
-        if needed > 0 {
-            let mut in_use = st.in_use(resource);
-            for by_res in pod.allocs.values() {
-                if let Some(a) = by_res.get(resource) {
-                    in_use.extend(a.ids.iter().cloned());
-                }
-            }
-            let mut seen = BTreeSet::new();
-            available = healthy
-                .iter()
-                .filter(|d| !in_use.contains(&d.id) && seen.insert(d.id.as_str()))
-                .map(|d| (d.id.clone(), if hint.is_some() { d.numa_nodes.clone() } else { None }))
-                .collect();
-            if (available.len() as u64) < needed {
-                return Err(unexpected(format!(
-                    "requested number of devices unavailable for {resource}. Requested: {needed}, Available: {}",
-                    available.len()
-                )));
-            }
-        }
-        let ep = r.endpoint.as_ref();
-        // The Topology Manager's stored hint splits the free devices (topology.md §3).
-        let has_topology =
-            hint.is_some() && r.devices.iter().any(|d| d.numa_nodes.as_ref().is_some_and(|n| !n.is_empty()));
-        let ids: Vec<String> = available.iter().map(|(id, _)| id.clone()).collect();
-        let split = crate::topology::split(&available, has_topology, hint);
-        Plan {
-            reused,
-            take: crate::topology::plan_take(&allocated, &ids, &split, needed, required),
-            preferred: ep.filter(|e| e.options.get_preferred_allocation_available).map(|e| e.client.clone()),
-            client: ep.map(|e| e.client.clone()),
-        }
+    let Some(Plan { reused, take, preferred, client }) =
+        plan_allocation(inner, pod, resource, required, reusable, hint)?
+    else {
+        return Ok(None);
     };
-    let Plan { reused, take, preferred, client } = plan;
-    let mut preferred_call = None;
-    let mut answer = Vec::new();
-    // GetPreferredAllocation with exactly the lists the kubelet passes for
-    // the stored hint (under policy none: every free device).
-    if let (Some(ask), Some(pc)) = (&take.ask, preferred) {
-        let size = i32::try_from(ask.size).unwrap_or(i32::MAX);
-        let req = dp::ContainerPreferredAllocationRequest {
-            available_device_i_ds: ask.available.clone(),
-            must_include_device_i_ds: ask.must_include.clone(),
-            allocation_size: size,
-        };
-        let resp = pc.preferred(vec![req.clone()]).await.map_err(|e| {
-            unexpected(format!("device plugin GetPreferredAllocation rpc failed with err: {}", go_rpc_error(&e)))
-        })?;
-        // Like the kubelet: only the first container response is read.
-        answer = crate::contract::preferred_answer(&resp);
-        let warnings = crate::contract::check_preferred_response(&req, &resp).into_iter().map(Warning::from).collect();
-        preferred_call = Some(PreferredCall {
-            available: req.available_device_i_ds,
-            must_include: req.must_include_device_i_ds,
-            size,
-            answer: answer.clone(),
-            warnings,
-        });
-    }
+    let (preferred_call, answer) = match (&take.ask, preferred) {
+        (Some(ask), Some(pc)) => call_preferred(ask, &pc).await?,
+        _ => (None, Vec::new()),
+    };
     let allocated = take.finish(&answer, required);
     let got = allocated.len() as u64;
     if got < required {
@@ -675,27 +265,7 @@ async fn allocate_one(
             "unexpectedly allocated less resources than required. Requested: {required}, Got: {got}"
         )));
     }
-    // Allocate for the devices this container gets (the kubelet calls it even
-    // when they all come from init containers).
-    let Some(client) = client else {
-        return Err(unexpected(format!("unknown Device Plugin {resource}")));
-    };
-    let stopped = {
-        let st = inner.lock();
-        st.resources.get(resource).and_then(|r| r.endpoint.as_ref()).is_none_or(|e| e.stopped)
-    };
-    if stopped {
-        return Err(unexpected(format!("endpoint {} has been stopped", client.path().display())));
-    }
-    let resp = client.allocate(std::slice::from_ref(&allocated)).await.map_err(|e| unexpected(go_rpc_error(&e)))?;
-    let Some(first) = resp.container_responses.first().cloned() else {
-        // kubelet-versions.md §5: the gogo dump up to 1.33, nothing from 1.34.
-        return Err(unexpected(format!(
-            "no containers return in allocation response {}",
-            inner.config.kubelet_version.empty_allocate_text()
-        )));
-    };
-    let warnings = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
+    let (first, warnings) = call_allocate(inner, resource, client, &allocated).await?;
     let by_numa = {
         let st = inner.lock();
         let devices = st.resources.get(resource).map(|r| r.devices.as_slice()).unwrap_or_default();
@@ -715,20 +285,136 @@ async fn allocate_one(
     Ok(Some((ro, Alloc { ids: allocated, by_numa, response: first })))
 }
 
-/// Device IDs per NUMA node, as the kubelet records them (`-1`: no topology).
-pub(crate) fn numa_map(ids: &[String], devices: &[crate::model::Device]) -> BTreeMap<i64, Vec<String>> {
-    let mut out: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-    for id in ids {
-        let nodes = devices.iter().find(|d| &d.id == id).and_then(|d| d.numa_nodes.clone()).unwrap_or_default();
-        if nodes.is_empty() {
-            out.entry(NO_TOPOLOGY).or_default().push(id.clone());
-        } else {
-            for n in nodes {
-                out.entry(n).or_default().push(id.clone());
+/// The choice made under the lock, before any RPC: the devices reused from
+/// init containers, the free ones (split by the Topology Manager's stored
+/// hint, topology.md §3), and the plugin's clients. `Ok(None)`: not a
+/// device-plugin resource, or nothing required.
+fn plan_allocation(
+    inner: &Arc<Inner>,
+    pod: &Pod,
+    resource: &str,
+    required: u64,
+    reusable: &BTreeSet<String>,
+    hint: Option<crate::topology::Mask>,
+) -> Result<Option<Plan>, Reject> {
+    let st = inner.lock();
+    let res = st.resources.get(resource).filter(|r| r.known());
+    let pod_has = pod.allocs.values().any(|m| m.contains_key(resource));
+    if res.is_none() && !st.any_allocated(resource) && !pod_has {
+        return Ok(None); // not a device-plugin resource: the predicate handler judges it
+    }
+    let Some(r) = res else {
+        return Err(unexpected(format!("cannot allocate unregistered device {resource}")));
+    };
+    let healthy: Vec<&crate::model::Device> = r.healthy().collect();
+    if healthy.is_empty() {
+        return Err(unexpected(format!("no healthy devices present; cannot allocate unhealthy devices {resource}")));
+    }
+    if required == 0 {
+        return Ok(None);
+    }
+    let mut needed = required;
+    let mut allocated = Vec::new();
+    for id in reusable {
+        if needed == 0 {
+            break;
+        }
+        allocated.push(id.clone());
+        needed -= 1;
+    }
+    let reused = allocated.clone();
+    let mut available: Vec<(String, Option<Vec<i64>>)> = Vec::new();
+    if needed > 0 {
+        let mut in_use = st.in_use(resource);
+        for by_res in pod.allocs.values() {
+            if let Some(a) = by_res.get(resource) {
+                in_use.extend(a.ids.iter().cloned());
             }
         }
+        let mut seen = BTreeSet::new();
+        available = healthy
+            .iter()
+            .filter(|d| !in_use.contains(&d.id) && seen.insert(d.id.as_str()))
+            .map(|d| (d.id.clone(), if hint.is_some() { d.numa_nodes.clone() } else { None }))
+            .collect();
+        if (available.len() as u64) < needed {
+            return Err(unexpected(format!(
+                "requested number of devices unavailable for {resource}. Requested: {needed}, Available: {}",
+                available.len()
+            )));
+        }
     }
-    out
+    let ep = r.endpoint.as_ref();
+    // The Topology Manager's stored hint splits the free devices (topology.md §3).
+    let has_topology = hint.is_some() && r.devices.iter().any(|d| d.numa_nodes.as_ref().is_some_and(|n| !n.is_empty()));
+    let ids: Vec<String> = available.iter().map(|(id, _)| id.clone()).collect();
+    let split = crate::topology::split(&available, has_topology, hint);
+    Ok(Some(Plan {
+        reused,
+        take: crate::topology::plan_take(&allocated, &ids, &split, needed, required),
+        preferred: ep.filter(|e| e.options.get_preferred_allocation_available).map(|e| e.client.clone()),
+        client: ep.map(|e| e.client.clone()),
+    }))
+}
+
+/// GetPreferredAllocation with exactly the lists the kubelet passes for the
+/// stored hint (under policy none: every free device); like the kubelet, only
+/// the first container response is read. Returns the call and the answer.
+async fn call_preferred(
+    ask: &crate::topology::Ask,
+    pc: &PluginClient,
+) -> Result<(Option<PreferredCall>, Vec<String>), Reject> {
+    let size = i32::try_from(ask.size).unwrap_or(i32::MAX);
+    let req = dp::ContainerPreferredAllocationRequest {
+        available_device_i_ds: ask.available.clone(),
+        must_include_device_i_ds: ask.must_include.clone(),
+        allocation_size: size,
+    };
+    let resp = pc.preferred(vec![req.clone()]).await.map_err(|e| {
+        unexpected(format!("device plugin GetPreferredAllocation rpc failed with err: {}", go_rpc_error(&e)))
+    })?;
+    let answer = crate::contract::preferred_answer(&resp);
+    let warnings = crate::contract::check_preferred_response(&req, &resp).into_iter().map(Warning::from).collect();
+    let call = PreferredCall {
+        available: req.available_device_i_ds,
+        must_include: req.must_include_device_i_ds,
+        size,
+        answer: answer.clone(),
+        warnings,
+    };
+    Ok((Some(call), answer))
+}
+
+/// Allocate for the devices this container gets (the kubelet calls it even
+/// when they all come from init containers): the plugin must be known and
+/// its endpoint not stopped, and the answer must hold a container response
+/// (the first is the one read). Returns it and the contract warnings.
+async fn call_allocate(
+    inner: &Arc<Inner>,
+    resource: &str,
+    client: Option<PluginClient>,
+    allocated: &[String],
+) -> Result<(dp::ContainerAllocateResponse, Vec<Warning>), Reject> {
+    let Some(client) = client else {
+        return Err(unexpected(format!("unknown Device Plugin {resource}")));
+    };
+    let stopped = {
+        let st = inner.lock();
+        st.resources.get(resource).and_then(|r| r.endpoint.as_ref()).is_none_or(|e| e.stopped)
+    };
+    if stopped {
+        return Err(unexpected(format!("endpoint {} has been stopped", client.path().display())));
+    }
+    let resp = client.allocate(&[allocated.to_vec()]).await.map_err(|e| unexpected(go_rpc_error(&e)))?;
+    let Some(first) = resp.container_responses.first().cloned() else {
+        // kubelet-versions.md §5: the gogo dump up to 1.33, nothing from 1.34.
+        return Err(unexpected(format!(
+            "no containers return in allocation response {}",
+            inner.config.kubelet_version.empty_allocate_text()
+        )));
+    };
+    let warnings = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
+    Ok((first, warnings))
 }
 
 /// The PreStartContainer calls to make: per container, per resource whose plugin requires it.
@@ -841,6 +527,8 @@ pub struct RestartOutcome {
 /// devices the container holds; a failure stops only this container. A
 /// stopped endpoint fails the call (`endpoint … has been stopped`), and
 /// after the removal `endpoint not found in cache for a registered resource`.
+// long: one container restart's PreStartContainer plan and calls, each failure with the
+// kubelet's own text (kubelet-versions.md §5).
 pub(crate) async fn restart_container(
     inner: &Arc<Inner>,
     namespace: &str,

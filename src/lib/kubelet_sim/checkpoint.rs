@@ -18,37 +18,14 @@ use std::path::{Path, PathBuf};
 use prost::Message;
 use serde::{Deserialize, Serialize};
 
+pub use super::outcome::CheckpointStatus;
 use super::state::{Alloc, State};
-use crate::checkpoint::{Checkpoint, CheckpointData, DeviceIds, Format, LegacyFormat, PodDevicesEntry};
+use crate::checkpoint::{Checkpoint, CheckpointData, DeviceIds, LegacyFormat, PodDevicesEntry};
 use crate::error::{Error, Result};
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 /// The ownership record, inside `<dir>/.dpctl/`.
 pub const MARKER_NAME: &str = "kubelet-sim-checkpoint.json";
-
-/// What the sim found in the checkpoint file at start, and whether it writes it.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct CheckpointStatus {
-    /// The checkpoint file.
-    pub path: String,
-    /// At start: `none` (no file), `valid`, `corrupt` (checksum mismatch),
-    /// `unreadable` (not JSON the kubelet can parse into its types).
-    pub found: String,
-    /// The layout, when the file parsed.
-    pub format: Option<Format>,
-    /// `Checksum` in the file.
-    pub stored_checksum: Option<u64>,
-    /// The checksum the kubelet computes for its `Data`.
-    pub computed_checksum: Option<u64>,
-    /// Why the file was not used, when it was not.
-    pub error: Option<String>,
-    /// Entries restored from it at start.
-    pub restored_entries: usize,
-    /// The sim writes the file.
-    pub writes: bool,
-    /// Why it writes it or not.
-    pub ownership: String,
-}
 
 /// The record of the files the sim wrote: the newest and the one before.
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq, Default)]

@@ -48,7 +48,7 @@ pub struct ContainerDevicesView {
     /// Container name.
     pub name: String,
     /// `init`, `sidecar` or `regular`.
-    pub kind: super::admission::ContainerKind,
+    pub kind: super::pod::ContainerKind,
     /// Device IDs per resource.
     pub devices: BTreeMap<String, Vec<String>>,
 }
@@ -306,7 +306,7 @@ pub enum EventKind {
     /// The checkpoint as found at start (kubelet-versions.md §7).
     CheckpointRead {
         /// What was found, its checksums, and whether the sim writes it.
-        checkpoint: super::checkpoint::CheckpointStatus,
+        checkpoint: super::outcome::CheckpointStatus,
     },
     /// The sim will not write the checkpoint: another program wrote it.
     CheckpointReadOnly {

@@ -21,6 +21,8 @@ pub mod checkpoint;
 pub mod control;
 pub mod differences;
 pub mod events;
+mod outcome;
+mod pod;
 mod podres;
 mod registration;
 mod registry;
@@ -260,6 +262,29 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// A sim's shared state before anything is served: no resources, no
+    /// pods, the first event receiver kept for the first subscriber.
+    fn new(config: SimConfig, paths: Paths) -> Inner {
+        let (events, first_rx) = broadcast::channel(config.event_capacity.max(16));
+        let (shutdown, _) = watch::channel(false);
+        Inner {
+            state: Mutex::new(State::new(config.grace_period)),
+            config,
+            paths,
+            events,
+            first_events: Mutex::new(Some(first_rx)),
+            admission: tokio::sync::Mutex::new(()),
+            grace_changed: Notify::new(),
+            checkpoint_dirty: Notify::new(),
+            checkpoint_write: std::sync::Mutex::new(()),
+            registry_rescan: Notify::new(),
+            shutdown,
+            registration: tokio::sync::Mutex::new(None),
+            services: Mutex::new(Vec::new()),
+            tasks: Mutex::new(Vec::new()),
+        }
+    }
+
     /// The state. A poisoned lock (a panic elsewhere) still holds consistent
     /// data: every update is done in one critical section without awaits.
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -357,62 +382,11 @@ impl KubeletSim {
             marker: checkpoint::marker_path(&dir),
             dir: dir.clone(),
         };
-        let (events, first_rx) = broadcast::channel(config.event_capacity.max(16));
-        let (shutdown, _) = watch::channel(false);
-        let inner = Arc::new(Inner {
-            state: Mutex::new(State::new(config.grace_period)),
-            config,
-            paths,
-            events,
-            first_events: Mutex::new(Some(first_rx)),
-            admission: tokio::sync::Mutex::new(()),
-            grace_changed: Notify::new(),
-            checkpoint_dirty: Notify::new(),
-            checkpoint_write: std::sync::Mutex::new(()),
-            registry_rescan: Notify::new(),
-            shutdown,
-            registration: tokio::sync::Mutex::new(None),
-            services: Mutex::new(Vec::new()),
-            tasks: Mutex::new(Vec::new()),
-        });
+        let inner = Arc::new(Inner::new(config, paths));
         let handle = SimHandle { inner: Arc::clone(&inner) };
-        // A previous kubelet's checkpoint (kubelet-versions.md §7): verified;
-        // a valid one is restored (its resources show 0 until their plugins
-        // register, its pods' devices are in use); a corrupt one restores
-        // nothing. Written only when this sim wrote it or adopts it.
-        let restored = if inner.config.checkpoint {
-            let loaded = checkpoint::load(
-                &inner.paths.checkpoint,
-                &inner.paths.marker,
-                inner.config.adopt_checkpoint,
-                inner.config.checkpoint_v1,
-            );
-            announce_checkpoint(&inner, &loaded.status);
-            inner.lock().checkpoint = Some(loaded.status);
-            loaded.checkpoint.map(|cp| restore(&inner, &cp)).unwrap_or_default()
-        } else {
-            Vec::new()
-        };
+        let restored = load_checkpoint(&inner);
         let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
-        let mut services = Vec::new();
-        if let Some(listener) = podres_listener {
-            let provider = Arc::new(podres::SimPodResources { inner: Arc::clone(&inner) });
-            let router = PodResourcesService::new(provider, inner.config.podresources.clone()).router();
-            let stop = inner.shutdown_future();
-            services.push(tokio::spawn(async move {
-                if let Err(e) = transport::serve(router, listener, stop).await {
-                    tracing::warn!(error = %e, "PodResources server stopped");
-                }
-            }));
-        }
-        if let Some(listener) = control_listener {
-            let sim = handle.clone();
-            let handler = move |req| control::handle(sim.clone(), req);
-            services.push(tokio::spawn(transport::control::serve(listener, handler, inner.shutdown_future())));
-        }
-        if inner.config.checkpoint {
-            services.push(tokio::spawn(checkpoint_writer(Arc::clone(&inner))));
-        }
+        let mut services = spawn_services(&handle, podres_listener, control_listener);
         serve_registration(&inner).await?;
         if let Some(reg_dir) = inner.config.registry_dir.clone() {
             services.push(registry::start(&inner, &reg_dir)?);
@@ -436,6 +410,55 @@ impl KubeletSim {
         });
         Ok(handle)
     }
+}
+
+/// A previous kubelet's checkpoint (kubelet-versions.md §7): verified; a
+/// valid one is restored (its resources show 0 until their plugins register,
+/// its pods' devices are in use); a corrupt one restores nothing. Written
+/// only when this sim wrote it or adopts it. Returns what [`restore`] did.
+fn load_checkpoint(inner: &Arc<Inner>) -> Vec<(String, u64)> {
+    if !inner.config.checkpoint {
+        return Vec::new();
+    }
+    let loaded = checkpoint::load(
+        &inner.paths.checkpoint,
+        &inner.paths.marker,
+        inner.config.adopt_checkpoint,
+        inner.config.checkpoint_v1,
+    );
+    announce_checkpoint(inner, &loaded.status);
+    inner.lock().checkpoint = Some(loaded.status);
+    loaded.checkpoint.map(|cp| restore(inner, &cp)).unwrap_or_default()
+}
+
+/// Serves PodResources and the control socket on their listeners, and
+/// starts the checkpoint writer.
+fn spawn_services(
+    handle: &SimHandle,
+    podres_listener: Option<transport::Listener>,
+    control_listener: Option<transport::Listener>,
+) -> Vec<JoinHandle<()>> {
+    let inner = &handle.inner;
+    let mut services = Vec::new();
+    if let Some(listener) = podres_listener {
+        let provider = Arc::new(podres::SimPodResources { inner: Arc::clone(inner) });
+        let router = PodResourcesService::new(provider, inner.config.podresources.clone()).router();
+        let stop = inner.shutdown_future();
+        services.push(tokio::spawn(async move {
+            if let Err(e) = transport::serve(router, listener, stop).await {
+                tracing::warn!(error = %e, "PodResources server stopped");
+            }
+        }));
+    }
+    if let Some(listener) = control_listener {
+        let sim = handle.clone();
+        let handler = move |req| control::handle(sim.clone(), req);
+        services.push(tokio::spawn(transport::control::serve(listener, handler, inner.shutdown_future())));
+    }
+    if inner.config.checkpoint {
+        services.push(tokio::spawn(checkpoint_writer(Arc::clone(inner))));
+    }
+    services
 }
 
 /// Creates the directory (0750, as the kubelet does) when missing.
@@ -798,6 +821,8 @@ impl SimHandle {
     /// (never this sim's own PodResources or control socket), serves a new
     /// kubelet.sock, then waits up to `wait` for every plugin to register
     /// again and send its devices.
+    // long: the kubelet restart in its order (stop, checkpoint write and read-back, socket
+    // cleanup, a new kubelet.sock, the wait for re-registration), as its doc says.
     pub async fn restart(&self, wait: Duration) -> Result<RestartReport> {
         let inner = &self.inner;
         let turn = inner.admission.lock().await;
@@ -1037,32 +1062,15 @@ mod tests {
 
     #[test]
     fn restore_gives_known_pods_their_devices_and_keeps_the_rest() {
-        let (events, _) = broadcast::channel(16);
-        let (shutdown, _) = watch::channel(false);
-        let config = SimConfig::new("/tmp/nowhere");
-        let inner = Arc::new(Inner {
-            paths: Paths {
-                dir: "/tmp/nowhere".into(),
-                kubelet_socket: "/tmp/nowhere/kubelet.sock".into(),
-                podresources_socket: None,
-                control_socket: None,
-                checkpoint: "/tmp/nowhere/cp".into(),
-                marker: "/tmp/nowhere/.dpctl/m".into(),
-            },
-            state: Mutex::new(State::new(config.grace_period)),
-            config,
-            events,
-            first_events: Mutex::new(None),
-            admission: tokio::sync::Mutex::new(()),
-            grace_changed: Notify::new(),
-            checkpoint_dirty: Notify::new(),
-            checkpoint_write: std::sync::Mutex::new(()),
-            registry_rescan: Notify::new(),
-            shutdown,
-            registration: tokio::sync::Mutex::new(None),
-            services: Mutex::new(Vec::new()),
-            tasks: Mutex::new(Vec::new()),
-        });
+        let paths = Paths {
+            dir: "/tmp/nowhere".into(),
+            kubelet_socket: "/tmp/nowhere/kubelet.sock".into(),
+            podresources_socket: None,
+            control_socket: None,
+            checkpoint: "/tmp/nowhere/cp".into(),
+            marker: "/tmp/nowhere/.dpctl/m".into(),
+        };
+        let inner = Arc::new(Inner::new(SimConfig::new("/tmp/nowhere"), paths));
         let mut spec = PodSpec::shorthand("p", "default", &[("example.com/gpu".into(), 1)]);
         spec.uid = Some("uid-1".into());
         let alloc = state::Alloc {

@@ -209,46 +209,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
             return Err(reject(duplicate_text(&input.resource, &input.socket)));
         }
     }
-    let (id, replaced) = {
-        let mut st = inner.lock();
-        let id = st.next_id();
-        let generation = st.next_id();
-        let r = st.resources.entry(input.resource.clone()).or_default();
-        let replaced = r.endpoint.as_ref().is_some_and(|e| !e.stopped);
-        // kubelet-versions.md §2: the old connection is not closed; its stream
-        // keeps feeding the resource (1.26-1.36 and master alike).
-        if let Some(old) = r.endpoint.take() {
-            match old.task {
-                Some(task) if !old.stopped => r.superseded.push((old.id, old.socket, Some(task))),
-                Some(task) => task.abort(),
-                None => {}
-            }
-        }
-        r.generation = generation;
-        r.registrations += 1;
-        r.stopped_at = None;
-        r.restored = false;
-        if r.removed {
-            // The kubelet forgot the resource's devices at the grace expiry;
-            // node status keeps it at capacity 0 until the first snapshot.
-            r.removed = false;
-            r.devices.clear();
-        }
-        r.endpoint = Some(Endpoint {
-            id,
-            endpoint: input.endpoint.clone(),
-            socket: input.socket.clone(),
-            via: input.via,
-            options,
-            client: client.clone(),
-            pre_start_client,
-            task: None,
-            registered_at: Instant::now(),
-            first_snapshot_at: None,
-            stopped: false,
-        });
-        (id, replaced)
-    };
+    let (id, replaced) = store_endpoint(inner, &input, options, client.clone(), pre_start_client);
     inner.emit(EventKind::Registered {
         resource: input.resource.clone(),
         endpoint: input.endpoint.clone(),
@@ -269,6 +230,57 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         None => task.abort(),
     }
     Ok(())
+}
+
+/// Stores the new endpoint of `input.resource` (its id and whether it
+/// replaced a live one): the old connection is kept feeding the resource
+/// (kubelet-versions.md §2), a resource forgotten at the grace expiry starts
+/// again from no devices.
+fn store_endpoint(
+    inner: &Arc<Inner>,
+    input: &RegisterInput,
+    options: dp::DevicePluginOptions,
+    client: PluginClient,
+    pre_start_client: PluginClient,
+) -> (u64, bool) {
+    let mut st = inner.lock();
+    let id = st.next_id();
+    let generation = st.next_id();
+    let r = st.resources.entry(input.resource.clone()).or_default();
+    let replaced = r.endpoint.as_ref().is_some_and(|e| !e.stopped);
+    // kubelet-versions.md §2: the old connection is not closed; its stream
+    // keeps feeding the resource (1.26-1.36 and master alike).
+    if let Some(old) = r.endpoint.take() {
+        match old.task {
+            Some(task) if !old.stopped => r.superseded.push((old.id, old.socket, Some(task))),
+            Some(task) => task.abort(),
+            None => {}
+        }
+    }
+    r.generation = generation;
+    r.registrations += 1;
+    r.stopped_at = None;
+    r.restored = false;
+    if r.removed {
+        // The kubelet forgot the resource's devices at the grace expiry;
+        // node status keeps it at capacity 0 until the first snapshot.
+        r.removed = false;
+        r.devices.clear();
+    }
+    r.endpoint = Some(Endpoint {
+        id,
+        endpoint: input.endpoint.clone(),
+        socket: input.socket.clone(),
+        via: input.via,
+        options,
+        client: client.clone(),
+        pre_start_client,
+        task: None,
+        registered_at: Instant::now(),
+        first_snapshot_at: None,
+        stopped: false,
+    });
+    (id, replaced)
 }
 
 /// dpctl's text for master's rejection of a second registration at a live

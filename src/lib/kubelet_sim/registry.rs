@@ -183,6 +183,8 @@ fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
 
 /// GetInfo, validation, registration, NotifyRegistrationStatus. Returns
 /// the resource and the socket it registered, when it did.
+// long: the plugin watcher's sequence for one socket (GetInfo, validation, endpoint
+// translation, dial, Register, NotifyRegistrationStatus), each refusal with its own event.
 async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Option<(String, PathBuf)> {
     let ignored = |reason: String| {
         inner.emit(EventKind::RegistryPluginIgnored { socket: path.display().to_string(), reason });

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::admission::PodSpec;
 use super::events::Via;
+use super::outcome::CheckpointStatus;
+use super::pod::PodSpec;
 use crate::model::{self, Counts, Device};
 use crate::plugin_client::PluginClient;
 use crate::proto::deviceplugin::v1beta1 as dp;
@@ -169,7 +170,7 @@ pub(crate) struct State {
     /// unchanged; their devices count as in use, as the kubelet's).
     pub foreign_entries: Vec<crate::checkpoint::PodDevicesEntry>,
     /// What the sim found in the checkpoint at start, and whether it writes it.
-    pub checkpoint: Option<super::checkpoint::CheckpointStatus>,
+    pub checkpoint: Option<CheckpointStatus>,
     /// When the current kubelet.sock was created.
     pub socket_created: Instant,
     /// Exclusive CPUs (static CPU manager) per pod UID, then container.
@@ -371,7 +372,7 @@ pub struct SimStatus {
     pub restored_pods: Vec<RestoredPodStatus>,
     /// The checkpoint: what was found at start and whether the sim writes it.
     #[serde(default)]
-    pub checkpoint: Option<Box<super::checkpoint::CheckpointStatus>>,
+    pub checkpoint: Option<Box<CheckpointStatus>>,
 }
 
 /// A pod known only from the checkpoint.
@@ -445,4 +446,19 @@ pub struct PodStatus {
     pub uid: String,
     /// Containers and their devices.
     pub containers: Vec<super::events::ContainerDevicesView>,
+}
+/// Device IDs per NUMA node, as the kubelet records them (`-1`: no topology).
+pub(crate) fn numa_map(ids: &[String], devices: &[crate::model::Device]) -> BTreeMap<i64, Vec<String>> {
+    let mut out: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for id in ids {
+        let nodes = devices.iter().find(|d| &d.id == id).and_then(|d| d.numa_nodes.clone()).unwrap_or_default();
+        if nodes.is_empty() {
+            out.entry(NO_TOPOLOGY).or_default().push(id.clone());
+        } else {
+            for n in nodes {
+                out.entry(n).or_default().push(id.clone());
+            }
+        }
+    }
+    out
 }

@@ -9,85 +9,19 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use super::Inner;
-use super::admission::{AdmitOutcome, ContainerKind, ContainerSpec, PodSpec};
+use super::outcome::{
+    AdmitOutcome, ContainerOutcome, PreferredCall, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, numa_ids,
+};
+pub use super::outcome::{NumaIds, Placement, ProviderHintsView, TopologyDecision, TopologyReport};
+use super::pod::{ContainerKind, ContainerSpec, PodSpec};
+pub use super::pod::{parse_bytes, parse_cpu_millis};
 use super::state::State;
 use crate::error::{Error, Result};
 use crate::topology::{
-    self, CpuPolicy, Hint, HintView, Mask, Policy, ProviderHints, Role, Scope, TOPOLOGY_AFFINITY_ERROR,
+    self, CpuPolicy, Hint, Mask, Policy, ProviderHints, Role, Scope, TOPOLOGY_AFFINITY_ERROR,
     TOPOLOGY_AFFINITY_MESSAGE, TopologyConfig, cpu, hints,
 };
-
-/// The hints of one provider for one resource.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProviderHintsView {
-    /// `device`, `cpu` or `memory`.
-    pub provider: String,
-    /// The resource; absent when the provider gave no hints at all ("no preference").
-    pub resource: Option<String>,
-    /// What was asked of it.
-    pub request: u64,
-    /// The hints; `null` is the kubelet's nil list (don't care), `[]` cannot be satisfied.
-    pub hints: Option<Vec<HintView>>,
-}
-
-/// One merge: for a container (scope `container`) or the pod.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TopologyDecision {
-    /// The container; absent in scope `pod`.
-    pub container: Option<String>,
-    /// Every provider's hints.
-    pub hints: Vec<ProviderHintsView>,
-    /// The merged best hint (stored for allocation).
-    pub best: HintView,
-    /// The policy's verdict.
-    pub admit: bool,
-}
-
-/// Where a container's devices or CPUs went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Placement {
-    /// Container name.
-    pub container: String,
-    /// Resource name (`cpu` for exclusive CPUs).
-    pub resource: String,
-    /// IDs per NUMA node (`-1`: no topology); a device on two nodes is under both.
-    pub numa: Vec<NumaIds>,
-}
-
-/// IDs on one NUMA node.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NumaIds {
-    /// The NUMA node (`-1`: no topology).
-    pub numa: i64,
-    /// Device or CPU IDs.
-    pub ids: Vec<String>,
-}
-
-fn numa_ids(m: &BTreeMap<i64, Vec<String>>) -> Vec<NumaIds> {
-    m.iter().map(|(n, ids)| NumaIds { numa: *n, ids: ids.clone() }).collect()
-}
-
-/// What the Topology Manager and CPU manager did for an admission.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TopologyReport {
-    /// `--topology-manager-policy`.
-    pub policy: String,
-    /// `--topology-manager-scope`.
-    pub scope: String,
-    /// `--cpu-manager-policy`.
-    pub cpu_manager_policy: String,
-    /// True for `admit --dry-run`: nothing was allocated and no plugin was called.
-    pub dry_run: bool,
-    /// The merges, in order (none under policy `none`).
-    pub decisions: Vec<TopologyDecision>,
-    /// Devices and exclusive CPUs per container and NUMA node.
-    pub placements: Vec<Placement>,
-    /// Exclusive CPUs per container (static CPU manager).
-    pub cpus: BTreeMap<String, Vec<u32>>,
-}
 
 fn role(kind: ContainerKind) -> Role {
     match kind {
@@ -125,7 +59,7 @@ fn affinity_error() -> Rejection {
 }
 
 fn unexpected(err: impl std::fmt::Display) -> Rejection {
-    (super::admission::UNEXPECTED_ADMISSION_ERROR.into(), format!("Allocate failed due to {err}, which is unexpected"))
+    (UNEXPECTED_ADMISSION_ERROR.into(), format!("Allocate failed due to {err}, which is unexpected"))
 }
 
 /// The device manager's view of one resource for hint generation.
@@ -368,17 +302,7 @@ pub(crate) async fn dry_run(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Adm
     }
     let started = std::time::Instant::now();
     let uid = spec.uid.get_or_insert_with(|| "dry-run".into()).clone();
-    let mut outcome = AdmitOutcome {
-        pod: spec.name.clone(),
-        namespace: spec.namespace.clone(),
-        uid,
-        admitted: false,
-        reason: None,
-        message: None,
-        containers: Vec::new(),
-        took_ms: 0,
-        topology: None,
-    };
+    let mut outcome = AdmitOutcome::pending(&spec, uid);
     let result = dry_run_pod(inner, &spec, &mut outcome);
     if let Err((reason, message)) = result {
         outcome.reason = Some(reason);
@@ -400,13 +324,7 @@ fn dry_run_pod(inner: &Arc<Inner>, spec: &PodSpec, outcome: &mut AdmitOutcome) -
     let result = (|| {
         for c in &spec.containers {
             let hint = t.container_hint(inner, c, &reuse)?;
-            let mut co = super::admission::ContainerOutcome {
-                name: c.name.clone(),
-                kind: c.kind,
-                resources: Vec::new(),
-                started: false,
-                start_error: None,
-            };
+            let mut co = ContainerOutcome::new(c);
             for (resource, &required) in &c.limits {
                 let Some(ro) = dry_run_resource(inner, &mut t, c, resource, required, hint, &reuse)? else {
                     continue;
@@ -439,7 +357,7 @@ fn dry_run_resource(
     required: u64,
     hint: Option<Mask>,
     reuse: &BTreeMap<String, BTreeSet<String>>,
-) -> std::result::Result<Option<super::admission::ResourceOutcome>, Rejection> {
+) -> std::result::Result<Option<ResourceOutcome>, Rejection> {
     let st = inner.lock();
     let res = st.resources.get(resource).filter(|r| r.known());
     let pod_has = t.so_far.devices.contains_key(resource);
@@ -480,14 +398,14 @@ fn dry_run_resource(
     let take = topology::plan_take(&reused, &ids, &split, needed, required);
     let offers = r.endpoint.as_ref().is_some_and(|e| e.options.get_preferred_allocation_available);
     let devices = take.finish(&[], required);
-    let by_numa = super::admission::numa_map(&devices, &r.devices);
+    let by_numa = super::state::numa_map(&devices, &r.devices);
     drop(st);
     t.placed(&c.name, resource, &devices, &by_numa);
-    Ok(Some(super::admission::ResourceOutcome {
+    Ok(Some(ResourceOutcome {
         resource: resource.into(),
         requested: required,
         reused,
-        preferred: take.ask.filter(|_| offers).map(|a| super::admission::PreferredCall {
+        preferred: take.ask.filter(|_| offers).map(|a| PreferredCall {
             available: a.available,
             must_include: a.must_include,
             size: i32::try_from(a.size).unwrap_or(i32::MAX),
@@ -499,104 +417,6 @@ fn dry_run_resource(
         warnings: Vec::new(),
         pre_start: None,
     }))
-}
-
-/// Reads `resources.{requests,limits}.{cpu,memory}` of a container (`at`)
-/// in a manifest (`place`).
-pub(crate) fn compute_of(c: &serde_json::Value, at: &str, place: &str) -> Result<crate::topology::Compute> {
-    let mut out = crate::topology::Compute::default();
-    let Some(res) = c.get("resources") else { return Ok(out) };
-    for which in ["requests", "limits"] {
-        let Some(map) = res.get(which).and_then(|m| m.as_object()) else { continue };
-        for (name, q) in map {
-            let field = format!("{place}: {at}.resources.{which}[{name}]");
-            match name.as_str() {
-                "cpu" => {
-                    let v = parse_cpu_millis(q).ok_or_else(|| {
-                        Error::invalid(&field, format!("{q} is not a CPU quantity (e.g. 2, \"500m\", \"1.5\")"))
-                    })?;
-                    if which == "requests" { out.cpu_request_millis = Some(v) } else { out.cpu_limit_millis = Some(v) }
-                }
-                "memory" => {
-                    let v = parse_bytes(q).ok_or_else(|| {
-                        Error::invalid(
-                            &field,
-                            format!("{q} is not a memory quantity (e.g. \"1Gi\", \"512Mi\", 1000000)"),
-                        )
-                    })?;
-                    if which == "requests" { out.memory_request = Some(v) } else { out.memory_limit = Some(v) }
-                }
-                _ => {}
-            }
-        }
-    }
-    for (what, req, lim) in
-        [("cpu", out.cpu_request_millis, out.cpu_limit_millis), ("memory", out.memory_request, out.memory_limit)]
-    {
-        if let (Some(r), Some(l)) = (req, lim)
-            && r > l
-        {
-            return Err(Error::invalid(
-                format!("{place}: {at}.resources.requests[{what}]"),
-                format!("must be less than or equal to {what} limit"),
-            ));
-        }
-    }
-    Ok(out)
-}
-
-/// A CPU quantity in millicores: `2`, `"2"`, `"500m"`, `"1.5"`.
-pub fn parse_cpu_millis(q: &serde_json::Value) -> Option<u64> {
-    if let Some(n) = q.as_u64() {
-        return n.checked_mul(1000);
-    }
-    if let Some(f) = q.as_f64() {
-        return parse_cpu_str(&f.to_string());
-    }
-    parse_cpu_str(q.as_str()?.trim())
-}
-
-fn parse_cpu_str(s: &str) -> Option<u64> {
-    if s.len() > 32 {
-        return None;
-    }
-    if let Some(m) = s.strip_suffix('m') {
-        return m.parse::<u64>().ok();
-    }
-    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-    if frac.len() > 3 || !frac.chars().all(|c| c.is_ascii_digit()) || (whole.is_empty() && frac.is_empty()) {
-        return None;
-    }
-    let w: u64 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
-    let f: u64 = if frac.is_empty() { 0 } else { format!("{frac:0<3}").parse().ok()? };
-    w.checked_mul(1000)?.checked_add(f)
-}
-
-/// A memory quantity in bytes: `1000`, `"1Gi"`, `"512Mi"`, `"1G"`.
-pub fn parse_bytes(q: &serde_json::Value) -> Option<u64> {
-    if let Some(n) = q.as_u64() {
-        return Some(n);
-    }
-    let s = q.as_str()?.trim();
-    if s.len() > 32 {
-        return None;
-    }
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, suffix) = s.split_at(split);
-    let base: u64 = digits.parse().ok()?;
-    let mult: u64 = match suffix {
-        "" => 1,
-        "k" => 1_000,
-        "M" => 1_000_000,
-        "G" => 1_000_000_000,
-        "T" => 1_000_000_000_000,
-        "Ki" => 1 << 10,
-        "Mi" => 1 << 20,
-        "Gi" => 1 << 30,
-        "Ti" => 1 << 40,
-        _ => return None,
-    };
-    base.checked_mul(mult)
 }
 
 #[cfg(test)]

@@ -1,38 +1,78 @@
-//! Renderers for `dpctl plugin check` (and `dpctl smoke`, which reuses the
-//! report): a table for people, JSON for programs, JUnit XML for CI, and the
-//! list of checks.
+//! Renderers for `dpctl plugin check`: a table for people, JSON for
+//! programs, JUnit XML for CI (through [`super::junit`]), and the list of
+//! checks.
 
 use std::io::{self, Write};
+use std::path::Path;
 
 use colored::Colorize;
-use serde::Serialize;
 
+use super::cases::{failures, one_line, outcome, progress_bar};
+use super::junit::{JunitFile, JunitSuite, testcase};
 use super::{Format, table, write_json, write_table};
-use crate::check::{CheckId, CheckResult, Outcome, Report};
+use super::{Streams, out_err};
+use crate::check::{self, Case, CaseInfo, CheckId, CheckOptions, CheckTarget, Outcome, Progress, Report};
+use crate::error::Result;
+use crate::text::shorten;
+
+/// Runs `dpctl plugin check`: the suite with a progress bar on a terminal,
+/// the report on stdout, an unreachable plugin's error on stderr, and the
+/// JUnit file (opened first, so a bad path is reported before the suite
+/// runs; written in every case but usage errors). Returns the exit code.
+pub async fn run(io: Streams<'_>, target: &CheckTarget, opts: &CheckOptions, junit: Option<&Path>) -> Result<u8> {
+    let junit = JunitFile::create(junit)?;
+    let bar = progress_bar(io.progress, Some(opts.checks.len() as u64), "{spinner} [{pos}/{len}] {msg}");
+    let report = check::run_checks_with(target, opts, &mut |p| {
+        if let Some(bar) = &bar {
+            match p {
+                Progress::Started(id) => bar.set_message(id.name()),
+                Progress::Finished(r) => {
+                    bar.inc(1);
+                    if r.outcome == Outcome::Fail {
+                        bar.println(format!("{} {}", outcome(r.outcome), r.name));
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    self::report(io.out, io.format, &report).map_err(out_err)?;
+    if let Some(u) = &report.unreachable {
+        // As the binary prints errors: even with --quiet.
+        writeln!(io.err, "dpctl: error: {}", u.message).map_err(out_err)?;
+        if let Some(h) = &u.hint {
+            writeln!(io.err, "  hint: {h}").map_err(out_err)?;
+        }
+    }
+    if let Some(file) = junit {
+        file.write(|w| self::junit(w, &report))?;
+    }
+    Ok(report.exit_code())
+}
+
+/// `--help`'s text after the options: the checks, outcomes and exit codes.
+pub fn after_help() -> String {
+    format!(
+        "Checks, in run order (--list says why each matters): {}.\n\n\
+         Outcomes: pass; fail (the plugin broke the rule: evidence and rule shown); skip (does not apply, \
+         e.g. PreStartContainer not required); error (could not run, e.g. no device list to work with).\n\
+         --timeout is the deadline of each call (default 10s).\n\n\
+         Exit codes:\n  \
+         0  every check passed or was skipped\n  \
+         1  a check failed or could not run\n  \
+         2  bad usage (e.g. an unknown check name in --only/--skip, or a --junit file that cannot be written)\n  \
+         3  the plugin could not be reached at all (no socket, nothing listening, ...): nothing was checked\n  \
+         5  connecting timed out: nothing was checked\n\
+         The JUnit file is written in every case but usage errors.",
+        CheckId::names().join(", ")
+    )
+}
 
 /// Widest DETAIL cell in the table (wide output shows everything).
 const DETAIL_WIDTH: usize = 110;
-
-/// An outcome, colored: pass green, fail red, skip yellow, error magenta.
-pub fn outcome(o: Outcome) -> String {
-    paint(o, o.as_str())
-}
-
-/// `text` in the outcome's color.
-fn paint(o: Outcome, text: &str) -> String {
-    match o {
-        Outcome::Pass => text.green().to_string(),
-        Outcome::Fail => text.red().bold().to_string(),
-        Outcome::Skip => text.yellow().to_string(),
-        Outcome::Error => text.magenta().bold().to_string(),
-    }
-}
-
-/// The outcome in capitals (FAIL, ERROR), colored after the change of case so
-/// that the escape sequences stay intact.
-fn outcome_upper(o: Outcome) -> String {
-    paint(o, &o.as_str().to_uppercase())
-}
 
 /// Renders a report: one row per check, then each failure in full
 /// (evidence, rule, why it matters), each error on a line, then a summary.
@@ -65,21 +105,7 @@ pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<
         t.add_row(row);
     }
     write_table(w, &t)?;
-    for c in report.checks.iter().filter(|c| c.outcome == Outcome::Fail) {
-        writeln!(w)?;
-        writeln!(w, "{} {}", outcome_upper(c.outcome), c.name.bold())?;
-        writeln!(w, "  evidence: {}", c.evidence)?;
-        writeln!(w, "  rule:     {}", c.rule)?;
-        writeln!(w, "  why:      {}", c.reason)?;
-    }
-    // Checks that could not run mostly follow from a failure above: one line each.
-    let errors: Vec<&CheckResult> = report.checks.iter().filter(|c| c.outcome == Outcome::Error).collect();
-    if !errors.is_empty() {
-        writeln!(w)?;
-        for c in errors {
-            writeln!(w, "{} {}: {}", outcome_upper(c.outcome), c.name.bold(), one_line(&c.evidence))?;
-        }
-    }
+    failures(w, &report.checks)?;
     writeln!(w)?;
     writeln!(w, "{}", summary(report))?;
     w.flush()
@@ -102,21 +128,9 @@ pub fn summary(report: &Report) -> String {
     )
 }
 
-/// One check as `--list` shows it.
-#[derive(Debug, Clone, Serialize)]
-pub struct CheckInfo {
-    /// The stable name.
-    pub name: &'static str,
-    /// Why it matters.
-    pub reason: &'static str,
-    /// The rule it enforces.
-    pub rule: &'static str,
-}
-
 /// Renders the list of checks (`--list`).
 pub fn catalog(w: &mut dyn Write, format: Format) -> io::Result<()> {
-    let items: Vec<CheckInfo> =
-        CheckId::ALL.iter().map(|c| CheckInfo { name: c.name(), reason: c.reason(), rule: c.rule() }).collect();
+    let items: Vec<CaseInfo> = CheckId::ALL.iter().map(|c| c.info()).collect();
     if format.is_json() {
         return write_json(w, &items);
     }
@@ -158,156 +172,11 @@ pub fn junit(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     JunitSuite::close(w)
 }
 
-/// The frame of a JUnit report with one suite (shared with `dpctl smoke`).
-pub(crate) struct JunitSuite<'a> {
-    /// Suite name.
-    pub name: &'a str,
-    /// Counts by outcome.
-    pub totals: &'a crate::check::Totals,
-    /// Run time.
-    pub duration_ms: u64,
-    /// Start time, RFC 3339.
-    pub started: &'a str,
-    /// `<property>` name/value pairs.
-    pub properties: &'a [(&'a str, String)],
-}
-
-impl JunitSuite<'_> {
-    /// Writes the XML declaration, `<testsuites>`, `<testsuite>` and its properties.
-    pub(crate) fn open(&self, w: &mut dyn Write) -> io::Result<()> {
-        let t = self.totals;
-        let secs = format!("{:.3}", self.duration_ms as f64 / 1000.0);
-        let counts = format!(
-            r#"tests="{}" failures="{}" errors="{}" skipped="{}" time="{secs}""#,
-            t.total, t.failed, t.errors, t.skipped
-        );
-        writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
-        writeln!(w, r#"<testsuites name="dpctl" {counts}>"#)?;
-        self.open_suite(w)
-    }
-
-    /// `<testsuites>` for several suites with these summed totals.
-    pub(crate) fn open_many(w: &mut dyn Write, t: &crate::check::Totals, duration_ms: u64) -> io::Result<()> {
-        let secs = format!("{:.3}", duration_ms as f64 / 1000.0);
-        writeln!(w, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
-        writeln!(
-            w,
-            r#"<testsuites name="dpctl" tests="{}" failures="{}" errors="{}" skipped="{}" time="{secs}">"#,
-            t.total, t.failed, t.errors, t.skipped
-        )
-    }
-
-    /// Writes `<testsuite>` and its properties (inside [`JunitSuite::open_many`]).
-    pub(crate) fn open_suite(&self, w: &mut dyn Write) -> io::Result<()> {
-        let t = self.totals;
-        let secs = format!("{:.3}", self.duration_ms as f64 / 1000.0);
-        let counts = format!(
-            r#"tests="{}" failures="{}" errors="{}" skipped="{}" time="{secs}""#,
-            t.total, t.failed, t.errors, t.skipped
-        );
-        writeln!(w, r#"  <testsuite name="{}" {counts} timestamp="{}">"#, attr(self.name), attr(self.started))?;
-        writeln!(w, "    <properties>")?;
-        for (k, v) in self.properties {
-            writeln!(w, r#"      <property name="{k}" value="{}"/>"#, attr(v))?;
-        }
-        writeln!(w, "    </properties>")
-    }
-
-    /// Closes what [`JunitSuite::open`] opened, and flushes.
-    pub(crate) fn close(w: &mut dyn Write) -> io::Result<()> {
-        writeln!(w, "  </testsuite>")?;
-        writeln!(w, "</testsuites>")?;
-        w.flush()
-    }
-
-    /// Closes one `<testsuite>` of several.
-    pub(crate) fn close_suite(w: &mut dyn Write) -> io::Result<()> {
-        writeln!(w, "  </testsuite>")
-    }
-}
-
-/// One JUnit `<testcase>` for a result (shared with `dpctl smoke`'s report).
-pub(crate) fn testcase(w: &mut dyn Write, classname: &str, c: &CheckResult) -> io::Result<()> {
-    write!(
-        w,
-        r#"    <testcase name="{}" classname="{}" time="{:.3}""#,
-        attr(&c.name),
-        attr(classname),
-        c.duration_ms as f64 / 1000.0
-    )?;
-    let body = format!("evidence: {}\nrule: {}\nwhy it matters: {}", c.evidence, c.rule, c.reason);
-    match c.outcome {
-        Outcome::Pass if c.evidence.is_empty() => writeln!(w, "/>"),
-        Outcome::Pass => {
-            writeln!(w, ">")?;
-            writeln!(w, "      <system-out>{}</system-out>", text(&c.evidence))?;
-            writeln!(w, "    </testcase>")
-        }
-        Outcome::Skip => {
-            writeln!(w, ">")?;
-            writeln!(w, r#"      <skipped message="{}"/>"#, attr(&c.evidence))?;
-            writeln!(w, "    </testcase>")
-        }
-        Outcome::Fail | Outcome::Error => {
-            let tag = if c.outcome == Outcome::Fail { "failure" } else { "error" };
-            writeln!(w, ">")?;
-            writeln!(
-                w,
-                r#"      <{tag} message="{}" type="{}">{}</{tag}>"#,
-                attr(&c.evidence),
-                attr(&c.name),
-                text(&body)
-            )?;
-            writeln!(w, "    </testcase>")
-        }
-    }
-}
-
-/// Escapes character data for XML 1.0; characters XML cannot carry at all
-/// (most control characters) are written as `\u{..}` so nothing is lost.
-pub fn text(s: &str) -> String {
-    escape(s, false)
-}
-
-/// Escapes an attribute value (quotes and newlines too).
-pub fn attr(s: &str) -> String {
-    escape(s, true)
-}
-
-fn escape(s: &str, attribute: bool) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' if attribute => out.push_str("&quot;"),
-            '\'' if attribute => out.push_str("&apos;"),
-            '\n' if attribute => out.push_str("&#10;"),
-            '\r' => out.push_str("&#13;"),
-            '\t' if attribute => out.push_str("&#9;"),
-            '\t' | '\n' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {
-                out.push_str(&format!("\\u{{{:04x}}}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-pub(crate) use crate::text::shorten;
-
-/// Control characters (from a plugin's device IDs) shown escaped, so a row stays one line.
-pub(crate) fn one_line(s: &str) -> String {
-    s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
-}
-
 #[cfg(test)]
 mod tests {
 
     use super::*;
-    use crate::check::{CheckId, Totals};
+    use crate::check::{CheckResult, Outcome, Totals};
     use std::time::Duration;
 
     fn sample() -> Report {
@@ -332,14 +201,6 @@ mod tests {
         };
         r.tally();
         r
-    }
-
-    #[test]
-    fn escaping() {
-        assert_eq!(text("a<b>&c\"'\n"), "a&lt;b&gt;&amp;c\"'\n");
-        assert_eq!(attr("a\"b'\nc\td"), "a&quot;b&apos;&#10;c&#9;d");
-        assert_eq!(text("x\u{0}y\u{1b}"), "x\\u{0000}y\\u{001b}");
-        assert_eq!(text("ünï"), "ünï");
     }
 
     #[test]

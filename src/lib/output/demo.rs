@@ -102,16 +102,8 @@ fn kv(w: &mut dyn Write, key: &str, value: impl std::fmt::Display) -> io::Result
     writeln!(w, "    {:<22} {value}", key.cyan())
 }
 
+/// What a step saw, one labelled line each (tables for device lists).
 fn details(w: &mut dyn Write, d: &Details) -> io::Result<()> {
-    let indent = " ".repeat(4);
-    let indented = |w: &mut dyn Write, t: &comfy_table::Table| -> io::Result<()> {
-        let mut buf = Vec::new();
-        write_table(&mut buf, t)?;
-        for line in String::from_utf8_lossy(&buf).lines() {
-            writeln!(w, "{indent}{line}")?;
-        }
-        Ok(())
-    };
     match d {
         Details::None {} => Ok(()),
         Details::Kubelet { dir, kubelet_socket, podresources_socket } => {
@@ -136,21 +128,7 @@ fn details(w: &mut dyn Write, d: &Details) -> io::Result<()> {
             kv(w, "GetDevicePluginOptions", opts(options))
         }
         Details::Snapshot { devices, capacity, allocatable, message_bytes } => {
-            // Aligned by hand: the health cell is colored, and the table
-            // helper would count the color codes as width.
-            let id_w = devices.iter().map(|d| d.id.chars().count()).chain([2]).max().unwrap_or(2);
-            let h_w = devices.iter().map(|d| d.health.chars().count()).chain([6]).max().unwrap_or(6);
-            writeln!(w, "{indent}{:<id_w$}   {:<h_w$}   NUMA", "ID", "HEALTH")?;
-            for d in devices {
-                let pad = " ".repeat(h_w - d.health.chars().count());
-                writeln!(
-                    w,
-                    "{indent}{:<id_w$}   {}{pad}   {}",
-                    d.id,
-                    health(&d.health),
-                    numa(d.numa_nodes.as_deref())
-                )?;
-            }
+            device_table(w, devices)?;
             kv(
                 w,
                 "node status",
@@ -175,48 +153,14 @@ fn details(w: &mut dyn Write, d: &Details) -> io::Result<()> {
                 ),
             )
         }
-        Details::Admission { pod, requested, preferred, devices, numa_nodes, allocation, pre_start, admit_ms } => {
-            kv(w, "pod", format!("{pod} asks for {requested} example.com/gpu (admitted in {admit_ms} ms)"))?;
-            if let Some(p) = preferred {
-                kv(
-                    w,
-                    "GetPreferredAllocation",
-                    format!(
-                        "available {}, size {} → {}",
-                        p.available.join(","),
-                        p.size,
-                        p.answer.join(",").green().bold()
-                    ),
-                )?;
-            }
-            let nodes: Vec<String> = numa_nodes.iter().map(i64::to_string).collect();
-            kv(w, "devices", format!("{} (NUMA node {})", devices.join(","), nodes.join(",")))?;
-            if let Some(a) = allocation {
-                kv(w, "Allocate", "the runtime gets:")?;
-                for (k, v) in &a.envs {
-                    kv(w, "  env", format!("{k}={v}"))?;
-                }
-                for d in &a.devices {
-                    kv(w, "  device node", format!("{} (host {}, {})", d.container_path, d.host_path, d.permissions))?;
-                }
-                for m in &a.mounts {
-                    kv(w, "  mount", format!("{} (host {})", m.container_path, m.host_path))?;
-                }
-                if !a.cdi_devices.is_empty() {
-                    kv(w, "  CDI", a.cdi_devices.join(", "))?;
-                }
-            }
-            if let Some(p) = pre_start {
-                kv(w, "PreStartContainer", p)?;
-            }
-            Ok(())
-        }
+        Details::Admission { .. } => admission(w, d),
         Details::PodResources { socket, api, containers } => {
             kv(w, "List", format!("over {socket} ({api})"))?;
             let mut t = table(["POD", "CONTAINER", "RESOURCE", "DEVICES", "NUMA"]);
             for c in containers {
+                let pod = format!("{}/{}", crate::demo::NAMESPACE, crate::demo::POD);
                 t.add_row([
-                    format!("{}/{}", crate::demo::NAMESPACE, crate::demo::POD),
+                    pod,
                     c.name.clone(),
                     c.resource_name.clone(),
                     c.device_ids.join(","),
@@ -225,42 +169,103 @@ fn details(w: &mut dyn Write, d: &Details) -> io::Result<()> {
             }
             indented(w, &t)
         }
-        Details::Restart {
-            deleted_sockets,
-            reregistered_after_ms,
-            first_list_after_ms,
-            restored_pods,
-            pod_devices_kept,
-            capacity,
-            allocatable,
-        } => {
-            kv(w, "deleted", format!("{} (kubelet.sock re-created)", super::list(deleted_sockets)))?;
-            kv(
-                w,
-                "re-registered",
-                format!(
-                    "{} after the new kubelet.sock, device list after {first_list_after_ms} ms",
-                    format!("{reregistered_after_ms} ms").green().bold()
-                ),
-            )?;
-            kv(
-                w,
-                "allocations kept",
-                format!(
-                    "{}/{} holds {} ({restored_pods} pod(s) restored from the checkpoint)",
-                    crate::demo::NAMESPACE,
-                    crate::demo::POD,
-                    pod_devices_kept.join(",")
-                ),
-            )?;
-            kv(w, "node status", format!("capacity {capacity}, allocatable {allocatable}"))
-        }
+        Details::Restart { .. } => restart(w, d),
         Details::Cleanup { removed_sockets, dir_removed } => {
             kv(w, "stopped", "the plugin and the kubelet-sim")?;
             kv(w, "sockets removed", super::list(removed_sockets))?;
             kv(w, "directory", if *dir_removed { "removed" } else { "still there" })
         }
     }
+}
+
+/// Step 5: the pod, GetPreferredAllocation, the devices, Allocate's answer, PreStartContainer.
+fn admission(w: &mut dyn Write, d: &Details) -> io::Result<()> {
+    let Details::Admission { pod, requested, preferred, devices, numa_nodes, allocation, pre_start, admit_ms } = d
+    else {
+        return Ok(());
+    };
+    kv(w, "pod", format!("{pod} asks for {requested} example.com/gpu (admitted in {admit_ms} ms)"))?;
+    if let Some(p) = preferred {
+        let answer = p.answer.join(",").green().bold();
+        kv(w, "GetPreferredAllocation", format!("available {}, size {} → {answer}", p.available.join(","), p.size))?;
+    }
+    let nodes: Vec<String> = numa_nodes.iter().map(i64::to_string).collect();
+    kv(w, "devices", format!("{} (NUMA node {})", devices.join(","), nodes.join(",")))?;
+    if let Some(a) = allocation {
+        allocate_answer(w, a)?;
+    }
+    if let Some(p) = pre_start {
+        kv(w, "PreStartContainer", p)?;
+    }
+    Ok(())
+}
+
+/// Step 7: what the restart deleted, re-registration, the allocations kept.
+fn restart(w: &mut dyn Write, d: &Details) -> io::Result<()> {
+    let Details::Restart {
+        deleted_sockets,
+        reregistered_after_ms,
+        first_list_after_ms,
+        restored_pods,
+        pod_devices_kept,
+        capacity,
+        allocatable,
+    } = d
+    else {
+        return Ok(());
+    };
+    kv(w, "deleted", format!("{} (kubelet.sock re-created)", super::list(deleted_sockets)))?;
+    let after = format!("{reregistered_after_ms} ms").green().bold();
+    kv(w, "re-registered", format!("{after} after the new kubelet.sock, device list after {first_list_after_ms} ms"))?;
+    let (ns, pod, kept) = (crate::demo::NAMESPACE, crate::demo::POD, pod_devices_kept.join(","));
+    kv(
+        w,
+        "allocations kept",
+        format!("{ns}/{pod} holds {kept} ({restored_pods} pod(s) restored from the checkpoint)"),
+    )?;
+    kv(w, "node status", format!("capacity {capacity}, allocatable {allocatable}"))
+}
+
+/// A table indented under the step's title.
+fn indented(w: &mut dyn Write, t: &comfy_table::Table) -> io::Result<()> {
+    let mut buf = Vec::new();
+    write_table(&mut buf, t)?;
+    for line in String::from_utf8_lossy(&buf).lines() {
+        writeln!(w, "    {line}")?;
+    }
+    Ok(())
+}
+
+/// The device list: ID, health (colored), NUMA nodes. Aligned by hand: the
+/// health cell is colored, and the table helper would count the color codes
+/// as width.
+fn device_table(w: &mut dyn Write, devices: &[crate::model::Device]) -> io::Result<()> {
+    let id_w = devices.iter().map(|d| d.id.chars().count()).chain([2]).max().unwrap_or(2);
+    let h_w = devices.iter().map(|d| d.health.chars().count()).chain([6]).max().unwrap_or(6);
+    writeln!(w, "    {:<id_w$}   {:<h_w$}   NUMA", "ID", "HEALTH")?;
+    for d in devices {
+        let pad = " ".repeat(h_w.saturating_sub(d.health.chars().count()));
+        writeln!(w, "    {:<id_w$}   {}{pad}   {}", d.id, health(&d.health), numa(d.numa_nodes.as_deref()))?;
+    }
+    Ok(())
+}
+
+/// What the runtime gets from Allocate: environment, device nodes, mounts, CDI devices.
+fn allocate_answer(w: &mut dyn Write, a: &crate::model::ContainerAllocation) -> io::Result<()> {
+    kv(w, "Allocate", "the runtime gets:")?;
+    for (k, v) in &a.envs {
+        kv(w, "  env", format!("{k}={v}"))?;
+    }
+    for d in &a.devices {
+        kv(w, "  device node", format!("{} (host {}, {})", d.container_path, d.host_path, d.permissions))?;
+    }
+    for m in &a.mounts {
+        kv(w, "  mount", format!("{} (host {})", m.container_path, m.host_path))?;
+    }
+    if !a.cdi_devices.is_empty() {
+        kv(w, "  CDI", a.cdi_devices.join(", "))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

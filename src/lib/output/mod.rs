@@ -4,10 +4,12 @@
 //! decides where bytes go.
 
 pub mod bench;
+pub mod cases;
 pub mod check;
 pub mod checkpoint;
 pub mod demo;
 pub mod doctor;
+pub mod junit;
 pub mod kubelet_sim;
 pub mod mock_plugin;
 pub mod plugin;
@@ -47,13 +49,15 @@ impl Format {
 /// from its terminal; loops that show a stream of events write through it.
 pub struct Streams<'a> {
     /// Standard output: data only.
-    pub out: &'a mut dyn Write,
+    pub out: &'a mut (dyn Write + Send),
     /// Standard error: narration, warnings, live views.
-    pub err: &'a mut dyn Write,
+    pub err: &'a mut (dyn Write + Send),
     /// The output format.
     pub format: Format,
     /// `--quiet`: no narration.
     pub quiet: bool,
+    /// A progress display may be drawn on stderr (a terminal, not quiet, not JSON).
+    pub progress: bool,
 }
 
 impl std::fmt::Debug for Streams<'_> {

@@ -5,19 +5,180 @@
 //! narration of a finished step.
 
 use std::io::{self, Write};
+use std::path::Path;
 
 use colored::Colorize;
 
-use super::check::{JunitSuite, one_line, outcome, shorten, text};
+use super::cases::{failures, one_line, outcome, progress_bar};
+use super::junit::{self as xml, JunitFile, JunitSuite, text};
 use super::{Format, table, write_json, write_table};
-use crate::check::{CheckResult, Outcome};
-use crate::smoke::{MatrixReport, SmokeReport, Stream, kind_of, shell_words};
+use super::{Streams, out_err};
+use crate::check::{Case, CheckId, CheckResult, Outcome};
+use crate::error::Result;
+use crate::kubelet_sim::KubeletVersion;
+use crate::smoke::matrix::MatrixProgress;
+use crate::smoke::{self, MatrixReport, SmokeConfig, SmokeProgress, SmokeReport, StepId, Stream, kind_of, shell_words};
+use crate::text::shorten;
 
 /// Widest DETAIL cell in the table (wide output shows everything).
 const DETAIL_WIDTH: usize = 110;
 
 /// Lines of the plugin's output shown under a failed run's table.
 const TAIL_LINES: usize = 20;
+
+/// Runs `dpctl smoke` once per release in `versions`: checks the inputs,
+/// opens the JUnit file (so a bad path is reported before anything runs),
+/// narrates on stderr (a spinner on a terminal), then writes the JUnit file
+/// and the report (one run's, or the matrix). Returns the exit code.
+pub async fn run(
+    io: Streams<'_>,
+    config: SmokeConfig,
+    versions: &[KubeletVersion],
+    junit: Option<&Path>,
+) -> Result<u8> {
+    config.check_inputs()?;
+    let junit_file = JunitFile::create(junit)?;
+    let bar = progress_bar(io.progress, None, "{spinner} {elapsed} {msg}");
+    let many = versions.len() > 1;
+    let mut narrator = Narrator { err: &mut *io.err, quiet: io.quiet, bar: bar.as_ref(), many, not_run: None };
+    let matrix =
+        smoke::run_matrix(config, versions, crate::transport::shutdown_signal(), &mut |mp| narrator.on(mp)).await;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let matrix = matrix?;
+    let one = matrix.runs.first().filter(|_| !many);
+    if let Some(file) = junit_file {
+        file.write(|w| match one {
+            Some(r) => self::junit(w, r),
+            None => junit_matrix(w, &matrix),
+        })?;
+    }
+    if !io.format.is_json() && !io.quiet {
+        writeln!(io.err).map_err(out_err)?;
+    }
+    match one {
+        Some(r) => report(io.out, io.format, r),
+        None => self::matrix(io.out, io.format, &matrix),
+    }
+    .map_err(out_err)?;
+    Ok(matrix.exit_code())
+}
+
+/// Tells a smoke run's progress on stderr, a line per event; on a terminal
+/// the spinner shows the step running and only what went wrong is printed.
+struct Narrator<'a> {
+    err: &'a mut (dyn Write + Send),
+    quiet: bool,
+    bar: Option<&'a indicatif::ProgressBar>,
+    /// Several releases: each run gets a heading.
+    many: bool,
+    /// Steps that did not run for one reason, told once: the reason and how many.
+    not_run: Option<(String, usize)>,
+}
+
+impl Narrator<'_> {
+    fn say(&mut self, line: String) {
+        if self.quiet {
+            return;
+        }
+        match self.bar {
+            Some(b) => b.println(line),
+            None => {
+                let _ = writeln!(self.err, "{line}");
+            }
+        }
+    }
+
+    fn on(&mut self, mp: MatrixProgress) {
+        let p = match mp {
+            MatrixProgress::Version { version, index, count } => {
+                if self.many {
+                    self.say(format!("== kubelet {version} ({index}/{count}) =="));
+                }
+                return;
+            }
+            MatrixProgress::Run(p) => p,
+        };
+        let still_not_run = matches!(&p, SmokeProgress::StepFinished(r) if r.evidence.starts_with("not run"));
+        if let Some((why, n)) = self.not_run.take_if(|_| !still_not_run) {
+            self.say(format!("skip  {n} step(s): {why}"));
+        }
+        match p {
+            SmokeProgress::SimReady { dir, kubelet_socket } => {
+                self.say(format!("kubelet-sim: serving {} in {}", kubelet_socket.display(), dir.display()));
+            }
+            SmokeProgress::Isolated(r) => {
+                self.say(format!("isolate: {} namespace(s), private mounts:", r.namespaces));
+                for m in &r.mounts {
+                    self.say(format!("  {} <- {} ({})", m.target, m.source, m.kind));
+                }
+            }
+            SmokeProgress::Launched { pid, command } => {
+                self.say(format!("plugin: started pid {pid}: {}", shell_words(&command)));
+            }
+            SmokeProgress::StepStarted(name) => {
+                if let Some(b) = self.bar {
+                    b.set_message(name);
+                }
+            }
+            SmokeProgress::StepFinished(r) if still_not_run => match &mut self.not_run {
+                Some((why, n)) if *why == r.evidence => *n += 1,
+                _ => self.not_run = Some((r.evidence, 1)),
+            },
+            // On a terminal the spinner shows progress; only what went wrong is printed.
+            SmokeProgress::StepFinished(r) if self.bar.is_some() && !r.outcome.is_failure() => {}
+            SmokeProgress::StepFinished(r) => self.say(step_line(&r, false)),
+            SmokeProgress::Output { stream, line } => self.say(format!("plugin {}| {line}", stream.as_str())),
+            SmokeProgress::Stopping { grace } => self
+                .say(format!("plugin: stopping (SIGTERM, then SIGKILL after {})", humantime::format_duration(grace))),
+        }
+    }
+}
+
+/// `--help`'s text after the options: steps, examples, placeholders,
+/// `--isolate`, releases and exit codes.
+pub fn after_help() -> String {
+    format!(
+        "Steps, in order: {} (the `plugin check` suite runs after registration-request: {}).\n\
+         --skip takes any of them but launch, registration and shutdown.\n\n\
+         Examples:\n  \
+         dpctl smoke -- ./my-device-plugin --socket-dir {{dir}}\n  \
+         dpctl smoke --junit smoke.xml --log-dir logs -- ./my-plugin --kubelet-socket {{kubelet_socket}}\n  \
+         dpctl smoke --request 2 --restart-deadline 5s -- python3 plugin.py --dir {{dir}}\n  \
+         dpctl smoke --isolate -- ./vendor-device-plugin            # uses /var/lib/kubelet/... as is\n  \
+         dpctl smoke --isolate --bind ./cdi:/etc/cdi -- ./vendor-device-plugin\n  \
+         dpctl smoke -- ./my-plugin --registry-dir {{registry_dir}}   # registers through plugins_registry\n  \
+         dpctl smoke -- docker run --rm -v {{dir}}:/var/lib/kubelet/device-plugins:z IMAGE\n\n\
+         Placeholders: {{dir}} (device-plugin directory), {{kubelet_socket}}, {{registry_dir}} (plugins_registry); \
+         also in the environment as DPCTL_SMOKE_DIR, DPCTL_KUBELET_SOCKET, DPCTL_REGISTRY_DIR, and \
+         DPCTL_PODRESOURCES_SOCKET. The sim accepts registrations on kubelet.sock and through its plugins_registry \
+         directory; --registration insists on one.\n\n\
+         --isolate: dpctl re-runs itself as a small helper that enters a new mount namespace (as root; as \
+         another user, a user namespace too, where the kernel allows one), makes every mount private, bind-mounts \
+         the sim's directories at the kubelet's paths, then execs the plugin. A mountpoint missing on this machine \
+         (no /var/lib/kubelet) is made inside the namespace only, on a tmpfs copy of its nearest existing parent \
+         with every entry bind-mounted back: nothing is created on the host, nothing is left behind. The setup is \
+         tried before the sim starts; a refusal (no privilege, AppArmor, a sysctl) exits 2 with the fix before \
+         the plugin starts. The report lists what was mounted where.\n\n\
+         dpctl smoke --kubelet-version 1.28,1.32,1.36 --junit smoke.xml -- ./my-plugin --socket-dir {{dir}}\n\n\
+         With several --kubelet-version values the whole smoke runs once per release against a fresh kubelet-sim \
+         playing it (see dpctl kubelet-sim --help for what changes between releases); the table shows each \
+         release's report and then one row per release, -o json gives {{\"passed\":[…],\"failed\":[…],\"runs\":[…]}}, \
+         and the JUnit file has one <testsuite> per release. Exit 1 when any release fails.\n\n\
+         The plugin runs in its own process group with stdin closed; it is stopped at the end whatever happens \
+         (SIGTERM, --grace, SIGKILL; also on Ctrl-C), and the fresh directory is removed (unless --keep). \
+         Progress goes to stderr, the report to stdout.\n\n\
+         Exit codes:\n  \
+         0  every step and check passed (or was skipped)\n  \
+         1  a step or check failed (the report says which and why), or the run was interrupted\n  \
+         2  bad usage (no command, unknown --skip name, unwritable --junit, a --dir a live kubelet serves), or \
+         --isolate refused (the message says why and how to fix it)\n  \
+         3  kubelet-sim could not bind its sockets (permissions, path too long)",
+        StepId::names().join(", "),
+        CheckId::names().join(", ")
+    )
+}
 
 /// Renders the report.
 pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<()> {
@@ -61,20 +222,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
         i += 1;
     }
     write_table(w, &t)?;
-    for c in r.steps.iter().filter(|c| c.outcome == Outcome::Fail) {
-        writeln!(w)?;
-        writeln!(w, "{} {}", "FAIL".red().bold(), c.name.bold())?;
-        writeln!(w, "  evidence: {}", c.evidence)?;
-        writeln!(w, "  rule:     {}", c.rule)?;
-        writeln!(w, "  why:      {}", c.reason)?;
-    }
-    let errors: Vec<&CheckResult> = r.steps.iter().filter(|c| c.outcome == Outcome::Error).collect();
-    if !errors.is_empty() {
-        writeln!(w)?;
-        for c in errors {
-            writeln!(w, "{} {}: {}", "ERROR".magenta().bold(), c.name.bold(), one_line(&c.evidence))?;
-        }
-    }
+    failures(w, &r.steps)?;
     if !r.passed() {
         plugin_output(w, r)?;
     }
@@ -154,7 +302,7 @@ pub fn step_line(c: &CheckResult, detail: bool) -> String {
     let pad = 5usize.saturating_sub(c.outcome.as_str().len());
     let mut line =
         format!("{}{} {:<28} {:>7}", outcome(c.outcome), " ".repeat(pad), c.name, format!("{}ms", c.duration_ms));
-    if detail || matches!(c.outcome, Outcome::Fail | Outcome::Error) {
+    if detail || c.outcome.is_failure() {
         line.push_str("  ");
         line.push_str(&shorten(&one_line(&c.evidence), 110));
     }
@@ -182,7 +330,7 @@ fn suite_of<'a>(name: &'a str, r: &'a SmokeReport, props: &'a [(&'a str, String)
 pub fn junit_matrix(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
     let all: Vec<CheckResult> = m.runs.iter().flat_map(|r| r.steps.iter().cloned()).collect();
     let totals = crate::check::Totals::of(&all);
-    JunitSuite::open_many(w, &totals, m.runs.iter().map(|r| r.duration_ms).sum())?;
+    xml::open_many(w, &totals, m.runs.iter().map(|r| r.duration_ms).sum())?;
     for r in &m.runs {
         let name = format!("{} (kubelet {})", r.suite, r.kubelet_version);
         let props = junit_properties(r);
@@ -190,8 +338,7 @@ pub fn junit_matrix(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
         junit_body(w, r)?;
         JunitSuite::close_suite(w)?;
     }
-    writeln!(w, "</testsuites>")?;
-    w.flush()
+    xml::close_many(w)
 }
 
 /// The testcases and the plugin's output of one run.
@@ -250,7 +397,7 @@ pub fn matrix(w: &mut dyn Write, format: Format, m: &MatrixReport) -> io::Result
         let first = r
             .steps
             .iter()
-            .find(|c| matches!(c.outcome, Outcome::Fail | Outcome::Error))
+            .find(|c| c.outcome.is_failure())
             .map_or_else(|| "-".to_string(), |c| shorten(&format!("{}: {}", c.name, one_line(&c.evidence)), 70));
         t.add_row([
             r.kubelet_version.to_string(),
@@ -288,14 +435,14 @@ pub fn matrix_summary(m: &MatrixReport) -> String {
 
 fn testcase(w: &mut dyn Write, c: &CheckResult) -> io::Result<()> {
     let classname = if kind_of(&c.name) == "check" { "dpctl.plugin.check" } else { "dpctl.smoke" };
-    super::check::testcase(w, classname, c)
+    xml::testcase(w, classname, c)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::check::{CheckId, Totals};
-    use crate::smoke::{OutputView, PluginReport, StepId, step_result};
+    use crate::smoke::{OutputView, PluginReport, StepId};
     use std::time::Duration;
 
     fn sample() -> SmokeReport {
@@ -314,12 +461,12 @@ mod tests {
             interrupted: false,
             totals: Totals::default(),
             steps: vec![
-                step_result(StepId::Launch, Outcome::Pass, "pid 7", Duration::from_millis(1)),
-                step_result(StepId::Registration, Outcome::Fail, "rejected: <bad & \"name\">", Duration::ZERO),
+                CheckResult::new(StepId::Launch, Outcome::Pass, "pid 7", Duration::from_millis(1)),
+                CheckResult::new(StepId::Registration, Outcome::Fail, "rejected: <bad & \"name\">", Duration::ZERO),
                 CheckResult::new(CheckId::OptionsAnswer, Outcome::Skip, "not run", Duration::ZERO),
-                step_result(StepId::RegistrationRequest, Outcome::Skip, "not run: x", Duration::ZERO),
-                step_result(StepId::Admission, Outcome::Skip, "not run: x", Duration::ZERO),
-                step_result(StepId::Shutdown, Outcome::Skip, "not run: x", Duration::ZERO),
+                CheckResult::new(StepId::RegistrationRequest, Outcome::Skip, "not run: x", Duration::ZERO),
+                CheckResult::new(StepId::Admission, Outcome::Skip, "not run: x", Duration::ZERO),
+                CheckResult::new(StepId::Shutdown, Outcome::Skip, "not run: x", Duration::ZERO),
             ],
             plugin: PluginReport {
                 pid: Some(7),

@@ -30,10 +30,9 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::check::{CheckId, CheckResult, Outcome, Totals};
+use crate::check::{Case, CaseInfo, CheckId, CheckResult, Outcome, Totals, any_failure};
 use crate::error::{Error, Result};
 use crate::kubelet_sim::{KubeletSim, KubeletVersion, SimConfig, Via};
-use crate::text::millis;
 pub use matrix::{MatrixReport, run_matrix};
 pub use process::{ExitView, OutputView, PluginProcess, Stream};
 
@@ -85,112 +84,86 @@ impl StepId {
         StepId::Shutdown,
     ];
 
-    /// The stable kebab-case name (JSON, JUnit, `--skip`).
-    pub fn name(self) -> &'static str {
-        match self {
-            StepId::Launch => "launch",
-            StepId::Registration => "registration",
-            StepId::RegistrationRequest => "registration-request",
-            StepId::FirstSnapshot => "first-snapshot",
-            StepId::HealthReport => "health-report",
-            StepId::Admission => "admission",
-            StepId::PodDeletion => "pod-deletion",
-            StepId::KubeletRestart => "kubelet-restart",
-            StepId::Shutdown => "shutdown",
-        }
-    }
-
-    /// The step with this name.
-    pub fn from_name(name: &str) -> Option<StepId> {
-        StepId::ALL.into_iter().find(|s| s.name() == name)
-    }
-
     /// Steps `--skip` may leave out (the others everything depends on).
     pub fn skippable(self) -> bool {
         !matches!(self, StepId::Launch | StepId::Registration | StepId::Shutdown)
     }
+}
 
-    /// One line: why the step matters.
-    pub fn reason(self) -> &'static str {
-        match self {
-            StepId::Launch => "the command your DaemonSet runs must start and keep running",
-            StepId::Registration => {
-                "until Register on kubelet.sock succeeds the kubelet does not know the plugin and the resource never appears"
-            }
-            StepId::RegistrationRequest => {
-                "the kubelet joins the endpoint to its directory and turns the resource name into a node resource"
-            }
-            StepId::FirstSnapshot => {
-                "until the first ListAndWatch message arrives the node has no capacity for the resource"
-            }
-            StepId::HealthReport => {
-                "the scheduler sees capacity (every device) and allocatable (devices whose health is exactly Healthy)"
-            }
-            StepId::Admission => {
-                "a pod asking for the resource starts only if GetPreferredAllocation (when advertised), Allocate and \
-                 PreStartContainer (when required) all work"
-            }
-            StepId::PodDeletion => "a deleted pod's devices must become allocatable again",
-            StepId::KubeletRestart => {
-                "a kubelet restart (upgrade, crash, config change) deletes every socket in the directory; a plugin that \
-                 does not register again loses its resource"
-            }
-            StepId::Shutdown => {
-                "DaemonSet updates and node drains stop the plugin with SIGTERM; it should exit promptly and remove its socket"
-            }
-        }
+impl Case for StepId {
+    fn all() -> &'static [Self] {
+        &StepId::ALL
     }
 
-    /// The rule the step enforces.
-    pub fn rule(self) -> &'static str {
+    fn info(self) -> CaseInfo {
         match self {
-            StepId::Launch => "the command starts (found, executable) and does not exit on its own",
-            StepId::Registration => {
-                "serve the plugin socket first, then call Register(version v1beta1, resource_name, endpoint) on \
+            StepId::Launch => CaseInfo {
+                name: "launch",
+                reason: "the command your DaemonSet runs must start and keep running",
+                rule: "the command starts (found, executable) and does not exit on its own",
+            },
+            StepId::Registration => CaseInfo {
+                name: "registration",
+                reason: "until Register on kubelet.sock succeeds the kubelet does not know the plugin and the resource never appears",
+                rule: "serve the plugin socket first, then call Register(version v1beta1, resource_name, endpoint) on \
                  <dir>/kubelet.sock; since 1.25 the kubelet dials the endpoint back and calls GetDevicePluginOptions \
-                 inside Register (10 s dial timeout), and any error rejects the registration"
-            }
-            StepId::RegistrationRequest => {
-                "version is v1beta1; resource_name is an extended resource name (<domain>/<name>, not in \
+                 inside Register (10 s dial timeout), and any error rejects the registration",
+            },
+            StepId::RegistrationRequest => CaseInfo {
+                name: "registration-request",
+                reason: "the kubelet joins the endpoint to its directory and turns the resource name into a node resource",
+                rule: "version is v1beta1; resource_name is an extended resource name (<domain>/<name>, not in \
                  kubernetes.io); endpoint is a bare file name in the device-plugin directory (the kubelet uses \
-                 filepath.Join(dir, endpoint))"
-            }
-            StepId::FirstSnapshot => {
-                "on the ListAndWatch stream the kubelet opens after registration, send the full device list at once"
-            }
-            StepId::HealthReport => {
-                "every device's health is exactly \"Healthy\" or \"Unhealthy\", IDs are unique, and ListAndWatch stays open"
-            }
-            StepId::Admission => {
-                "GetPreferredAllocation (when advertised, asked only while devices are still needed after \
+                 filepath.Join(dir, endpoint))",
+            },
+            StepId::FirstSnapshot => CaseInfo {
+                name: "first-snapshot",
+                reason: "until the first ListAndWatch message arrives the node has no capacity for the resource",
+                rule: "on the ListAndWatch stream the kubelet opens after registration, send the full device list at once",
+            },
+            StepId::HealthReport => CaseInfo {
+                name: "health-report",
+                reason: "the scheduler sees capacity (every device) and allocatable (devices whose health is exactly Healthy)",
+                rule: "every device's health is exactly \"Healthy\" or \"Unhealthy\", IDs are unique, and ListAndWatch stays open",
+            },
+            StepId::Admission => CaseInfo {
+                name: "admission",
+                reason: "a pod asking for the resource starts only if GetPreferredAllocation (when advertised), Allocate and \
+                 PreStartContainer (when required) all work",
+                rule: "GetPreferredAllocation (when advertised, asked only while devices are still needed after \
                  init-container reuse) and Allocate answer the kubelet's one-container request (it reads only the \
                  first response; none at all rejects the pod), PreStartContainer (when required) within 30 s; an \
-                 error rejects the pod with UnexpectedAdmissionError"
-            }
-            StepId::PodDeletion => "after the pod is deleted its devices are free for the next pod",
-            StepId::KubeletRestart => {
-                "notice kubelet.sock being re-created (watch the directory), serve the plugin socket again (the kubelet \
-                 deleted it), call Register again and send the device list, within the deadline"
-            }
-            StepId::Shutdown => {
-                "on SIGTERM, exit within the grace period; removing the plugin socket on the way out keeps the \
-                 directory clean"
-            }
+                 error rejects the pod with UnexpectedAdmissionError",
+            },
+            StepId::PodDeletion => CaseInfo {
+                name: "pod-deletion",
+                reason: "a deleted pod's devices must become allocatable again",
+                rule: "after the pod is deleted its devices are free for the next pod",
+            },
+            StepId::KubeletRestart => CaseInfo {
+                name: "kubelet-restart",
+                reason: "a kubelet restart (upgrade, crash, config change) deletes every socket in the directory; a plugin that \
+                 does not register again loses its resource",
+                rule: "notice kubelet.sock being re-created (watch the directory), serve the plugin socket again (the kubelet \
+                 deleted it), call Register again and send the device list, within the deadline",
+            },
+            StepId::Shutdown => CaseInfo {
+                name: "shutdown",
+                reason: "DaemonSet updates and node drains stop the plugin with SIGTERM; it should exit promptly and remove its socket",
+                rule: "on SIGTERM, exit within the grace period; removing the plugin socket on the way out keeps the \
+                 directory clean",
+            },
         }
     }
 }
 
-/// A result for one of the smoke's own steps.
-pub fn step_result(id: StepId, outcome: Outcome, evidence: impl Into<String>, took: Duration) -> CheckResult {
-    CheckResult {
-        name: id.name().into(),
-        reason: id.reason().into(),
-        outcome,
-        evidence: evidence.into(),
-        rule: id.rule().into(),
-        duration_ms: millis(took),
-    }
-}
+/// The step added when processes outlive the plugin (issue 12 item 8); it
+/// reports only failures, so it is not one of [`StepId::ALL`].
+pub const LEAVES_NO_PROCESSES: CaseInfo = CaseInfo {
+    name: "plugin-leaves-no-processes",
+    reason: "a plugin that daemonises keeps running after the kubelet (or its pod) stops it",
+    rule: "the plugin must run in the foreground: every process it starts ends with it",
+};
 
 /// The kind of a result by its name: `smoke` (a step) or `check` (from the
 /// `plugin check` suite).
@@ -211,12 +184,8 @@ pub fn select_skips(names: &[String]) -> Result<(Vec<StepId>, Vec<CheckId>)> {
         } else if let Some(c) = CheckId::from_name(n) {
             checks.push(c);
         } else {
-            let valid: Vec<&str> = StepId::ALL
-                .iter()
-                .filter(|s| s.skippable())
-                .map(|s| s.name())
-                .chain(CheckId::ALL.iter().map(|c| c.name()))
-                .collect();
+            let valid: Vec<&str> =
+                StepId::ALL.iter().filter(|s| s.skippable()).map(|s| s.name()).chain(CheckId::names()).collect();
             return Err(Error::invalid("--skip", format!("unknown step or check {n:?}; valid: {}", valid.join(", "))));
         }
     }
@@ -266,6 +235,34 @@ pub struct SmokeConfig {
     pub kubelet_version: KubeletVersion,
     /// The sim's Topology Manager policy and machine (admission under each policy).
     pub topology: crate::topology::TopologyConfig,
+}
+
+impl SmokeConfig {
+    /// Checks what can be checked before anything runs: the resource name,
+    /// and that the log directory exists or can be made.
+    pub fn check_inputs(&self) -> Result<()> {
+        if let Some(r) = &self.resource
+            && let Some(why) = crate::validate::explain_resource_name(r)
+        {
+            return Err(Error::invalid("--resource", why));
+        }
+        if let Some(dir) = &self.log_dir {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::invalid("--log-dir", format!("cannot create directory {}: {e}", dir.display())))?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses `--registration`: `auto` (`None`: either way, detected),
+/// `kubelet-sock` or `plugins-registry`.
+pub fn parse_registration(s: &str) -> std::result::Result<Option<Via>, String> {
+    match s {
+        "auto" => Ok(None),
+        "kubelet-sock" | "kubelet.sock" => Ok(Some(Via::KubeletSock)),
+        "plugins-registry" | "plugins_registry" => Ok(Some(Via::PluginsRegistry)),
+        other => Err(format!("{other:?}: use auto, kubelet-sock or plugins-registry")),
+    }
 }
 
 impl Default for SmokeConfig {
@@ -393,7 +390,7 @@ impl SmokeReport {
 
     /// True when every step passed or was skipped, and the run was not interrupted.
     pub fn passed(&self) -> bool {
-        !self.interrupted && !self.steps.iter().any(|c| matches!(c.outcome, Outcome::Fail | Outcome::Error))
+        !self.interrupted && !any_failure(&self.steps)
     }
 
     /// 0 when [`SmokeReport::passed`], else 1.
@@ -419,54 +416,20 @@ pub async fn run_smoke(
     // Removes the fresh root (never a --dir) should anything below panic.
     let mut dir_guard = crate::paths::RemoveDirOnDrop::new(Some(layout.root.clone()));
     let dir = layout.device_plugins.clone();
-    let mut plan = match &config.isolate {
-        Some(ic) => match isolate::Plan::new(ic, &layout) {
-            Ok(p) => Some(p),
-            Err(e) => {
-                layout.remove();
-                return Err(e);
-            }
-        },
-        None => None,
-    };
-    // Before the sim and the plugin: a machine that refuses the namespace is told so now.
-    let program = config.command.first().cloned().unwrap_or_default();
-    let isolation = match &mut plan {
-        Some(p) => match p.preflight(&program).await {
-            Ok(r) => Some(r),
-            Err(e) => {
-                layout.remove();
-                return Err(e);
-            }
-        },
-        None => None,
+    let (plan, isolation) = match isolation_plan(&config, &layout).await {
+        Ok(p) => p,
+        Err(e) => {
+            layout.remove();
+            return Err(e);
+        }
     };
     process::become_subreaper();
-    let mut sim_config = SimConfig::new(&dir);
-    sim_config.set_kubelet_version(config.kubelet_version);
-    sim_config.pre_start_timeout = config.prestart_timeout;
-    sim_config.registry_dir = Some(layout.plugins_registry.clone());
-    sim_config.podresources_socket = Some(layout.podresources_socket());
-    sim_config.path_map = plan.as_ref().map_or_else(|| layout.path_map(), isolate::Plan::path_map);
-    // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
-    sim_config.owns_dir = config.dir.is_none();
     let sim_version = config.kubelet_version;
-    sim_config.topology = config.topology.clone();
-    let sim = match KubeletSim::start(sim_config).await {
+    let sim = match start_sim(&config, &layout, plan.as_ref()).await {
         Ok(s) => s,
         Err(e) => {
             layout.remove();
-            return Err(match e {
-                Error::AlreadyServing { path, .. } => Error::invalid(
-                    "--dir",
-                    format!(
-                        "a live kubelet (or kubelet-sim) serves {}; choose another directory, or leave --dir out \
-                         for a fresh one",
-                        path.display()
-                    ),
-                ),
-                other => other,
-            });
+            return Err(e);
         }
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -504,17 +467,52 @@ pub async fn run_smoke(
     report.kubelet_version = sim_version;
     if !survivors.is_empty() {
         // Issue 12 item 8: a plugin that daemonises outlives its process and the run.
-        report.steps.push(CheckResult {
-            name: "plugin-leaves-no-processes".into(),
-            reason: "a plugin that daemonises keeps running after the kubelet (or its pod) stops it".into(),
-            outcome: Outcome::Fail,
-            evidence: format!("still running after the plugin was stopped, now killed: {}", survivors.join(", ")),
-            rule: "the plugin must run in the foreground: every process it starts ends with it".into(),
-            duration_ms: 0,
-        });
+        let evidence = format!("still running after the plugin was stopped, now killed: {}", survivors.join(", "));
+        report.steps.push(CheckResult::of(LEAVES_NO_PROCESSES, Outcome::Fail, evidence, Duration::ZERO));
     }
     report.tally();
     Ok(report)
+}
+
+/// With `--isolate`: the namespace plan, tried before the sim and the
+/// plugin start, so that a machine that refuses the namespace is told so now.
+async fn isolation_plan(
+    config: &SmokeConfig,
+    layout: &isolate::Layout,
+) -> Result<(Option<isolate::Plan>, Option<isolate::IsolationReport>)> {
+    let Some(ic) = &config.isolate else { return Ok((None, None)) };
+    let mut plan = isolate::Plan::new(ic, layout)?;
+    let program = config.command.first().cloned().unwrap_or_default();
+    let report = plan.preflight(&program).await?;
+    Ok((Some(plan), Some(report)))
+}
+
+/// Starts the in-process kubelet-sim in the layout's directories, playing
+/// the configured release; a directory a live kubelet serves is bad input.
+async fn start_sim(
+    config: &SmokeConfig,
+    layout: &isolate::Layout,
+    plan: Option<&isolate::Plan>,
+) -> Result<crate::kubelet_sim::SimHandle> {
+    let mut sim_config = SimConfig::new(&layout.device_plugins);
+    sim_config.set_kubelet_version(config.kubelet_version);
+    sim_config.pre_start_timeout = config.prestart_timeout;
+    sim_config.registry_dir = Some(layout.plugins_registry.clone());
+    sim_config.podresources_socket = Some(layout.podresources_socket());
+    sim_config.path_map = plan.map_or_else(|| layout.path_map(), isolate::Plan::path_map);
+    // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
+    sim_config.owns_dir = config.dir.is_none();
+    sim_config.topology = config.topology.clone();
+    KubeletSim::start(sim_config).await.map_err(|e| match e {
+        Error::AlreadyServing { path, .. } => Error::invalid(
+            "--dir",
+            format!(
+                "a live kubelet (or kubelet-sim) serves {}; choose another directory, or leave --dir out for a fresh one",
+                path.display()
+            ),
+        ),
+        other => other,
+    })
 }
 
 /// Awaits `fut`, passing progress messages on as they come.

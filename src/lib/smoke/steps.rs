@@ -11,9 +11,9 @@ use super::isolate::{Layout, Plan};
 use super::process::{Launch, PluginProcess, Stream};
 use super::{
     ENV_KUBELET_SOCKET, ENV_REGISTRY_DIR, ENV_SMOKE_DIR, PluginReport, SUITE_NAME, SmokeConfig, SmokeProgress,
-    SmokeReport, StepId, shell_words, step_result, substitute,
+    SmokeReport, StepId, shell_words, substitute,
 };
-use crate::check::{self, CheckId, CheckOptions, CheckResult, CheckTarget, Outcome, Progress, Registration};
+use crate::check::{self, Case, CheckId, CheckOptions, CheckResult, CheckTarget, Outcome, Progress, Registration};
 use crate::kubelet_sim::{AdmitOutcome, EventKind, PodSpec, RequestOptions, ResourceOutcome, SimEvent, SimHandle, Via};
 use crate::proto::deviceplugin::v1beta1 as dp;
 
@@ -200,7 +200,7 @@ impl Runner {
     }
 
     fn done(&mut self, id: StepId, outcome: Outcome, evidence: impl Into<String>, t: Instant) -> bool {
-        self.record(step_result(id, outcome, evidence, t.elapsed()));
+        self.record(CheckResult::new(id, outcome, evidence, t.elapsed()));
         outcome == Outcome::Pass
     }
 
@@ -209,11 +209,11 @@ impl Runner {
     }
 
     fn skip(&mut self, id: StepId, why: impl Into<String>) {
-        self.record(step_result(id, Outcome::Skip, why, Duration::ZERO));
+        self.record(CheckResult::new(id, Outcome::Skip, why, Duration::ZERO));
     }
 
     fn any_failed(&self) -> bool {
-        self.results.iter().any(|r| matches!(r.outcome, Outcome::Fail | Outcome::Error))
+        check::any_failure(&self.results)
     }
 
     /// " (the plugin process exited with code 1)" when it has ended.
@@ -326,8 +326,7 @@ impl Runner {
         let matches = move |r: &str| wanted.as_deref().is_none_or(|w| w == r);
         let m2 = matches.clone();
         let pred = move |k: &EventKind| match k {
-            EventKind::Registered { resource, .. } => m2(resource),
-            EventKind::RegistrationRejected { resource, .. } => m2(resource),
+            EventKind::Registered { resource, .. } | EventKind::RegistrationRejected { resource, .. } => m2(resource),
             _ => false,
         };
         let waited = self.events.wait_for(0, pred, deadline, self.process.as_ref()).await;
@@ -383,25 +382,7 @@ impl Runner {
                         self.done(StepId::Registration, Outcome::Pass, evidence, t)
                     }
                     EventKind::RegistrationRejected { resource, endpoint, socket, version, message, .. } => {
-                        let mut evidence = format!(
-                            "the kubelet rejected Register(version {version:?}, resource_name {resource:?}, endpoint \
-                             {endpoint:?}): {message}"
-                        );
-                        if message == crate::kubelet_sim::DIAL_FAILED && endpoint.starts_with('/') {
-                            // kubelet-versions.md §1: filepath.Join appends an absolute endpoint.
-                            evidence.push_str(&format!(
-                                " — the endpoint is an absolute path, and the kubelet joins it to its directory \
-                                 (Go filepath.Join), so it dialed {socket}, where nothing listens: register the \
-                                 socket's file name ({:?}) and serve it in {}",
-                                endpoint.rsplit('/').next().unwrap_or_default(),
-                                self.sim.dir().display()
-                            ));
-                        } else if message == crate::kubelet_sim::DIAL_FAILED {
-                            evidence.push_str(&format!(
-                                " — the kubelet could not connect to {endpoint} within 10 s while handling Register: \
-                                 serve the socket before calling Register"
-                            ));
-                        }
+                        let evidence = self.rejected_evidence(&resource, &endpoint, &socket, &version, &message);
                         self.done(StepId::Registration, Outcome::Fail, evidence, t)
                     }
                     _ => self.done(StepId::Registration, Outcome::Error, "unexpected event", t),
@@ -413,46 +394,74 @@ impl Runner {
                 self.done(StepId::Registration, Outcome::Fail, evidence, t)
             }
             Waited::TimedOut => {
-                let mut evidence = format!(
-                    "no Register on {kubelet_socket} within {} (the plugin is still running)",
-                    humantime::format_duration(self.cfg.register_timeout)
-                );
-                let others: BTreeSet<String> = self
-                    .events
-                    .seen
-                    .iter()
-                    .filter_map(|e| match &e.kind {
-                        EventKind::Registered { resource, .. } if !matches(resource) => Some(resource.clone()),
-                        _ => None,
-                    })
-                    .collect();
-                if !others.is_empty() {
-                    evidence.push_str(&format!(
-                        "; registered instead: {}",
-                        others.into_iter().collect::<Vec<_>>().join(", ")
-                    ));
-                }
-                let sockets = crate::paths::sockets_in(self.sim.dir());
-                let registry = crate::paths::sockets_in(&self.registry_dir);
-                let hint = if self.isolate.is_some() {
-                    "does the plugin use the kubelet's standard paths (/var/lib/kubelet/device-plugins or \
-                     /var/lib/kubelet/plugins_registry)?"
-                } else {
-                    "does the plugin use this directory (pass {dir} or {kubelet_socket} in its arguments, or \
-                     {registry_dir} for plugins_registry; or try --isolate for a plugin that only knows the \
-                     kubelet's standard paths)?"
-                };
-                evidence.push_str(&format!(
-                    "; sockets in {}: {}; in plugins_registry {}: {}; {hint} {}",
-                    self.sim.dir().display(),
-                    crate::text::list(&sockets),
-                    self.registry_dir.display(),
-                    crate::text::list(&registry),
-                    self.last_output()
-                ));
+                let evidence = self.not_registered_evidence(&kubelet_socket, &matches);
                 self.done(StepId::Registration, Outcome::Fail, evidence, t)
             }
         }
+    }
+
+    /// Why the kubelet rejected Register, with the fix when the cause is known.
+    fn rejected_evidence(&self, resource: &str, endpoint: &str, socket: &str, version: &str, message: &str) -> String {
+        let mut evidence = format!(
+            "the kubelet rejected Register(version {version:?}, resource_name {resource:?}, endpoint \
+             {endpoint:?}): {message}"
+        );
+        if message == crate::kubelet_sim::DIAL_FAILED && endpoint.starts_with('/') {
+            // kubelet-versions.md §1: filepath.Join appends an absolute endpoint.
+            evidence.push_str(&format!(
+                " — the endpoint is an absolute path, and the kubelet joins it to its directory \
+                 (Go filepath.Join), so it dialed {socket}, where nothing listens: register the \
+                 socket's file name ({:?}) and serve it in {}",
+                endpoint.rsplit('/').next().unwrap_or_default(),
+                self.sim.dir().display()
+            ));
+        } else if message == crate::kubelet_sim::DIAL_FAILED {
+            evidence.push_str(&format!(
+                " — the kubelet could not connect to {endpoint} within 10 s while handling Register: \
+                 serve the socket before calling Register"
+            ));
+        }
+        evidence
+    }
+
+    /// What is known when no registration came in time: other resources that
+    /// registered, the sockets in both directories, and a hint.
+    fn not_registered_evidence(&self, kubelet_socket: &str, matches: &dyn Fn(&str) -> bool) -> String {
+        let mut evidence = format!(
+            "no Register on {kubelet_socket} within {} (the plugin is still running)",
+            humantime::format_duration(self.cfg.register_timeout)
+        );
+        let others: BTreeSet<String> = self
+            .events
+            .seen
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Registered { resource, .. } if !matches(resource) => Some(resource.clone()),
+                _ => None,
+            })
+            .collect();
+        if !others.is_empty() {
+            evidence.push_str(&format!("; registered instead: {}", others.into_iter().collect::<Vec<_>>().join(", ")));
+        }
+        let sockets = crate::paths::sockets_in(self.sim.dir());
+        let registry = crate::paths::sockets_in(&self.registry_dir);
+        let hint = if self.isolate.is_some() {
+            "does the plugin use the kubelet's standard paths (/var/lib/kubelet/device-plugins or \
+             /var/lib/kubelet/plugins_registry)?"
+        } else {
+            "does the plugin use this directory (pass {dir} or {kubelet_socket} in its arguments, or \
+             {registry_dir} for plugins_registry; or try --isolate for a plugin that only knows the \
+             kubelet's standard paths)?"
+        };
+        evidence.push_str(&format!(
+            "; sockets in {}: {}; in plugins_registry {}: {}; {hint} {}",
+            self.sim.dir().display(),
+            crate::text::list(&sockets),
+            self.registry_dir.display(),
+            crate::text::list(&registry),
+            self.last_output()
+        ));
+        evidence
     }
 
     fn registration_request(&mut self) {
@@ -564,6 +573,7 @@ impl Runner {
         }
     }
 
+    // long: every device checked against the kubelet's rules, into one evidence line.
     fn health_report(&mut self) {
         let id = StepId::HealthReport;
         if self.skipped(id) {
@@ -901,7 +911,7 @@ impl Runner {
                 }
             }
             if s != StepId::Shutdown && !done.contains(s.name()) {
-                missing.push(step_result(s, Outcome::Skip, why.clone(), Duration::ZERO));
+                missing.push(CheckResult::new(s, Outcome::Skip, why.clone(), Duration::ZERO));
             }
         }
         for r in missing {

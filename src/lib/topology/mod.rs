@@ -38,7 +38,7 @@ pub const SIM_MAX_NUMA_NODES: usize = 16;
 pub const SIM_MAX_CPUS: usize = 4096;
 
 /// `--topology-manager-policy`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
     /// No hints are collected; devices are not aligned.
@@ -65,7 +65,7 @@ impl Policy {
 }
 
 /// `--topology-manager-scope`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Scope {
     /// One hint per container, init containers first.
@@ -86,7 +86,7 @@ impl Scope {
 }
 
 /// `--cpu-manager-policy`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CpuPolicy {
     /// Every container in the shared pool; no CPU hints.

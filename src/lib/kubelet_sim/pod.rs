@@ -1,0 +1,325 @@
+//! Pods as the simulated kubelet admits them: the spec (containers, their
+//! kinds and extended-resource limits, CPU and memory), read from a manifest
+//! (YAML or JSON) or a shorthand, with the quantity parsers it needs. A leaf
+//! module: the rest of kubelet_sim uses it, it uses none of them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::topology::Compute;
+use crate::validate::is_extended_resource_name;
+
+/// What kind of container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ContainerKind {
+    /// A plain init container: runs to completion before the others; its
+    /// devices can be reused by the containers after it.
+    Init,
+    /// A restartable init container (`restartPolicy: Always`): keeps its devices.
+    Sidecar,
+    /// A regular container.
+    Regular,
+}
+
+/// One container and the extended resources in its limits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainerSpec {
+    /// Container name.
+    pub name: String,
+    /// Init, sidecar or regular.
+    pub kind: ContainerKind,
+    /// Extended resources in `resources.limits` (whole numbers).
+    #[serde(default)]
+    pub limits: BTreeMap<String, u64>,
+    /// CPU and memory requests and limits (QoS class, exclusive CPUs).
+    #[serde(default, skip_serializing_if = "Compute::is_empty")]
+    pub compute: Compute,
+}
+
+/// A pod as the simulated kubelet admits it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodSpec {
+    /// Pod name.
+    pub name: String,
+    /// Namespace.
+    #[serde(default = "default_namespace")]
+    pub namespace: String,
+    /// UID; generated when not given.
+    #[serde(default)]
+    pub uid: Option<String>,
+    /// Init containers (plain and sidecars) in spec order, then regular containers.
+    pub containers: Vec<ContainerSpec>,
+}
+
+fn default_namespace() -> String {
+    "default".into()
+}
+
+impl PodSpec {
+    /// A pod with one container `c0` asking for `limits`.
+    pub fn shorthand(name: &str, namespace: &str, limits: &[(String, u64)]) -> PodSpec {
+        PodSpec {
+            name: name.into(),
+            namespace: namespace.into(),
+            uid: None,
+            containers: vec![ContainerSpec {
+                name: "c0".into(),
+                kind: ContainerKind::Regular,
+                limits: limits.iter().cloned().collect(),
+                compute: Compute::default(),
+            }],
+        }
+    }
+
+    /// Parses `example.com/gpu=2` (as given to `--allocate`).
+    pub fn parse_allocate(s: &str) -> Result<(String, u64)> {
+        let place = format!("--allocate {s}");
+        let (name, count) = s
+            .split_once('=')
+            .ok_or_else(|| Error::invalid(&place, "expected RESOURCE=COUNT, e.g. example.com/gpu=2"))?;
+        let name = name.trim();
+        if let Some(why) = crate::validate::explain_resource_name(name) {
+            return Err(Error::invalid(&place, why));
+        }
+        let count = count
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| Error::invalid(&place, format!("{count:?} is not a whole number of devices")))?;
+        Ok((name.to_string(), count))
+    }
+
+    /// Parses a Pod manifest (YAML or JSON). `place` names the file in errors.
+    pub fn from_manifest(text: &str, place: &str) -> Result<PodSpec> {
+        crate::input::check_depth(text, place, crate::input::MAX_MANIFEST_DEPTH)?;
+        let value: Value = if text.trim_start().starts_with('{') {
+            serde_json::from_str(text).map_err(|e| Error::invalid(place, format!("not valid JSON: {e}")))?
+        } else {
+            serde_norway::from_str(text).map_err(|e| Error::invalid(place, format!("not valid YAML: {e}")))?
+        };
+        from_value(&value, place)
+    }
+
+    /// Checks names and container order.
+    pub fn validate(&self) -> Result<()> {
+        let place = format!("pod {}/{}", self.namespace, self.name);
+        if self.name.is_empty() {
+            return Err(Error::invalid("pod", "metadata.name is empty"));
+        }
+        crate::validate::check_object_names(&self.name, &self.namespace)?;
+        if self.containers.iter().all(|c| c.kind != ContainerKind::Regular) {
+            return Err(Error::invalid(&place, "a pod needs at least one regular container (spec.containers)"));
+        }
+        let mut seen = BTreeSet::new();
+        let mut regular_seen = false;
+        for c in &self.containers {
+            if c.name.is_empty() {
+                return Err(Error::invalid(&place, "a container has no name"));
+            }
+            if !seen.insert(c.name.as_str()) {
+                return Err(Error::invalid(&place, format!("container name {:?} is used twice", c.name)));
+            }
+            if c.kind == ContainerKind::Regular {
+                regular_seen = true;
+            } else if regular_seen {
+                return Err(Error::invalid(&place, "init containers must come before regular containers"));
+            }
+            for r in c.limits.keys() {
+                if let Some(why) = crate::validate::explain_resource_name(r) {
+                    return Err(Error::invalid(format!("{place} container {}", c.name), why));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn from_value(v: &Value, place: &str) -> Result<PodSpec> {
+    let bad = |key: &str, msg: &str| Error::invalid(format!("{place}: {key}"), msg.to_string());
+    if let Some(kind) = v.get("kind")
+        && kind.as_str() != Some("Pod")
+    {
+        return Err(bad("kind", &format!("expected Pod, got {kind}")));
+    }
+    let meta = v.get("metadata").ok_or_else(|| bad("metadata", "missing"))?;
+    let name = meta.get("name").and_then(Value::as_str).ok_or_else(|| bad("metadata.name", "missing"))?;
+    let namespace = meta.get("namespace").and_then(Value::as_str).unwrap_or("default");
+    let uid = meta.get("uid").and_then(Value::as_str).map(String::from);
+    let spec = v.get("spec").ok_or_else(|| bad("spec", "missing"))?;
+    let mut containers = Vec::new();
+    for (key, regular) in [("initContainers", false), ("containers", true)] {
+        let Some(list) = spec.get(key) else { continue };
+        if list.is_null() {
+            continue;
+        }
+        let list = list.as_array().ok_or_else(|| bad(&format!("spec.{key}"), "must be a list"))?;
+        for (i, c) in list.iter().enumerate() {
+            let at = format!("spec.{key}[{i}]");
+            let cname = c.get("name").and_then(Value::as_str).ok_or_else(|| bad(&format!("{at}.name"), "missing"))?;
+            let kind = if regular {
+                ContainerKind::Regular
+            } else {
+                match c.get("restartPolicy").and_then(Value::as_str) {
+                    Some("Always") => ContainerKind::Sidecar,
+                    None => ContainerKind::Init,
+                    Some(other) => {
+                        return Err(bad(
+                            &format!("{at}.restartPolicy"),
+                            &format!("{other:?}: only Always is allowed on an init container"),
+                        ));
+                    }
+                }
+            };
+            let limits = quantities(c, &at, "limits", place)?;
+            let requests = quantities(c, &at, "requests", place)?;
+            for (r, n) in &requests {
+                match limits.get(r) {
+                    None => {
+                        return Err(bad(
+                            &format!("{at}.resources.requests[{r}]"),
+                            "Limit must be set for non overcommitable resources",
+                        ));
+                    }
+                    Some(l) if l != n => {
+                        return Err(bad(
+                            &format!("{at}.resources.requests[{r}]"),
+                            &format!("must be equal to {r} limit of {l}"),
+                        ));
+                    }
+                    Some(_) => {}
+                }
+            }
+            let compute = compute_of(c, &at, place)?;
+            containers.push(ContainerSpec { name: cname.to_string(), kind, limits, compute });
+        }
+    }
+    if !containers.iter().any(|c| c.kind == ContainerKind::Regular) {
+        return Err(bad("spec.containers", "missing or empty"));
+    }
+    let pod = PodSpec { name: name.to_string(), namespace: namespace.to_string(), uid, containers };
+    pod.validate()?;
+    Ok(pod)
+}
+
+/// The extended resources of `resources.<which>`, as whole numbers.
+fn quantities(c: &Value, at: &str, which: &str, place: &str) -> Result<BTreeMap<String, u64>> {
+    let mut out = BTreeMap::new();
+    let Some(map) = c.get("resources").and_then(|r| r.get(which)) else { return Ok(out) };
+    let Some(map) = map.as_object() else {
+        return Err(Error::invalid(format!("{place}: {at}.resources.{which}"), "must be a map"));
+    };
+    for (name, q) in map {
+        if !is_extended_resource_name(name) {
+            continue; // cpu, memory, hugepages: not the device manager's business
+        }
+        let n = parse_bytes(q).ok_or_else(|| {
+            Error::invalid(
+                format!("{place}: {at}.resources.{which}[{name}]"),
+                format!("{q} is not a whole number (extended resources are counted in whole devices)"),
+            )
+        })?;
+        out.insert(name.clone(), n);
+    }
+    Ok(out)
+}
+
+/// Reads `resources.{requests,limits}.{cpu,memory}` of a container (`at`)
+/// in a manifest (`place`).
+pub(crate) fn compute_of(c: &serde_json::Value, at: &str, place: &str) -> Result<crate::topology::Compute> {
+    let mut out = crate::topology::Compute::default();
+    let Some(res) = c.get("resources") else { return Ok(out) };
+    for which in ["requests", "limits"] {
+        let Some(map) = res.get(which).and_then(|m| m.as_object()) else { continue };
+        for (name, q) in map {
+            let field = format!("{place}: {at}.resources.{which}[{name}]");
+            match name.as_str() {
+                "cpu" => {
+                    let v = parse_cpu_millis(q).ok_or_else(|| {
+                        Error::invalid(&field, format!("{q} is not a CPU quantity (e.g. 2, \"500m\", \"1.5\")"))
+                    })?;
+                    if which == "requests" { out.cpu_request_millis = Some(v) } else { out.cpu_limit_millis = Some(v) }
+                }
+                "memory" => {
+                    let v = parse_bytes(q).ok_or_else(|| {
+                        Error::invalid(
+                            &field,
+                            format!("{q} is not a memory quantity (e.g. \"1Gi\", \"512Mi\", 1000000)"),
+                        )
+                    })?;
+                    if which == "requests" { out.memory_request = Some(v) } else { out.memory_limit = Some(v) }
+                }
+                _ => {}
+            }
+        }
+    }
+    for (what, req, lim) in
+        [("cpu", out.cpu_request_millis, out.cpu_limit_millis), ("memory", out.memory_request, out.memory_limit)]
+    {
+        if let (Some(r), Some(l)) = (req, lim)
+            && r > l
+        {
+            return Err(Error::invalid(
+                format!("{place}: {at}.resources.requests[{what}]"),
+                format!("must be less than or equal to {what} limit"),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// A CPU quantity in millicores: `2`, `"2"`, `"500m"`, `"1.5"`.
+pub fn parse_cpu_millis(q: &serde_json::Value) -> Option<u64> {
+    if let Some(n) = q.as_u64() {
+        return n.checked_mul(1000);
+    }
+    if let Some(f) = q.as_f64() {
+        return parse_cpu_str(&f.to_string());
+    }
+    parse_cpu_str(q.as_str()?.trim())
+}
+
+fn parse_cpu_str(s: &str) -> Option<u64> {
+    if s.len() > 32 {
+        return None;
+    }
+    if let Some(m) = s.strip_suffix('m') {
+        return m.parse::<u64>().ok();
+    }
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    if frac.len() > 3 || !frac.chars().all(|c| c.is_ascii_digit()) || (whole.is_empty() && frac.is_empty()) {
+        return None;
+    }
+    let w: u64 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
+    let f: u64 = if frac.is_empty() { 0 } else { format!("{frac:0<3}").parse().ok()? };
+    w.checked_mul(1000)?.checked_add(f)
+}
+
+/// A memory quantity in bytes: `1000`, `"1Gi"`, `"512Mi"`, `"1G"`.
+pub fn parse_bytes(q: &serde_json::Value) -> Option<u64> {
+    if let Some(n) = q.as_u64() {
+        return Some(n);
+    }
+    let s = q.as_str()?.trim();
+    if s.len() > 32 {
+        return None;
+    }
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (digits, suffix) = s.split_at(split);
+    let base: u64 = digits.parse().ok()?;
+    let mult: u64 = match suffix {
+        "" => 1,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "T" => 1_000_000_000_000,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        _ => return None,
+    };
+    base.checked_mul(mult)
+}
