@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::plugin::Target;
+use super::args::Target;
 use super::{Ctx, out_err};
 use crate::bench::session::Session;
 use crate::bench::{self, BenchConfig, Limit, Op, Progress, Threshold};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::plugin::Target;
+use super::args::Target;
 use super::{Ctx, out_err};
 use crate::check::{self, CheckOptions, CheckTarget, Registration};
 use crate::duration::parse as parse_duration;

@@ -1,17 +1,14 @@
 //! `dpctl plugin`: call a device plugin's RPCs and watch its device list.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
 use super::Ctx;
-use super::args::DirArg;
-use crate::duration::parse as parse_duration;
-use crate::error::{KUBELET_MAX_RECV, Result};
+use super::args::Target;
+use crate::error::Result;
 use crate::output::plugin as render;
-use crate::plugin_client::{self, Call, WatchLimits};
-use crate::transport::ClientConfig;
+use crate::plugin_client::{Call, WatchLimits};
 
 /// `dpctl plugin ...`
 #[derive(Debug, Subcommand)]
@@ -100,46 +97,6 @@ pub enum CallCommand {
         #[arg(long, required = true, value_delimiter = ',', value_name = "ID,ID...")]
         devices: Vec<String>,
     },
-}
-
-/// Which plugin socket, and how to talk to it.
-#[derive(Debug, Args, Clone)]
-#[command(mut_args(super::args::dir_help("The device-plugin directory (with --endpoint)")))]
-pub struct Target {
-    /// The plugin's socket.
-    #[arg(long, value_name = "PATH", conflicts_with = "endpoint")]
-    pub socket: Option<PathBuf>,
-    /// `--dir`.
-    #[command(flatten)]
-    pub dir: DirArg,
-    /// The plugin's socket name in --dir, as it registers it (e.g. nvidia-gpu.sock).
-    #[arg(long, value_name = "NAME")]
-    pub endpoint: Option<String>,
-    /// Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    pub timeout: Option<Duration>,
-    /// Limit for connecting to the socket.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
-    pub connect_timeout: Duration,
-    /// Largest message accepted [default: the kubelet's 4 MiB].
-    #[arg(long, value_name = "BYTES", default_value_t = KUBELET_MAX_RECV)]
-    pub max_recv_bytes: usize,
-}
-
-impl Target {
-    /// The socket path from --socket, or --dir and --endpoint.
-    pub fn socket_path(&self) -> Result<PathBuf> {
-        plugin_client::socket_path(self.socket.as_deref(), &self.dir.dir, self.endpoint.as_deref())
-    }
-
-    /// Client settings; `default_timeout` applies when --timeout is not given.
-    pub fn client_config(&self, default_timeout: Duration) -> ClientConfig {
-        ClientConfig {
-            connect_timeout: self.connect_timeout,
-            call_timeout: self.timeout.unwrap_or(default_timeout),
-            max_recv_bytes: self.max_recv_bytes,
-        }
-    }
 }
 
 /// Runs `dpctl plugin ...`.

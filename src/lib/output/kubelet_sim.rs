@@ -55,9 +55,9 @@ fn cleanup_extra(deleted_files: &[String], would_delete: &[String]) -> String {
     s
 }
 
-/// A one-line description of an event (without time and name). Longer than
-/// 80 lines on purpose: one short arm per event kind, the catalogue of event
-/// texts in one place, with no seam worth splitting.
+/// A one-line description of an event (without time and name).
+/// long: one short arm per event kind, the catalogue of event texts in one
+/// place, with no seam worth splitting.
 pub fn event_detail(kind: &EventKind) -> String {
     match kind {
         EventKind::Started {
