@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
-use prost::Message;
 use tonic::transport::Channel;
 
 use crate::error::{Error, Result};
 use crate::model::Device;
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::deviceplugin::v1beta1::device_plugin_client::DevicePluginClient;
+use crate::transport::codec::Sized;
 use crate::transport::{self, ClientConfig};
 
 /// One ListAndWatch message, with when it arrived and how big it was.
@@ -30,6 +30,7 @@ pub struct Snapshot {
 #[derive(Debug, Clone)]
 pub struct PluginClient {
     inner: DevicePluginClient<Channel>,
+    channel: Channel,
     path: PathBuf,
     config: ClientConfig,
 }
@@ -43,8 +44,8 @@ impl PluginClient {
 
     /// Wraps an existing channel (for callers that dial themselves).
     pub fn from_channel(channel: Channel, path: &Path, config: &ClientConfig) -> Self {
-        let inner = DevicePluginClient::new(channel).max_decoding_message_size(config.max_recv_bytes);
-        PluginClient { inner, path: path.to_path_buf(), config: config.clone() }
+        let inner = DevicePluginClient::new(channel.clone()).max_decoding_message_size(config.max_recv_bytes);
+        PluginClient { inner, channel, path: path.to_path_buf(), config: config.clone() }
     }
 
     /// The socket path.
@@ -117,18 +118,17 @@ impl PluginClient {
     /// stream yields each snapshot, and ends with `None` when the plugin
     /// closes the stream or with the classified error.
     pub async fn list_and_watch(&self) -> Result<impl Stream<Item = Result<Snapshot>> + Send + 'static + use<>> {
-        let mut c = self.inner.clone();
         let full = "v1beta1.DevicePlugin/ListAndWatch";
-        let stream = match c.list_and_watch(dp::Empty {}).await {
-            Ok(resp) => resp.into_inner(),
-            Err(status) => return Err(Error::from_status(full, &self.path, &status, self.config.max_recv_bytes)),
+        let limit = self.config.max_recv_bytes;
+        let stream = match open_list_and_watch(self.channel.clone(), limit).await {
+            Ok(stream) => stream,
+            Err(status) => return Err(Error::from_status(full, &self.path, &status, limit)),
         };
         let path = self.path.clone();
-        let limit = self.config.max_recv_bytes;
         Ok(stream.map(move |item| match item {
             Ok(msg) => Ok(Snapshot {
-                devices: msg.devices.iter().map(Device::from).collect(),
-                encoded_len: msg.encoded_len(),
+                devices: msg.message.devices.into_iter().map(Device::from).collect(),
+                encoded_len: msg.encoded_len,
                 received: std::time::SystemTime::now(),
             }),
             Err(status) => Err(Error::from_status(full, &path, &status, limit)),
@@ -152,4 +152,16 @@ impl PluginClient {
             }),
         }
     }
+}
+
+/// Opens ListAndWatch on `channel`, accepting messages of at most
+/// `max_recv` bytes. Each message is decoded from the receive buffer in one
+/// piece and comes with its size on the wire (a 100,000-device list decodes
+/// faster than through tonic's default codec, and its size need not be
+/// computed again).
+pub async fn open_list_and_watch(
+    channel: Channel,
+    max_recv: usize,
+) -> std::result::Result<tonic::Streaming<Sized<dp::ListAndWatchResponse>>, tonic::Status> {
+    transport::codec::server_streaming(channel, "v1beta1.DevicePlugin", "ListAndWatch", dp::Empty {}, max_recv).await
 }
