@@ -19,6 +19,36 @@ use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::transport::Channel;
 use tonic::{GrpcMethod, Request, Status, Streaming};
 
+/// A message that can make room for its repeated fields before it is
+/// decoded, so that decoding does not grow them step by step (100,000
+/// devices would be moved about 17 times over). The default makes none.
+pub trait Reserve: Message + Default {
+    /// An empty message with room for what `encoded` holds.
+    fn with_room_for(encoded: &[u8]) -> Self {
+        let _ = encoded;
+        Self::default()
+    }
+}
+
+/// How many times the length-delimited field `field` (a message, string
+/// or bytes) occurs at the top level of the encoded
+/// message `encoded` (stops counting at the first malformed field; the
+/// decode that follows reports it).
+pub fn count_field(mut encoded: &[u8], field: u32) -> usize {
+    let mut n = 0usize;
+    while !encoded.is_empty() {
+        let Ok((tag, wire_type)) = prost::encoding::decode_key(&mut encoded) else { break };
+        if tag == field && wire_type == prost::encoding::WireType::LengthDelimited {
+            n = n.saturating_add(1);
+        }
+        let ctx = prost::encoding::DecodeContext::default();
+        if prost::encoding::skip_field(wire_type, tag, &mut encoded, ctx).is_err() {
+            break;
+        }
+    }
+    n
+}
+
 /// A decoded message and its size on the wire in bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sized<T> {
@@ -49,7 +79,7 @@ pub struct SliceDecoder<D>(PhantomData<fn() -> D>);
 impl<E, D> Codec for SliceCodec<E, D>
 where
     E: Message + Send + 'static,
-    D: Message + Default + Send + 'static,
+    D: Reserve + Send + 'static,
 {
     type Encode = E;
     type Decode = Sized<D>;
@@ -74,7 +104,7 @@ impl<E: Message> Encoder for PlainEncoder<E> {
     }
 }
 
-impl<D: Message + Default> Decoder for SliceDecoder<D> {
+impl<D: Reserve> Decoder for SliceDecoder<D> {
     type Item = Sized<D>;
     type Error = Status;
 
@@ -82,12 +112,20 @@ impl<D: Message + Default> Decoder for SliceDecoder<D> {
         let len = src.remaining();
         let decoded = match src.chunk().get(..len) {
             // tonic's buffer is contiguous: the whole message is one slice.
-            Some(slice) => D::decode(slice),
-            None => D::decode(src.copy_to_bytes(len)),
+            Some(slice) => decode_slice::<D>(slice),
+            None => decode_slice::<D>(&src.copy_to_bytes(len)),
         };
         src.advance(src.remaining());
         decoded.map(|message| Some(Sized { message, encoded_len: len })).map_err(|e| Status::internal(e.to_string()))
     }
+}
+
+/// Decodes `encoded` as prost does (`D::decode`), into a message that made
+/// room for its repeated fields first.
+pub fn decode_slice<D: Reserve>(encoded: &[u8]) -> Result<D, prost::DecodeError> {
+    let mut message = D::with_room_for(encoded);
+    message.merge(encoded)?;
+    Ok(message)
 }
 
 /// Opens the server-streaming call `service`/`method` on `channel` with
@@ -102,7 +140,7 @@ pub async fn server_streaming<E, D>(
 ) -> Result<Streaming<Sized<D>>, Status>
 where
     E: Message + Send + Sync + 'static,
-    D: Message + Default + Send + Sync + 'static,
+    D: Reserve + Send + Sync + 'static,
 {
     let mut grpc = tonic::client::Grpc::new(channel).max_decoding_message_size(max_recv);
     grpc.ready().await.map_err(|e| Status::unknown(format!("Service was not ready: {e}")))?;
