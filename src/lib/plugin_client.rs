@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures_util::{Stream, StreamExt};
-use prost::Message;
 use tonic::transport::Channel;
 
 use crate::error::{Error, Result};
 use crate::model::Device;
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::deviceplugin::v1beta1::device_plugin_client::DevicePluginClient;
+use crate::transport::codec::{Reserve, Sized};
 use crate::transport::{self, ClientConfig};
 
 /// One ListAndWatch message, with when it arrived and how big it was.
@@ -30,6 +30,7 @@ pub struct Snapshot {
 #[derive(Debug, Clone)]
 pub struct PluginClient {
     inner: DevicePluginClient<Channel>,
+    channel: Channel,
     path: PathBuf,
     config: ClientConfig,
 }
@@ -43,8 +44,8 @@ impl PluginClient {
 
     /// Wraps an existing channel (for callers that dial themselves).
     pub fn from_channel(channel: Channel, path: &Path, config: &ClientConfig) -> Self {
-        let inner = DevicePluginClient::new(channel).max_decoding_message_size(config.max_recv_bytes);
-        PluginClient { inner, path: path.to_path_buf(), config: config.clone() }
+        let inner = DevicePluginClient::new(channel.clone()).max_decoding_message_size(config.max_recv_bytes);
+        PluginClient { inner, channel, path: path.to_path_buf(), config: config.clone() }
     }
 
     /// The socket path.
@@ -117,18 +118,17 @@ impl PluginClient {
     /// stream yields each snapshot, and ends with `None` when the plugin
     /// closes the stream or with the classified error.
     pub async fn list_and_watch(&self) -> Result<impl Stream<Item = Result<Snapshot>> + Send + 'static + use<>> {
-        let mut c = self.inner.clone();
         let full = "v1beta1.DevicePlugin/ListAndWatch";
-        let stream = match c.list_and_watch(dp::Empty {}).await {
-            Ok(resp) => resp.into_inner(),
-            Err(status) => return Err(Error::from_status(full, &self.path, &status, self.config.max_recv_bytes)),
+        let limit = self.config.max_recv_bytes;
+        let stream = match open_list_and_watch(self.channel.clone(), limit).await {
+            Ok(stream) => stream,
+            Err(status) => return Err(Error::from_status(full, &self.path, &status, limit)),
         };
         let path = self.path.clone();
-        let limit = self.config.max_recv_bytes;
         Ok(stream.map(move |item| match item {
             Ok(msg) => Ok(Snapshot {
-                devices: msg.devices.iter().map(Device::from).collect(),
-                encoded_len: msg.encoded_len(),
+                devices: msg.message.devices.into_iter().map(Device::from).collect(),
+                encoded_len: msg.encoded_len,
                 received: std::time::SystemTime::now(),
             }),
             Err(status) => Err(Error::from_status(full, &path, &status, limit)),
@@ -282,9 +282,62 @@ impl Call {
     }
 }
 
+/// Opens ListAndWatch on `channel`, accepting messages of at most
+/// `max_recv` bytes. Each message is decoded from the receive buffer in one
+/// piece and comes with its size on the wire (a 100,000-device list decodes
+/// faster than through tonic's default codec, and its size need not be
+/// computed again).
+pub async fn open_list_and_watch(
+    channel: Channel,
+    max_recv: usize,
+) -> std::result::Result<tonic::Streaming<Sized<dp::ListAndWatchResponse>>, tonic::Status> {
+    transport::codec::server_streaming(channel, "v1beta1.DevicePlugin", "ListAndWatch", dp::Empty {}, max_recv).await
+}
+
+/// A list of 100,000 devices gets its 100,000 slots at once.
+impl Reserve for dp::ListAndWatchResponse {
+    fn with_room_for(encoded: &[u8]) -> Self {
+        // Field 1: `repeated Device devices`.
+        dp::ListAndWatchResponse { devices: Vec::with_capacity(transport::codec::count_field(encoded, 1)) }
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use prost::Message;
+
     use super::*;
+
+    /// The one-slice decode with room reserved gives what prost's own
+    /// decode gives, unknown fields skipped, and the same errors.
+    #[test]
+    fn list_decoded_from_a_slice_is_prosts_decode() {
+        let devices: Vec<dp::Device> = (0..300)
+            .map(|i| dp::Device {
+                id: format!("d{i}"),
+                health: if i % 7 == 0 { dp::UNHEALTHY } else { dp::HEALTHY }.into(),
+                topology: (i % 2 == 0).then(|| dp::TopologyInfo { nodes: vec![dp::NumaNode { id: i % 3 }] }),
+            })
+            .collect();
+        let mut bytes = dp::ListAndWatchResponse { devices }.encode_to_vec();
+        // An unknown varint field 2 and an unknown string field 5, between devices.
+        bytes.extend_from_slice(&[0x10, 0x96, 0x01, 0x2a, 0x02, b'h', b'i']);
+        bytes.extend_from_slice(&dp::ListAndWatchResponse { devices: vec![dp::Device::default()] }.encode_to_vec());
+        assert_eq!(transport::codec::count_field(&bytes, 1), 301);
+        let ours: dp::ListAndWatchResponse = transport::codec::decode_slice(&bytes).unwrap();
+        assert_eq!(ours, dp::ListAndWatchResponse::decode(&bytes[..]).unwrap());
+        assert_eq!(ours.devices.len(), 301);
+        assert!(ours.devices.capacity() >= 301);
+        // Cut short: both refuse it.
+        let cut = &bytes[..bytes.len() - 12];
+        assert!(transport::codec::decode_slice::<dp::ListAndWatchResponse>(cut).is_err());
+        assert!(dp::ListAndWatchResponse::decode(cut).is_err());
+        // Field 1 as a varint is malformed for both; it reserves nothing.
+        let wrong = [0x08, 0x01];
+        assert_eq!(transport::codec::count_field(&wrong, 1), 0);
+        assert!(transport::codec::decode_slice::<dp::ListAndWatchResponse>(&wrong).is_err());
+        assert!(dp::ListAndWatchResponse::decode(&wrong[..]).is_err());
+    }
 
     #[test]
     fn the_socket_comes_from_socket_or_endpoint_and_else_the_error_lists_the_directory() {

@@ -15,6 +15,7 @@ use super::{BenchConfig, Limit, Prepared, Progress, Tally};
 use crate::error::{Error, Result};
 use crate::mock_plugin::control::{ControlReply, ControlRequest};
 use crate::proto::deviceplugin::v1beta1 as dp;
+use crate::transport::codec::Sized;
 
 /// Something that can change a device's health in the plugin under test.
 pub trait HealthFlipper: Send + Sync {
@@ -89,34 +90,33 @@ pub async fn run(
     flipper: Arc<dyn HealthFlipper>,
     progress: &Arc<Progress>,
 ) -> Result<Tally> {
-    let mut client = t.clients.first().cloned().ok_or_else(|| Error::invalid("--connections", "no connection"))?;
+    let channel = t.channels.first().cloned().ok_or_else(|| Error::invalid("--connections", "no connection"))?;
     let ids: Vec<String> = t.healthy_ids.iter().take(1024).cloned().collect();
     if ids.is_empty() {
         return Err(Error::invalid(t.socket.display().to_string(), "the plugin lists no healthy device to flip"));
     }
     let rpc = "v1beta1.DevicePlugin/ListAndWatch";
-    let mut stream = client
-        .list_and_watch(dp::Empty {})
+    let mut stream = crate::plugin_client::open_list_and_watch(channel, t.max_recv)
         .await
-        .map_err(|s| Error::from_status(rpc, &t.socket, &s, cfg.client.max_recv_bytes))?
-        .into_inner();
+        .map_err(|s| Error::from_status(rpc, &t.socket, &s, cfg.client.max_recv_bytes))?;
     let wait = cfg.client.call_timeout;
-    let next = async |stream: &mut tonic::Streaming<dp::ListAndWatchResponse>| -> Result<dp::ListAndWatchResponse> {
-        match tokio::time::timeout(wait, stream.next()).await {
-            Ok(Some(Ok(m))) => Ok(m),
-            Ok(Some(Err(s))) => Err(Error::from_status(rpc, &t.socket, &s, cfg.client.max_recv_bytes)),
-            Ok(None) => Err(Error::Rpc {
-                rpc: rpc.into(),
-                path: t.socket.clone(),
-                code: tonic::Code::Ok,
-                message: "the plugin ended the stream".into(),
-            }),
-            Err(_) => Err(Error::Timeout {
-                what: format!("a ListAndWatch message from {}", t.socket.display()),
-                timeout: wait,
-            }),
-        }
-    };
+    let next =
+        async |stream: &mut tonic::Streaming<Sized<dp::ListAndWatchResponse>>| -> Result<dp::ListAndWatchResponse> {
+            match tokio::time::timeout(wait, stream.next()).await {
+                Ok(Some(Ok(m))) => Ok(m.message),
+                Ok(Some(Err(s))) => Err(Error::from_status(rpc, &t.socket, &s, cfg.client.max_recv_bytes)),
+                Ok(None) => Err(Error::Rpc {
+                    rpc: rpc.into(),
+                    path: t.socket.clone(),
+                    code: tonic::Code::Ok,
+                    message: "the plugin ended the stream".into(),
+                }),
+                Err(_) => Err(Error::Timeout {
+                    what: format!("a ListAndWatch message from {}", t.socket.display()),
+                    timeout: wait,
+                }),
+            }
+        };
     next(&mut stream).await?;
 
     progress.reset(true);

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use prost::Message;
 use tonic::transport::Channel;
 
 use super::{BenchConfig, Limit, Op, Prepared, Progress, Tally};
@@ -16,6 +15,7 @@ use crate::error::Result;
 use crate::model::Device;
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::deviceplugin::v1beta1::device_plugin_client::DevicePluginClient;
+use crate::transport::codec::Sized;
 
 /// Distinct requests kept ready; calls cycle through them.
 const POOL_SIZE: usize = 64;
@@ -122,13 +122,18 @@ pub(crate) async fn phase(t: &Prepared, cfg: &BenchConfig, limit: Limit, progres
     let empty = Tally::new()?;
     let mut workers = Vec::with_capacity(cfg.concurrency);
     for w in 0..cfg.concurrency.max(1) {
-        let client = t.clients[w % t.clients.len().max(1)].clone();
+        let k = w % t.clients.len().max(1);
+        let conn = Conn {
+            client: t.clients[k].clone(),
+            channel: t.channels.get(k).or(t.channels.first()).cloned(),
+            max_recv: t.max_recv,
+        };
         let pool = Arc::clone(&t.pool);
         let sched = Arc::clone(&sched);
         let progress = Arc::clone(progress);
         let op = cfg.op;
         let timeout = t.call_timeout;
-        workers.push(tokio::spawn(worker(client, op, pool, sched, progress, timeout, empty.clone())));
+        workers.push(tokio::spawn(worker(conn, op, pool, sched, progress, timeout, empty.clone())));
     }
     let mut tally = empty;
     let mut first: Option<Instant> = None;
@@ -154,8 +159,16 @@ pub(crate) async fn phase(t: &Prepared, cfg: &BenchConfig, limit: Limit, progres
     Ok(tally)
 }
 
+/// One worker's connection: the generated client, and the channel under it
+/// for ListAndWatch.
+struct Conn {
+    client: DevicePluginClient<Channel>,
+    channel: Option<Channel>,
+    max_recv: usize,
+}
+
 async fn worker(
-    mut client: DevicePluginClient<Channel>,
+    mut conn: Conn,
     op: Op,
     pool: Arc<Pool>,
     sched: Arc<Schedule>,
@@ -173,7 +186,7 @@ async fn worker(
         out.last_send = Some(sent);
         out.tally.sent += 1;
         progress.sent.fetch_add(1, Ordering::Relaxed);
-        let outcome = tokio::time::timeout(timeout, call(&mut client, op, &pool, i)).await;
+        let outcome = tokio::time::timeout(timeout, call(&mut conn, op, &pool, i)).await;
         let done = Instant::now();
         // Open-loop: from when the request should have gone out, so time spent
         // waiting for a free worker behind a slow answer counts.
@@ -212,7 +225,7 @@ enum Answer {
     /// GetPreferredAllocation and the request it answers.
     Preferred(dp::ContainerPreferredAllocationRequest, dp::PreferredAllocationResponse),
     /// A first ListAndWatch message.
-    List(dp::ListAndWatchResponse),
+    List(Sized<dp::ListAndWatchResponse>),
 }
 
 impl Answer {
@@ -223,45 +236,41 @@ impl Answer {
             Answer::Allocate(resp) => contract::check_allocate(1, &resp),
             Answer::Preferred(creq, resp) => contract::check_preferred_response(&creq, &resp),
             Answer::List(msg) => {
-                let devices: Vec<Device> = msg.devices.iter().map(Device::from).collect();
-                contract::check_snapshot(&devices, msg.encoded_len())
+                let devices: Vec<Device> = msg.message.devices.into_iter().map(Device::from).collect();
+                contract::check_snapshot(&devices, msg.encoded_len)
             }
         }
     }
 }
 
 /// Makes call number `i`; returns the answer to check.
-async fn call(
-    client: &mut DevicePluginClient<Channel>,
-    op: Op,
-    pool: &Pool,
-    i: u64,
-) -> std::result::Result<Answer, tonic::Status> {
+async fn call(conn: &mut Conn, op: Op, pool: &Pool, i: u64) -> std::result::Result<Answer, tonic::Status> {
     let pick = |n: usize| usize::try_from(i).unwrap_or(0) % n.max(1);
     match (op, pool) {
         (Op::Allocate, Pool::Ids(groups)) => {
             let ids = groups.get(pick(groups.len())).cloned().unwrap_or_default();
             let req =
                 dp::AllocateRequest { container_requests: vec![dp::ContainerAllocateRequest { devices_ids: ids }] };
-            Ok(Answer::Allocate(client.allocate(req).await?.into_inner()))
+            Ok(Answer::Allocate(conn.client.allocate(req).await?.into_inner()))
         }
         (Op::Prestart, Pool::Ids(groups)) => {
             let ids = groups.get(pick(groups.len())).cloned().unwrap_or_default();
-            client.pre_start_container(dp::PreStartContainerRequest { devices_ids: ids }).await?;
+            conn.client.pre_start_container(dp::PreStartContainerRequest { devices_ids: ids }).await?;
             Ok(Answer::Unchecked)
         }
         (Op::Preferred, Pool::Preferred(reqs)) => {
             let creq = reqs.get(pick(reqs.len())).cloned().unwrap_or_default();
             let req = dp::PreferredAllocationRequest { container_requests: vec![creq.clone()] };
-            let resp = client.get_preferred_allocation(req).await?.into_inner();
+            let resp = conn.client.get_preferred_allocation(req).await?.into_inner();
             Ok(Answer::Preferred(creq, resp))
         }
         (Op::Options, _) => {
-            client.get_device_plugin_options(dp::Empty {}).await?;
+            conn.client.get_device_plugin_options(dp::Empty {}).await?;
             Ok(Answer::Unchecked)
         }
         (Op::List, _) => {
-            let mut stream = client.list_and_watch(dp::Empty {}).await?.into_inner();
+            let channel = conn.channel.clone().ok_or_else(|| tonic::Status::internal("no connection"))?;
+            let mut stream = crate::plugin_client::open_list_and_watch(channel, conn.max_recv).await?;
             match stream.next().await {
                 Some(Ok(msg)) => Ok(Answer::List(msg)),
                 Some(Err(status)) => Err(status),

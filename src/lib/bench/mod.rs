@@ -121,6 +121,9 @@ impl Progress {
 pub struct Prepared {
     socket: PathBuf,
     clients: Vec<DevicePluginClient<Channel>>,
+    /// The same connections, for ListAndWatch (decoded by `open_list_and_watch`).
+    channels: Vec<Channel>,
+    max_recv: usize,
     pool: Arc<load::Pool>,
     healthy_ids: Vec<String>,
     devices: usize,
@@ -158,13 +161,17 @@ impl Prepared {
         }
         let pool = load::Pool::build(cfg.op, &healthy, cfg.devices_per_request);
         let mut clients = Vec::with_capacity(cfg.connections.max(1));
+        let mut channels = Vec::with_capacity(cfg.connections.max(1));
         for _ in 0..cfg.connections.max(1) {
             let ch = transport::connect(socket, cfg.client.connect_timeout).await?;
-            clients.push(DevicePluginClient::new(ch).max_decoding_message_size(cfg.client.max_recv_bytes));
+            clients.push(DevicePluginClient::new(ch.clone()).max_decoding_message_size(cfg.client.max_recv_bytes));
+            channels.push(ch);
         }
         Ok(Prepared {
             socket: socket.to_path_buf(),
             clients,
+            channels,
+            max_recv: cfg.client.max_recv_bytes,
             pool: Arc::new(pool),
             devices: snap.devices.len(),
             healthy: healthy.len(),
@@ -486,6 +493,51 @@ mod tests {
         assert!((r.latency_ms.p99 - 99.0).abs() < 0.1, "{:?}", r.latency_ms);
         assert!((r.latency_ms.max - 100.0).abs() < 0.1, "{:?}", r.latency_ms);
         assert!((r.throughput - 50.0).abs() < 1e-9);
+    }
+
+    /// dpctl's ListAndWatch reader (one-slice decode) gets every message
+    /// whole with its size on the wire, and tonic's receive limit still
+    /// refuses an oversize list before decoding (the kubelet's 4 MiB,
+    /// protocol.md: ListAndWatch message size).
+    #[tokio::test]
+    async fn list_and_watch_reader_decodes_whole_messages_and_keeps_the_limit() {
+        use crate::mock_plugin::{MockConfig, MockPlugin, ResourceConfig};
+        use crate::proto::deviceplugin::v1beta1 as dp;
+        use futures_util::StreamExt;
+        let dir = tempfile::Builder::new().prefix("dpr").tempdir_in("/tmp").unwrap();
+        let mut r = ResourceConfig::new("example.com/gpu", 3000);
+        r.numa_nodes = 2;
+        let mut big = ResourceConfig::new("example.com/big", 1);
+        big.faults.list_and_watch_oversize = true;
+        let config = MockConfig {
+            dir: Some(dir.path().to_path_buf()),
+            register: false,
+            control: false,
+            resources: vec![r, big],
+            ..MockConfig::default()
+        };
+        let handle = MockPlugin::start(config).await.unwrap();
+        let wait = Duration::from_secs(10);
+        let socket = handle.socket("example.com/gpu").unwrap();
+        let ch = transport::connect(&socket, wait).await.unwrap();
+        let mut s = crate::plugin_client::open_list_and_watch(ch, crate::error::KUBELET_MAX_RECV).await.unwrap();
+        let first = tokio::time::timeout(wait, s.next()).await.unwrap().unwrap().unwrap();
+        let snap = handle.snapshot("example.com/gpu").unwrap();
+        assert_eq!(first.encoded_len, snap.encoded_len());
+        assert_eq!(first.message, snap.decode().unwrap());
+        let id = first.message.devices[1234].id.clone();
+        handle.set_health("example.com/gpu", std::slice::from_ref(&id), dp::UNHEALTHY).unwrap();
+        let second = tokio::time::timeout(wait, s.next()).await.unwrap().unwrap().unwrap();
+        assert_eq!(second.message.devices[1234].health, dp::UNHEALTHY);
+        assert_eq!(second.encoded_len, first.encoded_len + 2, "\"Unhealthy\" is 2 bytes longer");
+        assert_eq!(second.message, handle.snapshot("example.com/gpu").unwrap().decode().unwrap());
+
+        let ch = transport::connect(&handle.socket("example.com/big").unwrap(), wait).await.unwrap();
+        let mut s = crate::plugin_client::open_list_and_watch(ch, crate::error::KUBELET_MAX_RECV).await.unwrap();
+        let status = tokio::time::timeout(wait, s.next()).await.unwrap().unwrap().unwrap_err();
+        assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
+        assert!(status.message().contains("too large"), "{status:?}");
+        handle.stop().await.unwrap();
     }
 
     #[test]

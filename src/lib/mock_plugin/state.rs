@@ -62,19 +62,115 @@ impl EncodedList {
 /// One ListAndWatch message, shared by every open stream.
 pub type Snapshot = Arc<EncodedList>;
 
+/// The encoded list of a device table, with where each device's record
+/// starts in it, so that a change to a few devices re-encodes only those:
+/// the new message is the old one's unchanged runs copied around the changed
+/// records, byte for byte what prost encodes for the whole list (a
+/// `ListAndWatchResponse` is nothing but its repeated field 1, each record
+/// the tag, the length and the `Device`).
+///
+/// Costs 4 bytes per device beyond the message itself (which the table
+/// keeps for new streams anyway).
+#[derive(Debug)]
+pub struct IndexedList {
+    snap: Snapshot,
+    /// `offsets[i]` is where device `i`'s record starts; the last entry is
+    /// the message's length. Empty when the message is too large to index
+    /// (over 4 GiB), and every change then encodes the whole list.
+    offsets: Vec<u32>,
+}
+
+/// Above this share of changed devices (1 in N), encoding the whole list is
+/// as cheap as patching it.
+const PATCH_MAX_SHARE: usize = 4;
+
+impl IndexedList {
+    /// Encodes `devices` as one ListAndWatch message.
+    pub fn encode(devices: &[dp::Device]) -> Self {
+        let len: usize = devices.iter().map(|d| prost::encoding::message::encoded_len(1, d)).sum();
+        let mut buf = Vec::with_capacity(len);
+        let mut offsets = Vec::with_capacity(devices.len().saturating_add(1));
+        for d in devices {
+            offsets.push(u32::try_from(buf.len()).ok());
+            prost::encoding::message::encode(1, d, &mut buf);
+        }
+        offsets.push(u32::try_from(buf.len()).ok());
+        let offsets = offsets.into_iter().collect::<Option<Vec<u32>>>().unwrap_or_default();
+        IndexedList { snap: Arc::new(EncodedList { bytes: Bytes::from(buf) }), offsets }
+    }
+
+    /// The encoded message.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snap
+    }
+
+    /// The list after the devices at positions `changed` were changed in
+    /// place in `devices` (same devices, same order, only their contents
+    /// changed): those are re-encoded, the rest copied. Encodes the whole
+    /// list when the index does not fit `devices` or many devices changed.
+    pub fn patched(&self, devices: &[dp::Device], changed: &[usize]) -> Self {
+        self.try_patch(devices, changed).unwrap_or_else(|| IndexedList::encode(devices))
+    }
+
+    fn try_patch(&self, devices: &[dp::Device], changed: &[usize]) -> Option<Self> {
+        let n = devices.len();
+        if self.offsets.len() != n.checked_add(1)? || changed.len() > n / PATCH_MAX_SHARE {
+            return None;
+        }
+        let mut changed = changed.to_vec();
+        changed.sort_unstable();
+        changed.dedup();
+        let old: &[u8] = &self.snap.bytes;
+        let at = |i: usize| self.offsets.get(i).map(|o| *o as usize);
+        // New record lengths, and the message's new length.
+        let mut records = Vec::with_capacity(changed.len());
+        let mut len = old.len();
+        for &p in &changed {
+            let d = devices.get(p)?;
+            let new_len = prost::encoding::message::encoded_len(1, d);
+            let old_len = at(p + 1)?.checked_sub(at(p)?)?;
+            len = len.checked_sub(old_len)?.checked_add(new_len)?;
+            records.push((p, d, new_len, old_len));
+        }
+        u32::try_from(len).ok()?;
+        let mut buf = Vec::with_capacity(len);
+        let mut cursor = 0;
+        for &(p, d, _, _) in &records {
+            buf.extend_from_slice(old.get(cursor..at(p)?)?);
+            prost::encoding::message::encode(1, d, &mut buf);
+            cursor = at(p + 1)?;
+        }
+        buf.extend_from_slice(old.get(cursor..)?);
+        if buf.len() != len {
+            return None;
+        }
+        // Every record after a changed one moves by the change in length.
+        let mut offsets = Vec::with_capacity(self.offsets.len());
+        let mut shift: i64 = 0;
+        let mut next = records.iter().peekable();
+        for (i, &o) in self.offsets.iter().enumerate() {
+            offsets.push(u32::try_from(i64::from(o).checked_add(shift)?).ok()?);
+            if let Some((_, _, new_len, old_len)) = next.next_if(|r| r.0 == i) {
+                shift = shift.checked_add(i64::try_from(*new_len).ok()?)?.checked_sub(i64::try_from(*old_len).ok()?)?;
+            }
+        }
+        Some(IndexedList { snap: Arc::new(EncodedList { bytes: Bytes::from(buf) }), offsets })
+    }
+}
+
 /// The device table: the message it produces (owned, changed in place) with
 /// an index by ID, and that message encoded.
 struct Table {
     msg: dp::ListAndWatchResponse,
-    snap: Snapshot,
+    list: IndexedList,
     index: HashMap<String, usize>,
 }
 
 impl Table {
     fn new(devices: Vec<dp::Device>) -> Self {
+        let list = IndexedList::encode(&devices);
         let msg = dp::ListAndWatchResponse { devices };
-        let snap = Arc::new(EncodedList::encode(&msg));
-        let mut t = Table { msg, snap, index: HashMap::new() };
+        let mut t = Table { msg, list, index: HashMap::new() };
         t.reindex();
         t
     }
@@ -82,6 +178,14 @@ impl Table {
     fn reindex(&mut self) {
         self.index = self.msg.devices.iter().enumerate().map(|(i, d)| (d.id.clone(), i)).collect();
     }
+}
+
+/// What a change did to the table's shape.
+enum Edit {
+    /// Devices were added or removed: reindex and encode everything.
+    Reshaped,
+    /// The devices at these positions changed in place.
+    InPlace(Vec<usize>),
 }
 
 /// Counters of one resource.
@@ -189,14 +293,14 @@ impl Resource {
 
     /// The current ListAndWatch message.
     pub fn snapshot(&self) -> Snapshot {
-        Arc::clone(&self.read().snap)
+        Arc::clone(self.read().list.snapshot())
     }
 
     /// The current message and a receiver of every later one, taken together
     /// so that no change falls between them.
     pub fn watch(&self) -> (Snapshot, broadcast::Receiver<Snapshot>) {
         let t = self.read();
-        (Arc::clone(&t.snap), self.updates.subscribe())
+        (Arc::clone(t.list.snapshot()), self.updates.subscribe())
     }
 
     /// The devices now.
@@ -254,22 +358,27 @@ impl Resource {
     fn mutate(
         &self,
         cause: &str,
-        change: impl FnOnce(&mut Vec<dp::Device>, &HashMap<String, usize>) -> Result<(Vec<Change>, bool), String>,
+        change: impl FnOnce(&mut Vec<dp::Device>, &HashMap<String, usize>) -> Result<(Vec<Change>, Edit), String>,
     ) -> Result<Vec<Change>, String> {
         let (changes, counts) = {
             let mut t = self.write();
             let t = &mut *t;
             // In place: the table is owned here; streams hold only encoded lists.
-            let (changes, reindex) = change(&mut t.msg.devices, &t.index)?;
+            let (changes, edit) = change(&mut t.msg.devices, &t.index)?;
             if changes.is_empty() {
                 return Ok(changes);
             }
-            if reindex {
-                t.reindex();
-            }
-            t.snap = Arc::new(EncodedList::encode(&t.msg));
+            // Only the changed devices are encoded again; the rest of the
+            // message is copied from the previous one.
+            t.list = match edit {
+                Edit::Reshaped => {
+                    t.reindex();
+                    IndexedList::encode(&t.msg.devices)
+                }
+                Edit::InPlace(pos) => t.list.patched(&t.msg.devices, &pos),
+            };
             self.stats.changes.fetch_add(1, Ordering::Relaxed);
-            let _ = self.updates.send(Arc::clone(&t.snap));
+            let _ = self.updates.send(Arc::clone(t.list.snapshot()));
             let counts = (self.events.receiver_count() > 0).then(|| count(&t.msg.devices));
             (changes, counts)
         };
@@ -289,6 +398,7 @@ impl Resource {
         self.mutate(cause, |devs, index| {
             let pos = positions(ids, index, devs)?;
             let mut changes = Vec::new();
+            let mut changed = Vec::new();
             for i in pos {
                 let d = &mut devs[i];
                 if d.health != health {
@@ -298,9 +408,10 @@ impl Resource {
                         to: health.to_string(),
                     });
                     d.health = health.to_string();
+                    changed.push(i);
                 }
             }
-            Ok((changes, false))
+            Ok((changes, Edit::InPlace(changed)))
         })
     }
 
@@ -309,13 +420,13 @@ impl Resource {
         self.mutate(cause, |devs, index| {
             let pos = positions(ids, index, devs)?;
             let mut changes = Vec::with_capacity(pos.len());
-            for i in pos {
+            for &i in &pos {
                 let d = &mut devs[i];
                 let to = if d.health == dp::HEALTHY { dp::UNHEALTHY } else { dp::HEALTHY };
                 changes.push(Change::HealthChanged { id: d.id.clone(), from: d.health.clone(), to: to.to_string() });
                 d.health = to.to_string();
             }
-            Ok((changes, false))
+            Ok((changes, Edit::InPlace(pos)))
         })
     }
 
@@ -332,7 +443,7 @@ impl Resource {
                 }
             }
             devs.extend(new.iter().map(to_proto));
-            Ok((new.iter().map(|d| Change::Added { id: d.id.clone() }).collect(), true))
+            Ok((new.iter().map(|d| Change::Added { id: d.id.clone() }).collect(), Edit::Reshaped))
         })
     }
 
@@ -342,7 +453,7 @@ impl Resource {
             positions(ids, index, devs)?;
             let gone: HashSet<&str> = ids.iter().map(String::as_str).collect();
             devs.retain(|d| !gone.contains(d.id.as_str()));
-            Ok((ids.iter().map(|id| Change::Removed { id: id.clone() }).collect(), true))
+            Ok((ids.iter().map(|id| Change::Removed { id: id.clone() }).collect(), Edit::Reshaped))
         })
     }
 
@@ -445,4 +556,104 @@ pub struct ResourceStatus {
     pub calls: std::collections::BTreeMap<String, u64>,
     /// The devices.
     pub devices: Vec<Device>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(i: usize, topology: bool) -> dp::Device {
+        dp::Device {
+            id: format!("dev-{i}"),
+            health: dp::HEALTHY.to_string(),
+            topology: topology.then(|| dp::TopologyInfo { nodes: vec![dp::NumaNode { id: (i % 4) as i64 }] }),
+        }
+    }
+
+    fn table(n: usize, topology: bool) -> Vec<dp::Device> {
+        (0..n).map(|i| device(i, topology || i % 3 == 0)).collect()
+    }
+
+    /// The patched message is byte for byte prost's encoding of the whole
+    /// changed list, with and without topology, for health changes whose
+    /// encoded length differs ("Healthy" vs "Unhealthy"), at the first and
+    /// last positions, and for a change that grows a record's length prefix.
+    #[test]
+    fn patched_list_is_prosts_encoding_of_the_changed_list() {
+        for topology in [false, true] {
+            let mut devs = table(200, topology);
+            let mut list = IndexedList::encode(&devs);
+            let whole = |d: &[dp::Device]| dp::ListAndWatchResponse { devices: d.to_vec() }.encode_to_vec();
+            assert_eq!(list.snapshot().bytes(), whole(&devs));
+            let steps: Vec<Vec<usize>> = vec![vec![0], vec![199], vec![5, 150, 7], vec![7, 7], vec![0, 1, 2, 198, 199]];
+            for (step, changed) in steps.into_iter().enumerate() {
+                for &p in &changed {
+                    let d = &mut devs[p];
+                    d.health = if d.health == dp::HEALTHY { dp::UNHEALTHY } else { dp::HEALTHY }.to_string();
+                }
+                let patched = list.try_patch(&devs, &changed).expect("a few changes are patched");
+                assert_eq!(patched.snapshot().bytes(), whole(&devs), "topology {topology}, step {step}");
+                list = patched;
+            }
+            // A record over 127 bytes needs a two-byte length prefix.
+            devs[42].health = "x".repeat(300);
+            devs[43].topology = None;
+            let patched = list.try_patch(&devs, &[43, 42]).expect("patched");
+            assert_eq!(patched.snapshot().bytes(), whole(&devs));
+            assert_eq!(patched.snapshot().decode().unwrap().devices, devs);
+            // Offsets still right after that: one more change further on.
+            devs[100].health = dp::UNHEALTHY.into();
+            let again = patched.patched(&devs, &[100]);
+            assert_eq!(again.snapshot().bytes(), whole(&devs));
+        }
+    }
+
+    #[test]
+    fn an_index_that_does_not_fit_encodes_the_whole_list() {
+        let mut devs = table(40, true);
+        let list = IndexedList::encode(&devs);
+        devs.push(device(40, true));
+        assert!(list.try_patch(&devs, &[40]).is_none(), "the list grew");
+        let whole = dp::ListAndWatchResponse { devices: devs.clone() }.encode_to_vec();
+        assert_eq!(list.patched(&devs, &[40]).snapshot().bytes(), whole);
+        // Many changes: the whole list is encoded, with the same bytes.
+        let all: Vec<usize> = (0..devs.len()).collect();
+        for d in &mut devs {
+            d.health = dp::UNHEALTHY.into();
+        }
+        let fresh = IndexedList::encode(&devs);
+        assert!(fresh.try_patch(&devs, &all).is_none());
+        let whole = dp::ListAndWatchResponse { devices: devs.clone() }.encode_to_vec();
+        assert_eq!(fresh.patched(&devs, &all).snapshot().bytes(), whole);
+        assert!(IndexedList::encode(&[]).snapshot().bytes().is_empty());
+    }
+
+    /// Through the resource: set-health, toggle, add and remove each publish
+    /// prost's encoding of the table as it now is.
+    #[test]
+    fn every_change_publishes_the_encoding_of_the_whole_table() {
+        let mut cfg = ResourceConfig::new("example.com/gpu", 64);
+        cfg.numa_nodes = 2;
+        let (tx, _) = broadcast::channel(4);
+        let dir = std::path::Path::new("/nonexistent");
+        let res = Resource::new(&cfg, dir, tx, None, false).expect("resource");
+        let check = |what: &str| {
+            let devs: Vec<dp::Device> = res.devices().iter().map(dp::Device::from).collect();
+            let whole = dp::ListAndWatchResponse { devices: devs }.encode_to_vec();
+            assert_eq!(res.snapshot().bytes(), whole, "after {what}");
+        };
+        check("start");
+        let ids: Vec<String> = res.devices().iter().map(|d| d.id.clone()).collect();
+        res.set_health(&ids[3..5], dp::UNHEALTHY, "test").unwrap();
+        check("set-health");
+        res.toggle(&[ids[4].clone(), ids[60].clone()], "test").unwrap();
+        check("toggle");
+        res.add(&[DeviceConfig { id: "new-1".into(), health: dp::HEALTHY.into(), numa: Some(vec![1]) }], "test")
+            .unwrap();
+        check("add");
+        res.remove(&ids[10..12], "test").unwrap();
+        check("remove");
+        res.set_health(&["new-1".to_string(), ids[63].clone()], dp::UNHEALTHY, "test").unwrap();
+        check("set-health after add and remove");
+    }
 }

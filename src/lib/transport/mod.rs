@@ -5,6 +5,7 @@
 
 mod authority;
 mod client;
+pub mod codec;
 pub mod control;
 pub mod http2;
 mod server;

@@ -240,6 +240,7 @@ pub fn incoming_with(
                     drop(conn);
                     continue;
                 };
+                widen_send_buffer(&conn);
                 let fix = AuthorityFix::new(conn)
                     .abort_on(stop.clone())
                     .handshake_within(limits.handshake_timeout)
@@ -314,5 +315,73 @@ pub async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => {},
         () = term => {},
+    }
+}
+
+/// The send buffer asked for each accepted connection: a whole message of
+/// the kubelet's maximum size, so that a 2.6 MiB ListAndWatch list is
+/// written in one go instead of about 13 pieces of the 208 KiB default,
+/// each waiting for the reader. The kernel caps it at `net.core.wmem_max`
+/// (208 KiB on many nodes, where this changes nothing); it is a limit on
+/// what may be queued, not memory taken up front.
+pub const SEND_BUFFER: usize = crate::error::KUBELET_MAX_RECV;
+
+/// Asks for [`SEND_BUFFER`] on `conn`; a refusal is not an error (the
+/// default buffer works, only slower for large messages).
+fn widen_send_buffer(conn: &UnixStream) {
+    use std::os::fd::AsRawFd;
+    let Ok(size) = libc::c_int::try_from(SEND_BUFFER) else { return };
+    // SAFETY: setsockopt reads `size_of::<c_int>()` bytes from a pointer to a
+    // live c_int, on a descriptor `conn` owns for the duration of the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            conn.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            std::ptr::from_ref(&size).cast(),
+            libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>()).unwrap_or(4),
+        )
+    };
+    if rc != 0 {
+        tracing::debug!(error = %std::io::Error::last_os_error(), "SO_SNDBUF not widened");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_buffer(conn: &UnixStream) -> usize {
+        use std::os::fd::AsRawFd;
+        let mut size: libc::c_int = 0;
+        let mut len = libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>()).unwrap();
+        // SAFETY: getsockopt writes at most `len` bytes into the live c_int.
+        let rc = unsafe {
+            libc::getsockopt(
+                conn.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                std::ptr::from_mut(&mut size).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0);
+        usize::try_from(size).unwrap()
+    }
+
+    /// The send buffer grows to what the node allows (the kernel reports
+    /// twice the size asked, capped by net.core.wmem_max).
+    #[tokio::test]
+    async fn accepted_connections_get_a_send_buffer_for_a_whole_message() {
+        let (a, _b) = UnixStream::pair().unwrap();
+        let before = send_buffer(&a);
+        widen_send_buffer(&a);
+        let max: usize = std::fs::read_to_string("/proc/sys/net/core/wmem_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        let after = send_buffer(&a);
+        assert!(after >= before, "{before} -> {after}");
+        assert!(after >= 2 * SEND_BUFFER.min(max), "{before} -> {after} (wmem_max {max})");
     }
 }
