@@ -405,8 +405,6 @@ const LONG_ALLOWED: &[&str] = &[
     "src/lib/cli/kubelet_sim.rs:serve",
     "src/lib/cli/kubelet_sim.rs:steer",
     // h-cli: the domain entry points and renderers of its commands.
-    "src/lib/doctor/mod.rs:run",
-    "src/lib/doctor/mod.rs:check_checkpoint",
     "src/lib/mock_plugin/config.rs:check_resource",
     "src/lib/mock_plugin/mod.rs:launch",
     "src/lib/output/kubelet_sim.rs:event_detail",
