@@ -405,8 +405,6 @@ const LONG_ALLOWED: &[&str] = &[
     "src/lib/cli/kubelet_sim.rs:serve",
     "src/lib/cli/kubelet_sim.rs:steer",
     // h-cli: the domain entry points and renderers of its commands.
-    "src/lib/mock_plugin/config.rs:check_resource",
-    "src/lib/mock_plugin/mod.rs:launch",
     "src/lib/output/kubelet_sim.rs:event_detail",
     "src/lib/output/kubelet_sim.rs:status_lines",
     "src/lib/output/podresources.rs:free",
@@ -570,11 +568,6 @@ const FOLDER_CYCLES_ALLOWED: &[(&str, &str)] = &[
         "cli: check -> plugin -> check",
         "`plugin` is the parent command that dispatches to `check`, which flattens the plugin-target flags \
          defined beside it; h-cli moves those flags into the shared argument group, which ends the cycle",
-    ),
-    (
-        "mock_plugin: config -> template -> config",
-        "a template is parsed from an AllocateConfig and the config validates its templates; config.rs is \
-         on h-cli's branch (flags and parsers move out of it), to be split at the merge",
     ),
     (
         "mock_plugin: service -> wire -> service",
