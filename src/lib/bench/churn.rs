@@ -82,6 +82,31 @@ impl HealthFlipper for ControlFlipper {
     }
 }
 
+/// The RPC every error here names.
+const LIST_AND_WATCH: &str = "v1beta1.DevicePlugin/ListAndWatch";
+
+/// The next message on `t`'s ListAndWatch stream, within the call timeout.
+async fn next_list(
+    stream: &mut tonic::Streaming<Sized<dp::ListAndWatchResponse>>,
+    t: &Prepared,
+    cfg: &BenchConfig,
+) -> Result<dp::ListAndWatchResponse> {
+    let wait = cfg.client.call_timeout;
+    match tokio::time::timeout(wait, stream.next()).await {
+        Ok(Some(Ok(m))) => Ok(m.message),
+        Ok(Some(Err(s))) => Err(Error::from_status(LIST_AND_WATCH, &t.socket, &s, cfg.client.max_recv_bytes)),
+        Ok(None) => Err(Error::Rpc {
+            rpc: LIST_AND_WATCH.into(),
+            path: t.socket.clone(),
+            code: tonic::Code::Ok,
+            message: "the plugin ended the stream".into(),
+        }),
+        Err(_) => {
+            Err(Error::Timeout { what: format!("a ListAndWatch message from {}", t.socket.display()), timeout: wait })
+        }
+    }
+}
+
 /// Measures health changes on `t`'s ListAndWatch stream until `limit`, one
 /// change at a time. Leaves every device it touched Healthy again.
 pub async fn run(
@@ -95,29 +120,10 @@ pub async fn run(
     if ids.is_empty() {
         return Err(Error::invalid(t.socket.display().to_string(), "the plugin lists no healthy device to flip"));
     }
-    let rpc = "v1beta1.DevicePlugin/ListAndWatch";
     let mut stream = crate::plugin_client::open_list_and_watch(channel, t.max_recv)
         .await
-        .map_err(|s| Error::from_status(rpc, &t.socket, &s, cfg.client.max_recv_bytes))?;
-    let wait = cfg.client.call_timeout;
-    let next =
-        async |stream: &mut tonic::Streaming<Sized<dp::ListAndWatchResponse>>| -> Result<dp::ListAndWatchResponse> {
-            match tokio::time::timeout(wait, stream.next()).await {
-                Ok(Some(Ok(m))) => Ok(m.message),
-                Ok(Some(Err(s))) => Err(Error::from_status(rpc, &t.socket, &s, cfg.client.max_recv_bytes)),
-                Ok(None) => Err(Error::Rpc {
-                    rpc: rpc.into(),
-                    path: t.socket.clone(),
-                    code: tonic::Code::Ok,
-                    message: "the plugin ended the stream".into(),
-                }),
-                Err(_) => Err(Error::Timeout {
-                    what: format!("a ListAndWatch message from {}", t.socket.display()),
-                    timeout: wait,
-                }),
-            }
-        };
-    next(&mut stream).await?;
+        .map_err(|s| Error::from_status(LIST_AND_WATCH, &t.socket, &s, cfg.client.max_recv_bytes))?;
+    next_list(&mut stream, t, cfg).await?;
 
     progress.reset(true);
     let mut tally = Tally::new()?;
@@ -145,7 +151,7 @@ pub async fn run(
         progress.sent.fetch_add(1, Ordering::Relaxed);
         let (asked, seen) = tokio::join!(flipper.set_health(vec![id.clone()], health), async {
             loop {
-                let msg = next(&mut stream).await?;
+                let msg = next_list(&mut stream, t, cfg).await?;
                 if msg.devices.iter().any(|d| d.id == id && d.health == health) {
                     return Ok::<Instant, Error>(Instant::now());
                 }

@@ -220,28 +220,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     let kubelet = tokio::time::timeout_at(budget_end, transport::connect(&kubelet_sock, timeout));
 
     // Every other entry of the directory.
-    let mut sockets = Vec::new();
-    if dir_ok {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .map(|rd| rd.filter_map(std::result::Result::ok).map(|e| e.path()).collect())
-            .unwrap_or_default();
-        entries.sort();
-        for path in entries {
-            let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            if name == crate::paths::KUBELET_SOCKET_NAME || name == crate::paths::CHECKPOINT_FILE_NAME {
-                continue;
-            }
-            let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
-            let ft = meta.file_type();
-            if ft.is_socket() {
-                sockets.push(path);
-            } else if ft.is_dir() {
-                continue;
-            } else {
-                non_socket(&path, &name, ft, cfg.kubelet_version, &mut out);
-            }
-        }
-    }
+    let sockets = if dir_ok { list_dir(&dir, cfg.kubelet_version, &mut out) } else { Vec::new() };
     let probes = futures_util::future::join_all(
         sockets.iter().cloned().map(|p| tokio::time::timeout_at(budget_end, probe_plugin(p, timeout))),
     );
@@ -251,8 +230,70 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     let registry = tokio::time::timeout_at(budget_end, probe_registry(registry_dir.clone(), timeout));
     let (kubelet, probes, podres, registry) = tokio::join!(kubelet, probes, podres, registry);
 
+    report_kubelet(kubelet.map(|r| r.map(drop)), &kubelet_sock, &mut out);
+    // Live plugins by socket, and what they report.
+    let live_devices = report_sockets(&sockets, probes, &mut out);
+    let pods = report_podresources(podres, &podres_path, &mut out);
+
+    // The checkpoint, against the plugins and PodResources.
+    let checkpoint = check_checkpoint(&dir, &live_devices, !sockets.is_empty(), pods.as_deref(), cfg, &mut out);
+    // CDI: spec files, and the names the checkpoint's Allocate answers use.
+    check_cdi(checkpoint.as_ref(), cfg, &mut out);
+
+    // plugins_registry.
+    match registry {
+        Err(_) => out.add(
+            Severity::Warning,
+            "registry",
+            registry_dir.display().to_string(),
+            "GetInfo probes did not finish within the budget",
+        ),
+        Ok(found) => out.0.extend(found),
+    }
+
+    let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    DoctorReport {
+        node: None,
+        root: cfg.root.display().to_string(),
+        dir: dir.display().to_string(),
+        kubelet_version: cfg.kubelet_version,
+        findings: out.0,
+        took_ms,
+    }
+}
+
+/// The entries of the device-plugin directory other than `kubelet.sock`
+/// and the checkpoint, sorted: returns the sockets (to probe) and reports
+/// every non-socket, non-directory entry as a `file` finding.
+fn list_dir(dir: &Path, version: KubeletVersion, out: &mut Out) -> Vec<PathBuf> {
+    let mut sockets = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.filter_map(std::result::Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    entries.sort();
+    for path in entries {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if name == crate::paths::KUBELET_SOCKET_NAME || name == crate::paths::CHECKPOINT_FILE_NAME {
+            continue;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        let ft = meta.file_type();
+        if ft.is_socket() {
+            sockets.push(path);
+        } else if ft.is_dir() {
+            continue;
+        } else {
+            non_socket(&path, &name, ft, version, out);
+        }
+    }
+    sockets
+}
+
+/// `kubelet.sock`: the outcome of the connect-only probe (outer error: the
+/// budget ran out first).
+fn report_kubelet(kubelet: Result<crate::Result<()>, tokio::time::error::Elapsed>, kubelet_sock: &Path, out: &mut Out) {
     match kubelet {
-        Ok(Ok(_)) => out.add(
+        Ok(Ok(())) => out.add(
             Severity::Ok,
             "kubelet-sock",
             kubelet_sock.display().to_string(),
@@ -285,8 +326,15 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
             "the kubelet is stuck or overloaded",
         ),
     }
+}
 
-    // Live plugins by socket, and what they report.
+/// One `socket` finding per probed socket (outer error: the budget ran out
+/// first). Returns the device IDs the live plugins report.
+fn report_sockets(
+    sockets: &[PathBuf],
+    probes: Vec<Result<(PathBuf, Probe), tokio::time::error::Elapsed>>,
+    out: &mut Out,
+) -> BTreeSet<String> {
     let mut live_devices: BTreeSet<String> = BTreeSet::new();
     for (i, r) in probes.into_iter().enumerate() {
         let path = sockets.get(i).cloned().unwrap_or_default();
@@ -324,60 +372,80 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
                 let hint = crate::podresources::hint(&e).unwrap_or_default();
                 out.hint(Severity::Error, "socket", subject, e.to_string(), hint);
             }
-            Ok((_, Probe::Live { options, first })) => match first {
-                Ok(snap) => {
-                    let healthy = snap.devices.iter().filter(|d| d.is_healthy()).count();
-                    let nodes: BTreeSet<i64> =
-                        snap.devices.iter().flat_map(|d| d.numa_nodes.iter().flatten().copied()).collect();
-                    let numa = if nodes.is_empty() {
-                        "no NUMA".to_string()
-                    } else {
-                        format!("NUMA {}", nodes.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
-                    };
-                    live_devices.extend(snap.devices.iter().map(|d| d.id.clone()));
-                    let opts = match (options.pre_start_required, options.get_preferred_allocation_available) {
-                        (false, false) => "no options",
-                        (true, false) => "options: PreStartContainer",
-                        (false, true) => "options: GetPreferredAllocation",
-                        (true, true) => "options: PreStartContainer, GetPreferredAllocation",
-                    };
-                    let evidence = format!(
-                        "live: {} device(s), {healthy} healthy, {numa}; first message {} bytes of {KUBELET_MAX_RECV}; {opts}",
-                        snap.devices.len(),
-                        snap.encoded_len,
-                    );
-                    if snap.encoded_len > KUBELET_MAX_RECV / 4 * 3 {
-                        out.hint(
-                            Severity::Warning,
-                            "socket",
-                            subject,
-                            evidence,
-                            "the message is close to the kubelet's 4 MiB limit",
-                        );
-                    } else {
-                        out.add(Severity::Ok, "socket", subject, evidence);
-                    }
-                }
-                Err(e @ Error::MessageTooLarge { .. }) => out.hint(
-                    Severity::Error,
-                    "socket",
-                    subject,
-                    format!("live, but its first ListAndWatch message is too large: {e}"),
-                    "the kubelet drops the stream and marks every device unhealthy; send fewer or smaller devices",
-                ),
-                Err(e) => out.hint(
+            Ok((_, Probe::Live { options, first })) => report_live(subject, &options, first, &mut live_devices, out),
+        }
+    }
+    live_devices
+}
+
+/// A live plugin: its devices, NUMA nodes, options and the size of its
+/// first ListAndWatch message against the kubelet's receive limit.
+fn report_live(
+    subject: String,
+    options: &crate::proto::deviceplugin::v1beta1::DevicePluginOptions,
+    first: crate::Result<crate::plugin_client::Snapshot>,
+    live_devices: &mut BTreeSet<String>,
+    out: &mut Out,
+) {
+    match first {
+        Ok(snap) => {
+            let healthy = snap.devices.iter().filter(|d| d.is_healthy()).count();
+            let nodes: BTreeSet<i64> =
+                snap.devices.iter().flat_map(|d| d.numa_nodes.iter().flatten().copied()).collect();
+            let numa = if nodes.is_empty() {
+                "no NUMA".to_string()
+            } else {
+                format!("NUMA {}", nodes.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
+            };
+            live_devices.extend(snap.devices.iter().map(|d| d.id.clone()));
+            let opts = match (options.pre_start_required, options.get_preferred_allocation_available) {
+                (false, false) => "no options",
+                (true, false) => "options: PreStartContainer",
+                (false, true) => "options: GetPreferredAllocation",
+                (true, true) => "options: PreStartContainer, GetPreferredAllocation",
+            };
+            let evidence = format!(
+                "live: {} device(s), {healthy} healthy, {numa}; first message {} bytes of {KUBELET_MAX_RECV}; {opts}",
+                snap.devices.len(),
+                snap.encoded_len,
+            );
+            if snap.encoded_len > KUBELET_MAX_RECV / 4 * 3 {
+                out.hint(
                     Severity::Warning,
                     "socket",
                     subject,
-                    format!("live, but no first ListAndWatch message: {e}"),
-                    "the kubelet shows 0 devices until the first message arrives",
-                ),
-            },
+                    evidence,
+                    "the message is close to the kubelet's 4 MiB limit",
+                );
+            } else {
+                out.add(Severity::Ok, "socket", subject, evidence);
+            }
         }
+        Err(e @ Error::MessageTooLarge { .. }) => out.hint(
+            Severity::Error,
+            "socket",
+            subject,
+            format!("live, but its first ListAndWatch message is too large: {e}"),
+            "the kubelet drops the stream and marks every device unhealthy; send fewer or smaller devices",
+        ),
+        Err(e) => out.hint(
+            Severity::Warning,
+            "socket",
+            subject,
+            format!("live, but no first ListAndWatch message: {e}"),
+            "the kubelet shows 0 devices until the first message arrives",
+        ),
     }
+}
 
-    // PodResources.
-    let pods = match podres {
+/// What PodResources answered (outer error: the budget ran out first).
+/// Returns its pods when List answered.
+fn report_podresources(
+    podres: Result<crate::Result<PodResourcesProbe>, tokio::time::error::Elapsed>,
+    podres_path: &Path,
+    out: &mut Out,
+) -> Option<Vec<crate::proto::podresources::v1::PodResources>> {
+    match podres {
         Err(_) => {
             out.hint(
                 Severity::Warning,
@@ -408,32 +476,6 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
             );
             Some(pods)
         }
-    };
-
-    // The checkpoint, against the plugins and PodResources.
-    let checkpoint = check_checkpoint(&dir, &live_devices, !sockets.is_empty(), pods.as_deref(), cfg, &mut out);
-    // CDI: spec files, and the names the checkpoint's Allocate answers use.
-    check_cdi(checkpoint.as_ref(), cfg, &mut out);
-
-    // plugins_registry.
-    match registry {
-        Err(_) => out.add(
-            Severity::Warning,
-            "registry",
-            registry_dir.display().to_string(),
-            "GetInfo probes did not finish within the budget",
-        ),
-        Ok(found) => out.0.extend(found),
-    }
-
-    let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    DoctorReport {
-        node: None,
-        root: cfg.root.display().to_string(),
-        dir: dir.display().to_string(),
-        kubelet_version: cfg.kubelet_version,
-        findings: out.0,
-        took_ms,
     }
 }
 
@@ -538,10 +580,11 @@ fn non_socket(path: &Path, name: &str, ft: std::fs::FileType, version: KubeletVe
     out.hint(Severity::Warning, "file", subject, format!("{what}; {fate}"), hint);
 }
 
-async fn probe_podresources(
-    path: PathBuf,
-    timeout: Duration,
-) -> crate::Result<(String, String, Vec<crate::proto::podresources::v1::PodResources>)> {
+/// What the PodResources probe learnt: the API version List answered over,
+/// whether Get is served, and the pods.
+type PodResourcesProbe = (String, String, Vec<crate::proto::podresources::v1::PodResources>);
+
+async fn probe_podresources(path: PathBuf, timeout: Duration) -> crate::Result<PodResourcesProbe> {
     let config = PodResourcesConfig {
         transport: ClientConfig {
             connect_timeout: timeout,
@@ -645,12 +688,31 @@ fn check_checkpoint(
 ) -> Option<(CheckpointReport, BTreeMap<String, String>)> {
     let path = dir.join(crate::paths::CHECKPOINT_FILE_NAME);
     let subject = path.display().to_string();
-    let report = match CheckpointReport::read(&path) {
-        Ok(r) => r,
+    let report = read_checkpoint(&path, any_plugin, out)?;
+    if !judge_checkpoint_format(&report, subject, cfg.kubelet_version, out) {
+        // Its Allocate answers still name CDI devices when the JSON parsed.
+        return Some((report, BTreeMap::new()));
+    }
+    let listed = listed_devices(pods.unwrap_or_default());
+    let names = pod_names(&report, &listed);
+    if any_plugin {
+        check_gone_devices(&report, live_devices, &names, out);
+    }
+    if pods.is_some() {
+        check_against_podresources(&report, &listed, &names, out);
+    }
+    Some((report, names))
+}
+
+/// Reads the checkpoint; a missing or unreadable one is a finding (and `None`).
+fn read_checkpoint(path: &Path, any_plugin: bool, out: &mut Out) -> Option<CheckpointReport> {
+    let subject = path.display().to_string();
+    match CheckpointReport::read(path) {
+        Ok(r) => Some(r),
         Err(Error::Invalid { message, .. }) if message.starts_with("no such file") => {
             let sev = if any_plugin { Severity::Warning } else { Severity::Ok };
             out.add(sev, "checkpoint", subject, "no checkpoint (the kubelet writes one once a plugin registered)");
-            return None;
+            None
         }
         Err(e) => {
             out.hint(
@@ -660,14 +722,19 @@ fn check_checkpoint(
                 e.to_string(),
                 crate::podresources::hint(&e).unwrap_or_default(),
             );
-            return None;
+            None
         }
-    };
+    }
+}
+
+/// Checksum and layout, judged by the chosen kubelet. Returns whether the
+/// kubelet restores from it (and so whether its entries are worth comparing).
+fn judge_checkpoint_format(report: &CheckpointReport, subject: String, version: KubeletVersion, out: &mut Out) -> bool {
     match (report.verifies, report.format) {
         (true, Some(crate::checkpoint::Format::Current)) => out.add(
             Severity::Ok,
             "checkpoint",
-            subject.clone(),
+            subject,
             format!(
                 "checksum {} verifies; {} {}",
                 report.stored_checksum.unwrap_or_default(),
@@ -676,26 +743,25 @@ fn check_checkpoint(
             ),
         ),
         // kubelet-versions.md §7: up to 1.30 the pre-1.20 layout is read; 1.31+ has no fallback.
-        (true, Some(crate::checkpoint::Format::V1)) if cfg.kubelet_version.reads_v1_checkpoint() => out.hint(
+        (true, Some(crate::checkpoint::Format::V1)) if version.reads_v1_checkpoint() => out.hint(
             Severity::Warning,
             "checkpoint",
-            subject.clone(),
-            format!("pre-1.20 layout: kubelet {} reads it; 1.31+ fail and restore nothing", cfg.kubelet_version),
+            subject,
+            format!("pre-1.20 layout: kubelet {version} reads it; 1.31+ fail and restore nothing"),
             "upgrade with care: let a 1.26-1.30 kubelet rewrite it first",
         ),
         (true, Some(crate::checkpoint::Format::V1)) => {
             out.hint(
                 Severity::Error,
                 "checkpoint",
-                subject.clone(),
+                subject,
                 format!(
-                    "pre-1.20 layout: kubelet {} cannot read it (1.31+ have no fallback) and restores nothing at start",
-                    cfg.kubelet_version
+                    "pre-1.20 layout: kubelet {version} cannot read it (1.31+ have no fallback) and restores nothing at start"
                 ),
                 "running pods keep their devices only until the kubelet restarts; let a 1.26-1.30 kubelet rewrite it, \
                  or pass --kubelet-version if this node runs an older kubelet",
             );
-            return Some((report, BTreeMap::new()));
+            return false;
         }
         _ => {
             let sums = match (report.stored_checksum, report.computed_checksum) {
@@ -705,19 +771,23 @@ fn check_checkpoint(
             out.hint(
                 Severity::Error,
                 "checkpoint",
-                subject.clone(),
+                subject,
                 format!("corrupt: {sums}; the next kubelet start restores nothing from it"),
                 "devices of running pods are then no longer known to be in use and can be given to new pods: \
                  drain the node's device users before restarting the kubelet; `dpctl checkpoint show` lists what it holds",
             );
-            // Its Allocate answers still name CDI devices when the JSON parsed.
-            return Some((report, BTreeMap::new()));
+            return false;
         }
     }
-    // What PodResources lists, by (container, resource, device): the
-    // checkpoint knows pods by UID only, PodResources by name only.
+    true
+}
+
+/// What PodResources lists, by (container, resource, device), with the pod
+/// as `NAMESPACE/NAME`: the checkpoint knows pods by UID only, PodResources
+/// by name only.
+fn listed_devices(pods: &[crate::proto::podresources::v1::PodResources]) -> BTreeMap<(String, String, String), String> {
     let mut listed: BTreeMap<(String, String, String), String> = BTreeMap::new();
-    for p in pods.unwrap_or_default() {
+    for p in pods {
         for c in &p.containers {
             for d in &c.devices {
                 for id in &d.device_ids {
@@ -729,6 +799,14 @@ fn check_checkpoint(
             }
         }
     }
+    listed
+}
+
+/// Pod names by UID, for the checkpoint entries whose devices PodResources lists.
+fn pod_names(
+    report: &CheckpointReport,
+    listed: &BTreeMap<(String, String, String), String>,
+) -> BTreeMap<String, String> {
     let mut names = BTreeMap::new();
     for e in &report.entries {
         let pod = e
@@ -740,62 +818,73 @@ fn check_checkpoint(
             names.insert(e.pod_uid.clone(), pod.clone());
         }
     }
-    let who = |e: &crate::checkpoint::report::EntryView| pod_subject(&names, &e.pod_uid, &e.container);
-    // Devices the checkpoint holds for pods that no live plugin reports.
-    if any_plugin {
-        for e in &report.entries {
-            let gone: Vec<&String> =
-                e.devices_per_numa.values().flatten().filter(|id| !live_devices.contains(*id)).collect();
-            if !gone.is_empty() {
-                out.hint(
-                    Severity::Warning,
-                    "checkpoint",
-                    who(e),
-                    format!(
-                        "holds {} of {} that no live plugin reports",
-                        gone.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
-                        e.resource
-                    ),
-                    "the plugin is gone or renamed its devices; the pod keeps them until it ends",
-                );
-            }
+    names
+}
+
+/// Devices the checkpoint holds for pods that no live plugin reports.
+fn check_gone_devices(
+    report: &CheckpointReport,
+    live_devices: &BTreeSet<String>,
+    names: &BTreeMap<String, String>,
+    out: &mut Out,
+) {
+    for e in &report.entries {
+        let gone: Vec<&String> =
+            e.devices_per_numa.values().flatten().filter(|id| !live_devices.contains(*id)).collect();
+        if !gone.is_empty() {
+            out.hint(
+                Severity::Warning,
+                "checkpoint",
+                pod_subject(names, &e.pod_uid, &e.container),
+                format!(
+                    "holds {} of {} that no live plugin reports",
+                    gone.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","),
+                    e.resource
+                ),
+                "the plugin is gone or renamed its devices; the pod keeps them until it ends",
+            );
         }
     }
-    // Checkpoint against PodResources, by (container, resource, device).
-    if pods.is_some() {
-        let mut recorded: BTreeSet<(String, String, String)> = BTreeSet::new();
-        for e in &report.entries {
-            let ids: Vec<&String> = e.devices_per_numa.values().flatten().collect();
-            let missing = ids
-                .iter()
-                .filter(|id| !listed.contains_key(&(e.container.clone(), e.resource.clone(), (**id).clone())))
-                .count();
-            for id in &ids {
-                recorded.insert((e.container.clone(), e.resource.clone(), (*id).clone()));
-            }
-            if missing > 0 {
-                out.hint(
-                    Severity::Warning,
-                    "checkpoint",
-                    who(e),
-                    format!("the checkpoint gives it {} of {}; PodResources lists no container holding them", ids.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","), e.resource),
-                    "a pod the kubelet no longer runs (its devices are freed at the next admission), or a checkpoint from another kubelet",
-                );
-            }
+}
+
+/// Checkpoint against PodResources, by (container, resource, device), both ways.
+fn check_against_podresources(
+    report: &CheckpointReport,
+    listed: &BTreeMap<(String, String, String), String>,
+    names: &BTreeMap<String, String>,
+    out: &mut Out,
+) {
+    let mut recorded: BTreeSet<(String, String, String)> = BTreeSet::new();
+    for e in &report.entries {
+        let ids: Vec<&String> = e.devices_per_numa.values().flatten().collect();
+        let missing = ids
+            .iter()
+            .filter(|id| !listed.contains_key(&(e.container.clone(), e.resource.clone(), (**id).clone())))
+            .count();
+        for id in &ids {
+            recorded.insert((e.container.clone(), e.resource.clone(), (*id).clone()));
         }
-        for ((container, resource, id), pod) in &listed {
-            if !recorded.contains(&(container.clone(), resource.clone(), id.clone())) && resource.contains('/') {
-                out.hint(
-                    Severity::Warning,
-                    "podresources",
-                    format!("pod {pod} / {container}"),
-                    format!("PodResources says it holds {id} of {resource}; the checkpoint has no such entry"),
-                    "the checkpoint is older than the allocation, or was replaced",
-                );
-            }
+        if missing > 0 {
+            out.hint(
+                Severity::Warning,
+                "checkpoint",
+                pod_subject(names, &e.pod_uid, &e.container),
+                format!("the checkpoint gives it {} of {}; PodResources lists no container holding them", ids.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","), e.resource),
+                "a pod the kubelet no longer runs (its devices are freed at the next admission), or a checkpoint from another kubelet",
+            );
         }
     }
-    Some((report, names))
+    for ((container, resource, id), pod) in listed {
+        if !recorded.contains(&(container.clone(), resource.clone(), id.clone())) && resource.contains('/') {
+            out.hint(
+                Severity::Warning,
+                "podresources",
+                format!("pod {pod} / {container}"),
+                format!("PodResources says it holds {id} of {resource}; the checkpoint has no such entry"),
+                "the checkpoint is older than the allocation, or was replaced",
+            );
+        }
+    }
 }
 
 /// `pod NAMESPACE/NAME / CONTAINER` when PodResources named the pod, else

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 
-use super::template::Template;
+use super::placeholder::Template;
 use crate::error::{Error, Result};
 use crate::paths::MAX_SOCKET_PATH_LEN;
 use crate::proto::deviceplugin::v1beta1 as dp;
@@ -716,7 +716,20 @@ impl MockConfig {
 /// well under a second.
 pub const MAX_DEVICES: usize = 100_000;
 
+/// One resource: its devices, the IDs its health settings and timeline
+/// name, its Allocate templates and its faults, in that order.
 fn check_resource(r: &ResourceConfig, at: &str) -> std::result::Result<(), ConfigIssue> {
+    check_device_list(r, at)?;
+    let initial = r.initial_devices();
+    let known: HashSet<String> = initial.iter().map(|d| d.id.clone()).collect();
+    check_health_ids(r, at, &known, &initial)?;
+    check_timeline(r, at, known)?;
+    check_templates(&r.allocate, &format!("{at}.allocate"))?;
+    check_faults(&r.faults, at)
+}
+
+/// The device count (limit, `count` or entries) and each device entry.
+fn check_device_list(r: &ResourceConfig, at: &str) -> std::result::Result<(), ConfigIssue> {
     let n = r.count.unwrap_or(r.devices.len());
     if n > MAX_DEVICES {
         let key = if r.count.is_some() { format!("{at}.count") } else { at.to_string() };
@@ -741,11 +754,19 @@ fn check_resource(r: &ResourceConfig, at: &str) -> std::result::Result<(), Confi
             ));
         }
     }
-    let initial = r.initial_devices();
-    let mut known: HashSet<String> = initial.iter().map(|d| d.id.clone()).collect();
+    Ok(())
+}
+
+/// `unhealthy` and `flap`: they name devices that exist at start.
+fn check_health_ids(
+    r: &ResourceConfig,
+    at: &str,
+    known: &HashSet<String>,
+    initial: &[DeviceConfig],
+) -> std::result::Result<(), ConfigIssue> {
     for (j, id) in r.unhealthy.iter().enumerate() {
         if !known.contains(id) {
-            return Err(issue(format!("{at}.unhealthy[{j}]"), unknown_id(id, &initial)));
+            return Err(issue(format!("{at}.unhealthy[{j}]"), unknown_id(id, initial)));
         }
     }
     for (j, f) in r.flap.iter().enumerate() {
@@ -758,10 +779,16 @@ fn check_resource(r: &ResourceConfig, at: &str) -> std::result::Result<(), Confi
         }
         for (k, id) in f.ids.iter().enumerate() {
             if !known.contains(id) {
-                return Err(issue(format!("{key}.ids[{k}]"), unknown_id(id, &initial)));
+                return Err(issue(format!("{key}.ids[{k}]"), unknown_id(id, initial)));
             }
         }
     }
+    Ok(())
+}
+
+/// The timeline: one action per step, naming devices that exist then.
+/// `known` is the set of device IDs at start.
+fn check_timeline(r: &ResourceConfig, at: &str, mut known: HashSet<String>) -> std::result::Result<(), ConfigIssue> {
     // Replay the timeline in time order, so each step can only name devices
     // that exist at that moment.
     let mut order: Vec<usize> = (0..r.timeline.len()).collect();
@@ -808,8 +835,11 @@ fn check_resource(r: &ResourceConfig, at: &str) -> std::result::Result<(), Confi
             known.remove(id);
         }
     }
-    check_templates(&r.allocate, &format!("{at}.allocate"))?;
-    let f = &r.faults;
+    Ok(())
+}
+
+/// Faults: injected errors are errors, and the stream end is complete.
+fn check_faults(f: &Faults, at: &str) -> std::result::Result<(), ConfigIssue> {
     let fk = format!("{at}.faults");
     for (j, rf) in f.rpc.iter().enumerate() {
         if let Some(e) = &rf.error

@@ -31,6 +31,7 @@ pub mod control;
 pub mod events;
 pub mod faults;
 pub mod options;
+pub mod placeholder;
 pub mod policy;
 pub mod record;
 pub mod register;
@@ -110,26 +111,9 @@ impl MockPlugin {
             register_timeout: config.register_timeout,
             force: config.force,
         });
-        let opts = BindOptions { force: config.force, force_flag: "--force", ..BindOptions::default() };
 
         // Bind everything before spawning anything.
-        let mut plugin_listeners: Vec<Option<Listener>> = Vec::new();
-        for (r, rc) in resources.iter().zip(&config.resources) {
-            let serve_now = !(rc.faults.register_before_serving && config.register);
-            plugin_listeners.push(if serve_now { Some(register::bind(r, &shared).await?) } else { None });
-        }
-        let mut registry_listeners = Vec::new();
-        if let Some(rd) = &config.registry_dir {
-            for r in &resources {
-                registry_listeners.push(transport::bind(&rd.join(&r.endpoint), &opts).await?);
-            }
-        }
-        let mut control_listeners = Vec::new();
-        if config.control {
-            for r in &resources {
-                control_listeners.push(transport::bind(&crate::paths::control_socket(&dir, &r.name), &opts).await?);
-            }
-        }
+        let bound = Bound::bind(&config, &resources, &shared, &dir).await?;
 
         let (fs_tx, _) = broadcast::channel(256);
         let watcher = register::watch_dir(&dir, fs_tx.clone());
@@ -139,7 +123,7 @@ impl MockPlugin {
         let start = tokio::time::Instant::now();
         let mut tasks: Vec<JoinHandle<()>> = Vec::new();
 
-        for ((r, rc), listener) in resources.iter().zip(&config.resources).zip(plugin_listeners) {
+        for ((r, rc), listener) in resources.iter().zip(&config.resources).zip(bound.plugin) {
             let sup = Supervisor::new(
                 Arc::clone(r),
                 Arc::clone(&shared),
@@ -161,25 +145,81 @@ impl MockPlugin {
                 )));
             }
         }
-        for (r, l) in resources.iter().zip(registry_listeners) {
-            let socket = l.guard.path().to_path_buf();
-            let router = MockService::new(Arc::clone(r), stop_rx.clone()).router();
-            let mut stop = stop_rx.clone();
-            tasks.push(tokio::spawn(async move {
-                let _ = transport::serve(router, l, async move {
-                    let _ = stop.wait_for(|s| *s).await;
-                })
-                .await;
-            }));
-            r.emit(EventKind::RegistryServing { socket });
-        }
-        for (r, l) in resources.iter().zip(control_listeners) {
-            let mut stop = stop_rx.clone();
-            tasks.push(tokio::spawn(transport::control::serve(l, control::handler(Arc::clone(r)), async move {
-                let _ = stop.wait_for(|s| *s).await;
-            })));
-        }
+        serve_registry(&resources, bound.registry, &stop_rx, &mut tasks);
+        serve_control(&resources, bound.control, &stop_rx, &mut tasks);
         Ok(MockHandle { resources, dir, events, stop: stop_tx, tasks, fatal: fatal_rx, _watcher: watcher, recorder })
+    }
+}
+
+/// The sockets of a launch, bound before anything is spawned.
+struct Bound {
+    /// Each resource's plugin socket; `None` when it registers before serving.
+    plugin: Vec<Option<Listener>>,
+    /// Each resource's `plugins_registry` socket, when asked for.
+    registry: Vec<Listener>,
+    /// Each resource's control socket, when asked for.
+    control: Vec<Listener>,
+}
+
+impl Bound {
+    /// Binds them all, or none: on a failure the listeners bound so far are
+    /// dropped, which removes their sockets.
+    async fn bind(config: &MockConfig, resources: &[Arc<Resource>], shared: &Shared, dir: &Path) -> Result<Bound> {
+        let opts = BindOptions { force: config.force, force_flag: "--force", ..BindOptions::default() };
+        let mut plugin = Vec::new();
+        for (r, rc) in resources.iter().zip(&config.resources) {
+            let serve_now = !(rc.faults.register_before_serving && config.register);
+            plugin.push(if serve_now { Some(register::bind(r, shared).await?) } else { None });
+        }
+        let mut registry = Vec::new();
+        if let Some(rd) = &config.registry_dir {
+            for r in resources {
+                registry.push(transport::bind(&rd.join(&r.endpoint), &opts).await?);
+            }
+        }
+        let mut control = Vec::new();
+        if config.control {
+            for r in resources {
+                control.push(transport::bind(&crate::paths::control_socket(dir, &r.name), &opts).await?);
+            }
+        }
+        Ok(Bound { plugin, registry, control })
+    }
+}
+
+/// Serves each resource's `plugins_registry` socket until stop.
+fn serve_registry(
+    resources: &[Arc<Resource>],
+    listeners: Vec<Listener>,
+    stop_rx: &watch::Receiver<bool>,
+    tasks: &mut Vec<JoinHandle<()>>,
+) {
+    for (r, l) in resources.iter().zip(listeners) {
+        let socket = l.guard.path().to_path_buf();
+        let router = wire::router(MockService::new(Arc::clone(r), stop_rx.clone()));
+        let mut stop = stop_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            let _ = transport::serve(router, l, async move {
+                let _ = stop.wait_for(|s| *s).await;
+            })
+            .await;
+        }));
+        r.emit(EventKind::RegistryServing { socket });
+    }
+}
+
+/// Serves each resource's control socket until stop.
+fn serve_control(
+    resources: &[Arc<Resource>],
+    listeners: Vec<Listener>,
+    stop_rx: &watch::Receiver<bool>,
+    tasks: &mut Vec<JoinHandle<()>>,
+) {
+    for (r, l) in resources.iter().zip(listeners) {
+        let mut stop = stop_rx.clone();
+        tasks.push(tokio::spawn(transport::control::serve(l, control::handler(Arc::clone(r)), async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })));
     }
 }
 

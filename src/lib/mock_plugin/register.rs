@@ -219,7 +219,7 @@ impl Supervisor {
     fn spawn_generation(&mut self, listener: Listener, reason: &str) {
         let inode = inode(&self.res.socket);
         let (stop_tx, stop_rx) = watch::channel(false);
-        let router = MockService::new(Arc::clone(&self.res), stop_rx.clone()).router();
+        let router = super::wire::router(MockService::new(Arc::clone(&self.res), stop_rx.clone()));
         let mut shutdown = stop_rx;
         let task = tokio::spawn(transport::serve(router, listener, async move {
             let _ = shutdown.wait_for(|s| *s).await;

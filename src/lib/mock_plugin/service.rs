@@ -13,7 +13,6 @@ use bytes::{Bytes, BytesMut};
 use futures_util::{Stream, StreamExt};
 use prost::Message;
 use tokio::sync::{broadcast, watch};
-use tonic::transport::server::Router;
 use tonic::{Request, Response, Status};
 
 use super::config::Rpc;
@@ -23,7 +22,10 @@ use super::state::{Resource, Snapshot};
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::deviceplugin::v1beta1::device_plugin_server::DevicePlugin;
 use crate::proto::pluginregistration as reg;
-use crate::proto::pluginregistration::registration_server::{Registration, RegistrationServer};
+use crate::proto::pluginregistration::registration_server::Registration;
+
+/// The stream of encoded ListAndWatch messages a mock serves.
+pub type EncodedStream = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> + Send>>;
 
 /// One serving generation of a resource's services. Streams opened through
 /// it end (with OK) when `stop` turns true.
@@ -40,13 +42,6 @@ impl MockService {
     pub fn new(res: Arc<Resource>, stop: watch::Receiver<bool>) -> Self {
         let plugin_socket = std::path::absolute(&res.socket).unwrap_or_else(|_| res.socket.clone());
         MockService { res, stop, plugin_socket }
-    }
-
-    /// The router serving both services.
-    pub fn router(self) -> Router {
-        crate::transport::server_builder()
-            .add_service(super::wire::DevicePluginService::new(self.clone()))
-            .add_service(RegistrationServer::new(self))
     }
 
     /// Runs one unary call: counts it, applies faults, answers, records.
@@ -148,10 +143,7 @@ impl DevicePlugin for MockService {
 impl MockService {
     /// ListAndWatch as served: each message is the resource's shared encoded
     /// list (plus the oversize padding when that fault is on).
-    pub async fn list_and_watch_encoded(
-        &self,
-        _req: Request<dp::Empty>,
-    ) -> Result<Response<super::wire::EncodedStream>, Status> {
+    pub async fn list_and_watch_encoded(&self, _req: Request<dp::Empty>) -> Result<Response<EncodedStream>, Status> {
         let time = SystemTime::now();
         let opened = Instant::now();
         let call = self.res.begin(Rpc::ListAndWatch);

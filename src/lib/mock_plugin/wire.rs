@@ -9,15 +9,16 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{BufMut, Bytes};
-use futures_util::Stream;
 use prost::Message;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
 use tonic::server::{NamedService, ServerStreamingService};
+use tonic::transport::server::Router;
 use tonic::{Request, Response, Status};
 
-use super::service::MockService;
+use super::service::{EncodedStream, MockService};
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::deviceplugin::v1beta1::device_plugin_server::DevicePluginServer;
+use crate::proto::pluginregistration::registration_server::RegistrationServer;
 
 /// The gRPC path of ListAndWatch.
 const LIST_AND_WATCH: &str = "/v1beta1.DevicePlugin/ListAndWatch";
@@ -68,9 +69,6 @@ impl Decoder for EmptyDecoder {
     }
 }
 
-/// The stream of encoded ListAndWatch messages.
-pub type EncodedStream = Pin<Box<dyn Stream<Item = Result<Bytes, Status>> + Send>>;
-
 /// ListAndWatch answered from the shared encoded list.
 struct ListAndWatchEncoded(MockService);
 
@@ -83,6 +81,13 @@ impl ServerStreamingService<dp::Empty> for ListAndWatchEncoded {
         let svc = self.0.clone();
         Box::pin(async move { svc.list_and_watch_encoded(request).await })
     }
+}
+
+/// The router serving both of a mock's services over `svc`.
+pub fn router(svc: MockService) -> Router {
+    crate::transport::server_builder()
+        .add_service(DevicePluginService::new(svc.clone()))
+        .add_service(RegistrationServer::new(svc))
 }
 
 /// `v1beta1.DevicePlugin` as a mock serves it.
