@@ -2,15 +2,15 @@
 //! through the protocol with narration on stdout (one JSON line per step with
 //! `-o json`) and a progress display on stderr when it is a terminal.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::Duration;
 
 use clap::Args;
 
-use super::{Ctx, out_err};
-use crate::demo::{self, DemoConfig, DemoEvent, STEPS};
+use super::Ctx;
+use crate::demo::DemoConfig;
 use crate::duration::parse as parse_duration;
-use crate::error::{Result, exit};
+use crate::error::Result;
 use crate::output::demo as render;
 
 /// Pause after each step when stdout is a terminal and `--pace` is not given.
@@ -43,65 +43,5 @@ Exit codes: 0 every step showed what it should; 1 a step did not (the error says
 /// Runs `dpctl demo`.
 pub async fn run(args: DemoArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     let pace = args.pace.unwrap_or(if std::io::stdout().is_terminal() { TTY_PACE } else { Duration::ZERO });
-    let config = DemoConfig { pace, deadline: args.deadline };
-    let format = ctx.format;
-    let bar = ctx.progress_allowed().then(|| {
-        let bar = indicatif::ProgressBar::new(u64::from(STEPS));
-        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} [{pos}/{len}] {wide_bar} {msg}") {
-            bar.set_style(style);
-        }
-        bar.enable_steady_tick(Duration::from_millis(80));
-        bar
-    });
-    let out = &mut ctx.term.out;
-    let mut write_err: Option<std::io::Error> = None;
-    let mut show = |f: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>| {
-        let r = match &bar {
-            Some(b) => b.suspend(|| f(&mut **out)),
-            None => f(&mut **out),
-        };
-        if let Err(e) = r {
-            write_err.get_or_insert(e);
-        }
-    };
-    let steps = demo::run_demo(config, crate::transport::shutdown_signal(), &mut |e| match e {
-        DemoEvent::Begin { dir } => show(&mut |w| render::intro(w, format, &dir)),
-        DemoEvent::Starting { step, title } => {
-            if let Some(b) = &bar {
-                b.set_position(u64::from(step - 1));
-                b.set_message(title);
-            }
-        }
-        DemoEvent::Done(s) => {
-            show(&mut |w| render::step(w, format, &s));
-            if let Some(b) = &bar {
-                b.set_position(u64::from(s.step));
-            }
-        }
-    })
-    .await;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    let steps = steps?;
-    if let Some(e) = write_err {
-        return Err(out_err(e));
-    }
-    render::outro(&mut ctx.term.out, format, &steps).map_err(out_err)?;
-    match steps.iter().find(|s| !s.ok) {
-        None => Ok(exit::OK),
-        Some(s) => {
-            // As the binary prints errors: even with --quiet.
-            writeln!(
-                ctx.term.err,
-                "dpctl: error: demo step {}/{STEPS} ({}) failed: {}",
-                s.step,
-                s.title,
-                s.error.as_deref().unwrap_or("")
-            )
-            .map_err(out_err)?;
-            Ok(exit::CHECK_FAILED)
-        }
-    }
+    render::run(DemoConfig { pace, deadline: args.deadline }, &mut ctx.streams()).await
 }

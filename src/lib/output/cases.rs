@@ -4,25 +4,10 @@
 //! evidence.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use colored::Colorize;
 
 use crate::check::{CheckResult, Outcome};
-
-/// A progress display on stderr with this indicatif template (`len`: a bar
-/// of that many steps; none: a spinner), or none when `allowed` is false.
-pub fn progress_bar(allowed: bool, len: Option<u64>, template: &str) -> Option<indicatif::ProgressBar> {
-    allowed.then(|| {
-        let bar = len.map_or_else(indicatif::ProgressBar::new_spinner, indicatif::ProgressBar::new);
-        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
-            bar.set_style(style);
-        }
-        bar.enable_steady_tick(Duration::from_millis(100));
-        bar
-    })
-}
 
 /// An outcome, colored: pass green, fail red, skip yellow, error magenta.
 pub fn outcome(o: Outcome) -> String {

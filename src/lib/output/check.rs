@@ -7,8 +7,9 @@ use std::path::Path;
 
 use colored::Colorize;
 
-use super::cases::{failures, one_line, outcome, progress_bar};
+use super::cases::{failures, one_line, outcome};
 use super::junit::{JunitFile, JunitSuite, testcase};
+use super::progress_bar;
 use super::{Format, table, write_json, write_table};
 use super::{Streams, out_err};
 use crate::check::{self, Case, CaseInfo, CheckId, CheckOptions, CheckTarget, Outcome, Progress, Report};

@@ -76,6 +76,20 @@ impl Streams<'_> {
     }
 }
 
+/// A progress display on stderr with this indicatif template (`len`: a bar
+/// of that many steps; none: a spinner), or none when `allowed` is false.
+pub fn progress_bar(allowed: bool, len: Option<u64>, template: &str) -> Option<indicatif::ProgressBar> {
+    allowed.then(|| {
+        let bar = len.map_or_else(indicatif::ProgressBar::new_spinner, indicatif::ProgressBar::new);
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(std::time::Duration::from_millis(100));
+        bar
+    })
+}
+
 /// Maps a failed write to stdout or stderr to an error.
 pub fn out_err(e: io::Error) -> crate::Error {
     crate::Error::io("writing output", e)

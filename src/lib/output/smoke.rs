@@ -9,8 +9,9 @@ use std::path::Path;
 
 use colored::Colorize;
 
-use super::cases::{failures, one_line, outcome, progress_bar};
+use super::cases::{failures, one_line, outcome};
 use super::junit::{self as xml, JunitFile, JunitSuite, text};
+use super::progress_bar;
 use super::{Format, table, write_json, write_table};
 use super::{Streams, out_err};
 use crate::check::{Case, CheckId, CheckResult, Outcome};
