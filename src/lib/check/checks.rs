@@ -676,7 +676,7 @@ async fn list_stream_stays_open(p: &mut Probe<'_>) -> Finding {
 }
 
 fn round_ms(d: Duration) -> Duration {
-    Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    Duration::from_millis(crate::text::millis(d))
 }
 
 /// `part` as a percentage of `whole` with two decimals, never rounded up to

@@ -284,13 +284,15 @@ pub async fn run(args: KubeletSimArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
             let (namespace, name) = steer::pod_ref(pod, namespace);
             (target, Request::Delete { namespace, name })
         }
-        SimCommand::Restart { target, wait } => (target, Request::Restart { wait_ms: steer::millis(wait) }),
+        SimCommand::Restart { target, wait } => (target, Request::Restart { wait_ms: crate::text::millis(wait) }),
         SimCommand::RestartContainer { target, pod, container, namespace } => {
             let (namespace, name) = steer::pod_ref(pod, namespace);
             (target, Request::RestartContainer { namespace, name, container })
         }
         SimCommand::Status { target } => (target, Request::Status),
-        SimCommand::SetGrace { target, grace } => (target, Request::SetGrace { grace_period_ms: steer::millis(grace) }),
+        SimCommand::SetGrace { target, grace } => {
+            (target, Request::SetGrace { grace_period_ms: crate::text::millis(grace) })
+        }
     };
     let reply = control::call(&target.dir.dir, &request, request.deadline()).await?;
     render::steered(&mut ctx.streams(), reply)

@@ -251,7 +251,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
         Ok(found) => out.0.extend(found),
     }
 
-    let took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let took_ms = crate::text::millis(started.elapsed());
     DoctorReport {
         node: None,
         root: cfg.root.display().to_string(),

@@ -811,8 +811,7 @@ impl SimHandle {
     pub fn set_grace_period(&self, grace: Duration) {
         self.inner.lock().grace_period = grace;
         self.inner.grace_changed.notify_waiters();
-        self.inner
-            .emit(EventKind::GracePeriodSet { grace_period_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX) });
+        self.inner.emit(EventKind::GracePeriodSet { grace_period_ms: crate::text::millis(grace) });
     }
 
     /// Restarts the kubelet: stops kubelet.sock, drops every plugin
@@ -907,7 +906,7 @@ impl SimHandle {
             would_delete: cleanup.would_delete,
             restored_pods,
             checkpoint: inner.config.checkpoint.then(|| inner.paths.checkpoint.display().to_string()),
-            waited_ms: u64::try_from(t0.elapsed().as_millis()).unwrap_or(u64::MAX),
+            waited_ms: crate::text::millis(t0.elapsed()),
             all_returned: resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
             resources,
         };
@@ -918,7 +917,7 @@ impl SimHandle {
     /// Per expected resource: registered since `t0`, and how fast.
     fn returns(&self, expected: &[String], t0: Instant) -> Vec<ResourceReturn> {
         let st = self.inner.lock();
-        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let ms = crate::text::millis;
         expected
             .iter()
             .map(|name| {

@@ -221,7 +221,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         get_preferred_allocation_available: options.get_preferred_allocation_available,
         request_options_differ: differ,
         replaced,
-        took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        took_ms: crate::text::millis(started.elapsed()),
     });
     let task = tokio::spawn(watch(Arc::clone(inner), input.resource.clone(), id, client));
     let mut st = inner.lock();
@@ -473,7 +473,7 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         reason,
         capacity: counts.capacity,
         allocatable: counts.allocatable,
-        grace_period_ms: u64::try_from(grace.as_millis()).unwrap_or(u64::MAX),
+        grace_period_ms: crate::text::millis(grace),
     });
     spawn_grace(inner, resource, generation);
 }

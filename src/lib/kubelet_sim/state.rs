@@ -257,7 +257,7 @@ impl State {
                     registrations: r.registrations,
                     removal_in_ms: r.stopped_at.filter(|_| !r.removed).map(|at| {
                         let left = (at + self.grace_period).saturating_duration_since(now);
-                        u64::try_from(left.as_millis()).unwrap_or(u64::MAX)
+                        crate::text::millis(left)
                     }),
                     devices: if with_devices { r.devices.clone() } else { Vec::new() },
                 }
@@ -280,7 +280,7 @@ impl State {
             podresources_socket: paths.podresources_socket.clone(),
             control_socket: paths.control_socket.clone(),
             running: true,
-            grace_period_ms: u64::try_from(self.grace_period.as_millis()).unwrap_or(u64::MAX),
+            grace_period_ms: crate::text::millis(self.grace_period),
             restarts: self.restarts,
             resources,
             pods,

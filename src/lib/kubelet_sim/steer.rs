@@ -85,11 +85,6 @@ pub fn pod_ref(pod: String, namespace: String) -> (String, String) {
     }
 }
 
-/// Milliseconds of a duration, saturating (for the control protocol).
-pub fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
-}
-
 impl Request {
     /// How long the client waits for the answer: admission may call slow
     /// plugins; a restart waits `wait_ms` and then some.

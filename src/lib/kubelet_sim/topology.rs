@@ -310,7 +310,7 @@ pub(crate) async fn dry_run(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Adm
     } else {
         outcome.admitted = true;
     }
-    outcome.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    outcome.took_ms = crate::text::millis(started.elapsed());
     Ok(outcome)
 }
 

@@ -123,8 +123,7 @@ pub struct Spinner {
 impl Spinner {
     /// Starts drawing `progress`.
     pub fn start(progress: Arc<Progress>) -> Spinner {
-        let bar = indicatif::ProgressBar::new_spinner();
-        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        let bar = super::progress_bar(true, None, "{spinner} {msg}").unwrap_or_else(indicatif::ProgressBar::hidden);
         let shown = bar.clone();
         let task = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(100));
@@ -137,7 +136,6 @@ impl Spinner {
                     progress.ok.load(Ordering::Relaxed),
                     progress.errors.load(Ordering::Relaxed)
                 ));
-                shown.tick();
             }
         });
         Spinner { task, bar }
