@@ -5,7 +5,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-use dpctl::cli::{Cli, ColorChoice, Term};
+use dpctl::cli::{Cli, ColorChoice};
+use dpctl::output::Term;
 use tracing_subscriber::EnvFilter;
 
 /// mimalloc: a 100,000-device ListAndWatch message is about 300,000 small

@@ -8,12 +8,12 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::args::Target;
-use super::{Ctx, out_err};
+use super::out_err;
 use crate::bench::session::Session;
 use crate::bench::{self, BenchConfig, Limit, Op, Progress, Threshold};
 use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
-use crate::output::bench as render;
+use crate::output::{Streams, bench as render};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -105,7 +105,7 @@ fn parse_threshold(s: &str) -> std::result::Result<Threshold, String> {
 }
 
 /// Runs `dpctl bench ...`.
-pub async fn run(cmd: BenchCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
+pub async fn run(cmd: BenchCommand, s: &mut Streams<'_>) -> Result<u8> {
     let (op, load, churn) = match cmd {
         BenchCommand::Allocate(l) => (Op::Allocate, l, false),
         BenchCommand::Preferred(l) => (Op::Preferred, l, false),
@@ -130,10 +130,10 @@ pub async fn run(cmd: BenchCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
     let session =
         Session { config, socket: load.target.socket_path()?, compare: load.compare, churn, fail_if: load.fail_if };
     let progress = Arc::new(Progress::default());
-    let spinner = ctx.progress_allowed().then(|| render::Spinner::start(Arc::clone(&progress)));
+    let spinner = s.progress.then(|| render::Spinner::start(Arc::clone(&progress)));
     let report = bench::session::run(&session, &progress).await;
     drop(spinner);
     let report = report?;
-    render::report(&mut ctx.term.out, ctx.format, &report).map_err(out_err)?;
+    render::report(&mut *s.out, s.format, &report).map_err(out_err)?;
     Ok(if report.passed { exit::OK } else { exit::CHECK_FAILED })
 }

@@ -7,11 +7,11 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::Target;
-use super::{Ctx, out_err};
+use super::out_err;
 use crate::check::{self, CheckOptions, CheckTarget, Registration};
 use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
-use crate::output::check as render;
+use crate::output::{Streams, check as render};
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 /// `dpctl plugin check` arguments (the help text is on `PluginCommand::Check`).
@@ -58,9 +58,9 @@ pub struct CheckArgs {
 }
 
 /// Runs `dpctl plugin check`.
-pub async fn run(args: CheckArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+pub async fn run(args: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
     if args.list {
-        render::catalog(&mut ctx.term.out, ctx.format).map_err(out_err)?;
+        render::catalog(&mut *s.out, s.format).map_err(out_err)?;
         return Ok(exit::OK);
     }
     let checks = check::select(&args.only, &args.skip)?;
@@ -82,5 +82,5 @@ pub async fn run(args: CheckArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         probe_unadvertised: args.probe_unadvertised,
         ..CheckOptions::default()
     };
-    render::run(ctx.streams(), &target, &opts, args.junit.as_deref()).await
+    render::run(s, &target, &opts, args.junit.as_deref()).await
 }

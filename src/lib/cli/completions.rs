@@ -5,8 +5,9 @@
 use clap::{Args, CommandFactory};
 use clap_complete::Shell;
 
-use super::{Cli, Ctx, out_err};
+use super::{Cli, out_err};
 use crate::error::{Result, exit};
+use crate::output::Streams;
 
 /// `dpctl completions <shell>`
 #[derive(Debug, Args)]
@@ -33,7 +34,7 @@ pub fn file_name(shell: Shell) -> String {
 }
 
 /// Runs `dpctl completions`.
-pub fn run(args: &CompletionsArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    ctx.term.out.write_all(&render(args.shell)).map_err(out_err)?;
+pub fn run(args: &CompletionsArgs, s: &mut Streams<'_>) -> Result<u8> {
+    s.out.write_all(&render(args.shell)).map_err(out_err)?;
     Ok(exit::OK)
 }

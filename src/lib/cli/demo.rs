@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::Ctx;
 use crate::demo::DemoConfig;
 use crate::duration::parse as parse_duration;
 use crate::error::Result;
-use crate::output::demo as render;
+use crate::output::{Streams, demo as render};
 
 /// Pause after each step when stdout is a terminal and `--pace` is not given.
 const TTY_PACE: Duration = Duration::from_millis(300);
@@ -41,7 +40,7 @@ Examples:
 Exit codes: 0 every step showed what it should; 1 a step did not (the error says which and why).";
 
 /// Runs `dpctl demo`.
-pub async fn run(args: DemoArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+pub async fn run(args: DemoArgs, s: &mut Streams<'_>) -> Result<u8> {
     let pace = args.pace.unwrap_or(if std::io::stdout().is_terminal() { TTY_PACE } else { Duration::ZERO });
-    render::run(DemoConfig { pace, deadline: args.deadline }, &mut ctx.streams()).await
+    render::run(DemoConfig { pace, deadline: args.deadline }, s).await
 }

@@ -5,13 +5,12 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::Ctx;
 use super::args::DirArg;
 use crate::doctor::DoctorConfig;
 use crate::duration::parse as parse_duration;
 use crate::error::Result;
 use crate::kubelet_sim::KubeletVersion;
-use crate::output;
+use crate::output::{self, Streams};
 use crate::paths::{DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_PODRESOURCES_SOCKET, ENV_ROOT};
 
 const HELP: &str = "\
@@ -111,10 +110,10 @@ pub struct MergeArgs {
 pub const ENV_NODE_NAME: &str = "DPCTL_NODE_NAME";
 
 /// Runs `dpctl doctor`.
-pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+pub async fn run(args: DoctorArgs, s: &mut Streams<'_>) -> Result<u8> {
     if let Some(DoctorCommand::Merge(m)) = args.command {
         let merged = crate::doctor::merge::merge_files(&m.files, m.all)?;
-        return output::doctor::merged_answer(&mut ctx.streams(), &merged);
+        return output::doctor::merged_answer(s, &merged);
     }
     let mut cfg = DoctorConfig::new(&args.root);
     cfg.dir = args.dir.dir;
@@ -126,12 +125,12 @@ pub async fn run(args: DoctorArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     cfg.probe_timeout = args.timeout;
     cfg.budget = args.budget;
     cfg.kubelet_version = args.kubelet_version;
-    if ctx.progress_allowed() {
-        ctx.note(format!(
+    if s.progress {
+        s.note(format!(
             "dpctl doctor: looking at {} (budget {})",
             cfg.dir.display(),
             crate::error::fmt_duration(cfg.budget)
         ))?;
     }
-    output::doctor::run(&cfg, args.node, args.every, &mut ctx.streams()).await
+    output::doctor::run(&cfg, args.node, args.every, s).await
 }

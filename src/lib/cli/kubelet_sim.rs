@@ -7,13 +7,12 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::Ctx;
 use super::args::DirArg;
 use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result};
 use crate::kubelet_sim::control::{self, Request};
 use crate::kubelet_sim::{KubeletSim, KubeletVersion, SimConfig, steer};
-use crate::output::kubelet_sim as render;
+use crate::output::{Streams, kubelet_sim as render};
 use crate::topology;
 
 const EXAMPLES: &str = "\
@@ -270,8 +269,8 @@ pub enum SimCommand {
 }
 
 /// Runs `dpctl kubelet-sim ...`.
-pub async fn run(args: KubeletSimArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let Some(cmd) = args.command else { return serve(args.serve, ctx).await };
+pub async fn run(args: KubeletSimArgs, s: &mut Streams<'_>) -> Result<u8> {
+    let Some(cmd) = args.command else { return serve(args.serve, s).await };
     let (target, request) = match cmd {
         SimCommand::Admit { target, manifest, filename, allocate, name, namespace, cpu, memory, dry_run } => {
             let pod = match manifest.or(filename) {
@@ -295,7 +294,7 @@ pub async fn run(args: KubeletSimArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         }
     };
     let reply = control::call(&target.dir.dir, &request, request.deadline()).await?;
-    render::steered(&mut ctx.streams(), reply)
+    render::steered(s, reply)
 }
 
 /// Parses `--kubelet-version` for clap (the error names the valid list).
@@ -306,7 +305,7 @@ pub fn parse_version(s: &str) -> std::result::Result<KubeletVersion, String> {
     })
 }
 
-async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let expects = args.expect.iter().map(|s| steer::parse_expect(s)).collect::<Result<_>>()?;
     let dir = args.dir.dir;
     let mut config = SimConfig::new(&dir);
@@ -326,6 +325,6 @@ async fn serve(args: ServeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
     config.adopt_checkpoint = args.adopt_checkpoint;
     config.topology = args.topology.config();
     let sim = KubeletSim::start(config).await?;
-    let view = render::ServeView { expects, timeout: args.timeout, live: ctx.progress_allowed() };
-    render::serve(sim, view, &mut ctx.streams()).await
+    let view = render::ServeView { expects, timeout: args.timeout, live: s.progress };
+    render::serve(sim, view, s).await
 }

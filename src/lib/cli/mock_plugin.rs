@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::Ctx;
 use super::args::DirArg;
 use crate::duration::parse as parse_duration;
 use crate::error::{Error, Result, exit};
 use crate::mock_plugin::control::{self, ControlRequest};
 use crate::mock_plugin::options::{ServeOptions, build_config, canonical_health};
 use crate::mock_plugin::{DeviceConfig, ErrorSpec, Policy};
-use crate::output::mock_plugin as render;
+use crate::output::{Streams, mock_plugin as render};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -262,11 +261,11 @@ impl From<ServeArgs> for ServeOptions {
 }
 
 /// Runs `dpctl mock-plugin ...`.
-pub async fn run(args: MockPluginArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+pub async fn run(args: MockPluginArgs, s: &mut Streams<'_>) -> Result<u8> {
     let Some(cmd) = args.command else {
         let run_for = args.serve.run_for;
         let config = build_config(&ServeOptions::from(*args.serve))?;
-        return render::serve(config, run_for, &mut ctx.streams()).await;
+        return render::serve(config, run_for, s).await;
     };
     let (target, request) = match cmd {
         MockCommand::SetHealth { target, ids, health } => {
@@ -290,6 +289,6 @@ pub async fn run(args: MockPluginArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         ),
         other => other,
     })?;
-    render::reply(ctx.term.out.as_mut(), ctx.format, &request, &reply).map_err(super::out_err)?;
+    render::reply(&mut *s.out, s.format, &request, &reply).map_err(super::out_err)?;
     Ok(exit::OK)
 }

@@ -1,6 +1,6 @@
 //! The command line: clap definitions and the glue from arguments to the
 //! library. This is the only module that knows about clap; it writes data to
-//! the `Term`'s stdout and progress to its stderr, never anywhere else.
+//! the [`Term`]'s stdout and progress to its stderr, never anywhere else.
 
 pub mod args;
 pub mod bench;
@@ -16,12 +16,10 @@ pub mod podresources;
 pub mod smoke;
 mod values;
 
-use std::io::Write;
-
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::Result;
-use crate::output::{Format, Streams};
+use crate::output::{Format, Term};
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -132,69 +130,22 @@ pub enum Command {
     Completions(completions::CompletionsArgs),
 }
 
-/// Where commands write: data to `out`, progress and messages to `err`.
-pub struct Term {
-    /// Standard output: data only.
-    pub out: Box<dyn Write + Send>,
-    /// Standard error: progress, narration, warnings.
-    pub err: Box<dyn Write + Send>,
-    /// True when stderr is a terminal (progress bars and live views allowed).
-    pub err_is_tty: bool,
-}
-
-impl std::fmt::Debug for Term {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Term").field("err_is_tty", &self.err_is_tty).finish_non_exhaustive()
-    }
-}
-
-/// What every command gets: the output format, quietness and the terminal.
-#[derive(Debug)]
-pub struct Ctx<'a> {
-    /// Output format.
-    pub format: Format,
-    /// `--quiet`.
-    pub quiet: bool,
-    /// `-v` count.
-    pub verbose: u8,
-    /// Where to write.
-    pub term: &'a mut Term,
-}
-
-impl Ctx<'_> {
-    /// True when a progress display may be drawn on stderr.
-    pub fn progress_allowed(&self) -> bool {
-        self.term.err_is_tty && !self.quiet && self.verbose == 0 && !self.format.is_json()
-    }
-
-    /// Writes a line of narration to stderr unless `--quiet`.
-    pub fn note(&mut self, line: impl std::fmt::Display) -> Result<()> {
-        self.streams().note(line)
-    }
-
-    /// The output layer's view of the terminal: stdout, stderr, format, quietness.
-    pub fn streams(&mut self) -> Streams<'_> {
-        let progress = self.progress_allowed();
-        Streams { out: &mut *self.term.out, err: &mut *self.term.err, format: self.format, quiet: self.quiet, progress }
-    }
-}
-
 /// Runs a parsed command line. Returns the exit code (see `--help`).
 pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
-    let mut ctx = Ctx { format: cli.global.output.into(), quiet: cli.global.quiet, verbose: cli.global.verbose, term };
+    let s = &mut term.streams(cli.global.output.into(), cli.global.quiet, cli.global.verbose);
     let code = match cli.command {
-        Command::Plugin(cmd) => plugin::run(cmd, &mut ctx).await?,
-        Command::KubeletSim(args) => kubelet_sim::run(args, &mut ctx).await?,
-        Command::Podresources(cmd) => podresources::run(cmd, &mut ctx).await?,
-        Command::MockPlugin(args) => mock_plugin::run(args, &mut ctx).await?,
-        Command::Smoke(args) => smoke::run(args, &mut ctx).await?,
-        Command::Demo(args) => demo::run(args, &mut ctx).await?,
-        Command::Checkpoint(cmd) => checkpoint::run(cmd, &mut ctx)?,
-        Command::Doctor(args) => doctor::run(args, &mut ctx).await?,
-        Command::Bench(cmd) => bench::run(cmd, &mut ctx).await?,
-        Command::Completions(args) => completions::run(&args, &mut ctx)?,
+        Command::Plugin(cmd) => plugin::run(cmd, s).await?,
+        Command::KubeletSim(args) => kubelet_sim::run(args, s).await?,
+        Command::Podresources(cmd) => podresources::run(cmd, s).await?,
+        Command::MockPlugin(args) => mock_plugin::run(args, s).await?,
+        Command::Smoke(args) => smoke::run(args, s).await?,
+        Command::Demo(args) => demo::run(args, s).await?,
+        Command::Checkpoint(cmd) => checkpoint::run(cmd, s)?,
+        Command::Doctor(args) => doctor::run(args, s).await?,
+        Command::Bench(cmd) => bench::run(cmd, s).await?,
+        Command::Completions(args) => completions::run(&args, s)?,
     };
-    ctx.term.out.flush().map_err(out_err)?;
+    s.out.flush().map_err(out_err)?;
     Ok(code)
 }
 

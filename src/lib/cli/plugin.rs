@@ -4,10 +4,9 @@ use std::time::Duration;
 
 use clap::Subcommand;
 
-use super::Ctx;
 use super::args::Target;
 use crate::error::Result;
-use crate::output::plugin as render;
+use crate::output::{Streams, plugin as render};
 use crate::plugin_client::{Call, WatchLimits};
 
 /// `dpctl plugin ...`
@@ -100,14 +99,13 @@ pub enum CallCommand {
 }
 
 /// Runs `dpctl plugin ...`.
-pub async fn run(cmd: PluginCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
+pub async fn run(cmd: PluginCommand, s: &mut Streams<'_>) -> Result<u8> {
     let (target, call) = match cmd {
-        PluginCommand::Check(args) => return super::check::run(*args, ctx).await,
+        PluginCommand::Check(args) => return super::check::run(*args, s).await,
         PluginCommand::Watch { target, count } => {
             let limits = WatchLimits { count, deadline: target.timeout.map(crate::duration::deadline) };
             let socket = target.socket_path()?;
-            return render::watch(&socket, &target.client_config(Duration::from_secs(10)), limits, &mut ctx.streams())
-                .await;
+            return render::watch(&socket, &target.client_config(Duration::from_secs(10)), limits, s).await;
         }
         PluginCommand::Call(CallCommand::Options { target }) => (target, Call::Options),
         PluginCommand::Call(CallCommand::List { target }) => {
@@ -121,5 +119,5 @@ pub async fn run(cmd: PluginCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
         PluginCommand::Call(CallCommand::Prestart { target, devices }) => (target, Call::Prestart(devices)),
     };
     let socket = target.socket_path()?;
-    render::call(&socket, &target.client_config(Duration::from_secs(10)), call, &mut ctx.streams()).await
+    render::call(&socket, &target.client_config(Duration::from_secs(10)), call, s).await
 }

@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::Ctx;
 use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
-use crate::output::podresources as render;
+use crate::output::{Streams, podresources as render};
 use crate::podresources::client::{self, ApiChoice, PodResourcesConfig};
 use crate::podresources::fake::FakeKubelet;
 use crate::podresources::query::{self, FreeOptions};
@@ -248,8 +247,7 @@ pub struct ServeArgs {
 }
 
 /// Runs `dpctl podresources ...`.
-pub async fn run(cmd: PodResourcesCommand, ctx: &mut Ctx<'_>) -> Result<u8> {
-    let s = &mut ctx.streams();
+pub async fn run(cmd: PodResourcesCommand, s: &mut Streams<'_>) -> Result<u8> {
     match cmd {
         PodResourcesCommand::List(a) => {
             let filter = a.filter.filter();

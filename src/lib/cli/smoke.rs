@@ -7,12 +7,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::Ctx;
 use crate::duration::parse as parse_duration;
 use crate::error::Result;
 use crate::kubelet_sim::KubeletVersion;
 use crate::kubelet_sim::Via;
-use crate::output::smoke as render;
+use crate::output::{Streams, smoke as render};
 use crate::smoke::{self, SmokeConfig};
 
 /// `dpctl smoke` arguments (the one-line help is on `Command::Smoke`).
@@ -98,7 +97,7 @@ pub struct SmokeArgs {
 pub struct Registration(pub Option<Via>);
 
 /// Runs `dpctl smoke`.
-pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
+pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let versions = KubeletVersion::parse_list(&args.kubelet_version)?;
     let (skip_steps, skip_checks) = smoke::select_skips(&args.skip)?;
     let config = SmokeConfig {
@@ -116,7 +115,7 @@ pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         skip_steps,
         skip_checks,
         log_dir: args.log_dir,
-        forward_output: args.show_output && !ctx.quiet,
+        forward_output: args.show_output && !s.quiet,
         registration: args.registration.0,
         isolate: args.isolate.then_some(smoke::isolate::IsolateConfig { binds: args.bind, helper: None }),
         topology: crate::topology::TopologyConfig {
@@ -129,5 +128,5 @@ pub async fn run(args: SmokeArgs, ctx: &mut Ctx<'_>) -> Result<u8> {
         },
         ..SmokeConfig::default()
     };
-    render::run(ctx.streams(), config, &versions, args.junit.as_deref()).await
+    render::run(s, config, &versions, args.junit.as_deref()).await
 }

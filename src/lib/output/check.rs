@@ -20,7 +20,7 @@ use crate::text::shorten;
 /// the report on stdout, an unreachable plugin's error on stderr, and the
 /// JUnit file (opened first, so a bad path is reported before the suite
 /// runs; written in every case but usage errors). Returns the exit code.
-pub async fn run(io: Streams<'_>, target: &CheckTarget, opts: &CheckOptions, junit: Option<&Path>) -> Result<u8> {
+pub async fn run(io: &mut Streams<'_>, target: &CheckTarget, opts: &CheckOptions, junit: Option<&Path>) -> Result<u8> {
     let junit = JunitFile::create(junit)?;
     let bar = progress_bar(io.progress, Some(opts.checks.len() as u64), "{spinner} [{pos}/{len}] {msg}");
     let report = check::run_checks_with(target, opts, &mut |p| {
@@ -40,7 +40,7 @@ pub async fn run(io: Streams<'_>, target: &CheckTarget, opts: &CheckOptions, jun
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    self::report(io.out, io.format, &report).map_err(out_err)?;
+    self::report(&mut *io.out, io.format, &report).map_err(out_err)?;
     if let Some(u) = &report.unreachable {
         // As the binary prints errors: even with --quiet.
         writeln!(io.err, "dpctl: error: {}", u.message).map_err(out_err)?;

@@ -44,9 +44,35 @@ impl Format {
     }
 }
 
+/// Where dpctl writes: the binary makes one from the process's stdout and
+/// stderr, tests from buffers. Commands see it through [`Term::streams`].
+pub struct Term {
+    /// Standard output: data only.
+    pub out: Box<dyn Write + Send>,
+    /// Standard error: progress, narration, warnings.
+    pub err: Box<dyn Write + Send>,
+    /// True when stderr is a terminal (progress bars and live views allowed).
+    pub err_is_tty: bool,
+}
+
+impl std::fmt::Debug for Term {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Term").field("err_is_tty", &self.err_is_tty).finish_non_exhaustive()
+    }
+}
+
+impl Term {
+    /// The streams a command writes through, for the global flags: a
+    /// progress display only on a terminal, not quiet, not `-v`, not JSON.
+    pub fn streams(&mut self, format: Format, quiet: bool, verbose: u8) -> Streams<'_> {
+        let progress = self.err_is_tty && !quiet && verbose == 0 && !format.is_json();
+        Streams { out: &mut *self.out, err: &mut *self.err, format, quiet, progress }
+    }
+}
+
 /// Where a command's bytes go: data to `out`, narration and progress to
 /// `err` (nothing when `quiet`), in `format`. The command layer makes one
-/// from its terminal; loops that show a stream of events write through it.
+/// from its [`Term`]; loops that show a stream of events write through it.
 pub struct Streams<'a> {
     /// Standard output: data only.
     pub out: &'a mut (dyn Write + Send),

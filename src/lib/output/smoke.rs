@@ -32,7 +32,7 @@ const TAIL_LINES: usize = 20;
 /// narrates on stderr (a spinner on a terminal), then writes the JUnit file
 /// and the report (one run's, or the matrix). Returns the exit code.
 pub async fn run(
-    io: Streams<'_>,
+    io: &mut Streams<'_>,
     config: SmokeConfig,
     versions: &[KubeletVersion],
     junit: Option<&Path>,
@@ -59,8 +59,8 @@ pub async fn run(
         writeln!(io.err).map_err(out_err)?;
     }
     match one {
-        Some(r) => report(io.out, io.format, r),
-        None => self::matrix(io.out, io.format, &matrix),
+        Some(r) => report(&mut *io.out, io.format, r),
+        None => self::matrix(&mut *io.out, io.format, &matrix),
     }
     .map_err(out_err)?;
     Ok(matrix.exit_code())
