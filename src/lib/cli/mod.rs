@@ -55,8 +55,8 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// Output format: table for people, json for programs (JSON Lines for streams).
-    #[arg(short = 'o', long, global = true, value_enum, default_value_t = OutputFormat::Table)]
-    pub output: OutputFormat,
+    #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
     /// When to color the output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
@@ -66,28 +66,6 @@ pub struct GlobalArgs {
     /// Only errors on stderr; no progress display.
     #[arg(short, long, global = true)]
     pub quiet: bool,
-}
-
-/// The `-o` flag's values: clap's side of [`Format`] (the output layer
-/// knows nothing of clap).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// Aligned columns for people.
-    Table,
-    /// Like `table`, with more columns.
-    Wide,
-    /// JSON with stable snake_case keys; JSON Lines for streams.
-    Json,
-}
-
-impl From<OutputFormat> for Format {
-    fn from(f: OutputFormat) -> Self {
-        match f {
-            OutputFormat::Table => Format::Table,
-            OutputFormat::Wide => Format::Wide,
-            OutputFormat::Json => Format::Json,
-        }
-    }
 }
 
 /// When to color.
@@ -132,7 +110,7 @@ pub enum Command {
 
 /// Runs a parsed command line. Returns the exit code (see `--help`).
 pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
-    let s = &mut term.streams(cli.global.output.into(), cli.global.quiet, cli.global.verbose);
+    let s = &mut term.streams(cli.global.output, cli.global.quiet, cli.global.verbose);
     let code = match cli.command {
         Command::Plugin(cmd) => plugin::run(cmd, s).await?,
         Command::KubeletSim(args) => kubelet_sim::run(args, s).await?,

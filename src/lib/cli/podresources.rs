@@ -59,17 +59,6 @@ pub enum PodResourcesCommand {
     Serve(ServeArgs),
 }
 
-/// The PodResources API version to speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ApiArg {
-    /// v1, falling back to v1alpha1 when the kubelet has no v1 (before 1.20).
-    Auto,
-    /// Only v1.
-    V1,
-    /// Only v1alpha1 (List only: devices without topology).
-    V1alpha1,
-}
-
 /// An API version a fake kubelet serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ApiName {
@@ -87,8 +76,8 @@ pub struct Conn {
           default_value = crate::paths::DEFAULT_PODRESOURCES_SOCKET)]
     pub socket: PathBuf,
     /// API version.
-    #[arg(long, value_enum, default_value_t = ApiArg::Auto)]
-    pub api: ApiArg,
+    #[arg(long, value_enum, default_value_t = ApiChoice::Auto)]
+    pub api: ApiChoice,
     /// Limit for connecting to the socket.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub connect_timeout: Duration,
@@ -105,11 +94,7 @@ impl Conn {
                 call_timeout,
                 max_recv_bytes: self.max_recv_bytes,
             },
-            api: match self.api {
-                ApiArg::Auto => ApiChoice::Auto,
-                ApiArg::V1 => ApiChoice::V1,
-                ApiArg::V1alpha1 => ApiChoice::V1alpha1,
-            },
+            api: self.api,
             ..PodResourcesConfig::default()
         }
     }

@@ -1,11 +1,44 @@
-//! The command line's names for the Topology Manager's and CPU manager's
-//! policies (clap's `ValueEnum`), kept here so that the domain
-//! ([`crate::topology`]) does not depend on clap.
+//! The command line's names and help for the values of the output format,
+//! the PodResources API choice and the Topology Manager's and CPU manager's
+//! policies (clap's `ValueEnum`), kept here so that the output layer and
+//! the domains do not depend on clap.
 
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
 
+use crate::output::Format;
+use crate::podresources::client::ApiChoice;
 use crate::topology::{CpuPolicy, Policy, Scope};
+
+impl ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Format::Table, Format::Wide, Format::Json]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let (name, help) = match self {
+            Format::Table => ("table", "Aligned columns for people"),
+            Format::Wide => ("wide", "Like `table`, with more columns"),
+            Format::Json => ("json", "JSON with stable snake_case keys; JSON Lines for streams"),
+        };
+        Some(PossibleValue::new(name).help(help))
+    }
+}
+
+impl ValueEnum for ApiChoice {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[ApiChoice::Auto, ApiChoice::V1, ApiChoice::V1alpha1]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let (name, help) = match self {
+            ApiChoice::Auto => ("auto", "v1, falling back to v1alpha1 when the kubelet has no v1 (before 1.20)"),
+            ApiChoice::V1 => ("v1", "Only v1"),
+            ApiChoice::V1alpha1 => ("v1alpha1", "Only v1alpha1 (List only: devices without topology)"),
+        };
+        Some(PossibleValue::new(name).help(help))
+    }
+}
 
 impl ValueEnum for Policy {
     fn value_variants<'a>() -> &'a [Self] {
@@ -65,5 +98,16 @@ mod tests {
         }
         assert_eq!(CpuPolicy::from_str("static", false), Ok(CpuPolicy::Static));
         assert!(Policy::from_str("strict", false).is_err());
+    }
+
+    #[test]
+    fn output_formats_and_api_versions_parse_from_their_names() {
+        for f in Format::value_variants() {
+            let name = f.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
+            assert_eq!(Format::from_str(&name, false), Ok(*f));
+        }
+        assert_eq!(ApiChoice::from_str("v1alpha1", false), Ok(ApiChoice::V1alpha1));
+        assert_eq!(ApiChoice::from_str("auto", false), Ok(ApiChoice::Auto));
+        assert!(Format::from_str("yaml", false).is_err());
     }
 }
