@@ -25,18 +25,18 @@ pub enum PodResourcesCommand {
     ///
     /// One row per container and resource. Uses v1 List, or v1alpha1 List
     /// when the kubelet has no v1 (see --api).
-    List(ListArgs),
+    List(Call<FilterArgs>),
     /// One pod (v1 Get; kubelet 1.27+, feature gate KubeletPodResourcesGet).
     Get(GetArgs),
     /// What the kubelet can hand out: healthy devices, CPUs, memory
     /// (GetAllocatableResources).
-    Allocatable(OneShotArgs),
+    Allocatable(Call<NoFlags>),
     /// Allocatable minus in use, per resource and NUMA node; CPUs and memory too.
     ///
     /// What to look at when a pod will not schedule on this node. Devices a
     /// pod holds that are no longer allocatable (unhealthy, plugin gone) are
     /// listed separately.
-    Free(FreeArgs),
+    Free(Call<FreeArgs>),
     /// Poll List and print pods and assignments that appeared, changed or
     /// went away.
     ///
@@ -46,7 +46,7 @@ pub enum PodResourcesCommand {
     Watch(WatchArgs),
     /// Record this node's List and GetAllocatableResources as a fixture file
     /// for `serve --data` (always JSON).
-    Dump(OneShotArgs),
+    Dump(Call<NoFlags>),
     /// Be a kubelet's PodResources endpoint, answering from a JSON fixture.
     ///
     /// The file is reloaded when it changes. Its format is what `dump`
@@ -118,19 +118,31 @@ impl FilterArgs {
     }
 }
 
-/// Arguments of `list`.
+/// One or more calls to a kubelet: which kubelet, the command's own flags,
+/// then the deadline of each call (so `--timeout` is defined once and still
+/// comes last in `--help`).
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub struct Call<X: Args> {
     /// Which kubelet.
     #[command(flatten)]
     pub conn: Conn,
-    /// Which pods.
+    /// The command's own flags.
     #[command(flatten)]
-    pub filter: FilterArgs,
+    pub own: X,
     /// Deadline of each call.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub timeout: Duration,
 }
+
+impl<X: Args> Call<X> {
+    fn config(&self) -> PodResourcesConfig {
+        self.conn.config(self.timeout)
+    }
+}
+
+/// A command with no flags of its own.
+#[derive(Debug, Args)]
+pub struct NoFlags {}
 
 /// Arguments of `get`.
 #[derive(Debug, Args)]
@@ -140,31 +152,14 @@ pub struct GetArgs {
     /// The pod's namespace.
     #[arg(short = 'n', long, value_name = "NAMESPACE", default_value = "default")]
     pub namespace: String,
-    /// Which kubelet.
+    /// Which kubelet, and the deadline of each call.
     #[command(flatten)]
-    pub conn: Conn,
-    /// Deadline of each call.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
-    pub timeout: Duration,
+    pub call: Call<NoFlags>,
 }
 
-/// Arguments of a command that asks once.
-#[derive(Debug, Args)]
-pub struct OneShotArgs {
-    /// Which kubelet.
-    #[command(flatten)]
-    pub conn: Conn,
-    /// Deadline of each call.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
-    pub timeout: Duration,
-}
-
-/// Arguments of `free`.
+/// The flags of `free`.
 #[derive(Debug, Args)]
 pub struct FreeArgs {
-    /// Which kubelet.
-    #[command(flatten)]
-    pub conn: Conn,
     /// Only this resource (device resource name, `cpu`, or memory type).
     #[arg(long, value_name = "NAME")]
     pub resource: Option<String>,
@@ -172,9 +167,6 @@ pub struct FreeArgs {
     /// lays them out); PodResources does not say which node a CPU is on.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub cpus_per_numa: Option<u32>,
-    /// Deadline of each call.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
-    pub timeout: Duration,
 }
 
 /// Arguments of `watch`.
@@ -235,21 +227,21 @@ pub struct ServeArgs {
 pub async fn run(cmd: PodResourcesCommand, s: &mut Streams<'_>) -> Result<u8> {
     match cmd {
         PodResourcesCommand::List(a) => {
-            let filter = a.filter.filter();
-            let (view, calls) = query::list(&a.conn.socket, &a.conn.config(a.timeout), &filter).await?;
+            let filter = a.own.filter();
+            let (view, calls) = query::list(&a.conn.socket, &a.config(), &filter).await?;
             render::listed(s, &view, &filter, &calls)?;
         }
         PodResourcesCommand::Get(a) => {
-            let (view, calls) = query::get(&a.conn.socket, &a.conn.config(a.timeout), &a.pod, &a.namespace).await?;
+            let (view, calls) = query::get(&a.call.conn.socket, &a.call.config(), &a.pod, &a.namespace).await?;
             render::got(s, &view, &calls)?;
         }
         PodResourcesCommand::Allocatable(a) => {
-            let (report, calls) = query::allocatable(&a.conn.socket, &a.conn.config(a.timeout)).await?;
+            let (report, calls) = query::allocatable(&a.conn.socket, &a.config()).await?;
             render::allocatable_answer(s, &report, &calls)?;
         }
         PodResourcesCommand::Free(a) => {
-            let opts = FreeOptions { resource: a.resource, cpus_per_numa: a.cpus_per_numa };
-            let (report, alloc, calls) = query::free(&a.conn.socket, &a.conn.config(a.timeout), &opts).await?;
+            let opts = FreeOptions { resource: a.own.resource.clone(), cpus_per_numa: a.own.cpus_per_numa };
+            let (report, alloc, calls) = query::free(&a.conn.socket, &a.config(), &opts).await?;
             render::free_answer(s, &report, &alloc, &calls)?;
         }
         PodResourcesCommand::Watch(a) => {
@@ -263,7 +255,7 @@ pub async fn run(cmd: PodResourcesCommand, s: &mut Streams<'_>) -> Result<u8> {
             render::watch(&a.conn.socket, &config, &a.filter.filter(), &watch, s).await?;
         }
         PodResourcesCommand::Dump(a) => {
-            let (file, calls) = query::dump(&a.conn.socket, &a.conn.config(a.timeout)).await?;
+            let (file, calls) = query::dump(&a.conn.socket, &a.config()).await?;
             render::dumped(s, &file, &calls)?;
         }
         PodResourcesCommand::Serve(a) => {
@@ -291,6 +283,7 @@ mod tests {
     fn socket_defaults_to_the_kubelets() {
         let cli = Cli::try_parse_from(["dpctl", "podresources", "list"]).unwrap();
         let crate::cli::Command::Podresources(PodResourcesCommand::List(a)) = cli.command else { panic!() };
+        assert_eq!(a.timeout, Duration::from_secs(10));
         if std::env::var_os(crate::paths::ENV_PODRESOURCES_SOCKET).is_none() {
             assert_eq!(a.conn.socket, PathBuf::from(crate::paths::DEFAULT_PODRESOURCES_SOCKET));
         }
