@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 
 use super::args::DirArg;
 use crate::duration::parse as parse_duration;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::kubelet_sim::control::{self, Request};
 use crate::kubelet_sim::{KubeletSim, KubeletVersion, SimConfig, steer};
 use crate::output::{Streams, kubelet_sim as render};
@@ -98,7 +98,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_checkpoint: bool,
     /// The kubelet release to play: 1.26 … 1.36 or master (v1.30 and 1.30.7 mean 1.30).
-    #[arg(long, value_name = "VERSION", default_value = "1.36", value_parser = parse_version)]
+    #[arg(long, value_name = "VERSION", default_value = "1.36")]
     pub kubelet_version: KubeletVersion,
     /// At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every
     /// non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported.
@@ -297,14 +297,6 @@ pub async fn run(args: KubeletSimArgs, s: &mut Streams<'_>) -> Result<u8> {
     render::steered(s, reply)
 }
 
-/// Parses `--kubelet-version` for clap (the error names the valid list).
-pub fn parse_version(s: &str) -> std::result::Result<KubeletVersion, String> {
-    KubeletVersion::parse(s).map_err(|e| match e {
-        Error::Invalid { message, .. } => message,
-        other => other.to_string(),
-    })
-}
-
 async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let expects = args.expect.iter().map(|s| steer::parse_expect(s)).collect::<Result<_>>()?;
     let dir = args.dir.dir;
@@ -327,4 +319,23 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let sim = KubeletSim::start(config).await?;
     let view = render::ServeView { expects, timeout: args.timeout, live: s.progress };
     render::serve(sim, view, s).await
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    /// A bad `--kubelet-version` (kubelet-versions.md: the sim plays 1.26 … 1.36
+    /// and master) is named once by clap, followed by the valid list.
+    #[test]
+    fn a_bad_kubelet_version_names_the_flag_once_and_the_valid_list() {
+        for cmd in ["kubelet-sim", "doctor"] {
+            let e = Cli::try_parse_from(["dpctl", cmd, "--kubelet-version", "1.25"]).unwrap_err().to_string();
+            assert!(
+                e.contains("invalid value '1.25' for '--kubelet-version <VERSION>': not a kubelet version dpctl plays; valid: 1.26, 1.27"),
+                "{e}"
+            );
+        }
+    }
 }

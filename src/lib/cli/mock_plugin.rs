@@ -9,10 +9,10 @@ use clap::{Args, Subcommand};
 
 use super::args::DirArg;
 use crate::duration::parse as parse_duration;
-use crate::error::{Error, Result, exit};
+use crate::error::{Result, exit};
 use crate::mock_plugin::control::{self, ControlRequest};
-use crate::mock_plugin::options::{ServeOptions, build_config, canonical_health};
-use crate::mock_plugin::{DeviceConfig, ErrorSpec, Policy};
+use crate::mock_plugin::options::{ServeOptions, build_config};
+use crate::mock_plugin::{ErrorSpec, Policy};
 use crate::output::{Streams, mock_plugin as render};
 
 const EXAMPLES: &str = "\
@@ -268,27 +268,14 @@ pub async fn run(args: MockPluginArgs, s: &mut Streams<'_>) -> Result<u8> {
         return render::serve(config, run_for, s).await;
     };
     let (target, request) = match cmd {
-        MockCommand::SetHealth { target, ids, health } => {
-            (target, ControlRequest::SetHealth { ids, health: canonical_health(&health), brief: false })
-        }
+        MockCommand::SetHealth { target, ids, health } => (target, ControlRequest::set_health(ids, &health)),
         MockCommand::AddDevice { target, ids, health, numa } => {
-            let health = canonical_health(&health);
-            let numa = (!numa.is_empty()).then_some(numa);
-            let devices =
-                ids.into_iter().map(|id| DeviceConfig { id, health: health.clone(), numa: numa.clone() }).collect();
-            (target, ControlRequest::AddDevices { devices })
+            (target, ControlRequest::add_devices(ids, &health, numa))
         }
         MockCommand::RemoveDevice { target, ids } => (target, ControlRequest::RemoveDevices { ids }),
         MockCommand::Status { target } => (target, ControlRequest::Status),
     };
-    let dir = &target.dir.dir;
-    let reply = control::call(dir, &target.resource, &request, target.timeout).await.map_err(|e| match e {
-        Error::NoSocket { path } => Error::invalid(
-            target.resource.clone(),
-            format!("no mock plugin serves it in {} (no control socket at {})", dir.display(), path.display()),
-        ),
-        other => other,
-    })?;
+    let reply = control::call(&target.dir.dir, &target.resource, &request, target.timeout).await?;
     render::reply(&mut *s.out, s.format, &request, &reply).map_err(super::out_err)?;
     Ok(exit::OK)
 }

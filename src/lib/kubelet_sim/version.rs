@@ -303,10 +303,15 @@ impl fmt::Display for KubeletVersion {
     }
 }
 
+/// For a command-line parser: the error is the message alone (the parser
+/// names the flag and the value itself).
 impl FromStr for KubeletVersion {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        KubeletVersion::parse(s)
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        KubeletVersion::parse(s).map_err(|e| match e {
+            Error::Invalid { message, .. } => message,
+            other => other.to_string(),
+        })
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::config::DeviceConfig;
+use super::options::canonical_health;
 use super::state::{Resource, ResourceStatus};
 use crate::error::{Error, Result};
 use crate::model::Change;
@@ -57,6 +58,26 @@ pub struct ControlReply {
     pub status: Option<ResourceStatus>,
 }
 
+impl ControlRequest {
+    /// Set `ids` to `health` (`healthy`/`unhealthy` in any case are spelled
+    /// as the API spells them; anything else is sent as is).
+    pub fn set_health(ids: Vec<String>, health: &str) -> Self {
+        ControlRequest::SetHealth { ids, health: canonical_health(health), brief: false }
+    }
+
+    /// Add `ids`, all with `health` and on the NUMA nodes `numa` (none: no topology).
+    pub fn add_devices(ids: Vec<String>, health: &str, numa: Vec<i64>) -> Self {
+        let health = canonical_health(health);
+        let numa = (!numa.is_empty()).then_some(numa);
+        ControlRequest::AddDevices {
+            devices: ids
+                .into_iter()
+                .map(|id| DeviceConfig { id, health: health.clone(), numa: numa.clone() })
+                .collect(),
+        }
+    }
+}
+
 /// Carries out one request on `res`.
 pub fn handle(res: &Resource, req: std::result::Result<ControlRequest, String>) -> ControlReply {
     let outcome = match req {
@@ -89,10 +110,17 @@ pub fn handler(
 }
 
 /// Sends `req` to the mock serving `resource` in `dir`. A refused request
-/// (unknown device, ...) is an [`Error::Invalid`] naming the resource.
+/// (unknown device, ...) is an [`Error::Invalid`] naming the resource, and
+/// so is a missing control socket (no mock serves the resource there).
 pub async fn call(dir: &Path, resource: &str, req: &ControlRequest, timeout: Duration) -> Result<ControlReply> {
     let path = crate::paths::control_socket(dir, resource);
-    let reply: ControlReply = crate::transport::control::call(&path, req, timeout).await?;
+    let reply: ControlReply = crate::transport::control::call(&path, req, timeout).await.map_err(|e| match e {
+        Error::NoSocket { path } => Error::invalid(
+            resource,
+            format!("no mock plugin serves it in {} (no control socket at {})", dir.display(), path.display()),
+        ),
+        other => other,
+    })?;
     if !reply.ok {
         return Err(Error::invalid(resource, reply.error.unwrap_or_else(|| "request refused".into())));
     }
