@@ -13,6 +13,7 @@ mod deploy;
 mod doctor;
 mod exit_codes;
 mod fuzz;
+mod help;
 mod interop;
 mod isolate;
 mod kubelet_sim;

@@ -19,7 +19,8 @@ const EXAMPLES: &str = "\
 Examples:
   dpctl bench allocate --socket /tmp/dp/example-gpu.sock --concurrency 16 --duration 10s
   dpctl bench allocate --socket A.sock --compare B.sock --rate 2000 --total 20000
-  dpctl bench preferred --endpoint vendor.sock --devices-per-request 2 --fail-if 'p99>5ms' --fail-if 'errors>0'
+  dpctl bench preferred --endpoint vendor.sock --devices-per-request 2 \\
+      --fail-if 'p99>5ms' --fail-if 'errors>0'
   dpctl bench list --socket /tmp/dp/example-gpu.sock --churn --total 50";
 
 /// `--help`'s long text: how the load works, then examples.

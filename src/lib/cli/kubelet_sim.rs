@@ -24,7 +24,7 @@ Examples:
   dpctl kubelet-sim admit --dir /tmp/dp --allocate example.com/gpu=2
   dpctl kubelet-sim restart --dir /tmp/dp --wait 30s
   dpctl kubelet-sim restart-container --dir /tmp/dp ml/trainer main   # PreStartContainer again
-  dpctl kubelet-sim --dir /tmp/dp --topology-manager-policy single-numa-node \
+  dpctl kubelet-sim --dir /tmp/dp --topology-manager-policy single-numa-node \\
       --numa-nodes 2 --cpus-per-numa 8 --cpu-manager-policy static --reserved-cpus 0
   dpctl kubelet-sim admit --dir /tmp/dp --dry-run --allocate example.com/gpu=2 --cpu 4 --memory 1Gi
   dpctl kubelet-sim status --dir /tmp/dp -o json
