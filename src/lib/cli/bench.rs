@@ -1,18 +1,17 @@
-//! `dpctl bench`: the flags of the load generator, its progress display on
-//! stderr, and the verdict of `--fail-if`. The load itself is [`crate::bench`].
+//! `dpctl bench`: the flags of the load generator, turned into a
+//! [`Session`] that [`crate::output::bench::run`] runs with its progress
+//! display. The load itself is [`crate::bench`].
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
 use super::args::Target;
-use super::out_err;
 use crate::bench::session::Session;
-use crate::bench::{self, BenchConfig, Limit, Op, Progress, Threshold};
+use crate::bench::{self, BenchConfig, Limit, Op, Threshold};
 use crate::duration::parse as parse_duration;
-use crate::error::{Result, exit};
+use crate::error::Result;
 use crate::output::{Streams, bench as render};
 
 const EXAMPLES: &str = "\
@@ -90,7 +89,7 @@ pub struct LoadArgs {
     pub compare: Option<PathBuf>,
     /// Fail (exit 1) when a condition holds, e.g. 'p99>5ms', 'errors>0', 'throughput<20000'.
     /// Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable.
-    #[arg(long, value_name = "CONDITION", value_parser = parse_threshold)]
+    #[arg(long, value_name = "CONDITION")]
     pub fail_if: Vec<Threshold>,
 }
 
@@ -99,10 +98,6 @@ fn parse_rate(s: &str) -> std::result::Result<f64, String> {
         Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000_000.0 => Ok(r),
         _ => Err(format!("{s:?} is not a rate between 0 and 10000000 requests per second")),
     }
-}
-
-fn parse_threshold(s: &str) -> std::result::Result<Threshold, String> {
-    s.parse()
 }
 
 /// Runs `dpctl bench ...`.
@@ -130,11 +125,5 @@ pub async fn run(cmd: BenchCommand, s: &mut Streams<'_>) -> Result<u8> {
     };
     let session =
         Session { config, socket: load.target.socket_path()?, compare: load.compare, churn, fail_if: load.fail_if };
-    let progress = Arc::new(Progress::default());
-    let spinner = s.progress.then(|| render::Spinner::start(Arc::clone(&progress)));
-    let report = bench::session::run(&session, &progress).await;
-    drop(spinner);
-    let report = report?;
-    render::report(&mut *s.out, s.format, &report).map_err(out_err)?;
-    Ok(if report.passed { exit::OK } else { exit::CHECK_FAILED })
+    render::run(&session, s).await
 }

@@ -7,10 +7,9 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use super::args::DirArg;
-use super::out_err;
 use crate::checkpoint::report::CheckpointReport;
-use crate::error::{Result, exit};
-use crate::output::{self, Streams};
+use crate::error::Result;
+use crate::output::{Streams, checkpoint as render};
 use crate::paths::{CHECKPOINT_FILE_NAME, ENV_ROOT};
 
 const HELP: &str = "\
@@ -64,15 +63,7 @@ impl FileArgs {
 /// Runs `dpctl checkpoint …`.
 pub fn run(cmd: CheckpointCommand, s: &mut Streams<'_>) -> Result<u8> {
     match cmd {
-        CheckpointCommand::Show(args) => {
-            let report = CheckpointReport::read(&args.path())?;
-            output::checkpoint::show(&mut *s.out, s.format, &report).map_err(out_err)?;
-            Ok(if report.error.is_some() { exit::USAGE } else { exit::OK })
-        }
-        CheckpointCommand::Verify(args) => {
-            let report = CheckpointReport::read(&args.path())?;
-            output::checkpoint::verify(&mut *s.out, s.format, &report).map_err(out_err)?;
-            Ok(if report.verifies { exit::OK } else { exit::CHECK_FAILED })
-        }
+        CheckpointCommand::Show(args) => render::shown(s, &CheckpointReport::read(&args.path())?),
+        CheckpointCommand::Verify(args) => render::verified(s, &CheckpointReport::read(&args.path())?),
     }
 }

@@ -125,12 +125,5 @@ pub async fn run(args: DoctorArgs, s: &mut Streams<'_>) -> Result<u8> {
     cfg.probe_timeout = args.timeout;
     cfg.budget = args.budget;
     cfg.kubelet_version = args.kubelet_version;
-    if s.progress {
-        s.note(format!(
-            "dpctl doctor: looking at {} (budget {})",
-            cfg.dir.display(),
-            crate::error::fmt_duration(cfg.budget)
-        ))?;
-    }
     output::doctor::run(&cfg, args.node, args.every, s).await
 }

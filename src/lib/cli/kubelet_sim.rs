@@ -299,14 +299,13 @@ pub async fn run(args: KubeletSimArgs, s: &mut Streams<'_>) -> Result<u8> {
 
 async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let expects = args.expect.iter().map(|s| steer::parse_expect(s)).collect::<Result<_>>()?;
-    let dir = args.dir.dir;
-    let mut config = SimConfig::new(&dir);
+    let mut config = SimConfig::new(args.dir.dir);
     config.set_kubelet_version(args.kubelet_version);
     config.emulate_cleanup = args.emulate_cleanup;
     config.force = args.force;
     config.grace_period = args.grace_period;
-    config.podresources_socket = (!args.no_podresources)
-        .then(|| args.podresources_socket.unwrap_or_else(|| dir.join(crate::paths::SIM_PODRESOURCES_SOCKET_NAME)));
+    config.podresources_socket =
+        if args.no_podresources { None } else { args.podresources_socket.or(config.podresources_socket) };
     if args.no_rate_limit {
         config.podresources.rate_limit = None;
     }

@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use colored::Colorize;
 
-use super::{Format, table, write_json, write_table};
+use super::{Format, Streams, out_err, table, write_json, write_table};
+use crate::bench::session::Session;
 use crate::bench::{BenchReport, Op, Progress};
+use crate::error::exit;
 
 /// Milliseconds with three decimals.
 fn ms(v: f64) -> String {
@@ -40,6 +42,18 @@ fn title(r: &BenchReport) -> String {
     };
     let warm = if r.warmup_s > 0.0 { format!(" after {}s warm-up", r.warmup_s) } else { String::new() };
     format!("{what}{load}; {limit}{warm}")
+}
+
+/// Runs `dpctl bench`: the session with a spinner on a terminal, then the
+/// report on stdout. Returns the exit code (1 when a `--fail-if` held).
+pub async fn run(session: &Session, s: &mut Streams<'_>) -> crate::Result<u8> {
+    let progress = Arc::new(Progress::default());
+    let spinner = s.progress.then(|| Spinner::start(Arc::clone(&progress)));
+    let report = crate::bench::session::run(session, &progress).await;
+    drop(spinner);
+    let report = report?;
+    self::report(&mut *s.out, s.format, &report).map_err(out_err)?;
+    Ok(if report.passed { exit::OK } else { exit::CHECK_FAILED })
 }
 
 /// Renders a report.

@@ -6,8 +6,9 @@ use std::io::{self, Write};
 
 use colored::Colorize;
 
-use super::{Format, list, table, write_json, write_table};
+use super::{Format, Streams, list, out_err, table, write_json, write_table};
 use crate::checkpoint::report::CheckpointReport;
+use crate::error::exit;
 
 /// Devices per NUMA node: `GPU-0@0`, or just the ID without topology.
 fn numa_devices(e: &crate::checkpoint::report::EntryView) -> String {
@@ -35,6 +36,18 @@ fn verdict(w: &mut dyn Write, r: &CheckpointReport) -> io::Result<()> {
         writeln!(w, "  error     {e}")?;
     }
     writeln!(w, "  meaning   {}", r.meaning)
+}
+
+/// Answers `checkpoint show` on stdout: exit 0, or 2 when the file does not parse.
+pub fn shown(s: &mut Streams<'_>, r: &CheckpointReport) -> crate::Result<u8> {
+    show(&mut *s.out, s.format, r).map_err(out_err)?;
+    Ok(if r.error.is_some() { exit::USAGE } else { exit::OK })
+}
+
+/// Answers `checkpoint verify` on stdout: exit 0 when the kubelet accepts the file, else 1.
+pub fn verified(s: &mut Streams<'_>, r: &CheckpointReport) -> crate::Result<u8> {
+    verify(&mut *s.out, s.format, r).map_err(out_err)?;
+    Ok(if r.verifies { exit::OK } else { exit::CHECK_FAILED })
 }
 
 /// `checkpoint verify`: the verdict only.

@@ -134,13 +134,21 @@ pub fn merged_answer(s: &mut Streams<'_>, m: &MergedReport) -> crate::Result<u8>
 }
 
 /// Runs `doctor` once (exit 1 on an error finding), or with `every` again
-/// and again until Ctrl-C (one report each; a JSON line each with `-o json`).
+/// and again until Ctrl-C (one report each; a JSON line each with `-o json`),
+/// saying on a terminal's stderr what it looks at.
 pub async fn run(
     cfg: &DoctorConfig,
     node: Option<String>,
     every: Option<Duration>,
     s: &mut Streams<'_>,
 ) -> crate::Result<u8> {
+    if s.progress {
+        s.note(format!(
+            "dpctl doctor: looking at {} (budget {})",
+            cfg.dir.display(),
+            crate::error::fmt_duration(cfg.budget)
+        ))?;
+    }
     let Some(every) = every else {
         let mut r = crate::doctor::run(cfg).await;
         r.node = node;
