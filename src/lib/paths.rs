@@ -81,6 +81,10 @@ fn fnv1a64(data: &[u8]) -> u64 {
 /// Prefixes every host path: dpctl in a debug pod sees the host at `/host`.
 pub const ENV_ROOT: &str = "DPCTL_ROOT";
 
+/// Environment variable naming the node in `dpctl doctor`'s report (a
+/// DaemonSet sets it from spec.nodeName).
+pub const ENV_NODE_NAME: &str = "DPCTL_NODE_NAME";
+
 /// `path` (a host path) as seen under `root`: `/host` + `/var/lib/...`.
 pub fn under_root(root: &Path, path: &Path) -> PathBuf {
     if root.as_os_str().is_empty() || root == Path::new("/") {

@@ -63,7 +63,7 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub budget: Duration,
     /// Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName).
-    #[arg(long, value_name = "NAME", env = ENV_NODE_NAME)]
+    #[arg(long, value_name = "NAME", env = crate::paths::ENV_NODE_NAME)]
     pub node: Option<String>,
     /// The kubelet release to judge files and the checkpoint by: 1.26 … 1.36 or master.
     #[arg(long, value_name = "VERSION", default_value = "1.36")]
@@ -105,9 +105,6 @@ pub struct MergeArgs {
     #[arg(long)]
     pub all: bool,
 }
-
-/// Names the node in the report.
-pub const ENV_NODE_NAME: &str = "DPCTL_NODE_NAME";
 
 /// Runs `dpctl doctor`.
 pub async fn run(args: DoctorArgs, s: &mut Streams<'_>) -> Result<u8> {
