@@ -54,7 +54,12 @@ fn main() -> ExitCode {
             return ExitCode::from(dpctl::error::exit::SOCKET);
         }
     };
-    let mut term = Term { out: Box::new(std::io::stdout()), err: Box::new(std::io::stderr()), err_is_tty: err_tty };
+    let mut term = Term {
+        out: Box::new(std::io::stdout()),
+        err: Box::new(std::io::stderr()),
+        err_is_tty: err_tty,
+        out_is_tty: std::io::stdout().is_terminal(),
+    };
     match runtime.block_on(dpctl::cli::run(cli, &mut term)) {
         Ok(code) => ExitCode::from(code),
         Err(dpctl::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,

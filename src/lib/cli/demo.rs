@@ -2,7 +2,6 @@
 //! through the protocol with narration on stdout (one JSON line per step with
 //! `-o json`) and a progress display on stderr when it is a terminal.
 
-use std::io::IsTerminal;
 use std::time::Duration;
 
 use clap::Args;
@@ -41,6 +40,6 @@ Exit codes: 0 every step showed what it should; 1 a step did not (the error says
 
 /// Runs `dpctl demo`.
 pub async fn run(args: DemoArgs, s: &mut Streams<'_>) -> Result<u8> {
-    let pace = args.pace.unwrap_or(if std::io::stdout().is_terminal() { TTY_PACE } else { Duration::ZERO });
+    let pace = args.pace.unwrap_or(if s.out_is_tty { TTY_PACE } else { Duration::ZERO });
     render::run(DemoConfig { pace, deadline: args.deadline }, s).await
 }

@@ -53,11 +53,16 @@ pub struct Term {
     pub err: Box<dyn Write + Send>,
     /// True when stderr is a terminal (progress bars and live views allowed).
     pub err_is_tty: bool,
+    /// True when stdout is a terminal (a person reads the data as it comes).
+    pub out_is_tty: bool,
 }
 
 impl std::fmt::Debug for Term {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Term").field("err_is_tty", &self.err_is_tty).finish_non_exhaustive()
+        f.debug_struct("Term")
+            .field("err_is_tty", &self.err_is_tty)
+            .field("out_is_tty", &self.out_is_tty)
+            .finish_non_exhaustive()
     }
 }
 
@@ -66,7 +71,7 @@ impl Term {
     /// progress display only on a terminal, not quiet, not `-v`, not JSON.
     pub fn streams(&mut self, format: Format, quiet: bool, verbose: u8) -> Streams<'_> {
         let progress = self.err_is_tty && !quiet && verbose == 0 && !format.is_json();
-        Streams { out: &mut *self.out, err: &mut *self.err, format, quiet, progress }
+        Streams { out: &mut *self.out, err: &mut *self.err, format, quiet, progress, out_is_tty: self.out_is_tty }
     }
 }
 
@@ -84,6 +89,8 @@ pub struct Streams<'a> {
     pub quiet: bool,
     /// A progress display may be drawn on stderr (a terminal, not quiet, not JSON).
     pub progress: bool,
+    /// `out` is a terminal (a person reads the data as it comes).
+    pub out_is_tty: bool,
 }
 
 impl std::fmt::Debug for Streams<'_> {
