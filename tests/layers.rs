@@ -629,3 +629,30 @@ fn only_the_command_layer_uses_clap() {
     users.sort();
     assert!(users.is_empty(), "clap outside src/lib/cli (flags are the command layer's): {users:?}");
 }
+
+/// The library never prints and never asks the process's terminal: commands
+/// write through the `output::Streams` that `cli::run` builds from the
+/// binary's `output::Term` (which says whether stdout and stderr are
+/// terminals), so tests can hand it buffers.
+#[test]
+fn the_library_writes_only_through_the_term_it_is_given() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files.sort();
+    let banned = ["println!(", "print!(", "eprintln!(", "eprint!(", "dbg!(", "io::stdout()", "io::stderr()"];
+    let mut problems = Vec::new();
+    for f in &files {
+        let code = without_tests(&code_only(&std::fs::read_to_string(f).expect("readable source")));
+        for b in banned {
+            if code.contains(b) {
+                problems.push(format!("{}: {b}", f.strip_prefix(&root).expect("under src/lib").display()));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the library reaches the process's stdout/stderr itself:\n  {}",
+        problems.join("\n  ")
+    );
+}
