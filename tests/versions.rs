@@ -580,3 +580,59 @@ async fn podresources_lists_sidecars_from_1_30() {
         sim.stop().await.unwrap();
     }
 }
+
+/// kubelet-versions.md §2 "If the new registration fails" (1.26-1.36): the
+/// kubelet stores the new client under the name before dialing it, so a
+/// Register that then fails (here GetDevicePluginOptions) leaves the name with
+/// no client; when the earlier plugin's stream ends, runClient finds nothing
+/// and never calls PluginDisconnected: the devices stay healthy, no grace
+/// period runs, and Allocate still goes to the earlier endpoint. master (PR
+/// #135437) keys clients by (name, socket), so there the end disconnects.
+#[tokio::test]
+async fn a_failed_second_register_leaves_the_first_untracked_up_to_1_36_not_on_master() {
+    for version in [v(36), v(26), KubeletVersion::Master] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let mut rx = sim.subscribe();
+        let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+        let (_pa, _sa) = a.start(sb.path(), "a.sock", GPU).await;
+        counts_are(&sim, GPU, 2, 2).await;
+        let b = FakePlugin::new(
+            FakePlugin::healthy(3, false),
+            Behaviour { options_error: Some(tonic::Status::internal("not ready")), ..Default::default() },
+        );
+        let _sb = b.serve(&sb.join("b.sock")).await;
+        let st =
+            within("register b", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "b.sock", None)).await.unwrap_err();
+        assert_eq!(
+            st.message(),
+            "failed to get device plugin options: rpc error: code = Internal desc = not ready",
+            "{version}"
+        );
+        a.end_streams();
+        if version == KubeletVersion::Master {
+            next(&mut rx, "stream end", |k| matches!(k, EventKind::StreamEnded { .. })).await;
+            counts_are(&sim, GPU, 2, 0).await;
+        } else {
+            let ev = next(&mut rx, "untracked stream end", |k| {
+                matches!(k, EventKind::StreamEnded { .. } | EventKind::StreamEndedUntracked { .. })
+            })
+            .await;
+            let EventKind::StreamEndedUntracked { socket, capacity, allocatable, .. } = ev else {
+                panic!("{version}: {ev:?}")
+            };
+            assert_eq!((capacity, allocatable), (2, 2), "{version}");
+            assert_eq!(socket, sb.join("a.sock").display().to_string());
+            counts_are(&sim, GPU, 2, 2).await;
+            // The pod is admitted and Allocate reaches the first plugin.
+            let o = sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap();
+            assert!(o.admitted, "{version}: {:?}", o.message);
+            assert_eq!(a.calls().allocate.len(), 1, "{version}");
+            // A later successful Register gives the name a client again.
+            let c = FakePlugin::new(FakePlugin::healthy(4, false), Behaviour::default());
+            let (_pc, _sc) = c.start(sb.path(), "c.sock", GPU).await;
+            counts_are(&sim, GPU, 4, 4).await;
+        }
+        sim.stop().await.unwrap();
+    }
+}

@@ -13,6 +13,10 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
     when it ends the kubelet disconnects the NEW plugin (issue #121994).
     master keeps one client per (name, socket) and rejects a second Register
     on a live (name, socket); that rejection text is dpctl's (unverified).
+    A Register that fails its dial-back or GetDevicePluginOptions while the
+    name has a live plugin: 1.26-1.36 drop the name's only client, so that
+    plugin's stream end disconnects nothing (devices stay healthy, no grace
+    period, Allocate still goes to it); master drops only the failed client.
   - restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint;
     1.33+ (1.33 inferred) sockets only, following symlinks. Files that are not
     sockets are deleted only in a directory the sim created (smoke, demo) or

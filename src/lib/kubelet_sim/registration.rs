@@ -176,6 +176,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         Ok(c) => c,
         Err(last) => {
             tracing::info!(socket = %input.socket.display(), error = %last, "dial-back failed");
+            untrack(inner, &input.resource);
             return Err(reject(DIAL_FAILED.to_string()));
         }
     };
@@ -190,10 +191,10 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         &input.socket,
         &ClientConfig { call_timeout: inner.config.pre_start_timeout, ..config },
     );
-    let options = client
-        .options()
-        .await
-        .map_err(|e| reject(format!("failed to get device plugin options: {}", go_rpc_error(&e))))?;
+    let options = client.options().await.map_err(|e| {
+        untrack(inner, &input.resource);
+        reject(format!("failed to get device plugin options: {}", go_rpc_error(&e)))
+    })?;
     let differ = input.request_options.is_some_and(|o| o != options);
     let version = inner.config.kubelet_version;
     if version.rejects_duplicate_socket() {
@@ -232,6 +233,25 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
     Ok(())
 }
 
+/// A Register of `resource` failed after validation (dial-back or
+/// GetDevicePluginOptions). kubelet-versions.md §2, 1.26-1.36: the kubelet
+/// stored the new client under the name before dialing, so the failure's
+/// `deregisterClient(name)` leaves the name with no client at all; a live
+/// stream of an earlier registration then ends unnoticed. master keys
+/// clients by (name, socket), so only the failed one is dropped.
+fn untrack(inner: &Arc<Inner>, resource: &str) {
+    if !inner.config.kubelet_version.replaces_by_name() {
+        return;
+    }
+    let mut st = inner.lock();
+    if let Some(r) = st.resources.get_mut(resource) {
+        let live = r.endpoint.as_ref().is_some_and(|e| !e.stopped) || !r.superseded.is_empty();
+        if live {
+            r.untracked = true;
+        }
+    }
+}
+
 /// Stores the new endpoint of `input.resource` (its id and whether it
 /// replaced a live one): the old connection is kept feeding the resource
 /// (kubelet-versions.md §2), a resource forgotten at the grace expiry starts
@@ -259,6 +279,7 @@ fn store_endpoint(
     }
     r.generation = generation;
     r.registrations += 1;
+    r.untracked = false;
     r.stopped_at = None;
     r.restored = false;
     if r.removed {
@@ -328,7 +349,13 @@ pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, dele
     let by_endpoint = inner.config.kubelet_version.deregisters_by_endpoint();
     let id = {
         let mut st = inner.lock();
-        let Some(ep) = st.resources.get_mut(resource).and_then(|r| r.endpoint.as_mut()) else { return };
+        let Some(r) = st.resources.get_mut(resource) else { return };
+        // kubelet-versions.md §2 (1.26-1.36): no client under the name, so
+        // `getClient(name)` finds nothing to disconnect.
+        if r.untracked && !by_endpoint {
+            return;
+        }
+        let Some(ep) = r.endpoint.as_mut() else { return };
         if ep.stopped || (by_endpoint && ep.socket != socket) {
             return;
         }
@@ -432,6 +459,32 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         let generation = st.next_id();
         let Some(r) = st.resources.get_mut(resource) else { return };
         let old_stream = r.superseded.iter().position(|(sid, _, _)| *sid == id);
+        if r.untracked && version.replaces_by_name() {
+            // kubelet-versions.md §2 (1.26-1.36): runClient finds no client
+            // under the name (a later Register failed and deregistered it), so
+            // PluginDisconnected is never called: devices keep their health,
+            // no grace period, the endpoint stays for Allocate.
+            let current = r.endpoint.as_mut().filter(|e| e.id == id);
+            let socket = match (old_stream, current) {
+                (Some(i), _) => r.superseded.remove(i).1,
+                (None, Some(ep)) => {
+                    ep.task = None;
+                    ep.socket.clone()
+                }
+                (None, None) => return,
+            };
+            let c = r.counts();
+            drop(st);
+            tracing::info!(resource, reason = %reason, "ListAndWatch ended unexpectedly for device plugin (untracked client)");
+            inner.emit(EventKind::StreamEndedUntracked {
+                resource: resource.to_string(),
+                socket: socket.display().to_string(),
+                reason,
+                capacity: c.capacity,
+                allocatable: c.allocatable,
+            });
+            return;
+        }
         if let Some(i) = old_stream {
             r.superseded.remove(i);
             if !version.replaces_by_name() {

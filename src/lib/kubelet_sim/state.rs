@@ -76,6 +76,13 @@ pub(crate) struct Resource {
     /// §2: the kubelet does not close the old connection): endpoint ID, its
     /// socket and the task.
     pub superseded: Vec<(u64, PathBuf, Option<tokio::task::AbortHandle>)>,
+    /// kubelet-versions.md §2 (1.26-1.36): a Register of this name failed its
+    /// dial-back or GetDevicePluginOptions while a client was live, and
+    /// `deregisterClient(name)` dropped the registration server's entry. The
+    /// running streams' ends then find no client: no disconnect, no grace
+    /// period, the devices keep their health. Cleared by the next successful
+    /// Register (the name has a client again).
+    pub untracked: bool,
 }
 
 impl Resource {

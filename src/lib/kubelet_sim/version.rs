@@ -282,6 +282,7 @@ impl KubeletVersion {
     pub fn differences() -> &'static [&'static str] {
         &[
             "same resource registered again: 1.26-1.36 replace by name (the old stream's end disconnects the new plugin, issue #121994); master keeps one client per (name, socket) and rejects a second Register on a live (name, socket) (text unverified)",
+            "a Register failing its dial-back or options while the name has a live plugin: 1.26-1.36 leave that plugin untracked (its stream end disconnects nothing); master drops only the failed client",
             "restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint; 1.33+ sockets only (1.33 inferred)",
             "empty Allocate response text: gogo dump up to 1.33, empty from 1.34",
             "sidecar devices reused by later containers: up to 1.28; kept out from 1.29",
