@@ -400,6 +400,22 @@ async fn negative_numa_fails_numa_ids_valid() {
     .await;
 }
 
+/// protocol.md §2.1 (every version): GetAllocatableResources lists a device
+/// once per node of its TopologyInfo, so an empty node list hides it.
+#[tokio::test]
+async fn empty_topology_fails_numa_ids_valid() {
+    let mut d = devices();
+    d[1] = device("GPU-1", "Healthy", Some(&[]));
+    expect_failures(
+        d,
+        Behaviour::conformant(),
+        &[],
+        &["numa-ids-valid"],
+        &[("numa-ids-valid", "a TopologyInfo with no NUMA nodes on: GPU-1; the kubelet leaves such devices out")],
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn oversize_list_fails_message_size_with_the_margin() {
     // 48,000 devices with 80-character IDs: about 4.6 MB, over the 4 MiB limit.

@@ -466,6 +466,43 @@ async fn podresources_are_encoded_as_the_kubelet_does() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §2.1 "How devices are encoded" and §4.1 item 25 (every
+/// version): a device's TopologyInfo with no nodes counts as no topology for
+/// allocation (`-1`), so `List` shows it without `topology`, but
+/// GetAllocatableResources emits one entry per node and so leaves it out;
+/// the snapshot carries the `topology-not-empty` warning.
+#[tokio::test]
+async fn an_empty_topology_is_listed_without_topology_but_missing_from_allocatable() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let mut rx = sim.subscribe();
+    let devices = vec![device("dev-0", "Healthy", Some(&[])), device("dev-1", "Healthy", None)];
+    let p = FakePlugin::new(devices, Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
+    let ev = next(&mut rx, "snapshot", |k| matches!(k, EventKind::Snapshot { .. })).await;
+    let EventKind::Snapshot { violations, .. } = ev else { unreachable!() };
+    let rules: Vec<&str> = violations.iter().map(|v| v.rule).collect();
+    assert_eq!(rules, ["topology-not-empty"]);
+    assert!(violations[0].evidence.contains("dev-0"), "{}", violations[0].evidence);
+    counts_are(&sim, GPU, 2, 2).await;
+    let o = sim.admit(PodSpec::shorthand("p", "ns", &[(GPU.into(), 2)])).await.unwrap();
+    assert!(o.admitted, "{:?}", o.message);
+    let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+    let mut v1c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
+    let list = v1c.list(v1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+    let mut listed: Vec<(String, bool)> = list.pod_resources[0].containers[0]
+        .devices
+        .iter()
+        .map(|d| (d.device_ids[0].clone(), d.topology.is_some()))
+        .collect();
+    listed.sort();
+    assert_eq!(listed, [("dev-0".into(), false), ("dev-1".into(), false)]);
+    let alloc = v1c.get_allocatable_resources(v1::AllocatableResourcesRequest {}).await.unwrap().into_inner();
+    let ids: Vec<&str> = alloc.devices.iter().map(|d| d.device_ids[0].as_str()).collect();
+    assert_eq!(ids, ["dev-1"], "the device with an empty TopologyInfo is not allocatable in PodResources");
+    sim.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn restart_keeps_allocations_and_reports_who_came_back() {
     let sb = Sandbox::new();

@@ -132,7 +132,7 @@ async fn snapshot_rules(p: &mut Probe<'_>, id: CheckId) -> Finding {
     let rules: &[&str] = match id {
         CheckId::DeviceIdsValid => &["device-id-non-empty", "device-id-unique"],
         CheckId::HealthValues => &["health-value"],
-        _ => &["numa-non-negative"],
+        _ => &["numa-non-negative", "topology-not-empty"],
     };
     // The size rule has its own check (with the margin), so no size is passed here.
     let broken: Vec<Violation> =

@@ -55,7 +55,7 @@ pub enum CheckId {
     DeviceIdsValid,
     /// Health is exactly `Healthy` or `Unhealthy`.
     HealthValues,
-    /// NUMA node IDs are not negative.
+    /// NUMA node IDs are not negative and no TopologyInfo is empty.
     NumaIdsValid,
     /// ListAndWatch messages fit the kubelet's receive limit.
     MessageSize,
@@ -137,8 +137,12 @@ impl Case for CheckId {
             },
             CheckId::NumaIdsValid => CaseInfo {
                 name: "numa-ids-valid",
-                reason: "the Topology Manager aligns devices by their NUMA node IDs; a negative ID names no real node",
-                rule: "TopologyInfo NUMA node IDs must not be negative: they are the node's NUMA node numbers",
+                reason: "the Topology Manager aligns devices by their NUMA node IDs; a negative ID names no real node, \
+                 and a TopologyInfo with no nodes hides the device from GetAllocatableResources",
+                rule: "TopologyInfo NUMA node IDs must not be negative: they are the node's NUMA node numbers; a device \
+                 without NUMA affinity sends no TopologyInfo at all, since the kubelet lists a device in PodResources \
+                 GetAllocatableResources once per node of its TopologyInfo, so one with an empty node list is left \
+                 out (protocol.md 2.1, every version 1.26 to master)",
             },
             CheckId::MessageSize => CaseInfo {
                 name: "message-size",
