@@ -636,3 +636,26 @@ async fn a_failed_second_register_leaves_the_first_untracked_up_to_1_36_not_on_m
         sim.stop().await.unwrap();
     }
 }
+
+/// kubelet-versions.md §5 "Restartable init containers": up to 1.28 the
+/// device manager adds every init container's devices to the reuse pool,
+/// sidecars included, so the regular container is handed the device the
+/// sidecar keeps (PR #120461 fixed it in 1.29); 1.29+ keeps it out.
+#[tokio::test]
+async fn sidecar_devices_are_reused_by_later_containers_up_to_1_28_only() {
+    for (version, shared) in [(v(28), true), (v(29), false)] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let p = FakePlugin::new(FakePlugin::healthy(4, false), Behaviour::default());
+        let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
+        counts_are(&sim, GPU, 4, 4).await;
+        let manifest = sim::sidecar_pod("{name: p}", GPU, ["fetch", "proxy", "main"], "{example.com/gpu: 1}");
+        let o = sim.admit(PodSpec::from_manifest(&manifest, "pod.yaml").unwrap()).await.unwrap();
+        assert!(o.admitted, "{version}: {:?}", o.message);
+        let (fetch, proxy, main) = (o.devices("fetch", GPU), o.devices("proxy", GPU), o.devices("main", GPU));
+        assert_eq!(fetch, proxy, "{version}: the sidecar reuses the init container's device");
+        assert_eq!(main == proxy, shared, "{version}: main {main:?}, sidecar {proxy:?}");
+        assert_eq!(p.calls().allocate, [fetch.clone(), proxy.clone(), main.clone()], "{version}");
+        sim.stop().await.unwrap();
+    }
+}
