@@ -659,3 +659,24 @@ async fn sidecar_devices_are_reused_by_later_containers_up_to_1_28_only() {
         sim.stop().await.unwrap();
     }
 }
+
+/// kubelet-versions.md §1 "Context used by the dial-back", 1.26-1.34: the
+/// kubelet dials back under a background context with its own 10 s, so a
+/// plugin that gives up on its Register call (here after 300 ms, before its
+/// socket is served) still ends up registered once the dial-back connects.
+#[tokio::test]
+async fn a_register_call_given_up_by_the_plugin_still_registers_up_to_1_34() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, v(34), |c| c.dial_timeout = Duration::from_secs(5)).await;
+    let mut rx = sim.subscribe();
+    let ks = sb.join("kubelet.sock");
+    let gave_up =
+        tokio::time::timeout(Duration::from_millis(300), register(&ks, "v1beta1", GPU, "late.sock", None)).await;
+    assert!(gave_up.is_err(), "the call was still waiting for the dial-back: {gave_up:?}");
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let _stop = p.serve(&sb.join("late.sock")).await;
+    let ev = next(&mut rx, "registration", |k| matches!(k, EventKind::Registered { .. })).await;
+    assert!(matches!(ev, EventKind::Registered { endpoint, .. } if endpoint == "late.sock"));
+    counts_are(&sim, GPU, 2, 2).await;
+    sim.stop().await.unwrap();
+}

@@ -24,6 +24,9 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
     would have deleted. kubelet_internal_checkpoint is never deleted.
   - empty Allocate response: ...allocation response &AllocateResponse{...}
     up to 1.33, nothing after the trailing space from 1.34.
+  - a plugin's Register deadline: 1.26-1.34 dial back under a background
+    context, so a plugin whose call timed out can still end up registered;
+    1.35+ (inferred) abort the dial-back and options when the call ends.
   - sidecar (restartable init container) devices: up to 1.28 they join the
     init containers' reuse pool, so a later container may get the same device
     (as with SidecarContainers off, a plain init container); 1.29+ keep them.
@@ -65,8 +68,7 @@ Where the sim deliberately differs from a real kubelet:
     all, as a restarting kubelet does.
   - Behaviour the versions table marks as version-specific but the sim does not
     play: 1.31.0's sockets-only cleanup (later 1.31.x are played), skipping
-    running containers after a restart (1.27+), Register's deadline bounding
-    the dial-back (1.35+, inferred), List of
+    running containers after a restart (1.27+), List of
     active pods only (1.34+; the sim keeps no terminated pods), the
     SidecarContainers gate (off by default in 1.28), the healthz check, ResourceHealthStatus
     (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when

@@ -136,7 +136,24 @@ impl Registration for RegistrationService {
             via: Via::KubeletSock,
             request_options: r.options,
         };
-        match register(&self.inner, input).await {
+        let result = if self.inner.config.kubelet_version.register_context_bounds_dial() {
+            // 1.35+ (inferred): the Register call's context bounds the
+            // dial-back and GetDevicePluginOptions, so a plugin that gives up
+            // on its call (deadline, cancel) aborts the registration, as
+            // dropping this future does.
+            register(&self.inner, input).await
+        } else {
+            // kubelet-versions.md §1, 1.26-1.34: the kubelet dials back and
+            // asks for the options under a background context, so a plugin
+            // whose Register deadline passes can still end up registered:
+            // the registration runs on even if this call is dropped.
+            let inner = Arc::clone(&self.inner);
+            match tokio::spawn(async move { register(&inner, input).await }).await {
+                Ok(r) => r,
+                Err(e) => Err(format!("registration task failed: {e}")),
+            }
+        };
+        match result {
             Ok(()) => Ok(Response::new(dp::Empty {})),
             // The kubelet returns plain Go errors: status Unknown, its text as the message.
             Err(message) => Err(Status::unknown(message)),
