@@ -680,3 +680,37 @@ async fn a_register_call_given_up_by_the_plugin_still_registers_up_to_1_34() {
     counts_are(&sim, GPU, 2, 2).await;
     sim.stop().await.unwrap();
 }
+
+/// protocol.md §1.2: `cdi_devices` (ContainerAllocateResponse field 5) was
+/// added in 1.28, so a 1.26 or 1.27 kubelet drops the CDI devices a plugin
+/// returns (unknown field); the admission says so and keeps the rest.
+#[tokio::test]
+async fn cdi_devices_are_dropped_before_1_28() {
+    for (version, kept) in [(v(26), false), (v(27), false), (v(28), true)] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let p = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::default());
+        let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
+        counts_are(&sim, GPU, 1, 1).await;
+        let o = sim.admit(PodSpec::shorthand("cdi", "default", &[(GPU.into(), 1)])).await.unwrap();
+        assert!(o.admitted, "{version}: {:?}", o.message);
+        let r = &o.containers[0].resources[0];
+        let a = r.allocation.as_ref().expect("an Allocate answer");
+        assert!(!a.devices.is_empty(), "{version}: device nodes are kept");
+        assert_eq!(!a.cdi_devices.is_empty(), kept, "{version}: {:?}", a.cdi_devices);
+        let warned: Vec<&str> =
+            r.warnings.iter().filter(|w| w.rule == "cdi-devices-unknown").map(|w| w.evidence.as_str()).collect();
+        if kept {
+            assert!(warned.is_empty(), "{version}: {warned:?}");
+        } else {
+            assert_eq!(warned.len(), 1, "{version}");
+            assert!(
+                warned[0].contains(&format!("kubelet {version} predates cdi_devices"))
+                    && warned[0].contains("example.com/gpu="),
+                "{}",
+                warned[0]
+            );
+        }
+        sim.stop().await.unwrap();
+    }
+}

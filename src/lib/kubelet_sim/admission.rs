@@ -416,7 +416,22 @@ async fn call_allocate(
             inner.config.kubelet_version.empty_allocate_text()
         )));
     };
-    let warnings = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
+    let mut warnings: Vec<Warning> = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
+    let mut first = first;
+    let version = inner.config.kubelet_version;
+    if !version.knows_cdi_devices() && !first.cdi_devices.is_empty() {
+        // protocol.md §1.2: cdi_devices (field 5) came in 1.28; an older
+        // kubelet's generated code skips it as an unknown field.
+        let names: Vec<String> = std::mem::take(&mut first.cdi_devices).into_iter().map(|d| d.name).collect();
+        warnings.push(Warning {
+            rule: "cdi-devices-unknown".into(),
+            evidence: format!(
+                "kubelet {version} predates cdi_devices (ContainerAllocateResponse field 5, added in 1.28) and \
+                 drops them, so the container gets none of: {}; return device nodes (DeviceSpec) or mounts too",
+                names.join(", ")
+            ),
+        });
+    }
     Ok((first, warnings))
 }
 

@@ -171,6 +171,13 @@ impl KubeletVersion {
         if self.at_least(34) { "" } else { "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}" }
     }
 
+    /// protocol.md §1.2: `ContainerAllocateResponse.cdi_devices` (field 5)
+    /// was added in 1.28; the generated code of 1.26 and 1.27 does not know
+    /// the field, so those kubelets drop the CDI devices a plugin returns.
+    pub fn knows_cdi_devices(self) -> bool {
+        self.at_least(28)
+    }
+
     /// §5: up to 1.28 a restartable init container's (sidecar's) devices go
     /// into the reuse pool like a plain init container's; 1.29+ keeps them
     /// out (PR #120461).
@@ -383,6 +390,8 @@ mod tests {
             "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}"
         );
         assert_eq!(v(34).empty_allocate_text(), "");
+        // protocol.md §1.2: cdi_devices from 1.28.
+        assert!(!v(27).knows_cdi_devices() && v(28).knows_cdi_devices());
         // §5 sidecars, running containers.
         assert!(v(28).reuses_sidecar_devices() && !v(29).reuses_sidecar_devices());
         assert!(!v(26).skips_running_containers_after_restart() && v(27).skips_running_containers_after_restart());
