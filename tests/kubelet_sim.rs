@@ -116,6 +116,46 @@ async fn capacity_and_allocatable_follow_health() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.4 (every version): each message is a full snapshot kept as
+/// sets of healthy and unhealthy IDs; a repeated ID counts once per set (so
+/// Healthy plus Unhealthy counts twice in capacity) and GetAllocatableResources
+/// lists it once, with its last entry's topology; an empty list keeps the
+/// resource at 0/0 and admission then fails "no healthy devices present".
+#[tokio::test]
+async fn repeated_ids_count_per_set_and_an_empty_list_keeps_the_resource_at_zero() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let devices = vec![
+        device("a", "Healthy", Some(&[0])),
+        device("a", "Healthy", Some(&[1])),
+        device("b", "Unhealthy", None),
+        device("b", "Healthy", None),
+    ];
+    let p = FakePlugin::new(devices, Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 3, 2).await;
+    let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+    let mut v1c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
+    let alloc = v1c.get_allocatable_resources(v1::AllocatableResourcesRequest {}).await.unwrap().into_inner();
+    let mut ids: Vec<(String, Option<i64>)> =
+        alloc.devices.iter().map(|d| (d.device_ids[0].clone(), d.topology.as_ref().map(|t| t.nodes[0].id))).collect();
+    ids.sort();
+    assert_eq!(ids, [("a".into(), Some(1)), ("b".into(), None)]);
+    p.set_devices(Vec::new());
+    counts_are(&sim, GPU, 0, 0).await;
+    assert!(sim.counts().contains_key(GPU), "the resource is kept");
+    let alloc = v1c.get_allocatable_resources(v1::AllocatableResourcesRequest {}).await.unwrap().into_inner();
+    assert!(alloc.devices.is_empty());
+    let o = sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert_eq!(
+        o.message.as_deref(),
+        Some(
+            "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/gpu, which is unexpected"
+        )
+    );
+    sim.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
     let sb = Sandbox::new();
