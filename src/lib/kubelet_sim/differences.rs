@@ -81,6 +81,11 @@ Where the sim deliberately differs from a real kubelet:
     (always on here). No observable difference, so not played: the checksum
     printer (same bytes), gogo vs protoc-gen-go types (same wire), the
     plugins_registry UUID vs timestamp (deregister, register either way).
+  - plugins_registry: the sim's GetInfo and NotifyRegistrationStatus calls
+    send :authority localhost; the kubelet's plugin watcher sets no authority
+    and sends the socket path (kubelet-versions.md §9), which h2-based servers
+    (tonic) reject, so a tonic plugin registering that way works here but not
+    under a real kubelet (its device-plugin dial-back sends localhost).
   - plugins_registry: a deleted socket deregisters at once (the kubelet's
     reconciler runs every 1 s); dot-named sockets inside dot-named directories
     found by the first walk are ignored too. A registration that fails

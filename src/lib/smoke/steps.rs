@@ -355,11 +355,22 @@ impl Runner {
                                  registered)"
                             ),
                         };
+                        // kubelet-versions.md §9 (every version): the plugin
+                        // watcher's own dial (GetInfo, NotifyRegistrationStatus)
+                        // has no WithAuthority, so the kubelet sends the socket
+                        // path as :authority; kubelet-sim sends localhost.
+                        let note = if via == Via::PluginsRegistry {
+                            "; note: the kubelet's plugin watcher calls GetInfo without an :authority override (it \
+                             sends the socket path, which h2-based servers such as tonic reset with PROTOCOL_ERROR); \
+                             kubelet-sim sends localhost, so this step cannot catch that"
+                        } else {
+                            ""
+                        };
                         let evidence = format!(
                             "{resource}: {how} accepted {} ms after launch; \
                              the kubelet's dial-back and GetDevicePluginOptions took {took_ms} ms and answered \
                              pre_start_required={pre_start_required}, \
-                             get_preferred_allocation_available={get_preferred_allocation_available}",
+                             get_preferred_allocation_available={get_preferred_allocation_available}{note}",
                             since.as_millis()
                         );
                         let wrong_way = self.cfg.registration.filter(|w| *w != via);
