@@ -430,3 +430,20 @@ async fn a_plugins_registry_registration_notes_the_watchers_authority() {
     let e = step(&v, "registration")["evidence"].as_str().unwrap();
     assert!(e.contains("Register(version v1beta1") && !e.contains(":authority"), "{e}");
 }
+
+/// protocol.md §5.2 (every version): a ListAndWatch message over 4 MiB ends
+/// the kubelet's stream with ResourceExhausted before any device is known
+/// (0/0), and the pod then meets the predicate handler's OutOf rejection.
+#[tokio::test]
+async fn an_oversize_list_fails_message_size_first_snapshot_and_admission() {
+    let (run, v) = smoke(&FAST, &mock(&["--oversize-list", "--devices", "2"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "message-size", &["over the kubelet's 4,194,304-byte limit"]);
+    assert_failed(
+        &v,
+        "first-snapshot",
+        &["code = ResourceExhausted desc = grpc: received message larger than max (", " vs. 4194304)"],
+    );
+    assert_failed(&v, "health-report", &["capacity 0, allocatable 0 as the kubelet counts them (0 device(s)); "]);
+    assert_failed(&v, "admission", &["OutOfexample.com/gpu: Node didn't have enough resource: example.com/gpu"]);
+}

@@ -664,12 +664,13 @@ impl Runner {
             *by_numa.entry(key).or_default() += 1;
         }
         let numa: Vec<String> = by_numa.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        let numa = if numa.is_empty() { String::new() } else { format!("; {}", numa.join(", ")) };
         let mut report = format!(
-            "capacity {}, allocatable {} as the kubelet counts them ({} device(s); {}); reported unhealthy: {}",
+            "capacity {}, allocatable {} as the kubelet counts them ({} device(s){}); reported unhealthy: {}",
             res.capacity,
             res.allocatable,
             res.devices.len(),
-            numa.join(", "),
+            numa,
             if unhealthy.is_empty() { "none".to_string() } else { ids(&unhealthy) }
         );
         if res.devices.is_empty() {
