@@ -24,6 +24,9 @@ fn kubelet_sock(sb: &Sandbox) -> std::path::PathBuf {
     sb.join("kubelet.sock")
 }
 
+/// protocol.md §3.2 (every version 1.26 to master, kubelet-versions.md §1):
+/// version first, then the name (IsExtendedResourceName), each a plain Go
+/// error, so status Unknown with the kubelet's exact text.
 #[tokio::test]
 async fn registration_is_validated_with_the_kubelets_texts() {
     let sb = Sandbox::new();
@@ -57,6 +60,9 @@ async fn registration_is_validated_with_the_kubelets_texts() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.3 step 1 and kubelet-versions.md §1 (1.26 to master): a
+/// blocking dial-back retried until its timeout, then "failed to dial device
+/// plugin: context deadline exceeded" as status Unknown.
 #[tokio::test]
 async fn register_fails_when_the_plugin_cannot_be_dialed() {
     let sb = Sandbox::new();
@@ -71,6 +77,9 @@ async fn register_fails_when_the_plugin_cannot_be_dialed() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.3 step 2 and §4.1 item 13 (1.26 to master): a failing
+/// GetDevicePluginOptions fails Register with "failed to get device plugin
+/// options: <grpc-go error>", exactly one RPC, no ListAndWatch, no resource.
 #[tokio::test]
 async fn options_failure_fails_register_and_skips_list_and_watch() {
     let sb = Sandbox::new();
@@ -88,6 +97,9 @@ async fn options_failure_fails_register_and_skips_list_and_watch() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.4 and §4.1 items 14, 16 (every version): each message is a
+/// full snapshot; only exactly "Healthy" is allocatable; missing devices are
+/// forgotten.
 #[tokio::test]
 async fn capacity_and_allocatable_follow_health() {
     let sb = Sandbox::new();
@@ -156,6 +168,9 @@ async fn repeated_ids_count_per_set_and_an_empty_list_keeps_the_resource_at_zero
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.4 "When the stream ends" and §4.1 item 18,
+/// kubelet-versions.md §3 (every version): devices unhealthy, capacity kept,
+/// no retry, capacity 0 after the grace period; a new Register recovers.
 #[tokio::test]
 async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
     let sb = Sandbox::new();
@@ -190,6 +205,8 @@ async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.4 and §4.1 item 17 (every version): a ListAndWatch that
+/// fails before any message shows 0/0, after exactly two RPCs.
 #[tokio::test]
 async fn list_and_watch_failing_at_once_shows_zero_and_no_retry() {
     let sb = Sandbox::new();
@@ -204,6 +221,8 @@ async fn list_and_watch_failing_at_once_shows_zero_and_no_retry() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §4.1 item 19 and §4.2 `Stop` (every version): the stream ends
+/// OK and the server stops: 0 allocatable, then 0/0 after the grace period.
 #[tokio::test]
 async fn plugin_stopping_marks_devices_unhealthy_until_the_grace_period_ends() {
     let sb = Sandbox::new();
@@ -258,6 +277,8 @@ async fn a_second_registration_replaces_the_first_and_the_old_stream_end_disconn
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §4.1 item 11, §3.6-3.7, kubelet-versions.md §5 and §8 (1.29+
+/// reuse rule; 1.30+ List with sidecars; played at the default 1.36).
 #[tokio::test]
 async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_another() {
     let sb = Sandbox::new();
@@ -301,6 +322,9 @@ async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_an
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.6 (every version): GetPreferredAllocation gets every free
+/// device plus the reused ones as must-include, the container's total size;
+/// a short answer is filled from the free devices.
 #[tokio::test]
 async fn preferred_allocation_gets_the_kubelets_inputs() {
     let sb = Sandbox::new();
@@ -343,6 +367,9 @@ async fn preferred_allocation_gets_the_kubelets_inputs() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.7 "Other admission errors" (every version): rejections
+/// carry UnexpectedAdmissionError and "Allocate failed due to <err>, which is
+/// unexpected" with the device manager's own texts.
 #[tokio::test]
 async fn admission_errors_read_as_the_kubelets() {
     let sb = Sandbox::new();
@@ -417,6 +444,8 @@ async fn deleting_a_pod_frees_its_devices() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.8 (every version): PreStartContainer with the container's
+/// devices when the options ask for it, never otherwise.
 #[tokio::test]
 async fn pre_start_container_is_called_when_required() {
     let sb = Sandbox::new();
@@ -441,6 +470,9 @@ async fn pre_start_container_is_called_when_required() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §2.1-2.2 and kubelet-versions.md §8 (default 1.36): one
+/// ContainerDevices per (device, NUMA node), sidecars first, Get's unknown-pod
+/// text as status Unknown, Allocatable healthy only, v1alpha1 regular only.
 #[tokio::test]
 async fn podresources_are_encoded_as_the_kubelet_does() {
     let sb = Sandbox::new();
