@@ -555,6 +555,35 @@ async fn registration_options_disagreeing_fail() {
     .await;
 }
 
+/// protocol.md §3.2 item 4 and §4.2 (every version played, 1.25 and later):
+/// the kubelet ignores RegisterRequest.options, and the upstream e2e test
+/// plugin registers without any; that is no disagreement.
+#[tokio::test]
+async fn a_register_request_without_options_agrees() {
+    let sb = Sandbox::new();
+    let (s, _stop) = serve(&sb, devices(), Behaviour::conformant()).await;
+    let request = dp::RegisterRequest {
+        version: "v1beta1".into(),
+        endpoint: "p.sock".into(),
+        resource_name: "example.com/gpu".into(),
+        options: None,
+    };
+    let target = CheckTarget {
+        registration: Some(Registration::from_request(&request, "the RegisterRequest")),
+        ..CheckTarget::new(&s)
+    };
+    let opts = CheckOptions { checks: vec![check::CheckId::RegistrationOptionsAgree], ..CheckOptions::default() };
+    let report = within("the suite", check::run_checks(&target, &opts)).await;
+    let r = &report.checks[0];
+    assert_eq!(r.outcome, Outcome::Pass, "{}", r.evidence);
+    assert!(
+        r.evidence.contains("carried no options, which the kubelet ignores anyway")
+            && r.evidence.contains("pre_start_required=true, get_preferred_allocation_available=true"),
+        "{}",
+        r.evidence
+    );
+}
+
 #[tokio::test]
 async fn table_shows_evidence_and_rule_of_a_failure() {
     let sb = Sandbox::new();

@@ -115,7 +115,9 @@ impl Case for CheckId {
                 reason: "the kubelet acts on GetDevicePluginOptions, not on the options in RegisterRequest; \
                  a mismatch means the plugin expects calls that never come, or gets calls it did not ask for",
                 rule: "kubelet >= 1.25 stores the options GetDevicePluginOptions returns when the plugin registers, not \
-                 RegisterRequest.options; both must say the same (kubernetes/kubernetes#109016)",
+                 RegisterRequest.options; when the request carries options, both must say the same; a request \
+                 without options is fine, since the kubelet ignores the field (kubernetes/kubernetes#109016, \
+                 protocol.md 3.2)",
             },
             CheckId::ListFirstMessagePrompt => CaseInfo {
                 name: "list-first-message-prompt",
