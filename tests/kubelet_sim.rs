@@ -575,6 +575,57 @@ async fn an_empty_topology_is_listed_without_topology_but_missing_from_allocatab
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.4 "Running pods keep their devices" and §4.1 item 15
+/// (every version): a device in use turns unhealthy: the pod keeps it (still
+/// in PodResources), the node shows 0/1, and still 0/1 once the pod is gone.
+#[tokio::test]
+async fn a_device_in_use_turning_unhealthy_stays_with_its_pod() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let p = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 1, 1).await;
+    let o = sim.admit(PodSpec::shorthand("user", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert!(o.admitted, "{:?}", o.message);
+    p.set_devices(vec![device("dev-0", "Unhealthy", None)]);
+    counts_are(&sim, GPU, 1, 0).await;
+    let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+    let mut v1c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
+    let list = v1c.list(v1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+    assert_eq!(list.pod_resources[0].containers[0].devices[0].device_ids, ["dev-0"]);
+    sim.delete("default", "user").await.unwrap();
+    counts_are(&sim, GPU, 1, 0).await;
+    sim.stop().await.unwrap();
+}
+
+/// protocol.md §2.1 "GetAllocatableResources" and §4.1 item 22 (every
+/// version): no devices without plugins; `cpu_ids` are the online CPUs minus
+/// the reserved ones under the static CPU manager policy, none under `none`.
+#[tokio::test]
+async fn allocatable_cpus_follow_the_cpu_manager_policy() {
+    for static_policy in [true, false] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, |c| {
+            c.topology.machine.numa_nodes = 2;
+            c.topology.machine.cpus_per_numa = 2;
+            if static_policy {
+                c.topology.cpu_policy = dpctl::topology::CpuPolicy::Static;
+                c.topology.reserved_cpus = [0].into();
+            }
+        })
+        .await;
+        let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+        let mut v1c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
+        let alloc = v1c.get_allocatable_resources(v1::AllocatableResourcesRequest {}).await.unwrap().into_inner();
+        assert!(alloc.devices.is_empty() && alloc.memory.is_empty());
+        let mut cpus = alloc.cpu_ids.clone();
+        cpus.sort_unstable();
+        let want: &[i64] = if static_policy { &[1, 2, 3] } else { &[] };
+        assert_eq!(cpus, want, "static: {static_policy}");
+        sim.stop().await.unwrap();
+    }
+}
+
 #[tokio::test]
 async fn restart_keeps_allocations_and_reports_who_came_back() {
     let sb = Sandbox::new();
