@@ -313,6 +313,8 @@ async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops
     let calls = p.calls().pre_start.clone();
     assert_eq!(calls.len(), before + 1);
     assert_eq!(calls.last().unwrap(), &o.devices("a", GPU));
+    // protocol.md §3.7: a container restart reuses the cached Allocate answer.
+    assert_eq!(p.calls().allocate.len(), 2, "one Allocate per container at admission, none at the restart");
     // From another process; a failure is exit 1 and names the plugin's error.
     p.set(|s| s.pre_start_error = Some(tonic::Status::unknown("device busy")));
     let dir = sb.path().to_str().unwrap();
