@@ -295,6 +295,7 @@ impl KubeletVersion {
             "sidecar devices reused by later containers: up to 1.28; kept out from 1.29",
             "running containers skipped by allocation after a kubelet restart: 1.27+",
             "v1 checkpoints read: up to 1.30",
+            "Allocate's cdi_devices (field 5) known: from 1.28; 1.26-1.27 drop them",
             "PodResources: rate limit and Get from 1.27; Get on by default from 1.34; sidecars listed from 1.30; active pods only from 1.34",
             "Register's deadline bounds the dial-back: 1.35+ (inferred, unverified)",
             "topology policy options: prefer-closest-numa-nodes from 1.28 (alpha, off, before); max-allowable-numa-nodes from 1.31",
