@@ -130,8 +130,9 @@ async fn capacity_and_allocatable_follow_health() {
 
 /// protocol.md §3.4 (every version): each message is a full snapshot kept as
 /// sets of healthy and unhealthy IDs; a repeated ID counts once per set (so
-/// Healthy plus Unhealthy counts twice in capacity) and GetAllocatableResources
-/// lists it once, with its last entry's topology; an empty list keeps the
+/// Healthy plus Unhealthy counts twice in capacity), GetAllocatableResources
+/// lists it once, and allocation and List use its last entry's topology (the
+/// kubelet's allDevices map); an empty list keeps the
 /// resource at 0/0 and admission then fails "no healthy devices present".
 #[tokio::test]
 async fn repeated_ids_count_per_set_and_an_empty_list_keeps_the_resource_at_zero() {
@@ -153,6 +154,14 @@ async fn repeated_ids_count_per_set_and_an_empty_list_keeps_the_resource_at_zero
         alloc.devices.iter().map(|d| (d.device_ids[0].clone(), d.topology.as_ref().map(|t| t.nodes[0].id))).collect();
     ids.sort();
     assert_eq!(ids, [("a".into(), Some(1)), ("b".into(), None)]);
+    // Allocation and List use the same (last) entry of "a".
+    let o = sim.admit(PodSpec::shorthand("a-user", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert_eq!(o.devices("c0", GPU), ["a"]);
+    let list = v1c.list(v1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+    let d = &list.pod_resources[0].containers[0].devices;
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].topology.as_ref().map(|t| t.nodes[0].id), Some(1));
+    sim.delete("default", "a-user").await.unwrap();
     p.set_devices(Vec::new());
     counts_are(&sim, GPU, 0, 0).await;
     assert!(sim.counts().contains_key(GPU), "the resource is kept");

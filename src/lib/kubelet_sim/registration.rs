@@ -427,9 +427,13 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
             None if old_stream => {}
             None => return,
         }
-        let changes = if r.devices.is_empty() { Vec::new() } else { model::diff(&r.devices, &snap.devices) };
         let violations = crate::contract::check_snapshot(&snap.devices, snap.encoded_len);
-        r.devices = snap.devices;
+        let mut devices = snap.devices;
+        if violations.iter().any(|v| v.rule == "device-id-unique") {
+            last_topology_wins(&mut devices);
+        }
+        let changes = if r.devices.is_empty() { Vec::new() } else { model::diff(&r.devices, &devices) };
+        r.devices = devices;
         r.disconnected = false;
         r.removed = false;
         r.reported = true;
@@ -463,6 +467,19 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
     inner.dirty();
     for e in events {
         inner.emit(e);
+    }
+}
+
+/// protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID, so of a
+/// repeated ID the last entry's topology is the one allocation, PodResources
+/// and the checkpoint use (health stays per entry: the sets count it).
+fn last_topology_wins(devices: &mut [model::Device]) {
+    let last: std::collections::HashMap<String, Option<Vec<i64>>> =
+        devices.iter().map(|d| (d.id.clone(), d.numa_nodes.clone())).collect();
+    for d in devices.iter_mut() {
+        if let Some(nodes) = last.get(&d.id) {
+            d.numa_nodes.clone_from(nodes);
+        }
     }
 }
 
