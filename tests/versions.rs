@@ -626,6 +626,7 @@ async fn a_failed_second_register_leaves_the_first_untracked_up_to_1_36_not_on_m
             assert_eq!((capacity, allocatable), (2, 2), "{version}");
             assert_eq!(socket, sb.join("a.sock").display().to_string());
             counts_are(&sim, GPU, 2, 2).await;
+            assert_eq!(sim.status().resource(GPU).unwrap().state, "untracked", "{version}");
             // The pod is admitted and Allocate reaches the first plugin.
             let o = sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap();
             assert!(o.admitted, "{version}: {:?}", o.message);

@@ -127,6 +127,8 @@ impl Resource {
             (None, false) if self.restored => "awaiting-registration",
             (None, false) => "stopped",
             (Some(e), false) if e.stopped => "stream-ended",
+            // kubelet-versions.md §2 (1.26-1.36): no client under the name.
+            (Some(_), false) if self.untracked => "untracked",
             (Some(e), false) if e.first_snapshot_at.is_none() => "registered",
             (Some(_), false) => "serving",
         }
@@ -412,7 +414,8 @@ impl SimStatus {
 pub struct ResourceStatus {
     /// Resource name.
     pub resource: String,
-    /// `registered` (no snapshot yet), `serving`, `stream-ended`, `awaiting-registration`, `stopped`, `removed`.
+    /// `registered` (no snapshot yet), `serving`, `stream-ended`, `untracked` (1.26-1.36: a later Register
+    /// of the name failed, kubelet-versions.md §2), `awaiting-registration`, `stopped`, `removed`.
     pub state: String,
     /// Shown in node status (after the first snapshot or a stream end).
     pub reported: bool,
