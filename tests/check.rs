@@ -400,6 +400,22 @@ async fn negative_numa_fails_numa_ids_valid() {
     .await;
 }
 
+/// protocol.md §2.1 (every version): GetAllocatableResources lists a device
+/// once per node of its TopologyInfo, so an empty node list hides it.
+#[tokio::test]
+async fn empty_topology_fails_numa_ids_valid() {
+    let mut d = devices();
+    d[1] = device("GPU-1", "Healthy", Some(&[]));
+    expect_failures(
+        d,
+        Behaviour::conformant(),
+        &[],
+        &["numa-ids-valid"],
+        &[("numa-ids-valid", "a TopologyInfo with no NUMA nodes on: GPU-1; the kubelet leaves such devices out")],
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn oversize_list_fails_message_size_with_the_margin() {
     // 48,000 devices with 80-character IDs: about 4.6 MB, over the 4 MiB limit.
@@ -537,6 +553,35 @@ async fn registration_options_disagreeing_fail() {
         )],
     )
     .await;
+}
+
+/// protocol.md §3.2 item 4 and §4.2 (every version played, 1.25 and later):
+/// the kubelet ignores RegisterRequest.options, and the upstream e2e test
+/// plugin registers without any; that is no disagreement.
+#[tokio::test]
+async fn a_register_request_without_options_agrees() {
+    let sb = Sandbox::new();
+    let (s, _stop) = serve(&sb, devices(), Behaviour::conformant()).await;
+    let request = dp::RegisterRequest {
+        version: "v1beta1".into(),
+        endpoint: "p.sock".into(),
+        resource_name: "example.com/gpu".into(),
+        options: None,
+    };
+    let target = CheckTarget {
+        registration: Some(Registration::from_request(&request, "the RegisterRequest")),
+        ..CheckTarget::new(&s)
+    };
+    let opts = CheckOptions { checks: vec![check::CheckId::RegistrationOptionsAgree], ..CheckOptions::default() };
+    let report = within("the suite", check::run_checks(&target, &opts)).await;
+    let r = &report.checks[0];
+    assert_eq!(r.outcome, Outcome::Pass, "{}", r.evidence);
+    assert!(
+        r.evidence.contains("carried no options, which the kubelet ignores anyway")
+            && r.evidence.contains("pre_start_required=true, get_preferred_allocation_available=true"),
+        "{}",
+        r.evidence
+    );
 }
 
 #[tokio::test]

@@ -24,6 +24,9 @@ fn kubelet_sock(sb: &Sandbox) -> std::path::PathBuf {
     sb.join("kubelet.sock")
 }
 
+/// protocol.md §3.2 (every version 1.26 to master, kubelet-versions.md §1):
+/// version first, then the name (IsExtendedResourceName), each a plain Go
+/// error, so status Unknown with the kubelet's exact text.
 #[tokio::test]
 async fn registration_is_validated_with_the_kubelets_texts() {
     let sb = Sandbox::new();
@@ -57,6 +60,9 @@ async fn registration_is_validated_with_the_kubelets_texts() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.3 step 1 and kubelet-versions.md §1 (1.26 to master): a
+/// blocking dial-back retried until its timeout, then "failed to dial device
+/// plugin: context deadline exceeded" as status Unknown.
 #[tokio::test]
 async fn register_fails_when_the_plugin_cannot_be_dialed() {
     let sb = Sandbox::new();
@@ -71,6 +77,9 @@ async fn register_fails_when_the_plugin_cannot_be_dialed() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.3 step 2 and §4.1 item 13 (1.26 to master): a failing
+/// GetDevicePluginOptions fails Register with "failed to get device plugin
+/// options: <grpc-go error>", exactly one RPC, no ListAndWatch, no resource.
 #[tokio::test]
 async fn options_failure_fails_register_and_skips_list_and_watch() {
     let sb = Sandbox::new();
@@ -88,6 +97,9 @@ async fn options_failure_fails_register_and_skips_list_and_watch() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.4 and §4.1 items 14, 16 (every version): each message is a
+/// full snapshot; only exactly "Healthy" is allocatable; missing devices are
+/// forgotten.
 #[tokio::test]
 async fn capacity_and_allocatable_follow_health() {
     let sb = Sandbox::new();
@@ -116,6 +128,58 @@ async fn capacity_and_allocatable_follow_health() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.4 (every version): each message is a full snapshot kept as
+/// sets of healthy and unhealthy IDs; a repeated ID counts once per set (so
+/// Healthy plus Unhealthy counts twice in capacity), GetAllocatableResources
+/// lists it once, and allocation and List use its last entry's topology (the
+/// kubelet's allDevices map); an empty list keeps the
+/// resource at 0/0 and admission then fails "no healthy devices present".
+#[tokio::test]
+async fn repeated_ids_count_per_set_and_an_empty_list_keeps_the_resource_at_zero() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let devices = vec![
+        device("a", "Healthy", Some(&[0])),
+        device("a", "Healthy", Some(&[1])),
+        device("b", "Unhealthy", None),
+        device("b", "Healthy", None),
+    ];
+    let p = FakePlugin::new(devices, Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 3, 2).await;
+    let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+    let mut v1c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
+    let alloc = v1c.get_allocatable_resources(v1::AllocatableResourcesRequest {}).await.unwrap().into_inner();
+    let mut ids: Vec<(String, Option<i64>)> =
+        alloc.devices.iter().map(|d| (d.device_ids[0].clone(), d.topology.as_ref().map(|t| t.nodes[0].id))).collect();
+    ids.sort();
+    assert_eq!(ids, [("a".into(), Some(1)), ("b".into(), None)]);
+    // Allocation and List use the same (last) entry of "a".
+    let o = sim.admit(PodSpec::shorthand("a-user", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert_eq!(o.devices("c0", GPU), ["a"]);
+    let list = v1c.list(v1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+    let d = &list.pod_resources[0].containers[0].devices;
+    assert_eq!(d.len(), 1);
+    assert_eq!(d[0].topology.as_ref().map(|t| t.nodes[0].id), Some(1));
+    sim.delete("default", "a-user").await.unwrap();
+    p.set_devices(Vec::new());
+    counts_are(&sim, GPU, 0, 0).await;
+    assert!(sim.counts().contains_key(GPU), "the resource is kept");
+    let alloc = v1c.get_allocatable_resources(v1::AllocatableResourcesRequest {}).await.unwrap().into_inner();
+    assert!(alloc.devices.is_empty());
+    let o = sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert_eq!(
+        o.message.as_deref(),
+        Some(
+            "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/gpu, which is unexpected"
+        )
+    );
+    sim.stop().await.unwrap();
+}
+
+/// protocol.md §3.4 "When the stream ends" and §4.1 item 18,
+/// kubelet-versions.md §3 (every version): devices unhealthy, capacity kept,
+/// no retry, capacity 0 after the grace period; a new Register recovers.
 #[tokio::test]
 async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
     let sb = Sandbox::new();
@@ -150,6 +214,8 @@ async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.4 and §4.1 item 17 (every version): a ListAndWatch that
+/// fails before any message shows 0/0, after exactly two RPCs.
 #[tokio::test]
 async fn list_and_watch_failing_at_once_shows_zero_and_no_retry() {
     let sb = Sandbox::new();
@@ -164,6 +230,8 @@ async fn list_and_watch_failing_at_once_shows_zero_and_no_retry() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §4.1 item 19 and §4.2 `Stop` (every version): the stream ends
+/// OK and the server stops: 0 allocatable, then 0/0 after the grace period.
 #[tokio::test]
 async fn plugin_stopping_marks_devices_unhealthy_until_the_grace_period_ends() {
     let sb = Sandbox::new();
@@ -218,6 +286,8 @@ async fn a_second_registration_replaces_the_first_and_the_old_stream_end_disconn
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §4.1 item 11, §3.6-3.7, kubelet-versions.md §5 and §8 (1.29+
+/// reuse rule; 1.30+ List with sidecars; played at the default 1.36).
 #[tokio::test]
 async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_another() {
     let sb = Sandbox::new();
@@ -261,6 +331,9 @@ async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_an
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.6 (every version): GetPreferredAllocation gets every free
+/// device plus the reused ones as must-include, the container's total size;
+/// a short answer is filled from the free devices.
 #[tokio::test]
 async fn preferred_allocation_gets_the_kubelets_inputs() {
     let sb = Sandbox::new();
@@ -303,6 +376,9 @@ async fn preferred_allocation_gets_the_kubelets_inputs() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.7 "Other admission errors" (every version): rejections
+/// carry UnexpectedAdmissionError and "Allocate failed due to <err>, which is
+/// unexpected" with the device manager's own texts.
 #[tokio::test]
 async fn admission_errors_read_as_the_kubelets() {
     let sb = Sandbox::new();
@@ -377,6 +453,8 @@ async fn deleting_a_pod_frees_its_devices() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §3.8 (every version): PreStartContainer with the container's
+/// devices when the options ask for it, never otherwise.
 #[tokio::test]
 async fn pre_start_container_is_called_when_required() {
     let sb = Sandbox::new();
@@ -401,6 +479,9 @@ async fn pre_start_container_is_called_when_required() {
     sim.stop().await.unwrap();
 }
 
+/// protocol.md §2.1-2.2 and kubelet-versions.md §8 (default 1.36): one
+/// ContainerDevices per (device, NUMA node), sidecars first, Get's unknown-pod
+/// text as status Unknown, Allocatable healthy only, v1alpha1 regular only.
 #[tokio::test]
 async fn podresources_are_encoded_as_the_kubelet_does() {
     let sb = Sandbox::new();
@@ -464,6 +545,94 @@ async fn podresources_are_encoded_as_the_kubelet_does() {
     assert_eq!(names, ["app", "idle"], "v1alpha1 lists regular containers only");
     assert_eq!(alpha.pod_resources[0].containers[0].devices.len(), 4);
     sim.stop().await.unwrap();
+}
+
+/// protocol.md §2.1 "How devices are encoded" and §4.1 item 25 (every
+/// version): a device's TopologyInfo with no nodes counts as no topology for
+/// allocation (`-1`), so `List` shows it without `topology`, but
+/// GetAllocatableResources emits one entry per node and so leaves it out;
+/// the snapshot carries the `topology-not-empty` warning.
+#[tokio::test]
+async fn an_empty_topology_is_listed_without_topology_but_missing_from_allocatable() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let mut rx = sim.subscribe();
+    let devices = vec![device("dev-0", "Healthy", Some(&[])), device("dev-1", "Healthy", None)];
+    let p = FakePlugin::new(devices, Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
+    let ev = next(&mut rx, "snapshot", |k| matches!(k, EventKind::Snapshot { .. })).await;
+    let EventKind::Snapshot { violations, .. } = ev else { unreachable!() };
+    let rules: Vec<&str> = violations.iter().map(|v| v.rule).collect();
+    assert_eq!(rules, ["topology-not-empty"]);
+    assert!(violations[0].evidence.contains("dev-0"), "{}", violations[0].evidence);
+    counts_are(&sim, GPU, 2, 2).await;
+    let o = sim.admit(PodSpec::shorthand("p", "ns", &[(GPU.into(), 2)])).await.unwrap();
+    assert!(o.admitted, "{:?}", o.message);
+    let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+    let mut v1c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
+    let list = v1c.list(v1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+    let mut listed: Vec<(String, bool)> = list.pod_resources[0].containers[0]
+        .devices
+        .iter()
+        .map(|d| (d.device_ids[0].clone(), d.topology.is_some()))
+        .collect();
+    listed.sort();
+    assert_eq!(listed, [("dev-0".into(), false), ("dev-1".into(), false)]);
+    let alloc = v1c.get_allocatable_resources(v1::AllocatableResourcesRequest {}).await.unwrap().into_inner();
+    let ids: Vec<&str> = alloc.devices.iter().map(|d| d.device_ids[0].as_str()).collect();
+    assert_eq!(ids, ["dev-1"], "the device with an empty TopologyInfo is not allocatable in PodResources");
+    sim.stop().await.unwrap();
+}
+
+/// protocol.md §3.4 "Running pods keep their devices" and §4.1 item 15
+/// (every version): a device in use turns unhealthy: the pod keeps it (still
+/// in PodResources), the node shows 0/1, and still 0/1 once the pod is gone.
+#[tokio::test]
+async fn a_device_in_use_turning_unhealthy_stays_with_its_pod() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |_| {}).await;
+    let p = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::default());
+    let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
+    counts_are(&sim, GPU, 1, 1).await;
+    let o = sim.admit(PodSpec::shorthand("user", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert!(o.admitted, "{:?}", o.message);
+    p.set_devices(vec![device("dev-0", "Unhealthy", None)]);
+    counts_are(&sim, GPU, 1, 0).await;
+    let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+    let mut v1c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
+    let list = v1c.list(v1::ListPodResourcesRequest {}).await.unwrap().into_inner();
+    assert_eq!(list.pod_resources[0].containers[0].devices[0].device_ids, ["dev-0"]);
+    sim.delete("default", "user").await.unwrap();
+    counts_are(&sim, GPU, 1, 0).await;
+    sim.stop().await.unwrap();
+}
+
+/// protocol.md §2.1 "GetAllocatableResources" and §4.1 item 22 (every
+/// version): no devices without plugins; `cpu_ids` are the online CPUs minus
+/// the reserved ones under the static CPU manager policy, none under `none`.
+#[tokio::test]
+async fn allocatable_cpus_follow_the_cpu_manager_policy() {
+    for static_policy in [true, false] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, |c| {
+            c.topology.machine.numa_nodes = 2;
+            c.topology.machine.cpus_per_numa = 2;
+            if static_policy {
+                c.topology.cpu_policy = dpctl::topology::CpuPolicy::Static;
+                c.topology.reserved_cpus = [0].into();
+            }
+        })
+        .await;
+        let channel = dpctl::transport::connect(&sb.join("pod-resources.sock"), Duration::from_secs(5)).await.unwrap();
+        let mut v1c = v1::pod_resources_lister_client::PodResourcesListerClient::new(channel);
+        let alloc = v1c.get_allocatable_resources(v1::AllocatableResourcesRequest {}).await.unwrap().into_inner();
+        assert!(alloc.devices.is_empty() && alloc.memory.is_empty());
+        let mut cpus = alloc.cpu_ids.clone();
+        cpus.sort_unstable();
+        let want: &[i64] = if static_policy { &[1, 2, 3] } else { &[] };
+        assert_eq!(cpus, want, "static: {static_policy}");
+        sim.stop().await.unwrap();
+    }
 }
 
 #[tokio::test]

@@ -411,3 +411,39 @@ async fn a_plugin_that_leaves_a_daemon_behind_fails_and_the_daemon_is_killed() {
     let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
     assert!(stat.is_empty(), "the daemon {pid} still runs: {stat}");
 }
+
+/// kubelet-versions.md §9 (every version): the kubelet's plugin watcher dials
+/// without an :authority override, which kubelet-sim does not reproduce, so a
+/// registration through plugins_registry says what this run cannot catch.
+#[tokio::test]
+async fn a_plugins_registry_registration_notes_the_watchers_authority() {
+    let cmd = mock(&["--no-register", "--registry-dir", "{registry_dir}"]);
+    let mut flags = vec!["--registration", "plugins-registry", "--skip", "kubelet-restart"];
+    flags.extend_from_slice(&FAST);
+    let (run, v) = smoke(&flags, &cmd).await;
+    run.expect_code(0);
+    let e = step(&v, "registration")["evidence"].as_str().unwrap();
+    assert!(e.contains("through plugins_registry"), "{e}");
+    assert!(e.contains("without an :authority override") && e.contains("kubelet-sim sends localhost"), "{e}");
+    // A kubelet.sock registration carries no such note.
+    let (_, v) = smoke(&FAST, &mock(&[])).await;
+    let e = step(&v, "registration")["evidence"].as_str().unwrap();
+    assert!(e.contains("Register(version v1beta1") && !e.contains(":authority"), "{e}");
+}
+
+/// protocol.md §5.2 (every version): a ListAndWatch message over 4 MiB ends
+/// the kubelet's stream with ResourceExhausted before any device is known
+/// (0/0), and the pod then meets the predicate handler's OutOf rejection.
+#[tokio::test]
+async fn an_oversize_list_fails_message_size_first_snapshot_and_admission() {
+    let (run, v) = smoke(&FAST, &mock(&["--oversize-list", "--devices", "2"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "message-size", &["over the kubelet's 4,194,304-byte limit"]);
+    assert_failed(
+        &v,
+        "first-snapshot",
+        &["code = ResourceExhausted desc = grpc: received message larger than max (", " vs. 4194304)"],
+    );
+    assert_failed(&v, "health-report", &["capacity 0, allocatable 0 as the kubelet counts them (0 device(s)); "]);
+    assert_failed(&v, "admission", &["OutOfexample.com/gpu: Node didn't have enough resource: example.com/gpu"]);
+}

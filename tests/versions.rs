@@ -313,6 +313,8 @@ async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops
     let calls = p.calls().pre_start.clone();
     assert_eq!(calls.len(), before + 1);
     assert_eq!(calls.last().unwrap(), &o.devices("a", GPU));
+    // protocol.md §3.7: a container restart reuses the cached Allocate answer.
+    assert_eq!(p.calls().allocate.len(), 2, "one Allocate per container at admission, none at the restart");
     // From another process; a failure is exit 1 and names the plugin's error.
     p.set(|s| s.pre_start_error = Some(tonic::Status::unknown("device busy")));
     let dir = sb.path().to_str().unwrap();
@@ -577,6 +579,141 @@ async fn podresources_lists_sidecars_from_1_30() {
         let alpha = a.list(v1alpha1::ListPodResourcesRequest {}).await.unwrap().into_inner();
         let names: Vec<&str> = alpha.pod_resources[0].containers.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["app"], "1.{minor} v1alpha1");
+        sim.stop().await.unwrap();
+    }
+}
+
+/// kubelet-versions.md §2 "If the new registration fails" (1.26-1.36): the
+/// kubelet stores the new client under the name before dialing it, so a
+/// Register that then fails (here GetDevicePluginOptions) leaves the name with
+/// no client; when the earlier plugin's stream ends, runClient finds nothing
+/// and never calls PluginDisconnected: the devices stay healthy, no grace
+/// period runs, and Allocate still goes to the earlier endpoint. master (PR
+/// #135437) keys clients by (name, socket), so there the end disconnects.
+#[tokio::test]
+async fn a_failed_second_register_leaves_the_first_untracked_up_to_1_36_not_on_master() {
+    for version in [v(36), v(26), KubeletVersion::Master] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let mut rx = sim.subscribe();
+        let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+        let (_pa, _sa) = a.start(sb.path(), "a.sock", GPU).await;
+        counts_are(&sim, GPU, 2, 2).await;
+        let b = FakePlugin::new(
+            FakePlugin::healthy(3, false),
+            Behaviour { options_error: Some(tonic::Status::internal("not ready")), ..Default::default() },
+        );
+        let _sb = b.serve(&sb.join("b.sock")).await;
+        let st =
+            within("register b", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "b.sock", None)).await.unwrap_err();
+        assert_eq!(
+            st.message(),
+            "failed to get device plugin options: rpc error: code = Internal desc = not ready",
+            "{version}"
+        );
+        a.end_streams();
+        if version == KubeletVersion::Master {
+            next(&mut rx, "stream end", |k| matches!(k, EventKind::StreamEnded { .. })).await;
+            counts_are(&sim, GPU, 2, 0).await;
+        } else {
+            let ev = next(&mut rx, "untracked stream end", |k| {
+                matches!(k, EventKind::StreamEnded { .. } | EventKind::StreamEndedUntracked { .. })
+            })
+            .await;
+            let EventKind::StreamEndedUntracked { socket, capacity, allocatable, .. } = ev else {
+                panic!("{version}: {ev:?}")
+            };
+            assert_eq!((capacity, allocatable), (2, 2), "{version}");
+            assert_eq!(socket, sb.join("a.sock").display().to_string());
+            counts_are(&sim, GPU, 2, 2).await;
+            assert_eq!(sim.status().resource(GPU).unwrap().state, "untracked", "{version}");
+            // The pod is admitted and Allocate reaches the first plugin.
+            let o = sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap();
+            assert!(o.admitted, "{version}: {:?}", o.message);
+            assert_eq!(a.calls().allocate.len(), 1, "{version}");
+            // A later successful Register gives the name a client again.
+            let c = FakePlugin::new(FakePlugin::healthy(4, false), Behaviour::default());
+            let (_pc, _sc) = c.start(sb.path(), "c.sock", GPU).await;
+            counts_are(&sim, GPU, 4, 4).await;
+        }
+        sim.stop().await.unwrap();
+    }
+}
+
+/// kubelet-versions.md §5 "Restartable init containers": up to 1.28 the
+/// device manager adds every init container's devices to the reuse pool,
+/// sidecars included, so the regular container is handed the device the
+/// sidecar keeps (PR #120461 fixed it in 1.29); 1.29+ keeps it out.
+#[tokio::test]
+async fn sidecar_devices_are_reused_by_later_containers_up_to_1_28_only() {
+    for (version, shared) in [(v(28), true), (v(29), false)] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let p = FakePlugin::new(FakePlugin::healthy(4, false), Behaviour::default());
+        let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
+        counts_are(&sim, GPU, 4, 4).await;
+        let manifest = sim::sidecar_pod("{name: p}", GPU, ["fetch", "proxy", "main"], "{example.com/gpu: 1}");
+        let o = sim.admit(PodSpec::from_manifest(&manifest, "pod.yaml").unwrap()).await.unwrap();
+        assert!(o.admitted, "{version}: {:?}", o.message);
+        let (fetch, proxy, main) = (o.devices("fetch", GPU), o.devices("proxy", GPU), o.devices("main", GPU));
+        assert_eq!(fetch, proxy, "{version}: the sidecar reuses the init container's device");
+        assert_eq!(main == proxy, shared, "{version}: main {main:?}, sidecar {proxy:?}");
+        assert_eq!(p.calls().allocate, [fetch.clone(), proxy.clone(), main.clone()], "{version}");
+        sim.stop().await.unwrap();
+    }
+}
+
+/// kubelet-versions.md §1 "Context used by the dial-back", 1.26-1.34: the
+/// kubelet dials back under a background context with its own 10 s, so a
+/// plugin that gives up on its Register call (here after 300 ms, before its
+/// socket is served) still ends up registered once the dial-back connects.
+#[tokio::test]
+async fn a_register_call_given_up_by_the_plugin_still_registers_up_to_1_34() {
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, v(34), |c| c.dial_timeout = Duration::from_secs(5)).await;
+    let mut rx = sim.subscribe();
+    let ks = sb.join("kubelet.sock");
+    let gave_up =
+        tokio::time::timeout(Duration::from_millis(300), register(&ks, "v1beta1", GPU, "late.sock", None)).await;
+    assert!(gave_up.is_err(), "the call was still waiting for the dial-back: {gave_up:?}");
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let _stop = p.serve(&sb.join("late.sock")).await;
+    let ev = next(&mut rx, "registration", |k| matches!(k, EventKind::Registered { .. })).await;
+    assert!(matches!(ev, EventKind::Registered { endpoint, .. } if endpoint == "late.sock"));
+    counts_are(&sim, GPU, 2, 2).await;
+    sim.stop().await.unwrap();
+}
+
+/// protocol.md §1.2: `cdi_devices` (ContainerAllocateResponse field 5) was
+/// added in 1.28, so a 1.26 or 1.27 kubelet drops the CDI devices a plugin
+/// returns (unknown field); the admission says so and keeps the rest.
+#[tokio::test]
+async fn cdi_devices_are_dropped_before_1_28() {
+    for (version, kept) in [(v(26), false), (v(27), false), (v(28), true)] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let p = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::default());
+        let (_path, _stop) = p.start(sb.path(), "gpu.sock", GPU).await;
+        counts_are(&sim, GPU, 1, 1).await;
+        let o = sim.admit(PodSpec::shorthand("cdi", "default", &[(GPU.into(), 1)])).await.unwrap();
+        assert!(o.admitted, "{version}: {:?}", o.message);
+        let r = &o.containers[0].resources[0];
+        let a = r.allocation.as_ref().expect("an Allocate answer");
+        assert!(!a.devices.is_empty(), "{version}: device nodes are kept");
+        assert_eq!(!a.cdi_devices.is_empty(), kept, "{version}: {:?}", a.cdi_devices);
+        let warned: Vec<&str> =
+            r.warnings.iter().filter(|w| w.rule == "cdi-devices-unknown").map(|w| w.evidence.as_str()).collect();
+        if kept {
+            assert!(warned.is_empty(), "{version}: {warned:?}");
+        } else {
+            assert_eq!(warned.len(), 1, "{version}");
+            assert!(
+                warned[0].contains(&format!("kubelet {version} predates cdi_devices"))
+                    && warned[0].contains("example.com/gpu="),
+                "{}",
+                warned[0]
+            );
+        }
         sim.stop().await.unwrap();
     }
 }

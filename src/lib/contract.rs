@@ -75,8 +75,8 @@ pub fn preferred_answer(resp: &dp::PreferredAllocationResponse) -> Vec<String> {
 }
 
 /// Checks one ListAndWatch message: IDs non-empty and unique, health exactly
-/// `Healthy` or `Unhealthy`, NUMA IDs not negative, encoded size within the
-/// kubelet's receive limit.
+/// `Healthy` or `Unhealthy`, NUMA IDs not negative, no TopologyInfo without
+/// nodes, encoded size within the kubelet's receive limit.
 pub fn check_snapshot(devices: &[Device], encoded_len: usize) -> Vec<Violation> {
     let mut out = Vec::new();
     let empty = devices.iter().filter(|d| d.id.is_empty()).count();
@@ -108,6 +108,23 @@ pub fn check_snapshot(devices: &[Device], encoded_len: usize) -> Vec<Violation> 
         .collect();
     if !negative.is_empty() {
         out.push(v("numa-non-negative", format!("negative NUMA node IDs on: {}", preview(&negative))));
+    }
+    // protocol.md §2.1 "How devices are encoded" (every version): the kubelet
+    // lists a device in GetAllocatableResources once per NUMA node of its
+    // TopologyInfo, and with no TopologyInfo once without topology; a
+    // TopologyInfo with no nodes gives no entry at all.
+    let empty_topology: Vec<String> =
+        devices.iter().filter(|d| d.numa_nodes.as_ref().is_some_and(Vec::is_empty)).map(|d| d.id.clone()).collect();
+    if !empty_topology.is_empty() {
+        out.push(v(
+            "topology-not-empty",
+            format!(
+                "a TopologyInfo with no NUMA nodes on: {}; the kubelet leaves such devices out of PodResources \
+                 GetAllocatableResources (one entry per NUMA node, none here): send no topology at all for a \
+                 device without NUMA affinity",
+                preview(&empty_topology)
+            ),
+        ));
     }
     if encoded_len > KUBELET_MAX_RECV {
         out.push(v(
@@ -233,11 +250,23 @@ pub(crate) mod tests {
     fn snapshot_rules() {
         let d = |id: &str, h: &str, n: Option<Vec<i64>>| Device { id: id.into(), health: h.into(), numa_nodes: n };
         assert!(check_snapshot(&[d("a", "Healthy", Some(vec![0]))], 10).is_empty());
-        let bad = [d("", "Healthy", None), d("a", "ok", None), d("a", "Healthy", Some(vec![-1]))];
+        let bad = [
+            d("", "Healthy", None),
+            d("a", "ok", None),
+            d("a", "Healthy", Some(vec![-1])),
+            d("b", "Healthy", Some(vec![])),
+        ];
         let rules: Vec<_> = check_snapshot(&bad, KUBELET_MAX_RECV + 1).into_iter().map(|v| v.rule).collect();
         assert_eq!(
             rules,
-            ["device-id-non-empty", "device-id-unique", "health-value", "numa-non-negative", "message-size"]
+            [
+                "device-id-non-empty",
+                "device-id-unique",
+                "health-value",
+                "numa-non-negative",
+                "topology-not-empty",
+                "message-size"
+            ]
         );
     }
 }

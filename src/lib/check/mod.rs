@@ -55,7 +55,7 @@ pub enum CheckId {
     DeviceIdsValid,
     /// Health is exactly `Healthy` or `Unhealthy`.
     HealthValues,
-    /// NUMA node IDs are not negative.
+    /// NUMA node IDs are not negative and no TopologyInfo is empty.
     NumaIdsValid,
     /// ListAndWatch messages fit the kubelet's receive limit.
     MessageSize,
@@ -115,7 +115,9 @@ impl Case for CheckId {
                 reason: "the kubelet acts on GetDevicePluginOptions, not on the options in RegisterRequest; \
                  a mismatch means the plugin expects calls that never come, or gets calls it did not ask for",
                 rule: "kubelet >= 1.25 stores the options GetDevicePluginOptions returns when the plugin registers, not \
-                 RegisterRequest.options; both must say the same (kubernetes/kubernetes#109016)",
+                 RegisterRequest.options; when the request carries options, both must say the same; a request \
+                 without options is fine, since the kubelet ignores the field (kubernetes/kubernetes#109016, \
+                 protocol.md 3.2)",
             },
             CheckId::ListFirstMessagePrompt => CaseInfo {
                 name: "list-first-message-prompt",
@@ -137,8 +139,12 @@ impl Case for CheckId {
             },
             CheckId::NumaIdsValid => CaseInfo {
                 name: "numa-ids-valid",
-                reason: "the Topology Manager aligns devices by their NUMA node IDs; a negative ID names no real node",
-                rule: "TopologyInfo NUMA node IDs must not be negative: they are the node's NUMA node numbers",
+                reason: "the Topology Manager aligns devices by their NUMA node IDs; a negative ID names no real node, \
+                 and a TopologyInfo with no nodes hides the device from GetAllocatableResources",
+                rule: "TopologyInfo NUMA node IDs must not be negative: they are the node's NUMA node numbers; a device \
+                 without NUMA affinity sends no TopologyInfo at all, since the kubelet lists a device in PodResources \
+                 GetAllocatableResources once per node of its TopologyInfo, so one with an empty node list is left \
+                 out (protocol.md 2.1, every version 1.26 to master)",
             },
             CheckId::MessageSize => CaseInfo {
                 name: "message-size",

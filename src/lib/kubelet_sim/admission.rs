@@ -111,6 +111,9 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
     // Devices of plain init containers that later containers may reuse.
     let mut reuse: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let containers = pod.spec.containers.clone();
+    // kubelet-versions.md §5: up to 1.28 a sidecar's devices join the reuse
+    // pool like a plain init container's; 1.29+ keeps them out (PR #120461).
+    let sidecars_reused = inner.config.kubelet_version.reuses_sidecar_devices();
     let (mut tm, rejected) = super::topology::PodTopology::begin(inner, &pod.spec, false);
     if let Some((reason, message)) = rejected {
         outcome.topology = Some(Box::new(tm.report));
@@ -149,7 +152,7 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
         if let Some(mine) = pod.allocs.get(&c.name) {
             for (resource, a) in mine {
                 let set = reuse.entry(resource.clone()).or_default();
-                if c.kind == ContainerKind::Init {
+                if c.kind == ContainerKind::Init || (c.kind == ContainerKind::Sidecar && sidecars_reused) {
                     set.extend(a.ids.iter().cloned());
                 } else {
                     for id in &a.ids {
@@ -413,7 +416,22 @@ async fn call_allocate(
             inner.config.kubelet_version.empty_allocate_text()
         )));
     };
-    let warnings = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
+    let mut warnings: Vec<Warning> = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
+    let mut first = first;
+    let version = inner.config.kubelet_version;
+    if !version.knows_cdi_devices() && !first.cdi_devices.is_empty() {
+        // protocol.md §1.2: cdi_devices (field 5) came in 1.28; an older
+        // kubelet's generated code skips it as an unknown field.
+        let names: Vec<String> = std::mem::take(&mut first.cdi_devices).into_iter().map(|d| d.name).collect();
+        warnings.push(Warning {
+            rule: "cdi-devices-unknown".into(),
+            evidence: format!(
+                "kubelet {version} predates cdi_devices (ContainerAllocateResponse field 5, added in 1.28) and \
+                 drops them, so the container gets none of: {}; return device nodes (DeviceSpec) or mounts too",
+                names.join(", ")
+            ),
+        });
+    }
     Ok((first, warnings))
 }
 

@@ -13,6 +13,10 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
     when it ends the kubelet disconnects the NEW plugin (issue #121994).
     master keeps one client per (name, socket) and rejects a second Register
     on a live (name, socket); that rejection text is dpctl's (unverified).
+    A Register that fails its dial-back or GetDevicePluginOptions while the
+    name has a live plugin: 1.26-1.36 drop the name's only client, so that
+    plugin's stream end disconnects nothing (devices stay healthy, no grace
+    period, Allocate still goes to it); master drops only the failed client.
   - restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint;
     1.33+ (1.33 inferred) sockets only, following symlinks. Files that are not
     sockets are deleted only in a directory the sim created (smoke, demo) or
@@ -20,6 +24,14 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
     would have deleted. kubelet_internal_checkpoint is never deleted.
   - empty Allocate response: ...allocation response &AllocateResponse{...}
     up to 1.33, nothing after the trailing space from 1.34.
+  - a plugin's Register deadline: 1.26-1.34 dial back under a background
+    context, so a plugin whose call timed out can still end up registered;
+    1.35+ (inferred) abort the dial-back and options when the call ends.
+  - Allocate's cdi_devices (added in 1.28): 1.26-1.27 drop them (the report
+    warns cdi-devices-unknown; the cached answer and checkpoint lack them).
+  - sidecar (restartable init container) devices: up to 1.28 they join the
+    init containers' reuse pool, so a later container may get the same device
+    (as with SidecarContainers off, a plain init container); 1.29+ keep them.
   - PodResources: 1.26 has no rate limit and no Get (Unimplemented); Get is
     off by default 1.27-1.33 (\"PodResources API Get method disabled\");
     v1 List/Get show sidecars (first) from 1.30, regular containers only
@@ -57,9 +69,8 @@ Where the sim deliberately differs from a real kubelet:
     kubelet deletes them too); --force deletes them. `restart` deletes them
     all, as a restarting kubelet does.
   - Behaviour the versions table marks as version-specific but the sim does not
-    play: 1.31.0's sockets-only cleanup (later 1.31.x are played), the sidecar
-    reuse rule (<=1.28), skipping running containers after a restart (1.27+),
-    Register's deadline bounding the dial-back (1.35+, inferred), List of
+    play: 1.31.0's sockets-only cleanup (later 1.31.x are played), skipping
+    running containers after a restart (1.27+), List of
     active pods only (1.34+; the sim keeps no terminated pods), the
     SidecarContainers gate (off by default in 1.28), the healthz check, ResourceHealthStatus
     (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when
@@ -70,6 +81,11 @@ Where the sim deliberately differs from a real kubelet:
     (always on here). No observable difference, so not played: the checksum
     printer (same bytes), gogo vs protoc-gen-go types (same wire), the
     plugins_registry UUID vs timestamp (deregister, register either way).
+  - plugins_registry: the sim's GetInfo and NotifyRegistrationStatus calls
+    send :authority localhost; the kubelet's plugin watcher sets no authority
+    and sends the socket path (kubelet-versions.md §9), which h2-based servers
+    (tonic) reject, so a tonic plugin registering that way works here but not
+    under a real kubelet (its device-plugin dial-back sends localhost).
   - plugins_registry: a deleted socket deregisters at once (the kubelet's
     reconciler runs every 1 s); dot-named sockets inside dot-named directories
     found by the first walk are ignored too. A registration that fails

@@ -201,6 +201,23 @@ pub enum EventKind {
         /// Time until capacity drops to 0 unless the plugin registers again.
         grace_period_ms: u64,
     },
+    /// ListAndWatch of a client the kubelet no longer tracks ended
+    /// (kubelet-versions.md §2, 1.26-1.36: a later Register of the same name
+    /// failed its dial-back or GetDevicePluginOptions, and `deregisterClient`
+    /// dropped the name's only entry): nothing is disconnected, the devices
+    /// keep their health and no grace period starts.
+    StreamEndedUntracked {
+        /// Resource name.
+        resource: String,
+        /// The plugin socket.
+        socket: String,
+        /// Why (the error, or that the plugin closed the stream).
+        reason: String,
+        /// Capacity (unchanged).
+        capacity: usize,
+        /// Allocatable (unchanged).
+        allocatable: usize,
+    },
     /// The grace period after a stream end passed: capacity is now 0.
     ResourceRemoved {
         /// Resource name.

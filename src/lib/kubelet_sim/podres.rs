@@ -96,7 +96,14 @@ impl Provider for SimPodResources {
         let st = self.inner.lock();
         let mut devices = Vec::new();
         for (name, r) in &st.resources {
-            for d in r.healthy() {
+            // protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID,
+            // the last entry of a repeated ID winning, and lists the healthy
+            // ones once each.
+            let last: std::collections::HashMap<&str, &crate::model::Device> =
+                r.devices.iter().map(|d| (d.id.as_str(), d)).collect();
+            let mut seen = std::collections::HashSet::new();
+            for id in r.healthy().map(|d| d.id.as_str()) {
+                let Some(d) = last.get(id).filter(|_| seen.insert(id)) else { continue };
                 match &d.numa_nodes {
                     None => devices.push(v1::ContainerDevices {
                         resource_name: name.clone(),

@@ -136,7 +136,24 @@ impl Registration for RegistrationService {
             via: Via::KubeletSock,
             request_options: r.options,
         };
-        match register(&self.inner, input).await {
+        let result = if self.inner.config.kubelet_version.register_context_bounds_dial() {
+            // 1.35+ (inferred): the Register call's context bounds the
+            // dial-back and GetDevicePluginOptions, so a plugin that gives up
+            // on its call (deadline, cancel) aborts the registration, as
+            // dropping this future does.
+            register(&self.inner, input).await
+        } else {
+            // kubelet-versions.md §1, 1.26-1.34: the kubelet dials back and
+            // asks for the options under a background context, so a plugin
+            // whose Register deadline passes can still end up registered:
+            // the registration runs on even if this call is dropped.
+            let inner = Arc::clone(&self.inner);
+            match tokio::spawn(async move { register(&inner, input).await }).await {
+                Ok(r) => r,
+                Err(e) => Err(format!("registration task failed: {e}")),
+            }
+        };
+        match result {
             Ok(()) => Ok(Response::new(dp::Empty {})),
             // The kubelet returns plain Go errors: status Unknown, its text as the message.
             Err(message) => Err(Status::unknown(message)),
@@ -176,6 +193,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         Ok(c) => c,
         Err(last) => {
             tracing::info!(socket = %input.socket.display(), error = %last, "dial-back failed");
+            untrack(inner, &input.resource);
             return Err(reject(DIAL_FAILED.to_string()));
         }
     };
@@ -190,10 +208,10 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         &input.socket,
         &ClientConfig { call_timeout: inner.config.pre_start_timeout, ..config },
     );
-    let options = client
-        .options()
-        .await
-        .map_err(|e| reject(format!("failed to get device plugin options: {}", go_rpc_error(&e))))?;
+    let options = client.options().await.map_err(|e| {
+        untrack(inner, &input.resource);
+        reject(format!("failed to get device plugin options: {}", go_rpc_error(&e)))
+    })?;
     let differ = input.request_options.is_some_and(|o| o != options);
     let version = inner.config.kubelet_version;
     if version.rejects_duplicate_socket() {
@@ -232,6 +250,25 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
     Ok(())
 }
 
+/// A Register of `resource` failed after validation (dial-back or
+/// GetDevicePluginOptions). kubelet-versions.md §2, 1.26-1.36: the kubelet
+/// stored the new client under the name before dialing, so the failure's
+/// `deregisterClient(name)` leaves the name with no client at all; a live
+/// stream of an earlier registration then ends unnoticed. master keys
+/// clients by (name, socket), so only the failed one is dropped.
+fn untrack(inner: &Arc<Inner>, resource: &str) {
+    if !inner.config.kubelet_version.replaces_by_name() {
+        return;
+    }
+    let mut st = inner.lock();
+    if let Some(r) = st.resources.get_mut(resource) {
+        let live = r.endpoint.as_ref().is_some_and(|e| !e.stopped) || !r.superseded.is_empty();
+        if live {
+            r.untracked = true;
+        }
+    }
+}
+
 /// Stores the new endpoint of `input.resource` (its id and whether it
 /// replaced a live one): the old connection is kept feeding the resource
 /// (kubelet-versions.md §2), a resource forgotten at the grace expiry starts
@@ -259,6 +296,7 @@ fn store_endpoint(
     }
     r.generation = generation;
     r.registrations += 1;
+    r.untracked = false;
     r.stopped_at = None;
     r.restored = false;
     if r.removed {
@@ -328,7 +366,13 @@ pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, dele
     let by_endpoint = inner.config.kubelet_version.deregisters_by_endpoint();
     let id = {
         let mut st = inner.lock();
-        let Some(ep) = st.resources.get_mut(resource).and_then(|r| r.endpoint.as_mut()) else { return };
+        let Some(r) = st.resources.get_mut(resource) else { return };
+        // kubelet-versions.md §2 (1.26-1.36): no client under the name, so
+        // `getClient(name)` finds nothing to disconnect.
+        if r.untracked && !by_endpoint {
+            return;
+        }
+        let Some(ep) = r.endpoint.as_mut() else { return };
         if ep.stopped || (by_endpoint && ep.socket != socket) {
             return;
         }
@@ -383,9 +427,13 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
             None if old_stream => {}
             None => return,
         }
-        let changes = if r.devices.is_empty() { Vec::new() } else { model::diff(&r.devices, &snap.devices) };
         let violations = crate::contract::check_snapshot(&snap.devices, snap.encoded_len);
-        r.devices = snap.devices;
+        let mut devices = snap.devices;
+        if violations.iter().any(|v| v.rule == "device-id-unique") {
+            last_topology_wins(&mut devices);
+        }
+        let changes = if r.devices.is_empty() { Vec::new() } else { model::diff(&r.devices, &devices) };
+        r.devices = devices;
         r.disconnected = false;
         r.removed = false;
         r.reported = true;
@@ -422,6 +470,19 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
     }
 }
 
+/// protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID, so of a
+/// repeated ID the last entry's topology is the one allocation, PodResources
+/// and the checkpoint use (health stays per entry: the sets count it).
+fn last_topology_wins(devices: &mut [model::Device]) {
+    let last: std::collections::HashMap<String, Option<Vec<i64>>> =
+        devices.iter().map(|d| (d.id.clone(), d.numa_nodes.clone())).collect();
+    for d in devices.iter_mut() {
+        if let Some(nodes) = last.get(&d.id) {
+            d.numa_nodes.clone_from(nodes);
+        }
+    }
+}
+
 /// The stream of endpoint `id` ended: all devices unhealthy, no retry.
 fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
     let mut reason = reason;
@@ -432,6 +493,32 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         let generation = st.next_id();
         let Some(r) = st.resources.get_mut(resource) else { return };
         let old_stream = r.superseded.iter().position(|(sid, _, _)| *sid == id);
+        if r.untracked && version.replaces_by_name() {
+            // kubelet-versions.md §2 (1.26-1.36): runClient finds no client
+            // under the name (a later Register failed and deregistered it), so
+            // PluginDisconnected is never called: devices keep their health,
+            // no grace period, the endpoint stays for Allocate.
+            let current = r.endpoint.as_mut().filter(|e| e.id == id);
+            let socket = match (old_stream, current) {
+                (Some(i), _) => r.superseded.remove(i).1,
+                (None, Some(ep)) => {
+                    ep.task = None;
+                    ep.socket.clone()
+                }
+                (None, None) => return,
+            };
+            let c = r.counts();
+            drop(st);
+            tracing::info!(resource, reason = %reason, "ListAndWatch ended unexpectedly for device plugin (untracked client)");
+            inner.emit(EventKind::StreamEndedUntracked {
+                resource: resource.to_string(),
+                socket: socket.display().to_string(),
+                reason,
+                capacity: c.capacity,
+                allocatable: c.allocatable,
+            });
+            return;
+        }
         if let Some(i) = old_stream {
             r.superseded.remove(i);
             if !version.replaces_by_name() {

@@ -76,6 +76,13 @@ pub(crate) struct Resource {
     /// §2: the kubelet does not close the old connection): endpoint ID, its
     /// socket and the task.
     pub superseded: Vec<(u64, PathBuf, Option<tokio::task::AbortHandle>)>,
+    /// kubelet-versions.md §2 (1.26-1.36): a Register of this name failed its
+    /// dial-back or GetDevicePluginOptions while a client was live, and
+    /// `deregisterClient(name)` dropped the registration server's entry. The
+    /// running streams' ends then find no client: no disconnect, no grace
+    /// period, the devices keep their health. Cleared by the next successful
+    /// Register (the name has a client again).
+    pub untracked: bool,
 }
 
 impl Resource {
@@ -120,6 +127,8 @@ impl Resource {
             (None, false) if self.restored => "awaiting-registration",
             (None, false) => "stopped",
             (Some(e), false) if e.stopped => "stream-ended",
+            // kubelet-versions.md §2 (1.26-1.36): no client under the name.
+            (Some(_), false) if self.untracked => "untracked",
             (Some(e), false) if e.first_snapshot_at.is_none() => "registered",
             (Some(_), false) => "serving",
         }
@@ -405,7 +414,8 @@ impl SimStatus {
 pub struct ResourceStatus {
     /// Resource name.
     pub resource: String,
-    /// `registered` (no snapshot yet), `serving`, `stream-ended`, `awaiting-registration`, `stopped`, `removed`.
+    /// `registered` (no snapshot yet), `serving`, `stream-ended`, `untracked` (1.26-1.36: a later Register
+    /// of the name failed, kubelet-versions.md §2), `awaiting-registration`, `stopped`, `removed`.
     pub state: String,
     /// Shown in node status (after the first snapshot or a stream end).
     pub reported: bool,

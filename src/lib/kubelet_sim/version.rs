@@ -171,6 +171,13 @@ impl KubeletVersion {
         if self.at_least(34) { "" } else { "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}" }
     }
 
+    /// protocol.md §1.2: `ContainerAllocateResponse.cdi_devices` (field 5)
+    /// was added in 1.28; the generated code of 1.26 and 1.27 does not know
+    /// the field, so those kubelets drop the CDI devices a plugin returns.
+    pub fn knows_cdi_devices(self) -> bool {
+        self.at_least(28)
+    }
+
     /// §5: up to 1.28 a restartable init container's (sidecar's) devices go
     /// into the reuse pool like a plain init container's; 1.29+ keeps them
     /// out (PR #120461).
@@ -282,11 +289,13 @@ impl KubeletVersion {
     pub fn differences() -> &'static [&'static str] {
         &[
             "same resource registered again: 1.26-1.36 replace by name (the old stream's end disconnects the new plugin, issue #121994); master keeps one client per (name, socket) and rejects a second Register on a live (name, socket) (text unverified)",
+            "a Register failing its dial-back or options while the name has a live plugin: 1.26-1.36 leave that plugin untracked (its stream end disconnects nothing); master drops only the failed client",
             "restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint; 1.33+ sockets only (1.33 inferred)",
             "empty Allocate response text: gogo dump up to 1.33, empty from 1.34",
             "sidecar devices reused by later containers: up to 1.28; kept out from 1.29",
             "running containers skipped by allocation after a kubelet restart: 1.27+",
             "v1 checkpoints read: up to 1.30",
+            "Allocate's cdi_devices (field 5) known: from 1.28; 1.26-1.27 drop them",
             "PodResources: rate limit and Get from 1.27; Get on by default from 1.34; sidecars listed from 1.30; active pods only from 1.34",
             "Register's deadline bounds the dial-back: 1.35+ (inferred, unverified)",
             "topology policy options: prefer-closest-numa-nodes from 1.28 (alpha, off, before); max-allowable-numa-nodes from 1.31",
@@ -387,6 +396,8 @@ mod tests {
             "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}"
         );
         assert_eq!(v(34).empty_allocate_text(), "");
+        // protocol.md §1.2: cdi_devices from 1.28.
+        assert!(!v(27).knows_cdi_devices() && v(28).knows_cdi_devices());
         // §5 sidecars, running containers.
         assert!(v(28).reuses_sidecar_devices() && !v(29).reuses_sidecar_devices());
         assert!(!v(26).skips_running_containers_after_restart() && v(27).skips_running_containers_after_restart());

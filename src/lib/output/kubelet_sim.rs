@@ -136,6 +136,11 @@ pub fn event_detail(kind: &EventKind) -> String {
              no retry: capacity drops to 0 in {} unless the plugin registers again",
             ms(*grace_period_ms)
         ),
+        EventKind::StreamEndedUntracked { resource, reason, capacity, allocatable, .. } => format!(
+            "{resource}: ListAndWatch ended ({reason}); the kubelet no longer tracks this client (a later Register \
+             of {resource} failed), so it does not disconnect it: capacity {capacity}, allocatable {allocatable} \
+             stay, no grace period"
+        ),
         EventKind::ResourceRemoved { resource } => {
             format!("{resource}: grace period over, capacity 0")
         }
@@ -226,6 +231,7 @@ fn is_problem(kind: &EventKind) -> bool {
         kind,
         EventKind::RegistrationRejected { .. }
             | EventKind::StreamEnded { .. }
+            | EventKind::StreamEndedUntracked { .. }
             | EventKind::ResourceRemoved { .. }
             | EventKind::AdmissionRejected { .. }
             | EventKind::ContainerStartFailed { .. }

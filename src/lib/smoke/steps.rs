@@ -348,19 +348,14 @@ impl Runner {
                         ..
                     } => {
                         let since = self.launched_at.and_then(|l| ev.time.duration_since(l).ok()).unwrap_or_default();
-                        let how = match via {
-                            Via::KubeletSock => format!("Register(version {version}, endpoint {endpoint})"),
-                            Via::PluginsRegistry => format!(
-                                "through plugins_registry (GetInfo: endpoint {endpoint}; NotifyRegistrationStatus \
-                                 registered)"
-                            ),
-                        };
+                        let how = how_registered(via, &version, &endpoint);
                         let evidence = format!(
                             "{resource}: {how} accepted {} ms after launch; \
                              the kubelet's dial-back and GetDevicePluginOptions took {took_ms} ms and answered \
                              pre_start_required={pre_start_required}, \
-                             get_preferred_allocation_available={get_preferred_allocation_available}",
-                            since.as_millis()
+                             get_preferred_allocation_available={get_preferred_allocation_available}{}",
+                            since.as_millis(),
+                            watcher_authority_note(via)
                         );
                         let wrong_way = self.cfg.registration.filter(|w| *w != via);
                         self.reg = Some(Reg {
@@ -653,12 +648,13 @@ impl Runner {
             *by_numa.entry(key).or_default() += 1;
         }
         let numa: Vec<String> = by_numa.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+        let numa = if numa.is_empty() { String::new() } else { format!("; {}", numa.join(", ")) };
         let mut report = format!(
-            "capacity {}, allocatable {} as the kubelet counts them ({} device(s); {}); reported unhealthy: {}",
+            "capacity {}, allocatable {} as the kubelet counts them ({} device(s){}); reported unhealthy: {}",
             res.capacity,
             res.allocatable,
             res.devices.len(),
-            numa.join(", "),
+            numa,
             if unhealthy.is_empty() { "none".to_string() } else { ids(&unhealthy) }
         );
         if res.devices.is_empty() {
@@ -1009,6 +1005,30 @@ impl Runner {
 }
 
 /// A list of IDs, cut after [`MAX_IDS`].
+/// How the plugin registered, for the registration step's evidence.
+fn how_registered(via: Via, version: &str, endpoint: &str) -> String {
+    match via {
+        Via::KubeletSock => format!("Register(version {version}, endpoint {endpoint})"),
+        Via::PluginsRegistry => {
+            format!("through plugins_registry (GetInfo: endpoint {endpoint}; NotifyRegistrationStatus registered)")
+        }
+    }
+}
+
+/// kubelet-versions.md §9 (every version): the plugin watcher's own dial
+/// (GetInfo, NotifyRegistrationStatus) has no WithAuthority, so the kubelet
+/// sends the socket path as :authority; kubelet-sim sends localhost.
+fn watcher_authority_note(via: Via) -> &'static str {
+    match via {
+        Via::PluginsRegistry => {
+            "; note: the kubelet's plugin watcher calls GetInfo without an :authority override (it sends the \
+             socket path, which h2-based servers such as tonic reset with PROTOCOL_ERROR); kubelet-sim sends \
+             localhost, so this step cannot catch that"
+        }
+        Via::KubeletSock => "",
+    }
+}
+
 fn ids(list: &[String]) -> String {
     if list.is_empty() {
         return "-".into();
