@@ -170,6 +170,9 @@ pub fn parse_distances(s: &str) -> std::result::Result<Vec<Vec<u64>>, String> {
         for v in row.split(',') {
             let v = v.trim();
             r.push(v.parse::<u64>().map_err(|_| format!("row {i}: {v:?} is not a whole number"))?);
+            if r.len() > SIM_MAX_NUMA_NODES {
+                return Err(format!("row {i}: more than {SIM_MAX_NUMA_NODES} values"));
+            }
         }
         rows.push(r);
         if rows.len() > SIM_MAX_NUMA_NODES {

@@ -1,0 +1,45 @@
+//! The absurd-input sweep (hostile input, second pass): each test pins one
+//! thing the sweep broke (a panic, a hang, a silent exit 0, a wrong exit
+//! code) with the value that broke it. README's exit-code table: 2 for bad input, named.
+
+use crate::support::{Sandbox, dpctl};
+
+/// Asserts a bad-input refusal: exit 2, the message, never a panic.
+fn refused(r: &crate::support::Run, says: &str) {
+    r.expect_code(2);
+    assert!(r.stderr.contains(says), "{}: {}", r.command_line(), r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+}
+
+// topology.md §2.6 (prefer-closest-numa-nodes reads the NUMA distances):
+// `--numa-distances` used to panic on any value (exit 101, clap reading the
+// matrix back as a repeated flag), so the option could not be used at all.
+#[tokio::test]
+async fn numa_distances_are_accepted_and_bad_ones_refused() {
+    let sb = Sandbox::new();
+    let dir = sb.join("dp");
+    let dir = dir.to_str().unwrap();
+    let r = dpctl(&[
+        "kubelet-sim",
+        "--dir",
+        dir,
+        "--topology-manager-policy",
+        "best-effort",
+        "--topology-manager-policy-options",
+        "prefer-closest-numa-nodes=true",
+        "--numa-distances",
+        "10,21;21,10",
+        "--expect",
+        "example.com/gpu=1",
+        "--timeout",
+        "50ms",
+    ])
+    .await;
+    // It runs: the expectation (no plugin) is what fails.
+    r.expect_code(1);
+    assert!(r.stdout.contains("expectations NOT met"), "{}\n{}", r.stdout, r.stderr);
+    refused(&dpctl(&["kubelet-sim", "--dir", dir, "--numa-distances", "0"]).await, "needs 2 rows of 2 values");
+    // A row longer than any machine is refused while parsing.
+    let row = vec!["10"; 20_000].join(",");
+    refused(&dpctl(&["kubelet-sim", "--dir", dir, "--numa-distances", &row]).await, "more than 16 values");
+}
