@@ -43,3 +43,23 @@ async fn numa_distances_are_accepted_and_bad_ones_refused() {
     let row = vec!["10"; 20_000].join(",");
     refused(&dpctl(&["kubelet-sim", "--dir", dir, "--numa-distances", &row]).await, "more than 16 values");
 }
+
+// `--reserved-cpus` with many short ranges (each under the range limit) used
+// to build a set of millions of CPUs: over 20 s and hundreds of MB before the
+// machine check. A CPU past the sim's 4096 is now refused while parsing.
+#[tokio::test]
+async fn reserved_cpus_cannot_name_millions_of_cpus() {
+    let sb = Sandbox::new();
+    // About 120 KB: one argument may have at most 128 KiB.
+    let ranges: Vec<String> = (0..5000u32).map(|i| format!("{}-{}", i * 4096, i * 4096 + 4095)).collect();
+    let list = ranges.join(",");
+    let dir = sb.join("dp");
+    refused(
+        &dpctl(&["kubelet-sim", "--dir", dir.to_str().unwrap(), "--reserved-cpus", &list]).await,
+        "beyond the sim's limit of 4096 CPUs",
+    );
+    refused(
+        &dpctl(&["kubelet-sim", "--dir", dir.to_str().unwrap(), "--reserved-cpus", "0-4294967295"]).await,
+        "--reserved-cpus",
+    );
+}
