@@ -2,7 +2,9 @@
 //! thing the sweep broke (a panic, a hang, a silent exit 0, a wrong exit
 //! code) with the value that broke it. README's exit-code table: 2 for bad input, named.
 
-use crate::support::{Sandbox, dpctl};
+use std::time::Duration;
+
+use crate::support::{Sandbox, dpctl, dpctl_command, run_bounded, sim};
 
 /// Asserts a bad-input refusal: exit 2, the message, never a panic.
 fn refused(r: &crate::support::Run, says: &str) {
@@ -62,4 +64,27 @@ async fn reserved_cpus_cannot_name_millions_of_cpus() {
         &dpctl(&["kubelet-sim", "--dir", dir.to_str().unwrap(), "--reserved-cpus", "0-4294967295"]).await,
         "--reserved-cpus",
     );
+}
+
+// A pod whose control request is over the sim's 16 MiB per request used to
+// exit 0 with no output: the sim refused it and hung up, the client's write
+// failed with a broken pipe, and dpctl took that for a closed stdout.
+#[tokio::test]
+async fn admitting_a_pod_too_big_for_the_control_socket_is_bad_input() {
+    let sb = Sandbox::new();
+    let dir = sb.join("dp");
+    let _sim = sim::start(&dir, |_| {}).await;
+    let containers: Vec<serde_json::Value> = (0..140_000)
+        .map(|i| serde_json::json!({"name": format!("c{i:062}"), "resources": {"limits": {"example.com/gpu": "1"}}}))
+        .collect();
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "huge"},
+        "spec": {"containers": containers}});
+    let file = sb.join("huge.json");
+    std::fs::write(&file, serde_json::to_vec(&pod).unwrap()).unwrap();
+    let args = ["kubelet-sim", "admit", "--dir", dir.to_str().unwrap(), "-f", file.to_str().unwrap()];
+    // Reading 17 MB of JSON takes a few seconds in a debug build.
+    let mut cmd = dpctl_command();
+    cmd.args(args);
+    let r = run_bounded(cmd, &args, Duration::from_secs(60)).await;
+    refused(&r, "over the 16777216 bytes a control socket reads per request");
 }

@@ -56,7 +56,7 @@ fn main() -> ExitCode {
     let mut term = Term { out: Box::new(std::io::stdout()), err: Box::new(std::io::stderr()), err_is_tty: err_tty };
     match runtime.block_on(dpctl::cli::run(cli, &mut term)) {
         Ok(code) => ExitCode::from(code),
-        Err(dpctl::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) if e.is_closed_output() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("dpctl: error: {e}");
             if let Some(hint) = dpctl::podresources::hint(&e) {
