@@ -88,3 +88,13 @@ async fn admitting_a_pod_too_big_for_the_control_socket_is_bad_input() {
     let r = run_bounded(cmd, &args, Duration::from_secs(60)).await;
     refused(&r, "over the 16777216 bytes a control socket reads per request");
 }
+
+// `doctor --every 0` used to rerun doctor back to back: hundreds of reports
+// a second until killed.
+#[tokio::test]
+async fn doctor_every_must_leave_time_between_runs() {
+    let sb = Sandbox::new();
+    let root = sb.path().to_str().unwrap();
+    refused(&dpctl(&["doctor", "--root", root, "--every", "0"]).await, "--every: 0ms is too short");
+    refused(&dpctl(&["doctor", "--root", root, "--every", "500ms"]).await, "at least 1s");
+}
