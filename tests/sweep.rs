@@ -98,3 +98,35 @@ async fn doctor_every_must_leave_time_between_runs() {
     refused(&dpctl(&["doctor", "--root", root, "--every", "0"]).await, "--every: 0ms is too short");
     refused(&dpctl(&["doctor", "--root", root, "--every", "500ms"]).await, "at least 1s");
 }
+
+// README exit codes, row 2: "a --dir ... path that cannot be used". A
+// dangling symbolic link (every command) and a file (mock-plugin,
+// --registry-dir) used to exit 3 with the OS's bare "File exists".
+#[tokio::test]
+async fn a_dir_that_cannot_be_made_is_bad_input() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.join("file"), b"x").unwrap();
+    std::os::unix::fs::symlink(sb.join("nowhere"), sb.join("dangling")).unwrap();
+    let file = sb.join("file");
+    let file = file.to_str().unwrap();
+    let dangling = sb.join("dangling");
+    let dangling = dangling.to_str().unwrap();
+    let under_file = format!("{file}/registry");
+    let sim_dir = sb.join("dp");
+    let sim_dir = sim_dir.to_str().unwrap();
+    let mock = ["mock-plugin", "--resource", "example.com/gpu", "--no-register", "--run-for", "1s", "--dir"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        ([&mock[..], &[file]].concat(), "is a regular file, not a directory"),
+        ([&mock[..], &[dangling]].concat(), "is a symbolic link to"),
+        (vec!["kubelet-sim", "--dir", dangling], "is a symbolic link to"),
+        (vec!["kubelet-sim", "--dir", sim_dir, "--registry-dir", &under_file], "is a regular file, not a directory"),
+        (vec!["smoke", "--dir", dangling, "--", "true"], "is a symbolic link to"),
+    ];
+    for (args, says) in cases {
+        refused(&dpctl(&args).await, says);
+    }
+    // Nothing was left behind in the sim's directory.
+    let left: Vec<_> =
+        std::fs::read_dir(sb.join("dp")).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    assert!(left.iter().all(|p| p.is_dir()), "{left:?}");
+}
