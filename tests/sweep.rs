@@ -130,3 +130,28 @@ async fn a_dir_that_cannot_be_made_is_bad_input() {
         std::fs::read_dir(sb.join("dp")).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
     assert!(left.iter().all(|p| p.is_dir()), "{left:?}");
 }
+
+// README, safety: the sim never rewrites a checkpoint it did not write. A
+// dangling symbolic link at kubelet_internal_checkpoint used to count as "no
+// checkpoint": the sim wrote its own file over the link at start.
+#[tokio::test]
+async fn a_dangling_checkpoint_link_is_never_replaced() {
+    let sb = Sandbox::new();
+    let dir = sb.join("dp");
+    std::fs::create_dir(&dir).unwrap();
+    let link = dir.join("kubelet_internal_checkpoint");
+    std::os::unix::fs::symlink(sb.join("elsewhere"), &link).unwrap();
+    let d = dir.to_str().unwrap();
+    let r = dpctl(&["kubelet-sim", "--dir", d, "--expect", "example.com/gpu=1", "--timeout", "50ms"]).await;
+    r.expect_code(1);
+    assert!(r.stdout.contains("a symbolic link to"), "{}", r.stdout);
+    assert!(r.stdout.contains("the sim will not touch it"), "{}", r.stdout);
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    assert!(!sb.join("elsewhere").exists());
+    // `checkpoint verify` names it too, instead of "no such file".
+    let r = dpctl(&["checkpoint", "verify", "--dir", d]).await;
+    refused(&r, "a symbolic link to");
+    let file = sb.join("file");
+    std::fs::write(&file, b"x").unwrap();
+    refused(&dpctl(&["checkpoint", "verify", "--dir", file.to_str().unwrap()]).await, "is --dir a file?");
+}
