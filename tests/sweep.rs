@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::support::{Sandbox, dpctl, dpctl_command, run_bounded, sim};
+use crate::support::{Child, Sandbox, dpctl, dpctl_command, run_bounded, sim};
 
 /// Asserts a bad-input refusal: exit 2, the message, never a panic.
 fn refused(r: &crate::support::Run, says: &str) {
@@ -154,4 +154,43 @@ async fn a_dangling_checkpoint_link_is_never_replaced() {
     let file = sb.join("file");
     std::fs::write(&file, b"x").unwrap();
     refused(&dpctl(&["checkpoint", "verify", "--dir", file.to_str().unwrap()]).await, "is --dir a file?");
+}
+
+// A mock-plugin config whose per-device env holds `{ids}` grows with the
+// square of the devices asked for: an Allocate of 10,000 devices used to
+// build gigabytes until the mock aborted ("memory allocation failed"). It
+// now answers ResourceExhausted and keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allocate_template_cannot_expand_without_bound() {
+    let sb = Sandbox::new();
+    let config = sb.join("square.toml");
+    std::fs::write(
+        &config,
+        "[[resource]]\nname = \"example.com/sq\"\ncount = 10000\n[resource.allocate.envs]\n\"E_{index}\" = \"{ids}\"\n",
+    )
+    .unwrap();
+    let dir = sb.path().to_str().unwrap();
+    let mut mock = Child::dpctl(&[
+        "mock-plugin",
+        "--config",
+        config.to_str().unwrap(),
+        "--dir",
+        dir,
+        "--no-register",
+        "--hide-rpcs",
+        "-o",
+        "json",
+    ]);
+    mock.event("serving").await;
+    let socket = sb.join("example-sq.sock");
+    let socket = socket.to_str().unwrap();
+    let all: Vec<String> = (0..10_000).map(|i| format!("SQ-{i}")).collect();
+    let r = dpctl(&["plugin", "call", "allocate", "--socket", socket, "--devices", &all.join(",")]).await;
+    r.expect_code(4);
+    assert!(r.stderr.contains("ResourceExhausted") && r.stderr.contains("over 67108864 bytes"), "{}", r.stderr);
+    // Still serving, and a reasonable request is answered.
+    let r = dpctl(&["plugin", "call", "allocate", "--socket", socket, "--devices", "SQ-0,SQ-1"]).await;
+    r.expect_code(0);
+    assert!(r.stdout.contains("SQ-0,SQ-1"), "{}", r.stdout);
+    mock.stop().await;
 }
