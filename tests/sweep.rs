@@ -2,7 +2,12 @@
 //! thing the sweep broke (a panic, a hang, a silent exit 0, a wrong exit
 //! code) with the value that broke it. README's exit-code table: 2 for bad input, named.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use dpctl::podresources::fixture::{Fixture, FixtureProvider};
+use dpctl::podresources::server::{PodResourcesService, ServedApis, ServerConfig};
+use dpctl::transport::{self, BindOptions};
 
 use crate::support::{Child, Sandbox, dpctl, dpctl_command, run_bounded, sim};
 
@@ -193,4 +198,34 @@ async fn an_allocate_template_cannot_expand_without_bound() {
     r.expect_code(0);
     assert!(r.stdout.contains("SQ-0,SQ-1"), "{}", r.stdout);
     mock.stop().await;
+}
+
+// PodResources memory sizes are the kubelet's uint64s: three of 8 EiB made
+// `podresources list` and `free` overflow their sums and panic (exit 101);
+// in a release build they would wrap to a wrong total. The sums saturate.
+#[tokio::test]
+async fn podresources_memory_sums_cannot_overflow() {
+    let sb = Sandbox::new();
+    let huge = r#"{"memory_type": "memory", "size": 9223372036854775807, "numa_nodes": [0]}"#;
+    let three = format!("[{huge}, {huge}, {huge}]");
+    let json = format!(
+        r#"{{"pod_resources": [{{"name": "p", "namespace": "d", "containers": [{{"name": "c", "memory": {three}}}]}}],
+            "allocatable": {{"memory": {three}}}}}"#
+    );
+    let fixture = Fixture::from_json(&json, "three 8 EiB sizes").unwrap();
+    let service = PodResourcesService::new(Arc::new(FixtureProvider::new(fixture)), ServerConfig::default());
+    let socket = sb.join("pr.sock");
+    let listener = transport::bind(&socket, &BindOptions::default()).await.unwrap();
+    let (_stop, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(transport::serve(service.router_for(ServedApis::default()), listener, async {
+        let _ = rx.await;
+    }));
+    let s = socket.to_str().unwrap();
+    let r = dpctl(&["podresources", "list", "--socket", s]).await;
+    r.expect_code(0);
+    assert!(r.stdout.contains("16Ei"), "{}", r.stdout);
+    let r = dpctl(&["podresources", "free", "--socket", s, "-o", "json"]).await;
+    r.expect_code(0);
+    let memory = &r.json()["memory"][0];
+    assert_eq!((memory["allocatable"].as_u64(), memory["free"].as_u64()), (Some(u64::MAX), Some(0)), "{memory}");
 }
