@@ -303,3 +303,28 @@ async fn a_connection_cannot_hold_more_than_128_open_calls() {
     drop(conn);
     mock.stop().await;
 }
+
+// The commands that steer a running sim or mock through its control socket
+// used to exit 3 with "Not a directory (os error 20)" when --dir was a file;
+// like a missing directory, that is "nothing runs there": exit 2.
+#[tokio::test]
+async fn steering_with_dir_at_a_file_is_bad_input() {
+    let sb = Sandbox::new();
+    let file = sb.join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let f = file.to_str().unwrap();
+    let cases: [(Vec<&str>, &str); 3] = [
+        (vec!["kubelet-sim", "restart", "--dir", f], "no kubelet-sim is running there"),
+        (
+            vec!["kubelet-sim", "admit", "--dir", f, "--allocate", "example.com/gpu=1"],
+            "no kubelet-sim is running there",
+        ),
+        (
+            vec!["mock-plugin", "set-health", "--dir", f, "example.com/gpu", "GPU-0", "unhealthy"],
+            "no mock plugin serves it",
+        ),
+    ];
+    for (args, says) in cases {
+        refused(&dpctl(&args).await, says);
+    }
+}

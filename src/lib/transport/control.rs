@@ -149,8 +149,12 @@ pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
         let stream = match UnixStream::connect(path).await {
             Ok(s) => s,
             Err(e) => {
+                // ENOTDIR: a part of the path (the user's --dir) is a file;
+                // there is no socket there either.
+                let not_dir = e.raw_os_error() == Some(libc::ENOTDIR);
                 return Err(match e.kind() {
                     std::io::ErrorKind::NotFound => Error::NoSocket { path: path.to_path_buf() },
+                    _ if not_dir => Error::NoSocket { path: path.to_path_buf() },
                     std::io::ErrorKind::ConnectionRefused => Error::ConnectionRefused { path: path.to_path_buf() },
                     std::io::ErrorKind::PermissionDenied => {
                         Error::PermissionDenied { path: path.to_path_buf(), op: "connect to" }
