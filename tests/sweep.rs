@@ -328,3 +328,31 @@ async fn steering_with_dir_at_a_file_is_bad_input() {
         refused(&dpctl(&args).await, says);
     }
 }
+
+// The control socket takes JSON from any local process, past the CLI's
+// duration parser: `set_grace` with u64::MAX ms used to be accepted (a grace
+// period of 584 billion years in `status`), as was such a restart wait.
+// They get the flags' bound of 365 days.
+#[tokio::test]
+async fn control_requests_get_the_duration_bound_of_flags() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let sb = Sandbox::new();
+    let dir = sb.join("dp");
+    let _sim = sim::start(&dir, |_| {}).await;
+    let conn = tokio::net::UnixStream::connect(dir.join(".dpctl/kubelet-sim.sock")).await.unwrap();
+    let (read, mut write) = conn.into_split();
+    let mut lines = BufReader::new(read).lines();
+    for request in [
+        r#"{"op":"set_grace","grace_period_ms":18446744073709551615}"#,
+        r#"{"op":"restart","wait_ms":18446744073709551615}"#,
+    ] {
+        write.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+        let reply = within("the reply", lines.next_line()).await.unwrap().unwrap();
+        assert!(reply.contains("is longer than the longest duration dpctl accepts (365 days)"), "{reply}");
+        assert!(reply.contains("\"exit_code\":2"), "{reply}");
+    }
+    let r = dpctl(&["kubelet-sim", "status", "--dir", dir.to_str().unwrap(), "-o", "json"]).await;
+    r.expect_code(0);
+    assert_eq!(r.json()["grace_period_ms"], 300_000, "{}", r.stdout);
+    assert_eq!(r.json()["restarts"], 0, "{}", r.stdout);
+}
