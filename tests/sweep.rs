@@ -356,3 +356,41 @@ async fn control_requests_get_the_duration_bound_of_flags() {
     assert_eq!(r.json()["grace_period_ms"], 300_000, "{}", r.stdout);
     assert_eq!(r.json()["restarts"], 0, "{}", r.stdout);
 }
+
+// Quantities in a manifest: a huge one (cpu: 1e30, 8Ei) used to be "not a
+// CPU quantity", as if misspelt; valid Kubernetes forms (1.5Gi, 1e9, 2k)
+// were refused the same way. Each refusal now says why.
+#[tokio::test]
+async fn manifest_quantities_are_read_as_kubernetes_reads_them() {
+    let sb = Sandbox::new();
+    let dir = sb.join("dp");
+    let _sim = sim::start(&dir, |_| {}).await;
+    let d = dir.to_str().unwrap();
+    let pod = |limits: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata: {{name: q}}\nspec:\n  containers:\n  - name: c\n    resources:\n      limits: {{{limits}}}\n"
+        )
+    };
+    let file = sb.join("pod.yaml");
+    let f = file.to_str().unwrap();
+    std::fs::write(&file, pod(r#"memory: "1.5Gi", cpu: "2""#)).unwrap();
+    let r = dpctl(&["kubelet-sim", "admit", "--dir", d, "--dry-run", "-f", f, "-o", "json"]).await;
+    r.expect_code(0);
+    assert_eq!(r.json()["admitted"], true, "{}", r.stdout);
+    for (limits, says) in [
+        (r#"cpu: "1e30""#, r#"limits[cpu]: "1e30": too large"#),
+        // 8Ei bytes fit a u64; 8Ei CPUs in millicores do not.
+        (r#"memory: "8Ei", cpu: "8Ei""#, r#"limits[cpu]: "8Ei": too large"#),
+        (r#"memory: "16Ei""#, r#""16Ei": too large"#),
+        (r#"cpu: "1e-30""#, "finer than the unit allows"),
+        (r#"cpu: "NaN""#, r#""NaN": not a quantity"#),
+        (r#""example.com/gpu": "18446744073709551616""#, "is too large"),
+        (r#""example.com/gpu": "0.5""#, "is not a whole number"),
+    ] {
+        std::fs::write(&file, pod(limits)).unwrap();
+        refused(&dpctl(&["kubelet-sim", "admit", "--dir", d, "--dry-run", "-f", f]).await, says);
+    }
+    let shorthand =
+        ["kubelet-sim", "admit", "--dir", d, "--dry-run", "--allocate", "example.com/gpu=1", "--cpu", "1e30"];
+    refused(&dpctl(&shorthand).await, "--cpu 1e30: too large");
+}
