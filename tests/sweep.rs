@@ -394,3 +394,29 @@ async fn manifest_quantities_are_read_as_kubernetes_reads_them() {
         ["kubelet-sim", "admit", "--dir", d, "--dry-run", "--allocate", "example.com/gpu=1", "--cpu", "1e30"];
     refused(&dpctl(&shorthand).await, "--cpu 1e30: too large");
 }
+
+// mock-plugin's control socket added devices past the 100,000 a config may
+// have (150,000 in one request, and again, without end). It is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_control_socket_cannot_grow_a_resource_past_the_device_limit() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let args = ["mock-plugin", "--dir", dir, "--resource", "example.com/gpu", "--devices", "1", "--no-register"];
+    let mut mock = Child::dpctl(&[&args[..], &["--hide-rpcs", "-o", "json"]].concat());
+    mock.event("serving").await;
+    let devices: Vec<serde_json::Value> = (0..100_000).map(|i| serde_json::json!({"id": format!("N-{i}")})).collect();
+    let request = serde_json::json!({"op": "add_devices", "devices": devices});
+    let conn = tokio::net::UnixStream::connect(sb.join(".dpctl/example.com_gpu.sock")).await.unwrap();
+    let (read, mut write) = conn.into_split();
+    write.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+    let reply = within("the reply", BufReader::new(read).lines().next_line()).await.unwrap().unwrap();
+    assert!(
+        reply.contains("adding 100000 device(s) to 1 would be over the limit of 100000"),
+        "{}",
+        &reply[..300.min(reply.len())]
+    );
+    let status = dpctl(&["mock-plugin", "status", "--dir", dir, "example.com/gpu", "-o", "json"]).await;
+    assert_eq!(status.expect_code(0).json()["capacity"], 1);
+    mock.stop().await;
+}
