@@ -654,7 +654,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l connect-timeout -d 'Limit for connecting to the socket' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l concurrency -d 'Requests in flight at most (1 to 1,000)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l connections -d 'HTTP/2 connections the requests share' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l duration -d 'How long to measure [default: 10s]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l total -d 'Measure this many requests instead of a duration' -r
@@ -679,7 +679,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l connect-timeout -d 'Limit for connecting to the socket' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l concurrency -d 'Requests in flight at most (1 to 1,000)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l connections -d 'HTTP/2 connections the requests share' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l duration -d 'How long to measure [default: 10s]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l total -d 'Measure this many requests instead of a duration' -r
@@ -704,7 +704,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l connect-timeout -d 'Limit for connecting to the socket' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l concurrency -d 'Requests in flight at most (1 to 1,000)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l connections -d 'HTTP/2 connections the requests share' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l duration -d 'How long to measure [default: 10s]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l total -d 'Measure this many requests instead of a duration' -r
@@ -729,7 +729,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l connect-timeout -d 'Limit for connecting to the socket' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l concurrency -d 'Requests in flight at most (1 to 1,000)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l connections -d 'HTTP/2 connections the requests share' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l duration -d 'How long to measure [default: 10s]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l total -d 'Measure this many requests instead of a duration' -r
@@ -754,7 +754,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l connect-timeout -d 'Limit for connecting to the socket' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l concurrency -d 'Requests in flight at most' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l concurrency -d 'Requests in flight at most (1 to 1,000)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l connections -d 'HTTP/2 connections the requests share' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l duration -d 'How long to measure [default: 10s]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l total -d 'Measure this many requests instead of a duration' -r

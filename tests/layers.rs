@@ -36,6 +36,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("model", 1),
     ("paths", 1),
     ("proto", 1),
+    ("quantity", 1),
     ("text", 1),
     ("validate", 1),
 ];

@@ -22,6 +22,7 @@ mod mock_plugin;
 mod plugin_cli;
 mod podresources;
 mod smoke;
+mod sweep;
 mod topology;
 mod transport;
 mod vectors;

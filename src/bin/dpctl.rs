@@ -62,7 +62,7 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(dpctl::cli::run(cli, &mut term)) {
         Ok(code) => ExitCode::from(code),
-        Err(dpctl::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) if e.is_closed_output() => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("dpctl: error: {e}");
             if let Some(hint) = dpctl::podresources::hint(&e) {

@@ -8,6 +8,10 @@ use std::time::Duration;
 /// The kubelet's receive limit for device-plugin messages (grpc-go's default).
 pub const KUBELET_MAX_RECV: usize = 4 * 1024 * 1024;
 
+/// What [`Error::Io`] says for a failed write to stdout or stderr (see
+/// [`Error::is_closed_output`]).
+pub const WRITING_OUTPUT: &str = "writing output";
+
 /// Result with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -208,6 +212,14 @@ impl Error {
     /// Shorthand for [`Error::Io`].
     pub fn io(what: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io { what: what.into(), source }
+    }
+
+    /// True when writing dpctl's own output failed because its reader went
+    /// away (`dpctl ... | head`): not an error. A broken pipe on a socket
+    /// (a server that hung up mid-request) is not this, and stays an error.
+    pub fn is_closed_output(&self) -> bool {
+        matches!(self, Error::Io { what, source }
+            if what == WRITING_OUTPUT && source.kind() == std::io::ErrorKind::BrokenPipe)
     }
 
     /// Classifies a gRPC status from a call of `rpc` on the socket at `path`.

@@ -21,6 +21,8 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
     let t = meta.file_type();
     if t.is_dir() {
         "directory"
+    } else if t.is_symlink() {
+        "symbolic link"
     } else if t.is_fifo() {
         "FIFO (named pipe)"
     } else if t.is_socket() {
@@ -34,23 +36,37 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// Creates directory `dir` (and its parents) with `mode` when missing. When
-/// something that is not a directory is in the way, the error is bad input
-/// (exit 2) naming it, instead of the OS's bare "File exists".
+/// Creates directory `dir` (and its parents) with `mode` when missing. A
+/// directory that cannot be made is bad input (exit 2): when something that
+/// is not a directory is in the way (a file, a dangling symbolic link) the
+/// error names it, instead of the OS's bare "File exists".
 pub fn create_dir(dir: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     if dir.is_dir() {
         return Ok(());
     }
     std::fs::DirBuilder::new().recursive(true).mode(mode).create(dir).map_err(|e| {
-        // The nearest existing ancestor tells what is in the way.
-        let blocker = dir.ancestors().find_map(|a| std::fs::metadata(a).ok().map(|m| (a, m)));
+        let place = format!("directory {}", dir.display());
+        // The nearest existing ancestor tells what is in the way (a symbolic
+        // link counts as itself unless it leads to a directory).
+        let blocker = dir.ancestors().find_map(|a| std::fs::symlink_metadata(a).ok().map(|m| (a, m)));
         match blocker {
-            Some((at, meta)) if !meta.is_dir() => Error::invalid(
-                format!("directory {}", dir.display()),
+            Some((at, meta)) if meta.file_type().is_symlink() && !at.is_dir() => {
+                let target = std::fs::read_link(at).map(|t| t.display().to_string()).unwrap_or_default();
+                Error::invalid(
+                    place,
+                    format!(
+                        "{} is a symbolic link to {target:?}, which is not a directory (or does not exist); \
+                         create the directory it points to, or choose another directory",
+                        at.display()
+                    ),
+                )
+            }
+            Some((at, meta)) if !meta.is_dir() && !meta.file_type().is_symlink() => Error::invalid(
+                place,
                 format!("{} exists and is a {}, not a directory; choose another directory", at.display(), kind(&meta)),
             ),
-            _ => Error::io(format!("creating directory {}", dir.display()), e),
+            _ => Error::invalid(place, format!("cannot create it: {e}")),
         }
     })
 }

@@ -27,6 +27,7 @@ pub mod paths;
 pub mod plugin_client;
 pub mod podresources;
 pub mod proto;
+pub mod quantity;
 pub mod rpc;
 pub mod smoke;
 pub mod text;

@@ -193,12 +193,28 @@ impl Checkpoint {
 }
 
 /// The file's bytes, `None` when missing; refuses non-regular files and
-/// files over [`MAX_CHECKPOINT_BYTES`].
+/// files over [`MAX_CHECKPOINT_BYTES`]. A dangling symbolic link is not
+/// missing: it is refused, so that a sim never writes over a link it did
+/// not make.
 pub fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>> {
     use std::io::Read;
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Ok(target) = std::fs::read_link(path) {
+                return Err(Error::invalid(
+                    path.display().to_string(),
+                    format!("a symbolic link to {}, which does not exist, so not a checkpoint", target.display()),
+                ));
+            }
+            return Ok(None);
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            return Err(Error::invalid(
+                path.display().to_string(),
+                "a part of the path is not a directory (is --dir a file?)",
+            ));
+        }
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
     if !meta.is_file() {

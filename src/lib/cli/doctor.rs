@@ -112,6 +112,15 @@ pub async fn run(args: DoctorArgs, s: &mut Streams<'_>) -> Result<u8> {
         let merged = crate::doctor::merge::merge_files(&m.files, m.all)?;
         return output::doctor::merged_answer(s, &merged);
     }
+    if let Some(every) = args.every
+        && every < crate::doctor::MIN_EVERY
+    {
+        // 0 used to rerun doctor back to back, hundreds of reports a second.
+        return Err(crate::Error::invalid(
+            "--every",
+            format!("{} is too short: at least 1s between runs", crate::error::fmt_duration(every)),
+        ));
+    }
     let mut cfg = DoctorConfig::new(&args.root);
     cfg.dir = args.dir.dir;
     cfg.podresources_socket = args.podresources_socket;

@@ -147,8 +147,13 @@ pub struct TopologyArgs {
     pub cpus_per_numa: usize,
     /// NUMA distances (rows by ';', values by ','), needed by prefer-closest-numa-nodes, e.g. 10,21;21,10.
     #[arg(long, value_name = "MATRIX", value_parser = topology::parse_distances)]
-    pub numa_distances: Option<Vec<Vec<u64>>>,
+    pub numa_distances: Option<DistanceMatrix>,
 }
+
+/// `--numa-distances` parsed: one row per NUMA node. A named type, because
+/// clap's derive takes a bare `Option<Vec<..>>` for a repeatable flag and
+/// then panics reading the whole matrix back as one value.
+pub type DistanceMatrix = Vec<Vec<u64>>;
 
 impl TopologyArgs {
     /// The sim's configuration (checked when the sim starts).

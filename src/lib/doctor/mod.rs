@@ -29,6 +29,10 @@ use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::proto::pluginregistration as reg;
 use crate::transport::{self, ClientConfig};
 
+/// The shortest `--every` accepted: a run's probes take up to their budget,
+/// and a shorter period only repeats the same report.
+pub const MIN_EVERY: Duration = Duration::from_secs(1);
+
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

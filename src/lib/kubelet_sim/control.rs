@@ -114,6 +114,20 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
             });
         }
     };
+    // Durations from another process get the bound flags have (365 days):
+    // a raw request could set a grace period of 584 billion years.
+    let (field, ms) = match &request {
+        Request::Restart { wait_ms } => ("wait_ms", *wait_ms),
+        Request::SetGrace { grace_period_ms } => ("grace_period_ms", *grace_period_ms),
+        _ => ("", 0),
+    };
+    if let Err(e) = crate::duration::check(Duration::from_millis(ms)) {
+        return Reply::Error(RemoteError {
+            message: format!("bad control request: {field}: {ms} ms is {e}"),
+            hint: None,
+            exit_code: crate::error::exit::USAGE,
+        });
+    }
     let result = match request {
         Request::Admit { pod } => sim.admit(pod).await.map(Answer::Admit),
         Request::DryRun { pod } => sim.admit_dry_run(pod).await.map(Answer::Admit),

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::quantity::QuantityError;
 use crate::topology::Compute;
 use crate::validate::is_extended_resource_name;
 
@@ -215,10 +216,11 @@ fn quantities(c: &Value, at: &str, which: &str, place: &str) -> Result<BTreeMap<
         if !is_extended_resource_name(name) {
             continue; // cpu, memory, hugepages: not the device manager's business
         }
-        let n = parse_bytes(q).ok_or_else(|| {
+        let n = parse_quantity(q, 0, true).map_err(|e| {
+            let why = if e == QuantityError::TooLarge { e.to_string() } else { "not a whole number".into() };
             Error::invalid(
                 format!("{place}: {at}.resources.{which}[{name}]"),
-                format!("{q} is not a whole number (extended resources are counted in whole devices)"),
+                format!("{q} is {why} (extended resources are counted in whole devices)"),
             )
         })?;
         out.insert(name.clone(), n);
@@ -237,16 +239,19 @@ pub(crate) fn compute_of(c: &serde_json::Value, at: &str, place: &str) -> Result
             let field = format!("{place}: {at}.resources.{which}[{name}]");
             match name.as_str() {
                 "cpu" => {
-                    let v = parse_cpu_millis(q).ok_or_else(|| {
-                        Error::invalid(&field, format!("{q} is not a CPU quantity (e.g. 2, \"500m\", \"1.5\")"))
+                    let v = parse_quantity(q, 3, true).map_err(|e| {
+                        Error::invalid(
+                            &field,
+                            format!("{q}: {e} (a CPU quantity in millicores, e.g. 2, \"500m\", \"1.5\")"),
+                        )
                     })?;
                     if which == "requests" { out.cpu_request_millis = Some(v) } else { out.cpu_limit_millis = Some(v) }
                 }
                 "memory" => {
-                    let v = parse_bytes(q).ok_or_else(|| {
+                    let v = parse_quantity(q, 0, false).map_err(|e| {
                         Error::invalid(
                             &field,
-                            format!("{q} is not a memory quantity (e.g. \"1Gi\", \"512Mi\", 1000000)"),
+                            format!("{q}: {e} (a memory quantity in bytes, e.g. \"1Gi\", \"512Mi\")"),
                         )
                     })?;
                     if which == "requests" { out.memory_request = Some(v) } else { out.memory_limit = Some(v) }
@@ -270,56 +275,29 @@ pub(crate) fn compute_of(c: &serde_json::Value, at: &str, place: &str) -> Result
     Ok(out)
 }
 
-/// A CPU quantity in millicores: `2`, `"2"`, `"500m"`, `"1.5"`.
-pub fn parse_cpu_millis(q: &serde_json::Value) -> Option<u64> {
+/// A quantity from a manifest (a JSON number or a string) in units of
+/// 10^-`scale`, rounded up unless `exact` (see [`crate::quantity::parse`]).
+pub fn parse_quantity(q: &serde_json::Value, scale: u32, exact: bool) -> Result<u64, QuantityError> {
     if let Some(n) = q.as_u64() {
-        return n.checked_mul(1000);
+        return 10u64.checked_pow(scale).and_then(|p| n.checked_mul(p)).ok_or(QuantityError::TooLarge);
+    }
+    if q.as_i64().is_some_and(|n| n < 0) {
+        return Err(QuantityError::Negative);
     }
     if let Some(f) = q.as_f64() {
-        return parse_cpu_str(&f.to_string());
+        return crate::quantity::parse(&f.to_string(), scale, exact);
     }
-    parse_cpu_str(q.as_str()?.trim())
+    crate::quantity::parse(q.as_str().ok_or(QuantityError::Syntax)?, scale, exact)
 }
 
-fn parse_cpu_str(s: &str) -> Option<u64> {
-    if s.len() > 32 {
-        return None;
-    }
-    if let Some(m) = s.strip_suffix('m') {
-        return m.parse::<u64>().ok();
-    }
-    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-    if frac.len() > 3 || !frac.chars().all(|c| c.is_ascii_digit()) || (whole.is_empty() && frac.is_empty()) {
-        return None;
-    }
-    let w: u64 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
-    let f: u64 = if frac.is_empty() { 0 } else { format!("{frac:0<3}").parse().ok()? };
-    w.checked_mul(1000)?.checked_add(f)
+/// A CPU quantity in millicores: `2`, `"2"`, `"500m"`, `"1.5"`, `"2k"`;
+/// none finer than 1m.
+pub fn parse_cpu_millis(q: &serde_json::Value) -> Option<u64> {
+    parse_quantity(q, 3, true).ok()
 }
 
-/// A memory quantity in bytes: `1000`, `"1Gi"`, `"512Mi"`, `"1G"`.
+/// A memory quantity in bytes: `1000`, `"1Gi"`, `"1.5Gi"`, `"512Mi"`,
+/// `"1G"`, `"1e9"`, rounded up to a whole byte as Kubernetes does.
 pub fn parse_bytes(q: &serde_json::Value) -> Option<u64> {
-    if let Some(n) = q.as_u64() {
-        return Some(n);
-    }
-    let s = q.as_str()?.trim();
-    if s.len() > 32 {
-        return None;
-    }
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (digits, suffix) = s.split_at(split);
-    let base: u64 = digits.parse().ok()?;
-    let mult: u64 = match suffix {
-        "" => 1,
-        "k" => 1_000,
-        "M" => 1_000_000,
-        "G" => 1_000_000_000,
-        "T" => 1_000_000_000_000,
-        "Ki" => 1 << 10,
-        "Mi" => 1 << 20,
-        "Gi" => 1 << 30,
-        "Ti" => 1 << 40,
-        _ => return None,
-    };
-    base.checked_mul(mult)
+    parse_quantity(q, 0, false).ok()
 }

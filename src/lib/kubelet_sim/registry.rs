@@ -24,7 +24,7 @@ use crate::proto::pluginregistration::registration_client::RegistrationClient;
 
 /// Starts watching `dir`. Sockets already there are handled at once.
 pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinHandle<()>> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(format!("creating {}", dir.display()), e))?;
+    crate::input::create_dir(dir, 0o750)?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<notify::Event>();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res {

@@ -65,13 +65,14 @@ impl Shorthand {
 fn shorthand_compute(cpu: Option<&str>, memory: Option<&str>) -> Result<Compute> {
     let mut c = Compute::default();
     if let Some(q) = cpu {
-        let m = super::topology::parse_cpu_millis(&serde_json::Value::String(q.into()))
-            .ok_or_else(|| Error::invalid(format!("--cpu {q}"), "not a CPU quantity (e.g. 2, 500m, 1.5)"))?;
+        let m = crate::quantity::parse(q, 3, true)
+            .map_err(|e| Error::invalid(format!("--cpu {q}"), format!("{e} (a CPU quantity, e.g. 2, 500m, 1.5)")))?;
         c.cpu_limit_millis = Some(m);
     }
     if let Some(q) = memory {
-        let b = super::topology::parse_bytes(&serde_json::Value::String(q.into()))
-            .ok_or_else(|| Error::invalid(format!("--memory {q}"), "not a memory quantity (e.g. 1Gi, 512Mi)"))?;
+        let b = crate::quantity::parse(q, 0, false).map_err(|e| {
+            Error::invalid(format!("--memory {q}"), format!("{e} (a memory quantity, e.g. 1Gi, 512Mi)"))
+        })?;
         c.memory_limit = Some(b);
     }
     Ok(c)

@@ -97,7 +97,7 @@ impl MockPlugin {
     pub async fn launch(self) -> Result<MockHandle> {
         let MockPlugin { config, events } = self;
         let dir = config.dir();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(format!("creating directory {}", dir.display()), e))?;
+        crate::input::create_dir(&dir, 0o750)?;
         let recorder = config.record.as_deref().map(Recorder::create).transpose()?.map(Arc::new);
         let mut resources = Vec::with_capacity(config.resources.len());
         for (i, rc) in config.resources.iter().enumerate() {

@@ -219,9 +219,12 @@ impl MockService {
                     return Err(Status::invalid_argument("AllocateRequest has no container requests"));
                 }
                 let mut container_responses = Vec::with_capacity(q.container_requests.len());
+                let mut budget = super::template::Budget::default();
                 for c in &q.container_requests {
                     r.check_allocatable(&c.devices_ids)?;
-                    container_responses.push(r.template.render(&c.devices_ids, &r.name));
+                    let answer =
+                        r.template.render(&c.devices_ids, &r.name, &mut budget).map_err(Status::resource_exhausted)?;
+                    container_responses.push(answer);
                 }
                 Ok(dp::AllocateResponse { container_responses })
             },

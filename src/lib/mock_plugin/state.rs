@@ -430,9 +430,18 @@ impl Resource {
         })
     }
 
-    /// Adds devices (all or nothing: an existing ID adds none).
+    /// Adds devices (all or nothing: an existing ID adds none), up to
+    /// [`MAX_DEVICES`](super::config::MAX_DEVICES) in all, as a config may have.
     pub fn add(&self, new: &[DeviceConfig], cause: &str) -> Result<Vec<Change>, String> {
         self.mutate(cause, |devs, index| {
+            if devs.len().saturating_add(new.len()) > super::config::MAX_DEVICES {
+                return Err(format!(
+                    "adding {} device(s) to {} would be over the limit of {} per resource",
+                    new.len(),
+                    devs.len(),
+                    super::config::MAX_DEVICES
+                ));
+            }
             let mut fresh = HashSet::new();
             for d in new {
                 if index.contains_key(&d.id) || !fresh.insert(d.id.as_str()) {

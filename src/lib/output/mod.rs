@@ -125,7 +125,7 @@ pub fn progress_bar(allowed: bool, len: Option<u64>, template: &str) -> Option<i
 
 /// Maps a failed write to stdout or stderr to an error.
 pub fn out_err(e: io::Error) -> crate::Error {
-    crate::Error::io("writing output", e)
+    crate::Error::io(crate::error::WRITING_OUTPUT, e)
 }
 
 /// A table in dpctl's style: kubectl-like columns, upper-case headers, no borders.

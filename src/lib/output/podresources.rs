@@ -91,7 +91,8 @@ fn held_cells(held: Option<&Held>, wide: bool) -> [Cow<'static, str>; 4] {
         }
         Some(Held::CpuIds(cpus)) => [cpus.len().to_string().into(), ranges(cpus).into(), DASH, DASH],
         Some(Held::Memory(entries)) => {
-            let total: u64 = entries.iter().map(|m| m.size).sum();
+            // Saturating: the sizes are the peer's uint64s (the sum used to overflow and panic).
+            let total = entries.iter().fold(0u64, |t, m| t.saturating_add(m.size));
             let by_numa = if wide {
                 entries
                     .iter()

@@ -222,26 +222,32 @@ fn free_cpus(alloc: &AllocatableView, pods: &[PodView]) -> CpuFree {
 /// Free memory per type and NUMA node set.
 fn free_memory(alloc: &AllocatableView, pods: &[PodView]) -> Vec<MemoryFree> {
     // Memory: per pod, the larger of the containers' sum and the pod-level value.
+    // Sums saturate: sizes are the kubelet's (or a fixture's) uint64s, and
+    // three of 8 EiB used to overflow and panic.
     let mut mem_alloc: BTreeMap<(String, NumaKey), u64> = BTreeMap::new();
     for m in &alloc.memory {
-        *mem_alloc.entry((m.memory_type.clone(), key(m.numa_nodes.as_ref()))).or_default() += m.size;
+        let e = mem_alloc.entry((m.memory_type.clone(), key(m.numa_nodes.as_ref()))).or_default();
+        *e = e.saturating_add(m.size);
     }
     let mut mem_used: BTreeMap<(String, NumaKey), u64> = BTreeMap::new();
     for p in pods {
         let mut per_pod: HashMap<(String, NumaKey), u64> = HashMap::new();
         for m in p.containers.iter().flat_map(|c| c.memory.iter()) {
-            *per_pod.entry((m.memory_type.clone(), key(m.numa_nodes.as_ref()))).or_default() += m.size;
+            let e = per_pod.entry((m.memory_type.clone(), key(m.numa_nodes.as_ref()))).or_default();
+            *e = e.saturating_add(m.size);
         }
         let mut pod_level: HashMap<(String, NumaKey), u64> = HashMap::new();
         for m in &p.memory {
-            *pod_level.entry((m.memory_type.clone(), key(m.numa_nodes.as_ref()))).or_default() += m.size;
+            let e = pod_level.entry((m.memory_type.clone(), key(m.numa_nodes.as_ref()))).or_default();
+            *e = e.saturating_add(m.size);
         }
         for (k, v) in pod_level {
             let e = per_pod.entry(k).or_default();
             *e = (*e).max(v);
         }
         for (k, v) in per_pod {
-            *mem_used.entry(k).or_default() += v;
+            let e = mem_used.entry(k).or_default();
+            *e = e.saturating_add(v);
         }
     }
     let keys: BTreeSet<&(String, NumaKey)> = mem_alloc.keys().chain(mem_used.keys()).collect();

@@ -170,6 +170,9 @@ pub fn parse_distances(s: &str) -> std::result::Result<Vec<Vec<u64>>, String> {
         for v in row.split(',') {
             let v = v.trim();
             r.push(v.parse::<u64>().map_err(|_| format!("row {i}: {v:?} is not a whole number"))?);
+            if r.len() > SIM_MAX_NUMA_NODES {
+                return Err(format!("row {i}: more than {SIM_MAX_NUMA_NODES} values"));
+            }
         }
         rows.push(r);
         if rows.len() > SIM_MAX_NUMA_NODES {
@@ -188,8 +191,13 @@ pub fn parse_cpu_list(s: &str) -> std::result::Result<BTreeSet<u32>, String> {
             Some((a, b)) => (num(a)?, num(b)?),
             None => (num(part)?, num(part)?),
         };
-        if b < a || (b - a) as usize >= SIM_MAX_CPUS {
+        if b < a {
             return Err(format!("{part:?} is not a valid range"));
+        }
+        // Bounds the set: many ranges, each short, used to add up to
+        // millions of CPUs (and minutes of work) before the machine check.
+        if b as usize >= SIM_MAX_CPUS {
+            return Err(format!("{part:?}: CPU {b} is beyond the sim's limit of {SIM_MAX_CPUS} CPUs"));
         }
         out.extend(a..=b);
     }

@@ -133,12 +133,28 @@ pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
     timeout: Duration,
 ) -> Result<Resp> {
     let what = || format!("control request to {}", path.display());
+    let mut text = serde_json::to_string(request).map_err(|e| Error::io(what(), e.into()))?;
+    if text.len() > MAX_REQUEST_BYTES {
+        return Err(Error::invalid(
+            what(),
+            format!(
+                "the request is {} bytes, over the {MAX_REQUEST_BYTES} bytes a control socket reads per request; \
+                 hint: send less at once (e.g. a pod with fewer containers)",
+                text.len()
+            ),
+        ));
+    }
+    text.push('\n');
     let exchange = async {
         let stream = match UnixStream::connect(path).await {
             Ok(s) => s,
             Err(e) => {
+                // ENOTDIR: a part of the path (the user's --dir) is a file;
+                // there is no socket there either.
+                let not_dir = e.raw_os_error() == Some(libc::ENOTDIR);
                 return Err(match e.kind() {
                     std::io::ErrorKind::NotFound => Error::NoSocket { path: path.to_path_buf() },
+                    _ if not_dir => Error::NoSocket { path: path.to_path_buf() },
                     std::io::ErrorKind::ConnectionRefused => Error::ConnectionRefused { path: path.to_path_buf() },
                     std::io::ErrorKind::PermissionDenied => {
                         Error::PermissionDenied { path: path.to_path_buf(), op: "connect to" }
@@ -148,15 +164,17 @@ pub async fn call<Req: Serialize, Resp: DeserializeOwned>(
             }
         };
         let (read, mut write) = stream.into_split();
-        let mut text = serde_json::to_string(request).map_err(|e| Error::io(what(), e.into()))?;
-        text.push('\n');
-        write.write_all(text.as_bytes()).await.map_err(|e| Error::io(what(), e))?;
+        let sent = write.write_all(text.as_bytes()).await;
+        // A server that refuses a request answers before it hangs up, so
+        // the reply is read even when the write failed part-way.
         let mut lines = BufReader::new(read).lines();
-        let line = lines
-            .next_line()
-            .await
-            .map_err(|e| Error::io(what(), e))?
-            .ok_or_else(|| Error::io(what(), std::io::Error::other("the process closed the control socket")))?;
+        let line = match (lines.next_line().await, sent) {
+            (Ok(Some(line)), _) => line,
+            (_, Err(e)) | (Err(e), Ok(())) => return Err(Error::io(what(), e)),
+            (Ok(None), Ok(())) => {
+                return Err(Error::io(what(), std::io::Error::other("the process closed the control socket")));
+            }
+        };
         serde_json::from_str(&line).map_err(|e| Error::io(what(), e.into()))
     };
     tokio::time::timeout(timeout, exchange).await.map_err(|_| Error::Timeout { what: what(), timeout })?
@@ -211,5 +229,34 @@ mod tests {
         drop(tx);
         tokio::time::timeout(wait, server).await.unwrap().unwrap();
         assert!(!path.exists());
+    }
+
+    // The absurd-input sweep: a request over the server's limit used to fail
+    // the client's write with a broken pipe, which dpctl then took for a
+    // closed stdout and exited 0 in silence. The server's answer is read.
+    #[tokio::test]
+    async fn a_refused_request_gets_the_servers_answer_not_a_broken_pipe() {
+        let dir = tempfile::Builder::new().prefix("dpc").tempdir_in("/tmp").unwrap();
+        let path = dir.path().join("c.sock");
+        let listener = bind(&path, &BindOptions::default()).await.unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_limited(listener, echo, 4, 100, async {
+            let _ = rx.await;
+        }));
+        let big = "z".repeat(4 * 1024 * 1024);
+        let reply: serde_json::Value = call(&path, &big, Duration::from_secs(10)).await.unwrap();
+        assert_eq!(reply["error"], "request over 100 bytes", "{reply}");
+        drop(tx);
+        tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_request_over_the_limit_is_refused_before_it_is_sent() {
+        let dir = tempfile::Builder::new().prefix("dpc").tempdir_in("/tmp").unwrap();
+        let path = dir.path().join("none.sock");
+        let big = "z".repeat(MAX_REQUEST_BYTES);
+        let err = call::<_, serde_json::Value>(&path, &big, Duration::from_secs(10)).await.unwrap_err();
+        assert_eq!(err.exit_code(), crate::error::exit::USAGE, "{err}");
+        assert!(err.to_string().contains("over the 16777216 bytes"), "{err}");
     }
 }

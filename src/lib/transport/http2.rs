@@ -36,9 +36,18 @@ pub const CONNECTION_WINDOW: u32 = 2 * STREAM_WINDOW;
 /// Largest DATA frame the peer may send us (HTTP/2 allows 16 KiB to 16 MiB).
 pub const MAX_FRAME_SIZE: u32 = 1 << 20;
 
-/// A tonic server builder with dpctl's windows and frame size.
+/// Most streams (calls) open at once on one connection to a dpctl server.
+/// Left unset, a client could open thousands per connection that never send
+/// a body: 250 connections of 2,000 such streams took a mock plugin from
+/// 35 MB to 1.4 GB. A kubelet makes a few calls at a time; more than this
+/// are refused with REFUSED_STREAM, which clients (tonic, grpc-go) avoid by
+/// queueing, so `bench --concurrency` beyond it waits on the client side.
+pub const MAX_CONCURRENT_STREAMS: u32 = 128;
+
+/// A tonic server builder with dpctl's windows, frame size and stream limit.
 pub fn server_builder() -> Server {
     Server::builder()
+        .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .max_frame_size(MAX_FRAME_SIZE)

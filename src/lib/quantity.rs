@@ -1,0 +1,159 @@
+//! Kubernetes resource quantities (`2`, `500m`, `1.5Gi`, `1e9`, `8Ei`) as
+//! whole numbers of a unit (bytes, millicores), with checked arithmetic: a
+//! quantity too large for the sim is told apart from text that is not a
+//! quantity at all, and nothing overflows.
+
+use std::fmt;
+
+/// Why a quantity was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuantityError {
+    /// Not the Kubernetes quantity syntax (or longer than 64 characters).
+    Syntax,
+    /// Below zero.
+    Negative,
+    /// More than a u64 of the unit holds.
+    TooLarge,
+    /// Finer than the unit (e.g. a fraction of a millicore) where the caller
+    /// needs it exact.
+    TooPrecise,
+}
+
+impl fmt::Display for QuantityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            QuantityError::Syntax => "not a quantity",
+            QuantityError::Negative => "negative",
+            QuantityError::TooLarge => "too large (over 18446744073709551615 of the unit)",
+            QuantityError::TooPrecise => "finer than the unit allows",
+        })
+    }
+}
+
+/// Longest quantity text read.
+const MAX_LEN: usize = 64;
+
+/// `s` in units of 10^-`scale` (0: the value itself, 3: thousandths, as
+/// millicores), rounded up as Kubernetes' `Value()` and `MilliValue()` do,
+/// or with `exact` refused when a remainder is left.
+pub fn parse(s: &str, scale: u32, exact: bool) -> Result<u64, QuantityError> {
+    let s = s.trim();
+    if s.is_empty() || s.len() > MAX_LEN {
+        return Err(QuantityError::Syntax);
+    }
+    let (negative, rest) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let end = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+    let (number, suffix) = rest.split_at(end);
+    let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
+    if (whole.is_empty() && frac.is_empty()) || frac.contains('.') {
+        return Err(QuantityError::Syntax);
+    }
+    let (exp10, shift): (i64, u32) = match suffix {
+        "" => (0, 0),
+        "n" => (-9, 0),
+        "u" => (-6, 0),
+        "m" => (-3, 0),
+        "k" => (3, 0),
+        "M" => (6, 0),
+        "G" => (9, 0),
+        "T" => (12, 0),
+        "P" => (15, 0),
+        "E" => (18, 0),
+        "Ki" => (0, 10),
+        "Mi" => (0, 20),
+        "Gi" => (0, 30),
+        "Ti" => (0, 40),
+        "Pi" => (0, 50),
+        "Ei" => (0, 60),
+        _ => {
+            let e = suffix.strip_prefix(['e', 'E']).ok_or(QuantityError::Syntax)?;
+            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+            if digits.is_empty() || digits.len() > 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(QuantityError::Syntax);
+            }
+            (e.parse::<i64>().map_err(|_| QuantityError::Syntax)?, 0)
+        }
+    };
+    // The significant digits as one integer, the point moved into exp10.
+    let digits = format!("{whole}{frac}");
+    let significant = digits.trim_start_matches('0');
+    if significant.is_empty() {
+        return Ok(0);
+    }
+    if negative {
+        return Err(QuantityError::Negative);
+    }
+    if significant.len() > 38 {
+        return Err(QuantityError::TooLarge);
+    }
+    let mantissa: u128 = significant.parse().map_err(|_| QuantityError::Syntax)?;
+    let frac_len = i64::try_from(frac.len()).map_err(|_| QuantityError::Syntax)?;
+    let exp10 = exp10 + i64::from(scale) - frac_len;
+    let scaled = mantissa.checked_shl(shift).filter(|v| v >> shift == mantissa).ok_or(QuantityError::TooLarge)?;
+    let value = if exp10 >= 0 {
+        let p = u32::try_from(exp10).ok().and_then(|e| 10u128.checked_pow(e)).ok_or(QuantityError::TooLarge)?;
+        scaled.checked_mul(p).ok_or(QuantityError::TooLarge)?
+    } else {
+        match u32::try_from(-exp10).ok().and_then(|e| 10u128.checked_pow(e)) {
+            Some(p) => {
+                let (q, r) = (scaled / p, scaled % p);
+                if r != 0 && exact {
+                    return Err(QuantityError::TooPrecise);
+                }
+                q + u128::from(r != 0)
+            }
+            // Smaller than one unit (and not zero).
+            None if exact => return Err(QuantityError::TooPrecise),
+            None => 1,
+        }
+    };
+    u64::try_from(value).map_err(|_| QuantityError::TooLarge)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kubernetes_forms() {
+        assert_eq!(parse("1Gi", 0, false), Ok(1 << 30));
+        assert_eq!(parse("1.5Gi", 0, false), Ok(3 << 29));
+        assert_eq!(parse("512Mi", 0, false), Ok(512 << 20));
+        assert_eq!(parse("1G", 0, false), Ok(1_000_000_000));
+        assert_eq!(parse("1e9", 0, false), Ok(1_000_000_000));
+        assert_eq!(parse("1E3", 0, false), Ok(1000));
+        assert_eq!(parse("8Ei", 0, false), Ok(8 << 60));
+        assert_eq!(parse("2P", 0, false), Ok(2_000_000_000_000_000));
+        assert_eq!(parse("+7", 0, false), Ok(7));
+        assert_eq!(parse("-0", 0, false), Ok(0));
+        assert_eq!(parse("500m", 3, true), Ok(500));
+        assert_eq!(parse("1.5", 3, true), Ok(1500));
+        assert_eq!(parse(".5", 3, true), Ok(500));
+        assert_eq!(parse("2", 3, true), Ok(2000));
+        // Kubernetes rounds up: 1.5 bytes is 2.
+        assert_eq!(parse("1.5", 0, false), Ok(2));
+        assert_eq!(parse("1n", 0, false), Ok(1));
+    }
+
+    // The absurd-input sweep: huge, negative and malformed quantities get
+    // a reason, and nothing overflows.
+    #[test]
+    fn absurd_quantities_are_refused_with_a_reason() {
+        for s in ["1e30", "99999999999Ti", "99999999999999999999999Ei", "16Ei", "1e999999", "9".repeat(60).as_str()] {
+            assert_eq!(parse(s, 0, false), Err(QuantityError::TooLarge), "{s}");
+        }
+        assert_eq!(parse("9223372036854775807", 3, true), Err(QuantityError::TooLarge));
+        assert_eq!(parse("-1", 0, false), Err(QuantityError::Negative));
+        assert_eq!(parse("1.2345", 3, true), Err(QuantityError::TooPrecise));
+        assert_eq!(parse("1e-999999", 3, true), Err(QuantityError::TooPrecise));
+        for s in
+            ["", "x", "1.2.3", "1Gb", "1e", "1e1.5", "NaN", ".inf", "1 Gi", "--1", ".", "1e9999999", &"1".repeat(65)]
+        {
+            assert_eq!(parse(s, 0, false), Err(QuantityError::Syntax), "{s:?}");
+        }
+    }
+}
