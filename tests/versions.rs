@@ -684,6 +684,51 @@ async fn a_register_call_given_up_by_the_plugin_still_registers_up_to_1_34() {
     sim.stop().await.unwrap();
 }
 
+/// kubelet-versions.md §1, 1.35+ (inferred, unverified): the Register call's
+/// context bounds the dial-back and GetDevicePluginOptions, so a plugin that
+/// gives up on its call makes the kubelet's dial fail; §2, 1.35-1.36: that
+/// failure drops the name's only client, so a live earlier plugin of the name
+/// is untracked (its stream end disconnects nothing). master keys clients by
+/// (name, socket): the live plugin is still tracked.
+#[tokio::test]
+async fn a_register_call_given_up_by_the_plugin_fails_it_from_1_35_and_untracks_the_name_up_to_1_36() {
+    for version in [v(35), v(36), KubeletVersion::Master] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |c| c.dial_timeout = Duration::from_secs(5)).await;
+        let mut rx = sim.subscribe();
+        let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+        let (_pa, _sa) = a.start(sb.path(), "a.sock", GPU).await;
+        counts_are(&sim, GPU, 2, 2).await;
+        let ks = sb.join("kubelet.sock");
+        let gave_up =
+            tokio::time::timeout(Duration::from_millis(300), register(&ks, "v1beta1", GPU, "late.sock", None)).await;
+        assert!(gave_up.is_err(), "{version}: the call was still waiting for the dial-back: {gave_up:?}");
+        let ev = next(&mut rx, "the given-up registration fails", |k| match k {
+            EventKind::RegistrationRejected { .. } => true,
+            EventKind::Registered { endpoint, .. } => endpoint == "late.sock",
+            _ => false,
+        })
+        .await;
+        let EventKind::RegistrationRejected { endpoint, message, .. } = ev else { panic!("{version}: {ev:?}") };
+        assert_eq!(endpoint, "late.sock");
+        assert!(message.contains("context canceled"), "{version}: {message}");
+        a.end_streams();
+        let ev = next(&mut rx, "stream end", |k| {
+            matches!(k, EventKind::StreamEnded { .. } | EventKind::StreamEndedUntracked { .. })
+        })
+        .await;
+        if version == KubeletVersion::Master {
+            assert!(matches!(ev, EventKind::StreamEnded { .. }), "{version}: {ev:?}");
+            counts_are(&sim, GPU, 2, 0).await;
+        } else {
+            assert!(matches!(ev, EventKind::StreamEndedUntracked { .. }), "{version}: {ev:?}");
+            counts_are(&sim, GPU, 2, 2).await;
+            assert_eq!(sim.status().resource(GPU).unwrap().state, "untracked", "{version}");
+        }
+        sim.stop().await.unwrap();
+    }
+}
+
 /// protocol.md §1.2: `cdi_devices` (ContainerAllocateResponse field 5) was
 /// added in 1.28, so a 1.26 or 1.27 kubelet drops the CDI devices a plugin
 /// returns (unknown field); the admission says so and keeps the rest.

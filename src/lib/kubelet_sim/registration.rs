@@ -140,8 +140,12 @@ impl Registration for RegistrationService {
             // 1.35+ (inferred): the Register call's context bounds the
             // dial-back and GetDevicePluginOptions, so a plugin that gives up
             // on its call (deadline, cancel) aborts the registration, as
-            // dropping this future does.
-            register(&self.inner, input).await
+            // dropping this future does; the guard then fails it as the
+            // kubelet's cancelled dial or options call would.
+            let guard = GivenUp::arm(&self.inner, &input);
+            let result = register(&self.inner, input).await;
+            guard.disarm();
+            result
         } else {
             // kubelet-versions.md §1, 1.26-1.34: the kubelet dials back and
             // asks for the options under a background context, so a plugin
@@ -160,6 +164,55 @@ impl Registration for RegistrationService {
         }
     }
 }
+
+/// What the kubelet does, from 1.35 (inferred), when the plugin gives up on a
+/// valid Register call while the kubelet still dials back or asks for the
+/// options under that call's context (kubelet-versions.md §1): the dial or
+/// the options call fails with the context's error, and that failure is
+/// handled as any other (§2: on 1.35-1.36 the name loses its client, so a
+/// live earlier plugin becomes untracked). Armed for a call that validates,
+/// fired when the call's future is dropped before it finishes.
+struct GivenUp<'a> {
+    inner: &'a Arc<Inner>,
+    /// The registration's identity while armed.
+    pending: Option<(String, String, String, Via, String)>,
+}
+
+impl<'a> GivenUp<'a> {
+    fn arm(inner: &'a Arc<Inner>, input: &RegisterInput) -> Self {
+        let valid = input.via != Via::KubeletSock
+            || crate::validate::check_registration(&input.version, &input.resource).is_ok();
+        let pending = valid.then(|| {
+            let socket = input.socket.display().to_string();
+            (input.resource.clone(), input.endpoint.clone(), socket, input.via, input.version.clone())
+        });
+        GivenUp { inner, pending }
+    }
+
+    fn disarm(mut self) {
+        self.pending = None;
+    }
+}
+
+impl Drop for GivenUp<'_> {
+    fn drop(&mut self) {
+        let Some((resource, endpoint, socket, via, version)) = self.pending.take() else { return };
+        untrack(self.inner, &resource);
+        self.inner.emit(EventKind::RegistrationRejected {
+            resource,
+            endpoint,
+            socket,
+            via,
+            version,
+            message: GIVEN_UP.to_string(),
+        });
+    }
+}
+
+/// The event text for [`GivenUp`] (dpctl's words: the plugin that gave up
+/// never reads the kubelet's, which is the cancelled dial's or options call's error).
+const GIVEN_UP: &str = "the plugin ended its Register call before the dial-back and GetDevicePluginOptions \
+     finished; this kubelet runs them under that call's context, so the registration stops (context canceled)";
 
 /// A registration, from either way of registering.
 pub(crate) struct RegisterInput {
