@@ -382,8 +382,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l socket -d 'The socket to serve on (a real kubelet uses /var/lib/kubelet/pod-resources/kubelet.sock)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l data -d 'The fixture file [default: an empty node]' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l qps -d 'Rate limit: calls per second' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l burst -d 'Rate limit: burst' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l qps -d 'Rate limit: calls per second, 0.001 to 1000000 (for no limit, use --no-rate-limit)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l burst -d 'Rate limit: burst, 1 to 1000000' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l apis -d 'API versions to serve, comma-separated (`--apis v1alpha1` is a kubelet older than 1.20)' -r -f -a "v1\t'`v1.PodResourcesLister`'
 v1alpha1\t'`v1alpha1.PodResourcesLister`'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'

@@ -431,3 +431,22 @@ async fn bench_concurrency_is_bounded() {
     let r = dpctl(&["bench", "allocate", "--socket", s.to_str().unwrap(), "--concurrency", "1001"]).await;
     refused(&r, "1001 is not in 1..=1000");
 }
+
+// `podresources serve --qps 1e308` was accepted and meant no limit while
+// looking like one. --qps is now 0.001..=1000000 and --burst 1..=1000000;
+// outside, exit 2 naming the flag and pointing at --no-rate-limit. Nothing
+// is bound.
+#[tokio::test]
+async fn podresources_serve_rate_limit_is_bounded() {
+    let sb = Sandbox::new();
+    let s = sb.join("pr.sock");
+    let sock = s.to_str().unwrap();
+    for qps in ["1e308", "inf", "NaN", "-5", "0", "2000000"] {
+        let r = dpctl(&["podresources", "serve", "--socket", sock, &format!("--qps={qps}")]).await;
+        refused(&r, "--qps:");
+        assert!(r.stderr.contains("--no-rate-limit"), "{}", r.stderr);
+    }
+    let r = dpctl(&["podresources", "serve", "--socket", sock, "--burst", "4000000000"]).await;
+    refused(&r, "--burst:");
+    assert!(!s.exists(), "nothing was bound");
+}

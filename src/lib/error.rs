@@ -79,6 +79,24 @@ pub enum Error {
         /// What went wrong.
         reason: String,
     },
+    /// The server closed one of several connections while it was being
+    /// opened, after earlier ones had been opened: most likely a cap on
+    /// connections per server (`bench --connections`).
+    #[error("could not open connection {index} of {wanted} to {}: {reason}", path.display())]
+    ConnectionClosedPastOthers {
+        /// The socket path.
+        path: PathBuf,
+        /// Which connection failed, counting from 1.
+        index: usize,
+        /// How many connections were asked for.
+        wanted: usize,
+        /// Connections opened before it.
+        open: usize,
+        /// The cap on connections of dpctl's own gRPC servers.
+        dpctl_cap: usize,
+        /// What the transport said.
+        reason: String,
+    },
     /// The server does not implement the service or method.
     #[error("{rpc} on {}: not implemented by the server ({message})", path.display())]
     Unimplemented {
@@ -261,6 +279,11 @@ impl Error {
             Error::DeadlineExceeded { .. } | Error::Timeout { .. } => {
                 "the peer is slow or stuck; raise --timeout to wait longer".into()
             }
+            Error::ConnectionClosedPastOthers { open, dpctl_cap, .. } => format!(
+                "the server closed this connection after {open} others to it had been opened: servers cap their \
+                 connections (dpctl's own servers take {dpctl_cap} per gRPC server and close the rest at once; a \
+                 plugin may have its own limit); lower --connections"
+            ),
             Error::Unimplemented { message, .. }
                 if message.contains("deviceplugin.") || message.contains("v1alpha") =>
             {
@@ -300,6 +323,7 @@ impl Error {
             | Error::PermissionDenied { .. }
             | Error::ConnectionRefused { .. }
             | Error::Connect { .. }
+            | Error::ConnectionClosedPastOthers { .. }
             | Error::AlreadyServing { .. }
             | Error::NotReplaceable { .. }
             | Error::Bind { .. } => exit::SOCKET,

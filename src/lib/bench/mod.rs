@@ -162,8 +162,22 @@ impl Prepared {
         let pool = load::Pool::build(cfg.op, &healthy, cfg.devices_per_request);
         let mut clients = Vec::with_capacity(cfg.connections.max(1));
         let mut channels = Vec::with_capacity(cfg.connections.max(1));
-        for _ in 0..cfg.connections.max(1) {
-            let ch = transport::connect(socket, cfg.client.connect_timeout).await?;
+        let wanted = cfg.connections.max(1);
+        for i in 0..wanted {
+            // A server that closes a later connection during the handshake
+            // after accepting earlier ones is most likely enforcing a cap on
+            // connections (dpctl's own servers do).
+            let ch = transport::connect(socket, cfg.client.connect_timeout).await.map_err(|e| match e {
+                Error::Connect { path, reason } if i > 0 => Error::ConnectionClosedPastOthers {
+                    path,
+                    index: i + 1,
+                    wanted,
+                    open: i,
+                    dpctl_cap: transport::MAX_CONNECTIONS,
+                    reason,
+                },
+                e => e,
+            })?;
             clients.push(DevicePluginClient::new(ch.clone()).max_decoding_message_size(cfg.client.max_recv_bytes));
             channels.push(ch);
         }

@@ -208,10 +208,10 @@ pub struct ServeArgs {
     /// Do not rate-limit (a kubelet allows 100 calls/s, burst 10).
     #[arg(long, conflicts_with_all = ["qps", "burst"])]
     pub no_rate_limit: bool,
-    /// Rate limit: calls per second.
+    /// Rate limit: calls per second, 0.001 to 1000000 (for no limit, use --no-rate-limit).
     #[arg(long, value_name = "N", default_value_t = RATE_QPS)]
     pub qps: f64,
-    /// Rate limit: burst.
+    /// Rate limit: burst, 1 to 1000000.
     #[arg(long, value_name = "N", default_value_t = RATE_BURST)]
     pub burst: u32,
     /// API versions to serve, comma-separated (`--apis v1alpha1` is a

@@ -41,19 +41,41 @@ pub enum Served {
 }
 
 impl FakeKubelet {
-    /// Checks the rate limit (errors name `--qps` or `--burst`).
+    /// Checks the rate limit (errors name `--qps` or `--burst`): `--qps` from
+    /// [`MIN_QPS`] to [`MAX_QPS`], `--burst` from 1 to [`MAX_BURST`].
     pub fn check(&self) -> Result<()> {
         if let Some((qps, burst)) = self.rate_limit {
-            if !(qps > 0.0 && qps.is_finite()) {
-                return Err(Error::invalid("--qps", "must be a positive number (or use --no-rate-limit)"));
+            if !(MIN_QPS..=MAX_QPS).contains(&qps) {
+                return Err(Error::invalid(
+                    "--qps",
+                    format!(
+                        "{qps} is not a rate from {MIN_QPS} to {MAX_QPS} calls per second \
+                         (hint: for no limit at all, use --no-rate-limit)"
+                    ),
+                ));
             }
-            if burst == 0 {
-                return Err(Error::invalid("--burst", "must be at least 1 (or use --no-rate-limit)"));
+            if !(1..=MAX_BURST).contains(&burst) {
+                return Err(Error::invalid(
+                    "--burst",
+                    format!(
+                        "{burst} is not a burst from 1 to {MAX_BURST} calls (hint: for no limit at all, use --no-rate-limit)"
+                    ),
+                ));
             }
         }
         Ok(())
     }
 }
+
+/// Lowest `--qps`: one call per 1,000 s. Below it a refused client would be
+/// told to wait for hours, which no test needs.
+pub const MIN_QPS: f64 = 0.001;
+/// Highest `--qps`. One process cannot serve a million PodResources calls a
+/// second, so a higher rate would not be a limit at all but look like one
+/// (`1e308` used to be accepted): `--no-rate-limit` says so plainly.
+pub const MAX_QPS: f64 = 1_000_000.0;
+/// Highest `--burst` (see [`MAX_QPS`]).
+pub const MAX_BURST: u32 = 1_000_000;
 
 /// Loads the fixture, binds the socket, reports [`Served::Ready`], then
 /// serves and reloads until Ctrl-C or SIGTERM (or `report` fails).
@@ -103,6 +125,15 @@ mod tests {
         assert!(fake(Some((0.0, 10))).check().unwrap_err().to_string().starts_with("--qps"));
         assert!(fake(Some((f64::NAN, 10))).check().unwrap_err().to_string().starts_with("--qps"));
         assert!(fake(Some((5.0, 0))).check().unwrap_err().to_string().starts_with("--burst"));
+        // Inf, negative, over the top: refused, naming the flag and --no-rate-limit.
+        for qps in [f64::INFINITY, f64::NEG_INFINITY, -1.0, 1e308, 1_000_001.0, 0.0009] {
+            let e = fake(Some((qps, 10))).check().unwrap_err();
+            assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+            assert!(e.to_string().starts_with("--qps") && e.to_string().contains("--no-rate-limit"), "{qps}: {e}");
+        }
+        assert!(fake(Some((100.0, 1_000_001))).check().unwrap_err().to_string().starts_with("--burst"));
+        assert!(fake(Some((MAX_QPS, MAX_BURST))).check().is_ok());
+        assert!(fake(Some((MIN_QPS, 1))).check().is_ok());
         assert!(fake(None).check().is_ok());
     }
 }

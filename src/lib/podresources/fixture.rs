@@ -339,7 +339,7 @@ struct MemorySpec {
     #[serde(default, alias = "memoryType")]
     memory_type: String,
     #[serde(default)]
-    size: Int,
+    size: Size,
     #[serde(default)]
     topology: Option<TopologySpec>,
     #[serde(default, alias = "numaNodes")]
@@ -433,6 +433,35 @@ impl<'de> Deserialize<'de> for Int {
     }
 }
 
+/// A memory size: like [`Int`], but every uint64 value fits (the proto
+/// field is `uint64`), and a negative one is kept to be refused with the
+/// entry's name.
+#[derive(Default, Clone, Copy)]
+struct Size(i128);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Size;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a size in bytes (a number or a string of digits)")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Size, E> {
+                Ok(Size(i128::from(v)))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Size, E> {
+                Ok(Size(i128::from(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Size, E> {
+                // Bounded: at most 39 digits reach i128's parser's overflow check.
+                v.trim().parse().map(Size).map_err(|_| E::custom(format!("{v:?} is not an integer")))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 fn ints(v: &[Int]) -> Vec<i64> {
     v.iter().map(|i| i.0).collect()
 }
@@ -483,8 +512,20 @@ impl DevicesSpec {
 
 impl MemorySpec {
     fn convert(&self, at: &str) -> std::result::Result<v1::ContainerMemory, String> {
-        let size = u64::try_from(self.size.0)
-            .map_err(|_| format!("{at} memory {}: size must not be negative", self.memory_type))?;
+        let size = match u64::try_from(self.size.0) {
+            Ok(size) => size,
+            Err(_) if self.size.0 < 0 => {
+                return Err(format!("{at} memory {}: size must not be negative", self.memory_type));
+            }
+            Err(_) => {
+                return Err(format!(
+                    "{at} memory {}: size {} is over the largest uint64 ({})",
+                    self.memory_type,
+                    self.size.0,
+                    u64::MAX
+                ));
+            }
+        };
         Ok(v1::ContainerMemory {
             memory_type: self.memory_type.clone(),
             size,
@@ -647,6 +688,30 @@ mod tests {
         let f = Fixture::from_json(PROTO_JSON, "t.json").unwrap();
         let text = serde_json::to_string(&f.to_file()).unwrap();
         assert_eq!(Fixture::from_json(&text, "again").unwrap(), f);
+    }
+
+    /// protocol.md's PodResources `ContainerMemory.size` is a uint64: every
+    /// value loads, u64::MAX included (it was refused as "too large"), as a
+    /// number or a string, and round-trips; negative or over uint64 is
+    /// refused naming the entry.
+    #[test]
+    fn memory_size_takes_every_uint64() {
+        let pod = |size: &str| {
+            format!(
+                r#"{{"pod_resources": [{{"name": "p", "namespace": "ns", "containers": [{{"name": "c", "memory": [{{"memory_type": "memory", "size": {size}}}]}}]}}]}}"#
+            )
+        };
+        for text in ["18446744073709551615", "\"18446744073709551615\"", "0"] {
+            let f = Fixture::from_json(&pod(text), "f.json").unwrap();
+            let want = if text == "0" { 0 } else { u64::MAX };
+            assert_eq!(f.pods[0].containers[0].memory[0].size, want, "{text}");
+            let again = serde_json::to_string(&f.to_file()).unwrap();
+            assert_eq!(Fixture::from_json(&again, "again").unwrap(), f);
+        }
+        let e = Fixture::from_json(&pod("-1"), "f.json").unwrap_err().to_string();
+        assert!(e.contains("pod ns/p container c memory memory: size must not be negative"), "{e}");
+        let e = Fixture::from_json(&pod("\"18446744073709551616\""), "f.json").unwrap_err().to_string();
+        assert!(e.contains("memory memory: size 18446744073709551616 is over the largest uint64"), "{e}");
     }
 
     #[test]
