@@ -136,6 +136,28 @@ async fn a_dir_that_cannot_be_made_is_bad_input() {
     assert!(left.iter().all(|p| p.is_dir()), "{left:?}");
 }
 
+// README exit codes, row 3: "permission denied" is 3. A --dir the OS will not
+// let dpctl create (a read-only parent) exited 2 as if the flag were wrong.
+#[tokio::test]
+async fn a_dir_the_os_will_not_create_exits_3() {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        eprintln!("SKIPPED a_dir_the_os_will_not_create_exits_3: root is not denied by chmod 0555");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let locked = sb.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let dir = locked.join("dp");
+    let r = dpctl(&["kubelet-sim", "--dir", dir.to_str().unwrap(), "--timeout", "50ms"]).await;
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    r.expect_code(3);
+    assert!(r.stderr.contains("permission denied: cannot create directory"), "{}", r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+}
+
 // README, safety: the sim never rewrites a checkpoint it did not write. A
 // dangling symbolic link at kubelet_internal_checkpoint used to count as "no
 // checkpoint": the sim wrote its own file over the link at start.
