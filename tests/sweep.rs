@@ -136,6 +136,28 @@ async fn a_dir_that_cannot_be_made_is_bad_input() {
     assert!(left.iter().all(|p| p.is_dir()), "{left:?}");
 }
 
+// README exit codes, row 3: "permission denied" is 3. A --dir the OS will not
+// let dpctl create (a read-only parent) exited 2 as if the flag were wrong.
+#[tokio::test]
+async fn a_dir_the_os_will_not_create_exits_3() {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        eprintln!("SKIPPED a_dir_the_os_will_not_create_exits_3: root is not denied by chmod 0555");
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let locked = sb.join("locked");
+    std::fs::create_dir(&locked).unwrap();
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let dir = locked.join("dp");
+    let r = dpctl(&["kubelet-sim", "--dir", dir.to_str().unwrap(), "--timeout", "50ms"]).await;
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).unwrap();
+    r.expect_code(3);
+    assert!(r.stderr.contains("permission denied: cannot create directory"), "{}", r.stderr);
+    assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
+}
+
 // README, safety: the sim never rewrites a checkpoint it did not write. A
 // dangling symbolic link at kubelet_internal_checkpoint used to count as "no
 // checkpoint": the sim wrote its own file over the link at start.
@@ -159,6 +181,38 @@ async fn a_dangling_checkpoint_link_is_never_replaced() {
     let file = sb.join("file");
     std::fs::write(&file, b"x").unwrap();
     refused(&dpctl(&["checkpoint", "verify", "--dir", file.to_str().unwrap()]).await, "is --dir a file?");
+}
+
+// README, safety: the sim "never replaces a symbolic link there". A live link
+// to a valid checkpoint, adopted (--adopt-checkpoint), used to be renamed
+// over at the first write: the link became the sim's own file.
+#[tokio::test]
+async fn a_live_checkpoint_link_is_never_replaced_even_adopted() {
+    const TEGRA: &[u8] = include_bytes!("data/checkpoints/kubelet-kind-tegra.json");
+    let sb = Sandbox::new();
+    let dir = sb.join("dp");
+    std::fs::create_dir(&dir).unwrap();
+    let target = sb.join("real_checkpoint");
+    std::fs::write(&target, TEGRA).unwrap();
+    let link = dir.join("kubelet_internal_checkpoint");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let sim = sim::start(&dir, |c| c.adopt_checkpoint = true).await;
+    let cp = sim.status().checkpoint.expect("checkpoint status");
+    assert_eq!(cp.found, "valid", "{cp:?}");
+    assert!(!cp.writes, "{cp:?}");
+    assert!(cp.ownership.contains("a symbolic link to"), "{}", cp.ownership);
+    assert!(cp.ownership.contains("not even with --adopt-checkpoint"), "{}", cp.ownership);
+    // A state change and a kubelet restart: both would write the checkpoint.
+    sim.delete("default", "bf52b2cd-b611-4e79-86b1-280b283185c3").await.unwrap();
+    sim.restart(Duration::from_millis(300)).await.unwrap();
+    sim.stop().await.unwrap();
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    assert_eq!(std::fs::read(&target).unwrap(), TEGRA, "the link's target changed");
+    // The writer itself refuses a link, whoever calls it.
+    let e = dpctl::checkpoint::write_atomic(&link, b"{}").unwrap_err();
+    assert_eq!(e.exit_code(), 2);
+    assert!(e.to_string().contains("never replaces a symbolic link"), "{e}");
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
 }
 
 // A mock-plugin config whose per-device env holds `{ids}` grows with the

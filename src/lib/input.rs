@@ -1,7 +1,8 @@
 //! Reading the files a user names (configs, manifests, fixtures) safely:
 //! only regular files (a FIFO or device would block or never end), bounded
 //! in size, UTF-8, and manifests bounded in nesting depth before any parser
-//! sees them. Every failure is bad input ([`Error::Invalid`], exit 2).
+//! sees them. Every failure is bad input ([`Error::Invalid`], exit 2), except
+//! a directory the OS will not let dpctl create (see [`create_dir`]).
 
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -36,10 +37,13 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// Creates directory `dir` (and its parents) with `mode` when missing. A
-/// directory that cannot be made is bad input (exit 2): when something that
-/// is not a directory is in the way (a file, a dangling symbolic link) the
-/// error names it, instead of the OS's bare "File exists".
+/// Creates directory `dir` (and its parents) with `mode` when missing. When
+/// something that is not a directory is in the way (a file, a dangling
+/// symbolic link, a link loop) it is bad input (exit 2) and the error names
+/// it, instead of the OS's bare "File exists". When the OS refuses (permission
+/// denied, read-only file system, disk full) it is
+/// [`Error::PermissionDenied`] or [`Error::Io`] (exit 3), as the README's
+/// exit-code table says.
 pub fn create_dir(dir: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     if dir.is_dir() {
@@ -66,9 +70,21 @@ pub fn create_dir(dir: &Path, mode: u32) -> Result<()> {
                 place,
                 format!("{} exists and is a {}, not a directory; choose another directory", at.display(), kind(&meta)),
             ),
-            _ => Error::invalid(place, format!("cannot create it: {e}")),
+            _ => not_made(dir, place, e),
         }
     })
+}
+
+/// Classifies an error from creating `dir` when nothing that is not a
+/// directory was found in the way.
+fn not_made(dir: &Path, place: String, e: std::io::Error) -> Error {
+    match e.raw_os_error() {
+        // Something is in the way after all (a path component that is not a
+        // directory, a link loop, a non-directory made meanwhile).
+        Some(libc::ENOTDIR | libc::ELOOP | libc::EEXIST) => Error::invalid(place, format!("cannot create it: {e}")),
+        Some(libc::EACCES | libc::EPERM) => Error::PermissionDenied { path: dir.to_path_buf(), op: "create directory" },
+        _ => Error::io(format!("creating {place}"), e),
+    }
 }
 
 /// Reads the text file at `path` that the user gave as `place` (e.g.
@@ -164,6 +180,27 @@ pub fn check_depth(text: &str, place: &str, max: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // README exit codes: a directory the OS will not let dpctl create is a
+    // socket/permission problem (3); only something in the way is bad input (2).
+    #[test]
+    fn a_dir_the_os_refuses_exits_3_and_one_in_the_way_exits_2() {
+        let dir = Path::new("/x/dp");
+        let code =
+            |errno| not_made(dir, "directory /x/dp".into(), std::io::Error::from_raw_os_error(errno)).exit_code();
+        for errno in [libc::EACCES, libc::EPERM] {
+            let e = not_made(dir, "directory /x/dp".into(), std::io::Error::from_raw_os_error(errno));
+            assert!(matches!(e, Error::PermissionDenied { .. }), "{errno}: {e:?}");
+            assert!(e.to_string().contains("permission denied: cannot create directory /x/dp"), "{e}");
+            assert!(e.hint().is_some());
+        }
+        for errno in [libc::EROFS, libc::ENOSPC, libc::EIO] {
+            assert_eq!(code(errno), crate::error::exit::SOCKET, "{errno}");
+        }
+        for errno in [libc::ENOTDIR, libc::ELOOP, libc::EEXIST] {
+            assert_eq!(code(errno), crate::error::exit::USAGE, "{errno}");
+        }
+    }
 
     // Issue 12 item 8: a FIFO given as a manifest or config blocked forever.
     #[test]

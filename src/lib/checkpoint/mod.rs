@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+pub(crate) use write::link_target;
 pub use write::write_atomic;
 
 /// Largest checkpoint file dpctl reads (a kubelet with thousands of pods

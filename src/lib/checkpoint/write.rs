@@ -2,6 +2,8 @@
 //! directory created when missing (0755), a temporary file whose name starts
 //! with `.` in the same directory (mode 0600), write, fsync, close, rename
 //! over the target. A crash leaves either the old file or the new one.
+//! Unlike the kubelet, a symbolic link at the target is never replaced
+//! (README, safety): the write is refused.
 
 use std::io::Write;
 use std::path::Path;
@@ -9,8 +11,16 @@ use std::path::Path;
 use crate::error::{Error, Result};
 
 /// Writes `bytes` to `path` atomically, as the kubelet writes its checkpoint.
+/// Refuses ([`Error::Invalid`]) when `path` is a symbolic link, live or
+/// dangling: the rename would replace the link itself.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
+    if let Some(target) = link_target(path) {
+        return Err(Error::invalid(
+            path.display().to_string(),
+            format!("a symbolic link to {target}: dpctl never replaces a symbolic link; not written"),
+        ));
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -36,6 +46,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = d.sync_all();
     }
     Ok(())
+}
+
+/// Where `path` points, when it is a symbolic link.
+pub(crate) fn link_target(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    meta.file_type()
+        .is_symlink()
+        .then(|| std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into()))
 }
 
 fn tmp_name(path: &Path) -> String {

@@ -95,8 +95,14 @@ pub(crate) fn load(path: &Path, marker: &Path, adopt: bool, legacy: LegacyFormat
         }
     };
     let ours = wrote(marker, &bytes);
-    status.writes = ours || adopt;
-    status.ownership = if ours {
+    let link = crate::checkpoint::link_target(path);
+    status.writes = (ours || adopt) && link.is_none();
+    status.ownership = if let Some(target) = &link {
+        format!(
+            "a symbolic link to {target}: read-only, the sim reads it but never replaces a symbolic link \
+             (not even with --adopt-checkpoint)"
+        )
+    } else if ours {
         "written by this sim before (recorded in .dpctl/): the sim keeps writing it".into()
     } else if adopt {
         "not written by this sim; adopted (--adopt-checkpoint): the sim writes it from now on".into()

@@ -98,6 +98,8 @@ Where the sim deliberately differs from a real kubelet:
     once after `admit` answered may not have the pod in its checkpoint.
   - A checkpoint the sim did not write (a real kubelet's) is read, verified and
     restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
+    A symbolic link there is never replaced, even adopted (the kubelet renames
+    its new file over the link).
   - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are
     shown by UID in status and count as in use until `delete UID`; they are not
     in PodResources (the sim's pod manager does not know them). A kubelet lists
