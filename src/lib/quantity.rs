@@ -52,32 +52,7 @@ pub fn parse(s: &str, scale: u32, exact: bool) -> Result<u64, QuantityError> {
     if (whole.is_empty() && frac.is_empty()) || frac.contains('.') {
         return Err(QuantityError::Syntax);
     }
-    let (exp10, shift): (i64, u32) = match suffix {
-        "" => (0, 0),
-        "n" => (-9, 0),
-        "u" => (-6, 0),
-        "m" => (-3, 0),
-        "k" => (3, 0),
-        "M" => (6, 0),
-        "G" => (9, 0),
-        "T" => (12, 0),
-        "P" => (15, 0),
-        "E" => (18, 0),
-        "Ki" => (0, 10),
-        "Mi" => (0, 20),
-        "Gi" => (0, 30),
-        "Ti" => (0, 40),
-        "Pi" => (0, 50),
-        "Ei" => (0, 60),
-        _ => {
-            let e = suffix.strip_prefix(['e', 'E']).ok_or(QuantityError::Syntax)?;
-            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
-            if digits.is_empty() || digits.len() > 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(QuantityError::Syntax);
-            }
-            (e.parse::<i64>().map_err(|_| QuantityError::Syntax)?, 0)
-        }
-    };
+    let (exp10, shift) = suffix_scale(suffix)?;
     // Trailing zeros of the fraction say nothing (`1.000…0` is 1).
     let frac = frac.trim_end_matches('0');
     // The significant digits as one integer, the point moved into exp10.
@@ -129,6 +104,37 @@ pub fn parse(s: &str, scale: u32, exact: bool) -> Result<u64, QuantityError> {
         }
     };
     u64::try_from(value).map_err(|_| QuantityError::TooLarge)
+}
+
+/// The suffix as a power of ten and a power of two (`Ki`: 2^10, `k`: 10^3,
+/// `e-3`: 10^-3).
+fn suffix_scale(suffix: &str) -> Result<(i64, u32), QuantityError> {
+    Ok(match suffix {
+        "" => (0, 0),
+        "n" => (-9, 0),
+        "u" => (-6, 0),
+        "m" => (-3, 0),
+        "k" => (3, 0),
+        "M" => (6, 0),
+        "G" => (9, 0),
+        "T" => (12, 0),
+        "P" => (15, 0),
+        "E" => (18, 0),
+        "Ki" => (0, 10),
+        "Mi" => (0, 20),
+        "Gi" => (0, 30),
+        "Ti" => (0, 40),
+        "Pi" => (0, 50),
+        "Ei" => (0, 60),
+        _ => {
+            let e = suffix.strip_prefix(['e', 'E']).ok_or(QuantityError::Syntax)?;
+            let digits = e.strip_prefix(['+', '-']).unwrap_or(e);
+            if digits.is_empty() || digits.len() > 6 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(QuantityError::Syntax);
+            }
+            (e.parse::<i64>().map_err(|_| QuantityError::Syntax)?, 0)
+        }
+    })
 }
 
 #[cfg(test)]
