@@ -402,3 +402,21 @@ async fn merge_folds_every_nodes_report_into_one_view() {
     assert!(none.stderr.contains("no dpctl doctor report"), "{}", none.stderr);
     sim.stop().await.unwrap();
 }
+
+/// README's `kubectl debug ... dpctl doctor --kubelet-version "$(kubectl get
+/// node ... kubeletVersion)"`: managed clusters report `v1.30.7-eks-59bf375`,
+/// `v1.31.3+k3s1`, `v1.29.8-gke.1031000`; each is judged as its release.
+#[tokio::test]
+async fn a_managed_clusters_kubelet_version_is_its_release() {
+    let sb = Sandbox::new();
+    let root = sb.path().to_str().unwrap();
+    for (given, release) in [("v1.30.7-eks-59bf375", "1.30"), ("v1.31.3+k3s1", "1.31"), ("v1.29.8-gke.1031000", "1.29")]
+    {
+        let run = dpctl(&["doctor", "--root", root, "--kubelet-version", given, "-o", "json"]).await;
+        assert_ne!(run.code, 2, "{given}: {}", run.stderr);
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{given}: {e}"));
+        assert_eq!(v["kubelet_version"], release, "{given}");
+    }
+    let run = dpctl(&["doctor", "--root", root, "--kubelet-version", "v1.30.7-eks 59bf375"]).await;
+    run.expect_code(2);
+}

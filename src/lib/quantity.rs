@@ -52,7 +52,64 @@ pub fn parse(s: &str, scale: u32, exact: bool) -> Result<u64, QuantityError> {
     if (whole.is_empty() && frac.is_empty()) || frac.contains('.') {
         return Err(QuantityError::Syntax);
     }
-    let (exp10, shift): (i64, u32) = match suffix {
+    let (exp10, shift) = suffix_scale(suffix)?;
+    // Trailing zeros of the fraction say nothing (`1.000…0` is 1).
+    let frac = frac.trim_end_matches('0');
+    // The significant digits as one integer, the point moved into exp10.
+    let digits = format!("{whole}{frac}");
+    let significant = digits.trim_start_matches('0');
+    if significant.is_empty() {
+        return Ok(0);
+    }
+    if negative {
+        return Err(QuantityError::Negative);
+    }
+    // Keep as many leading digits as fit in a u128 once shifted by the binary
+    // suffix (38 without one); the rest only matter as "something is left",
+    // which rounds up as Kubernetes does (`0.5000…01` bytes is 1). Kept
+    // digits >= 10^(max-1) make a large value overflow below, as it must.
+    let max_digits = usize::try_from((128 - shift) * 30_103 / 100_000).unwrap_or(38).min(38);
+    let (kept, dropped) = significant.split_at(significant.len().min(max_digits));
+    let left_over = dropped.bytes().any(|b| b != b'0');
+    let mut mantissa: u128 = kept.parse().map_err(|_| QuantityError::Syntax)?;
+    let frac_len = i64::try_from(frac.len()).map_err(|_| QuantityError::Syntax)?;
+    let dropped_len = i64::try_from(dropped.len()).map_err(|_| QuantityError::Syntax)?;
+    let exp10 = exp10 + i64::from(scale) - frac_len + dropped_len;
+    if left_over {
+        if exp10 >= 0 {
+            return Err(QuantityError::TooLarge);
+        }
+        if exact {
+            return Err(QuantityError::TooPrecise);
+        }
+        // An upper bound of the dropped tail: the result is rounded up.
+        mantissa += 1;
+    }
+    let scaled = mantissa.checked_shl(shift).filter(|v| v >> shift == mantissa).ok_or(QuantityError::TooLarge)?;
+    let value = if exp10 >= 0 {
+        let p = u32::try_from(exp10).ok().and_then(|e| 10u128.checked_pow(e)).ok_or(QuantityError::TooLarge)?;
+        scaled.checked_mul(p).ok_or(QuantityError::TooLarge)?
+    } else {
+        match u32::try_from(-exp10).ok().and_then(|e| 10u128.checked_pow(e)) {
+            Some(p) => {
+                let (q, r) = (scaled / p, scaled % p);
+                if r != 0 && exact {
+                    return Err(QuantityError::TooPrecise);
+                }
+                q + u128::from(r != 0)
+            }
+            // Smaller than one unit (and not zero).
+            None if exact => return Err(QuantityError::TooPrecise),
+            None => 1,
+        }
+    };
+    u64::try_from(value).map_err(|_| QuantityError::TooLarge)
+}
+
+/// The suffix as a power of ten and a power of two (`Ki`: 2^10, `k`: 10^3,
+/// `e-3`: 10^-3).
+fn suffix_scale(suffix: &str) -> Result<(i64, u32), QuantityError> {
+    Ok(match suffix {
         "" => (0, 0),
         "n" => (-9, 0),
         "u" => (-6, 0),
@@ -77,41 +134,7 @@ pub fn parse(s: &str, scale: u32, exact: bool) -> Result<u64, QuantityError> {
             }
             (e.parse::<i64>().map_err(|_| QuantityError::Syntax)?, 0)
         }
-    };
-    // The significant digits as one integer, the point moved into exp10.
-    let digits = format!("{whole}{frac}");
-    let significant = digits.trim_start_matches('0');
-    if significant.is_empty() {
-        return Ok(0);
-    }
-    if negative {
-        return Err(QuantityError::Negative);
-    }
-    if significant.len() > 38 {
-        return Err(QuantityError::TooLarge);
-    }
-    let mantissa: u128 = significant.parse().map_err(|_| QuantityError::Syntax)?;
-    let frac_len = i64::try_from(frac.len()).map_err(|_| QuantityError::Syntax)?;
-    let exp10 = exp10 + i64::from(scale) - frac_len;
-    let scaled = mantissa.checked_shl(shift).filter(|v| v >> shift == mantissa).ok_or(QuantityError::TooLarge)?;
-    let value = if exp10 >= 0 {
-        let p = u32::try_from(exp10).ok().and_then(|e| 10u128.checked_pow(e)).ok_or(QuantityError::TooLarge)?;
-        scaled.checked_mul(p).ok_or(QuantityError::TooLarge)?
-    } else {
-        match u32::try_from(-exp10).ok().and_then(|e| 10u128.checked_pow(e)) {
-            Some(p) => {
-                let (q, r) = (scaled / p, scaled % p);
-                if r != 0 && exact {
-                    return Err(QuantityError::TooPrecise);
-                }
-                q + u128::from(r != 0)
-            }
-            // Smaller than one unit (and not zero).
-            None if exact => return Err(QuantityError::TooPrecise),
-            None => 1,
-        }
-    };
-    u64::try_from(value).map_err(|_| QuantityError::TooLarge)
+    })
 }
 
 #[cfg(test)]
@@ -139,11 +162,40 @@ mod tests {
         assert_eq!(parse("1n", 0, false), Ok(1));
     }
 
+    // Review finding: trailing fraction zeros counted as digits, so 1 byte
+    // written with 40 digits was "too large". Many digits of a small value
+    // round as Kubernetes does: memory up, CPU finer than 1m refused.
+    #[test]
+    fn small_values_with_many_digits_are_small() {
+        let zeros = "0".repeat(39);
+        assert_eq!(parse(&format!("1.{zeros}"), 0, false), Ok(1));
+        assert_eq!(parse(&format!("0.5{zeros}0"), 0, false), Ok(1));
+        assert_eq!(parse(&format!("1.{zeros}Gi"), 0, false), Ok(1 << 30));
+        assert_eq!(parse(&format!("2.{zeros}"), 3, true), Ok(2000));
+        // More than 38 significant digits, all below one unit: rounded up.
+        let tail = "1".repeat(45);
+        assert_eq!(parse(&format!("0.{tail}"), 0, false), Ok(1));
+        assert_eq!(parse(&format!("1.{tail}"), 0, false), Ok(2));
+        assert_eq!(parse(&format!("1.{tail}Ki"), 0, false), Ok(1138));
+        assert_eq!(parse(&format!("0.{tail}Ei"), 0, false).map(|v| v > (1 << 60) / 9), Ok(true));
+        // CPU: finer than 1m is refused, as before, not "too large".
+        assert_eq!(parse(&format!("0.{tail}"), 3, true), Err(QuantityError::TooPrecise));
+        assert_eq!(parse(&format!("0.5{zeros}"), 3, true), Ok(500));
+    }
+
     // The absurd-input sweep: huge, negative and malformed quantities get
     // a reason, and nothing overflows.
     #[test]
     fn absurd_quantities_are_refused_with_a_reason() {
-        for s in ["1e30", "99999999999Ti", "99999999999999999999999Ei", "16Ei", "1e999999", "9".repeat(60).as_str()] {
+        for s in [
+            "1e30",
+            "1000000000000000000000000000000000000000.5",
+            "99999999999Ti",
+            "99999999999999999999999Ei",
+            "16Ei",
+            "1e999999",
+            "9".repeat(60).as_str(),
+        ] {
             assert_eq!(parse(s, 0, false), Err(QuantityError::TooLarge), "{s}");
         }
         assert_eq!(parse("9223372036854775807", 3, true), Err(QuantityError::TooLarge));

@@ -76,7 +76,9 @@ impl KubeletVersion {
         Self::all().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
     }
 
-    /// Parses `1.30`, `v1.30`, `1.30.7` (a patch maps to its minor) or
+    /// Parses `1.30`, `v1.30`, `1.30.7` (a patch maps to its minor), the
+    /// same with a pre-release or build suffix (`v1.30.7-eks-59bf375`,
+    /// `v1.31.3+k3s1`: a node's `kubeletVersion` on managed clusters) or
     /// `master`. Anything else is bad input naming the valid list.
     pub fn parse(s: &str) -> Result<KubeletVersion> {
         let place = format!("--kubelet-version {}", crate::text::shorten(s, 40));
@@ -91,6 +93,20 @@ impl KubeletVersion {
             )
         };
         let t = t.strip_prefix('v').or_else(|| t.strip_prefix('V')).unwrap_or(t);
+        // A pre-release or build suffix, as managed clusters report
+        // (`v1.30.7-eks-59bf375`, `v1.31.3+k3s1`, `v1.29.8-gke.1031000`),
+        // is release 1.N: semver's identifiers, not empty.
+        let t = match t.find(['-', '+']) {
+            Some(at) => {
+                let suffix = &t[at + 1..];
+                let ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+');
+                if suffix.is_empty() || !suffix.bytes().all(ok) {
+                    return Err(bad());
+                }
+                &t[..at]
+            }
+            None => t,
+        };
         let mut parts = t.split('.');
         let (Some(major), Some(minor)) = (parts.next(), parts.next()) else { return Err(bad()) };
         let patch = parts.next();
@@ -350,6 +366,25 @@ mod tests {
         assert_eq!(KubeletVersion::default(), KubeletVersion::Release(36));
         assert_eq!(KubeletVersion::all().len(), 12);
         assert_eq!(KubeletVersion::Master.to_string(), "master");
+    }
+
+    // README's `kubectl debug ... dpctl doctor --kubelet-version "$(kubectl get
+    // node ... kubeletVersion)"`: managed clusters report a suffix (EKS, k3s, GKE).
+    #[test]
+    fn managed_cluster_version_strings_are_their_release() {
+        for (s, minor) in [
+            ("v1.30.7-eks-59bf375", 30),
+            ("v1.31.3+k3s1", 31),
+            ("v1.29.8-gke.1031000", 29),
+            ("1.33-rc.1", 33),
+            ("v1.28.15+rke2r1", 28),
+        ] {
+            assert_eq!(KubeletVersion::parse(s).unwrap(), KubeletVersion::Release(minor), "{s}");
+        }
+        for bad in ["v1.30.7-", "v1.30+", "v1.30.7-eks 1", "v1.30.7-eks/x", "-eks", "v1-eks", "v1.x-eks", "v1.25.1-eks"]
+        {
+            assert_eq!(KubeletVersion::parse(bad).unwrap_err().exit_code(), crate::error::exit::USAGE, "{bad}");
+        }
     }
 
     #[test]

@@ -111,6 +111,9 @@ impl Streams<'_> {
 
 /// A progress display on stderr with this indicatif template (`len`: a bar
 /// of that many steps; none: a spinner), or none when `allowed` is false.
+/// The library's one direct write to the process's stderr (indicatif draws
+/// it; tests/layers.rs allows only this): callers pass `Streams.progress`
+/// as `allowed`, true only when stderr is a terminal and not quiet.
 pub fn progress_bar(allowed: bool, len: Option<u64>, template: &str) -> Option<indicatif::ProgressBar> {
     allowed.then(|| {
         let bar = len.map_or_else(indicatif::ProgressBar::new_spinner, indicatif::ProgressBar::new);
