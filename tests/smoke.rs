@@ -447,3 +447,45 @@ async fn an_oversize_list_fails_message_size_first_snapshot_and_admission() {
     assert_failed(&v, "health-report", &["capacity 0, allocatable 0 as the kubelet counts them (0 device(s)); "]);
     assert_failed(&v, "admission", &["OutOfexample.com/gpu: Node didn't have enough resource: example.com/gpu"]);
 }
+
+/// protocol.md §1.2 (cdi_devices, ContainerAllocateResponse field 5, from
+/// kubelet 1.28): kubelets 1.26-1.27 drop them. An answer with ONLY CDI
+/// devices then gives the container nothing from the plugin, so smoke's
+/// admission step fails on 1.26 and 1.27 (it passed with a warning: a false
+/// pass); CDI plus env vars keeps the warning and passes; 1.28 passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cdi_only_allocate_fails_admission_on_kubelets_before_1_28() {
+    let run_on = |version: &'static str, extra: &'static [&'static str]| async move {
+        let flags =
+            ["--kubelet-version", version, "--skip", "kubelet-restart,parallel-calls", "--stream-window", "300ms"];
+        let mut m = mock(&["--cdi", "example.com/gpu={id}"]);
+        m.extend_from_slice(extra);
+        smoke(&flags, &m).await
+    };
+    for version in ["1.26", "1.27"] {
+        let (run, v) = run_on(version, &[]).await;
+        run.expect_code(1);
+        assert_failed(
+            &v,
+            "admission",
+            &[
+                &format!("kubelet {version} gives container"),
+                "nothing from the plugin",
+                "only cdi_devices",
+                "field 5",
+                "also return device nodes (DeviceSpec) or env vars",
+            ],
+        );
+        assert_eq!(failed(&v), ["admission"], "{version}: {:#}", v["steps"]);
+    }
+    // CDI and an env var: the env var reaches the container; warning only.
+    let (run, v) = run_on("1.26", &["--env", "GPUS={ids}"]).await;
+    run.expect_code(0);
+    let adm = step(&v, "admission");
+    assert_eq!(adm["outcome"], "pass", "{adm:#}");
+    assert!(adm["evidence"].as_str().unwrap().contains("warning cdi-devices-unknown"), "{adm:#}");
+    // 1.28 reads cdi_devices: CDI alone passes.
+    let (run, v) = run_on("1.28", &[]).await;
+    run.expect_code(0);
+    assert_eq!(step(&v, "admission")["outcome"], "pass");
+}

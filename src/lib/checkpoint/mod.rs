@@ -83,10 +83,13 @@ impl DeviceIds {
 
     /// Every device ID once, in NUMA-key order.
     pub fn ids(&self) -> Vec<String> {
+        // A set of what is already out: `Vec::contains` per ID made one entry
+        // of 100,000 IDs take minutes (quadratic).
+        let mut seen = std::collections::HashSet::new();
         let mut out: Vec<String> = Vec::new();
         for list in self.per_numa().into_values() {
             for id in list {
-                if !out.contains(&id) {
+                if seen.insert(id.clone()) {
                     out.push(id);
                 }
             }

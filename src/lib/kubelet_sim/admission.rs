@@ -392,6 +392,10 @@ async fn call_preferred(
 /// when they all come from init containers): the plugin must be known and
 /// its endpoint not stopped, and the answer must hold a container response
 /// (the first is the one read). Returns it and the contract warnings.
+/// The warning rule for cdi_devices a kubelet before 1.28 drops
+/// (protocol.md §1.2).
+pub const CDI_DEVICES_UNKNOWN: &str = "cdi-devices-unknown";
+
 async fn call_allocate(
     inner: &Arc<Inner>,
     resource: &str,
@@ -424,7 +428,7 @@ async fn call_allocate(
         // kubelet's generated code skips it as an unknown field.
         let names: Vec<String> = std::mem::take(&mut first.cdi_devices).into_iter().map(|d| d.name).collect();
         warnings.push(Warning {
-            rule: "cdi-devices-unknown".into(),
+            rule: CDI_DEVICES_UNKNOWN.into(),
             evidence: format!(
                 "kubelet {version} predates cdi_devices (ContainerAllocateResponse field 5, added in 1.28) and \
                  drops them, so the container gets none of: {}; return device nodes (DeviceSpec) or mounts too",

@@ -772,6 +772,20 @@ impl Runner {
             self.done(id, Outcome::Fail, evidence, t);
             return;
         }
+        if let Some(c) = cdi_only_container(&outcome, &reg) {
+            // protocol.md §1.2: cdi_devices (field 5) exist from 1.28; 1.26-1.27
+            // drop them, so an answer with nothing else gives the container
+            // nothing from the plugin. With anything else, a warning is enough.
+            let evidence = format!(
+                "{head} admitted, but kubelet {} gives container {c} nothing from the plugin: its Allocate \
+                 answer carries only cdi_devices (ContainerAllocateResponse field 5, read from kubelet 1.28 on), \
+                 which kubelets 1.26-1.27 drop; for those versions also return device nodes (DeviceSpec) or \
+                 env vars (or mounts) naming the devices; calls: {calls}",
+                self.cfg.kubelet_version
+            );
+            self.done(id, Outcome::Fail, evidence, t);
+            return;
+        }
         let evidence = format!("{head} admitted in {} ms: {calls}", outcome.took_ms);
         self.done(id, Outcome::Pass, evidence, t);
     }
@@ -1037,6 +1051,25 @@ fn ids(list: &[String]) -> String {
         return list.join(", ");
     }
     format!("{}, … and {} more", list[..MAX_IDS].join(", "), list.len() - MAX_IDS)
+}
+
+/// The first container whose Allocate answer for the plugin's resource had
+/// only cdi_devices, which this kubelet dropped (`cdi-devices-unknown`):
+/// nothing of it is left for the container.
+fn cdi_only_container(outcome: &AdmitOutcome, reg: &Reg) -> Option<String> {
+    outcome.containers.iter().find_map(|c| {
+        c.resources
+            .iter()
+            .filter(|r| r.resource == reg.resource)
+            .any(|r| {
+                let dropped = r.warnings.iter().any(|w| w.rule == crate::kubelet_sim::admission::CDI_DEVICES_UNKNOWN);
+                let left = r.allocation.as_ref().is_some_and(|a| {
+                    !(a.envs.is_empty() && a.devices.is_empty() && a.mounts.is_empty() && a.annotations.is_empty())
+                });
+                dropped && !left
+            })
+            .then(|| c.name.clone())
+    })
 }
 
 /// The calls admission made to the plugin, in words.
