@@ -46,10 +46,12 @@ impl FakeKubelet {
     pub fn check(&self) -> Result<()> {
         if let Some((qps, burst)) = self.rate_limit {
             if !(MIN_QPS..=MAX_QPS).contains(&qps) {
+                // 1e308 as written, not as 309 digits.
+                let shown = if qps.is_finite() && qps.abs() < 1e12 { format!("{qps}") } else { format!("{qps:e}") };
                 return Err(Error::invalid(
                     "--qps",
                     format!(
-                        "{qps} is not a rate from {MIN_QPS} to {MAX_QPS} calls per second \
+                        "{shown} is not a rate from {MIN_QPS} to {MAX_QPS} calls per second \
                          (hint: for no limit at all, use --no-rate-limit)"
                     ),
                 ));
@@ -130,6 +132,7 @@ mod tests {
             let e = fake(Some((qps, 10))).check().unwrap_err();
             assert_eq!(e.exit_code(), crate::error::exit::USAGE);
             assert!(e.to_string().starts_with("--qps") && e.to_string().contains("--no-rate-limit"), "{qps}: {e}");
+            assert!(e.to_string().len() < 160, "the value is shown short: {e}");
         }
         assert!(fake(Some((100.0, 1_000_001))).check().unwrap_err().to_string().starts_with("--burst"));
         assert!(fake(Some((MAX_QPS, MAX_BURST))).check().is_ok());
