@@ -289,15 +289,3 @@ pub fn parse_quantity(q: &serde_json::Value, scale: u32, exact: bool) -> Result<
     }
     crate::quantity::parse(q.as_str().ok_or(QuantityError::Syntax)?, scale, exact)
 }
-
-/// A CPU quantity in millicores: `2`, `"2"`, `"500m"`, `"1.5"`, `"2k"`;
-/// none finer than 1m.
-pub fn parse_cpu_millis(q: &serde_json::Value) -> Option<u64> {
-    parse_quantity(q, 3, true).ok()
-}
-
-/// A memory quantity in bytes: `1000`, `"1Gi"`, `"1.5Gi"`, `"512Mi"`,
-/// `"1G"`, `"1e9"`, rounded up to a whole byte as Kubernetes does.
-pub fn parse_bytes(q: &serde_json::Value) -> Option<u64> {
-    parse_quantity(q, 0, false).ok()
-}

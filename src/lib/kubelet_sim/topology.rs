@@ -15,7 +15,6 @@ use super::outcome::{
 };
 pub use super::outcome::{NumaIds, Placement, ProviderHintsView, TopologyDecision, TopologyReport};
 use super::pod::{ContainerKind, ContainerSpec, PodSpec};
-pub use super::pod::{parse_bytes, parse_cpu_millis};
 use super::state::State;
 use crate::error::{Error, Result};
 use crate::topology::{
@@ -449,6 +448,9 @@ mod tests {
 
     #[test]
     fn cpu_and_memory_quantities() {
+        // A manifest's CPU in millicores (none finer than 1m), memory in bytes rounded up.
+        let parse_cpu_millis = |q: &serde_json::Value| super::super::pod::parse_quantity(q, 3, true).ok();
+        let parse_bytes = |q: &serde_json::Value| super::super::pod::parse_quantity(q, 0, false).ok();
         assert_eq!(parse_cpu_millis(&json!(2)), Some(2000));
         assert_eq!(parse_cpu_millis(&json!("500m")), Some(500));
         assert_eq!(parse_cpu_millis(&json!("1.5")), Some(1500));
