@@ -121,7 +121,7 @@ async fn broken_sockets_each_get_their_finding() {
     assert!(stale.evidence.starts_with("stale: connection refused"), "{stale:?}");
     let x = find(&r, "file", "x.sock");
     assert!(
-        x.evidence.contains("regular file named like a socket") && x.evidence.contains("kubelet 1.36 keeps it"),
+        x.evidence.contains("regular file named like a socket") && x.evidence.contains("kubelet 1.37 keeps it"),
         "{x:?}"
     );
     let hang = find(&r, "socket", "hang.sock");
@@ -233,8 +233,8 @@ async fn non_socket_files_are_judged_by_the_kubelet_version() {
     let mut cfg = node.config();
     cfg.kubelet_version = KubeletVersion::Release(32);
     let old = within("doctor 1.32", dpctl::doctor::run(&cfg)).await;
-    let new = node.doctor().await; // 1.36, the default
-    assert_eq!(new.kubelet_version, KubeletVersion::Release(36));
+    let new = node.doctor().await; // 1.37, the default
+    assert_eq!(new.kubelet_version, KubeletVersion::Release(37));
     for (name, kept_by_new) in [("DEPRECATION", true), (".12345678", true), ("link.sock", false), ("dangling", true)] {
         let o = find(&old, "file", &format!("/{name}"));
         assert!(
@@ -242,7 +242,7 @@ async fn non_socket_files_are_judged_by_the_kubelet_version() {
             "{o:?}"
         );
         let n = find(&new, "file", &format!("/{name}"));
-        let want = if kept_by_new { "kubelet 1.36 keeps it" } else { "kubelet 1.36 deletes it" };
+        let want = if kept_by_new { "kubelet 1.37 keeps it" } else { "kubelet 1.37 deletes it" };
         assert!(
             n.evidence.contains(want) && n.evidence.contains("(sockets only; 1.26-1.32 delete every non-directory)"),
             "{n:?}"
@@ -286,7 +286,7 @@ async fn pre_1_20_checkpoint_is_judged_by_the_kubelet_version() {
     let r36 = node.doctor().await;
     let c = find(&r36, "checkpoint", "kubelet_internal_checkpoint");
     assert_eq!(c.severity, Severity::Error);
-    assert!(c.evidence.contains("kubelet 1.36 cannot read it") && c.evidence.contains("restores nothing"), "{c:?}");
+    assert!(c.evidence.contains("kubelet 1.37 cannot read it") && c.evidence.contains("restores nothing"), "{c:?}");
 }
 
 /// Issue 11: the checkpoint and PodResources disagree the other way round

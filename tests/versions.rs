@@ -226,15 +226,15 @@ async fn smoke_matrix_passes_a_well_behaved_plugin_on_three_releases() {
 }
 
 /// kubelet-versions.md §2: a plugin that calls Register twice on the same
-/// socket passes on 1.28 and 1.36 (replace by name) and fails on master
-/// only (a second client at a live (name, socket) is rejected).
+/// socket passes on 1.28 and 1.36 (replace by name) and fails from 1.37
+/// (PR #135437: a second client at a live (name, socket) is rejected).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn smoke_matrix_fails_a_double_register_on_master_only() {
-    let flags = ["--kubelet-version", "1.28,1.36,master", "--skip", "kubelet-restart"];
+async fn smoke_matrix_fails_a_double_register_from_1_37_only() {
+    let flags = ["--kubelet-version", "1.28,1.36,1.37", "--skip", "kubelet-restart"];
     let (code, v, stderr) = smoke_matrix(&flags, &["--register-twice"]).await;
     assert_eq!(code, 1, "{v:#}\n{stderr}");
     assert_eq!(v["passed"], serde_json::json!(["1.28", "1.36"]), "{v:#}");
-    assert_eq!(v["failed"], serde_json::json!(["master"]));
+    assert_eq!(v["failed"], serde_json::json!(["1.37"]));
     let master = &v["runs"][2];
     let hr = master["steps"].as_array().unwrap().iter().find(|s| s["name"] == "health-report").unwrap();
     assert_eq!(hr["outcome"], "fail");
@@ -463,11 +463,11 @@ async fn podresources_get_gate_and_rate_limit_follow_the_version() {
 /// kubelet-versions.md §6 "master: DeRegisterPlugin(name, endpoint)" and §2:
 /// up to 1.36 deleting a plugins_registry socket deregisters by resource name,
 /// so a same-named plugin that has since registered through kubelet.sock is
-/// the one disconnected (its devices go unhealthy); master matches the
-/// endpoint too and leaves it alone.
+/// the one disconnected (its devices go unhealthy); 1.37 and master (PR
+/// #135437) match the endpoint too and leave it alone.
 #[tokio::test]
-async fn deleting_a_registry_socket_deregisters_by_name_up_to_1_36_and_by_endpoint_on_master() {
-    for version in [v(36), KubeletVersion::Master] {
+async fn deleting_a_registry_socket_deregisters_by_name_up_to_1_36_and_by_endpoint_from_1_37() {
+    for version in [v(36), v(37), KubeletVersion::Master] {
         let sb = Sandbox::new();
         let reg_dir = sb.join("reg");
         let sim = start_sim(&sb, version, |c| c.registry_dir = Some(reg_dir.clone())).await;
@@ -507,8 +507,8 @@ async fn deleting_a_registry_socket_deregisters_by_name_up_to_1_36_and_by_endpoi
             }
         })
         .await;
-        if version == KubeletVersion::Master {
-            assert_eq!(gpu_ended, None, "master: the kubelet.sock plugin is not disconnected");
+        if version >= v(37) {
+            assert_eq!(gpu_ended, None, "{version}: the kubelet.sock plugin is not disconnected");
             counts_are(&sim, GPU, 3, 3).await;
         } else {
             let socket = gpu_ended.expect("1.36: deregistration by name disconnects the current plugin");
@@ -524,7 +524,7 @@ async fn deleting_a_registry_socket_deregisters_by_name_up_to_1_36_and_by_endpoi
 /// localhost`. A bare HTTP/2 server records what the sim sends.
 #[tokio::test]
 async fn dial_back_sends_authority_localhost_in_every_version() {
-    for version in [v(26), v(36), KubeletVersion::Master] {
+    for version in [v(26), v(36), v(37), KubeletVersion::Master] {
         let sb = Sandbox::new();
         let sim = start_sim(&sb, version, |_| {}).await;
         let listener = tokio::net::UnixListener::bind(sb.join("raw.sock")).unwrap();
@@ -588,11 +588,12 @@ async fn podresources_lists_sidecars_from_1_30() {
 /// Register that then fails (here GetDevicePluginOptions) leaves the name with
 /// no client; when the earlier plugin's stream ends, runClient finds nothing
 /// and never calls PluginDisconnected: the devices stay healthy, no grace
-/// period runs, and Allocate still goes to the earlier endpoint. master (PR
-/// #135437) keys clients by (name, socket), so there the end disconnects.
+/// period runs, and Allocate still goes to the earlier endpoint. 1.37 and
+/// master (PR #135437) key clients by (name, socket), so a failure on another
+/// socket leaves the earlier client tracked and its end disconnects.
 #[tokio::test]
-async fn a_failed_second_register_leaves_the_first_untracked_up_to_1_36_not_on_master() {
-    for version in [v(36), v(26), KubeletVersion::Master] {
+async fn a_failed_second_register_leaves_the_first_untracked_up_to_1_36_not_from_1_37() {
+    for version in [v(36), v(26), v(37), KubeletVersion::Master] {
         let sb = Sandbox::new();
         let sim = start_sim(&sb, version, |_| {}).await;
         let mut rx = sim.subscribe();
@@ -612,7 +613,7 @@ async fn a_failed_second_register_leaves_the_first_untracked_up_to_1_36_not_on_m
             "{version}"
         );
         a.end_streams();
-        if version == KubeletVersion::Master {
+        if version >= v(37) {
             next(&mut rx, "stream end", |k| matches!(k, EventKind::StreamEnded { .. })).await;
             counts_are(&sim, GPU, 2, 0).await;
         } else {
@@ -688,11 +689,11 @@ async fn a_register_call_given_up_by_the_plugin_still_registers_up_to_1_34() {
 /// context bounds the dial-back and GetDevicePluginOptions, so a plugin that
 /// gives up on its call makes the kubelet's dial fail; §2, 1.35-1.36: that
 /// failure drops the name's only client, so a live earlier plugin of the name
-/// is untracked (its stream end disconnects nothing). master keys clients by
-/// (name, socket): the live plugin is still tracked.
+/// is untracked (its stream end disconnects nothing). 1.37 and master key
+/// clients by (name, socket): the live plugin on another socket is still tracked.
 #[tokio::test]
 async fn a_register_call_given_up_by_the_plugin_fails_it_from_1_35_and_untracks_the_name_up_to_1_36() {
-    for version in [v(35), v(36), KubeletVersion::Master] {
+    for version in [v(35), v(36), v(37), KubeletVersion::Master] {
         let sb = Sandbox::new();
         let sim = start_sim(&sb, version, |c| c.dial_timeout = Duration::from_secs(5)).await;
         let mut rx = sim.subscribe();
@@ -717,7 +718,7 @@ async fn a_register_call_given_up_by_the_plugin_fails_it_from_1_35_and_untracks_
             matches!(k, EventKind::StreamEnded { .. } | EventKind::StreamEndedUntracked { .. })
         })
         .await;
-        if version == KubeletVersion::Master {
+        if version >= v(37) {
             assert!(matches!(ev, EventKind::StreamEnded { .. }), "{version}: {ev:?}");
             counts_are(&sim, GPU, 2, 0).await;
         } else {

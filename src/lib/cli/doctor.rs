@@ -25,7 +25,7 @@ message of each plugin, List and Get on PodResources, GetInfo on
 plugins_registry sockets, and reads the checkpoint and CDI specs. It never
 registers, allocates or calls PreStartContainer.
 
---kubelet-version (default 1.36) picks the kubelet rules findings are judged
+--kubelet-version (default 1.37) picks the kubelet rules findings are judged
 by: which non-socket files its start-up cleanup deletes (1.26-1.32: every
 non-directory but the checkpoint; 1.33+: sockets only, so other files stay)
 and whether it reads a pre-1.20 checkpoint (up to 1.30). Doctor does not ask
@@ -65,8 +65,8 @@ pub struct DoctorArgs {
     /// Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName).
     #[arg(long, value_name = "NAME", env = crate::paths::ENV_NODE_NAME)]
     pub node: Option<String>,
-    /// The kubelet release to judge files and the checkpoint by: 1.26 … 1.36 or master.
-    #[arg(long, value_name = "VERSION", default_value = "1.36")]
+    /// The kubelet release to judge files and the checkpoint by: 1.26 … 1.37 or master.
+    #[arg(long, value_name = "VERSION", default_value = "1.37")]
     pub kubelet_version: KubeletVersion,
     /// Run again every DURATION until stopped (one report per run; one JSON line each with -o json).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

@@ -97,8 +97,8 @@ pub struct ServeArgs {
     /// Do not read or write kubelet_internal_checkpoint.
     #[arg(long)]
     pub no_checkpoint: bool,
-    /// The kubelet release to play: 1.26 … 1.36 or master (v1.30 and 1.30.7 mean 1.30).
-    #[arg(long, value_name = "VERSION", default_value = "1.36")]
+    /// The kubelet release to play: 1.26 … 1.37 or master (v1.30 and 1.30.7 mean 1.30).
+    #[arg(long, value_name = "VERSION", default_value = "1.37")]
     pub kubelet_version: KubeletVersion,
     /// At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every
     /// non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported.
@@ -330,7 +330,7 @@ mod tests {
     use crate::cli::Cli;
     use clap::Parser;
 
-    /// A bad `--kubelet-version` (kubelet-versions.md: the sim plays 1.26 … 1.36
+    /// A bad `--kubelet-version` (kubelet-versions.md: the sim plays 1.26 … 1.37
     /// and master) is named once by clap, followed by the valid list.
     #[test]
     fn a_bad_kubelet_version_names_the_flag_once_and_the_valid_list() {

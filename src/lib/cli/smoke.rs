@@ -86,9 +86,9 @@ pub struct SmokeArgs {
     /// watcher's GetInfo), or auto (whichever it does; the report says which).
     #[arg(long, value_name = "WAY", value_parser = |s: &str| smoke::parse_registration(s).map(Registration), default_value = "auto")]
     pub registration: Registration,
-    /// The kubelet release(s) to play, comma-separated (1.26 … 1.36, master): the whole smoke runs once
+    /// The kubelet release(s) to play, comma-separated (1.26 … 1.37, master): the whole smoke runs once
     /// per release, and the report says which ones the plugin passes.
-    #[arg(long, value_name = "VERSION,...", default_value = "1.36")]
+    #[arg(long, value_name = "VERSION,...", default_value = "1.37")]
     pub kubelet_version: String,
 }
 

@@ -5,18 +5,21 @@
 /// The versions list and the deliberate differences, as `--help` shows them
 /// (after the examples). Each line states a behaviour of this module's code.
 pub const VERSIONS_AND_DIFFERENCES: &str = "\
-Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
-  1.26, 1.27, ... 1.36, master. What changes between them
-  (spec: kubelet-versions.md):
+Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
+  1.26, 1.27, ... 1.37, master. master is 1.37 plus what is known to be
+  merged after it; nothing known changes the device manager, so master
+  plays 1.37. What changes between them (spec: kubelet-versions.md):
   - same resource registered again: 1.26-1.36 replace the plugin by name; the
     old connection stays open and its stream still feeds the resource, and
     when it ends the kubelet disconnects the NEW plugin (issue #121994).
-    master keeps one client per (name, socket) and rejects a second Register
-    on a live (name, socket); that rejection text is dpctl's (unverified).
+    1.37+ keep one client per (name, socket) (PR #135437) and refuse a second
+    Register on a live (name, socket) with \"device plugin already connected:
+    <socket>\"; that refusal also drops the live client at that socket.
     A Register that fails its dial-back or GetDevicePluginOptions while the
     name has a live plugin: 1.26-1.36 drop the name's only client, so that
     plugin's stream end disconnects nothing (devices stay healthy, no grace
-    period, Allocate still goes to it); master drops only the failed client.
+    period, Allocate still goes to it); 1.37+ drop every client at the failed
+    Register's socket only.
   - restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint;
     1.33+ (1.33 inferred) sockets only, following symlinks. Files that are not
     sockets are deleted only in a directory the sim created (smoke, demo) or
@@ -28,9 +31,12 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
     context, so a plugin whose call timed out can still end up registered;
     1.35+ (inferred) abort the dial-back and options when the call ends, a
     failed Register like any other (1.35-1.36: a live plugin of the name is
-    then untracked).
+    then untracked; 1.37+: one at the same socket).
   - Allocate's cdi_devices (added in 1.28): 1.26-1.27 drop them (the report
     warns cdi-devices-unknown; the cached answer and checkpoint lack them).
+    1.28 keeps them in the cached answer and checkpoint but passes them to
+    the runtime only with gate DevicePluginCDIDevices (alpha, off by default):
+    the report warns cdi-devices-gated. 1.29+ pass them on.
   - sidecar (restartable init container) devices: up to 1.28 they join the
     init containers' reuse pool, so a later container may get the same device
     (as with SidecarContainers off, a plain init container); 1.29+ keep them.
@@ -41,8 +47,19 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
   - v1 (pre-1.20) checkpoints are restored up to 1.30; 1.31+ read them as
     the JSON error a corrupt file is: nothing restored, the file kept (the
     kubelet's next write replaces it; the sim's only with --adopt-checkpoint).
+  - plugins_registry retries: a registration failing before the device
+    manager (dial, GetInfo, type, validation) is retried in every version,
+    0.5 s later, doubling up to 2 min 2 s, while the socket exists. One the
+    device manager refuses (dial-back, GetDevicePluginOptions): 1.26-1.35 keep
+    it in the plugin manager's actual state and never retry it until the
+    socket is re-created; 1.36+ (PR #133335) retry it at the reconciler's
+    next pass (1 s; with the backoff if the failure notification fails), and
+    deregister and retry a plugin whose success notification fails.
   - deleting a plugins_registry socket deregisters by name up to 1.36 (a
-    same-named kubelet.sock plugin is disconnected too), by endpoint on master.
+    same-named kubelet.sock plugin is disconnected too), by endpoint from 1.37.
+  - device topology hints: up to 1.35 built over every machine NUMA node;
+    1.36+ only over the nodes that host one of the resource's devices, so a
+    mask with a node holding none of them is never offered.
   - --topology-manager-policy-options: max-allowable-numa-nodes exists from
     1.31 (before: unknown option); prefer-closest-numa-nodes is alpha (off by
     default) in 1.26-1.27, so those kubelets refuse it at startup, as the sim does.
@@ -50,7 +67,9 @@ Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
   endpoint is appended to the directory); a pod arriving before the first
   ListAndWatch message is admitted with the request stripped (node status
   does not list the resource) or rejected OutOf<resource> (it lists it at 0);
-  PreStartContainer runs at every container start (restart-container).
+  PreStartContainer runs at every container start (restart-container); a
+  device limit of 0 still gets topology hints (every mask, single nodes
+  preferred), which can make the merge non-preferred.
 
 Where the sim deliberately differs from a real kubelet:
   - Topology Manager (--topology-manager-policy, default none) and static CPU
@@ -76,11 +95,14 @@ Where the sim deliberately differs from a real kubelet:
     active pods only (1.34+; the sim keeps no terminated pods), the
     SidecarContainers gate (off by default in 1.28), the healthz check, ResourceHealthStatus
     (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when
-    a plugin disconnects after its endpoint was dropped, the post-1.32
-    deregistration after a failed NotifyRegistrationStatus, pod-level
-    cpu_ids/memory in PodResources (master), dynamic_resources (the sim has
+    a plugin disconnects after its endpoint was dropped, 1.37's promotion of
+    another live endpoint of the resource (other socket) when the current
+    one's stream ends (the kubelet keeps the devices healthy and sends
+    Allocate to the other; the sim counts them unhealthy), dynamic_resources (the sim has
     no DRA: always empty), GetAllocatableResources' 1.26-1.27 feature gate
-    (always on here). No observable difference, so not played: the checksum
+    (always on here). Pod-level cpu_ids/memory in PodResources (1.37+) are
+    filled only with gate PodLevelResourceManagers (beta, off by default), so
+    they stay empty here as on a default node. No observable difference, so not played: the checksum
     printer (same bytes), gogo vs protoc-gen-go types (same wire), the
     plugins_registry UUID vs timestamp (deregister, register either way).
   - plugins_registry: the sim's GetInfo and NotifyRegistrationStatus calls
@@ -90,9 +112,8 @@ Where the sim deliberately differs from a real kubelet:
     under a real kubelet (its device-plugin dial-back sends localhost).
   - plugins_registry: a deleted socket deregisters at once (the kubelet's
     reconciler runs every 1 s); dot-named sockets inside dot-named directories
-    found by the first walk are ignored too. A registration that fails
-    (GetInfo, validation, the dial-back) is retried, as the kubelet does,
-    0.5 s later, doubling up to about 2 min, while the socket exists.
+    found by the first walk are ignored too. Retries wait their backoff
+    exactly, not for the reconciler's next 1 s pass.
   - The checkpoint is written within 100 ms after an admission (the kubelet
     writes it at allocation, before the containers start): a sim killed at
     once after `admit` answered may not have the pod in its checkpoint.

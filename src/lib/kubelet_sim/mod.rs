@@ -11,10 +11,9 @@
 //!
 //! Where the kubelet's behaviour changed between releases, the sim follows
 //! v1.25+ (synchronous Register with dial-back; options from
-//! GetDevicePluginOptions) and v1.26+ (`:authority: localhost`). A second
-//! registration of a resource replaces the first and drops its stream (as
-//! master does since PR #135437, without the ≤1.36 race). The Topology
-//! Manager policy is `none`.
+//! GetDevicePluginOptions) and v1.26+ (`:authority: localhost`); what
+//! changed from 1.26 on follows the release played ([`KubeletVersion`]),
+//! a second registration of a resource included.
 
 pub mod admission;
 pub mod checkpoint;

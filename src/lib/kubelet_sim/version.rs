@@ -1,8 +1,10 @@
 //! Which kubelet release the sim plays (`--kubelet-version`): one
-//! [`KubeletVersion`] per release from 1.26 to 1.36 plus `master`, with one
+//! [`KubeletVersion`] per release from 1.26 to 1.37 plus `master`, with one
 //! method per device-manager behaviour that changed between them. Every
-//! method cites the section of `spec/kubelet-versions.md` it follows; where
-//! that file marks a release as inferred or unverified, the method says so.
+//! method cites the section of `spec/kubelet-versions.md` it follows (or the
+//! kubelet file it was read from); where a release is inferred or
+//! unverified, the method says so. `master` is 1.37 plus what is known to be
+//! merged after it; nothing known differs yet, so it plays 1.37.
 
 use std::fmt;
 use std::str::FromStr;
@@ -14,15 +16,16 @@ use crate::error::{Error, Result};
 /// The oldest release the sim plays.
 pub const OLDEST_MINOR: u8 = 26;
 /// The newest release (the default).
-pub const NEWEST_MINOR: u8 = 36;
+pub const NEWEST_MINOR: u8 = 37;
 
 /// A kubelet release (minor version; patch releases are treated as their
 /// `.0`, except where a method says otherwise) or `master`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum KubeletVersion {
-    /// `1.<minor>`, 26 ..= 36.
+    /// `1.<minor>`, 26 ..= 37.
     Release(u8),
-    /// The development branch after 1.36.
+    /// The development branch after 1.37: 1.37 plus what is known to be
+    /// merged since (nothing the device manager shows, so far).
     Master,
 }
 
@@ -158,17 +161,19 @@ impl KubeletVersion {
 
     /// §2: up to 1.36 a second `Register` of a registered resource replaces
     /// the client in a map keyed by name, and the old stream's end then
-    /// disconnects the new client (issue #121994). master (PR #135437) keeps
-    /// one client per (name, socket path) instead.
+    /// disconnects the new client (issue #121994). 1.37 (PR #135437,
+    /// `pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go`) keeps a list
+    /// of clients per name, matched by socket path.
     pub fn replaces_by_name(self) -> bool {
-        self != KubeletVersion::Master
+        !self.at_least(37)
     }
 
-    /// §2 (master, PR #139338): a second registration at the same (name,
-    /// socket) while the old connection is alive is rejected in
-    /// `PluginConnected`. The exact text is unverified; this is dpctl's.
+    /// 1.37 (PR #135437, `PluginConnected` in
+    /// `pkg/kubelet/cm/devicemanager/manager.go`): a second registration at
+    /// the socket path of an endpoint still in the endpoint store is refused
+    /// with `device plugin already connected: <socket path>`.
     pub fn rejects_duplicate_socket(self) -> bool {
-        self == KubeletVersion::Master
+        self.at_least(37)
     }
 
     /// §4: what the kubelet deletes from the device-plugins directory at
@@ -192,6 +197,16 @@ impl KubeletVersion {
     /// the field, so those kubelets drop the CDI devices a plugin returns.
     pub fn knows_cdi_devices(self) -> bool {
         self.at_least(28)
+    }
+
+    /// The CDI names of an Allocate answer reach the container runtime: 1.29+
+    /// (gate `DevicePluginCDIDevices` beta and on 1.29-1.30, GA 1.31). In
+    /// 1.28 the gate is alpha and off, so `deviceRunContainerOptions`
+    /// (`pkg/kubelet/cm/devicemanager/pod_devices.go`, PR #118254) passes
+    /// none on, although the answer (field 5 included) is kept and
+    /// checkpointed; 1.26-1.27 do not know the field at all.
+    pub fn passes_cdi_devices_to_runtime(self) -> bool {
+        self.at_least(29)
     }
 
     /// §5: up to 1.28 a restartable init container's (sidecar's) devices go
@@ -261,9 +276,29 @@ impl KubeletVersion {
 
     /// §6: `DeRegisterPlugin` of a deleted plugins_registry socket goes by
     /// name up to 1.36 (it can disconnect a same-named client registered
-    /// through kubelet.sock), by (name, endpoint) on master.
+    /// through kubelet.sock), by (name, endpoint) from 1.37 (PR #135437).
     pub fn deregisters_by_endpoint(self) -> bool {
-        self == KubeletVersion::Master
+        self.at_least(37)
+    }
+
+    /// A plugins_registry plugin the device manager refused (its dial-back or
+    /// GetDevicePluginOptions failed) is taken out of the plugin manager's
+    /// actual state and tried again: 1.36+ (PR #133335,
+    /// `pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go`;
+    /// also deregisters a plugin whose success notification fails).
+    /// 1.26-1.35 leave it in the actual state, so it is never retried until
+    /// its registration socket is re-created.
+    pub fn retries_refused_registry_plugins(self) -> bool {
+        self.at_least(36)
+    }
+
+    /// Device topology hints are built over the NUMA nodes that host the
+    /// resource's devices only: 1.36+ (`deviceNUMANodes` in
+    /// pkg/kubelet/cm/devicemanager/topology_hints.go of v1.36.3; absent in
+    /// v1.35.4). Up to 1.35 over every machine node, so masks with nodes that
+    /// host none of its devices are offered too (never preferred).
+    pub fn device_hints_only_on_device_nodes(self) -> bool {
+        self.at_least(36)
     }
 
     /// §6: 1.32+ detects a re-created plugins_registry socket by a per-event
@@ -304,16 +339,18 @@ impl KubeletVersion {
     /// `--help` and the README.
     pub fn differences() -> &'static [&'static str] {
         &[
-            "same resource registered again: 1.26-1.36 replace by name (the old stream's end disconnects the new plugin, issue #121994); master keeps one client per (name, socket) and rejects a second Register on a live (name, socket) (text unverified)",
-            "a Register failing its dial-back or options while the name has a live plugin: 1.26-1.36 leave that plugin untracked (its stream end disconnects nothing); master drops only the failed client",
+            "same resource registered again: 1.26-1.36 replace by name (the old stream's end disconnects the new plugin, issue #121994); 1.37+ keep one client per (name, socket) and refuse a second Register on a live (name, socket): device plugin already connected",
+            "a Register failing its dial-back or options while the name has a live plugin: 1.26-1.36 leave that plugin untracked (its stream end disconnects nothing); 1.37+ drop the clients at the failed Register's socket only",
             "restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint; 1.33+ sockets only (1.33 inferred)",
             "empty Allocate response text: gogo dump up to 1.33, empty from 1.34",
             "sidecar devices reused by later containers: up to 1.28; kept out from 1.29",
             "running containers skipped by allocation after a kubelet restart: 1.27+",
             "v1 checkpoints read: up to 1.30",
-            "Allocate's cdi_devices (field 5) known: from 1.28; 1.26-1.27 drop them",
+            "Allocate's cdi_devices (field 5) known: from 1.28; 1.26-1.27 drop them; 1.28 keeps them in the cached answer but passes none to the runtime (DevicePluginCDIDevices alpha, off)",
             "PodResources: rate limit and Get from 1.27; Get on by default from 1.34; sidecars listed from 1.30; active pods only from 1.34",
             "Register's deadline bounds the dial-back: 1.35+ (inferred, unverified)",
+            "plugins_registry plugin refused by the device manager (dial-back, options): retried from 1.36 (PR #133335); 1.26-1.35 never, until its socket is re-created",
+            "device topology hints: over every machine NUMA node up to 1.35; only the nodes hosting the resource's devices from 1.36",
             "topology policy options: prefer-closest-numa-nodes from 1.28 (alpha, off, before); max-allowable-numa-nodes from 1.31",
         ]
     }
@@ -363,8 +400,9 @@ mod tests {
         assert_eq!(KubeletVersion::parse("v1.30").unwrap(), KubeletVersion::Release(30));
         assert_eq!(KubeletVersion::parse("1.30.7").unwrap(), KubeletVersion::Release(30));
         assert_eq!(KubeletVersion::parse(" master ").unwrap(), KubeletVersion::Master);
-        assert_eq!(KubeletVersion::default(), KubeletVersion::Release(36));
-        assert_eq!(KubeletVersion::all().len(), 12);
+        assert_eq!(KubeletVersion::parse("v1.37.2").unwrap(), KubeletVersion::Release(37));
+        assert_eq!(KubeletVersion::default(), KubeletVersion::Release(37));
+        assert_eq!(KubeletVersion::all().len(), 13);
         assert_eq!(KubeletVersion::Master.to_string(), "master");
     }
 
@@ -392,11 +430,11 @@ mod tests {
         // A 100,000-character value is not echoed back whole.
         let e = KubeletVersion::parse(&"1".repeat(100_000)).unwrap_err().to_string();
         assert!(e.len() < 400, "{} bytes", e.len());
-        for bad in ["1.25", "1.37", "2.30", "1", "1.30.7.1", "1.x", "", "1.-3", "v", "1.030000"] {
+        for bad in ["1.25", "1.38", "2.30", "1", "1.30.7.1", "1.x", "", "1.-3", "v", "1.030000"] {
             let e = KubeletVersion::parse(bad).unwrap_err();
             assert_eq!(e.exit_code(), crate::error::exit::USAGE, "{bad}");
             let text = e.to_string();
-            assert!(text.contains("1.26, 1.27") && text.contains("1.36, master"), "{bad}: {text}");
+            assert!(text.contains("1.26, 1.27") && text.contains("1.37, master"), "{bad}: {text}");
         }
         let e = KubeletVersion::parse_list("1.28,,1.36").unwrap_err().to_string();
         assert!(e.contains("empty entry"), "{e}");
@@ -408,7 +446,7 @@ mod tests {
 
     #[test]
     fn order_puts_master_last() {
-        assert!(KubeletVersion::Release(36) < KubeletVersion::Master);
+        assert!(KubeletVersion::Release(37) < KubeletVersion::Master);
         assert!(KubeletVersion::Release(26) < KubeletVersion::Release(33));
     }
 
@@ -417,14 +455,16 @@ mod tests {
     fn behaviours_follow_the_summary_table() {
         let v = KubeletVersion::Release;
         // §2 same resource registered again.
-        assert!(v(36).replaces_by_name() && !KubeletVersion::Master.replaces_by_name());
-        assert!(KubeletVersion::Master.rejects_duplicate_socket() && !v(36).rejects_duplicate_socket());
+        // 1.37 (PR #135437): clients per (name, socket), a live duplicate refused.
+        assert!(v(36).replaces_by_name() && !v(37).replaces_by_name() && !KubeletVersion::Master.replaces_by_name());
+        assert!(!v(36).rejects_duplicate_socket() && v(37).rejects_duplicate_socket());
         // §4 cleanup.
         assert_eq!(v(26).cleanup_rule(), CleanupRule::AllNonDirectories);
         assert_eq!(v(31).cleanup_rule(), CleanupRule::AllNonDirectories);
         assert_eq!(v(32).cleanup_rule(), CleanupRule::AllNonDirectories);
         assert_eq!(v(33).cleanup_rule(), CleanupRule::SocketsOnly);
         assert_eq!(KubeletVersion::Master.cleanup_rule(), CleanupRule::SocketsOnly);
+        assert_eq!(v(37).cleanup_rule(), CleanupRule::SocketsOnly);
         // §5 empty Allocate text.
         assert_eq!(
             v(33).empty_allocate_text(),
@@ -433,6 +473,8 @@ mod tests {
         assert_eq!(v(34).empty_allocate_text(), "");
         // protocol.md §1.2: cdi_devices from 1.28.
         assert!(!v(27).knows_cdi_devices() && v(28).knows_cdi_devices());
+        // DevicePluginCDIDevices: alpha (off) in 1.28, on from 1.29.
+        assert!(!v(28).passes_cdi_devices_to_runtime() && v(29).passes_cdi_devices_to_runtime());
         // §5 sidecars, running containers.
         assert!(v(28).reuses_sidecar_devices() && !v(29).reuses_sidecar_devices());
         assert!(!v(26).skips_running_containers_after_restart() && v(27).skips_running_containers_after_restart());
@@ -447,8 +489,37 @@ mod tests {
         assert!(!v(34).register_context_bounds_dial() && v(35).register_context_bounds_dial());
         // §9, §6.
         assert!(!v(31).has_device_plugin_healthz() && v(32).has_device_plugin_healthz());
-        assert!(!v(36).deregisters_by_endpoint() && KubeletVersion::Master.deregisters_by_endpoint());
+        assert!(!v(36).deregisters_by_endpoint() && v(37).deregisters_by_endpoint());
         assert!(!v(31).registry_detects_by_uuid() && v(32).registry_detects_by_uuid());
+        assert!(!v(35).retries_refused_registry_plugins() && v(36).retries_refused_registry_plugins());
+        assert!(!v(35).device_hints_only_on_device_nodes() && v(36).device_hints_only_on_device_nodes());
+    }
+
+    /// Nothing known to be merged after 1.37 changes what the device
+    /// manager shows, so master answers every behaviour question as 1.37.
+    #[test]
+    fn master_plays_1_37() {
+        let (m, r) = (KubeletVersion::Master, KubeletVersion::Release(37));
+        assert_eq!(m.replaces_by_name(), r.replaces_by_name());
+        assert_eq!(m.rejects_duplicate_socket(), r.rejects_duplicate_socket());
+        assert_eq!(m.cleanup_rule(), r.cleanup_rule());
+        assert_eq!(m.empty_allocate_text(), r.empty_allocate_text());
+        assert_eq!(m.knows_cdi_devices(), r.knows_cdi_devices());
+        assert_eq!(m.passes_cdi_devices_to_runtime(), r.passes_cdi_devices_to_runtime());
+        assert_eq!(m.reuses_sidecar_devices(), r.reuses_sidecar_devices());
+        assert_eq!(m.skips_running_containers_after_restart(), r.skips_running_containers_after_restart());
+        assert_eq!(m.reads_v1_checkpoint(), r.reads_v1_checkpoint());
+        assert_eq!(m.podresources_get_default(), r.podresources_get_default());
+        assert_eq!(m.podresources_has_get(), r.podresources_has_get());
+        assert_eq!(m.podresources_rate_limited(), r.podresources_rate_limited());
+        assert_eq!(m.list_includes_sidecars(), r.list_includes_sidecars());
+        assert_eq!(m.list_active_pods_only(), r.list_active_pods_only());
+        assert_eq!(m.register_context_bounds_dial(), r.register_context_bounds_dial());
+        assert_eq!(m.has_device_plugin_healthz(), r.has_device_plugin_healthz());
+        assert_eq!(m.deregisters_by_endpoint(), r.deregisters_by_endpoint());
+        assert_eq!(m.registry_detects_by_uuid(), r.registry_detects_by_uuid());
+        assert_eq!(m.retries_refused_registry_plugins(), r.retries_refused_registry_plugins());
+        assert_eq!(m.device_hints_only_on_device_nodes(), r.device_hints_only_on_device_nodes());
     }
 
     #[test]

@@ -427,7 +427,7 @@ pub struct Faults {
     #[serde(default)]
     pub no_reregister: bool,
     /// Call Register a second time, on the same socket, right after the
-    /// first one succeeds (kubelet 1.26-1.36 accept it; master rejects a
+    /// first one succeeds (kubelet 1.26-1.36 accept it; 1.37+ reject a
     /// second client at a live (name, socket)). A rejection is reported and
     /// the first registration stands.
     #[serde(default)]
