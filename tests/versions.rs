@@ -139,34 +139,48 @@ async fn cli_names_the_version_and_rejects_unknown_ones() {
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §2, master (PR #135437, PR #139338): one client per
-/// (name, socket). A second Register on a live (name, socket) is rejected
-/// (dpctl's text: the kubelet's is unverified); on another socket both
-/// coexist and the old stream's end disconnects only the old client.
+/// 1.37 and master (PR #135437; `PluginConnected` in
+/// pkg/kubelet/cm/devicemanager/manager.go and `connectClient` in
+/// plugin/v1beta1/handler.go of v1.37.2): clients are kept per (name,
+/// socket). A second Register at the socket of an endpoint still stored is
+/// refused with `device plugin already connected: <socket>`, and the failed
+/// connect drops every client at that socket, the live one included: its
+/// stream end then disconnects nothing (devices stay healthy) and its
+/// endpoint stays stored, so later Registers there are refused too. Another
+/// socket registers and serves.
 #[tokio::test]
-async fn master_keeps_one_client_per_socket_and_rejects_a_live_duplicate() {
-    let sb = Sandbox::new();
-    let sim = start_sim(&sb, KubeletVersion::Master, |_| {}).await;
-    let mut rx = sim.subscribe();
-    let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
-    let (_pa, _sa) = a.start(sb.path(), "a.sock", GPU).await;
-    counts_are(&sim, GPU, 2, 2).await;
-    let st = within("register", register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None)).await.unwrap_err();
-    assert_eq!(st.code(), tonic::Code::Unknown);
-    assert_eq!(
-        st.message(),
-        format!("device plugin \"{GPU}\" is already registered and connected at {}", sb.join("a.sock").display())
-    );
-    next(&mut rx, "rejection", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
-    let b = FakePlugin::new(FakePlugin::healthy(3, false), Behaviour::default());
-    let (_pb, _sb) = b.start(sb.path(), "b.sock", GPU).await;
-    counts_are(&sim, GPU, 3, 3).await;
-    a.end_streams();
-    // The old client's end does not touch the new one.
-    b.set_devices(FakePlugin::healthy(4, false));
-    counts_are(&sim, GPU, 4, 4).await;
-    assert_eq!(sim.status().resource(GPU).unwrap().state, "serving");
-    sim.stop().await.unwrap();
+async fn from_1_37_a_live_duplicate_is_refused_and_drops_the_client_at_that_socket() {
+    for version in [v(37), KubeletVersion::Master] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let mut rx = sim.subscribe();
+        let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+        let (_pa, _sa) = a.start(sb.path(), "a.sock", GPU).await;
+        counts_are(&sim, GPU, 2, 2).await;
+        let ks = sb.join("kubelet.sock");
+        let again = || register(&ks, "v1beta1", GPU, "a.sock", None);
+        let st = within("register", again()).await.unwrap_err();
+        assert_eq!(st.code(), tonic::Code::Unknown, "{version}");
+        let want = format!("device plugin already connected: {}", sb.join("a.sock").display());
+        assert_eq!(st.message(), want, "{version}");
+        next(&mut rx, "rejection", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
+        assert_eq!(sim.status().resource(GPU).unwrap().state, "untracked", "{version}");
+        a.end_streams();
+        let ev = next(&mut rx, "stream end", |k| {
+            matches!(k, EventKind::StreamEnded { .. } | EventKind::StreamEndedUntracked { .. })
+        })
+        .await;
+        assert!(matches!(ev, EventKind::StreamEndedUntracked { .. }), "{version}: {ev:?}");
+        counts_are(&sim, GPU, 2, 2).await;
+        // The endpoint stays stored: the same socket is still refused.
+        let st = within("register again", again()).await.unwrap_err();
+        assert_eq!(st.message(), want, "{version}");
+        let b = FakePlugin::new(FakePlugin::healthy(3, false), Behaviour::default());
+        let (_pb, _sb) = b.start(sb.path(), "b.sock", GPU).await;
+        counts_are(&sim, GPU, 3, 3).await;
+        assert_eq!(sim.status().resource(GPU).unwrap().state, "serving", "{version}");
+        sim.stop().await.unwrap();
+    }
 }
 
 /// kubelet-versions.md §2, 1.26-1.36: the same second Register on the same
@@ -239,7 +253,10 @@ async fn smoke_matrix_fails_a_double_register_from_1_37_only() {
     let hr = master["steps"].as_array().unwrap().iter().find(|s| s["name"] == "health-report").unwrap();
     assert_eq!(hr["outcome"], "fail");
     let ev = hr["evidence"].as_str().unwrap();
-    assert!(ev.contains("kubelet master rejected another Register") && ev.contains("already registered"), "{ev}");
+    assert!(
+        ev.contains("kubelet 1.37 rejected another Register") && ev.contains("device plugin already connected: "),
+        "{ev}"
+    );
 }
 
 /// kubelet-versions.md §5 "A pod arriving between Register and the first

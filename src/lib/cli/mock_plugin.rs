@@ -189,7 +189,7 @@ pub struct ServeArgs {
     /// Fault: do not serve or register again after a kubelet restart.
     #[arg(help_heading = "Faults", long)]
     pub no_reregister: bool,
-    /// Fault: call Register twice on the same socket (kubelet master rejects the second).
+    /// Fault: call Register twice on the same socket (kubelets 1.37+ refuse the second).
     #[arg(help_heading = "Faults", long)]
     pub register_twice: bool,
     /// Only serve; never call Register on kubelet.sock.

@@ -197,7 +197,7 @@ impl<'a> GivenUp<'a> {
 impl Drop for GivenUp<'_> {
     fn drop(&mut self) {
         let Some((resource, endpoint, socket, via, version)) = self.pending.take() else { return };
-        untrack(self.inner, &resource);
+        untrack(self.inner, &resource, Path::new(&socket));
         self.inner.emit(EventKind::RegistrationRejected {
             resource,
             endpoint,
@@ -246,7 +246,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         Ok(c) => c,
         Err(last) => {
             tracing::info!(socket = %input.socket.display(), error = %last, "dial-back failed");
-            untrack(inner, &input.resource);
+            untrack(inner, &input.resource, &input.socket);
             return Err(reject(DIAL_FAILED.to_string()));
         }
     };
@@ -262,22 +262,26 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         &ClientConfig { call_timeout: inner.config.pre_start_timeout, ..config },
     );
     let options = client.options().await.map_err(|e| {
-        untrack(inner, &input.resource);
+        untrack(inner, &input.resource, &input.socket);
         reject(format!("failed to get device plugin options: {}", go_rpc_error(&e)))
     })?;
     let differ = input.request_options.is_some_and(|o| o != options);
     let version = inner.config.kubelet_version;
     if version.rejects_duplicate_socket() {
-        // kubelet-versions.md §2, master (PR #139338): PluginConnected refuses
-        // a second client at the same (name, socket) while the first is alive.
+        // 1.37+ (PR #135437, `PluginConnected` in
+        // pkg/kubelet/cm/devicemanager/manager.go): an endpoint still in the
+        // store at this socket path refuses the new one, and the failed
+        // connect then drops every client at that path, the live one included.
         let st = inner.lock();
         let live = st.resources.get(&input.resource).is_some_and(|r| {
             r.endpoint.as_ref().is_some_and(|e| !e.stopped && e.socket == input.socket)
                 || r.superseded.iter().any(|(_, s, _)| *s == input.socket)
+                || r.untracked_clients.iter().any(|(_, s)| *s == input.socket)
         });
         if live {
             drop(st);
-            return Err(reject(duplicate_text(&input.resource, &input.socket)));
+            untrack(inner, &input.resource, &input.socket);
+            return Err(reject(duplicate_text(&input.socket)));
         }
     }
     let (id, replaced) = store_endpoint(inner, &input, options, client.clone(), pre_start_client);
@@ -303,23 +307,34 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
     Ok(())
 }
 
-/// A Register of `resource` failed after validation (dial-back or
-/// GetDevicePluginOptions). kubelet-versions.md §2, 1.26-1.36: the kubelet
-/// stored the new client under the name before dialing, so the failure's
-/// `deregisterClient(name)` leaves the name with no client at all; a live
-/// stream of an earlier registration then ends unnoticed. master keys
-/// clients by (name, socket), so only the failed one is dropped.
-fn untrack(inner: &Arc<Inner>, resource: &str) {
-    if !inner.config.kubelet_version.replaces_by_name() {
-        return;
-    }
+/// A Register of `resource` at `socket` failed after validation (dial-back,
+/// GetDevicePluginOptions, or 1.37's duplicate check). kubelet-versions.md
+/// §2, 1.26-1.36: the kubelet stored the new client under the name before
+/// dialing, so the failure's `deregisterClient(name)` leaves the name with
+/// no client at all; a live stream of an earlier registration then ends
+/// unnoticed. 1.37+ (PR #135437) keep a list of clients per name and drop
+/// every one at the failed socket path: a live client elsewhere stays
+/// tracked, one at the same path is dropped (its endpoint stays stored).
+fn untrack(inner: &Arc<Inner>, resource: &str, socket: &Path) {
+    let by_name = inner.config.kubelet_version.replaces_by_name();
     let mut st = inner.lock();
-    if let Some(r) = st.resources.get_mut(resource) {
+    let Some(r) = st.resources.get_mut(resource) else { return };
+    if by_name {
         let live = r.endpoint.as_ref().is_some_and(|e| !e.stopped) || !r.superseded.is_empty();
         if live {
             r.untracked = true;
         }
+        return;
     }
+    let mut dropped: Vec<(u64, PathBuf)> = r
+        .endpoint
+        .iter()
+        .filter(|e| !e.stopped && e.socket == socket)
+        .map(|e| (e.id, e.socket.clone()))
+        .chain(r.superseded.iter().filter(|(_, s, _)| s == socket).map(|(id, s, _)| (*id, s.clone())))
+        .collect();
+    dropped.retain(|d| !r.untracked_clients.contains(d));
+    r.untracked_clients.extend(dropped);
 }
 
 /// Stores the new endpoint of `input.resource` (its id and whether it
@@ -374,15 +389,11 @@ fn store_endpoint(
     (id, replaced)
 }
 
-/// dpctl's text for master's rejection of a second registration at a live
-/// (name, socket). The kubelet's exact text is unverified (kubelet-versions.md
-/// §2, open question 3).
-pub fn duplicate_text(resource: &str, socket: &Path) -> String {
-    format!(
-        "device plugin {} is already registered and connected at {}",
-        crate::validate::go_quote(resource),
-        socket.display()
-    )
+/// The kubelet's refusal (1.37+, `PluginConnected` in
+/// pkg/kubelet/cm/devicemanager/manager.go) of a second endpoint at a socket
+/// path still in its endpoint store.
+pub fn duplicate_text(socket: &Path) -> String {
+    format!("device plugin already connected: {}", socket.display())
 }
 
 /// Dials the plugin the way grpc-go's blocking dial does: keep trying (with
@@ -414,7 +425,7 @@ pub(crate) async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::tran
 /// (kubelet-versions.md §6): the client is disconnected as if its stream
 /// ended (devices unhealthy, grace period). Up to 1.36 the client is found by
 /// resource name only, so a same-named plugin registered through kubelet.sock
-/// is disconnected too; master matches the endpoint as well.
+/// is disconnected too; 1.37+ match the endpoint as well.
 pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, deleted: &Path) {
     let by_endpoint = inner.config.kubelet_version.deregisters_by_endpoint();
     let id = {
@@ -423,6 +434,10 @@ pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, dele
         // kubelet-versions.md §2 (1.26-1.36): no client under the name, so
         // `getClient(name)` finds nothing to disconnect.
         if r.untracked && !by_endpoint {
+            return;
+        }
+        // 1.37+: a client dropped by a failed Register at this socket is not found either.
+        if by_endpoint && r.untracked_clients.iter().any(|(_, s)| s == socket) {
             return;
         }
         let Some(ep) = r.endpoint.as_mut() else { return };
@@ -546,7 +561,10 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         let generation = st.next_id();
         let Some(r) = st.resources.get_mut(resource) else { return };
         let old_stream = r.superseded.iter().position(|(sid, _, _)| *sid == id);
-        if r.untracked && version.replaces_by_name() {
+        // 1.37+: a client dropped by a failed Register at its socket is found by
+        // neither runClient nor DeRegisterPlugin, so nothing disconnects it.
+        let dropped_client = !version.replaces_by_name() && r.untracked_clients.iter().any(|(i, _)| *i == id);
+        if (r.untracked && version.replaces_by_name()) || dropped_client {
             // kubelet-versions.md §2 (1.26-1.36): runClient finds no client
             // under the name (a later Register failed and deregistered it), so
             // PluginDisconnected is never called: devices keep their health,

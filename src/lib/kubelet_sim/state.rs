@@ -83,6 +83,13 @@ pub(crate) struct Resource {
     /// period, the devices keep their health. Cleared by the next successful
     /// Register (the name has a client again).
     pub untracked: bool,
+    /// 1.37+ (PR #135437, `deregisterClient(name, socketPath)` in
+    /// `pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go`): endpoints
+    /// (ID, socket) whose client a failed Register at the same socket path
+    /// dropped. They stay in the device manager's endpoint store, never
+    /// disconnect (their stream end finds no client), and every later
+    /// Register at that socket is refused as already connected.
+    pub untracked_clients: Vec<(u64, PathBuf)>,
 }
 
 impl Resource {
@@ -129,6 +136,8 @@ impl Resource {
             (Some(e), false) if e.stopped => "stream-ended",
             // kubelet-versions.md §2 (1.26-1.36): no client under the name.
             (Some(_), false) if self.untracked => "untracked",
+            // 1.37+: the current endpoint's client was dropped by a failed Register at its socket.
+            (Some(e), false) if self.untracked_clients.iter().any(|(id, _)| *id == e.id) => "untracked",
             (Some(e), false) if e.first_snapshot_at.is_none() => "registered",
             (Some(_), false) => "serving",
         }

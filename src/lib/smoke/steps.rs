@@ -620,7 +620,7 @@ impl Runner {
         }
         problems.extend(violations);
         for (endpoint, message) in &later_rejections {
-            // kubelet-versions.md §2: only master refuses a second client at a live (name, socket).
+            // 1.37+ (PR #135437) refuse a second client at a live (name, socket).
             problems.push(format!(
                 "after the accepted registration, kubelet {} rejected another Register of {} (endpoint {endpoint}): \
                  {message}",
