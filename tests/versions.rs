@@ -391,10 +391,11 @@ async fn plugins_registry_watches_subdirectories_ignores_dot_files_and_deregiste
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §6 "Failures ... are retried with exponential
-/// backoff" (every version): a plugins_registry registration whose dial-back
-/// fails (its endpoint is not served yet) stays wanted; once the endpoint
-/// comes up, a later attempt registers it.
+/// 1.36+ (PR #133335, pluginmanager/operationexecutor/operation_generator.go
+/// of v1.36.3): a plugins_registry registration whose dial-back fails (its
+/// endpoint is not served yet) is taken out of the actual state and tried
+/// again; once the endpoint comes up, a later attempt registers it. (Played
+/// at the default, 1.37; 1.26-1.35 never retry it: see the next test.)
 #[tokio::test]
 async fn a_failed_plugins_registry_registration_is_retried_until_it_succeeds() {
     let sb = Sandbox::new();
@@ -423,6 +424,60 @@ async fn a_failed_plugins_registry_registration_is_retried_until_it_succeeds() {
     let get_info = p.rpcs().iter().filter(|r| *r == "GetInfo").count();
     assert!(get_info >= 2, "GetInfo asked again on retry: {:?}", p.rpcs());
     sim.stop().await.unwrap();
+}
+
+/// The plugin manager's handling of a plugins_registry plugin the device
+/// manager refuses (here GetDevicePluginOptions fails), read from
+/// pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go:
+/// 1.26-1.35 (v1.35.4) leave it in the actual state, so it is never tried
+/// again, even once it would work, until its registration socket is
+/// re-created; 1.36+ (PR #133335, v1.36.3) remove it and the reconciler tries
+/// again (its notification was delivered, so at the next 1 s pass).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugins_registry_plugins_the_device_manager_refused_are_retried_from_1_36_only() {
+    for version in [v(35), v(36), v(37)] {
+        let sb = Sandbox::new();
+        let reg_dir = sb.join("reg");
+        let sim = start_sim(&sb, version, |c| c.registry_dir = Some(reg_dir.clone())).await;
+        let mut rx = sim.subscribe();
+        let info = Some(("DevicePlugin".to_string(), GPU.to_string(), String::new(), vec!["v1beta1".into()]));
+        let p = FakePlugin::new(
+            FakePlugin::healthy(2, false),
+            Behaviour { info, options_error: Some(tonic::Status::internal("not ready")), ..Default::default() },
+        );
+        let stop = p.serve(&reg_dir.join("p.sock")).await;
+        let ev = next(&mut rx, "the refusal", |k| matches!(k, EventKind::RegistrationRejected { .. })).await;
+        let EventKind::RegistrationRejected { message, .. } = ev else { unreachable!() };
+        assert_eq!(message, "failed to get device plugin options: rpc error: code = Internal desc = not ready");
+        // The plugin would now work.
+        p.set(|b| b.options_error = None);
+        let options_calls = |p: &FakePlugin| p.rpcs().iter().filter(|r| *r == "GetDevicePluginOptions").count();
+        if version >= v(36) {
+            next(&mut rx, "registration on retry", |k| matches!(k, EventKind::Registered { .. })).await;
+            counts_are(&sim, GPU, 2, 2).await;
+            assert_eq!(options_calls(&p), 2, "{version}: {:?}", p.rpcs());
+        } else {
+            // Several reconciler passes and backoff periods: no second attempt.
+            let more = tokio::time::timeout(
+                Duration::from_secs(3),
+                next(&mut rx, "another attempt", |k| {
+                    matches!(k, EventKind::Registered { .. } | EventKind::RegistrationRejected { .. })
+                }),
+            )
+            .await;
+            assert!(more.is_err(), "{version}: tried again: {more:?}");
+            assert_eq!(options_calls(&p), 1, "{version}: {:?}", p.rpcs());
+            assert_eq!(p.calls().notify.len(), 1, "{version}: one failure notification");
+            assert!(sim.counts().get(GPU).is_none_or(|c| c.capacity == 0), "{version}");
+            // Re-creating the registration socket makes the kubelet try again.
+            drop(stop);
+            let _ = std::fs::remove_file(reg_dir.join("p.sock"));
+            let _stop = p.serve(&reg_dir.join("p.sock")).await;
+            next(&mut rx, "registration of the re-created socket", |k| matches!(k, EventKind::Registered { .. })).await;
+            counts_are(&sim, GPU, 2, 2).await;
+        }
+        sim.stop().await.unwrap();
+    }
 }
 
 /// kubelet-versions.md §8 "Get" (no such method in 1.26; gate

@@ -3,7 +3,11 @@
 //! `DevicePlugin`, validate it as the device manager's handler does, dial its
 //! endpoint as a `Register` would, and answer `NotifyRegistrationStatus`.
 //!
-//! A failed registration is retried with backoff while its socket exists.
+//! A registration that fails before the plugin enters the kubelet's actual
+//! state (dial, GetInfo, type, validation) is retried with backoff while its
+//! socket exists, in every release. One that fails in the device manager
+//! (dial-back, GetDevicePluginOptions) is retried only from 1.36 (PR
+//! #133335); 1.26-1.35 leave it unregistered until the socket is re-created.
 //! The texts sent back follow the kubelet's plugin watcher
 //! (`RegisterPlugin error -- ...`).
 
@@ -95,11 +99,32 @@ struct Slot {
     registered: Option<(String, PathBuf)>,
 }
 
-/// The kubelet's retry of a failed plugin registration
-/// (`nestedpendingoperations`: 500 ms, doubling, at most 2 min 2 s).
+/// The kubelet's retry of a plugin registration that returned an error
+/// (`pkg/util/goroutinemap/exponentialbackoff`: 500 ms, doubling, at most
+/// 2 min 2 s, per socket path).
 const RETRY_INITIAL: std::time::Duration = std::time::Duration::from_millis(500);
 /// See [`RETRY_INITIAL`].
 const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(122);
+/// The plugin manager's reconciler period (`loopSleepDuration`,
+/// `pkg/kubelet/pluginmanager/plugin_manager.go`): a registration that ended
+/// without an error but left the plugin out of the actual state (1.36+,
+/// device manager refused it, notification delivered) is tried again at the
+/// next pass, with no backoff.
+const RECONCILE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How one registration attempt ended, in the plugin manager's terms.
+enum Attempt {
+    /// Registered; the (resource, dialed socket).
+    Registered(String, PathBuf),
+    /// Not in the actual state: the reconciler tries again, after the
+    /// exponential backoff when the operation returned an error, at its next
+    /// pass when it did not.
+    Retry { backoff: bool },
+    /// 1.26-1.35: the device manager refused it after the plugin was added to
+    /// the actual state, where it stays: never retried until the socket is
+    /// re-created (the (resource, socket) is what a deletion deregisters).
+    Stuck(String, PathBuf),
+}
 
 /// True while `path` is still wanted by the attempt loop holding `token`
 /// and not registered yet.
@@ -160,35 +185,46 @@ fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
         let mut shutdown = inner2.shutdown.subscribe();
         let mut backoff = RETRY_INITIAL;
         loop {
-            if let Some(done) = handle(&inner2, &dir, &path).await {
-                if let Ok(mut s) = seen.lock()
-                    && let Some(slot) = s.get_mut(&path).filter(|slot| slot.token == token)
-                {
-                    slot.registered = Some(done);
+            let wait = match handle(&inner2, &dir, &path).await {
+                Attempt::Registered(resource, socket) | Attempt::Stuck(resource, socket) => {
+                    if let Ok(mut s) = seen.lock()
+                        && let Some(slot) = s.get_mut(&path).filter(|slot| slot.token == token)
+                    {
+                        slot.registered = Some((resource, socket));
+                    }
+                    return;
                 }
-                return;
-            }
+                Attempt::Retry { backoff: true } => {
+                    let wait = backoff;
+                    backoff = backoff.saturating_mul(2).min(RETRY_MAX);
+                    wait
+                }
+                Attempt::Retry { backoff: false } => {
+                    // The operation succeeded, so goroutinemap forgot its backoff.
+                    backoff = RETRY_INITIAL;
+                    RECONCILE
+                }
+            };
             tokio::select! {
-                () = tokio::time::sleep(backoff) => {}
+                () = tokio::time::sleep(wait) => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
             let is_socket = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
             if !is_socket || !still_wanted(&seen, &path, token) {
                 return;
             }
-            backoff = backoff.saturating_mul(2).min(RETRY_MAX);
         }
     }));
 }
 
-/// GetInfo, validation, registration, NotifyRegistrationStatus. Returns
-/// the resource and the socket it registered, when it did.
+/// GetInfo, validation, registration, NotifyRegistrationStatus, and how the
+/// attempt ended.
 // long: the plugin watcher's sequence for one socket (GetInfo, validation, endpoint
 // translation, dial, Register, NotifyRegistrationStatus), each refusal with its own event.
-async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Option<(String, PathBuf)> {
+async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Attempt {
     let ignored = |reason: String| {
         inner.emit(EventKind::RegistryPluginIgnored { socket: path.display().to_string(), reason });
-        None
+        Attempt::Retry { backoff: true }
     };
     // kubelet-versions.md §6: a blocking dial with the 10 s timeout.
     let channel = match dial(path, inner.config.dial_timeout).await {
@@ -201,11 +237,12 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Option<(String,
         Ok(Err(status)) => return ignored(format!("GetInfo failed: {}: {}", status.code(), status.message())),
         Err(_) => return ignored("GetInfo did not answer within its 1 s timeout".into()),
     };
+    // True when the plugin took the notification (5 s, as the kubelet's).
     let notify = |registered: bool, error: String| {
         let mut c = client.clone();
         async move {
-            let _ =
-                c.notify_registration_status(reg::RegistrationStatus { plugin_registered: registered, error }).await;
+            let call = c.notify_registration_status(reg::RegistrationStatus { plugin_registered: registered, error });
+            matches!(tokio::time::timeout(std::time::Duration::from_secs(5), call).await, Ok(Ok(_)))
         }
     };
     if info.r#type != reg::DEVICE_PLUGIN_TYPE {
@@ -214,7 +251,7 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Option<(String,
             info.r#type,
             path.display()
         );
-        notify(false, msg.clone()).await;
+        let _ = notify(false, msg.clone()).await;
         return ignored(msg);
     }
     // §6: an empty endpoint becomes the registration socket's path; any other
@@ -244,8 +281,8 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Option<(String,
             version: info.supported_versions.join(","),
             message: msg.clone(),
         });
-        notify(false, msg).await;
-        return None;
+        let _ = notify(false, msg).await;
+        return Attempt::Retry { backoff: true };
     }
     // The endpoint is used verbatim (the kubelet's plugin watcher does not join it); a path seen
     // inside a container or mount namespace is translated unless only the untranslated one exists
@@ -266,14 +303,29 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Option<(String,
         request_options: None,
     };
     let resource = input.resource.clone();
+    // PR #133335 (1.36, pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go):
+    // a refusal by the device manager takes the plugin out of the actual state again.
+    let retried = inner.config.kubelet_version.retries_refused_registry_plugins();
     match register(inner, input).await {
         Ok(()) => {
-            notify(true, String::new()).await;
-            Some((resource, socket))
+            if notify(true, String::new()).await || !retried {
+                // 1.26-1.35 return the notification's error but keep the plugin registered.
+                return Attempt::Registered(resource, socket);
+            }
+            // 1.36+: an undelivered success removes and deregisters the plugin;
+            // the error brings the backoff.
+            deregister(inner, &resource, &socket, path);
+            Attempt::Retry { backoff: true }
         }
         Err(e) => {
-            notify(false, format!("RegisterPlugin error -- plugin registration failed with err: {e}")).await;
-            None
+            let delivered =
+                notify(false, format!("RegisterPlugin error -- plugin registration failed with err: {e}")).await;
+            if retried {
+                // The operation returns the notification's result: nil when delivered.
+                Attempt::Retry { backoff: !delivered }
+            } else {
+                Attempt::Stuck(resource, socket)
+            }
         }
     }
 }
