@@ -449,12 +449,13 @@ async fn an_oversize_list_fails_message_size_first_snapshot_and_admission() {
 }
 
 /// protocol.md §1.2 (cdi_devices, ContainerAllocateResponse field 5, from
-/// kubelet 1.28): kubelets 1.26-1.27 drop them. An answer with ONLY CDI
-/// devices then gives the container nothing from the plugin, so smoke's
-/// admission step fails on 1.26 and 1.27 (it passed with a warning: a false
-/// pass); CDI plus env vars keeps the warning and passes; 1.28 passes.
+/// kubelet 1.28): kubelets 1.26-1.27 drop them, and 1.28 passes them to the
+/// runtime only with gate DevicePluginCDIDevices (alpha, off by default; PR
+/// #118254). An answer with ONLY CDI devices then gives the container nothing
+/// from the plugin, so smoke's admission step fails on 1.26, 1.27 and 1.28;
+/// CDI plus env vars keeps a warning and passes; 1.29 (gate on) passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cdi_only_allocate_fails_admission_on_kubelets_before_1_28() {
+async fn cdi_only_allocate_fails_admission_on_kubelets_before_1_29() {
     let run_on = |version: &'static str, extra: &'static [&'static str]| async move {
         let flags =
             ["--kubelet-version", version, "--skip", "kubelet-restart,parallel-calls", "--stream-window", "300ms"];
@@ -462,7 +463,9 @@ async fn cdi_only_allocate_fails_admission_on_kubelets_before_1_28() {
         m.extend_from_slice(extra);
         smoke(&flags, &m).await
     };
-    for version in ["1.26", "1.27"] {
+    // 1.28 knows the field but passes it to the runtime only with the alpha
+    // gate DevicePluginCDIDevices, off by default: nothing reaches the container.
+    for version in ["1.26", "1.27", "1.28"] {
         let (run, v) = run_on(version, &[]).await;
         run.expect_code(1);
         assert_failed(
@@ -484,8 +487,14 @@ async fn cdi_only_allocate_fails_admission_on_kubelets_before_1_28() {
     let adm = step(&v, "admission");
     assert_eq!(adm["outcome"], "pass", "{adm:#}");
     assert!(adm["evidence"].as_str().unwrap().contains("warning cdi-devices-unknown"), "{adm:#}");
-    // 1.28 reads cdi_devices: CDI alone passes.
-    let (run, v) = run_on("1.28", &[]).await;
+    // 1.28 with an env var too: passes, warning that the CDI names stay behind its gate.
+    let (run, v) = run_on("1.28", &["--env", "GPUS={ids}"]).await;
+    run.expect_code(0);
+    let adm = step(&v, "admission");
+    assert_eq!(adm["outcome"], "pass", "{adm:#}");
+    assert!(adm["evidence"].as_str().unwrap().contains("warning cdi-devices-gated"), "{adm:#}");
+    // 1.29 passes cdi_devices to the runtime (gate beta, on): CDI alone passes.
+    let (run, v) = run_on("1.29", &[]).await;
     run.expect_code(0);
     assert_eq!(step(&v, "admission")["outcome"], "pass");
 }

@@ -395,6 +395,9 @@ async fn call_preferred(
 /// The warning rule for cdi_devices a kubelet before 1.28 drops
 /// (protocol.md §1.2).
 pub const CDI_DEVICES_UNKNOWN: &str = "cdi-devices-unknown";
+/// The warning rule for cdi_devices a 1.28 kubelet keeps in the answer but,
+/// with gate DevicePluginCDIDevices off (its default), never hands to the runtime.
+pub const CDI_DEVICES_GATED: &str = "cdi-devices-gated";
 
 async fn call_allocate(
     inner: &Arc<Inner>,
@@ -432,6 +435,18 @@ async fn call_allocate(
             evidence: format!(
                 "kubelet {version} predates cdi_devices (ContainerAllocateResponse field 5, added in 1.28) and \
                  drops them, so the container gets none of: {}; return device nodes (DeviceSpec) or mounts too",
+                names.join(", ")
+            ),
+        });
+    } else if !version.passes_cdi_devices_to_runtime() && !first.cdi_devices.is_empty() {
+        // 1.28 (PR #118254, pkg/kubelet/cm/devicemanager/pod_devices.go): the
+        // field is known, so the answer is cached and checkpointed whole, but
+        // the run-container options get CDI names only with the alpha gate on.
+        let names: Vec<&str> = first.cdi_devices.iter().map(|d| d.name.as_str()).collect();
+        warnings.push(Warning {
+            rule: CDI_DEVICES_GATED.into(),
+            evidence: format!(
+                "kubelet {version} keeps cdi_devices in the answer but passes them to the runtime only with feature                  gate DevicePluginCDIDevices on (alpha in 1.28, off by default; on from 1.29), so on a default node                  the container gets none of: {}; return device nodes (DeviceSpec) or mounts too",
                 names.join(", ")
             ),
         });

@@ -133,8 +133,9 @@ impl Case for StepId {
                 rule: "GetPreferredAllocation (when advertised, asked only while devices are still needed after \
                  init-container reuse) and Allocate answer the kubelet's one-container request (it reads only the \
                  first response; none at all rejects the pod), PreStartContainer (when required) within 30 s; an \
-                 error rejects the pod with UnexpectedAdmissionError; kubelets 1.26-1.27 drop cdi_devices (read \
-                 from 1.28), so an Allocate answer with nothing else gives the container nothing and fails",
+                 error rejects the pod with UnexpectedAdmissionError; kubelets 1.26-1.27 drop cdi_devices and 1.28 \
+                 passes them to the runtime only with its alpha gate DevicePluginCDIDevices (off by default), so \
+                 there an Allocate answer with nothing else gives the container nothing and fails",
             },
             StepId::PodDeletion => CaseInfo {
                 name: "pod-deletion",

@@ -774,13 +774,16 @@ impl Runner {
         }
         if let Some(c) = cdi_only_container(&outcome, &reg) {
             // protocol.md §1.2: cdi_devices (field 5) exist from 1.28; 1.26-1.27
-            // drop them, so an answer with nothing else gives the container
-            // nothing from the plugin. With anything else, a warning is enough.
+            // drop them and 1.28 passes them on only with its alpha gate
+            // DevicePluginCDIDevices (off by default), so an answer with
+            // nothing else gives the container nothing from the plugin. With
+            // anything else, a warning is enough.
             let evidence = format!(
                 "{head} admitted, but kubelet {} gives container {c} nothing from the plugin: its Allocate \
-                 answer carries only cdi_devices (ContainerAllocateResponse field 5, read from kubelet 1.28 on), \
-                 which kubelets 1.26-1.27 drop; for those versions also return device nodes (DeviceSpec) or \
-                 env vars (or mounts) naming the devices; calls: {calls}",
+                 answer carries only cdi_devices (ContainerAllocateResponse field 5), which kubelets 1.26-1.27 \
+                 drop and kubelet 1.28 passes to the runtime only with feature gate DevicePluginCDIDevices on \
+                 (alpha, off by default; on from 1.29); for those versions also return device nodes \
+                 (DeviceSpec) or env vars (or mounts) naming the devices; calls: {calls}",
                 self.cfg.kubelet_version
             );
             self.done(id, Outcome::Fail, evidence, t);
@@ -1054,7 +1057,8 @@ fn ids(list: &[String]) -> String {
 }
 
 /// The first container whose Allocate answer for the plugin's resource had
-/// only cdi_devices, which this kubelet dropped (`cdi-devices-unknown`):
+/// only cdi_devices, which this kubelet dropped (`cdi-devices-unknown`,
+/// 1.26-1.27) or does not pass to the runtime (`cdi-devices-gated`, 1.28):
 /// nothing of it is left for the container.
 fn cdi_only_container(outcome: &AdmitOutcome, reg: &Reg) -> Option<String> {
     outcome.containers.iter().find_map(|c| {
@@ -1062,7 +1066,8 @@ fn cdi_only_container(outcome: &AdmitOutcome, reg: &Reg) -> Option<String> {
             .iter()
             .filter(|r| r.resource == reg.resource)
             .any(|r| {
-                let dropped = r.warnings.iter().any(|w| w.rule == crate::kubelet_sim::admission::CDI_DEVICES_UNKNOWN);
+                use crate::kubelet_sim::admission::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
+                let dropped = r.warnings.iter().any(|w| w.rule == CDI_DEVICES_UNKNOWN || w.rule == CDI_DEVICES_GATED);
                 let left = r.allocation.as_ref().is_some_and(|a| {
                     !(a.envs.is_empty() && a.devices.is_empty() && a.mounts.is_empty() && a.annotations.is_empty())
                 });
