@@ -72,7 +72,7 @@ async fn well_behaved_plugin_passes_every_check() {
     .await;
     let v = r.expect_code(0).json();
     assert_eq!(v["suite"], "dpctl plugin check");
-    assert_eq!(v["totals"]["total"], 14, "{v:#}");
+    assert_eq!(v["totals"]["total"], 13, "{v:#}");
     assert_eq!(v["totals"]["failed"], 0, "{v:#}");
     assert_eq!(v["totals"]["errors"], 0, "{v:#}");
     // Only the not-advertised side of the preferred pair is skipped.
@@ -92,7 +92,7 @@ async fn well_behaved_plugin_passes_every_check() {
     r.expect_code(0);
     assert!(r.stdout.starts_with("CHECK"), "{}", r.stdout);
     assert!(r.stdout.contains("list-stream-stays-open"), "{}", r.stdout);
-    assert!(r.stdout.contains("14 checks: 12 passed, 0 failed, 2 skipped, 0 errors"), "{}", r.stdout);
+    assert!(r.stdout.contains("13 checks: 12 passed, 0 failed, 1 skipped, 0 errors"), "{}", r.stdout);
     assert!(!r.stdout.contains("FAIL"), "{}", r.stdout);
     assert!(r.stderr.is_empty(), "stderr: {}", r.stderr);
 }
@@ -108,13 +108,9 @@ async fn shared_test_plugin_skips_what_it_does_not_advertise() {
     let v = check(path.to_str().unwrap(), &["-o", "json"]).await.expect_code(1).json();
     assert_eq!(with(&v, "fail"), ["allocate-unknown-id"], "{v:#}");
     assert_eq!(v["totals"]["errors"], 0, "{v:#}");
-    assert_eq!(
-        with(&v, "skip"),
-        ["preferred-contract", "preferred-not-advertised", "prestart-deadline", "registration-options-agree"]
-    );
+    assert_eq!(with(&v, "skip"), ["preferred-contract", "preferred-not-advertised", "prestart-deadline"]);
     assert!(evidence(&v, "preferred-not-advertised").contains("the kubelet never calls it"), "{v:#}");
     assert!(evidence(&v, "prestart-deadline").contains("pre_start_required=false"), "{v:#}");
-    assert!(evidence(&v, "registration-options-agree").contains("run dpctl smoke"), "{v:#}");
     // Like a kubelet, the suite never calls what is not advertised.
     let calls = p.rpcs();
     assert!(calls.iter().any(|c| c == "Allocate"), "{calls:?}");
@@ -154,7 +150,6 @@ async fn no_healthy_devices_skips_what_needs_them() {
             "preferred-contract",
             "preferred-not-advertised",
             "prestart-deadline",
-            "registration-options-agree"
         ],
         "{v:#}"
     );
@@ -308,33 +303,44 @@ async fn rules_say_when_the_kubelet_asks_preferred_and_drops_capacity() {
     assert!(stream.contains("5 minutes") || stream.contains("5-minute"), "{stream}");
 }
 
-/// registration-options-agree says when the kubelet calls
-/// GetPreferredAllocation (kubelet-versions.md §5), not "at every admission".
+/// Every kubelet 1.26+ ignores RegisterRequest.options (`Register` in
+/// pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go, v1.34-v1.37): a
+/// plugin whose RegisterRequest options differ from GetDevicePluginOptions
+/// works on every node, so the suite passes it; options-answer notes the
+/// difference and says when the kubelet calls GetPreferredAllocation
+/// (kubelet-versions.md §5), not "at every admission". There is no
+/// registration-options-agree check any more.
 #[tokio::test]
-async fn options_mismatch_says_when_preferred_is_called() {
+async fn register_options_that_differ_pass_with_a_note_in_every_release() {
     let sb = Sandbox::new();
     let (s, _stop) = serve(&sb, devices(), Behaviour::conformant()).await;
-    let v = check(
-        &s,
-        &[
-            "--only",
-            "registration-options-agree",
-            "--register-options",
-            "pre_start_required=true,get_preferred_allocation_available=false",
-            "-o",
-            "json",
-        ],
-    )
-    .await
-    .expect_code(1)
-    .json();
-    let e = evidence(&v, "registration-options-agree");
-    assert!(
-        e.contains(
-            "will call GetPreferredAllocation at admission whenever devices are still needed after init-container reuse"
-        ),
-        "{e}"
-    );
+    let args = [
+        "--register-options",
+        "pre_start_required=false,get_preferred_allocation_available=false",
+        "--skip",
+        "parallel-calls",
+        "-o",
+        "json",
+    ];
+    let v = check(&s, &args).await.expect_code(0).json();
+    assert_eq!(v["totals"]["failed"], 0, "{v:#}");
+    let names: Vec<&str> = v["checks"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert!(!names.contains(&"registration-options-agree"), "{names:?}");
+    let e = evidence(&v, "options-answer");
+    for want in [
+        "note: pre_start_required is false in --register-options but true here, so the kubelet calls \
+         PreStartContainer on every container start",
+        "get_preferred_allocation_available is false in --register-options but true here, so the kubelet calls \
+         GetPreferredAllocation at admission whenever devices are still needed after init-container reuse",
+        "every kubelet 1.26+ ignores RegisterRequest.options",
+    ] {
+        assert!(e.contains(want), "{want}\n{e}");
+    }
+    // The check list no longer offers it, and asking for it is bad input.
+    let list = dpctl(&["plugin", "check", "--list"]).await;
+    list.expect_code(0);
+    assert!(!list.stdout.contains("registration-options-agree"), "{}", list.stdout);
+    check(&s, &["--only", "registration-options-agree"]).await.expect_code(2);
 }
 
 #[tokio::test]
@@ -539,27 +545,11 @@ async fn allocate_busy_under_concurrency_fails_parallel_calls() {
     .await;
 }
 
-#[tokio::test]
-async fn registration_options_disagreeing_fail() {
-    expect_failures(
-        devices(),
-        Behaviour::conformant(),
-        &["--register-options", "pre_start_required=false,get_preferred_allocation_available=true"],
-        &["registration-options-agree"],
-        &[(
-            "registration-options-agree",
-            "pre_start_required is false in --register-options but true from GetDevicePluginOptions: the kubelet will \
-             call PreStartContainer",
-        )],
-    )
-    .await;
-}
-
-/// protocol.md §3.2 item 4 and §4.2 (every version played, 1.25 and later):
+/// protocol.md §3.2 item 4 and §4.2 (every version played, 1.26 and later):
 /// the kubelet ignores RegisterRequest.options, and the upstream e2e test
-/// plugin registers without any; that is no disagreement.
+/// plugin registers without any: options-answer passes with no note.
 #[tokio::test]
-async fn a_register_request_without_options_agrees() {
+async fn a_register_request_without_options_gets_no_note() {
     let sb = Sandbox::new();
     let (s, _stop) = serve(&sb, devices(), Behaviour::conformant()).await;
     let request = dp::RegisterRequest {
@@ -572,16 +562,12 @@ async fn a_register_request_without_options_agrees() {
         registration: Some(Registration::from_request(&request, "the RegisterRequest")),
         ..CheckTarget::new(&s)
     };
-    let opts = CheckOptions { checks: vec![check::CheckId::RegistrationOptionsAgree], ..CheckOptions::default() };
+    let opts = CheckOptions { checks: vec![check::CheckId::OptionsAnswer], ..CheckOptions::default() };
     let report = within("the suite", check::run_checks(&target, &opts)).await;
     let r = &report.checks[0];
     assert_eq!(r.outcome, Outcome::Pass, "{}", r.evidence);
-    assert!(
-        r.evidence.contains("carried no options, which the kubelet ignores anyway")
-            && r.evidence.contains("pre_start_required=true, get_preferred_allocation_available=true"),
-        "{}",
-        r.evidence
-    );
+    assert!(r.evidence.contains("pre_start_required=true, get_preferred_allocation_available=true"), "{}", r.evidence);
+    assert!(!r.evidence.contains("note:"), "{}", r.evidence);
 }
 
 #[tokio::test]
@@ -618,15 +604,15 @@ async fn junit_report_is_well_formed_and_counts_match() {
     let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).expect("testsuite");
     assert_eq!(suite.attribute("name"), Some("dpctl plugin check"));
     let cases: Vec<_> = suite.children().filter(|n| n.has_tag_name("testcase")).collect();
-    assert_eq!(cases.len(), 14);
+    assert_eq!(cases.len(), 13);
     let count = |tag: &str| cases.iter().filter(|c| c.children().any(|n| n.has_tag_name(tag))).count();
-    assert_eq!(suite.attribute("tests"), Some("14"));
+    assert_eq!(suite.attribute("tests"), Some("13"));
     assert_eq!(suite.attribute("failures"), Some(count("failure").to_string().as_str()));
     assert_eq!(suite.attribute("skipped"), Some(count("skipped").to_string().as_str()));
     assert_eq!(suite.attribute("errors"), Some("0"));
     assert_eq!(count("failure"), 1);
-    // Both preferred checks, prestart and the registration comparison are skipped.
-    assert_eq!(count("skipped"), 4);
+    // Both preferred checks and prestart are skipped.
+    assert_eq!(count("skipped"), 3);
     let failed = cases.iter().find(|c| c.children().any(|n| n.has_tag_name("failure"))).unwrap();
     assert_eq!(failed.attribute("name"), Some("device-ids-valid"));
     let failure = failed.children().find(|n| n.has_tag_name("failure")).unwrap();
@@ -649,7 +635,7 @@ async fn only_and_skip_choose_checks_and_unknown_names_are_usage_errors() {
         .expect_code(0)
         .json();
     let names = outcomes(&v);
-    assert_eq!(names.len(), 12);
+    assert_eq!(names.len(), 11);
     assert!(!names.contains_key("parallel-calls") && !names.contains_key("list-stream-stays-open"));
 
     let r = check(&s, &["--only", "options-answer,no-such-check"]).await;
@@ -689,7 +675,7 @@ async fn list_names_every_check() {
     let r = dpctl(&["plugin", "check", "--list", "-o", "json"]).await;
     let v = r.expect_code(0).json();
     let names: Vec<&str> = v.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(names.len(), 14);
+    assert_eq!(names.len(), 13);
     assert_eq!(names[0], "options-answer");
     assert!(v.as_array().unwrap().iter().all(|c| c["reason"].is_string() && c["rule"].is_string()));
 }
@@ -721,11 +707,11 @@ async fn unreachable_plugin_exits_3_and_still_writes_junit() {
     let r = check(missing.to_str().unwrap(), &["--junit", xml_path.to_str().unwrap()]).await;
     r.expect_code(3);
     assert!(r.stderr.contains("no socket at") && r.stderr.contains("hint:"), "{}", r.stderr);
-    assert!(r.stdout.contains("0 of 14 checks run"), "{}", r.stdout);
+    assert!(r.stdout.contains("0 of 13 checks run"), "{}", r.stdout);
     let xml = std::fs::read_to_string(&xml_path).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
     let errors = doc.descendants().filter(|n| n.has_tag_name("error")).count();
-    assert_eq!(errors, 14, "{xml}");
+    assert_eq!(errors, 13, "{xml}");
 }
 
 /// The entry point `dpctl smoke` uses: the observed RegisterRequest goes in
@@ -745,7 +731,7 @@ async fn library_takes_an_observed_register_request() {
         ..CheckTarget::new(&s)
     };
     let opts = CheckOptions {
-        checks: vec![check::CheckId::RegistrationOptionsAgree, check::CheckId::OptionsAnswer],
+        checks: vec![check::CheckId::AllocateHealthy, check::CheckId::OptionsAnswer],
         ..CheckOptions::default()
     };
     let mut seen = Vec::new();
@@ -758,18 +744,18 @@ async fn library_takes_an_observed_register_request() {
         }),
     )
     .await;
-    assert_eq!(seen, ["options-answer", "registration-options-agree"]);
-    assert_eq!(report.exit_code(), 1);
-    let r = &report.checks[1];
-    assert_eq!(r.outcome, Outcome::Fail);
+    // Run order, whatever order they were asked in.
+    assert_eq!(seen, ["options-answer", "allocate-healthy"]);
+    // RegisterRequest.options are never read by a kubelet (1.26+): a note, no failure.
+    assert_eq!(report.exit_code(), 0);
+    let r = &report.checks[0];
+    assert_eq!(r.outcome, Outcome::Pass);
     assert!(
-        r.evidence.contains(
-            "get_preferred_allocation_available is false in the RegisterRequest but true from GetDevicePluginOptions"
-        ),
+        r.evidence.contains("note: get_preferred_allocation_available is false in the RegisterRequest but true here"),
         "{}",
         r.evidence
     );
-    assert_eq!(report.totals.failed, 1);
+    assert_eq!(report.totals.failed, 0);
 }
 
 #[tokio::test]

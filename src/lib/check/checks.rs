@@ -22,7 +22,6 @@ const PREFERRED_MAX_AVAILABLE: usize = 128;
 pub(super) async fn run(id: CheckId, p: &mut Probe<'_>) -> Finding {
     match id {
         CheckId::OptionsAnswer => options_answer(p).await,
-        CheckId::RegistrationOptionsAgree => registration_options_agree(p).await,
         CheckId::ListFirstMessagePrompt => list_first_message_prompt(p).await,
         CheckId::DeviceIdsValid => snapshot_rules(p, id).await,
         CheckId::HealthValues => snapshot_rules(p, id).await,
@@ -41,7 +40,11 @@ pub(super) async fn run(id: CheckId, p: &mut Probe<'_>) -> Finding {
 async fn options_answer(p: &mut Probe<'_>) -> Finding {
     let f = p.options().await;
     match f.result {
-        Ok(o) => Finding::pass(format!("answered in {}: {}", fmt_duration(f.took), options_text(&o))),
+        Ok(o) => {
+            let note = p.target.registration.as_ref().and_then(|r| register_options_note(r, &o));
+            let note = note.map(|n| format!("; note: {n}")).unwrap_or_default();
+            Finding::pass(format!("answered in {}: {}{note}", fmt_duration(f.took), options_text(&o)))
+        }
         Err(e) => {
             let hint = if e.contains("answered Unimplemented") {
                 "; this socket does not serve v1beta1.DevicePlugin: is it the plugin's socket (not kubelet.sock), \
@@ -61,59 +64,50 @@ fn options_text(o: &dp::DevicePluginOptions) -> String {
     )
 }
 
-async fn registration_options_agree(p: &mut Probe<'_>) -> Finding {
-    let Some(reg) = p.target.registration.clone() else {
-        return Finding::skip(
-            "needs the registration: run dpctl smoke, or pass --register-options with the options the plugin \
-             sends in its RegisterRequest",
-        );
-    };
-    let answered = match p.options().await.result {
-        Ok(o) => o,
-        Err(e) => return Finding::error(format!("GetDevicePluginOptions failed, nothing to compare with: {e}")),
-    };
-    // protocol.md §3.2 item 4 (1.25 and later, so every version played): the
-    // kubelet ignores RegisterRequest.options; a request without any (as the
-    // upstream e2e test plugin registers, §4.2) promises nothing to disagree with.
-    let Some(sent) = reg.options else {
-        return Finding::pass(format!(
-            "{} carried no options, which the kubelet ignores anyway; it acts on GetDevicePluginOptions: {}",
-            reg.source,
-            options_text(&answered)
-        ));
-    };
+/// What differs between the options a plugin registered with and its
+/// GetDevicePluginOptions answer, as a note: every kubelet 1.26+ ignores
+/// RegisterRequest.options (`Register` in
+/// pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go reads only the
+/// version, name and endpoint) and acts on the answer alone, so a plugin
+/// whose two answers differ works on every node; the note says what the
+/// kubelet will do, in case the plugin expects otherwise.
+fn register_options_note(reg: &super::Registration, answered: &dp::DevicePluginOptions) -> Option<String> {
+    let sent = reg.options?;
     let mut diffs = Vec::new();
     if sent.pre_start_required != answered.pre_start_required {
         diffs.push(format!(
-            "pre_start_required is {} in {} but {} from GetDevicePluginOptions: the kubelet {}",
+            "pre_start_required is {} in {} but {} here, so the kubelet {}",
             sent.pre_start_required,
             reg.source,
             answered.pre_start_required,
             if answered.pre_start_required {
-                "will call PreStartContainer on every container start"
+                "calls PreStartContainer on every container start"
             } else {
-                "will never call PreStartContainer"
+                "never calls PreStartContainer"
             }
         ));
     }
     if sent.get_preferred_allocation_available != answered.get_preferred_allocation_available {
         diffs.push(format!(
-            "get_preferred_allocation_available is {} in {} but {} from GetDevicePluginOptions: the kubelet {}",
+            "get_preferred_allocation_available is {} in {} but {} here, so the kubelet {}",
             sent.get_preferred_allocation_available,
             reg.source,
             answered.get_preferred_allocation_available,
             if answered.get_preferred_allocation_available {
-                "will call GetPreferredAllocation at admission whenever devices are still needed after init-container reuse"
+                "calls GetPreferredAllocation at admission whenever devices are still needed after init-container reuse"
             } else {
-                "will never call GetPreferredAllocation"
+                "never calls GetPreferredAllocation"
             }
         ));
     }
     if diffs.is_empty() {
-        Finding::pass(format!("{} and GetDevicePluginOptions agree: {}", reg.source, options_text(&answered)))
-    } else {
-        Finding::fail(diffs.join("; "))
+        return None;
     }
+    Some(format!(
+        "{}; every kubelet 1.26+ ignores RegisterRequest.options and acts on GetDevicePluginOptions alone, so this \
+         works, but the plugin should not expect the calls its RegisterRequest asked for",
+        diffs.join("; ")
+    ))
 }
 
 async fn list_first_message_prompt(p: &mut Probe<'_>) -> Finding {

@@ -47,8 +47,6 @@ pub use case::{Case, CaseInfo, CheckResult, Outcome, Totals, any_failure};
 pub enum CheckId {
     /// GetDevicePluginOptions answers within the call deadline.
     OptionsAnswer,
-    /// Options sent at registration agree with GetDevicePluginOptions.
-    RegistrationOptionsAgree,
     /// The first ListAndWatch message arrives promptly.
     ListFirstMessagePrompt,
     /// Device IDs are non-empty and unique.
@@ -77,9 +75,8 @@ pub enum CheckId {
 
 impl CheckId {
     /// Every check, in run order.
-    pub const ALL: [CheckId; 14] = [
+    pub const ALL: [CheckId; 13] = [
         CheckId::OptionsAnswer,
-        CheckId::RegistrationOptionsAgree,
         CheckId::ListFirstMessagePrompt,
         CheckId::DeviceIdsValid,
         CheckId::HealthValues,
@@ -108,16 +105,8 @@ impl Case for CheckId {
                 reason: "the kubelet calls GetDevicePluginOptions inside Register; without an answer the resource never appears",
                 rule: "kubelet >= 1.25 calls GetDevicePluginOptions synchronously inside Register; an error fails the \
                  registration (\"failed to get device plugin options: ...\"), ListAndWatch is never called and the \
-                 resource never appears (kubernetes/kubernetes#109016)",
-            },
-            CheckId::RegistrationOptionsAgree => CaseInfo {
-                name: "registration-options-agree",
-                reason: "the kubelet acts on GetDevicePluginOptions, not on the options in RegisterRequest; \
-                 a mismatch means the plugin expects calls that never come, or gets calls it did not ask for",
-                rule: "kubelet >= 1.25 stores the options GetDevicePluginOptions returns when the plugin registers, not \
-                 RegisterRequest.options; when the request carries options, both must say the same; a request \
-                 without options is fine, since the kubelet ignores the field (kubernetes/kubernetes#109016, \
-                 protocol.md 3.2)",
+                 resource never appears (kubernetes/kubernetes#109016); RegisterRequest.options is never read \
+                 (every kubelet 1.26+), so options that differ from it are only noted",
             },
             CheckId::ListFirstMessagePrompt => CaseInfo {
                 name: "list-first-message-prompt",
@@ -283,7 +272,7 @@ pub struct CheckTarget {
     pub connect_timeout: Duration,
     /// The receive limit the messages must fit (the kubelet's 4 MiB).
     pub max_message_bytes: usize,
-    /// The registration, when known (`registration-options-agree` skips without it).
+    /// The registration, when known (`options-answer` notes options that differ from it).
     pub registration: Option<Registration>,
 }
 

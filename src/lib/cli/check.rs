@@ -30,9 +30,9 @@ pub struct CheckArgs {
     /// Also write the results as JUnit XML to FILE (testsuite "dpctl plugin check").
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// The options the plugin sends in its RegisterRequest, to compare with
-    /// GetDevicePluginOptions, e.g. pre_start_required=true,get_preferred_allocation_available=false
-    /// (keys left out are false, as in the message).
+    /// The options the plugin sends in its RegisterRequest, e.g.
+    /// pre_start_required=true,get_preferred_allocation_available=false (keys left out are false, as in
+    /// the message). The kubelet never reads them; options-answer notes where GetDevicePluginOptions differs.
     #[arg(long, value_name = "KEY=BOOL,...", value_parser = check::parse_register_options)]
     pub register_options: Option<dp::DevicePluginOptions>,
     /// How long the first ListAndWatch message may take.

@@ -180,7 +180,8 @@ pub struct ServeArgs {
     /// Fault: send this resource name in Register (e.g. an invalid one).
     #[arg(help_heading = "Faults", long, value_name = "NAME")]
     pub register_resource_name: Option<String>,
-    /// Fault: send the opposite options in Register from GetDevicePluginOptions.
+    /// Fault: send the opposite options in Register from GetDevicePluginOptions (kubelets ignore
+    /// them, so this works: smoke and kubelet-sim only note it).
     #[arg(help_heading = "Faults", long)]
     pub register_options_mismatch: bool,
     /// Fault: call Register before serving the socket (the classic bug).

@@ -35,9 +35,10 @@ pub enum PluginCommand {
     /// GetPreferredAllocation, PreStartContainer and concurrent calls. Each
     /// failure shows the evidence and the rule it breaks.
     ///
-    /// The plugin need not be registered with a kubelet. To also compare the
-    /// options it registers with, pass --register-options (dpctl smoke does
-    /// this from the real RegisterRequest). The suite calls Allocate and
+    /// The plugin need not be registered with a kubelet. The kubelet never reads
+    /// the options in a RegisterRequest; pass them with --register-options and
+    /// options-answer notes where GetDevicePluginOptions differs (dpctl smoke
+    /// does this from the real RegisterRequest). The suite calls Allocate and
     /// PreStartContainer: point it at a test instance, not at a plugin serving
     /// a production node.
     ///

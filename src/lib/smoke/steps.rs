@@ -24,10 +24,6 @@ const POD_NAMESPACE: &str = "default";
 /// How many IDs a list in evidence shows before "and N more".
 const MAX_IDS: usize = 12;
 
-/// Why `registration-options-agree` skips for a plugin that registered through plugins_registry.
-const NO_REGISTER_REQUEST: &str = "registered through plugins_registry: there is no RegisterRequest, the kubelet \
-                                   takes the options from GetDevicePluginOptions only";
-
 /// Lines of the plugin's output quoted in evidence when it exits early.
 const QUOTED_LINES: usize = 5;
 
@@ -695,24 +691,12 @@ impl Runner {
         let report = check::run_checks_with(&target, &opts, &mut |p| {
             let _ = tx.send(match p {
                 Progress::Started(id) => SmokeProgress::StepStarted(id.name().into()),
-                Progress::Finished(r) => {
-                    let mut r = r.clone();
-                    if by_registry && r.name == CheckId::RegistrationOptionsAgree.name() && r.outcome == Outcome::Skip {
-                        r.evidence = NO_REGISTER_REQUEST.into();
-                    }
-                    SmokeProgress::StepFinished(r)
-                }
+                Progress::Finished(r) => SmokeProgress::StepFinished(r.clone()),
             });
         })
         .await;
         let mut by_name: std::collections::HashMap<String, CheckResult> =
             report.checks.into_iter().map(|c| (c.name.clone(), c)).collect();
-        if by_registry
-            && let Some(r) = by_name.get_mut(CheckId::RegistrationOptionsAgree.name())
-            && r.outcome == Outcome::Skip
-        {
-            r.evidence = NO_REGISTER_REQUEST.into();
-        }
         for c in CheckId::ALL {
             match by_name.remove(c.name()) {
                 Some(r) => self.results.push(r),
