@@ -141,6 +141,49 @@ async fn aligned_devices_and_cpus_show_in_podresources() {
     assert_eq!((per[1]["numa_node"].clone(), per[1]["free"].clone()), (1.into(), 4.into()), "{f}");
 }
 
+/// A device limit of 0 (`example.com/dev: 0`, as rendered Helm charts give)
+/// still gets device hints in every release (getContainerDeviceRequest keeps
+/// it; every mask satisfies 0 devices, single nodes preferred; topology_hints.go
+/// of 1.34-1.37), and they enter the merge: with 5 static CPUs, which need both
+/// nodes ({11 true}), the equal-mask rule makes every merged hint
+/// non-preferred ({11 false} is the best), so `restricted` rejects the pod
+/// that it admits without the device key. (The sim gave no hints for a limit of 0 before: it admitted.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_limit_of_0_still_gives_hints_that_can_reject_the_pod_in_every_release() {
+    for version in ["1.35", "1.37"] {
+        let sb = Sandbox::new();
+        let sim_flags = [
+            "--topology-manager-policy",
+            "restricted",
+            "--cpu-manager-policy",
+            "static",
+            "--reserved-cpus",
+            "0",
+            "--numa-nodes",
+            "2",
+            "--cpus-per-numa",
+            "4",
+            "--kubelet-version",
+            version,
+        ];
+        let (_sim, _mock, _) = sim_and_mock(&sb, &sim_flags, &[]).await;
+        let (code, v) =
+            admit(&sb, &["--allocate", "example.com/dev=0", "--cpu", "5", "--memory", "1Gi", "--name", "zero"]).await;
+        assert_eq!(code, 1, "{version}: {v}");
+        assert_eq!(v["reason"], "TopologyAffinityError", "{version}");
+        let d = &v["topology"]["decisions"][0];
+        assert_eq!(hints(d, "device"), ["{01 true}", "{10 true}", "{11 false}"], "{version}");
+        assert_eq!(hints(d, "cpu"), ["{11 true}"], "{version}");
+        // Non-preferred: the one whose size is nearest the CPUs' narrowest preferred hint.
+        assert_eq!(d["best"]["hint"], "{11 false}", "{version}");
+        // The same CPUs without the device key: admitted on both nodes.
+        let (code, v) =
+            admit(&sb, &["--allocate", "example.com/other=1", "--cpu", "5", "--memory", "1Gi", "--name", "cpu"]).await;
+        assert_eq!(code, 0, "{version}: {v}");
+        assert_eq!(v["topology"]["decisions"][0]["best"]["hint"], "{11 true}", "{version}");
+    }
+}
+
 /// The kubelet's refusals at startup (topology.md §1 NUMA limit, §2.6): exit 2 with its text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_topology_flags_are_refused_like_the_kubelet() {

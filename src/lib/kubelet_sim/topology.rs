@@ -65,6 +65,7 @@ fn unexpected(err: impl std::fmt::Display) -> Rejection {
 fn device_provider(
     st: &State,
     config: &TopologyConfig,
+    version: super::KubeletVersion,
     requests: &BTreeMap<String, u64>,
     so_far: &PodSoFar,
     reuse: &BTreeMap<String, BTreeSet<String>>,
@@ -73,7 +74,9 @@ fn device_provider(
     let mut out = ProviderHints::new();
     for (resource, &request) in requests {
         let res = st.resources.get(resource).filter(|r| r.known());
-        if request == 0 || (res.is_none() && !st.any_allocated(resource)) {
+        // A limit of 0 counts too: getContainerDeviceRequest keeps every
+        // device-plugin resource of the limits (every release), so it gets hints.
+        if res.is_none() && !st.any_allocated(resource) {
             continue; // not a device-plugin resource
         }
         let Some(r) = res else {
@@ -98,7 +101,8 @@ fn device_provider(
         let reusable: Vec<Option<&[i64]>> = reusable
             .map(|set| set.iter().map(|id| by_id.get(id.as_str()).copied().flatten()).collect())
             .unwrap_or_default();
-        out.insert(resource.clone(), hints::device_hints(&nodes, &all, &available, &reusable, &[], request));
+        let hint_nodes = hints::hint_nodes(&nodes, &all, version.device_hints_only_on_device_nodes());
+        out.insert(resource.clone(), hints::device_hints(&hint_nodes, &all, &available, &reusable, &[], request));
     }
     out
 }
@@ -161,7 +165,8 @@ impl PodTopology {
     ) -> std::result::Result<Hint, Rejection> {
         let providers = {
             let st = inner.lock();
-            let devices = device_provider(&st, &self.config, requests, &self.so_far, reuse);
+            let version = inner.config.kubelet_version;
+            let devices = device_provider(&st, &self.config, version, requests, &self.so_far, reuse);
             let mut cpu_p = ProviderHints::new();
             if self.config.cpu_policy == CpuPolicy::Static && cpus > 0 {
                 let free: Vec<u32> = free_cpus(&st, &self.config, &self.so_far).into_iter().collect();
@@ -440,7 +445,7 @@ mod tests {
         st.resources.insert("example.com/dev".into(), r);
         let config = TopologyConfig { policy: crate::topology::Policy::BestEffort, ..TopologyConfig::default() };
         let requests = BTreeMap::from([("example.com/dev".to_string(), 2u64)]);
-        let p = device_provider(&st, &config, &requests, &PodSoFar::default(), &BTreeMap::new());
+        let p = device_provider(&st, &config, Default::default(), &requests, &PodSoFar::default(), &BTreeMap::new());
         let hints: Vec<String> = p["example.com/dev"].iter().flatten().map(ToString::to_string).collect();
         // Two devices, one per node: only both nodes together hold 2 (preferred: no narrower mask could).
         assert_eq!(hints, ["{11 true}"]);

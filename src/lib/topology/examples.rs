@@ -230,6 +230,37 @@ fn init_container_devices_constrain_the_hint() {
     // A reusable device without topology neither counts nor constrains.
     let h = hints::device_hints(&[0, 1], &all_n, &avail, &[None], &[], 2);
     assert_eq!(text(&h), "[{01 true} {11 false}]");
+    // One whose topology lists no node is not skipped (only a nil Topology
+    // is, in generateDeviceTopologyHints of 1.26-1.37): it lies in no mask,
+    // so every mask is dropped.
+    let h = hints::device_hints(&[0, 1], &all_n, &avail, &[Some(&[][..])], &[], 2);
+    assert_eq!(text(&h), "[]");
+}
+
+#[test]
+fn a_limit_of_0_gets_every_mask_single_nodes_preferred_in_every_release() {
+    // getContainerDeviceRequest keeps a limit of 0 (1.26-1.37); numMatching >= 0 always holds.
+    assert_eq!(text(&hints_for(&common(), &[], 0)), "[{01 true} {10 true} {11 false}]");
+    // Even with every device in use.
+    assert_eq!(text(&hints_for(&common(), &["D0", "D1", "D2", "D3"], 0)), "[{01 true} {10 true} {11 false}]");
+}
+
+#[test]
+fn from_1_36_device_hints_skip_numa_nodes_without_devices() {
+    // Devices on NUMA 0 only, a machine of 2 nodes. Up to 1.35 every machine
+    // node takes part; 1.36+ (deviceNUMANodes) only node 0.
+    let all_n = [Some(&[0i64][..]), Some(&[0i64][..])];
+    let old = hints::hint_nodes(&[0, 1], &all_n, false);
+    let new = hints::hint_nodes(&[0, 1], &all_n, true);
+    assert_eq!((old.as_slice(), new.as_slice()), (&[0, 1][..], &[0][..]));
+    let h = |nodes: &[i64], request| text(&hints::device_hints(nodes, &all_n, &all_n, &[], &[], request));
+    assert_eq!(h(&old, 1), "[{01 true} {11 false}]");
+    assert_eq!(h(&new, 1), "[{01 true}]");
+    assert_eq!(h(&old, 0), "[{01 true} {10 true} {11 false}]");
+    assert_eq!(h(&new, 0), "[{01 true}]");
+    // Node IDs the machine lacks are dropped; no device node at all keeps every machine node.
+    assert_eq!(hints::hint_nodes(&[0, 1], &[Some(&[1i64, 7][..])], true), [1]);
+    assert_eq!(hints::hint_nodes(&[0, 1], &[Some(&[7i64][..]), None], true), [0, 1]);
 }
 
 #[test]

@@ -76,9 +76,11 @@ pub type Nodes<'a> = &'a [i64];
 /// that `all` installed items could satisfy.
 ///
 /// `all` counts every installed item (unhealthy and allocated included);
-/// each reusable item with a topology must lie in the mask; reusable items
-/// without one neither count nor constrain; an available item counts when
-/// any of its nodes is in the mask (one on no machine node never does).
+/// each reusable item must lie in the mask (one with an empty node list
+/// lies in none, so it drops every mask; callers leave out the reusable
+/// items the kubelet skips: devices without a topology); an available item
+/// counts when any of its nodes is in the mask (one on no machine node
+/// never does). A request of 0 is satisfied by every mask.
 pub fn generate(
     machine_nodes: &[i64],
     all: &[Nodes<'_>],
@@ -95,7 +97,7 @@ pub fn generate(
         }
         let mut n: u64 = 0;
         let mut fits = true;
-        for r in reusable.iter().filter(|r| !r.is_empty()) {
+        for r in reusable {
             if !mask.any_set(r) {
                 fits = false;
                 break;
@@ -116,11 +118,16 @@ pub fn generate(
     hints
 }
 
-/// The device manager's hints for one resource (topology.md §1, decision table).
+/// The device manager's hints for one resource (topology.md §1, decision
+/// table; `GetTopologyHints` and `generateDeviceTopologyHints` in
+/// pkg/kubelet/cm/devicemanager/topology_hints.go).
 ///
 /// `all` is every device of the resource (the kubelet's `allDevices`), with
 /// its NUMA nodes (`None`: no topology). `held` is what the container (pod
 /// scope: the pod) already holds of it. `reusable` is empty in pod scope.
+/// A request of 0 (a limit of 0) still gets hints: every mask, the
+/// single-node ones preferred. `machine_nodes` are the NUMA nodes the masks
+/// are built from: see [`hint_nodes`].
 pub fn device_hints(
     machine_nodes: &[i64],
     all: &[Option<&[i64]>],
@@ -142,7 +149,25 @@ pub fn device_hints(
     if ((available.len() + reusable.len()) as u64) < request {
         return Some(Vec::new());
     }
-    Some(generate(machine_nodes, &all_n, &nodes(reusable), &nodes(available), request))
+    // The kubelet skips a reusable device whose Topology is nil; one whose
+    // topology lists no node is not skipped and fits no mask.
+    let reusable_n: Vec<&[i64]> = reusable.iter().filter_map(|r| *r).collect();
+    Some(generate(machine_nodes, &all_n, &reusable_n, &nodes(available), request))
+}
+
+/// The NUMA nodes a resource's device hints are built from. Up to 1.35
+/// every machine node; from 1.36 (`deviceNUMANodes` in
+/// pkg/kubelet/cm/devicemanager/topology_hints.go of v1.36.3) only the
+/// machine nodes that host at least one of its devices (`all`, unhealthy and
+/// allocated included), or every machine node when none does. Masks with a
+/// node that hosts none of its devices are then never offered.
+pub fn hint_nodes(machine_nodes: &[i64], all: &[Option<&[i64]>], only_device_nodes: bool) -> Vec<i64> {
+    if !only_device_nodes {
+        return machine_nodes.to_vec();
+    }
+    let hosting: Vec<i64> =
+        machine_nodes.iter().copied().filter(|n| all.iter().flatten().any(|d| d.contains(n))).collect();
+    if hosting.is_empty() { machine_nodes.to_vec() } else { hosting }
 }
 
 /// Items without topology as empty node lists.
@@ -161,7 +186,8 @@ pub fn cpu_hints(
 ) -> Vec<Hint> {
     let one = |c: &u32| -> &[i64] { node_of_cpu.get(*c as usize).map(std::slice::from_ref).unwrap_or(&[]) };
     let all: Vec<&[i64]> = node_of_cpu.iter().map(std::slice::from_ref).collect();
-    let reusable: Vec<&[i64]> = reusable.iter().map(one).collect();
+    // A CPU no machine node holds cannot be reusable; leave such out rather than drop every mask.
+    let reusable: Vec<&[i64]> = reusable.iter().map(one).filter(|n| !n.is_empty()).collect();
     let available: Vec<&[i64]> = available.iter().map(one).collect();
     generate(machine_nodes, &all, &reusable, &available, request)
 }
