@@ -92,12 +92,16 @@ impl Mask {
     }
 }
 
-/// The kubelet's short notation: binary, NUMA 0 rightmost, zero-padded to an
-/// even number of digits (at least two): `01`, `10`, `11`, `0100`.
+/// The kubelet's short notation (`bitMask.String` in
+/// pkg/kubelet/cm/topologymanager/bitmask/bitmask.go, the same 1.26-1.37):
+/// binary, NUMA 0 rightmost, zero-padded to the width s+2 of the largest
+/// even s (62 down to 2) with mask > 2^s, else to two digits. So `01`, `10`, `11`, `0101`, `1000`,
+/// but a single node 2, 4, ... (the mask 4^k) prints with no padding: `100`,
+/// `10000`, since the comparison is strict.
 impl fmt::Display for Mask {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let bits = (64 - self.0.leading_zeros()) as usize;
-        let width = bits.max(2).div_ceil(2) * 2;
+        let shift = (1..MAX_NODES / 2).rev().map(|k| 2 * k).find(|&shift| self.0 > 1u64 << shift);
+        let width = shift.map_or(2, |shift| shift + 2);
         write!(f, "{:0width$b}", self.0, width = width)
     }
 }
@@ -121,7 +125,14 @@ mod tests {
         assert_eq!(Mask(1).to_string(), "01");
         assert_eq!(Mask(2).to_string(), "10");
         assert_eq!(Mask(3).to_string(), "11");
-        assert_eq!(Mask(4).to_string(), "0100");
+        // bitMask.String: strictly above 2^(w-2) pads to w digits, so 4^k is not padded.
+        assert_eq!(Mask(4).to_string(), "100");
+        assert_eq!(Mask(5).to_string(), "0101");
+        assert_eq!(Mask(8).to_string(), "1000");
+        assert_eq!(Mask(16).to_string(), "10000");
+        assert_eq!(Mask(17).to_string(), "010001");
+        assert_eq!(Mask(1 << 62).to_string(), format!("1{}", "0".repeat(62)));
+        assert_eq!(Mask(u64::MAX).to_string(), "1".repeat(64));
         assert!(Mask(1).is_narrower_than(Mask(2)));
         assert!(Mask(2).is_narrower_than(Mask(3)));
         assert!(!Mask(3).is_narrower_than(Mask(3)));
