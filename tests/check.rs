@@ -147,6 +147,7 @@ async fn no_healthy_devices_skips_what_needs_them() {
         with(&v, "skip"),
         [
             "allocate-healthy",
+            "allocate-unknown-id",
             "preferred-contract",
             "preferred-not-advertised",
             "prestart-deadline",
@@ -154,6 +155,8 @@ async fn no_healthy_devices_skips_what_needs_them() {
         "{v:#}"
     );
     assert!(evidence(&v, "allocate-healthy").contains("no healthy devices"), "{v:#}");
+    // A refusal proves something only next to a healthy Allocate that works.
+    assert!(evidence(&v, "allocate-unknown-id").contains("advertises no healthy device"), "{v:#}");
     assert!(evidence(&v, "parallel-calls").contains("GetDevicePluginOptions"), "{v:#}");
 }
 
@@ -354,6 +357,48 @@ async fn allocate_of_unknown_id_succeeding_fails() {
         &[("allocate-unknown-id", "which the plugin never advertised, succeeded with 1 container response(s)")],
     )
     .await;
+}
+
+/// allocate-unknown-id (a plugin rule, the same for every kubelet 1.26+):
+/// a plugin that refuses EVERY Allocate, healthy IDs too, refuses unknown
+/// IDs as well, which proves nothing; it passed before (a false pass). The
+/// check now passes only next to a healthy Allocate that works, and skips,
+/// saying why, when that fails: with the whole suite and with it alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_refusing_every_allocate_does_not_pass_allocate_unknown_id() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let mut mock = crate::support::Child::dpctl(&[
+        "mock-plugin",
+        "--resource",
+        "example.com/gpu",
+        "--devices",
+        "2",
+        "--dir",
+        dir,
+        "--no-register",
+        "--error",
+        "Allocate=internal:allocation is broken",
+        "-o",
+        "json",
+    ]);
+    let ev = mock.event("serving").await;
+    let socket = ev["socket"].as_str().expect("the serving socket").to_string();
+    let v = check(&socket, &["-o", "json"]).await.expect_code(1).json();
+    assert_eq!(outcomes(&v)["allocate-healthy"], "fail", "{v:#}");
+    assert_eq!(outcomes(&v)["allocate-unknown-id"], "skip", "{v:#}");
+    let e = evidence(&v, "allocate-unknown-id");
+    assert!(e.contains("refused in") && e.contains("fails as well (see allocate-healthy)"), "{e}");
+    // Alone (allocate-healthy not run), the check makes the healthy Allocate itself.
+    let v = check(&socket, &["--only", "allocate-unknown-id", "-o", "json"]).await.json();
+    assert_eq!(with(&v, "pass"), Vec::<String>::new(), "{v:#}");
+    assert_eq!(with(&v, "skip"), ["allocate-unknown-id"], "{v:#}");
+    // A plugin that refuses only unknown IDs still passes, naming the healthy Allocate that worked.
+    let sb2 = Sandbox::new();
+    let (s, _stop) = serve(&sb2, devices(), Behaviour::conformant()).await;
+    let v = check(&s, &["--only", "allocate-unknown-id", "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(with(&v, "pass"), ["allocate-unknown-id"], "{v:#}");
+    assert!(evidence(&v, "allocate-unknown-id").contains("an Allocate of the healthy"), "{v:#}");
 }
 
 #[tokio::test]

@@ -235,7 +235,7 @@ async fn allocate_healthy(p: &mut Probe<'_>) -> Finding {
             // response and reads only the first.
             Ok(resp) if i == 0 => {
                 let n = resp.container_responses.len();
-                p.allocate_ok = Some(n > 0);
+                p.allocate_ok = Some(contract::kubelet_rejects_allocate(&resp).is_none());
                 match contract::kubelet_rejects_allocate(&resp) {
                     Some(v) => bad.push(format!("{what}: {}", v.evidence)),
                     None if n == 1 => good.push(format!("{what}: 1 response")),
@@ -302,7 +302,32 @@ async fn allocate_unknown_id(p: &mut Probe<'_>) -> Finding {
             "Allocate of {id} broke the connection (Unavailable: {message}); did the plugin crash?"
         )),
         Err(Error::Rpc { code, message, .. }) => {
-            Finding::pass(format!("refused in {} with {code:?}: {message}", fmt_duration(t.elapsed())))
+            let refused = format!("refused in {} with {code:?}: {message}", fmt_duration(t.elapsed()));
+            // A plugin that refuses every Allocate refuses unknown IDs too; that
+            // says nothing, so the refusal counts only next to a healthy Allocate
+            // that works (allocate-healthy's, or one made here when it did not run).
+            let healthy = match p.healthy().await {
+                Ok(h) => h,
+                Err(e) => return Finding::skip(format!("{refused}, but {e}, so no healthy Allocate to compare with")),
+            };
+            let Some(d) = healthy.first() else {
+                return Finding::skip(format!(
+                    "{refused}, but the plugin advertises no healthy device, so whether it refuses only unknown \
+                     IDs cannot be told"
+                ));
+            };
+            if p.allocate_ok.is_none() {
+                let r = p.client.allocate(&[vec![d.clone()]]).await;
+                p.allocate_ok = Some(r.is_ok_and(|resp| contract::kubelet_rejects_allocate(&resp).is_none()));
+            }
+            if p.allocate_ok == Some(true) {
+                Finding::pass(format!("{refused}; an Allocate of the healthy {d} works"))
+            } else {
+                Finding::skip(format!(
+                    "{refused}, but an Allocate of the healthy {d} fails as well (see allocate-healthy), so the \
+                     refusal says nothing about unknown IDs"
+                ))
+            }
         }
         Err(Error::Unimplemented { message, .. }) => Finding::error(format!(
             "Allocate is not implemented at all (Unimplemented: {message}), so refusing unknown IDs cannot be told \
