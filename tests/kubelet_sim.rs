@@ -253,7 +253,8 @@ async fn plugin_stopping_marks_devices_unhealthy_until_the_grace_period_ends() {
 #[tokio::test]
 async fn a_second_registration_replaces_the_first_and_the_old_stream_end_disconnects_it_1_36() {
     let sb = Sandbox::new();
-    let sim = start_sim(&sb, |_| {}).await;
+    // Up to 1.36 (the default, 1.37, keeps clients per socket: tests/versions.rs).
+    let sim = start_sim(&sb, |c| c.set_kubelet_version(dpctl::kubelet_sim::KubeletVersion::Release(36))).await;
     let mut rx = sim.subscribe();
     let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
     let (_pa, _sa) = a.start(sb.path(), "a.sock", GPU).await;
@@ -287,7 +288,7 @@ async fn a_second_registration_replaces_the_first_and_the_old_stream_end_disconn
 }
 
 /// protocol.md §4.1 item 11, §3.6-3.7, kubelet-versions.md §5 and §8 (1.29+
-/// reuse rule; 1.30+ List with sidecars; played at the default 1.36).
+/// reuse rule; 1.30+ List with sidecars; played at the default, 1.37).
 #[tokio::test]
 async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_another() {
     let sb = Sandbox::new();
@@ -479,7 +480,7 @@ async fn pre_start_container_is_called_when_required() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §2.1-2.2 and kubelet-versions.md §8 (default 1.36): one
+/// protocol.md §2.1-2.2 and kubelet-versions.md §8 (the default, 1.37): one
 /// ContainerDevices per (device, NUMA node), sidecars first, Get's unknown-pod
 /// text as status Unknown, Allocatable healthy only, v1alpha1 regular only.
 #[tokio::test]

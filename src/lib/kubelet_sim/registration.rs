@@ -569,16 +569,7 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
             // under the name (a later Register failed and deregistered it), so
             // PluginDisconnected is never called: devices keep their health,
             // no grace period, the endpoint stays for Allocate.
-            let current = r.endpoint.as_mut().filter(|e| e.id == id);
-            let socket = match (old_stream, current) {
-                (Some(i), _) => r.superseded.remove(i).1,
-                (None, Some(ep)) => {
-                    ep.task = None;
-                    ep.socket.clone()
-                }
-                (None, None) => return,
-            };
-            let c = r.counts();
+            let Some((socket, c)) = end_untracked(r, id, old_stream) else { return };
             drop(st);
             tracing::info!(resource, reason = %reason, "ListAndWatch ended unexpectedly for device plugin (untracked client)");
             inner.emit(EventKind::StreamEndedUntracked {
@@ -634,6 +625,25 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         grace_period_ms: crate::text::millis(grace),
     });
     spawn_grace(inner, resource, generation);
+}
+
+/// The stream of endpoint `id` (current, or the superseded one at
+/// `old_stream`) ended while no client tracks it: its task is done, nothing
+/// else changes. The socket and the counts, or `None` for an unknown stream.
+fn end_untracked(
+    r: &mut super::state::Resource,
+    id: u64,
+    old_stream: Option<usize>,
+) -> Option<(PathBuf, model::Counts)> {
+    let socket = match (old_stream, r.endpoint.as_mut().filter(|e| e.id == id)) {
+        (Some(i), _) => r.superseded.remove(i).1,
+        (None, Some(ep)) => {
+            ep.task = None;
+            ep.socket.clone()
+        }
+        (None, None) => return None,
+    };
+    Some((socket, r.counts()))
 }
 
 /// Removes the resource (capacity 0) once the grace period after its stop
