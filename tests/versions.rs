@@ -183,6 +183,52 @@ async fn from_1_37_a_live_duplicate_is_refused_and_drops_the_client_at_that_sock
     }
 }
 
+/// Two plugins of one resource on two sockets, and the current one's stream
+/// ends. 1.26-1.36: the name has one client, the current one, so the
+/// resource is disconnected (devices unhealthy, grace period). 1.37+
+/// (PluginDisconnected in pkg/kubelet/cm/devicemanager/manager.go of
+/// v1.37.2): another endpoint is still stored, so only the ended one is
+/// dropped and the other takes over: devices stay healthy and Allocate goes
+/// to the other plugin.
+#[tokio::test]
+async fn from_1_37_a_current_stream_end_hands_the_resource_to_the_other_socket() {
+    for version in [v(36), v(37), KubeletVersion::Master] {
+        let sb = Sandbox::new();
+        let sim = start_sim(&sb, version, |_| {}).await;
+        let mut rx = sim.subscribe();
+        let a = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+        let (_pa, _sa) = a.start(sb.path(), "a.sock", GPU).await;
+        counts_are(&sim, GPU, 2, 2).await;
+        let b = FakePlugin::new(FakePlugin::healthy(3, false), Behaviour::default());
+        let (_pb, _sb) = b.start(sb.path(), "b.sock", GPU).await;
+        counts_are(&sim, GPU, 3, 3).await;
+        b.end_streams();
+        let ev = next(&mut rx, "b's stream end", |k| {
+            matches!(k, EventKind::StreamEnded { .. } | EventKind::StreamEndedFailover { .. })
+        })
+        .await;
+        if version >= v(37) {
+            let EventKind::StreamEndedFailover { socket, now_serving, capacity, allocatable, .. } = ev else {
+                panic!("{version}: {ev:?}")
+            };
+            assert_eq!(socket, sb.join("b.sock").display().to_string(), "{version}");
+            assert_eq!(now_serving, sb.join("a.sock").display().to_string(), "{version}");
+            assert_eq!((capacity, allocatable), (3, 3), "{version}");
+            assert_eq!(sim.status().resource(GPU).unwrap().state, "serving", "{version}");
+            a.set_devices(FakePlugin::healthy(5, false));
+            counts_are(&sim, GPU, 5, 5).await;
+            let o = sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap();
+            assert!(o.admitted, "{version}: {:?}", o.message);
+            assert_eq!((a.calls().allocate.len(), b.calls().allocate.len()), (1, 0), "{version}");
+        } else {
+            let EventKind::StreamEnded { socket, .. } = ev else { panic!("{version}: {ev:?}") };
+            assert_eq!(socket, sb.join("b.sock").display().to_string(), "{version}");
+            counts_are(&sim, GPU, 3, 0).await;
+        }
+        sim.stop().await.unwrap();
+    }
+}
+
 /// kubelet-versions.md §2, 1.26-1.36: the same second Register on the same
 /// socket is accepted (replace by name), with no error.
 #[tokio::test]

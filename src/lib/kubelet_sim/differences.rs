@@ -12,7 +12,9 @@ Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
   - same resource registered again: 1.26-1.36 replace the plugin by name; the
     old connection stays open and its stream still feeds the resource, and
     when it ends the kubelet disconnects the NEW plugin (issue #121994).
-    1.37+ keep one client per (name, socket) (PR #135437) and refuse a second
+    1.37+ keep one client per (name, socket) (PR #135437): when the current
+    one's stream ends while another socket's endpoint is still stored, that
+    one takes over (devices stay healthy, no grace period); they refuse a second
     Register on a live (name, socket) with \"device plugin already connected:
     <socket>\"; that refusal also drops the live client at that socket.
     A Register that fails its dial-back or GetDevicePluginOptions while the
@@ -95,10 +97,7 @@ Where the sim deliberately differs from a real kubelet:
     active pods only (1.34+; the sim keeps no terminated pods), the
     SidecarContainers gate (off by default in 1.28), the healthz check, ResourceHealthStatus
     (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when
-    a plugin disconnects after its endpoint was dropped, 1.37's promotion of
-    another live endpoint of the resource (other socket) when the current
-    one's stream ends (the kubelet keeps the devices healthy and sends
-    Allocate to the other; the sim counts them unhealthy), dynamic_resources (the sim has
+    a plugin disconnects after its endpoint was dropped, dynamic_resources (the sim has
     no DRA: always empty), GetAllocatableResources' 1.26-1.27 feature gate
     (always on here). Pod-level cpu_ids/memory in PodResources (1.37+) are
     filled only with gate PodLevelResourceManagers (beta, off by default), so

@@ -218,6 +218,24 @@ pub enum EventKind {
         /// Allocatable (unchanged).
         allocatable: usize,
     },
+    /// 1.37+: the current endpoint's ListAndWatch ended while another
+    /// endpoint of the resource (another socket) is still stored: the kubelet
+    /// drops only the ended one and the other takes over (Allocate goes
+    /// there); the devices keep their health and no grace period starts.
+    StreamEndedFailover {
+        /// Resource name.
+        resource: String,
+        /// The socket whose stream ended.
+        socket: String,
+        /// The socket of the endpoint that now serves the resource.
+        now_serving: String,
+        /// Why (the error, or that the plugin closed the stream).
+        reason: String,
+        /// Capacity (unchanged).
+        capacity: usize,
+        /// Allocatable (unchanged).
+        allocatable: usize,
+    },
     /// The grace period after a stream end passed: capacity is now 0.
     ResourceRemoved {
         /// Resource name.

@@ -275,7 +275,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         let st = inner.lock();
         let live = st.resources.get(&input.resource).is_some_and(|r| {
             r.endpoint.as_ref().is_some_and(|e| !e.stopped && e.socket == input.socket)
-                || r.superseded.iter().any(|(_, s, _)| *s == input.socket)
+                || r.superseded.iter().any(|e| e.socket == input.socket)
                 || r.untracked_clients.iter().any(|(_, s)| *s == input.socket)
         });
         if live {
@@ -331,7 +331,7 @@ fn untrack(inner: &Arc<Inner>, resource: &str, socket: &Path) {
         .iter()
         .filter(|e| !e.stopped && e.socket == socket)
         .map(|e| (e.id, e.socket.clone()))
-        .chain(r.superseded.iter().filter(|(_, s, _)| s == socket).map(|(id, s, _)| (*id, s.clone())))
+        .chain(r.superseded.iter().filter(|e| e.socket == socket).map(|e| (e.id, e.socket.clone())))
         .collect();
     dropped.retain(|d| !r.untracked_clients.contains(d));
     r.untracked_clients.extend(dropped);
@@ -356,10 +356,10 @@ fn store_endpoint(
     // kubelet-versions.md §2: the old connection is not closed; its stream
     // keeps feeding the resource (1.26-1.36 and master alike).
     if let Some(old) = r.endpoint.take() {
-        match old.task {
-            Some(task) if !old.stopped => r.superseded.push((old.id, old.socket, Some(task))),
-            Some(task) => task.abort(),
-            None => {}
+        if !old.stopped && old.task.is_some() {
+            r.superseded.push(old);
+        } else if let Some(task) = old.task {
+            task.abort();
         }
     }
     r.generation = generation;
@@ -484,7 +484,7 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
     {
         let mut st = inner.lock();
         let Some(r) = st.resources.get_mut(resource) else { return };
-        let old_stream = r.superseded.iter().any(|(sid, _, _)| *sid == id);
+        let old_stream = r.superseded.iter().any(|e| e.id == id);
         match r.endpoint.as_mut().filter(|e| e.id == id) {
             Some(ep) => {
                 if ep.first_snapshot_at.is_none() {
@@ -560,7 +560,7 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         let grace = st.grace_period;
         let generation = st.next_id();
         let Some(r) = st.resources.get_mut(resource) else { return };
-        let old_stream = r.superseded.iter().position(|(sid, _, _)| *sid == id);
+        let old_stream = r.superseded.iter().position(|e| e.id == id);
         // 1.37+: a client dropped by a failed Register at its socket is found by
         // neither runClient nor DeRegisterPlugin, so nothing disconnects it.
         let dropped_client = !version.replaces_by_name() && r.untracked_clients.iter().any(|(i, _)| *i == id);
@@ -584,7 +584,7 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         if let Some(i) = old_stream {
             r.superseded.remove(i);
             if !version.replaces_by_name() {
-                // master: runClient matches name and socket; only the old client goes.
+                // 1.37+: runClient matches name and socket; only the old client goes.
                 return;
             }
             // ≤1.36 (issue #121994): runClient finds the client by name, i.e.
@@ -602,6 +602,12 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
                 None => return,
             }
         } else if r.endpoint.as_ref().is_none_or(|e| e.id != id) {
+            return;
+        } else if !version.replaces_by_name()
+            && let Some(ev) = fail_over(r, resource, &reason)
+        {
+            drop(st);
+            inner.emit(ev);
             return;
         }
         let Some(ep) = r.endpoint.as_mut() else { return };
@@ -627,6 +633,27 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
     spawn_grace(inner, resource, generation);
 }
 
+/// 1.37+ (PluginDisconnected in pkg/kubelet/cm/devicemanager/manager.go):
+/// the current endpoint's stream ended but another endpoint of the resource
+/// is still stored, so the ended one is only dropped and the other takes
+/// over (Allocate goes there); the devices keep their health and no grace
+/// period starts. `None` when no other endpoint is live.
+fn fail_over(r: &mut super::state::Resource, resource: &str, reason: &str) -> Option<EventKind> {
+    let pos = r.superseded.iter().rposition(|e| !e.stopped)?;
+    let promoted = r.superseded.remove(pos);
+    let now_serving = promoted.socket.display().to_string();
+    let socket = r.endpoint.replace(promoted).map(|e| e.socket.display().to_string()).unwrap_or_default();
+    let c = r.counts();
+    Some(EventKind::StreamEndedFailover {
+        resource: resource.to_string(),
+        socket,
+        now_serving,
+        reason: reason.to_string(),
+        capacity: c.capacity,
+        allocatable: c.allocatable,
+    })
+}
+
 /// The stream of endpoint `id` (current, or the superseded one at
 /// `old_stream`) ended while no client tracks it: its task is done, nothing
 /// else changes. The socket and the counts, or `None` for an unknown stream.
@@ -636,7 +663,7 @@ fn end_untracked(
     old_stream: Option<usize>,
 ) -> Option<(PathBuf, model::Counts)> {
     let socket = match (old_stream, r.endpoint.as_mut().filter(|e| e.id == id)) {
-        (Some(i), _) => r.superseded.remove(i).1,
+        (Some(i), _) => r.superseded.remove(i).socket,
         (None, Some(ep)) => {
             ep.task = None;
             ep.socket.clone()

@@ -72,10 +72,11 @@ pub(crate) struct Resource {
     /// `healthyDevices[r]` exists): after the first snapshot, or restored
     /// from a checkpoint; not after a bare Register, nor after the removal.
     pub sets: bool,
-    /// Streams of replaced registrations that still run (kubelet-versions.md
-    /// §2: the kubelet does not close the old connection): endpoint ID, its
-    /// socket and the task.
-    pub superseded: Vec<(u64, PathBuf, Option<tokio::task::AbortHandle>)>,
+    /// Endpoints of replaced registrations whose streams still run
+    /// (kubelet-versions.md §2: the kubelet does not close the old
+    /// connection); from 1.37 they stay in the endpoint store, and one takes
+    /// over when the current endpoint's stream ends.
+    pub superseded: Vec<Endpoint>,
     /// kubelet-versions.md §2 (1.26-1.36): a Register of this name failed its
     /// dial-back or GetDevicePluginOptions while a client was live, and
     /// `deregisterClient(name)` dropped the registration server's entry. The
@@ -120,8 +121,8 @@ impl Resource {
             t.abort();
         }
         self.endpoint = None;
-        for (_, _, t) in self.superseded.drain(..) {
-            if let Some(t) = t {
+        for e in self.superseded.drain(..) {
+            if let Some(t) = e.task {
                 t.abort();
             }
         }

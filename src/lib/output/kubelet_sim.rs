@@ -138,8 +138,13 @@ pub fn event_detail(kind: &EventKind) -> String {
         ),
         EventKind::StreamEndedUntracked { resource, reason, capacity, allocatable, .. } => format!(
             "{resource}: ListAndWatch ended ({reason}); the kubelet no longer tracks this client (a later Register \
-             of {resource} failed), so it does not disconnect it: capacity {capacity}, allocatable {allocatable} \
-             stay, no grace period"
+             of {resource} failed or was refused), so it does not disconnect it: capacity {capacity}, allocatable \
+             {allocatable} stay, no grace period"
+        ),
+        EventKind::StreamEndedFailover { resource, socket, now_serving, reason, capacity, allocatable } => format!(
+            "{resource}: ListAndWatch of {socket} ended ({reason}); another endpoint of {resource} is still \
+             connected, so the kubelet drops only this one and {now_serving} now serves it: capacity {capacity}, \
+             allocatable {allocatable} stay, no grace period"
         ),
         EventKind::ResourceRemoved { resource } => {
             format!("{resource}: grace period over, capacity 0")
