@@ -444,7 +444,12 @@ func (r *referee) status() *simStatus {
 				rp.Containers = append(rp.Containers, restoredContainer{Name: e.ContainerName, Devices: map[string][]string{}})
 				rc = &rp.Containers[len(rp.Containers)-1]
 			}
-			rc.Devices[e.ResourceName] = append(rc.Devices[e.ResourceName], sets.List(e.DeviceIDs.Devices())...)
+			ids := sets.List(e.DeviceIDs.Devices())
+			rc.Devices[e.ResourceName] = append(rc.Devices[e.ResourceName], ids...)
+			if inUse[e.ResourceName] == nil {
+				inUse[e.ResourceName] = sets.New[string]()
+			}
+			inUse[e.ResourceName].Insert(ids...)
 		}
 	}
 	names := make([]string, 0, len(counts))

@@ -293,7 +293,9 @@ func dirEntries(dir string) map[string]bool {
 		if e.IsDir() {
 			continue
 		}
-		out[e.Name()] = e.Type()&os.ModeSocket != 0
+		// Classified through links, as the kubelet's cleanup (os.Stat) sees them.
+		st, err := os.Stat(filepath.Join(dir, e.Name()))
+		out[e.Name()] = err == nil && st.Mode()&os.ModeSocket != 0
 	}
 	return out
 }
