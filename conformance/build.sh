@@ -1,0 +1,38 @@
+#!/bin/sh
+# Builds the referee (conformance/referee: the kubelet's own code, run) for
+# kubelet releases: dpctl-referee-1.NN into ${DPCTL_REFEREE_DIR:-<repo>/target/referee}.
+# Usage: conformance/build.sh [1.34 1.35 1.36 1.37]   (default: all four)
+# GOMODCACHE, GOCACHE and GOFLAGS come from the environment; the four
+# builds share GOCACHE, so packages that did not change between releases
+# (grpc, protobuf, most of golang.org/x) compile once.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(dirname "$here")
+out=${DPCTL_REFEREE_DIR:-$repo/target/referee}
+releases=${*:-1.34 1.35 1.36 1.37}
+for r in $releases; do
+	case $r in
+	1.34 | 1.35 | 1.36 | 1.37) ;;
+	*)
+		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37)" >&2
+		exit 2
+		;;
+	esac
+done
+if ! command -v go >/dev/null 2>&1; then
+	echo "build.sh: the go toolchain is not on PATH (the referee is Go; see conformance/README.md)" >&2
+	exit 2
+fi
+mkdir -p "$out"
+cd "$here/referee"
+for r in $releases; do
+	tag=k8s_$(echo "$r" | tr . _)
+	bin="$out/dpctl-referee-$r"
+	# Static, path-free binaries: no C toolchain needed, and the same
+	# sources give the same binary on any machine.
+	if ! CGO_ENABLED=${CGO_ENABLED:-0} go build -trimpath -ldflags="-s -w" -modfile="modfiles/$r.mod" -tags "$tag" -o "$bin" .; then
+		echo "build.sh: building the referee for kubelet $r failed" >&2
+		exit 1
+	fi
+	echo "built $bin: $("$bin" --version)"
+done

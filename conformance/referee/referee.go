@@ -1,0 +1,422 @@
+package main
+
+// The referee: one kubelet's device manager, Topology Manager, CPU and
+// memory managers, plugin manager and PodResources server, built and
+// wired as pkg/kubelet/cm/container_manager_linux.go and
+// pkg/kubelet/kubelet.go wire them, driven by the control protocol.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/sets"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	pluginregistration "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
+	"k8s.io/kubernetes/pkg/kubelet/pluginmanager"
+	schedulerframework "k8s.io/kubernetes/pkg/scheduler/framework"
+	"k8s.io/utils/cpuset"
+)
+
+// The kubelet's directories the device manager and plugin manager use
+// (their paths are fixed in the kubelet's code or defaults).
+const (
+	devicePluginsDir = "/var/lib/kubelet/device-plugins"
+	checkpointName   = "kubelet_internal_checkpoint"
+)
+
+type refConfig struct {
+	controlSocket      string
+	podresourcesSocket string
+	registryDir        string
+	tmPolicy           string
+	tmScope            string
+	tmOptions          map[string]string
+	cpuPolicy          string
+	reservedCPUs       cpuset.CPUSet
+	numaNodes          int
+	cpusPerNuma        int
+	distances          [][]uint64
+}
+
+// managers is one kubelet start's worth of managers (a restart builds new ones).
+type managers struct {
+	tm        topologymanager.Manager
+	dm        *devicemanager.ManagerImpl
+	cpu       cpumanager.Manager
+	mem       memorymanager.Manager
+	pm        pluginmanager.PluginManager
+	pmStop    chan struct{}
+	admitters []lifecycle.PodAdmitHandler
+	podres    *grpc.Server
+}
+
+// A pod the referee admitted: active until deleted.
+type admittedPod struct {
+	spec podSpec
+	pod  *v1.Pod
+	// Container ID per started container (what the runtime would report).
+	ids map[string]string
+	// Containers currently running (a plain init container ran to completion).
+	running map[string]bool
+}
+
+type referee struct {
+	cfg      refConfig
+	module   string // "v1.37.2"
+	release  string // "1.37"
+	machine  *machineInfo
+	stateDir string
+	ctx      context.Context
+	logger   klog.Logger
+
+	// turn serializes the control operations (the kubelet admits one pod at a time).
+	turn sync.Mutex
+
+	mu       sync.RWMutex
+	pods     []*admittedPod
+	pending  *v1.Pod // the pod under admission: active, as in the kubelet's pod manager
+	node     *v1.Node
+	m        *managers
+	restarts uint32
+	nextID   uint64
+}
+
+// activePods is the kubelet's GetActivePods: admitted pods plus the one
+// being admitted (the kubelet adds a pod to its pod manager before running
+// the admit handlers, so the device manager sees it as active).
+func (r *referee) activePods() []*v1.Pod {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*v1.Pod, 0, len(r.pods)+1)
+	for _, p := range r.pods {
+		out = append(out, p.pod)
+	}
+	if r.pending != nil {
+		out = append(out, r.pending)
+	}
+	return out
+}
+
+func (r *referee) otherPods(except *v1.Pod) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range r.activePods() {
+		if p.UID != except.UID {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (r *referee) findPod(namespace, name string) (int, *admittedPod) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for i, p := range r.pods {
+		if p.spec.Namespace == namespace && p.spec.Name == name {
+			return i, p
+		}
+	}
+	return -1, nil
+}
+
+// sourcesReady: the referee's pod list is the only pod source and it is complete.
+type sourcesReady struct{}
+
+func (sourcesReady) AddSource(string) {}
+func (sourcesReady) AllReady() bool   { return true }
+
+// start builds and starts one kubelet's managers, in container_manager_linux.go's
+// order (Topology Manager, device manager, CPU manager, memory manager; then
+// Start: CPU, memory, device manager), then the plugin manager and PodResources.
+func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]) (*managers, error) {
+	m := &managers{}
+	var err error
+	topo := r.machine.Topology
+	if m.tm, err = newTopologyManager(r.logger, topo, r.cfg.tmPolicy, r.cfg.tmScope, r.cfg.tmOptions); err != nil {
+		return nil, fmt.Errorf("topology manager: %w", err)
+	}
+	if m.dm, err = newDeviceManager(r.logger, topo, m.tm); err != nil {
+		return nil, fmt.Errorf("device manager: %w", err)
+	}
+	addHintProvider(r.logger, m.tm, m.dm)
+	reservation := r.allocatableReservation()
+	if m.cpu, err = newCPUManager(r.logger, r.cfg.cpuPolicy, r.machine, r.cfg.reservedCPUs, reservation, r.stateDir, m.tm); err != nil {
+		return nil, fmt.Errorf("cpu manager: %w", err)
+	}
+	addHintProvider(r.logger, m.tm, m.cpu)
+	if m.mem, err = newMemoryManager(r.ctx, r.logger, r.machine, reservation, r.stateDir, m.tm); err != nil {
+		return nil, fmt.Errorf("memory manager: %w", err)
+	}
+	addHintProvider(r.logger, m.tm, m.mem)
+
+	if err := startCPUManager(r.ctx, m.cpu, r.activePods, sourcesReady{}, r, runtimeStub{}, cmap.Clone()); err != nil {
+		return nil, fmt.Errorf("start cpu manager error: %w", err)
+	}
+	if err := m.mem.Start(r.ctx, r.activePods, sourcesReady{}, r, runtimeStub{}, cmap.Clone()); err != nil {
+		return nil, fmt.Errorf("start memory manager error: %w", err)
+	}
+	if err := startDeviceManager(r.logger, m.dm, r.activePods, sourcesReady{}, cmap.Clone(), running); err != nil {
+		return nil, fmt.Errorf("start device manager: %w", err)
+	}
+
+	// The admit handlers of pkg/kubelet/kubelet.go that judge what the
+	// referee plays, in the kubelet's order: the container manager's
+	// allocate-resources handler (the Topology Manager), then the predicate
+	// handler (node resources, with the device manager's
+	// UpdatePluginResources). The handlers between and around them
+	// (eviction, sysctls, AppArmor, pod features, shutdown) admit the
+	// referee's pods unconditionally.
+	m.admitters = []lifecycle.PodAdmitHandler{m.tm, newPredicateHandler(r.cachedNode, m.dm.UpdatePluginResources)}
+
+	m.pm = pluginmanager.NewPluginManager(r.cfg.registryDir, nil)
+	m.pm.AddHandler(pluginregistration.DevicePlugin, m.dm.GetWatcherHandler())
+	m.pmStop = make(chan struct{})
+	go runPluginManager(r.ctx, m.pm, sourcesReady{}, m.pmStop)
+
+	if podResourcesServed() {
+		srv, err := r.servePodResources(m)
+		if err != nil {
+			return nil, err
+		}
+		m.podres = srv
+	}
+	return m, nil
+}
+
+// stop ends one kubelet's managers as a kubelet exit would: the plugin
+// manager and the registration server (its plugin connections) stop, the
+// PodResources socket goes away. The CPU and memory managers have no stop.
+func (r *referee) stop(m *managers) {
+	close(m.pmStop)
+	if err := stopDeviceManager(r.logger, m.dm); err != nil {
+		r.logger.Error(err, "stopping the device manager")
+	}
+	if m.podres != nil {
+		m.podres.Stop()
+		_ = os.Remove(r.cfg.podresourcesSocket)
+	}
+}
+
+// allocatableReservation: --reserved-cpus reserves that many CPUs of node
+// allocatable (the kubelet's system-reserved cpu when ReservedSystemCPUs is set).
+func (r *referee) allocatableReservation() v1.ResourceList {
+	out := v1.ResourceList{}
+	if n := r.cfg.reservedCPUs.Size(); n > 0 {
+		out[v1.ResourceCPU] = *resource.NewQuantity(int64(n), resource.DecimalSI)
+	}
+	return out
+}
+
+// cachedNode is the kubelet's node as its status setter last made it:
+// the referee runs the kubelet's MachineInfo setter before every read, so
+// the node status is always current (a kubelet syncs it every 10s).
+func (r *referee) cachedNode(ctx context.Context) (*v1.Node, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.nodeSetter(r.m)(ctx, r.node); err != nil {
+		return nil, err
+	}
+	return r.node.DeepCopy(), nil
+}
+
+func (r *referee) newContainerID() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nextID++
+	return fmt.Sprintf("%064x", r.nextID)
+}
+
+// GetPodStatus (status.PodStatusProvider for the CPU and memory managers'
+// reconcile loops): the referee's started containers are running.
+func (r *referee) GetPodStatus(uid typesUID) (v1.PodStatus, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, p := range r.pods {
+		if p.pod.UID != uid {
+			continue
+		}
+		st := v1.PodStatus{Phase: v1.PodRunning}
+		for _, c := range p.spec.Containers {
+			id, ok := p.ids[c.Name]
+			if !ok {
+				continue
+			}
+			cs := v1.ContainerStatus{Name: c.Name, ContainerID: "referee://" + id}
+			if p.running[c.Name] {
+				cs.State.Running = &v1.ContainerStateRunning{}
+			} else {
+				cs.State.Terminated = &v1.ContainerStateTerminated{}
+			}
+			if c.Kind == "regular" {
+				st.ContainerStatuses = append(st.ContainerStatuses, cs)
+			} else {
+				st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+			}
+		}
+		return st, true
+	}
+	return v1.PodStatus{}, false
+}
+
+// runtimeStub stands for the container runtime the CPU and memory managers
+// update cgroups through: there are no containers to update.
+type runtimeStub struct{}
+
+func (runtimeStub) UpdateContainerResources(context.Context, string, *runtimeapi.ContainerResources) error {
+	return nil
+}
+
+type schedulerNodeInfo = schedulerframework.NodeInfo
+
+// dirEntries lists the device-plugins directory: name -> is a socket.
+func dirEntries(dir string) map[string]bool {
+	out := map[string]bool{}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		// Classified through links, as the kubelet's cleanup (os.Stat) sees them.
+		st, err := os.Stat(filepath.Join(dir, e.Name()))
+		out[e.Name()] = err == nil && st.Mode()&os.ModeSocket != 0
+	}
+	return out
+}
+
+// capacity is the device manager's GetCapacity as counts.
+type counts struct{ capacity, allocatable int64 }
+
+func (r *referee) capacity(m *managers) (map[string]counts, sets.Set[string]) {
+	capacity, allocatable, deleted := deviceCapacity(r.logger, m.dm)
+	out := map[string]counts{}
+	for name, q := range capacity {
+		c := out[string(name)]
+		c.capacity = q.Value()
+		out[string(name)] = c
+	}
+	for name, q := range allocatable {
+		c := out[string(name)]
+		c.allocatable = q.Value()
+		out[string(name)] = c
+	}
+	return out, sets.New(deleted...)
+}
+
+// restart stops this kubelet's managers and starts new ones as a kubelet
+// start does: admitted pods stay active and their running containers are
+// handed to the device manager's Start; then it waits up to `wait` for the
+// resources known before to have devices again.
+func (r *referee) restart(wait time.Duration) restartReport {
+	r.mu.RLock()
+	old := r.m
+	r.mu.RUnlock()
+	before, _ := r.capacity(old)
+	r.stop(old)
+	entries := dirEntries(devicePluginsDir)
+
+	cmap := containermap.NewContainerMap()
+	running := sets.New[string]()
+	r.mu.RLock()
+	for _, p := range r.pods {
+		for name, id := range p.ids {
+			cmap.Add(string(p.pod.UID), name, id)
+			if p.running[name] {
+				running.Insert(id)
+			}
+		}
+	}
+	r.mu.RUnlock()
+
+	startedAt := time.Now()
+	m, err := r.start(cmap, running)
+	if err != nil {
+		// A kubelet that cannot start exits; so does the referee.
+		r.logger.Error(err, "restart failed")
+		os.Exit(1)
+	}
+	r.mu.Lock()
+	r.m = m
+	r.restarts++
+	r.mu.Unlock()
+
+	rep := restartReport{Result: "restart", KubeletVersion: r.release,
+		DeletedSockets: []string{}, DeletedFiles: []string{}, WouldDelete: []string{}, Resources: []resourceReturn{}}
+	after := dirEntries(devicePluginsDir)
+	for name, sock := range entries {
+		if _, still := after[name]; still {
+			continue
+		}
+		if sock {
+			rep.DeletedSockets = append(rep.DeletedSockets, name)
+		} else {
+			rep.DeletedFiles = append(rep.DeletedFiles, name)
+		}
+	}
+	sort.Strings(rep.DeletedSockets)
+	sort.Strings(rep.DeletedFiles)
+
+	// Who came back: a resource known before has capacity again (its plugin
+	// registered and sent devices), seen through GetCapacity every 10ms.
+	names := make([]string, 0, len(before))
+	for n := range before {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	back := map[string]uint64{}
+	deadline := startedAt.Add(wait)
+	for {
+		now, _ := r.capacity(m)
+		for _, n := range names {
+			if _, seen := back[n]; !seen && now[n].capacity > 0 {
+				back[n] = uint64(time.Since(startedAt).Milliseconds())
+			}
+		}
+		if len(back) == len(names) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rep.WaitedMs = uint64(time.Since(startedAt).Milliseconds())
+	now, _ := r.capacity(m)
+	rep.AllReturned = len(back) == len(names)
+	for _, n := range names {
+		rr := resourceReturn{Resource: n, Capacity: now[n].capacity, Allocatable: now[n].allocatable}
+		if ms, ok := back[n]; ok {
+			rr.Reregistered = true
+			rr.FirstSnapshotAfterMs = &ms
+		}
+		rep.Resources = append(rep.Resources, rr)
+	}
+	rep.RestoredPods = r.checkpointPods()
+	return rep
+}
+
+// checkpointPods counts the pods the device manager's checkpoint holds.
+func (r *referee) checkpointPods() int {
+	entries, err := readCheckpoint(filepath.Join(devicePluginsDir, checkpointName))
+	if err != nil {
+		return 0
+	}
+	uids := sets.New[string]()
+	for _, e := range entries {
+		uids.Insert(e.PodUID)
+	}
+	return uids.Len()
+}
