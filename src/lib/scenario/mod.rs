@@ -169,6 +169,10 @@ pub struct PluginDef {
     /// Start it before the first step (otherwise a `start` step does).
     #[serde(default = "yes")]
     pub start: bool,
+    /// Serve the control socket `set-health` uses (`<dir>/.dpctl/<resource>.sock`):
+    /// turn it off for a second plugin of the same resource.
+    #[serde(default = "yes")]
+    pub control: bool,
     /// Deadline of one Register call, e.g. `2s`.
     #[serde(default)]
     pub register_timeout: Option<String>,

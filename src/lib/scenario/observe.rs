@@ -14,6 +14,8 @@ use serde_json::{Map, Value, json};
 use crate::kubelet_sim::SimStatus;
 use crate::mock_plugin::{EventKind as MockKind, MockEvent};
 use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
+use crate::model::ContainerAllocation;
+use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::podresources::v1;
 
 /// How long the checkpoint may lag behind the status (kubelet-sim writes it
@@ -180,11 +182,19 @@ fn read_checkpoint(path: &Path) -> (Value, Entries) {
         let mut ids = e.device_ids.ids();
         ids.sort();
         entries.insert((e.pod_uid.clone(), e.container_name.clone(), e.resource_name.clone()), ids);
+        // The cached Allocate answer is what reaches the runtime at each container start.
+        let allocation = match e.alloc_resp.as_deref().map(<dp::ContainerAllocateResponse as prost::Message>::decode) {
+            None => Value::Null,
+            Some(Ok(r)) => serde_json::to_value(ContainerAllocation::from_response(e.device_ids.ids(), &r))
+                .unwrap_or(Value::Null),
+            Some(Err(err)) => json!({"error": err.to_string()}),
+        };
         list.push(json!({
             "pod_uid": e.pod_uid,
             "container": e.container_name,
             "resource": e.resource_name,
             "devices_per_numa": e.device_ids.per_numa(),
+            "allocation": allocation,
         }));
     }
     let mut list_v = Value::Array(list);

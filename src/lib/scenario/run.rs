@@ -248,7 +248,7 @@ impl Runner<'_> {
             register: p.def.registration == Registration::KubeletSock,
             registry_dir: (p.def.registration == Registration::PluginsRegistry)
                 .then(|| layout.plugins_registry.clone()),
-            control: true,
+            control: p.def.control,
             force: false,
             rpc_events: true,
             register_timeout,
