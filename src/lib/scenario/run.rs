@@ -87,7 +87,7 @@ impl Plugin {
         self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
-    fn count(&self, pred: &dyn Fn(&MockEvent) -> bool) -> u64 {
+    fn count(&self, pred: &(dyn Fn(&MockEvent) -> bool + Sync)) -> u64 {
         let ev = self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         ev.iter().filter(|e| pred(e)).count() as u64
     }
@@ -449,7 +449,7 @@ impl Runner<'_> {
 }
 
 /// Waits until `pred` matched `count` of the plugin's events in all, at most `timeout`.
-async fn wait_events(p: &Plugin, pred: &dyn Fn(&MockEvent) -> bool, count: u64, timeout: Duration) -> bool {
+async fn wait_events(p: &Plugin, pred: &(dyn Fn(&MockEvent) -> bool + Sync), count: u64, timeout: Duration) -> bool {
     let deadline = crate::duration::deadline(timeout);
     loop {
         let changed = p.changed.notified();
