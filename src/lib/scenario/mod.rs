@@ -335,6 +335,9 @@ pub struct Difference {
     pub step: Option<String>,
     /// JSON pointer prefix of the observable, e.g. `/result/message`.
     pub path: String,
+    /// Only the observable at `path` itself, not the ones below it.
+    #[serde(default)]
+    pub exact: bool,
     /// The releases it holds for [default: all of the scenario's].
     #[serde(default)]
     pub releases: Vec<String>,
@@ -351,7 +354,8 @@ impl Difference {
     /// True when it covers an entry at `step` / `pointer` on `release`.
     pub fn covers(&self, step: &str, pointer: &str, release: &str) -> bool {
         self.step.as_deref().is_none_or(|s| s == step)
-            && (pointer == self.path || pointer.starts_with(&format!("{}/", self.path.trim_end_matches('/'))))
+            && (pointer == self.path
+                || (!self.exact && pointer.starts_with(&format!("{}/", self.path.trim_end_matches('/')))))
             && (self.releases.is_empty() || self.releases.iter().any(|r| r == release))
     }
 }
@@ -613,6 +617,7 @@ allocatable = 2
         let d = Difference {
             step: Some("admit".into()),
             path: "/result/message".into(),
+            exact: false,
             releases: vec!["1.34".into()],
             reason: "r".into(),
             status: DiffStatus::Open,

@@ -20,7 +20,7 @@ use crate::proto::podresources::v1;
 
 /// How long the checkpoint may lag behind the status (kubelet-sim writes it
 /// shortly after an admission; `kubelet-sim --help` states it).
-const CHECKPOINT_SETTLE: Duration = Duration::from_secs(2);
+const CHECKPOINT_SETTLE: Duration = Duration::from_secs(1);
 
 /// Stable names for things that differ from run to run.
 #[derive(Debug, Clone, Default)]
@@ -138,6 +138,11 @@ pub fn plugin_events(events: &[MockEvent]) -> Value {
             _ => {}
         }
     }
+    // Resources of one plugin register and are called independently: their
+    // interleaving is timing, the order within a resource is not.
+    let by_resource = |v: &Value| v["resource"].as_str().unwrap_or_default().to_string();
+    registrations.sort_by_key(by_resource);
+    calls.sort_by_key(by_resource);
     json!({"registrations": registrations, "calls": calls, "list_and_watch_streams": streams})
 }
 
@@ -185,8 +190,19 @@ fn read_checkpoint(path: &Path) -> (Value, Entries) {
         // The cached Allocate answer is what reaches the runtime at each container start.
         let allocation = match e.alloc_resp.as_deref().map(<dp::ContainerAllocateResponse as prost::Message>::decode) {
             None => Value::Null,
-            Some(Ok(r)) => serde_json::to_value(ContainerAllocation::from_response(e.device_ids.ids(), &r))
-                .unwrap_or(Value::Null),
+            Some(Ok(r)) => {
+                let mut a = ContainerAllocation::from_response(e.device_ids.ids(), &r);
+                // Values listing devices (`{ids}`) follow the order of Allocate's
+                // request, which the kubelet takes from a set.
+                for v in a.envs.values_mut().chain(a.annotations.values_mut()) {
+                    if v.contains(',') {
+                        let mut parts: Vec<&str> = v.split(',').collect();
+                        parts.sort_unstable();
+                        *v = parts.join(",");
+                    }
+                }
+                serde_json::to_value(a).unwrap_or(Value::Null)
+            }
             Some(Err(err)) => json!({"error": err.to_string()}),
         };
         list.push(json!({
@@ -215,11 +231,12 @@ fn read_checkpoint(path: &Path) -> (Value, Entries) {
         })
         .collect();
     let v = cp.verify();
+    // The checksum's value is left out: it covers the cached Allocate answers'
+    // protobuf bytes, whose map fields Go encodes in no fixed order.
     (
         json!({
             "entries": list_v,
             "registered_devices": registered,
-            "checksum": cp.checksum,
             "checksum_ok": v.ok(),
         }),
         entries,

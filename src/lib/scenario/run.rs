@@ -344,7 +344,9 @@ impl Runner<'_> {
                 };
                 match self.engine.call(req).await? {
                     Ok(Answer::RestartContainer(r)) => {
-                        json!({"started": r.started, "start_error": r.start_error, "pre_start": r.pre_start})
+                        // PreStartContainer shows in the plugin's calls; the per-resource
+                        // summary is the sim's own report.
+                        json!({"started": r.started, "start_error": r.start_error})
                     }
                     Ok(other) => json!({"unexpected": format!("{other:?}")}),
                     Err(e) => remote(&e),
@@ -426,6 +428,7 @@ impl Runner<'_> {
     /// Adds the state to `observed`: capacity, what each plugin saw since the
     /// last observation, the checkpoint and PodResources.
     async fn observe(&mut self, observed: &mut Value) {
+        self.quiet().await;
         let status = match self.engine.status().await {
             Ok(s) => s,
             Err(e) => {
@@ -447,6 +450,35 @@ impl Runner<'_> {
         observed["podresources"] = observe::podresources(&self.layout.podresources_socket(), &self.pods).await;
     }
 }
+
+impl Runner<'_> {
+    /// Waits until no plugin reports an event for [`QUIET`], at most
+    /// [`QUIET_MAX`]: a plugin records a call or a registration a moment
+    /// after the kubelet acted on it (a Register's answer reaches the plugin
+    /// after the first ListAndWatch message may already count), so an
+    /// observation taken at once would give the event to the next step on
+    /// one engine and to this one on the other.
+    async fn quiet(&self) {
+        if self.plugins.is_empty() {
+            return;
+        }
+        let deadline = crate::duration::deadline(QUIET_MAX);
+        loop {
+            let waits: Vec<_> = self.plugins.iter().map(|p| Arc::clone(&p.changed)).collect();
+            let any = futures_util::future::select_all(waits.iter().map(|n| Box::pin(n.notified())));
+            tokio::select! {
+                _ = any => {}
+                () = tokio::time::sleep(QUIET) => return,
+                () = tokio::time::sleep_until(deadline) => return,
+            }
+        }
+    }
+}
+
+/// See [`Runner::quiet`].
+const QUIET: Duration = Duration::from_millis(40);
+/// See [`Runner::quiet`].
+const QUIET_MAX: Duration = Duration::from_secs(1);
 
 /// Waits until `pred` matched `count` of the plugin's events in all, at most `timeout`.
 async fn wait_events(p: &Plugin, pred: &(dyn Fn(&MockEvent) -> bool + Sync), count: u64, timeout: Duration) -> bool {
@@ -477,13 +509,23 @@ fn admit_value(answer: std::result::Result<Answer, RemoteError>) -> Value {
         Ok(other) => return json!({"unexpected": format!("{other:?}")}),
         Err(e) => return remote(&e),
     };
+    if !o.admitted {
+        // Which containers a rejection report lists is the engine's detail
+        // (the sim lists every container, the kubelet's code those it
+        // reached); what was allocated before the rejection shows in the
+        // checkpoint.
+        return json!({"admitted": false, "reason": o.reason, "message": o.message});
+    }
     let containers: Vec<Value> = o
         .containers
         .iter()
         .map(|c| {
+            // A resource with no devices (stripped, zero, unknown) is left out:
+            // engines differ in whether they list it, a user sees no device either way.
             let devices: serde_json::Map<String, Value> = c
                 .resources
                 .iter()
+                .filter(|r| !r.devices.is_empty())
                 .map(|r| {
                     let mut ids = r.devices.clone();
                     ids.sort();
@@ -493,7 +535,7 @@ fn admit_value(answer: std::result::Result<Answer, RemoteError>) -> Value {
             json!({"name": c.name, "started": c.started, "start_error": c.start_error, "devices": devices})
         })
         .collect();
-    json!({"admitted": o.admitted, "reason": o.reason, "message": o.message, "containers": containers})
+    json!({"admitted": true, "reason": o.reason, "message": o.message, "containers": containers})
 }
 
 fn tail(engine: &Engine) -> String {
