@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("mock_plugin", 3),
     ("plugin_client", 3),
     ("podresources", 3),
+    ("scenario", 3),
     ("smoke", 3),
     ("topology", 3),
     // Transport: the one gRPC-over-unix-socket layer and gRPC status facts.

@@ -8,6 +8,7 @@ mod bench;
 mod check;
 mod checkpoint;
 mod completions;
+mod conformance;
 mod demo;
 mod deploy;
 mod doctor;

@@ -29,6 +29,7 @@ pub mod podresources;
 pub mod proto;
 pub mod quantity;
 pub mod rpc;
+pub mod scenario;
 pub mod smoke;
 pub mod text;
 pub mod topology;

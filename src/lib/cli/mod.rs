@@ -13,6 +13,7 @@ pub mod kubelet_sim;
 pub mod mock_plugin;
 pub mod plugin;
 pub mod podresources;
+pub mod scenario;
 pub mod smoke;
 mod values;
 
@@ -94,6 +95,9 @@ pub enum Command {
     MockPlugin(mock_plugin::MockPluginArgs),
     /// Run a vendor's plugin against a fresh kubelet-sim and check it end to end.
     Smoke(smoke::SmokeArgs),
+    /// Run scenario files on kubelet-sim or a referee (the kubelet's own code); diff the two.
+    #[command(subcommand)]
+    Scenario(scenario::ScenarioCommand),
     /// Watch kubelet-sim and mock-plugin work together, in a temporary directory.
     Demo(demo::DemoArgs),
     /// Read the kubelet's device-manager checkpoint: show it, verify its checksum (read-only).
@@ -117,6 +121,7 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
         Command::Podresources(cmd) => podresources::run(cmd, s).await?,
         Command::MockPlugin(args) => mock_plugin::run(args, s).await?,
         Command::Smoke(args) => smoke::run(args, s).await?,
+        Command::Scenario(cmd) => scenario::run(cmd, s).await?,
         Command::Demo(args) => demo::run(args, s).await?,
         Command::Checkpoint(cmd) => checkpoint::run(cmd, s)?,
         Command::Doctor(args) => doctor::run(args, s).await?,

@@ -47,7 +47,7 @@ pub use admission::{
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
 pub use registration::{DIAL_FAILED, go_rpc_error};
-pub use state::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus};
+pub use state::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use version::{CleanupRule, KubeletVersion};
 
 use crate::error::{Error, Result};

@@ -293,6 +293,7 @@ impl State {
             })
             .collect();
         SimStatus {
+            engine: default_engine(),
             kubelet_version: super::KubeletVersion::default(),
             dir: paths.dir.clone(),
             kubelet_socket: paths.kubelet_socket.clone(),
@@ -351,6 +352,11 @@ pub(crate) fn container_views(p: &Pod) -> Vec<super::events::ContainerDevicesVie
         .collect()
 }
 
+/// The engine a status comes from when it does not say (this sim).
+pub fn default_engine() -> String {
+    "kubelet-sim".to_string()
+}
+
 /// Paths shown in the status.
 #[derive(Debug, Clone)]
 pub(crate) struct StatusPaths {
@@ -363,6 +369,10 @@ pub(crate) struct StatusPaths {
 /// The sim's state as `status` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct SimStatus {
+    /// What answers: `kubelet-sim`, or a referee running the kubelet's own
+    /// code (`referee v1.37.2`), so that a report says which engine it shows.
+    #[serde(default = "default_engine")]
+    pub engine: String,
     /// The kubelet release the sim plays.
     #[serde(default)]
     pub kubelet_version: super::KubeletVersion,

@@ -362,11 +362,16 @@ pub enum Policy {
     /// the answer usually lands on another node than an aligned choice. Shows
     /// how the kubelet's Topology Manager restricts or overrides a plugin.
     IgnoreNuma,
+    /// The available devices with the lowest IDs (byte order), whatever
+    /// order the kubelet listed them in: the kubelet lists them from a Go
+    /// map, in random order, so only this answer is the same on every run
+    /// (scenarios compare runs).
+    Lowest,
 }
 
 impl Policy {
     /// The names, for help texts and errors.
-    pub const NAMES: &'static [&'static str] = &["first-fit", "pack", "spread", "random", "ignore-numa"];
+    pub const NAMES: &'static [&'static str] = &["first-fit", "pack", "spread", "random", "ignore-numa", "lowest"];
 
     /// The name as written in configs and flags.
     pub fn name(self) -> &'static str {
@@ -376,6 +381,7 @@ impl Policy {
             Policy::Spread => "spread",
             Policy::Random => "random",
             Policy::IgnoreNuma => "ignore-numa",
+            Policy::Lowest => "lowest",
         }
     }
 }
@@ -389,6 +395,7 @@ impl FromStr for Policy {
             "spread" => Ok(Policy::Spread),
             "random" => Ok(Policy::Random),
             "ignore-numa" => Ok(Policy::IgnoreNuma),
+            "lowest" => Ok(Policy::Lowest),
             _ => Err(format!("unknown policy {s:?} (one of: {})", Policy::NAMES.join(", "))),
         }
     }

@@ -42,6 +42,12 @@ pub fn choose(
         Policy::Pack => pack(&candidates, &out, need, numa_of),
         Policy::Spread => spread(&candidates, &out, need, numa_of),
         Policy::IgnoreNuma => candidates.into_iter().rev().take(need).collect(),
+        Policy::Lowest => {
+            let mut c = candidates;
+            c.sort_unstable();
+            c.truncate(need);
+            c
+        }
     };
     out.extend(picked.into_iter().map(str::to_string));
     out

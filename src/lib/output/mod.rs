@@ -14,6 +14,7 @@ pub mod kubelet_sim;
 pub mod mock_plugin;
 pub mod plugin;
 pub mod podresources;
+pub mod scenario;
 pub mod smoke;
 pub mod topology;
 

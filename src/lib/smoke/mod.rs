@@ -18,6 +18,7 @@
 //! private mount namespace where the sim's directories sit at the kubelet's
 //! standard paths.
 
+pub mod engine;
 pub mod isolate;
 pub mod matrix;
 pub mod process;

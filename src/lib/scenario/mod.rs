@@ -1,0 +1,631 @@
+//! Scenarios as files: a node, mock plugins and steps (TOML, see
+//! `docs/scenarios.md`), run on an engine ([`crate::smoke::engine`]) with
+//! what a user or a plugin can observe recorded after each step, so that two
+//! engines (kubelet-sim and a referee running the kubelet's own code) can be
+//! compared ([`diff`]).
+
+pub mod diff;
+pub mod observe;
+pub mod run;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::kubelet_sim::KubeletVersion;
+use crate::mock_plugin::ResourceConfig;
+use crate::topology::{CpuPolicy, Policy, Scope};
+
+/// Longest wait a step may ask for (a scenario must stay fast).
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+/// A wait's deadline when the step names none.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(10);
+/// Largest scenario file read.
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// One scenario file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// What the scenario shows, in a sentence.
+    pub description: String,
+    /// The kubelet releases it applies to (`1.34` ... `1.37`).
+    pub releases: Vec<String>,
+    /// The node.
+    #[serde(default)]
+    pub node: Node,
+    /// The mock plugins.
+    #[serde(default, rename = "plugin")]
+    pub plugins: Vec<PluginDef>,
+    /// The steps, in order.
+    #[serde(rename = "step")]
+    pub steps: Vec<StepDef>,
+    /// Known differences between kubelet-sim and the kubelet's code.
+    #[serde(default, rename = "difference")]
+    pub differences: Vec<Difference>,
+    /// The file's name without `.toml` (filled in by [`Scenario::load`]).
+    #[serde(skip)]
+    pub name: String,
+    /// The file.
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+/// The node: machine, Topology Manager and CPU manager, as the kubelet's flags name them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Node {
+    /// NUMA nodes.
+    #[serde(default = "two")]
+    pub numa_nodes: usize,
+    /// CPUs per NUMA node.
+    #[serde(default = "four")]
+    pub cpus_per_numa: usize,
+    /// `--topology-manager-policy`.
+    #[serde(default)]
+    pub topology_manager_policy: Policy,
+    /// `--topology-manager-scope`.
+    #[serde(default)]
+    pub topology_manager_scope: Scope,
+    /// `--topology-manager-policy-options`, e.g. `prefer-closest-numa-nodes=true`.
+    #[serde(default)]
+    pub topology_manager_policy_options: Option<String>,
+    /// `--cpu-manager-policy`.
+    #[serde(default)]
+    pub cpu_manager_policy: CpuPolicy,
+    /// `--reserved-cpus`, e.g. `0`.
+    #[serde(default)]
+    pub reserved_cpus: Option<String>,
+    /// `--numa-distances`, e.g. `10,21;21,10`.
+    #[serde(default)]
+    pub numa_distances: Option<String>,
+}
+
+fn two() -> usize {
+    2
+}
+fn four() -> usize {
+    4
+}
+fn yes() -> bool {
+    true
+}
+fn default_namespace() -> String {
+    "default".into()
+}
+
+impl Default for Node {
+    fn default() -> Self {
+        Node {
+            numa_nodes: 2,
+            cpus_per_numa: 4,
+            topology_manager_policy: Policy::None,
+            topology_manager_scope: Scope::Container,
+            topology_manager_policy_options: None,
+            cpu_manager_policy: CpuPolicy::None,
+            reserved_cpus: None,
+            numa_distances: None,
+        }
+    }
+}
+
+impl Node {
+    /// The topology config both engines get.
+    pub fn topology(&self, place: &str) -> Result<crate::topology::TopologyConfig> {
+        let bad = |key: &str, e: String| Error::invalid(format!("{place}: node.{key}"), e);
+        let options = match &self.topology_manager_policy_options {
+            Some(s) => s.parse().map_err(|e| bad("topology_manager_policy_options", e))?,
+            None => Default::default(),
+        };
+        let reserved_cpus = match &self.reserved_cpus {
+            Some(s) => crate::topology::parse_cpu_list(s).map_err(|e| bad("reserved_cpus", e))?,
+            None => Default::default(),
+        };
+        let distances = match &self.numa_distances {
+            Some(s) => Some(crate::topology::parse_distances(s).map_err(|e| bad("numa_distances", e))?),
+            None => None,
+        };
+        let config = crate::topology::TopologyConfig {
+            policy: self.topology_manager_policy,
+            scope: self.topology_manager_scope,
+            options,
+            cpu_policy: self.cpu_manager_policy,
+            reserved_cpus,
+            machine: crate::topology::Machine {
+                numa_nodes: self.numa_nodes,
+                cpus_per_numa: self.cpus_per_numa,
+                distances,
+            },
+        };
+        config.validate().map_err(|e| Error::invalid(format!("{place}: node"), e.to_string()))?;
+        Ok(config)
+    }
+}
+
+/// How a plugin registers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Registration {
+    /// Register on `<dir>/kubelet.sock`.
+    #[default]
+    #[serde(rename = "kubelet.sock")]
+    KubeletSock,
+    /// Serve a registration socket in plugins_registry for the plugin watcher.
+    #[serde(rename = "plugins_registry")]
+    PluginsRegistry,
+}
+
+/// One mock plugin (a `dpctl mock-plugin` process's worth of resources).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginDef {
+    /// The name steps use.
+    pub id: String,
+    /// `kubelet.sock` (default) or `plugins_registry`.
+    #[serde(default)]
+    pub registration: Registration,
+    /// Start it before the first step (otherwise a `start` step does).
+    #[serde(default = "yes")]
+    pub start: bool,
+    /// Serve the control socket `set-health` uses (`<dir>/.dpctl/<resource>.sock`):
+    /// turn it off for a second plugin of the same resource.
+    #[serde(default = "yes")]
+    pub control: bool,
+    /// Deadline of one Register call, e.g. `2s`.
+    #[serde(default)]
+    pub register_timeout: Option<String>,
+    /// Its resources: `dpctl mock-plugin --config`'s `[[resource]]` tables.
+    #[serde(rename = "resource")]
+    pub resources: Vec<ResourceConfig>,
+}
+
+/// A step as written: what to do, an optional name and expectations.
+#[derive(Debug, Clone, Deserialize)]
+pub struct StepDef {
+    /// The action (the `do` key and its arguments).
+    #[serde(flatten)]
+    pub action: Action,
+    /// A name the report and `[[difference]]` use [default: `N-<do>`].
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Expected values of this step's observation, by JSON pointer
+    /// (`/result/admitted`, `/resources/example.com~1gpu/allocatable`).
+    #[serde(default)]
+    pub expect: BTreeMap<String, toml::Value>,
+}
+
+/// What a step does.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "do", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Action {
+    /// Start a plugin (again).
+    Start {
+        /// The plugin's id.
+        plugin: String,
+    },
+    /// Stop a plugin: its streams end, its sockets are removed.
+    Stop {
+        /// The plugin's id.
+        plugin: String,
+    },
+    /// Admit a pod (a manifest, YAML).
+    Admit {
+        /// The Pod manifest.
+        pod: String,
+    },
+    /// Delete a pod.
+    Delete {
+        /// Pod name.
+        pod: String,
+        /// Namespace.
+        #[serde(default = "default_namespace")]
+        namespace: String,
+    },
+    /// Restart the kubelet and wait for plugins to come back.
+    RestartKubelet {
+        /// How long to wait for re-registrations [default: 10s].
+        #[serde(default)]
+        wait: Option<String>,
+    },
+    /// Restart one container of an admitted pod.
+    RestartContainer {
+        /// Pod name.
+        pod: String,
+        /// Container name.
+        container: String,
+        /// Namespace.
+        #[serde(default = "default_namespace")]
+        namespace: String,
+    },
+    /// Set devices' health through the plugin's control socket.
+    SetHealth {
+        /// The plugin's id.
+        plugin: String,
+        /// The resource [default: the plugin's first].
+        #[serde(default)]
+        resource: Option<String>,
+        /// Device IDs.
+        ids: Vec<String>,
+        /// `Healthy` or `Unhealthy`.
+        health: String,
+    },
+    /// Wait for a condition, at most `timeout`; whether it was met is observed.
+    Wait {
+        /// The condition.
+        until: Until,
+        /// The plugin (registered, rejected, calls).
+        #[serde(default)]
+        plugin: Option<String>,
+        /// The resource (capacity; calls: optional).
+        #[serde(default)]
+        resource: Option<String>,
+        /// Capacity wanted (capacity).
+        #[serde(default)]
+        capacity: Option<usize>,
+        /// Allocatable wanted (capacity).
+        #[serde(default)]
+        allocatable: Option<usize>,
+        /// The RPC (calls), e.g. `GetInfo`.
+        #[serde(default)]
+        rpc: Option<String>,
+        /// How many (registered, rejected, calls) [default: 1].
+        #[serde(default)]
+        count: Option<u64>,
+        /// Deadline [default: 10s, at most 60s].
+        #[serde(default)]
+        timeout: Option<String>,
+    },
+}
+
+/// What a `wait` step waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Until {
+    /// The plugin saw `count` accepted registrations in all.
+    Registered,
+    /// The plugin saw `count` rejected registrations in all.
+    Rejected,
+    /// The kubelet shows `capacity` and `allocatable` for `resource`.
+    Capacity,
+    /// The plugin received `count` calls of `rpc` in all.
+    Calls,
+}
+
+impl Action {
+    /// The `do` word.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Action::Start { .. } => "start",
+            Action::Stop { .. } => "stop",
+            Action::Admit { .. } => "admit",
+            Action::Delete { .. } => "delete",
+            Action::RestartKubelet { .. } => "restart-kubelet",
+            Action::RestartContainer { .. } => "restart-container",
+            Action::SetHealth { .. } => "set-health",
+            Action::Wait { .. } => "wait",
+        }
+    }
+
+    /// True when the step ends with everything it caused done, so the state
+    /// is worth observing (a start, stop or health flip takes effect in the
+    /// kubelet a moment later: a `wait` step observes it).
+    pub fn settles(&self) -> bool {
+        !matches!(self, Action::Start { .. } | Action::Stop { .. } | Action::SetHealth { .. })
+    }
+}
+
+/// Whether a known difference is deliberate or still open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DiffStatus {
+    /// Deliberate, and stated in `kubelet-sim --help` (`stated_as` quotes it).
+    Stated,
+    /// Found and not yet fixed in the sim (the reason says what is wrong).
+    Open,
+}
+
+/// A known difference between kubelet-sim and the kubelet's code.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Difference {
+    /// The step name it is at [default: any step].
+    #[serde(default)]
+    pub step: Option<String>,
+    /// JSON pointer prefix of the observable, e.g. `/result/message`.
+    pub path: String,
+    /// Only the observable at `path` itself, not the ones below it.
+    #[serde(default)]
+    pub exact: bool,
+    /// The releases it holds for [default: all of the scenario's].
+    #[serde(default)]
+    pub releases: Vec<String>,
+    /// Why the two differ.
+    pub reason: String,
+    /// `stated` or `open`.
+    pub status: DiffStatus,
+    /// For `stated`: words of `kubelet-sim --help` that state it.
+    #[serde(default)]
+    pub stated_as: Option<String>,
+}
+
+impl Difference {
+    /// True when it covers an entry at `step` / `pointer` on `release`.
+    pub fn covers(&self, step: &str, pointer: &str, release: &str) -> bool {
+        self.step.as_deref().is_none_or(|s| s == step)
+            && (pointer == self.path
+                || (!self.exact && pointer.starts_with(&format!("{}/", self.path.trim_end_matches('/')))))
+            && (self.releases.is_empty() || self.releases.iter().any(|r| r == release))
+    }
+}
+
+impl Scenario {
+    /// Reads and checks a scenario file.
+    pub fn load(path: &Path) -> Result<Scenario> {
+        let place = path.display().to_string();
+        let meta = std::fs::metadata(path).map_err(|e| Error::invalid(&place, format!("cannot read it: {e}")))?;
+        if !meta.is_file() {
+            return Err(Error::invalid(&place, "not a regular file (a scenario is a .toml file)"));
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(Error::invalid(
+                &place,
+                format!("{} bytes, over the {MAX_FILE_BYTES} a scenario may have", meta.len()),
+            ));
+        }
+        let text = crate::input::read_text(path, &place)?;
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let mut s = Scenario::parse(&text, &place)?;
+        s.name = name;
+        s.path = path.to_path_buf();
+        Ok(s)
+    }
+
+    /// Parses and checks scenario text; `place` names it in errors.
+    pub fn parse(text: &str, place: &str) -> Result<Scenario> {
+        let s: Scenario = toml::from_str(text).map_err(|e| Error::invalid(place, e.to_string()))?;
+        s.check(place)?;
+        Ok(s)
+    }
+
+    /// The step names, in order (`N-<do>` when unnamed).
+    pub fn step_names(&self) -> Vec<String> {
+        self.steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| s.name.clone().unwrap_or_else(|| format!("{}-{}", i + 1, s.action.word())))
+            .collect()
+    }
+
+    /// The releases as versions the sim plays.
+    pub fn versions(&self) -> Result<Vec<KubeletVersion>> {
+        crate::smoke::engine::parse_releases(&self.releases.join(","))
+    }
+
+    fn check(&self, place: &str) -> Result<()> {
+        let bad = |what: String| Error::invalid(place, what);
+        if self.releases.is_empty() {
+            return Err(bad("releases: name at least one kubelet release, e.g. [\"1.36\"]".into()));
+        }
+        crate::smoke::engine::parse_releases(&self.releases.join(",")).map_err(|e| bad(format!("releases: {e}")))?;
+        self.node.topology(place)?;
+        let mut ids = Vec::new();
+        for p in &self.plugins {
+            if ids.contains(&p.id) {
+                return Err(bad(format!("plugin {:?} is defined twice", p.id)));
+            }
+            if p.resources.is_empty() {
+                return Err(bad(format!("plugin {:?}: give at least one [[plugin.resource]]", p.id)));
+            }
+            if let Some(t) = &p.register_timeout {
+                parse_wait(t, place)?;
+            }
+            ids.push(p.id.clone());
+        }
+        let plugin = |id: &str| {
+            self.plugins.iter().find(|p| p.id == id).ok_or_else(|| {
+                bad(format!("step names plugin {id:?}, which is not defined (plugins: {})", crate::text::list(&ids)))
+            })
+        };
+        if self.steps.is_empty() {
+            return Err(bad("give at least one [[step]]".into()));
+        }
+        let names = self.step_names();
+        for (i, (step, name)) in self.steps.iter().zip(&names).enumerate() {
+            if names[..i].contains(name) {
+                return Err(bad(format!("two steps are named {name:?}")));
+            }
+            for pointer in step.expect.keys() {
+                if !pointer.starts_with('/') {
+                    return Err(bad(format!(
+                        "step {name}: expect key {pointer:?} is not a JSON pointer (/result/...)"
+                    )));
+                }
+            }
+            match &step.action {
+                Action::Start { plugin: p } | Action::Stop { plugin: p } => {
+                    plugin(p)?;
+                }
+                Action::SetHealth { plugin: p, resource, .. } => {
+                    let def = plugin(p)?;
+                    if let Some(r) = resource
+                        && !def.resources.iter().any(|x| &x.name == r)
+                    {
+                        return Err(bad(format!("step {name}: plugin {p:?} has no resource {r:?}")));
+                    }
+                }
+                Action::Admit { pod } => {
+                    crate::kubelet_sim::PodSpec::from_manifest(pod, &format!("{place}: step {name}"))?;
+                }
+                Action::RestartKubelet { wait } => {
+                    if let Some(w) = wait {
+                        parse_wait(w, place)?;
+                    }
+                }
+                Action::Wait { until, plugin: p, resource, rpc, timeout, .. } => {
+                    if let Some(t) = timeout {
+                        parse_wait(t, place)?;
+                    }
+                    match until {
+                        Until::Registered | Until::Rejected | Until::Calls => {
+                            let Some(p) = p else {
+                                return Err(bad(format!("step {name}: wait until {until:?} needs plugin")));
+                            };
+                            plugin(p)?;
+                            if *until == Until::Calls && rpc.is_none() {
+                                return Err(bad(format!("step {name}: wait until calls needs rpc")));
+                            }
+                        }
+                        Until::Capacity => {
+                            if resource.is_none() {
+                                return Err(bad(format!("step {name}: wait until capacity needs resource")));
+                            }
+                        }
+                    }
+                }
+                Action::Delete { .. } | Action::RestartContainer { .. } => {}
+            }
+        }
+        for d in &self.differences {
+            if let Some(s) = &d.step
+                && !names.contains(s)
+            {
+                return Err(bad(format!("[[difference]] names step {s:?}, which does not exist")));
+            }
+            if !d.path.starts_with('/') {
+                return Err(bad(format!("[[difference]] path {:?} is not a JSON pointer", d.path)));
+            }
+            if d.reason.trim().is_empty() {
+                return Err(bad("[[difference]] needs a reason".into()));
+            }
+            for r in &d.releases {
+                if !self.releases.contains(r) {
+                    return Err(bad(format!("[[difference]] names release {r}, which the scenario does not run")));
+                }
+            }
+            if d.status == DiffStatus::Stated {
+                let Some(words) = d.stated_as.as_deref() else {
+                    return Err(bad(
+                        "[[difference]] status = \"stated\" needs stated_as (words of kubelet-sim --help)".into(),
+                    ));
+                };
+                if !stated_in_help(words) {
+                    return Err(bad(format!(
+                        "[[difference]] stated_as {words:?} is not in kubelet-sim --help: a deliberate difference must be stated there"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// True when `words` appear in `kubelet-sim --help`'s versions and
+/// differences text (whitespace runs compared as one space).
+pub fn stated_in_help(words: &str) -> bool {
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    squash(crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES).contains(&squash(words))
+}
+
+/// A wait from a scenario: a duration up to [`MAX_WAIT`].
+pub fn parse_wait(s: &str, place: &str) -> Result<Duration> {
+    let d = crate::duration::parse(s).map_err(|e| Error::invalid(place, format!("{s:?}: {e}")))?;
+    if d > MAX_WAIT {
+        return Err(Error::invalid(
+            place,
+            format!("{s:?} is longer than the {}s a scenario step may wait", MAX_WAIT.as_secs()),
+        ));
+    }
+    Ok(d)
+}
+
+/// The scenario files among `paths`: files as given, directories' `*.toml` sorted.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let rd = std::fs::read_dir(p).map_err(|e| Error::io(format!("reading {}", p.display()), e))?;
+            let mut files: Vec<PathBuf> = rd
+                .filter_map(std::result::Result::ok)
+                .map(|e| e.path())
+                .filter(|f| f.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                return Err(Error::invalid(p.display().to_string(), "a directory with no *.toml scenario in it"));
+            }
+            out.extend(files);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+description = "a plugin registers"
+releases = ["1.36"]
+[[plugin]]
+id = "gpu"
+[[plugin.resource]]
+name = "example.com/gpu"
+count = 2
+[[step]]
+do = "wait"
+until = "capacity"
+resource = "example.com/gpu"
+capacity = 2
+allocatable = 2
+"#;
+
+    #[test]
+    fn a_minimal_scenario_parses() {
+        let s = Scenario::parse(MINIMAL, "t").unwrap();
+        assert_eq!(s.step_names(), ["1-wait"]);
+        assert_eq!(s.plugins[0].registration, Registration::KubeletSock);
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let e = Scenario::parse(&MINIMAL.replace("until = \"capacity\"", "until = \"capacity\"\ntimout = \"1s\""), "t");
+        assert!(e.unwrap_err().to_string().contains("timout"));
+        let e = Scenario::parse(&MINIMAL.replace("\"1.36\"", "\"1.99\""), "t").unwrap_err().to_string();
+        assert!(e.contains("releases"), "{e}");
+        let e = Scenario::parse(&format!("{MINIMAL}\n[[step]]\ndo = \"start\"\nplugin = \"nic\"\n"), "t");
+        assert!(e.unwrap_err().to_string().contains("\"nic\""));
+        let e =
+            Scenario::parse(&MINIMAL.replace("until = \"capacity\"", "until = \"capacity\"\ntimeout = \"1h\""), "t");
+        assert!(e.unwrap_err().to_string().contains("longer than"));
+    }
+
+    #[test]
+    fn a_stated_difference_must_be_in_the_help() {
+        let d = "\n[[difference]]\npath = \"/result\"\nreason = \"x\"\nstatus = \"stated\"\nstated_as = \"WORDS\"\n";
+        let e = Scenario::parse(&format!("{MINIMAL}{d}"), "t").unwrap_err().to_string();
+        assert!(e.contains("not in kubelet-sim --help"), "{e}");
+        let ok = d.replace("WORDS", "Rejected pods are not kept,\n so PodResources never lists them.");
+        Scenario::parse(&format!("{MINIMAL}{ok}"), "t").unwrap();
+    }
+
+    #[test]
+    fn differences_cover_by_step_prefix_and_release() {
+        let d = Difference {
+            step: Some("admit".into()),
+            path: "/result/message".into(),
+            exact: false,
+            releases: vec!["1.34".into()],
+            reason: "r".into(),
+            status: DiffStatus::Open,
+            stated_as: None,
+        };
+        assert!(d.covers("admit", "/result/message", "1.34"));
+        assert!(!d.covers("admit", "/result/messages", "1.34"));
+        assert!(!d.covers("admit", "/result/message", "1.35"));
+        assert!(!d.covers("other", "/result/message", "1.34"));
+    }
+}

@@ -1,0 +1,151 @@
+//! The scenario corpus (`conformance/scenarios/*.toml`): every scenario runs
+//! on kubelet-sim for each release it names and meets its expectations; run
+//! twice on the sim it diffs empty (the observables are normalised and
+//! deterministic); and, when the referees (the kubelet's own code, built by
+//! `conformance/build.sh`) exist, every scenario runs on the referee of each
+//! release and the diff against the sim is empty or declared.
+//!
+//! Without referees the referee test prints one `SKIPPED conformance: ...`
+//! line and passes, except under `CI=true`, where it fails: CI must prove
+//! conformance (as tests/support/interop.rs does for the Python peers).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use dpctl::kubelet_sim::KubeletVersion;
+use dpctl::scenario::diff::{ScenarioDiff, Verdict, diff};
+use dpctl::scenario::run::{RunConfig, ScenarioRun, plan, run};
+use dpctl::smoke::engine::{EngineKind, REFEREE_PREFIX, release_name};
+
+use crate::support::dpctl_bin;
+
+/// Runs at once: the suite runs on two cores, and each run is mostly waiting.
+const PARALLEL: usize = 4;
+
+fn corpus() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/scenarios")
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a runtime")
+}
+
+/// Runs `jobs` (scenario, release, engine), `PARALLEL` at a time, in order of the input.
+fn run_all(jobs: Vec<(dpctl::scenario::Scenario, KubeletVersion, EngineKind)>) -> Vec<ScenarioRun> {
+    let rt = runtime();
+    rt.block_on(async {
+        let limit = Arc::new(tokio::sync::Semaphore::new(PARALLEL));
+        let mut handles = Vec::new();
+        for (s, v, engine) in jobs {
+            let limit = Arc::clone(&limit);
+            handles.push(tokio::spawn(async move {
+                let _turn = limit.acquire_owned().await.expect("semaphore");
+                let config = RunConfig { engine, version: v, helper: Some(dpctl_bin().into()) };
+                let name = format!("{} {}", s.name, release_name(v));
+                run(&s, &config).await.unwrap_or_else(|e| panic!("{name}: could not run: {e}"))
+            }));
+        }
+        let mut out = Vec::new();
+        for h in handles {
+            out.push(h.await.expect("a run task"));
+        }
+        out
+    })
+}
+
+/// Every scenario, on the sim, for each release it names; then each
+/// scenario's newest release once more: the two sim runs must not differ.
+#[test]
+fn every_scenario_meets_its_expectations_on_the_sim_and_the_sim_diffs_empty_against_itself() {
+    let plan = plan(&[corpus()], None).expect("the corpus loads");
+    let scenarios: std::collections::BTreeSet<String> = plan.runs.iter().map(|(s, _)| s.name.clone()).collect();
+    assert!(scenarios.len() >= 60, "the corpus has {} scenarios, fewer than 60", scenarios.len());
+    let mut jobs: Vec<_> = plan.runs.iter().map(|(s, v)| (s.clone(), *v, EngineKind::Sim)).collect();
+    // The newest release of each scenario again, for the sim-vs-sim diff.
+    let mut again = Vec::new();
+    for name in &scenarios {
+        let (s, v) = plan.runs.iter().rev().find(|(s, _)| &s.name == name).expect("a run");
+        again.push((s.clone(), *v, EngineKind::Sim));
+    }
+    let first_count = jobs.len();
+    jobs.extend(again);
+    let runs = run_all(jobs.clone());
+    let failures: Vec<String> = runs[..first_count]
+        .iter()
+        .flat_map(|r| r.failures.iter().map(move |f| format!("{} {}: {f}", r.scenario, r.release)))
+        .collect();
+    assert!(failures.is_empty(), "scenarios failed on the sim:\n  {}", failures.join("\n  "));
+    let mut differences = Vec::new();
+    for (i, rerun) in runs[first_count..].iter().enumerate() {
+        let s = &jobs[first_count + i].0;
+        let first = runs[..first_count]
+            .iter()
+            .find(|r| r.scenario == rerun.scenario && r.release == rerun.release)
+            .expect("the first run");
+        let d = diff(s, first, rerun);
+        differences.extend(d.entries.iter().map(|e| format!("{} {} {}: {} vs {}", s.name, e.step, e.path, e.left, e.right)));
+    }
+    assert!(differences.is_empty(), "the sim differs from itself (not deterministic):\n  {}", differences.join("\n  "));
+}
+
+/// The referee directory and the releases built in it, or why there are none.
+fn referees() -> Result<(PathBuf, Vec<KubeletVersion>), String> {
+    let dir = std::env::var_os("DPCTL_REFEREE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/referee"));
+    let wanted = ["1.34", "1.35", "1.36", "1.37"];
+    let missing: Vec<&str> =
+        wanted.iter().copied().filter(|r| !dir.join(format!("{REFEREE_PREFIX}{r}")).is_file()).collect();
+    if missing.is_empty() {
+        let versions = dpctl::smoke::engine::parse_releases(&wanted.join(",")).map_err(|e| e.to_string())?;
+        return Ok((dir, versions));
+    }
+    let go = std::process::Command::new("go").arg("version").output().is_ok_and(|o| o.status.success());
+    let missing = missing.iter().map(|r| format!("{REFEREE_PREFIX}{r}")).collect::<Vec<_>>().join(", ");
+    Err(if go {
+        format!("no {missing} in {} (Go is installed: build them with conformance/build.sh)", dir.display())
+    } else {
+        format!(
+            "no {missing} in {}, and no Go toolchain to build them (install Go, then conformance/build.sh)",
+            dir.display()
+        )
+    })
+}
+
+/// The referees, or `None` after one `SKIPPED conformance` line; under CI a failure.
+fn referees_or_skip() -> Option<(PathBuf, Vec<KubeletVersion>)> {
+    static SKIPPED: OnceLock<()> = OnceLock::new();
+    match referees() {
+        Ok(r) => Some(r),
+        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => {
+            panic!("conformance: referees unavailable under CI: {why}")
+        }
+        Err(why) => {
+            SKIPPED.get_or_init(|| eprintln!("SKIPPED conformance: {why}"));
+            None
+        }
+    }
+}
+
+/// Every scenario on the referee of each release it names (1.34-1.37): the
+/// diff against the sim must be empty or declared in the scenario.
+#[test]
+fn every_scenario_diffs_empty_or_declared_against_the_referee() {
+    let Some((dir, versions)) = referees_or_skip() else { return };
+    let plan = plan(&[corpus()], Some(&versions)).expect("the corpus loads");
+    let mut jobs = Vec::new();
+    for (s, v) in &plan.runs {
+        jobs.push((s.clone(), *v, EngineKind::Sim));
+        jobs.push((s.clone(), *v, EngineKind::Referee(dir.clone())));
+    }
+    let runs = run_all(jobs.clone());
+    let mut problems = Vec::new();
+    for (pair, job) in runs.chunks(2).zip(jobs.chunks(2)) {
+        let d: ScenarioDiff = diff(&job[0].0, &pair[0], &pair[1]);
+        for e in d.entries.iter().filter(|e| e.verdict == Verdict::Unexplained) {
+            problems.push(format!("{} {} {} {}: sim {} | referee {}", d.scenario, d.release, e.step, e.path, e.left, e.right));
+        }
+        problems.extend(d.run_failures.iter().map(|f| format!("{} {}: {f}", d.scenario, d.release)));
+    }
+    assert!(problems.is_empty(), "undeclared differences from the kubelet's code:\n  {}", problems.join("\n  "));
+}
