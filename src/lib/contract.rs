@@ -247,6 +247,33 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn allocate_needs_one_response_per_container_request() {
+        let resp = |n: usize| dp::AllocateResponse { container_responses: vec![Default::default(); n] };
+        assert!(check_allocate(1, &resp(1)).is_empty());
+        assert!(check_allocate(2, &resp(2)).is_empty());
+        for (requests, n) in [(1, 0), (1, 2), (2, 1)] {
+            let got = check_allocate(requests, &resp(n));
+            assert_eq!(got.len(), 1, "{requests} {n}");
+            assert_eq!(got[0].rule, "allocate-one-response-per-container");
+            assert_eq!(got[0].evidence, format!("{n} container response(s) for {requests} container request(s)"));
+        }
+    }
+
+    // The kubelet's receive limit is inclusive; evidence lists five IDs, then a count.
+    #[test]
+    fn snapshot_limits_are_exact() {
+        let d = |id: &str| Device { id: id.into(), health: "Healthy".into(), numa_nodes: Some(vec![0]) };
+        assert!(check_snapshot(&[d("a")], KUBELET_MAX_RECV).is_empty());
+        assert_eq!(check_snapshot(&[d("a")], KUBELET_MAX_RECV + 1)[0].rule, "message-size");
+        let twice =
+            |n: usize| -> Vec<Device> { (0..n).flat_map(|i| [d(&format!("D{i}")), d(&format!("D{i}"))]).collect() };
+        let five = check_snapshot(&twice(5), 10);
+        assert_eq!(five[0].evidence, "IDs listed more than once: D0, D1, D2, D3, D4");
+        let seven = check_snapshot(&twice(7), 10);
+        assert_eq!(seven[0].evidence, "IDs listed more than once: D0, D1, D2, D3, D4 and 2 more");
+    }
+
+    #[test]
     fn snapshot_rules() {
         let d = |id: &str, h: &str, n: Option<Vec<i64>>| Device { id: id.into(), health: h.into(), numa_nodes: n };
         assert!(check_snapshot(&[d("a", "Healthy", Some(vec![0]))], 10).is_empty());

@@ -88,6 +88,20 @@ mod tests {
         assert!(parse("400d").unwrap_err().contains("365 days"));
     }
 
+    // The bounds themselves: 0 and exactly 365 days are accepted; a negative
+    // or non-finite number is named as such, not as "too long".
+    #[test]
+    fn zero_and_the_maximum_are_accepted_and_bad_numbers_are_named() {
+        assert_eq!(parse("0").unwrap(), Duration::ZERO);
+        assert_eq!(from_secs_f64(0.0), Ok(Duration::ZERO));
+        assert_eq!(parse("31536000").unwrap(), MAX);
+        assert!(parse("31536000.5").unwrap_err().contains("365 days"));
+        for bad in ["-1", "-0.001", "NaN", "inf", "-inf"] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains("a duration must be a finite number of seconds, at least 0"), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn deadlines_saturate() {
         let now = tokio::time::Instant::now();

@@ -190,3 +190,133 @@ fn ids_are_unique_in_numa_order_at_scale() {
     let dup = BTreeMap::from([(0, Some(vec!["A".to_string()])), (1, Some(vec!["A".to_string(), "C".to_string()]))]);
     assert_eq!(DeviceIds::PerNuma(Some(dup)).ids(), ["A", "C"]);
 }
+
+/// Two entries and two registered resources: go-spew separates slice
+/// elements and map entries with one space. The checksum is what the
+/// kubelet's `checkpointmanager/checksum` (k8s.io/utils `dump.ForHash`, then
+/// FNV-32a) gives for the same Go value; it holds for 1.20+ (the v2 layout).
+#[test]
+fn two_entries_and_two_resources_hash_as_the_kubelet_hashes_them() {
+    let entry = |c: &str, r: &str, ids: BTreeMap<i64, Option<Vec<String>>>, resp: Option<Vec<u8>>| PodDevicesEntry {
+        pod_uid: "uid-1".into(),
+        container_name: c.into(),
+        resource_name: r.into(),
+        device_ids: DeviceIds::PerNuma(Some(ids)),
+        alloc_resp: resp,
+    };
+    let v = |ids: &[&str]| Some(ids.iter().map(ToString::to_string).collect::<Vec<_>>());
+    let data = CheckpointData {
+        pod_device_entries: Some(vec![
+            entry("c0", "example.com/a", BTreeMap::from([(0, v(&["A0", "A1"])), (1, v(&["A2"]))]), Some(vec![1, 2])),
+            entry("c1", "example.com/b", BTreeMap::from([(-1, v(&["B0"]))]), None),
+        ]),
+        registered_devices: Some(BTreeMap::from([
+            ("example.com/b".to_string(), v(&["B0", "B1"])),
+            ("example.com/a".to_string(), v(&["A0", "A1", "A2"])),
+        ])),
+    };
+    assert_eq!(
+        spew::spew_text(&data),
+        "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)[{PodUID:(string)uid-1 \
+         ContainerName:(string)c0 ResourceName:(string)example.com/a DeviceIDs:(checkpoint.DevicesPerNUMA)\
+         map[0:[A0 A1] 1:[A2]] AllocResp:([]uint8)[1 2]} {PodUID:(string)uid-1 ContainerName:(string)c1 \
+         ResourceName:(string)example.com/b DeviceIDs:(checkpoint.DevicesPerNUMA)map[-1:[B0]] \
+         AllocResp:([]uint8)<nil>}] RegisteredDevices:(map[string][]string)map[example.com/a:[A0 A1 A2] \
+         example.com/b:[B0 B1]]}"
+    );
+    assert_eq!(spew::checksum(&data), 2_680_277_395);
+    let cp = Checkpoint::new(data);
+    let json = String::from_utf8(cp.to_json()).unwrap();
+    assert!(
+        json.contains(
+            r#""RegisteredDevices":{"example.com/a":["A0","A1","A2"],"example.com/b":["B0","B1"]}},"Checksum":2680277395}"#
+        ),
+        "{json}"
+    );
+    assert!(json.contains(r#""AllocResp":"AQI="},{"PodUID":"uid-1","ContainerName":"c1""#), "{json}");
+    assert!(json.contains(r#""DeviceIDs":{"0":["A0","A1"],"1":["A2"]}"#), "{json}");
+    assert_eq!(parse(json.as_bytes()), cp);
+}
+
+/// A stored Allocate answer (`AllocResp`, a `[]byte`) is base64 in the file;
+/// Go's decoder skips `\r` and `\n` inside it (encoding/base64), so a file
+/// with wrapped base64 still loads, and is written back unwrapped.
+#[test]
+fn alloc_resp_base64_skips_line_breaks_as_go_does() {
+    let file = |b64: &str| {
+        format!(
+            r#"{{"Data":{{"PodDeviceEntries":[{{"PodUID":"u","ContainerName":"c","ResourceName":"r","DeviceIDs":null,"AllocResp":"{b64}"}}]}},"Checksum":0}}"#
+        )
+    };
+    for b64 in ["GgA=", r"Gg\nA=", r"Gg\rA=", r"Gg\r\nA=\n", r"\n\rGgA="] {
+        let cp = parse(file(b64).as_bytes());
+        let e = &cp.data.pod_device_entries.as_ref().unwrap()[0];
+        assert_eq!(e.alloc_resp, Some(vec![0x1a, 0x00]), "{b64}");
+        assert!(String::from_utf8(cp.to_json()).unwrap().contains(r#""AllocResp":"GgA=""#), "{b64}");
+    }
+    let empty = parse(file("").as_bytes());
+    assert_eq!(empty.data.pod_device_entries.unwrap()[0].alloc_resp, Some(vec![]));
+    // Other whitespace is not skipped: refused, naming the field.
+    let err = Checkpoint::parse(file("Gg A=").as_bytes(), "f", LegacyFormat::Refuse).unwrap_err().to_string();
+    assert!(err.contains("Data.PodDeviceEntries[0].AllocResp: not base64"), "{err}");
+}
+
+/// A value of the wrong JSON kind is refused naming the field, the kind
+/// found and the Go type wanted (as encoding/json's UnmarshalTypeError does).
+#[test]
+fn wrong_json_kinds_name_the_field_the_kind_and_the_go_type() {
+    let cases: &[(&str, &str)] = &[
+        (r#"[]"#, "cannot unmarshal array into Go value of type checkpoint.Data"),
+        (r#"{"Data":true}"#, "Data: cannot unmarshal bool into Go value of type checkpoint.checkpointData"),
+        (
+            r#"{"Data":{"PodDeviceEntries":{}}}"#,
+            "Data.PodDeviceEntries: cannot unmarshal object into Go value of type []checkpoint.PodDevicesEntry",
+        ),
+        (
+            r#"{"Data":{"PodDeviceEntries":["x"]}}"#,
+            "Data.PodDeviceEntries[0]: cannot unmarshal string into Go value of type checkpoint.PodDevicesEntry",
+        ),
+        (
+            r#"{"Data":{"PodDeviceEntries":[{"PodUID":5}]}}"#,
+            "Data.PodDeviceEntries[0].PodUID: cannot unmarshal number into Go value of type string",
+        ),
+        (
+            r#"{"Data":{"PodDeviceEntries":[{"AllocResp":true}]}}"#,
+            "Data.PodDeviceEntries[0].AllocResp: cannot unmarshal bool into Go value of type []uint8",
+        ),
+        (
+            r#"{"Data":{"PodDeviceEntries":[{"DeviceIDs":"x"}]}}"#,
+            "Data.PodDeviceEntries[0].DeviceIDs: cannot unmarshal string into Go value of type checkpoint.DevicesPerNUMA",
+        ),
+        (
+            r#"{"Data":{"PodDeviceEntries":[{"DeviceIDs":{"0":[null,{}]}}]}}"#,
+            "Data.PodDeviceEntries[0].DeviceIDs.0[1]: cannot unmarshal object into Go value of type string",
+        ),
+        (
+            r#"{"Data":{"RegisteredDevices":[]}}"#,
+            "Data.RegisteredDevices: cannot unmarshal array into Go value of type map[string][]string",
+        ),
+        (
+            r#"{"Data":{"RegisteredDevices":{"r":"a"}}}"#,
+            "Data.RegisteredDevices.r: cannot unmarshal string into Go value of type []string",
+        ),
+        (r#"{"Checksum":"1"}"#, "Checksum: cannot unmarshal string into Go value of type uint64"),
+    ];
+    for (json, want) in cases {
+        let err = Checkpoint::parse(json.as_bytes(), "f", LegacyFormat::Refuse).unwrap_err().to_string();
+        assert!(err.contains(want), "{json}: {err}");
+    }
+}
+
+/// encoding/json writes control characters below U+0020 as `\u00XX` (other
+/// than `\n`, `\r`, `\t`, `\b`, `\f`), and the space and DEL as they are.
+#[test]
+fn control_characters_are_escaped_as_go_escapes_them() {
+    let data = CheckpointData {
+        pod_device_entries: None,
+        registered_devices: Some(BTreeMap::from([("\u{1}\u{1f} \u{7f}\t\u{8}\u{c}".to_string(), None)])),
+    };
+    let json = String::from_utf8(Checkpoint::new(data.clone()).to_json()).unwrap();
+    assert!(json.contains("{\"\\u0001\\u001f \u{7f}\\t\\b\\f\":null}"), "{json}");
+    assert_eq!(parse(json.as_bytes()).data, data);
+}

@@ -92,6 +92,7 @@ pub fn generate(
     let mut hints = Vec::new();
     for mask in Mask::subsets(machine_nodes) {
         let total = all.iter().filter(|n| mask.any_set(n)).count() as u64;
+        // equivalent mutant: `<=` for `<` only stores the size min_size already holds.
         if total >= request && mask.count() < min_size {
             min_size = mask.count();
         }

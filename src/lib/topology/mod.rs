@@ -12,6 +12,8 @@ pub mod merge;
 
 #[cfg(test)]
 mod examples;
+#[cfg(test)]
+mod hint_cases;
 
 use std::collections::BTreeSet;
 use std::fmt;
