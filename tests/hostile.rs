@@ -222,3 +222,119 @@ async fn at_the_cap_the_oldest_idle_connection_makes_room() {
     busy.options().await.unwrap();
     newcomer.options().await.unwrap();
 }
+
+/// Floods `frame` on one connection until the server closes it; returns
+/// the GOAWAY seen and how long the flood lasted.
+async fn flood(path: &Path, unit: Vec<u8>) -> (Option<(u32, String)>, Duration) {
+    let started = Instant::now();
+    let conn = UnixStream::connect(path).await.unwrap();
+    let (mut read, mut write) = conn.into_split();
+    let reader = tokio::spawn(async move {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 65536];
+        let mut goaway = None;
+        loop {
+            let n = read.read(&mut chunk).await.unwrap_or(0);
+            if n == 0 {
+                return goaway;
+            }
+            buf.extend_from_slice(&chunk[..n]);
+            while buf.len() >= 9 {
+                let len = (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+                if buf.len() < 9 + len {
+                    break;
+                }
+                if buf[3] == 7 && len >= 8 {
+                    let code = u32::from_be_bytes([buf[13], buf[14], buf[15], buf[16]]);
+                    goaway = Some((code, String::from_utf8_lossy(&buf[17..9 + len]).into_owned()));
+                }
+                buf.drain(..9 + len);
+            }
+        }
+    });
+    let batch: Vec<u8> = std::iter::repeat_n(unit, 1000).flatten().collect();
+    write.write_all(&hello()).await.unwrap();
+    while write.write_all(&batch).await.is_ok() {
+        if reader.is_finished() {
+            break;
+        }
+    }
+    let goaway = within("the flooding connection to be closed", reader).await.unwrap();
+    (goaway, started.elapsed())
+}
+
+// A client sending PING or SETTINGS frames in a loop used to keep a server
+// at 80-90% of a core for as long as it liked. Past the allowance it gets
+// GOAWAY ENHANCE_YOUR_CALM and is closed, and other clients are served
+// meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ping_and_settings_floods_are_cut_off_and_others_are_served() {
+    let sb = Sandbox::new();
+    let path = sb.join("f.sock");
+    let _stop = serve_plugin(&path, Default::default()).await;
+    let normal = dpctl::plugin_client::PluginClient::connect(&path, &Default::default()).await.unwrap();
+    for unit in [frame(6, 0, 0, b"12345678"), frame(4, 0, 0, &[])] {
+        let kind = if unit[3] == 6 { "PING" } else { "SETTINGS" };
+        let target = path.clone();
+        let flooding = tokio::spawn(async move { flood(&target, unit).await });
+        // Served while the flood is on (and after).
+        normal.options().await.unwrap();
+        let (goaway, took) = flooding.await.unwrap();
+        assert_eq!(goaway, Some((0xb, "too_many_pings".to_string())), "{kind} flood");
+        assert!(took < Duration::from_secs(5), "{kind} flood lasted {took:?}");
+        normal.options().await.unwrap();
+    }
+}
+
+// The allowance is given back whenever the server sends an answer: a client
+// that pings around every call (grpc-go's BDP estimator) is never cut off,
+// however many calls it makes.
+#[tokio::test]
+async fn pings_between_calls_are_never_a_flood() {
+    let sb = Sandbox::new();
+    let path = sb.join("p.sock");
+    let _stop = serve_plugin(&path, Default::default()).await;
+    let mut c = UnixStream::connect(&path).await.unwrap();
+    c.write_all(&hello()).await.unwrap();
+    let mut enc = loona_hpack::Encoder::new();
+    let calls = 3 * dpctl::transport::guard::CONTROL_FRAME_BURST;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16384];
+    for i in 0..calls {
+        let stream = 1 + 2 * i;
+        let headers: Vec<(&[u8], &[u8])> = vec![
+            (b":method", b"POST"),
+            (b":scheme", b"http"),
+            (b":path", b"/v1beta1.DevicePlugin/GetDevicePluginOptions"),
+            (b":authority", b"localhost"),
+            (b"content-type", b"application/grpc"),
+            (b"te", b"trailers"),
+        ];
+        let mut out = frame(6, 0, 0, b"bdp-ping");
+        out.extend(frame(1, 0x4, stream, &enc.encode(headers)));
+        out.extend(frame(0, 0x1, stream, &[0, 0, 0, 0, 0]));
+        c.write_all(&out).await.unwrap();
+        // Wait for this call's trailers (HEADERS with END_STREAM on the stream).
+        within("the call's answer", async {
+            loop {
+                while buf.len() >= 9 {
+                    let len = (usize::from(buf[0]) << 16) | (usize::from(buf[1]) << 8) | usize::from(buf[2]);
+                    if buf.len() < 9 + len {
+                        break;
+                    }
+                    let (kind, flags) = (buf[3], buf[4]);
+                    let id = u32::from_be_bytes([buf[5], buf[6], buf[7], buf[8]]);
+                    assert_ne!(kind, 7, "GOAWAY after {i} calls");
+                    buf.drain(..9 + len);
+                    if kind == 1 && flags & 1 != 0 && id == stream {
+                        return;
+                    }
+                }
+                let n = c.read(&mut chunk).await.unwrap();
+                assert!(n > 0, "closed after {i} calls");
+                buf.extend_from_slice(&chunk[..n]);
+            }
+        })
+        .await;
+    }
+}
