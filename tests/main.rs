@@ -15,6 +15,7 @@ mod doctor;
 mod exit_codes;
 mod fuzz;
 mod help;
+mod hostile;
 mod interop;
 mod isolate;
 mod kubelet_sim;

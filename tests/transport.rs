@@ -270,34 +270,3 @@ async fn connections_that_never_finish_the_handshake_are_closed() {
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
     client.options().await.unwrap();
 }
-
-// Issue 12 item 4: at the connection cap new connections are closed while
-// the open ones keep working; a slot frees when a connection goes.
-#[tokio::test]
-async fn connections_over_the_cap_are_closed_and_open_ones_keep_working() {
-    let sb = Sandbox::new();
-    let path = sb.join("c.sock");
-    let limits = dpctl::transport::ConnectionLimits { max_connections: 2, ..Default::default() };
-    let (plugin, _stop) = serve_limited(&path, limits).await;
-    let first = dpctl::plugin_client::PluginClient::connect(&path, &Default::default()).await.unwrap();
-    first.options().await.unwrap();
-    let idle = tokio::net::UnixStream::connect(&path).await.unwrap();
-    let mut over = tokio::net::UnixStream::connect(&path).await.unwrap();
-    within("the connection over the cap to be closed", until_closed(&mut over)).await;
-    first.options().await.unwrap();
-    drop(idle);
-    // The idle connection's slot comes back once the server notices it is gone.
-    within("a new connection once a slot is free", async {
-        loop {
-            let c = dpctl::plugin_client::PluginClient::connect(&path, &Default::default()).await;
-            if let Ok(c) = c
-                && c.options().await.is_ok()
-            {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    assert!(plugin.rpcs().len() >= 3);
-}

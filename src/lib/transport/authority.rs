@@ -41,7 +41,7 @@ use std::task::{Context, Poll, ready};
 use bytes::{Buf, BufMut, BytesMut};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+pub(super) const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 const FRAME_HEADER_LEN: usize = 9;
 const TYPE_HEADERS: u8 = 0x1;
 const TYPE_CONTINUATION: u8 = 0x9;
@@ -101,6 +101,7 @@ pub struct AuthorityFix<S> {
     handshake: Option<Pin<Box<tokio::time::Sleep>>>,
     handshake_done: bool,
     held: Option<Box<dyn std::any::Any + Send + Sync>>,
+    guard: Option<Box<super::guard::Http2Guard>>,
     raw: BytesMut,
     ready: BytesMut,
     preface_left: usize,
@@ -148,6 +149,7 @@ impl<S> AuthorityFix<S> {
             handshake: None,
             handshake_done: false,
             held: None,
+            guard: None,
             raw: BytesMut::with_capacity(16 * 1024),
             ready: BytesMut::with_capacity(16 * 1024),
             preface_left: PREFACE.len(),
@@ -178,6 +180,17 @@ impl<S> AuthorityFix<S> {
         self
     }
 
+    /// Watches the connection with `guard` (its slot in the server's
+    /// connection table, the idle deadline and the flood limit): the
+    /// connection closes, with GOAWAY where one can be sent, when it has had
+    /// no open stream for the idle timeout, when the table evicts it, or when
+    /// the client floods PING/SETTINGS frames. Its token also aborts it.
+    pub fn guarded(mut self, guard: super::guard::Http2Guard) -> Self {
+        self.abort = Some(Box::pin(guard.token().cancelled_owned()));
+        self.guard = Some(Box::new(guard));
+        self
+    }
+
     /// Keeps `value` alive as long as the connection (e.g. a slot of a
     /// connection limit).
     pub fn hold(mut self, value: impl std::any::Any + Send + Sync) -> Self {
@@ -185,18 +198,28 @@ impl<S> AuthorityFix<S> {
         self
     }
 
-    /// Fails once the kill switch has fired or the handshake deadline has
-    /// passed (and registers for their wake-ups).
-    fn check_abort(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+    /// Fails once the kill switch has fired, the handshake deadline has
+    /// passed, or the guard wants the connection closed (and registers for
+    /// their wake-ups). `Err(Some(why))` asks for a GOAWAY first.
+    fn check_abort(&mut self, cx: &mut Context<'_>) -> Result<(), (io::Error, Option<super::guard::Close>)> {
         let fired = self.abort.as_mut().is_some_and(|f| f.as_mut().poll(cx).is_ready());
         if fired {
-            return Err(io::Error::new(io::ErrorKind::ConnectionAborted, "server stopped"));
+            if let Some(g) = &self.guard
+                && g.evicted()
+            {
+                let why = super::guard::Close::Evicted;
+                return Err((why.error(), Some(why)));
+            }
+            return Err((io::Error::new(io::ErrorKind::ConnectionAborted, "server stopped"), None));
         }
         if self.handshake_done {
             self.handshake = None;
         } else if self.handshake.as_mut().is_some_and(|s| s.as_mut().poll(cx).is_ready()) {
             tracing::debug!("closing a connection that did not finish the HTTP/2 handshake in time");
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "no HTTP/2 preface and SETTINGS in time"));
+            return Err((io::Error::new(io::ErrorKind::TimedOut, "no HTTP/2 preface and SETTINGS in time"), None));
+        }
+        if let Some(why) = self.guard.as_mut().and_then(|g| g.poll_close(cx)) {
+            return Err((why.error(), Some(why)));
         }
         Ok(())
     }
@@ -624,10 +647,57 @@ fn put_frame_header(buf: &mut BytesMut, len: usize, kind: u8, flags: u8, stream_
     buf.put_u32(stream_id & 0x7fff_ffff);
 }
 
-impl<S: AsyncRead + Unpin> AsyncRead for AuthorityFix<S> {
+impl<S: AsyncWrite + Unpin> AuthorityFix<S> {
+    /// Turns a [`AuthorityFix::check_abort`] failure into the error the
+    /// server sees, sending GOAWAY first when the guard asked for one and the
+    /// server is between frames. One attempt, never waited for: the
+    /// connection closes either way.
+    fn fail(&mut self, cx: &mut Context<'_>, (err, why): (io::Error, Option<super::guard::Close>)) -> io::Error {
+        if let (Some(why), Some(g)) = (why, &self.guard)
+            && let Some(frame) = g.goaway(why)
+        {
+            let _ = Pin::new(&mut self.inner).poll_write(cx, &frame);
+            let _ = Pin::new(&mut self.inner).poll_flush(cx);
+        }
+        err
+    }
+
+    /// Tells the guard what the server wrote.
+    fn wrote<'a>(&mut self, bufs: impl Iterator<Item = &'a [u8]>, mut n: usize) {
+        let Some(g) = &mut self.guard else { return };
+        for b in bufs {
+            if n == 0 {
+                break;
+            }
+            let take = b.len().min(n);
+            g.outbound(&b[..take]);
+            n -= take;
+        }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> AsyncRead for AuthorityFix<S> {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        this.check_abort(cx)?;
+        if let Err(e) = this.check_abort(cx) {
+            return Poll::Ready(Err(this.fail(cx, e)));
+        }
+        let before = buf.filled().len();
+        ready!(this.poll_read_inner(cx, buf))?;
+        if let Some(g) = &mut this.guard
+            && let Err(why) = g.inbound(&buf.filled()[before..])
+        {
+            // The flood's frames never reach the server.
+            buf.set_filled(before);
+            return Poll::Ready(Err(this.fail(cx, (why.error(), Some(why)))));
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: AsyncRead + Unpin> AuthorityFix<S> {
+    fn poll_read_inner(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self;
         loop {
             if !this.ready.is_empty() {
                 let n = this.ready.len().min(buf.remaining());
@@ -665,8 +735,13 @@ impl<S: AsyncRead + Unpin> AsyncRead for AuthorityFix<S> {
 
 impl<S: AsyncWrite + Unpin> AsyncWrite for AuthorityFix<S> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        self.check_abort(cx)?;
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let this = &mut *self;
+        if let Err(e) = this.check_abort(cx) {
+            return Poll::Ready(Err(this.fail(cx, e)));
+        }
+        let n = ready!(Pin::new(&mut this.inner).poll_write(cx, buf))?;
+        this.after_write(cx, std::iter::once(buf), n);
+        Poll::Ready(Ok(n))
     }
 
     fn poll_write_vectored(
@@ -674,8 +749,13 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for AuthorityFix<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        self.check_abort(cx)?;
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let this = &mut *self;
+        if let Err(e) = this.check_abort(cx) {
+            return Poll::Ready(Err(this.fail(cx, e)));
+        }
+        let n = ready!(Pin::new(&mut this.inner).poll_write_vectored(cx, bufs))?;
+        this.after_write(cx, bufs.iter().map(|b| &**b), n);
+        Poll::Ready(Ok(n))
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -688,6 +768,20 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for AuthorityFix<S> {
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AuthorityFix<S> {
+    /// After a write: the guard learns what went out, and when that ended
+    /// the last open call, its idle deadline is registered with `cx` (the
+    /// server's next read then sees the deadline pass).
+    fn after_write<'a>(&mut self, cx: &mut Context<'_>, bufs: impl Iterator<Item = &'a [u8]>, n: usize) {
+        self.wrote(bufs, n);
+        if let Some(g) = &mut self.guard
+            && g.poll_close(cx).is_some()
+        {
+            cx.waker().wake_by_ref();
+        }
     }
 }
 

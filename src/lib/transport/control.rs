@@ -20,7 +20,9 @@ use crate::error::{Error, Result};
 /// The limit is per request: a client may keep a connection for any number
 /// of requests.
 pub const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
-/// Most control connections served at once; further ones are closed at once.
+/// Most control connections served at once. At the cap a new connection
+/// takes the place of the one idle the longest (waiting for a request);
+/// only when every connection is busy with a request is it closed at once.
 pub const MAX_CONNECTIONS: usize = 64;
 
 /// Answers requests on `listener` with `handler` until `shutdown` completes.
@@ -34,15 +36,18 @@ where
     F: Fn(std::result::Result<Req, String>) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = Resp> + Send + 'static,
 {
-    serve_limited(listener, handler, MAX_CONNECTIONS, MAX_REQUEST_BYTES, shutdown).await;
+    serve_limited(listener, handler, MAX_CONNECTIONS, MAX_REQUEST_BYTES, super::guard::IDLE_TIMEOUT, shutdown).await;
 }
 
-/// [`serve`] with explicit limits (for tests).
+/// [`serve`] with explicit limits (for tests): a connection waiting for a
+/// request longer than `idle_timeout` is closed (the transport's one idle
+/// deadline, [`super::guard::IDLE_TIMEOUT`], by default).
 pub async fn serve_limited<Req, Resp, F, Fut>(
     listener: Listener,
     handler: F,
     max_connections: usize,
     max_request: usize,
+    idle_timeout: Duration,
     shutdown: impl Future<Output = ()>,
 ) where
     Req: DeserializeOwned + Send + 'static,
@@ -51,7 +56,10 @@ pub async fn serve_limited<Req, Resp, F, Fut>(
     Fut: Future<Output = Resp> + Send + 'static,
 {
     let Listener { listener, guard } = listener;
-    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(max_connections));
+    let table = super::guard::ConnTable::new(max_connections);
+    let stop = tokio_util::sync::CancellationToken::new();
+    // Every connection closes with the server, however this function ends.
+    let _close_all = stop.clone().drop_guard();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -66,21 +74,38 @@ pub async fn serve_limited<Req, Resp, F, Fut>(
                         continue;
                     }
                 };
-                let Ok(permit) = slots.clone().try_acquire_owned() else {
-                    tracing::warn!(max = max_connections, "control socket: too many connections; closing a new one");
-                    drop(stream);
-                    continue;
+                let slot = match table.admit(&stop) {
+                    super::guard::Admission::Admitted(slot) => slot,
+                    super::guard::Admission::Evicted(slot) => {
+                        tracing::debug!(max = max_connections, "control socket: closed the oldest idle connection for a new one");
+                        slot
+                    }
+                    super::guard::Admission::Full => {
+                        tracing::warn!(max = max_connections, "control socket: every connection busy; closing a new one");
+                        drop(stream);
+                        continue;
+                    }
                 };
                 let handler = handler.clone();
                 tokio::spawn(async move {
-                    let _permit = permit;
+                    let closed = slot.token();
                     let (read, mut write) = stream.into_split();
                     let mut reader = BufReader::new(read);
                     loop {
-                        let line = match read_line(&mut reader, max_request).await {
+                        slot.set_idle(true);
+                        let line = tokio::select! {
+                            line = read_line(&mut reader, max_request) => line,
+                            () = closed.cancelled() => break,
+                            () = tokio::time::sleep(idle_timeout) => {
+                                tracing::debug!(idle = ?idle_timeout, "control socket: closing an idle connection");
+                                break;
+                            }
+                        };
+                        let line = match line {
                             Ok(Some(line)) => line,
                             Ok(None) | Err(_) => break,
                         };
+                        slot.set_idle(false);
                         let request = match line {
                             Line::Complete(text) => serde_json::from_slice::<Req>(&text).map_err(|e| e.to_string()),
                             Line::TooLong => Err(format!("request over {max_request} bytes")),
@@ -201,7 +226,7 @@ mod tests {
         let path = dir.path().join("c.sock");
         let listener = bind(&path, &BindOptions::default()).await.unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve_limited(listener, echo, 1, 100, async {
+        let server = tokio::spawn(serve_limited(listener, echo, 1, 100, Duration::from_secs(300), async {
             let _ = rx.await;
         }));
         let wait = Duration::from_secs(10);
@@ -215,12 +240,6 @@ mod tests {
             let reply = tokio::time::timeout(wait, lines.next_line()).await.unwrap().unwrap().unwrap();
             assert!(reply.contains("\"ok\""), "request {i}: {reply}");
         }
-        // A second connection is over the cap of 1: closed without an answer.
-        let mut second = UnixStream::connect(&path).await.unwrap();
-        let _ = second.write_all(b"1\n").await;
-        let mut buf = Vec::new();
-        let n = tokio::time::timeout(wait, second.read_to_end(&mut buf)).await.unwrap().unwrap_or(0);
-        assert_eq!(n, 0, "{}", String::from_utf8_lossy(&buf));
         // One request over the limit: an error naming it, then the connection closes.
         write.write_all(format!("\"{}\"\n", "y".repeat(200)).as_bytes()).await.unwrap();
         let reply = tokio::time::timeout(wait, lines.next_line()).await.unwrap().unwrap().unwrap();
@@ -229,6 +248,89 @@ mod tests {
         drop(tx);
         tokio::time::timeout(wait, server).await.unwrap().unwrap();
         assert!(!path.exists());
+    }
+
+    /// At the cap, a new connection takes the place of the oldest idle one
+    /// (64 idle clients used to lock every other client out); only when
+    /// every connection is busy is the newcomer refused.
+    #[tokio::test]
+    async fn at_the_cap_the_oldest_idle_connection_makes_room() {
+        let dir = tempfile::Builder::new().prefix("dpc").tempdir_in("/tmp").unwrap();
+        let path = dir.path().join("c.sock");
+        let listener = bind(&path, &BindOptions::default()).await.unwrap();
+        let release = std::sync::Arc::new(tokio::sync::Notify::new());
+        let gate = std::sync::Arc::clone(&release);
+        let handler = move |req: std::result::Result<serde_json::Value, String>| {
+            let gate = std::sync::Arc::clone(&gate);
+            async move {
+                if req.as_ref().is_ok_and(|v| v == "hold") {
+                    gate.notified().await;
+                }
+                echo(req).await
+            }
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_limited(listener, handler, 2, 100, Duration::from_secs(300), async {
+            let _ = rx.await;
+        }));
+        let wait = Duration::from_secs(10);
+        // Two idle connections fill the table; the oldest goes for a third.
+        let mut oldest = UnixStream::connect(&path).await.unwrap();
+        let _second = UnixStream::connect(&path).await.unwrap();
+        let reply: serde_json::Value = call(&path, &"hi", wait).await.unwrap();
+        assert_eq!(reply["ok"], "hi");
+        let mut buf = Vec::new();
+        let n = tokio::time::timeout(wait, oldest.read_to_end(&mut buf)).await.unwrap().unwrap_or(0);
+        assert_eq!(n, 0, "the oldest idle connection is closed");
+        // Two busy connections: a third is refused, and the busy ones are answered.
+        let busy = || async {
+            let mut c = UnixStream::connect(&path).await.unwrap();
+            c.write_all(b"\"hold\"\n").await.unwrap();
+            c
+        };
+        let (mut a, mut b) = (busy().await, busy().await);
+        // Wait until both are being handled (the third would otherwise evict one still idle).
+        tokio::time::timeout(wait, async {
+            loop {
+                let mut probe = UnixStream::connect(&path).await.unwrap();
+                let _ = probe.write_all(b"1\n").await;
+                let mut buf = Vec::new();
+                if probe.read_to_end(&mut buf).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("a newcomer refused while every connection is busy");
+        release.notify_waiters();
+        for c in [&mut a, &mut b] {
+            let mut line = String::new();
+            tokio::time::timeout(wait, BufReader::new(c).read_line(&mut line)).await.unwrap().unwrap();
+            assert!(line.contains("\"ok\":\"hold\""), "{line}");
+        }
+        drop(tx);
+        tokio::time::timeout(wait, server).await.unwrap().unwrap();
+    }
+
+    /// A connection that sends no request within the idle deadline is closed.
+    #[tokio::test]
+    async fn idle_control_connections_are_closed_at_the_deadline() {
+        let dir = tempfile::Builder::new().prefix("dpc").tempdir_in("/tmp").unwrap();
+        let path = dir.path().join("c.sock");
+        let listener = bind(&path, &BindOptions::default()).await.unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(serve_limited(listener, echo, 4, 100, Duration::from_millis(300), async {
+            let _ = rx.await;
+        }));
+        let started = std::time::Instant::now();
+        let mut idle = UnixStream::connect(&path).await.unwrap();
+        let mut buf = Vec::new();
+        let n = tokio::time::timeout(Duration::from_secs(10), idle.read_to_end(&mut buf)).await.unwrap().unwrap_or(0);
+        assert_eq!(n, 0);
+        assert!(started.elapsed() >= Duration::from_millis(300), "{:?}", started.elapsed());
+        drop(tx);
+        tokio::time::timeout(Duration::from_secs(10), server).await.unwrap().unwrap();
     }
 
     // The absurd-input sweep: a request over the server's limit used to fail
@@ -240,7 +342,7 @@ mod tests {
         let path = dir.path().join("c.sock");
         let listener = bind(&path, &BindOptions::default()).await.unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let server = tokio::spawn(serve_limited(listener, echo, 4, 100, async {
+        let server = tokio::spawn(serve_limited(listener, echo, 4, 100, Duration::from_secs(300), async {
             let _ = rx.await;
         }));
         let big = "z".repeat(4 * 1024 * 1024);

@@ -44,9 +44,22 @@ pub const MAX_FRAME_SIZE: u32 = 1 << 20;
 /// queueing, so `bench --concurrency` beyond it waits on the client side.
 pub const MAX_CONCURRENT_STREAMS: u32 = 128;
 
+/// Streams a client may open and reset before the server has accepted them
+/// (the "rapid reset" flood, CVE-2023-44487); past it h2 sends GOAWAY
+/// ENHANCE_YOUR_CALM. h2's own default, set here so it is visible.
+pub const MAX_PENDING_ACCEPT_RESETS: usize = 20;
+
+/// Streams the server may reset for a client's protocol errors before h2
+/// closes the connection with GOAWAY ENHANCE_YOUR_CALM (hyper's default).
+/// PING and SETTINGS floods, which h2 does not limit, are bounded by the
+/// transport's guard (`transport::guard`).
+pub const MAX_LOCAL_ERROR_RESETS: usize = 1024;
+
 /// A tonic server builder with dpctl's windows, frame size and stream limit.
 pub fn server_builder() -> Server {
     Server::builder()
+        .http2_max_pending_accept_reset_streams(Some(MAX_PENDING_ACCEPT_RESETS))
+        .http2_max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS))
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
         .initial_stream_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)

@@ -7,6 +7,7 @@ mod authority;
 mod client;
 pub mod codec;
 pub mod control;
+pub mod guard;
 pub mod http2;
 mod server;
 
@@ -16,6 +17,6 @@ pub use authority::{
 pub use client::{ClientConfig, connect};
 pub use http2::server_builder;
 pub use server::{
-    BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard, bind, incoming,
-    incoming_with, is_stale, serve, serve_with, shutdown_signal,
+    BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard, bind,
+    incoming, incoming_with, is_stale, serve, serve_with, shutdown_signal,
 };

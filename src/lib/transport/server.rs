@@ -165,13 +165,16 @@ fn bind_with_mode(path: &Path, mode: u32) -> std::io::Result<(UnixListener, Sock
     Ok((listener, guard))
 }
 
-/// Most connections one dpctl server keeps open at once; further ones are
-/// accepted and closed at once (a kubelet opens one or two, a busy test a few
-/// dozen). Documented in the README's safety section.
+/// Most connections one dpctl server keeps open at once (a kubelet opens
+/// one or two, a busy test a few dozen). When a new connection arrives at
+/// the cap, the connection idle the longest (no call in progress) is closed
+/// with GOAWAY to make room; only when every connection is busy is the new
+/// one closed at once. Documented in the README's safety section.
 pub const MAX_CONNECTIONS: usize = 256;
 /// How long a new connection has to send the HTTP/2 preface and its first
 /// frame (SETTINGS) before it is closed.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+pub use super::guard::IDLE_TIMEOUT;
 /// How long accepting pauses when the process is out of file descriptors
 /// (EMFILE/ENFILE) or memory, instead of spinning.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -183,11 +186,17 @@ pub struct ConnectionLimits {
     pub max_connections: usize,
     /// Time to send the preface and first frame ([`HANDSHAKE_TIMEOUT`]).
     pub handshake_timeout: Duration,
+    /// Time a connection may stay open with no call in progress ([`IDLE_TIMEOUT`]).
+    pub idle_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
     fn default() -> Self {
-        ConnectionLimits { max_connections: MAX_CONNECTIONS, handshake_timeout: HANDSHAKE_TIMEOUT }
+        ConnectionLimits {
+            max_connections: MAX_CONNECTIONS,
+            handshake_timeout: HANDSHAKE_TIMEOUT,
+            idle_timeout: IDLE_TIMEOUT,
+        }
     }
 }
 
@@ -200,20 +209,22 @@ pub fn incoming(
     incoming_with(listener, stop, ConnectionLimits::default())
 }
 
-/// [`incoming`] with explicit limits: a connection over `max_connections`
-/// is closed as soon as it is accepted (the ones open keep working), every
-/// connection must finish its handshake within `handshake_timeout`, and an
-/// accept that fails for lack of file descriptors or memory pauses the loop
-/// for a moment instead of spinning. No accept error ends the stream.
+/// [`incoming`] with explicit limits: at `max_connections`, a new connection
+/// takes the place of the one idle the longest (closed with GOAWAY), and is
+/// closed as soon as it is accepted only when every open connection is busy;
+/// every connection must finish its handshake within `handshake_timeout` and
+/// is closed after `idle_timeout` without an open stream; an accept that
+/// fails for lack of file descriptors or memory pauses the loop for a moment
+/// instead of spinning. No accept error ends the stream.
 pub fn incoming_with(
     listener: UnixListener,
     stop: CancellationToken,
     limits: ConnectionLimits,
 ) -> impl Stream<Item = std::io::Result<AuthorityFix<UnixStream>>> {
-    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let table = super::guard::ConnTable::new(limits.max_connections);
     futures_util::stream::unfold(
-        (listener, stop, slots, 0u64),
-        move |(listener, stop, slots, mut refused)| async move {
+        (listener, stop, table, 0u64, 0u64),
+        move |(listener, stop, table, mut refused, mut evicted)| async move {
             loop {
                 let conn = match listener.accept().await {
                     Ok((conn, _)) => conn,
@@ -228,24 +239,36 @@ pub fn incoming_with(
                         continue;
                     }
                 };
-                let Ok(permit) = slots.clone().try_acquire_owned() else {
-                    refused += 1;
-                    if refused.is_power_of_two() {
-                        tracing::warn!(
-                            max = limits.max_connections,
-                            refused,
-                            "connection limit reached: closing new connections"
-                        );
+                let slot = match table.admit(&stop) {
+                    super::guard::Admission::Admitted(slot) => slot,
+                    super::guard::Admission::Evicted(slot) => {
+                        evicted += 1;
+                        if evicted.is_power_of_two() {
+                            tracing::warn!(
+                                max = limits.max_connections,
+                                evicted,
+                                "connection limit reached: closing the oldest idle connections for new ones"
+                            );
+                        }
+                        slot
                     }
-                    drop(conn);
-                    continue;
+                    super::guard::Admission::Full => {
+                        refused += 1;
+                        if refused.is_power_of_two() {
+                            tracing::warn!(
+                                max = limits.max_connections,
+                                refused,
+                                "connection limit reached and every connection busy: closing new connections"
+                            );
+                        }
+                        drop(conn);
+                        continue;
+                    }
                 };
                 widen_send_buffer(&conn);
-                let fix = AuthorityFix::new(conn)
-                    .abort_on(stop.clone())
-                    .handshake_within(limits.handshake_timeout)
-                    .hold(permit);
-                return Some((Ok(fix), (listener, stop, slots, refused)));
+                let guard = super::guard::Http2Guard::new(slot, limits.idle_timeout, super::authority::PREFACE.len());
+                let fix = AuthorityFix::new(conn).guarded(guard).handshake_within(limits.handshake_timeout);
+                return Some((Ok(fix), (listener, stop, table, refused, evicted)));
             }
         },
     )
