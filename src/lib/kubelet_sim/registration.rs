@@ -440,6 +440,17 @@ pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, dele
         if by_endpoint && r.untracked_clients.iter().any(|(_, s)| s == socket) {
             return;
         }
+        // 1.37+: the client of a replaced endpoint is still known by its socket,
+        // so its connection is closed and its endpoint dropped (not the last one).
+        if by_endpoint && let Some(old) = r.superseded.iter_mut().find(|e| e.socket == socket && !e.stopped) {
+            if let Some(t) = old.task.take() {
+                t.abort();
+            }
+            let id = old.id;
+            drop(st);
+            stream_ended(inner, resource, id, format!("its plugins_registry socket {} was deleted", deleted.display()));
+            return;
+        }
         let Some(ep) = r.endpoint.as_mut() else { return };
         if ep.stopped || (by_endpoint && ep.socket != socket) {
             return;
