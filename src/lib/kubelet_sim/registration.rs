@@ -308,9 +308,10 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
 }
 
 /// A Register of `resource` at `socket` failed after validation (dial-back,
-/// GetDevicePluginOptions, or 1.37's duplicate check). kubelet-versions.md
-/// §2, 1.26-1.36: the kubelet stored the new client under the name before
-/// dialing, so the failure's `deregisterClient(name)` leaves the name with
+/// GetDevicePluginOptions, or 1.37's duplicate check). 1.26-1.36
+/// (pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go): the kubelet
+/// stored the new client under the name before dialing, so the failure's
+/// `deregisterClient(name)` leaves the name with
 /// no client at all; a live stream of an earlier registration then ends
 /// unnoticed. 1.37+ (PR #135437) keep a list of clients per name and drop
 /// every one at the failed socket path: a live client elsewhere stays
