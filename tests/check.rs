@@ -310,8 +310,9 @@ async fn rules_say_when_the_kubelet_asks_preferred_and_drops_capacity() {
 /// pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go, v1.34-v1.37): a
 /// plugin whose RegisterRequest options differ from GetDevicePluginOptions
 /// works on every node, so the suite passes it; options-answer notes the
-/// difference and says when the kubelet calls GetPreferredAllocation
-/// (kubelet-versions.md §5), not "at every admission". There is no
+/// difference and says when the kubelet calls GetPreferredAllocation (only
+/// while devices are still needed: devicesToAllocate in manager.go), not "at
+/// every admission". There is no
 /// registration-options-agree check any more.
 #[tokio::test]
 async fn register_options_that_differ_pass_with_a_note_in_every_release() {
@@ -590,8 +591,8 @@ async fn allocate_busy_under_concurrency_fails_parallel_calls() {
     .await;
 }
 
-/// protocol.md §3.2 item 4 and §4.2 (every version played, 1.26 and later):
-/// the kubelet ignores RegisterRequest.options, and the upstream e2e test
+/// Every kubelet 1.26+ (`Register` in plugin/v1beta1/server.go) ignores
+/// RegisterRequest.options, and the upstream e2e test
 /// plugin registers without any: options-answer passes with no note.
 #[tokio::test]
 async fn a_register_request_without_options_gets_no_note() {

@@ -478,7 +478,8 @@ async fn a_failed_plugins_registry_registration_is_retried_until_it_succeeds() {
 /// 1.26-1.35 (v1.35.4) leave it in the actual state, so it is never tried
 /// again, even once it would work, until its registration socket is
 /// re-created; 1.36+ (PR #133335, v1.36.3) remove it and the reconciler tries
-/// again (its notification was delivered, so at the next 1 s pass).
+/// again after the backoff (notifyPlugin returns the failure as an error, so
+/// goroutinemap's 500 ms doubling backoff applies).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plugins_registry_plugins_the_device_manager_refused_are_retried_from_1_36_only() {
     for version in [v(35), v(36), v(37)] {

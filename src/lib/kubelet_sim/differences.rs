@@ -8,7 +8,7 @@ pub const VERSIONS_AND_DIFFERENCES: &str = "\
 Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
   1.26, 1.27, ... 1.37, master. master is 1.37 plus what is known to be
   merged after it; nothing known changes the device manager, so master
-  plays 1.37. What changes between them (spec: kubelet-versions.md):
+  plays 1.37. What changes between them (docs/kubelet.md):
   - same resource registered again: 1.26-1.36 replace the plugin by name; the
     old connection stays open and its stream still feeds the resource, and
     when it ends the kubelet disconnects the NEW plugin (issue #121994).
@@ -54,9 +54,8 @@ Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
     0.5 s later, doubling up to 2 min 2 s, while the socket exists. One the
     device manager refuses (dial-back, GetDevicePluginOptions): 1.26-1.35 keep
     it in the plugin manager's actual state and never retry it until the
-    socket is re-created; 1.36+ (PR #133335) retry it at the reconciler's
-    next pass (1 s; with the backoff if the failure notification fails), and
-    deregister and retry a plugin whose success notification fails.
+    socket is re-created; 1.36+ (PR #133335) retry it with the same backoff,
+    and deregister and retry a plugin whose success notification fails.
   - deleting a plugins_registry socket deregisters by name up to 1.36 (a
     same-named kubelet.sock plugin is disconnected too), by endpoint from 1.37.
   - device topology hints: up to 1.35 built over every machine NUMA node;

@@ -308,9 +308,10 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
 }
 
 /// A Register of `resource` at `socket` failed after validation (dial-back,
-/// GetDevicePluginOptions, or 1.37's duplicate check). kubelet-versions.md
-/// §2, 1.26-1.36: the kubelet stored the new client under the name before
-/// dialing, so the failure's `deregisterClient(name)` leaves the name with
+/// GetDevicePluginOptions, or 1.37's duplicate check). 1.26-1.36
+/// (pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go): the kubelet
+/// stored the new client under the name before dialing, so the failure's
+/// `deregisterClient(name)` leaves the name with
 /// no client at all; a live stream of an earlier registration then ends
 /// unnoticed. 1.37+ (PR #135437) keep a list of clients per name and drop
 /// every one at the failed socket path: a live client elsewhere stays
@@ -438,6 +439,17 @@ pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, dele
         }
         // 1.37+: a client dropped by a failed Register at this socket is not found either.
         if by_endpoint && r.untracked_clients.iter().any(|(_, s)| s == socket) {
+            return;
+        }
+        // 1.37+: the client of a replaced endpoint is still known by its socket,
+        // so its connection is closed and its endpoint dropped (not the last one).
+        if by_endpoint && let Some(old) = r.superseded.iter_mut().find(|e| e.socket == socket && !e.stopped) {
+            if let Some(t) = old.task.take() {
+                t.abort();
+            }
+            let id = old.id;
+            drop(st);
+            stream_ended(inner, resource, id, format!("its plugins_registry socket {} was deleted", deleted.display()));
             return;
         }
         let Some(ep) = r.endpoint.as_mut() else { return };

@@ -105,21 +105,14 @@ struct Slot {
 const RETRY_INITIAL: std::time::Duration = std::time::Duration::from_millis(500);
 /// See [`RETRY_INITIAL`].
 const RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(122);
-/// The plugin manager's reconciler period (`loopSleepDuration`,
-/// `pkg/kubelet/pluginmanager/plugin_manager.go`): a registration that ended
-/// without an error but left the plugin out of the actual state (1.36+,
-/// device manager refused it, notification delivered) is tried again at the
-/// next pass, with no backoff.
-const RECONCILE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How one registration attempt ended, in the plugin manager's terms.
 enum Attempt {
     /// Registered; the (resource, dialed socket).
     Registered(String, PathBuf),
-    /// Not in the actual state: the reconciler tries again, after the
-    /// exponential backoff when the operation returned an error, at its next
-    /// pass when it did not.
-    Retry { backoff: bool },
+    /// Not in the actual state and the operation returned an error: the
+    /// reconciler tries again once the exponential backoff has passed.
+    Retry,
     /// 1.26-1.35: the device manager refused it after the plugin was added to
     /// the actual state, where it stays: never retried until the socket is
     /// re-created (the (resource, socket) is what a deletion deregisters).
@@ -194,15 +187,10 @@ fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
                     }
                     return;
                 }
-                Attempt::Retry { backoff: true } => {
+                Attempt::Retry => {
                     let wait = backoff;
                     backoff = backoff.saturating_mul(2).min(RETRY_MAX);
                     wait
-                }
-                Attempt::Retry { backoff: false } => {
-                    // The operation succeeded, so goroutinemap forgot its backoff.
-                    backoff = RETRY_INITIAL;
-                    RECONCILE
                 }
             };
             tokio::select! {
@@ -224,7 +212,7 @@ fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
 async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Attempt {
     let ignored = |reason: String| {
         inner.emit(EventKind::RegistryPluginIgnored { socket: path.display().to_string(), reason });
-        Attempt::Retry { backoff: true }
+        Attempt::Retry
     };
     // kubelet-versions.md §6: a blocking dial with the 10 s timeout.
     let channel = match dial(path, inner.config.dial_timeout).await {
@@ -282,7 +270,7 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Attempt {
             message: msg.clone(),
         });
         let _ = notify(false, msg).await;
-        return Attempt::Retry { backoff: true };
+        return Attempt::Retry;
     }
     // The endpoint is used verbatim (the kubelet's plugin watcher does not join it); a path seen
     // inside a container or mount namespace is translated unless only the untranslated one exists
@@ -315,17 +303,13 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Attempt {
             // 1.36+: an undelivered success removes and deregisters the plugin;
             // the error brings the backoff.
             deregister(inner, &resource, &socket, path);
-            Attempt::Retry { backoff: true }
+            Attempt::Retry
         }
         Err(e) => {
-            let delivered =
-                notify(false, format!("RegisterPlugin error -- plugin registration failed with err: {e}")).await;
-            if retried {
-                // The operation returns the notification's result: nil when delivered.
-                Attempt::Retry { backoff: !delivered }
-            } else {
-                Attempt::Stuck(resource, socket)
-            }
+            // notifyPlugin returns the failure text as an error whether or not
+            // the plugin took it, so the operation fails: backoff.
+            let _ = notify(false, format!("RegisterPlugin error -- plugin registration failed with err: {e}")).await;
+            if retried { Attempt::Retry } else { Attempt::Stuck(resource, socket) }
         }
     }
 }

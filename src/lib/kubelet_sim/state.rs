@@ -72,10 +72,11 @@ pub(crate) struct Resource {
     /// `healthyDevices[r]` exists): after the first snapshot, or restored
     /// from a checkpoint; not after a bare Register, nor after the removal.
     pub sets: bool,
-    /// Endpoints of replaced registrations whose streams still run
-    /// (kubelet-versions.md §2: the kubelet does not close the old
-    /// connection); from 1.37 they stay in the endpoint store, and one takes
-    /// over when the current endpoint's stream ends.
+    /// Endpoints of replaced registrations whose streams still run (every
+    /// release: `registerClient` in
+    /// pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go never closes the
+    /// old connection); from 1.37 they stay in the endpoint store, and one
+    /// takes over when the current endpoint's stream ends.
     pub superseded: Vec<Endpoint>,
     /// kubelet-versions.md §2 (1.26-1.36): a Register of this name failed its
     /// dial-back or GetDevicePluginOptions while a client was live, and

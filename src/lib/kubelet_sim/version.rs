@@ -1,8 +1,8 @@
 //! Which kubelet release the sim plays (`--kubelet-version`): one
 //! [`KubeletVersion`] per release from 1.26 to 1.37 plus `master`, with one
 //! method per device-manager behaviour that changed between them. Every
-//! method cites the section of `spec/kubelet-versions.md` it follows (or the
-//! kubelet file it was read from); where a release is inferred or
+//! method names the releases it holds for and, for the newer ones, the
+//! kubelet file or PR it was read from; where a release is inferred or
 //! unverified, the method says so. `master` is 1.37 plus what is known to be
 //! merged after it; nothing known differs yet, so it plays 1.37.
 

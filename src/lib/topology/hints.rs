@@ -119,9 +119,9 @@ pub fn generate(
     hints
 }
 
-/// The device manager's hints for one resource (topology.md §1, decision
-/// table; `GetTopologyHints` and `generateDeviceTopologyHints` in
-/// pkg/kubelet/cm/devicemanager/topology_hints.go).
+/// The device manager's hints for one resource (`GetTopologyHints` and
+/// `generateDeviceTopologyHints` in
+/// pkg/kubelet/cm/devicemanager/topology_hints.go, 1.26-1.37).
 ///
 /// `all` is every device of the resource (the kubelet's `allDevices`), with
 /// its NUMA nodes (`None`: no topology). `held` is what the container (pod
