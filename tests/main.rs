@@ -8,6 +8,7 @@ mod bench;
 mod check;
 mod checkpoint;
 mod completions;
+mod crash;
 mod demo;
 mod deploy;
 mod doctor;

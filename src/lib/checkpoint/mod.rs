@@ -24,11 +24,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 pub(crate) use write::link_target;
-pub use write::write_atomic;
+pub use write::{Temp, is_own_temp, write_atomic, write_with};
 
-/// Largest checkpoint file dpctl reads (a kubelet with thousands of pods
-/// writes a few MiB).
-pub const MAX_CHECKPOINT_BYTES: u64 = 256 * 1024 * 1024;
+/// Largest checkpoint file dpctl reads: the 64 MiB every file dpctl is given
+/// is held to (README, exit codes; a kubelet with thousands of pods writes a
+/// few MiB). Over it: bad input, exit 2.
+pub const MAX_CHECKPOINT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The whole file: `{"Data":{...},"Checksum":N}`.
 #[derive(Debug, Clone, PartialEq, Eq)]

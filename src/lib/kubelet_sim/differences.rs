@@ -93,11 +93,16 @@ Where the sim deliberately differs from a real kubelet:
     found by the first walk are ignored too. A registration that fails
     (GetInfo, validation, the dial-back) is retried, as the kubelet does,
     0.5 s later, doubling up to about 2 min, while the socket exists.
-  - The checkpoint is written within 100 ms after an admission (the kubelet
-    writes it at allocation, before the containers start): a sim killed at
-    once after `admit` answered may not have the pod in its checkpoint.
+  - The checkpoint is written as the kubelet writes it during admission (after
+    each container's devices, before the answer), and more durably: the
+    directory is fsynced after the rename, so an answered admission survives
+    a kill or a power cut. Writes after ListAndWatch updates and deletions
+    come within 100 ms instead of at once.
   - A checkpoint the sim did not write (a real kubelet's) is read, verified and
     restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
+    The sim then keeps the pods it admits in <dir>/.dpctl/kubelet-sim-allocations
+    (same format), written before each answer and restored at start; the
+    admission's answer and `status` name the file.
     A symbolic link there is never replaced, even adopted (the kubelet renames
     its new file over the link).
   - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are

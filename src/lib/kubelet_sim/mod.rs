@@ -238,6 +238,8 @@ struct Paths {
     checkpoint: PathBuf,
     /// The record that this sim wrote the checkpoint.
     marker: PathBuf,
+    /// The sim's own allocations while the checkpoint is read-only.
+    journal: PathBuf,
 }
 
 /// Shared by the handle and every task of the sim.
@@ -254,7 +256,12 @@ pub(crate) struct Inner {
     /// Serialises checkpoint writes: a snapshot is taken and written under
     /// it, so an older snapshot never lands after a newer one.
     checkpoint_write: std::sync::Mutex<()>,
+    /// The tag in the names of the sim's temporary files (see
+    /// [`checkpoint::clean_temps`]).
+    tmp_tag: String,
     registry_rescan: Notify,
+    /// `<dir>/.dpctl`, removed at stop when the sim created it and it is empty.
+    control_dir: Mutex<Option<ControlDir>>,
     shutdown: watch::Sender<bool>,
     registration: tokio::sync::Mutex<Option<ServerTask>>,
     services: Mutex<Vec<JoinHandle<()>>>,
@@ -268,6 +275,7 @@ impl Inner {
         let (events, first_rx) = broadcast::channel(config.event_capacity.max(16));
         let (shutdown, _) = watch::channel(false);
         Inner {
+            tmp_tag: checkpoint::temp_tag(&paths.marker),
             state: Mutex::new(State::new(config.grace_period)),
             config,
             paths,
@@ -327,13 +335,37 @@ impl Inner {
         self.config.checkpoint && self.lock().checkpoint.as_ref().is_some_and(|c| c.writes)
     }
 
+    /// Records the allocations durably where the sim keeps them: the
+    /// checkpoint when it may write it, else its own file in `.dpctl/`;
+    /// nothing with `--no-checkpoint`. The snapshot is taken under the write
+    /// turn, so an older one never lands after a newer one.
     fn write_checkpoint(&self) -> Result<()> {
-        if !self.writes_checkpoint() {
+        if !self.config.checkpoint {
             return Ok(());
         }
         let _turn = self.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let cp = checkpoint::from_state(&self.lock());
-        checkpoint::write_owned(&cp, &self.paths.checkpoint, &self.paths.marker)
+        if self.writes_checkpoint() {
+            let cp = checkpoint::from_state(&self.lock());
+            checkpoint::write_owned(&cp, &self.paths.checkpoint, &self.paths.marker, &self.tmp_tag)
+        } else {
+            let cp = checkpoint::journal_from_state(&self.lock());
+            checkpoint::write_journal(&cp, &self.paths.journal, &self.tmp_tag)
+        }
+    }
+
+    /// Where an admitted pod's devices are recorded, for the admission's
+    /// answer and `status`.
+    fn kept_in(&self) -> String {
+        if !self.config.checkpoint {
+            "nowhere (--no-checkpoint): a sim killed now forgets this allocation".into()
+        } else if self.writes_checkpoint() {
+            self.paths.checkpoint.display().to_string()
+        } else {
+            format!(
+                "{} (the checkpoint is read-only for the sim; it is restored from there at start)",
+                self.paths.journal.display()
+            )
+        }
     }
 
     fn status_paths(&self) -> StatusPaths {
@@ -380,6 +412,7 @@ impl KubeletSim {
             control_socket: control_path,
             checkpoint: dir.join(crate::paths::CHECKPOINT_FILE_NAME),
             marker: checkpoint::marker_path(&dir),
+            journal: checkpoint::journal_path(&dir),
             dir: dir.clone(),
         };
         let inner = Arc::new(Inner::new(config, paths));
@@ -420,15 +453,60 @@ fn load_checkpoint(inner: &Arc<Inner>) -> Vec<(String, u64)> {
     if !inner.config.checkpoint {
         return Vec::new();
     }
+    for path in checkpoint::clean_temps(&inner.paths.dir, &inner.paths.marker) {
+        tracing::info!(path = %path, "deleted a temporary file an interrupted write of the sim left");
+    }
     let loaded = checkpoint::load(
         &inner.paths.checkpoint,
         &inner.paths.marker,
         inner.config.adopt_checkpoint,
         inner.config.checkpoint_v1,
     );
-    announce_checkpoint(inner, &loaded.status);
-    inner.lock().checkpoint = Some(loaded.status);
-    loaded.checkpoint.map(|cp| restore(inner, &cp)).unwrap_or_default()
+    let mut status = loaded.status;
+    let journal = match checkpoint::read_journal(&inner.paths.journal, inner.config.checkpoint_v1) {
+        Ok(j) => j,
+        Err(e) => {
+            tracing::warn!(error = %e, "the sim's own allocations file cannot be used; nothing restored from it");
+            status.journal_error = Some(e.to_string());
+            None
+        }
+    };
+    status.kept_in = Some(if status.writes {
+        inner.paths.checkpoint.display().to_string()
+    } else {
+        status.ownership.push_str(&format!(
+            "; the pods the sim admits are recorded in {} instead, and restored from there at start",
+            inner.paths.journal.display()
+        ));
+        inner.paths.journal.display().to_string()
+    });
+    let cp = match &journal {
+        Some(j) => {
+            status.journal_entries = j.data.pod_device_entries.as_ref().map_or(0, Vec::len);
+            Some(checkpoint::merge(loaded.checkpoint, j))
+        }
+        None => loaded.checkpoint,
+    };
+    announce_checkpoint(inner, &status);
+    let writes = status.writes;
+    inner.lock().checkpoint = Some(status);
+    let Some(cp) = cp else { return Vec::new() };
+    if let Some(j) = &journal {
+        inner.lock().journal_uids = j.data.pod_device_entries.iter().flatten().map(|e| e.pod_uid.clone()).collect();
+    }
+    let restored = restore(inner, &cp);
+    // The sim may write the checkpoint again: what its own file held moves
+    // into it, durably, before the file goes.
+    if writes && journal.is_some() {
+        match inner.write_checkpoint() {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&inner.paths.journal);
+                inner.lock().journal_uids.clear();
+            }
+            Err(e) => tracing::warn!(error = %e, "could not write the checkpoint; the allocations file stays"),
+        }
+    }
+    restored
 }
 
 /// Serves PodResources and the control socket on their listeners, and
@@ -842,7 +920,10 @@ impl SimHandle {
         // The kubelet writes its checkpoint and the new one reads it back; a
         // checkpoint the sim may not write is left alone and the state carries over.
         let checkpoint = if inner.writes_checkpoint() {
-            checkpoint::write_owned(&snapshot, &inner.paths.checkpoint, &inner.paths.marker)?;
+            {
+                let _write = inner.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                checkpoint::write_owned(&snapshot, &inner.paths.checkpoint, &inner.paths.marker, &inner.tmp_tag)?;
+            }
             match crate::checkpoint::Checkpoint::read(&inner.paths.checkpoint, inner.config.checkpoint_v1)? {
                 Some(cp) if cp.verify().ok() => cp,
                 _ => snapshot,
@@ -1068,6 +1149,7 @@ mod tests {
             control_socket: None,
             checkpoint: "/tmp/nowhere/cp".into(),
             marker: "/tmp/nowhere/.dpctl/m".into(),
+            journal: "/tmp/nowhere/.dpctl/j".into(),
         };
         let inner = Arc::new(Inner::new(SimConfig::new("/tmp/nowhere"), paths));
         let mut spec = PodSpec::shorthand("p", "default", &[("example.com/gpu".into(), 1)]);

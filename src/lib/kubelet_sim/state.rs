@@ -180,6 +180,19 @@ pub(crate) struct State {
     pub foreign_entries: Vec<crate::checkpoint::PodDevicesEntry>,
     /// What the sim found in the checkpoint at start, and whether it writes it.
     pub checkpoint: Option<CheckpointStatus>,
+    /// The pod being admitted, from its first container's allocation until
+    /// the answer: every checkpoint write includes it, so a write between the
+    /// last container's and the answer cannot drop it (the kubelet's
+    /// `podDevices` holds a pod from its first allocation on).
+    pub admitting: Option<Pod>,
+    /// UIDs of the entries restored from the sim's own allocations file
+    /// (`.dpctl/`, used while the checkpoint is read-only): the sim's own
+    /// pods, kept there again at every write; the checkpoint's other entries
+    /// are not the sim's to record.
+    pub journal_uids: BTreeSet<String>,
+    /// Register calls refused because the sim tracks its maximum of
+    /// distinct resource names.
+    pub refused_over_limit: u64,
     /// When the current kubelet.sock was created.
     pub socket_created: Instant,
     /// Exclusive CPUs (static CPU manager) per pod UID, then container.
@@ -197,6 +210,9 @@ impl State {
             restarts: 0,
             foreign_entries: Vec::new(),
             checkpoint: None,
+            admitting: None,
+            journal_uids: BTreeSet::new(),
+            refused_over_limit: 0,
             socket_created: Instant::now(),
             exclusive_cpus: BTreeMap::new(),
         }

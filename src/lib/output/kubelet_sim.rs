@@ -144,7 +144,7 @@ pub fn event_detail(kind: &EventKind) -> String {
         EventKind::ResourceRemoved { resource } => {
             format!("{resource}: grace period over, capacity 0")
         }
-        EventKind::Admitted { pod, namespace, containers, .. } => {
+        EventKind::Admitted { pod, namespace, containers, kept_in, .. } => {
             let parts: Vec<String> = containers
                 .iter()
                 .filter(|c| !c.devices.is_empty())
@@ -153,10 +153,11 @@ pub fn event_detail(kind: &EventKind) -> String {
                     format!("{} {}", c.name, devs.join(" "))
                 })
                 .collect();
+            let kept = kept_in.as_ref().filter(|_| !parts.is_empty()).map(|k| format!(" (recorded in {k})"));
             if parts.is_empty() {
                 format!("{namespace}/{pod} (no devices)")
             } else {
-                format!("{namespace}/{pod}: {}", parts.join("; "))
+                format!("{namespace}/{pod}: {}{}", parts.join("; "), kept.unwrap_or_default())
             }
         }
         EventKind::AdmissionRejected { pod, namespace, reason, message } => {
@@ -536,6 +537,9 @@ pub fn admit(w: &mut dyn Write, format: Format, o: &AdmitOutcome) -> io::Result<
         writeln!(w, "{} {who}", "would be admitted".green().bold())?;
     } else if o.admitted {
         writeln!(w, "{} {who} (uid {}) in {}", "admitted".green().bold(), o.uid, ms(o.took_ms))?;
+        if let Some(k) = &o.kept_in {
+            writeln!(w, "recorded in {k}")?;
+        }
     } else {
         writeln!(
             w,
