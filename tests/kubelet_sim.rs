@@ -919,3 +919,50 @@ async fn an_unreadable_manifest_is_bad_input() {
     r.expect_code(2);
     assert!(r.stderr.contains("no-such-pod.yaml: cannot read the file"), "{}", r.stderr);
 }
+
+/// `kubelet-sim -o json` whose stdout pipe nobody reads: once the pipe is
+/// full its event writes block, and SIGTERM must still stop it within a
+/// bound, its sockets removed (signals win over output).
+#[tokio::test]
+async fn sigterm_stops_a_sim_whose_stdout_nobody_reads() {
+    use dpctl::kubelet_sim::control::{self, Request};
+    use std::os::fd::AsRawFd;
+    let sb = Sandbox::new();
+    let mut cmd = crate::support::dpctl_command();
+    cmd.args(["kubelet-sim", "--dir", sb.path().to_str().unwrap(), "-o", "json", "--no-podresources"]);
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped());
+    cmd.stderr(std::process::Stdio::null());
+    let mut child = tokio::process::Command::from(cmd).kill_on_drop(true).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let unread = || {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD on a pipe this test owns, into a c_int.
+        unsafe { libc::ioctl(stdout.as_raw_fd(), libc::FIONREAD, &raw mut n) };
+        n
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    // Each set-grace is one event line (~90 bytes); the pipe holds 64 KiB.
+    // Once its content stops growing over 200 more events (18 KB), the
+    // sim's writer is blocked on it.
+    while control::call(sb.path(), &Request::Status, Duration::from_secs(5)).await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "the sim never answered on its control socket");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (mut last, mut still) = (0, 0);
+    while still < 200 {
+        assert!(std::time::Instant::now() < deadline, "the pipe never filled: {} bytes", unread());
+        let r = control::call(sb.path(), &Request::SetGrace { grace_period_ms: 300_000 }, Duration::from_secs(5)).await;
+        assert!(r.is_ok_and(|a| a.is_ok()), "set-grace is answered while the output is blocked");
+        let now = unread();
+        still = if now == last && now >= 48 * 1024 { still + 1 } else { 0 };
+        last = now;
+    }
+    let pid = i32::try_from(child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) on the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    let status = status.expect("the sim exits within 5 s of SIGTERM though nobody reads its stdout").unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(!kubelet_sock(&sb).exists(), "kubelet.sock removed");
+    assert!(!sb.join(".dpctl/kubelet-sim.sock").exists(), "the control socket removed");
+}

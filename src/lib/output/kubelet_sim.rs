@@ -796,7 +796,15 @@ pub async fn serve(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -> crat
     } else {
         EventDisplay::Lines
     };
-    let stop = crate::transport::shutdown_signal();
+    // The signal is awaited by a task of its own: when a write blocks on a
+    // stdout nobody reads, this loop cannot see the signal, so the task
+    // also tells the output to give up (`output::fd`), which ends the write.
+    let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
+    let watcher = tokio::spawn(async move {
+        crate::transport::shutdown_signal().await;
+        super::fd::request_stop();
+        let _ = stop_tx.send(());
+    });
     tokio::pin!(stop);
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut code = crate::error::exit::OK;
@@ -832,12 +840,18 @@ pub async fn serve(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -> crat
                     }
                     return Ok(());
                 }
-                () = &mut stop => return Ok(()),
+                _ = &mut stop => return Ok(()),
             }
         }
     }
     .await;
+    watcher.abort();
     let stopped = sim.stop().await;
+    if super::fd::stop_requested() && result.as_ref().is_err_and(crate::Error::is_closed_output) {
+        // Stopped by a signal while nobody read the output: the sockets are
+        // gone; there is no one to show the rest to.
+        return stopped.map(|()| code);
+    }
     drain(&mut rx, &mut display, s, &sim)?;
     display.finish(s.err, &sim).map_err(out_err)?;
     result?;
