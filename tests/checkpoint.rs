@@ -354,6 +354,41 @@ async fn checkpoint_show_decodes_entries() {
     assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), TEGRA);
 }
 
+/// A checkpoint over dpctl's 64 MiB limit is refused before it is read
+/// (exit 2, saying so); the size is what the file system reports.
+#[tokio::test]
+async fn checkpoint_over_64_mib_is_refused() {
+    let sb = Sandbox::new();
+    let big = sb.join(CHECKPOINT);
+    std::fs::File::create(&big).unwrap().set_len(64 * 1024 * 1024 + 1).unwrap();
+    for cmd in ["show", "verify"] {
+        let r = dpctl(&["checkpoint", cmd, big.to_str().unwrap()]).await;
+        r.expect_code(2);
+        assert!(r.stderr.contains("67108865 bytes is over the 64 MiB"), "{}", r.stderr);
+    }
+}
+
+/// `checkpoint show` with a 4 MiB device ID: the table cuts the ID and says
+/// how long it is (the table layout was quadratic in a cell's length: 3.2 s
+/// for 4 MiB), JSON keeps all of it.
+#[tokio::test]
+async fn checkpoint_show_cuts_huge_ids_in_the_table_only() {
+    let sb = Sandbox::new();
+    let id = "A".repeat(4 * 1024 * 1024);
+    let text = format!(
+        "{{\"Data\":{{\"PodDeviceEntries\":[{{\"PodUID\":\"u\",\"ContainerName\":\"c\",\"ResourceName\":\"r\",\
+         \"DeviceIDs\":{{\"-1\":[\"{id}\"]}},\"AllocResp\":null}}],\"RegisteredDevices\":{{\"r\":[\"{id}\"]}}}},\"Checksum\":1}}"
+    );
+    let path = sb.join(CHECKPOINT);
+    std::fs::write(&path, text).unwrap();
+    let r = dpctl(&["checkpoint", "show", path.to_str().unwrap()]).await;
+    r.expect_code(0);
+    assert_eq!(r.stdout.matches("…(4194304 bytes)").count(), 2, "{}", &r.stdout[..r.stdout.len().min(2000)]);
+    assert!(r.stdout.len() < 10_000, "{} bytes of table", r.stdout.len());
+    let j = dpctl(&["checkpoint", "show", path.to_str().unwrap(), "-o", "json"]).await;
+    assert_eq!(j.json()["entries"][0]["devices_per_numa"]["-1"][0].as_str().map(str::len), Some(id.len()));
+}
+
 /// With a read-only checkpoint (a real kubelet's), the sim keeps the pods it
 /// admits in its own file under `.dpctl/`, says so at admit time, and a sim
 /// killed right after the answer has them back at its next start; the
