@@ -966,3 +966,36 @@ async fn sigterm_stops_a_sim_whose_stdout_nobody_reads() {
     assert!(!kubelet_sock(&sb).exists(), "kubelet.sock removed");
     assert!(!sb.join(".dpctl/kubelet-sim.sock").exists(), "the control socket removed");
 }
+
+/// `.dpctl/` exists only while a sim runs in a directory it was not in
+/// before: not left behind when the sim refuses to start, removed at stop
+/// when empty; a symbolic link there is refused (exit 2, named), so the sim
+/// never makes or deletes sockets where it points.
+#[tokio::test]
+async fn the_control_directory_is_the_sims_only_while_it_runs() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    // Refused at start (a live kubelet.sock): nothing created.
+    let live = std::os::unix::net::UnixListener::bind(sb.join("kubelet.sock")).unwrap();
+    let _accept = std::thread::spawn(move || for _c in live.incoming() {});
+    let r = dpctl(&["kubelet-sim", "--dir", dir, "--no-checkpoint", "--timeout", "1s"]).await;
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(!sb.join(".dpctl").exists(), "left behind by a sim that did not start: {}", r.stderr);
+    // Runs and stops: removed again (no checkpoint, so nothing of the sim stays in it).
+    let other = Sandbox::new();
+    let odir = other.path().to_str().unwrap();
+    let mut sim = Child::dpctl(&["kubelet-sim", "--dir", odir, "--no-checkpoint", "-o", "json"]);
+    sim.event("started").await;
+    assert!(other.join(".dpctl/kubelet-sim.sock").exists());
+    sim.terminate();
+    assert_eq!(sim.wait().await, 0);
+    assert!(!other.join(".dpctl").exists(), "an empty .dpctl the sim created is removed");
+    // A symbolic link: refused, and its target untouched.
+    let target = Sandbox::new();
+    std::os::unix::fs::symlink(target.path(), other.join(".dpctl")).unwrap();
+    let r = dpctl(&["kubelet-sim", "--dir", odir, "--no-checkpoint", "--timeout", "1s"]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains(".dpctl") && r.stderr.contains("symbolic link"), "{}", r.stderr);
+    assert_eq!(std::fs::read_dir(target.path()).unwrap().count(), 0, "nothing made where the link points");
+    assert!(!other.join("kubelet.sock").exists());
+}

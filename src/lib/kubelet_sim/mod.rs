@@ -286,6 +286,7 @@ impl Inner {
             checkpoint_dirty: Notify::new(),
             checkpoint_write: std::sync::Mutex::new(()),
             registry_rescan: Notify::new(),
+            control_dir: Mutex::new(None),
             shutdown,
             registration: tokio::sync::Mutex::new(None),
             services: Mutex::new(Vec::new()),
@@ -392,10 +393,26 @@ impl KubeletSim {
         config.kubelet_version.check_policy_options(&config.topology.options)?;
         let dir = config.dir.clone();
         create_dir(&dir)?;
+        let control_dir = ControlDir::check(&dir)?;
         let kubelet_socket = crate::paths::kubelet_socket(&dir);
         if is_live(&kubelet_socket).await && !config.force {
             return Err(Error::AlreadyServing { path: kubelet_socket, force_flag: config.force_flag });
         }
+        match Self::serve(config, dir, kubelet_socket, &control_dir).await {
+            Ok(handle) => {
+                *handle.inner.control_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(control_dir);
+                Ok(handle)
+            }
+            Err(e) => {
+                control_dir.release();
+                Err(e)
+            }
+        }
+    }
+
+    /// [`KubeletSim::start`] once the directory is known to be usable: binds
+    /// and serves; on a failure, what it bound so far is closed again.
+    async fn serve(config: SimConfig, dir: PathBuf, kubelet_socket: PathBuf, _ctl: &ControlDir) -> Result<SimHandle> {
         let bind_opts = BindOptions { force: config.force, force_flag: config.force_flag, ..BindOptions::default() };
         let control_path = config.control.then(|| crate::paths::control_socket(&dir, control::CONTROL_NAME));
         let control_listener = match &control_path {
@@ -420,9 +437,24 @@ impl KubeletSim {
         let restored = load_checkpoint(&inner);
         let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
         let mut services = spawn_services(&handle, podres_listener, control_listener);
-        serve_registration(&inner).await?;
-        if let Some(reg_dir) = inner.config.registry_dir.clone() {
-            services.push(registry::start(&inner, &reg_dir)?);
+        let serving = async {
+            serve_registration(&inner).await?;
+            match inner.config.registry_dir.clone() {
+                Some(reg_dir) => registry::start(&inner, &reg_dir).map(Some),
+                None => Ok(None),
+            }
+        };
+        match serving.await {
+            Ok(registry) => services.extend(registry),
+            Err(e) => {
+                // Not started: close what was opened, write nothing.
+                inner.shutdown.send_replace(true);
+                stop_registration(&inner).await;
+                for s in services {
+                    let _ = s.await;
+                }
+                return Err(e);
+            }
         }
         for (name, generation) in &restored {
             registration::spawn_grace(&inner, name, *generation);
@@ -537,6 +569,53 @@ fn spawn_services(
         services.push(tokio::spawn(checkpoint_writer(Arc::clone(inner))));
     }
     services
+}
+
+/// `<dir>/.dpctl`, where the sim keeps its control socket and records.
+/// Checked before anything is created: a symbolic link there is refused
+/// (the sim would create and delete its sockets wherever it points, outside
+/// `--dir`), and so is anything but a directory. Remembers whether it was
+/// there, so that [`ControlDir::release`] removes only a directory the sim
+/// created, and only when empty.
+#[derive(Debug)]
+struct ControlDir {
+    path: PathBuf,
+    existed: bool,
+}
+
+impl ControlDir {
+    fn check(dir: &Path) -> Result<ControlDir> {
+        let path = dir.join(crate::paths::CONTROL_DIR_NAME);
+        let existed = match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into());
+                return Err(Error::invalid(
+                    path.display().to_string(),
+                    format!(
+                        "a symbolic link (to {target}): the sim keeps its sockets and records in --dir only, never \
+                         where a link points; remove the link"
+                    ),
+                ));
+            }
+            Ok(m) if !m.is_dir() => {
+                return Err(Error::invalid(
+                    path.display().to_string(),
+                    "not a directory (dpctl keeps its sockets there)",
+                ));
+            }
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        Ok(ControlDir { path, existed })
+    }
+
+    /// Removes the directory when the sim created it and left it empty
+    /// (`remove_dir` refuses a directory with anything in it).
+    fn release(&self) {
+        if !self.existed {
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
 }
 
 /// Creates the directory (0750, as the kubelet does) when missing.
@@ -1043,6 +1122,9 @@ impl SimHandle {
             let _ = s.await;
         }
         let written = inner.write_checkpoint();
+        if let Some(ctl) = inner.control_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            ctl.release();
+        }
         inner.emit(EventKind::Stopped {});
         written
     }
