@@ -863,8 +863,9 @@ async fn a_second_process_steers_a_running_sim() {
     let rest = child.rest().await;
     assert!(rest.last().is_some_and(|l| l.contains("\"stopped\"")), "{rest:?}");
     assert!(!sb.join("kubelet.sock").exists() && !sb.join("pod-resources.sock").exists());
+    // Nothing runs there any more: a socket problem (exit 3), as a missing plugin socket is.
     let r = dpctl(&["kubelet-sim", "status", "--dir", dir]).await;
-    r.expect_code(2);
+    r.expect_code(3);
     assert!(r.stderr.contains("no kubelet-sim is running there"), "{}", r.stderr);
 }
 
