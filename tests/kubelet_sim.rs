@@ -1000,3 +1000,46 @@ async fn the_control_directory_is_the_sims_only_while_it_runs() {
     assert_eq!(std::fs::read_dir(target.path()).unwrap().count(), 0, "nothing made where the link points");
     assert!(!other.join("kubelet.sock").exists());
 }
+
+/// The sim tracks at most MAX_RESOURCES distinct resource names (a limit of
+/// the sim; the kubelet has none, every version): one more Register is
+/// refused with ResourceExhausted and a text saying why, the event says so,
+/// and `status` counts it; a known name still registers.
+#[tokio::test]
+async fn registrations_over_the_resource_limit_are_refused() {
+    use dpctl::kubelet_sim::MAX_RESOURCES;
+    assert_eq!(MAX_RESOURCES, 1024, "the documented default (README, kubelet-sim --help)");
+    const LIMIT: usize = 8;
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |c| c.max_resources = LIMIT).await;
+    let mut rx = sim.subscribe();
+    let ks = kubelet_sock(&sb);
+    let mut client = dpctl::proto::deviceplugin::v1beta1::registration_client::RegistrationClient::new(
+        dpctl::transport::connect(&ks, Duration::from_secs(5)).await.unwrap(),
+    );
+    let plugin = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::conformant());
+    let _stop = plugin.serve(&sb.join("p.sock")).await;
+    let ok = |name: String| dp::RegisterRequest {
+        version: "v1beta1".into(),
+        endpoint: "p.sock".into(),
+        resource_name: name,
+        options: None,
+    };
+    for i in 0..LIMIT {
+        client.register(ok(format!("example.com/r{i}"))).await.unwrap();
+    }
+    let e = client.register(ok("example.com/one-more".into())).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
+    assert!(e.message().contains(&format!("at most {LIMIT} distinct resource names")), "{}", e.message());
+    let ev = next(
+        &mut rx,
+        "the refusal event",
+        |k| matches!(k, EventKind::RegistrationRejected { resource, .. } if resource == "example.com/one-more"),
+    )
+    .await;
+    assert!(format!("{ev:?}").contains("distinct resource names"));
+    client.register(ok("example.com/r0".into())).await.expect("a known name registers again");
+    let st = sim.summary();
+    assert_eq!((st.resource_limit, st.refused_over_limit), (LIMIT, 1));
+    sim.stop().await.unwrap();
+}

@@ -98,6 +98,10 @@ Where the sim deliberately differs from a real kubelet:
     directory is fsynced after the rename, so an answered admission survives
     a kill or a power cut. Writes after ListAndWatch updates and deletions
     come within 100 ms instead of at once.
+  - At most 1,024 distinct resource names are tracked (a kubelet has no limit;
+    each name costs a device table, a connection and a stream): a Register of
+    a new name over it is refused with ResourceExhausted and a text saying
+    so, in the event and counted in `status`; a known name still registers.
   - A checkpoint the sim did not write (a real kubelet's) is read, verified and
     restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
     The sim then keeps the pods it admits in <dir>/.dpctl/kubelet-sim-allocations

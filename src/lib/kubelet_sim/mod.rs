@@ -47,7 +47,7 @@ pub use admission::{
 };
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
-pub use registration::{DIAL_FAILED, go_rpc_error};
+pub use registration::{DIAL_FAILED, MAX_RESOURCES, go_rpc_error};
 pub use state::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus};
 pub use version::{CleanupRule, KubeletVersion};
 
@@ -127,6 +127,9 @@ pub struct SimConfig {
     pub emulate_cleanup: bool,
     /// Topology Manager, CPU manager and the simulated machine.
     pub topology: crate::topology::TopologyConfig,
+    /// Distinct resource names tracked at most (a Register over it is
+    /// refused with `ResourceExhausted`); [`MAX_RESOURCES`] by default.
+    pub max_resources: usize,
 }
 
 impl SimConfig {
@@ -156,6 +159,7 @@ impl SimConfig {
             owns_dir: false,
             emulate_cleanup: false,
             topology: crate::topology::TopologyConfig::default(),
+            max_resources: MAX_RESOURCES,
         }
     }
 
@@ -919,6 +923,7 @@ impl SimHandle {
     /// The state: resources, plugins, pods.
     pub fn status(&self) -> SimStatus {
         let mut s = self.inner.lock().status(&self.inner.status_paths(), true);
+        s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
         s
@@ -927,6 +932,7 @@ impl SimHandle {
     /// Like [`SimHandle::status`] without the device lists (cheap with many devices).
     pub fn summary(&self) -> SimStatus {
         let mut s = self.inner.lock().status(&self.inner.status_paths(), false);
+        s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
         s

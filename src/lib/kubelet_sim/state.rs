@@ -311,6 +311,8 @@ impl State {
             pods,
             restored_pods: restored_pods(&self.foreign_entries),
             checkpoint: self.checkpoint.clone().map(Box::new),
+            resource_limit: 0,
+            refused_over_limit: self.refused_over_limit,
         }
     }
 }
@@ -398,6 +400,12 @@ pub struct SimStatus {
     /// The checkpoint: what was found at start and whether the sim writes it.
     #[serde(default)]
     pub checkpoint: Option<Box<CheckpointStatus>>,
+    /// Distinct resource names the sim tracks at most.
+    #[serde(default)]
+    pub resource_limit: usize,
+    /// Register calls refused for that limit.
+    #[serde(default)]
+    pub refused_over_limit: u64,
 }
 
 /// A pod known only from the checkpoint.

@@ -358,11 +358,27 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
         let _ = write_table(&mut buf, &t);
         out.extend(String::from_utf8_lossy(&buf).lines().map(String::from));
     }
+    if s.refused_over_limit > 0 {
+        out.push(String::new());
+        out.push(format!(
+            "refused {} Register call(s): the sim tracks at most {} distinct resource names",
+            s.refused_over_limit, s.resource_limit
+        ));
+    }
     if let Some(c) = &s.checkpoint {
         out.push(String::new());
         out.push(format!("checkpoint {}", checkpoint_line(c)));
         let writes = if c.writes { "writes it" } else { "does NOT write it" };
         out.push(format!("  the sim {writes}: {}", c.ownership));
+        if let Some(k) = &c.kept_in {
+            out.push(format!("  admitted pods are recorded in {k}"));
+        }
+        if c.journal_entries > 0 {
+            out.push(format!("  restored {} entr(y/ies) from the sim's own allocations file", c.journal_entries));
+        }
+        if let Some(e) = &c.journal_error {
+            out.push(format!("  the sim's own allocations file was not used: {e}"));
+        }
     }
     out
 }
