@@ -16,7 +16,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{SimChild, bench_plugin, devices, register, tempdir, verdict};
+use common::{SimChild, bench_plugin, devices, percentile, register, tempdir, verdict};
 use dpctl::kubelet_sim::PodSpec;
 use dpctl::kubelet_sim::control::{self, Answer, Request};
 use dpctl::proto::deviceplugin::v1beta1 as dp;
@@ -58,6 +58,7 @@ async fn run() -> bool {
     println!("sim_admit: {} has {} allocatable devices", resource, snap["allocatable"]);
     let t0 = Instant::now();
     let mut slowest = Duration::ZERO;
+    let mut each = Vec::with_capacity(pods);
     for i in 0..pods {
         let t = Instant::now();
         let pod = PodSpec::shorthand(&format!("p{i}"), "default", &[(resource.clone(), 1)]);
@@ -67,13 +68,21 @@ async fn run() -> bool {
             other => panic!("pod p{i} not admitted: {other:?}"),
         }
         slowest = slowest.max(t.elapsed());
+        each.push(t.elapsed());
     }
     let elapsed = t0.elapsed();
+    each.sort();
     println!(
         "sim_admit: {pods} single-device pods admitted in {:.3} s ({:.0} pods/s, slowest {:.1} ms)",
         elapsed.as_secs_f64(),
         pods as f64 / elapsed.as_secs_f64(),
         slowest.as_secs_f64() * 1000.0
+    );
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!(
+        "sim_admit: per admission (control call to answer) p50 {:.2} ms, p99 {:.2} ms",
+        ms(percentile(&each, 50.0)),
+        ms(percentile(&each, 99.0))
     );
     let (rss, hwm) = sim.rss_kib();
     println!("sim_admit: sim RSS {:.1} MB, peak {:.1} MB", rss as f64 / 1024.0, hwm as f64 / 1024.0);

@@ -82,8 +82,12 @@ impl SimChild {
 }
 
 /// A fresh short directory under /tmp (socket paths must stay short).
+/// `SIM_BENCH_TMP` (default /tmp) chooses the file system: the sim fsyncs
+/// its checkpoint during each admission, so a busy disk shows in
+/// `sim_admit`; a tmpfs (/dev/shm) leaves the sim's own cost.
 pub fn tempdir(prefix: &str) -> tempfile::TempDir {
-    tempfile::Builder::new().prefix(prefix).tempdir_in("/tmp").expect("temp dir")
+    let base = std::env::var("SIM_BENCH_TMP").unwrap_or_else(|_| "/tmp".into());
+    tempfile::Builder::new().prefix(prefix).tempdir_in(base).expect("temp dir")
 }
 
 /// The `p`-th percentile of sorted values.

@@ -353,3 +353,115 @@ async fn checkpoint_show_decodes_entries() {
     assert!(r.stdout.contains("NVIDIA_VISIBLE_DEVICES") && r.stdout.contains("nvidia.com/gpu"), "{}", r.stdout);
     assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), TEGRA);
 }
+
+/// A checkpoint over dpctl's 64 MiB limit is refused before it is read
+/// (exit 2, saying so); the size is what the file system reports.
+#[tokio::test]
+async fn checkpoint_over_64_mib_is_refused() {
+    let sb = Sandbox::new();
+    let big = sb.join(CHECKPOINT);
+    std::fs::File::create(&big).unwrap().set_len(64 * 1024 * 1024 + 1).unwrap();
+    for cmd in ["show", "verify"] {
+        let r = dpctl(&["checkpoint", cmd, big.to_str().unwrap()]).await;
+        r.expect_code(2);
+        assert!(r.stderr.contains("67108865 bytes is over the 64 MiB"), "{}", r.stderr);
+    }
+}
+
+/// `checkpoint show` with a 4 MiB device ID: the table cuts the ID and says
+/// how long it is (the table layout was quadratic in a cell's length: 3.2 s
+/// for 4 MiB), JSON keeps all of it.
+#[tokio::test]
+async fn checkpoint_show_cuts_huge_ids_in_the_table_only() {
+    let sb = Sandbox::new();
+    let id = "A".repeat(4 * 1024 * 1024);
+    let text = format!(
+        "{{\"Data\":{{\"PodDeviceEntries\":[{{\"PodUID\":\"u\",\"ContainerName\":\"c\",\"ResourceName\":\"r\",\
+         \"DeviceIDs\":{{\"-1\":[\"{id}\"]}},\"AllocResp\":null}}],\"RegisteredDevices\":{{\"r\":[\"{id}\"]}}}},\"Checksum\":1}}"
+    );
+    let path = sb.join(CHECKPOINT);
+    std::fs::write(&path, text).unwrap();
+    let r = dpctl(&["checkpoint", "show", path.to_str().unwrap()]).await;
+    r.expect_code(0);
+    assert_eq!(r.stdout.matches("…(4194304 bytes)").count(), 2, "{}", &r.stdout[..r.stdout.len().min(2000)]);
+    assert!(r.stdout.len() < 10_000, "{} bytes of table", r.stdout.len());
+    let j = dpctl(&["checkpoint", "show", path.to_str().unwrap(), "-o", "json"]).await;
+    assert_eq!(j.json()["entries"][0]["devices_per_numa"]["-1"][0].as_str().map(str::len), Some(id.len()));
+}
+
+/// With a read-only checkpoint (a real kubelet's), the sim keeps the pods it
+/// admits in its own file under `.dpctl/`, says so at admit time, and a sim
+/// killed right after the answer has them back at its next start; the
+/// foreign file is never changed. Every version: the sim's own file.
+#[tokio::test]
+async fn admissions_under_a_foreign_checkpoint_survive_a_kill() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let foreign = "{\"Data\":{\"PodDeviceEntries\":null,\"RegisteredDevices\":{}},\"Checksum\":3467439661}\n";
+    std::fs::write(sb.join(CHECKPOINT), foreign).unwrap();
+    let start = || Child::dpctl(&["kubelet-sim", "-o", "json", "--dial-timeout", "2s", "--force", "--dir", dir]);
+    let mut sim = start();
+    let read_only = sim.event("checkpoint_read_only").await;
+    assert!(read_only["reason"].as_str().unwrap().contains(".dpctl/kubelet-sim-allocations"), "{read_only}");
+    sim.event("started").await;
+    let p = FakePlugin::new(FakePlugin::healthy(2, false), Behaviour::default());
+    let stop = p.serve(&sb.join("a.sock")).await;
+    register(&sb.join("kubelet.sock"), "v1beta1", GPU, "a.sock", None).await.unwrap();
+    sim.event("snapshot").await;
+    let first = admit_one(dir, "one").await;
+    let v = first.json();
+    assert!(v["kept_in"].as_str().unwrap().ends_with(".dpctl/kubelet-sim-allocations (the checkpoint is read-only for the sim; it is restored from there at start)"), "{v}");
+    let text = dpctl(&["kubelet-sim", "admit", "--dir", dir, "--allocate", "example.com/gpu=1", "--name", "two"]).await;
+    assert!(text.stdout.contains("recorded in ") && text.stdout.contains("kubelet-sim-allocations"), "{}", text.stdout);
+    sim.kill().await; // at once, no clean stop
+    drop(stop);
+    let mut sim = start();
+    sim.event("started").await;
+    let status = dpctl(&["kubelet-sim", "status", "--dir", dir, "-o", "json"]).await.json();
+    let uids: Vec<&str> =
+        status["restored_pods"].as_array().unwrap().iter().map(|p| p["uid"].as_str().unwrap()).collect();
+    assert!(uids.contains(&v["uid"].as_str().unwrap()), "{status}");
+    assert_eq!(uids.len(), 2, "{status}");
+    assert_eq!(status["checkpoint"]["journal_entries"], 2, "{status}");
+    sim.terminate();
+    sim.wait().await;
+    assert_eq!(std::fs::read_to_string(sb.join(CHECKPOINT)).unwrap(), foreign, "the foreign checkpoint is untouched");
+}
+
+/// At start the sim deletes the temporary files its own interrupted writes
+/// left (named with the tag its record holds), and nothing else: not a
+/// kubelet's `.NNN` temporary, not a file with another tag, not a link
+/// named like its own.
+#[tokio::test]
+async fn leftover_temporaries_of_the_sim_are_deleted_and_only_those() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let mut sim = Child::dpctl(&["kubelet-sim", "-o", "json", "--dir", dir]);
+    sim.event("started").await;
+    sim.terminate();
+    sim.wait().await;
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(sb.join(".dpctl/kubelet-sim-checkpoint.json")).unwrap()).unwrap();
+    let tag = record["tmp_tag"].as_str().expect("the record holds the tag").to_string();
+    let ours = sb.join(&format!(".{CHECKPOINT}.dpctl-{tag}-a1b2c3.tmp"));
+    let ours_in_ctl = sb.join(".dpctl/.kubelet-sim-allocations.dpctl-0123-zz9.tmp");
+    let keep = [
+        sb.join(".123456789"),
+        sb.join(&format!(".{CHECKPOINT}.dpctl-ffff-a1b2c3.tmp")),
+        sb.join(".dpctl/.unrelated.dpctl-0123-x.tmp"),
+    ];
+    for p in keep.iter().chain([&ours, &ours_in_ctl]) {
+        std::fs::write(p, "x").unwrap();
+    }
+    let link = sb.join(&format!(".{CHECKPOINT}.dpctl-{tag}-link00.tmp"));
+    std::os::unix::fs::symlink(&keep[0], &link).unwrap();
+    let mut sim = Child::dpctl(&["kubelet-sim", "-o", "json", "--dir", dir]);
+    sim.event("started").await;
+    assert!(!ours.exists() && !ours_in_ctl.exists(), "the sim's own leftovers are deleted");
+    for p in &keep {
+        assert!(p.exists(), "{} kept", p.display());
+    }
+    assert!(std::fs::symlink_metadata(&link).is_ok(), "a link named like the sim's temporaries is kept");
+    sim.terminate();
+    sim.wait().await;
+}

@@ -80,6 +80,48 @@ async fn row_3_socket_problem() {
     assert!(r.stderr.contains("no socket at"), "{}", r.stderr);
 }
 
+/// One rule for "nothing is running there", whichever command asks: a
+/// plugin socket, a sim's or a mock's control socket, in a directory that
+/// exists or not, is a socket problem (3). A `--dir` that is a regular file
+/// is bad input (2), as row 2 says.
+#[tokio::test]
+async fn row_3_nothing_running_there_is_the_same_code_for_every_command() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let gone = sb.join("gone");
+    let gone = gone.to_str().unwrap();
+    let plugin_socket = format!("{dir}/gpu.sock");
+    let podres_socket = format!("{dir}/pod-resources.sock");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["kubelet-sim", "status", "--dir", dir], "no kubelet-sim is running there"),
+        (vec!["kubelet-sim", "status", "--dir", gone], "no kubelet-sim is running there"),
+        (vec!["kubelet-sim", "admit", "--dir", dir, "--allocate", "example.com/gpu=1"], "no kubelet-sim"),
+        (vec!["mock-plugin", "status", "--dir", dir, "example.com/gpu"], "no mock plugin serves example.com/gpu"),
+        (vec!["plugin", "call", "options", "--socket", &plugin_socket], "no socket at"),
+        (vec!["podresources", "list", "--socket", &podres_socket], "no socket at"),
+    ];
+    for (args, says) in cases {
+        let r = dpctl(&args).await;
+        assert_eq!(r.code, 3, "{args:?}: exit {}\n{}", r.code, r.stderr);
+        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
+    }
+}
+
+/// A symbolic-link loop handed to `checkpoint` is bad input (2), like any
+/// path that cannot be a checkpoint; it used to exit 3 (an I/O error).
+#[tokio::test]
+async fn row_2_a_symlink_loop_given_to_checkpoint() {
+    let sb = Sandbox::new();
+    let a = sb.join("a");
+    std::os::unix::fs::symlink(sb.join("b"), &a).unwrap();
+    std::os::unix::fs::symlink(&a, sb.join("b")).unwrap();
+    for cmd in ["show", "verify"] {
+        let r = dpctl(&["checkpoint", cmd, a.to_str().unwrap()]).await;
+        r.expect_code(2);
+        assert!(r.stderr.contains("symbolic links"), "{}", r.stderr);
+    }
+}
+
 #[tokio::test]
 async fn row_4_the_peer_answered_with_an_error() {
     let sb = Sandbox::new();

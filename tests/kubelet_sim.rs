@@ -864,8 +864,9 @@ async fn a_second_process_steers_a_running_sim() {
     let rest = child.rest().await;
     assert!(rest.last().is_some_and(|l| l.contains("\"stopped\"")), "{rest:?}");
     assert!(!sb.join("kubelet.sock").exists() && !sb.join("pod-resources.sock").exists());
+    // Nothing runs there any more: a socket problem (exit 3), as a missing plugin socket is.
     let r = dpctl(&["kubelet-sim", "status", "--dir", dir]).await;
-    r.expect_code(2);
+    r.expect_code(3);
     assert!(r.stderr.contains("no kubelet-sim is running there"), "{}", r.stderr);
 }
 
@@ -919,4 +920,127 @@ async fn an_unreadable_manifest_is_bad_input() {
     .await;
     r.expect_code(2);
     assert!(r.stderr.contains("no-such-pod.yaml: cannot read the file"), "{}", r.stderr);
+}
+
+/// `kubelet-sim -o json` whose stdout pipe nobody reads: once the pipe is
+/// full its event writes block, and SIGTERM must still stop it within a
+/// bound, its sockets removed (signals win over output).
+#[tokio::test]
+async fn sigterm_stops_a_sim_whose_stdout_nobody_reads() {
+    use dpctl::kubelet_sim::control::{self, Request};
+    use std::os::fd::AsRawFd;
+    let sb = Sandbox::new();
+    let mut cmd = crate::support::dpctl_command();
+    cmd.args(["kubelet-sim", "--dir", sb.path().to_str().unwrap(), "-o", "json", "--no-podresources"]);
+    cmd.stdin(std::process::Stdio::null()).stdout(std::process::Stdio::piped());
+    cmd.stderr(std::process::Stdio::null());
+    let mut child = tokio::process::Command::from(cmd).kill_on_drop(true).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let unread = || {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD on a pipe this test owns, into a c_int.
+        unsafe { libc::ioctl(stdout.as_raw_fd(), libc::FIONREAD, &raw mut n) };
+        n
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    // Each set-grace is one event line (~90 bytes); the pipe holds 64 KiB.
+    // Once its content stops growing over 200 more events (18 KB), the
+    // sim's writer is blocked on it.
+    while control::call(sb.path(), &Request::Status, Duration::from_secs(5)).await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "the sim never answered on its control socket");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (mut last, mut still) = (0, 0);
+    while still < 200 {
+        assert!(std::time::Instant::now() < deadline, "the pipe never filled: {} bytes", unread());
+        let r = control::call(sb.path(), &Request::SetGrace { grace_period_ms: 300_000 }, Duration::from_secs(5)).await;
+        assert!(r.is_ok_and(|a| a.is_ok()), "set-grace is answered while the output is blocked");
+        let now = unread();
+        still = if now == last && now >= 48 * 1024 { still + 1 } else { 0 };
+        last = now;
+    }
+    let pid = i32::try_from(child.id().unwrap()).unwrap();
+    // SAFETY: kill(2) on the child this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+    let status = status.expect("the sim exits within 5 s of SIGTERM though nobody reads its stdout").unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(!kubelet_sock(&sb).exists(), "kubelet.sock removed");
+    assert!(!sb.join(".dpctl/kubelet-sim.sock").exists(), "the control socket removed");
+}
+
+/// `.dpctl/` exists only while a sim runs in a directory it was not in
+/// before: not left behind when the sim refuses to start, removed at stop
+/// when empty; a symbolic link there is refused (exit 2, named), so the sim
+/// never makes or deletes sockets where it points.
+#[tokio::test]
+async fn the_control_directory_is_the_sims_only_while_it_runs() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    // Refused at start (a live kubelet.sock): nothing created.
+    let live = std::os::unix::net::UnixListener::bind(sb.join("kubelet.sock")).unwrap();
+    let _accept = std::thread::spawn(move || for _c in live.incoming() {});
+    let r = dpctl(&["kubelet-sim", "--dir", dir, "--no-checkpoint", "--timeout", "1s"]).await;
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    assert!(!sb.join(".dpctl").exists(), "left behind by a sim that did not start: {}", r.stderr);
+    // Runs and stops: removed again (no checkpoint, so nothing of the sim stays in it).
+    let other = Sandbox::new();
+    let odir = other.path().to_str().unwrap();
+    let mut sim = Child::dpctl(&["kubelet-sim", "--dir", odir, "--no-checkpoint", "-o", "json"]);
+    sim.event("started").await;
+    assert!(other.join(".dpctl/kubelet-sim.sock").exists());
+    sim.terminate();
+    assert_eq!(sim.wait().await, 0);
+    assert!(!other.join(".dpctl").exists(), "an empty .dpctl the sim created is removed");
+    // A symbolic link: refused, and its target untouched.
+    let target = Sandbox::new();
+    std::os::unix::fs::symlink(target.path(), other.join(".dpctl")).unwrap();
+    let r = dpctl(&["kubelet-sim", "--dir", odir, "--no-checkpoint", "--timeout", "1s"]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains(".dpctl") && r.stderr.contains("symbolic link"), "{}", r.stderr);
+    assert_eq!(std::fs::read_dir(target.path()).unwrap().count(), 0, "nothing made where the link points");
+    assert!(!other.join("kubelet.sock").exists());
+}
+
+/// The sim tracks at most MAX_RESOURCES distinct resource names (a limit of
+/// the sim; the kubelet has none, every version): one more Register is
+/// refused with ResourceExhausted and a text saying why, the event says so,
+/// and `status` counts it; a known name still registers.
+#[tokio::test]
+async fn registrations_over_the_resource_limit_are_refused() {
+    use dpctl::kubelet_sim::MAX_RESOURCES;
+    assert_eq!(MAX_RESOURCES, 1024, "the documented default (README, kubelet-sim --help)");
+    const LIMIT: usize = 8;
+    let sb = Sandbox::new();
+    let sim = start_sim(&sb, |c| c.max_resources = LIMIT).await;
+    let mut rx = sim.subscribe();
+    let ks = kubelet_sock(&sb);
+    let mut client = dpctl::proto::deviceplugin::v1beta1::registration_client::RegistrationClient::new(
+        dpctl::transport::connect(&ks, Duration::from_secs(5)).await.unwrap(),
+    );
+    let plugin = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::conformant());
+    let _stop = plugin.serve(&sb.join("p.sock")).await;
+    let ok = |name: String| dp::RegisterRequest {
+        version: "v1beta1".into(),
+        endpoint: "p.sock".into(),
+        resource_name: name,
+        options: None,
+    };
+    for i in 0..LIMIT {
+        client.register(ok(format!("example.com/r{i}"))).await.unwrap();
+    }
+    let e = client.register(ok("example.com/one-more".into())).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e:?}");
+    assert!(e.message().contains(&format!("at most {LIMIT} distinct resource names")), "{}", e.message());
+    let ev = next(
+        &mut rx,
+        "the refusal event",
+        |k| matches!(k, EventKind::RegistrationRejected { resource, .. } if resource == "example.com/one-more"),
+    )
+    .await;
+    assert!(format!("{ev:?}").contains("distinct resource names"));
+    client.register(ok("example.com/r0".into())).await.expect("a known name registers again");
+    let st = sim.summary();
+    assert_eq!((st.resource_limit, st.refused_over_limit), (LIMIT, 1));
+    sim.stop().await.unwrap();
 }

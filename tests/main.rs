@@ -9,6 +9,7 @@ mod check;
 mod checkpoint;
 mod completions;
 mod conformance;
+mod crash;
 mod demo;
 mod deploy;
 mod doctor;

@@ -619,9 +619,10 @@ async fn set_health_from_another_process_reaches_list_and_watch() {
     let r = dpctl(&["mock-plugin", "set-health", "--dir", dir, GPU, "GPU-42", "unhealthy"]).await;
     r.expect_code(2);
     assert!(r.stderr.contains(r#"no device "GPU-42""#), "{}", r.stderr);
+    // Nothing serves it there: a socket problem, exit 3, as for every command.
     let r = dpctl(&["mock-plugin", "status", "--dir", dir, "example.com/other"]).await;
-    r.expect_code(2);
-    assert!(r.stderr.contains("no mock plugin serves it"), "{}", r.stderr);
+    r.expect_code(3);
+    assert!(r.stderr.contains("no mock plugin serves example.com/other"), "{}", r.stderr);
     mock.kill().await;
 }
 
@@ -673,4 +674,63 @@ async fn a_kubelet_that_goes_away_during_register_is_retried_not_taken_for_a_rej
     let failed = tokio::time::timeout(Duration::from_millis(200), handle.failure()).await;
     assert!(failed.is_err(), "the plugin must keep running: {failed:?}");
     handle.stop().await.unwrap();
+}
+
+/// `--record` never follows a symbolic link (a dangling one used to exit 0
+/// and create its target; one to a file emptied it) and never empties a
+/// file dpctl did not write: exit 2, naming it, the target untouched.
+#[tokio::test]
+async fn record_refuses_links_and_files_it_did_not_write() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let precious = sb.join("precious.txt");
+    std::fs::write(&precious, "keep me\n").unwrap();
+    std::os::unix::fs::symlink(&precious, sb.join("to-file")).unwrap();
+    std::os::unix::fs::symlink(sb.join("nowhere.jsonl"), sb.join("dangling")).unwrap();
+    let cases = [
+        ("to-file", "a symbolic link"),
+        ("dangling", "a symbolic link"),
+        ("precious.txt", "is not a record dpctl wrote"),
+    ];
+    for (name, says) in cases {
+        let path = sb.join(name);
+        let r = dpctl(&[
+            "mock-plugin",
+            "--dir",
+            dir,
+            "--resource",
+            GPU,
+            "--no-register",
+            "--record",
+            path.to_str().unwrap(),
+        ])
+        .await;
+        r.expect_code(2);
+        assert!(r.stderr.contains(says) && r.stderr.contains(name), "{name}: {}", r.stderr);
+    }
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
+    assert!(!sb.join("nowhere.jsonl").exists(), "the dangling link's target is not created");
+    // A record dpctl wrote before is replaced.
+    let old = sb.join("old.jsonl");
+    std::fs::write(
+        &old,
+        "{\"time\":\"2026-11-26T00:00:00.000Z\",\"resource\":\"example.com/gpu\",\"event\":\"rpc\"}\n",
+    )
+    .unwrap();
+    let mut mock = Child::dpctl(&[
+        "mock-plugin",
+        "--dir",
+        dir,
+        "--resource",
+        GPU,
+        "--no-register",
+        "-o",
+        "json",
+        "--record",
+        old.to_str().unwrap(),
+    ]);
+    mock.event("serving").await;
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), "", "the old record is replaced");
+    mock.terminate();
+    assert_eq!(mock.wait().await, 0);
 }

@@ -375,7 +375,7 @@ async fn steering_with_dir_at_a_file_is_bad_input() {
         ),
         (
             vec!["mock-plugin", "set-health", "--dir", f, "example.com/gpu", "GPU-0", "unhealthy"],
-            "no mock plugin serves it",
+            "no mock plugin serves example.com/gpu",
         ),
     ];
     for (args, says) in cases {

@@ -1,7 +1,8 @@
 //! The `dpctl` binary: parse the command line, set up logging and color, run
 //! the library, and map the outcome to an exit code.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, LineWriter, Write};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -55,8 +56,8 @@ fn main() -> ExitCode {
         }
     };
     let mut term = Term {
-        out: Box::new(std::io::stdout()),
-        err: Box::new(std::io::stderr()),
+        out: patient(std::io::stdout().as_fd(), || Box::new(std::io::stdout())),
+        err: patient(std::io::stderr().as_fd(), || Box::new(std::io::stderr())),
         err_is_tty: err_tty,
         out_is_tty: std::io::stdout().is_terminal(),
     };
@@ -70,5 +71,15 @@ fn main() -> ExitCode {
             }
             ExitCode::from(e.exit_code())
         }
+    }
+}
+
+/// stdout or stderr through [`dpctl::output::fd::FdWriter`], so that a
+/// reader who stops reading cannot hold dpctl past a signal; the plain
+/// stream when the descriptor cannot be duplicated.
+fn patient(fd: BorrowedFd<'_>, plain: impl FnOnce() -> Box<dyn Write + Send>) -> Box<dyn Write + Send> {
+    match fd.try_clone_to_owned() {
+        Ok(owned) => Box::new(LineWriter::new(dpctl::output::fd::FdWriter::new(owned))),
+        Err(_) => plain(),
     }
 }

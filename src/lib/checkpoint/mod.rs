@@ -24,11 +24,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 pub(crate) use write::link_target;
-pub use write::write_atomic;
+pub use write::{Temp, is_own_temp, write_atomic, write_with};
 
-/// Largest checkpoint file dpctl reads (a kubelet with thousands of pods
-/// writes a few MiB).
-pub const MAX_CHECKPOINT_BYTES: u64 = 256 * 1024 * 1024;
+/// Largest checkpoint file dpctl reads: the 64 MiB every file dpctl is given
+/// is held to (README, exit codes; a kubelet with thousands of pods writes a
+/// few MiB). Over it: bad input, exit 2.
+pub const MAX_CHECKPOINT_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The whole file: `{"Data":{...},"Checksum":N}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,23 +220,39 @@ pub fn read_bounded(path: &Path) -> Result<Option<Vec<u8>>> {
                 "a part of the path is not a directory (is --dir a file?)",
             ));
         }
+        // A path that cannot name a file is bad input, not an I/O failure.
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(Error::invalid(path.display().to_string(), "too many levels of symbolic links (a loop?)"));
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENAMETOOLONG) => {
+            return Err(Error::invalid(path.display().to_string(), "the path is too long"));
+        }
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
     };
     if !meta.is_file() {
         return Err(Error::invalid(path.display().to_string(), "not a regular file, so not a checkpoint"));
     }
     if meta.len() > MAX_CHECKPOINT_BYTES {
-        return Err(Error::invalid(
-            path.display().to_string(),
-            format!("{} bytes is over the {MAX_CHECKPOINT_BYTES}-byte limit for a checkpoint", meta.len()),
-        ));
+        return Err(over_limit(path, Some(meta.len())));
     }
     let file = std::fs::File::open(path).map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
     let mut bytes = Vec::new();
     file.take(MAX_CHECKPOINT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+    // The file may have grown since the size was checked.
+    if bytes.len() as u64 > MAX_CHECKPOINT_BYTES {
+        return Err(over_limit(path, None));
+    }
     Ok(Some(bytes))
+}
+
+fn over_limit(path: &Path, len: Option<u64>) -> Error {
+    let size = len.map_or_else(|| "more than 64 MiB".to_string(), |n| format!("{n} bytes"));
+    Error::invalid(
+        path.display().to_string(),
+        format!("{size} is over the 64 MiB ({MAX_CHECKPOINT_BYTES}-byte) limit for a checkpoint; not read"),
+    )
 }
 
 #[cfg(test)]

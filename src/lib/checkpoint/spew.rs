@@ -115,17 +115,32 @@ fn print_entry(e: &PodDevicesEntry, out: &mut impl Sink) {
     match &e.alloc_resp {
         None => out.put(b"<nil>"),
         Some(bytes) => {
-            out.put(b"[");
+            // One buffer for the whole list, no allocation per byte: the
+            // sim computes this at every admission (its checkpoint write).
+            let mut text = Vec::with_capacity(bytes.len() * 4 + 2);
+            text.push(b'[');
             for (i, b) in bytes.iter().enumerate() {
                 if i > 0 {
-                    out.put(b" ");
+                    text.push(b' ');
                 }
-                out.put(b.to_string().as_bytes());
+                push_decimal(&mut text, *b);
             }
-            out.put(b"]");
+            text.push(b']');
+            out.put(&text);
         }
     }
     out.put(b"}");
+}
+
+/// `b` in decimal, as `%v` prints a uint8.
+fn push_decimal(out: &mut Vec<u8>, b: u8) {
+    if b >= 100 {
+        out.push(b'0' + b / 100);
+    }
+    if b >= 10 {
+        out.push(b'0' + (b / 10) % 10);
+    }
+    out.push(b'0' + b % 10);
 }
 
 /// A `[]string` without its type: `<nil>`, `[]` or `[a b]`.
@@ -176,6 +191,16 @@ fn print_numa_map(m: Option<&BTreeMap<i64, Option<Vec<String>>>>, out: &mut impl
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bytes_print_in_decimal() {
+        let mut out = Vec::new();
+        for b in [0u8, 7, 10, 99, 100, 200, 255] {
+            push_decimal(&mut out, b);
+            out.push(b' ');
+        }
+        assert_eq!(out, b"0 7 10 99 100 200 255 ");
+    }
 
     #[test]
     fn fnv32a_matches_go_hash_fnv() {

@@ -22,7 +22,11 @@ The checksum is the kubelet's: FNV-32a over go-spew's %#v text of the Go value
 (the same in every version). verify exits 1 when the stored and computed
 checksums differ or the kubelet cannot parse the file: the next kubelet start
 then restores no allocations. The pre-1.20 layout (DeviceIDs a list) is named:
-kubelets up to 1.30 read it, 1.31+ do not. Both commands only read the file.";
+kubelets up to 1.30 read it, 1.31+ do not. Both commands only read the file.
+
+A file over 64 MiB, a directory, a FIFO or a symbolic-link loop is refused with exit 2. In the
+table, device IDs longer than 80 characters and lists longer than 2,000 are cut, saying how much
+was left out; -o json shows everything.";
 
 /// Read the kubelet's device-manager checkpoint (read-only).
 #[derive(Debug, Subcommand)]

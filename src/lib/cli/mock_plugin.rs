@@ -200,7 +200,9 @@ pub struct ServeArgs {
     /// on DIR/<endpoint> (e.g. /var/lib/kubelet/plugins_registry).
     #[arg(long, value_name = "DIR")]
     pub registry_dir: Option<PathBuf>,
-    /// Write every RPC received to FILE as JSON Lines.
+    /// Write every RPC received to FILE as JSON Lines. FILE is created, or replaced when it is
+    /// empty or a record dpctl wrote; any other existing file, a symbolic link (live or dangling)
+    /// or a non-regular file is refused (exit 2), never emptied or followed.
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
     /// Do not serve the control socket (<dir>/.dpctl/<resource>.sock).

@@ -26,8 +26,10 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0  success (and every check passed)
   1  a check or expectation failed (the report says which)
-  2  bad usage or input (flags, config file, manifest)
-  3  socket problem: no socket, not a socket, permission denied, nothing listening, cannot bind
+  2  bad usage or input (flags, config file, manifest, a file over 64 MiB, a symbolic-link loop)
+  3  socket problem: no socket, not a socket, permission denied, nothing listening, cannot bind;
+     nothing running there is 3 for every command (plugin, podresources, kubelet-sim and
+     mock-plugin steering alike)
   4  the peer answered with an error (gRPC status, rejected registration, message over the limit)
   5  a deadline or wait timed out
 

@@ -11,6 +11,21 @@
 //! sim wrote it and nobody has since), or when the
 //! user adopts it (`--adopt-checkpoint`). Otherwise it reads and restores it
 //! but never changes it, and says so in an event, the log and `status`.
+//!
+//! Durability: the kubelet writes its checkpoint inside admission, after each
+//! container's devices are allocated and before the pod is admitted
+//! (`pkg/kubelet/cm/devicemanager/manager.go`, `allocateContainerResources`
+//! → `writeCheckpoint`); the sim does the same, fsyncing the file and the
+//! directory, so an answered admission survives a kill. While the checkpoint
+//! is read-only the sim keeps the same record of its own pods in
+//! `<dir>/.dpctl/kubelet-sim-allocations` (the checkpoint's format and
+//! checksum, never the foreign file) and restores it at start.
+//!
+//! The ownership record is renamed into place but not fsynced: a killed
+//! process loses nothing (the page cache survives it); after a power cut the
+//! record may predate the checkpoint, and the sim then treats its own file as
+//! foreign (read-only, restored, allocations kept in `.dpctl/`), never the
+//! reverse. Skipping that sync halves the cost of each admission's write.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,11 +42,21 @@ use crate::proto::deviceplugin::v1beta1 as dp;
 /// The ownership record, inside `<dir>/.dpctl/`.
 pub const MARKER_NAME: &str = "kubelet-sim-checkpoint.json";
 
+/// The sim's own allocations while the checkpoint is read-only, inside
+/// `<dir>/.dpctl/` (the checkpoint's JSON and checksum).
+pub const JOURNAL_NAME: &str = "kubelet-sim-allocations";
+
 /// The record of the files the sim wrote: the newest and the one before.
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
 struct Marker {
     written_by: String,
     files: Vec<Written>,
+    /// The tag in the names of the sim's temporary files in `<dir>`
+    /// (`.kubelet_internal_checkpoint.dpctl-<tag>-<random>.tmp`): recorded
+    /// before the first such file exists, so that the next start deletes
+    /// exactly the ones an interrupted write left.
+    #[serde(default)]
+    tmp_tag: Option<String>,
 }
 
 /// One file the sim wrote.
@@ -57,6 +82,67 @@ fn read_marker(marker: &Path) -> Option<Marker> {
 /// The marker path for a device-plugin directory.
 pub fn marker_path(dir: &Path) -> PathBuf {
     dir.join(crate::paths::CONTROL_DIR_NAME).join(MARKER_NAME)
+}
+
+/// The sim's own allocations file for a device-plugin directory.
+pub fn journal_path(dir: &Path) -> PathBuf {
+    dir.join(crate::paths::CONTROL_DIR_NAME).join(JOURNAL_NAME)
+}
+
+/// The temporary-file tag recorded in the marker, or a new one.
+pub(crate) fn temp_tag(marker: &Path) -> String {
+    read_marker(marker).and_then(|m| m.tmp_tag).filter(|t| valid_tag(t)).unwrap_or_else(|| {
+        let n: u64 = rand::random();
+        format!("{n:016x}")
+    })
+}
+
+fn valid_tag(t: &str) -> bool {
+    !t.is_empty() && t.len() <= 32 && t.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Deletes the temporary files interrupted writes of this sim left, and
+/// returns their paths. Only the sim's own are candidates, told apart by
+/// name and record: in `dir`, `.kubelet_internal_checkpoint.dpctl-<tag>-*.tmp`
+/// with the tag the marker recorded (no record, no deletion: a kubelet's
+/// `.<digits>` temporaries and anyone else's files never match); in
+/// `<dir>/.dpctl/` (dpctl's own directory), `.<record or allocations
+/// file>.dpctl-*-*.tmp`. Each must also be a regular file (not a link)
+/// owned by this user.
+pub(crate) fn clean_temps(dir: &Path, marker: &Path) -> Vec<String> {
+    let mut gone = Vec::new();
+    let recorded = read_marker(marker).and_then(|m| m.tmp_tag).filter(|t| valid_tag(t));
+    if let Some(tag) = &recorded {
+        let ours = |n: &str| crate::checkpoint::is_own_temp(n, crate::paths::CHECKPOINT_FILE_NAME, Some(tag));
+        remove_matching(dir, &ours, &mut gone);
+    }
+    let ours = |n: &str| {
+        crate::checkpoint::is_own_temp(n, MARKER_NAME, None) || crate::checkpoint::is_own_temp(n, JOURNAL_NAME, None)
+    };
+    remove_matching(&dir.join(crate::paths::CONTROL_DIR_NAME), &ours, &mut gone);
+    gone
+}
+
+fn remove_matching(dir: &Path, ours: &dyn Fn(&str) -> bool, gone: &mut Vec<String>) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    for entry in rd.filter_map(std::result::Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !ours(&name) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else { continue };
+        if !meta.file_type().is_file() || meta.uid() != me {
+            continue;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => gone.push(path.display().to_string()),
+            Err(e) => tracing::warn!(path = %path.display(), error = %e, "could not delete a leftover temporary file"),
+        }
+    }
 }
 
 /// True when the sim's record says it wrote exactly `bytes`.
@@ -140,18 +226,58 @@ pub(crate) fn load(path: &Path, marker: &Path, adopt: bool, legacy: LegacyFormat
     Loaded { status, checkpoint }
 }
 
-/// Writes the checkpoint and records that the sim wrote it.
-pub(crate) fn write_owned(cp: &Checkpoint, path: &Path, marker: &Path) -> Result<()> {
+/// Writes the checkpoint durably and records (first) that the sim wrote it.
+/// `tag` names the temporary files ([`clean_temps`]).
+pub(crate) fn write_owned(cp: &Checkpoint, path: &Path, marker: &Path, tag: &str) -> Result<()> {
+    use crate::checkpoint::{Temp, write_with};
     let bytes = cp.to_json();
     let new = Written::of(&bytes);
     let previous = read_marker(marker).and_then(|m| m.files.into_iter().next());
     let mut files = vec![new.clone()];
     files.extend(previous.filter(|p| *p != new));
-    let record = Marker { written_by: "dpctl kubelet-sim".into(), files };
+    let record = Marker { written_by: "dpctl kubelet-sim".into(), files, tmp_tag: Some(tag.to_string()) };
     let record =
         serde_json::to_vec(&record).map_err(|e| Error::io(format!("encoding {}", marker.display()), e.into()))?;
-    crate::checkpoint::write_atomic(marker, &record)?;
-    crate::checkpoint::write_atomic(path, &bytes)
+    write_with(marker, &record, &Temp { tag: Some(tag), durable: false })?;
+    write_with(path, &bytes, &Temp { tag: Some(tag), durable: true })
+}
+
+/// Writes the sim's own allocations file durably.
+pub(crate) fn write_journal(cp: &Checkpoint, path: &Path, tag: &str) -> Result<()> {
+    crate::checkpoint::write_with(path, &cp.to_json(), &crate::checkpoint::Temp { tag: Some(tag), durable: true })
+}
+
+/// The sim's own allocations file: `Ok(None)` when there is none; an error
+/// when it cannot be read or its checksum does not match.
+pub(crate) fn read_journal(path: &Path, legacy: LegacyFormat) -> Result<Option<Checkpoint>> {
+    let Some(cp) = Checkpoint::read(path, legacy)? else { return Ok(None) };
+    let v = cp.verify();
+    if !v.ok() {
+        return Err(Error::invalid(
+            path.display().to_string(),
+            format!("stored checksum {} but the data hashes to {}", v.stored, v.computed),
+        ));
+    }
+    Ok(Some(cp))
+}
+
+/// `cp` with the entries of `journal` it lacks (by pod, container and
+/// resource) and its resources.
+pub(crate) fn merge(cp: Option<Checkpoint>, journal: &Checkpoint) -> Checkpoint {
+    let mut data = cp.map(|c| c.data).unwrap_or_default();
+    for e in journal.data.pod_device_entries.iter().flatten() {
+        let entries = data.pod_device_entries.get_or_insert_default();
+        let same = |x: &PodDevicesEntry| {
+            x.pod_uid == e.pod_uid && x.container_name == e.container_name && x.resource_name == e.resource_name
+        };
+        if !entries.iter().any(same) {
+            entries.push(e.clone());
+        }
+    }
+    for (name, ids) in journal.data.registered_devices.iter().flatten() {
+        data.registered_devices.get_or_insert_default().entry(name.clone()).or_insert_with(|| ids.clone());
+    }
+    Checkpoint::new(data)
 }
 
 /// The allocation an entry records (its `AllocResp` decoded; an undecodable
@@ -165,8 +291,23 @@ pub(crate) fn entry_alloc(e: &PodDevicesEntry) -> Alloc {
 /// The checkpoint of the current state, as the kubelet would write it:
 /// `null` entries when there are none, healthy IDs per known resource.
 pub(crate) fn from_state(st: &State) -> Checkpoint {
+    let mut entries = own_entries(st);
+    entries.extend(st.foreign_entries.iter().cloned());
+    with_entries(st, entries)
+}
+
+/// The sim's own allocations file: [`from_state`] without the checkpoint's
+/// entries of other pods (only the sim's pods, restored ones included).
+pub(crate) fn journal_from_state(st: &State) -> Checkpoint {
+    let mut entries = own_entries(st);
+    entries.extend(st.foreign_entries.iter().filter(|e| st.journal_uids.contains(&e.pod_uid)).cloned());
+    with_entries(st, entries)
+}
+
+/// The entries of the sim's pods, the one being admitted included.
+fn own_entries(st: &State) -> Vec<PodDevicesEntry> {
     let mut entries = Vec::new();
-    for pod in &st.pods {
+    for pod in st.pods.iter().chain(st.admitting.as_ref()) {
         for (container, by_res) in &pod.allocs {
             for (resource, a) in by_res {
                 entries.push(PodDevicesEntry {
@@ -181,7 +322,10 @@ pub(crate) fn from_state(st: &State) -> Checkpoint {
             }
         }
     }
-    entries.extend(st.foreign_entries.iter().cloned());
+    entries
+}
+
+fn with_entries(st: &State, entries: Vec<PodDevicesEntry>) -> Checkpoint {
     let registered_devices: BTreeMap<String, Option<Vec<String>>> = st
         .resources
         .iter()
@@ -257,7 +401,7 @@ mod tests {
         let loaded = load(&path, &marker, false, LegacyFormat::Refuse);
         assert_eq!((loaded.status.found.as_str(), loaded.status.writes), ("none", true));
         let cp = from_state(&State::new(std::time::Duration::from_secs(1)));
-        write_owned(&cp, &path, &marker).unwrap();
+        write_owned(&cp, &path, &marker, "0a").unwrap();
         let loaded = load(&path, &marker, false, LegacyFormat::Refuse);
         assert_eq!((loaded.status.found.as_str(), loaded.status.writes), ("valid", true));
         // Someone else rewrites it (same data, other bytes): read-only from now on.

@@ -152,6 +152,18 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
     }
 }
 
+/// No sim answers on `dir`'s control socket. The one rule of every command
+/// that reaches a server (README, exit codes): nothing running there is a
+/// socket problem (exit 3), as a missing plugin socket is; a `--dir` that is
+/// not a directory at all is bad input (exit 2).
+fn nothing_runs_there(dir: &Path, path: &Path) -> Error {
+    let text = format!("no kubelet-sim is running there (no control socket at {})", path.display());
+    if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Error::invalid(format!("--dir {}", dir.display()), format!("not a directory: {text}"));
+    }
+    Error::Connect { path: path.to_path_buf(), reason: text }
+}
+
 /// Sends `request` to the sim serving `dir` and returns its answer; a remote
 /// failure comes back as `Err(RemoteError)` inside `Ok`.
 pub async fn call(
@@ -162,12 +174,7 @@ pub async fn call(
     let path = crate::paths::control_socket(dir, CONTROL_NAME);
     let reply: Reply = match control::call(&path, request, timeout).await {
         Ok(r) => r,
-        Err(Error::NoSocket { .. } | Error::ConnectionRefused { .. }) => {
-            return Err(Error::invalid(
-                format!("--dir {}", dir.display()),
-                format!("no kubelet-sim is running there (no control socket at {})", path.display()),
-            ));
-        }
+        Err(Error::NoSocket { .. } | Error::ConnectionRefused { .. }) => return Err(nothing_runs_there(dir, &path)),
         Err(e) => return Err(e),
     };
     Ok(match reply {

@@ -112,11 +112,20 @@ Where the sim deliberately differs from a real kubelet:
     reconciler runs every 1 s); dot-named sockets inside dot-named directories
     found by the first walk are ignored too. Retries wait their backoff
     exactly, not for the reconciler's next 1 s pass.
-  - The checkpoint is written within 100 ms after an admission (the kubelet
-    writes it at allocation, before the containers start): a sim killed at
-    once after `admit` answered may not have the pod in its checkpoint.
+  - The checkpoint is written as the kubelet writes it during admission (after
+    each container's devices, before the answer), and more durably: the
+    directory is fsynced after the rename, so an answered admission survives
+    a kill or a power cut. Writes after ListAndWatch updates and deletions
+    come within 100 ms instead of at once.
+  - At most 1,024 distinct resource names are tracked (a kubelet has no limit;
+    each name costs a device table, a connection and a stream): a Register of
+    a new name over it is refused with ResourceExhausted and a text saying
+    so, in the event and counted in `status`; a known name still registers.
   - A checkpoint the sim did not write (a real kubelet's) is read, verified and
     restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
+    The sim then keeps the pods it admits in <dir>/.dpctl/kubelet-sim-allocations
+    (same format), written before each answer and restored at start; the
+    admission's answer and `status` name the file.
     A symbolic link there is never replaced, even adopted (the kubelet renames
     its new file over the link).
   - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are

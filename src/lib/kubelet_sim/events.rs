@@ -251,6 +251,10 @@ pub enum EventKind {
         uid: String,
         /// Devices per container.
         containers: Vec<ContainerDevicesView>,
+        /// Where the allocation was recorded before the answer (the
+        /// checkpoint, or the sim's own file while the checkpoint is read-only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kept_in: Option<String>,
     },
     /// A pod was rejected, as the kubelet reports it.
     AdmissionRejected {

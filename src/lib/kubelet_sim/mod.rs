@@ -46,7 +46,7 @@ pub use admission::{
 };
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
-pub use registration::{DIAL_FAILED, go_rpc_error};
+pub use registration::{DIAL_FAILED, MAX_RESOURCES, go_rpc_error};
 pub use state::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use version::{CleanupRule, KubeletVersion};
 
@@ -126,6 +126,9 @@ pub struct SimConfig {
     pub emulate_cleanup: bool,
     /// Topology Manager, CPU manager and the simulated machine.
     pub topology: crate::topology::TopologyConfig,
+    /// Distinct resource names tracked at most (a Register over it is
+    /// refused with `ResourceExhausted`); [`MAX_RESOURCES`] by default.
+    pub max_resources: usize,
 }
 
 impl SimConfig {
@@ -155,6 +158,7 @@ impl SimConfig {
             owns_dir: false,
             emulate_cleanup: false,
             topology: crate::topology::TopologyConfig::default(),
+            max_resources: MAX_RESOURCES,
         }
     }
 
@@ -237,6 +241,8 @@ struct Paths {
     checkpoint: PathBuf,
     /// The record that this sim wrote the checkpoint.
     marker: PathBuf,
+    /// The sim's own allocations while the checkpoint is read-only.
+    journal: PathBuf,
 }
 
 /// Shared by the handle and every task of the sim.
@@ -253,7 +259,12 @@ pub(crate) struct Inner {
     /// Serialises checkpoint writes: a snapshot is taken and written under
     /// it, so an older snapshot never lands after a newer one.
     checkpoint_write: std::sync::Mutex<()>,
+    /// The tag in the names of the sim's temporary files (see
+    /// [`checkpoint::clean_temps`]).
+    tmp_tag: String,
     registry_rescan: Notify,
+    /// `<dir>/.dpctl`, removed at stop when the sim created it and it is empty.
+    control_dir: Mutex<Option<ControlDir>>,
     shutdown: watch::Sender<bool>,
     registration: tokio::sync::Mutex<Option<ServerTask>>,
     services: Mutex<Vec<JoinHandle<()>>>,
@@ -267,6 +278,7 @@ impl Inner {
         let (events, first_rx) = broadcast::channel(config.event_capacity.max(16));
         let (shutdown, _) = watch::channel(false);
         Inner {
+            tmp_tag: checkpoint::temp_tag(&paths.marker),
             state: Mutex::new(State::new(config.grace_period)),
             config,
             paths,
@@ -277,6 +289,7 @@ impl Inner {
             checkpoint_dirty: Notify::new(),
             checkpoint_write: std::sync::Mutex::new(()),
             registry_rescan: Notify::new(),
+            control_dir: Mutex::new(None),
             shutdown,
             registration: tokio::sync::Mutex::new(None),
             services: Mutex::new(Vec::new()),
@@ -326,13 +339,37 @@ impl Inner {
         self.config.checkpoint && self.lock().checkpoint.as_ref().is_some_and(|c| c.writes)
     }
 
+    /// Records the allocations durably where the sim keeps them: the
+    /// checkpoint when it may write it, else its own file in `.dpctl/`;
+    /// nothing with `--no-checkpoint`. The snapshot is taken under the write
+    /// turn, so an older one never lands after a newer one.
     fn write_checkpoint(&self) -> Result<()> {
-        if !self.writes_checkpoint() {
+        if !self.config.checkpoint {
             return Ok(());
         }
         let _turn = self.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let cp = checkpoint::from_state(&self.lock());
-        checkpoint::write_owned(&cp, &self.paths.checkpoint, &self.paths.marker)
+        if self.writes_checkpoint() {
+            let cp = checkpoint::from_state(&self.lock());
+            checkpoint::write_owned(&cp, &self.paths.checkpoint, &self.paths.marker, &self.tmp_tag)
+        } else {
+            let cp = checkpoint::journal_from_state(&self.lock());
+            checkpoint::write_journal(&cp, &self.paths.journal, &self.tmp_tag)
+        }
+    }
+
+    /// Where an admitted pod's devices are recorded, for the admission's
+    /// answer and `status`.
+    fn kept_in(&self) -> String {
+        if !self.config.checkpoint {
+            "nowhere (--no-checkpoint): a sim killed now forgets this allocation".into()
+        } else if self.writes_checkpoint() {
+            self.paths.checkpoint.display().to_string()
+        } else {
+            format!(
+                "{} (the checkpoint is read-only for the sim; it is restored from there at start)",
+                self.paths.journal.display()
+            )
+        }
     }
 
     fn status_paths(&self) -> StatusPaths {
@@ -359,10 +396,26 @@ impl KubeletSim {
         config.kubelet_version.check_policy_options(&config.topology.options)?;
         let dir = config.dir.clone();
         create_dir(&dir)?;
+        let control_dir = ControlDir::check(&dir)?;
         let kubelet_socket = crate::paths::kubelet_socket(&dir);
         if is_live(&kubelet_socket).await && !config.force {
             return Err(Error::AlreadyServing { path: kubelet_socket, force_flag: config.force_flag });
         }
+        match Self::serve(config, dir, kubelet_socket, &control_dir).await {
+            Ok(handle) => {
+                *handle.inner.control_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(control_dir);
+                Ok(handle)
+            }
+            Err(e) => {
+                control_dir.release();
+                Err(e)
+            }
+        }
+    }
+
+    /// [`KubeletSim::start`] once the directory is known to be usable: binds
+    /// and serves; on a failure, what it bound so far is closed again.
+    async fn serve(config: SimConfig, dir: PathBuf, kubelet_socket: PathBuf, _ctl: &ControlDir) -> Result<SimHandle> {
         let bind_opts = BindOptions { force: config.force, force_flag: config.force_flag, ..BindOptions::default() };
         let control_path = config.control.then(|| crate::paths::control_socket(&dir, control::CONTROL_NAME));
         let control_listener = match &control_path {
@@ -379,6 +432,7 @@ impl KubeletSim {
             control_socket: control_path,
             checkpoint: dir.join(crate::paths::CHECKPOINT_FILE_NAME),
             marker: checkpoint::marker_path(&dir),
+            journal: checkpoint::journal_path(&dir),
             dir: dir.clone(),
         };
         let inner = Arc::new(Inner::new(config, paths));
@@ -386,9 +440,24 @@ impl KubeletSim {
         let restored = load_checkpoint(&inner);
         let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
         let mut services = spawn_services(&handle, podres_listener, control_listener);
-        serve_registration(&inner).await?;
-        if let Some(reg_dir) = inner.config.registry_dir.clone() {
-            services.push(registry::start(&inner, &reg_dir)?);
+        let serving = async {
+            serve_registration(&inner).await?;
+            match inner.config.registry_dir.clone() {
+                Some(reg_dir) => registry::start(&inner, &reg_dir).map(Some),
+                None => Ok(None),
+            }
+        };
+        match serving.await {
+            Ok(registry) => services.extend(registry),
+            Err(e) => {
+                // Not started: close what was opened, write nothing.
+                inner.shutdown.send_replace(true);
+                stop_registration(&inner).await;
+                for s in services {
+                    let _ = s.await;
+                }
+                return Err(e);
+            }
         }
         for (name, generation) in &restored {
             registration::spawn_grace(&inner, name, *generation);
@@ -419,15 +488,60 @@ fn load_checkpoint(inner: &Arc<Inner>) -> Vec<(String, u64)> {
     if !inner.config.checkpoint {
         return Vec::new();
     }
+    for path in checkpoint::clean_temps(&inner.paths.dir, &inner.paths.marker) {
+        tracing::info!(path = %path, "deleted a temporary file an interrupted write of the sim left");
+    }
     let loaded = checkpoint::load(
         &inner.paths.checkpoint,
         &inner.paths.marker,
         inner.config.adopt_checkpoint,
         inner.config.checkpoint_v1,
     );
-    announce_checkpoint(inner, &loaded.status);
-    inner.lock().checkpoint = Some(loaded.status);
-    loaded.checkpoint.map(|cp| restore(inner, &cp)).unwrap_or_default()
+    let mut status = loaded.status;
+    let journal = match checkpoint::read_journal(&inner.paths.journal, inner.config.checkpoint_v1) {
+        Ok(j) => j,
+        Err(e) => {
+            tracing::warn!(error = %e, "the sim's own allocations file cannot be used; nothing restored from it");
+            status.journal_error = Some(e.to_string());
+            None
+        }
+    };
+    status.kept_in = Some(if status.writes {
+        inner.paths.checkpoint.display().to_string()
+    } else {
+        status.ownership.push_str(&format!(
+            "; the pods the sim admits are recorded in {} instead, and restored from there at start",
+            inner.paths.journal.display()
+        ));
+        inner.paths.journal.display().to_string()
+    });
+    let cp = match &journal {
+        Some(j) => {
+            status.journal_entries = j.data.pod_device_entries.as_ref().map_or(0, Vec::len);
+            Some(checkpoint::merge(loaded.checkpoint, j))
+        }
+        None => loaded.checkpoint,
+    };
+    announce_checkpoint(inner, &status);
+    let writes = status.writes;
+    inner.lock().checkpoint = Some(status);
+    let Some(cp) = cp else { return Vec::new() };
+    if let Some(j) = &journal {
+        inner.lock().journal_uids = j.data.pod_device_entries.iter().flatten().map(|e| e.pod_uid.clone()).collect();
+    }
+    let restored = restore(inner, &cp);
+    // The sim may write the checkpoint again: what its own file held moves
+    // into it, durably, before the file goes.
+    if writes && journal.is_some() {
+        match inner.write_checkpoint() {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&inner.paths.journal);
+                inner.lock().journal_uids.clear();
+            }
+            Err(e) => tracing::warn!(error = %e, "could not write the checkpoint; the allocations file stays"),
+        }
+    }
+    restored
 }
 
 /// Serves PodResources and the control socket on their listeners, and
@@ -458,6 +572,53 @@ fn spawn_services(
         services.push(tokio::spawn(checkpoint_writer(Arc::clone(inner))));
     }
     services
+}
+
+/// `<dir>/.dpctl`, where the sim keeps its control socket and records.
+/// Checked before anything is created: a symbolic link there is refused
+/// (the sim would create and delete its sockets wherever it points, outside
+/// `--dir`), and so is anything but a directory. Remembers whether it was
+/// there, so that [`ControlDir::release`] removes only a directory the sim
+/// created, and only when empty.
+#[derive(Debug)]
+struct ControlDir {
+    path: PathBuf,
+    existed: bool,
+}
+
+impl ControlDir {
+    fn check(dir: &Path) -> Result<ControlDir> {
+        let path = dir.join(crate::paths::CONTROL_DIR_NAME);
+        let existed = match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into());
+                return Err(Error::invalid(
+                    path.display().to_string(),
+                    format!(
+                        "a symbolic link (to {target}): the sim keeps its sockets and records in --dir only, never \
+                         where a link points; remove the link"
+                    ),
+                ));
+            }
+            Ok(m) if !m.is_dir() => {
+                return Err(Error::invalid(
+                    path.display().to_string(),
+                    "not a directory (dpctl keeps its sockets there)",
+                ));
+            }
+            Ok(_) => true,
+            Err(_) => false,
+        };
+        Ok(ControlDir { path, existed })
+    }
+
+    /// Removes the directory when the sim created it and left it empty
+    /// (`remove_dir` refuses a directory with anything in it).
+    fn release(&self) {
+        if !self.existed {
+            let _ = std::fs::remove_dir(&self.path);
+        }
+    }
 }
 
 /// Creates the directory (0750, as the kubelet does) when missing.
@@ -761,6 +922,7 @@ impl SimHandle {
     /// The state: resources, plugins, pods.
     pub fn status(&self) -> SimStatus {
         let mut s = self.inner.lock().status(&self.inner.status_paths(), true);
+        s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
         s
@@ -769,6 +931,7 @@ impl SimHandle {
     /// Like [`SimHandle::status`] without the device lists (cheap with many devices).
     pub fn summary(&self) -> SimStatus {
         let mut s = self.inner.lock().status(&self.inner.status_paths(), false);
+        s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
         s
@@ -841,7 +1004,10 @@ impl SimHandle {
         // The kubelet writes its checkpoint and the new one reads it back; a
         // checkpoint the sim may not write is left alone and the state carries over.
         let checkpoint = if inner.writes_checkpoint() {
-            checkpoint::write_owned(&snapshot, &inner.paths.checkpoint, &inner.paths.marker)?;
+            {
+                let _write = inner.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                checkpoint::write_owned(&snapshot, &inner.paths.checkpoint, &inner.paths.marker, &inner.tmp_tag)?;
+            }
             match crate::checkpoint::Checkpoint::read(&inner.paths.checkpoint, inner.config.checkpoint_v1)? {
                 Some(cp) if cp.verify().ok() => cp,
                 _ => snapshot,
@@ -961,6 +1127,9 @@ impl SimHandle {
             let _ = s.await;
         }
         let written = inner.write_checkpoint();
+        if let Some(ctl) = inner.control_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            ctl.release();
+        }
         inner.emit(EventKind::Stopped {});
         written
     }
@@ -1067,6 +1236,7 @@ mod tests {
             control_socket: None,
             checkpoint: "/tmp/nowhere/cp".into(),
             marker: "/tmp/nowhere/.dpctl/m".into(),
+            journal: "/tmp/nowhere/.dpctl/j".into(),
         };
         let inner = Arc::new(Inner::new(SimConfig::new("/tmp/nowhere"), paths));
         let mut spec = PodSpec::shorthand("p", "default", &[("example.com/gpu".into(), 1)]);

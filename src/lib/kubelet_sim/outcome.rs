@@ -119,6 +119,9 @@ pub struct AdmitOutcome {
     /// Topology Manager hints and verdicts, exclusive CPUs, NUMA placement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<Box<TopologyReport>>,
+    /// Where the admitted pod's devices were recorded before the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_in: Option<String>,
 }
 
 impl AdmitOutcome {
@@ -134,6 +137,7 @@ impl AdmitOutcome {
             containers: Vec::new(),
             took_ms: 0,
             topology: None,
+            kept_in: None,
         }
     }
 
@@ -239,4 +243,14 @@ pub struct CheckpointStatus {
     pub writes: bool,
     /// Why it writes it or not.
     pub ownership: String,
+    /// Where the sim records the pods it admits: the checkpoint, or (while
+    /// the checkpoint is read-only) its own file in `.dpctl/`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept_in: Option<String>,
+    /// Entries restored from the sim's own allocations file at start.
+    #[serde(default)]
+    pub journal_entries: usize,
+    /// Why the sim's own allocations file was not used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_error: Option<String>,
 }

@@ -122,10 +122,46 @@ pub(crate) struct RegistrationService {
     pub inner: Arc<Inner>,
 }
 
+/// Distinct resource names the sim tracks at once by default
+/// ([`super::SimConfig::max_resources`]). Each costs a device
+/// table, a plugin connection and its ListAndWatch task (about 60 KB); a
+/// kubelet has no limit, but 3,000 names took the sim from 25 to 207 MB, so
+/// a client looping over names could exhaust a CI runner. A Register of a
+/// known name is always taken.
+pub const MAX_RESOURCES: usize = 1024;
+
+/// The refusal text of a Register over [`MAX_RESOURCES`], or `None`.
+fn over_limit(inner: &Inner, resource: &str) -> Option<String> {
+    let max = inner.config.max_resources;
+    let mut st = inner.lock();
+    if st.resources.contains_key(resource) || st.resources.len() < max {
+        return None;
+    }
+    st.refused_over_limit += 1;
+    Some(format!(
+        "dpctl kubelet-sim refuses to register {resource}: it tracks at most {max} distinct resource \
+         names and knows {} (a limit of the sim, not of the kubelet)",
+        st.resources.len()
+    ))
+}
+
 #[tonic::async_trait]
 impl Registration for RegistrationService {
     async fn register(&self, req: Request<dp::RegisterRequest>) -> Result<Response<dp::Empty>, Status> {
         let r = req.into_inner();
+        if crate::validate::check_registration(&r.version, &r.resource_name).is_ok()
+            && let Some(text) = over_limit(&self.inner, &r.resource_name)
+        {
+            self.inner.emit(EventKind::RegistrationRejected {
+                resource: r.resource_name.clone(),
+                endpoint: r.endpoint.clone(),
+                socket: go_join(&self.inner.paths.dir, &r.endpoint).display().to_string(),
+                via: Via::KubeletSock,
+                version: r.version.clone(),
+                message: text.clone(),
+            });
+            return Err(Status::resource_exhausted(text));
+        }
         // kubelet-versions.md §1 (every version): filepath.Join, not Path::join.
         let socket = go_join(&self.inner.paths.dir, &r.endpoint);
         let input = RegisterInput {
@@ -241,6 +277,9 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
     };
     if input.via == Via::KubeletSock {
         crate::validate::check_registration(&input.version, &input.resource).map_err(reject)?;
+    }
+    if let Some(text) = over_limit(inner, &input.resource) {
+        return Err(reject(text));
     }
     let channel = match dial(&input.socket, inner.config.dial_timeout).await {
         Ok(c) => c,

@@ -191,6 +191,19 @@ pub(crate) struct State {
     pub foreign_entries: Vec<crate::checkpoint::PodDevicesEntry>,
     /// What the sim found in the checkpoint at start, and whether it writes it.
     pub checkpoint: Option<CheckpointStatus>,
+    /// The pod being admitted, from its first container's allocation until
+    /// the answer: every checkpoint write includes it, so a write between the
+    /// last container's and the answer cannot drop it (the kubelet's
+    /// `podDevices` holds a pod from its first allocation on).
+    pub admitting: Option<Pod>,
+    /// UIDs of the entries restored from the sim's own allocations file
+    /// (`.dpctl/`, used while the checkpoint is read-only): the sim's own
+    /// pods, kept there again at every write; the checkpoint's other entries
+    /// are not the sim's to record.
+    pub journal_uids: BTreeSet<String>,
+    /// Register calls refused because the sim tracks its maximum of
+    /// distinct resource names.
+    pub refused_over_limit: u64,
     /// When the current kubelet.sock was created.
     pub socket_created: Instant,
     /// Exclusive CPUs (static CPU manager) per pod UID, then container.
@@ -208,6 +221,9 @@ impl State {
             restarts: 0,
             foreign_entries: Vec::new(),
             checkpoint: None,
+            admitting: None,
+            journal_uids: BTreeSet::new(),
+            refused_over_limit: 0,
             socket_created: Instant::now(),
             exclusive_cpus: BTreeMap::new(),
         }
@@ -307,6 +323,8 @@ impl State {
             pods,
             restored_pods: restored_pods(&self.foreign_entries),
             checkpoint: self.checkpoint.clone().map(Box::new),
+            resource_limit: 0,
+            refused_over_limit: self.refused_over_limit,
         }
     }
 }
@@ -403,6 +421,12 @@ pub struct SimStatus {
     /// The checkpoint: what was found at start and whether the sim writes it.
     #[serde(default)]
     pub checkpoint: Option<Box<CheckpointStatus>>,
+    /// Distinct resource names the sim tracks at most.
+    #[serde(default)]
+    pub resource_limit: usize,
+    /// Register calls refused for that limit.
+    #[serde(default)]
+    pub refused_over_limit: u64,
 }
 
 /// A pod known only from the checkpoint.

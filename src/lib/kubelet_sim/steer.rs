@@ -149,6 +149,7 @@ mod tests {
             containers: Vec::new(),
             took_ms: 0,
             topology: None,
+            kept_in: None,
         }
     }
 

@@ -110,15 +110,24 @@ pub fn handler(
 }
 
 /// Sends `req` to the mock serving `resource` in `dir`. A refused request
-/// (unknown device, ...) is an [`Error::Invalid`] naming the resource, and
-/// so is a missing control socket (no mock serves the resource there).
+/// (unknown device, ...) is an [`Error::Invalid`] naming the resource. No
+/// mock there is a socket problem (exit 3), the rule of every command that
+/// reaches a server; a `--dir` that is not a directory is bad input (exit 2).
 pub async fn call(dir: &Path, resource: &str, req: &ControlRequest, timeout: Duration) -> Result<ControlReply> {
     let path = crate::paths::control_socket(dir, resource);
     let reply: ControlReply = crate::transport::control::call(&path, req, timeout).await.map_err(|e| match e {
-        Error::NoSocket { path } => Error::invalid(
-            resource,
-            format!("no mock plugin serves it in {} (no control socket at {})", dir.display(), path.display()),
-        ),
+        Error::NoSocket { path } | Error::ConnectionRefused { path } => {
+            let text = format!(
+                "no mock plugin serves {resource} in {} (no control socket at {})",
+                dir.display(),
+                path.display()
+            );
+            if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+                Error::invalid(resource, format!("--dir is not a directory: {text}"))
+            } else {
+                Error::Connect { path, reason: text }
+            }
+        }
         other => other,
     })?;
     if !reply.ok {

@@ -24,16 +24,55 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Creates (or truncates) the file.
+    /// Creates the file, or replaces one only when it is empty or a record
+    /// dpctl wrote (its first line is one of these events): `--record` must
+    /// never empty a file dpctl did not write. A symbolic link is refused
+    /// (live or dangling: following it would create or empty its target),
+    /// and so is anything but a regular file.
     pub fn create(path: &Path) -> Result<Self> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let bad = |why: String| Error::invalid("--record", format!("{}: {why}", path.display()));
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into());
+                return Err(bad(format!(
+                    "a symbolic link (to {target}); --record never follows links: give the file's own path"
+                )));
+            }
+            if !meta.is_file() {
+                return Err(bad("not a regular file".into()));
+            }
+        }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|e| {
                 Error::invalid("--record", format!("cannot create directory {}: {e}", parent.display()))
             })?;
         }
-        // A bad --record path is bad input (exit 2), whatever the OS says.
-        let file = std::fs::File::create(path)
-            .map_err(|e| Error::invalid("--record", format!("cannot write {}: {e}", path.display())))?;
+        // O_NOFOLLOW closes the gap between the check above and the open;
+        // O_NONBLOCK keeps a FIFO put there meanwhile from blocking the open.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) => bad("a symbolic link; --record never follows links".into()),
+                // A bad --record path is bad input (exit 2), whatever the OS says.
+                _ => bad(format!("cannot write it: {e}")),
+            })?;
+        let meta = file.metadata().map_err(|e| bad(format!("cannot write it: {e}")))?;
+        if !meta.is_file() {
+            return Err(bad("not a regular file".into()));
+        }
+        if meta.len() > 0 && !is_record(&file) {
+            return Err(bad(
+                "exists and is not a record dpctl wrote, so it is not overwritten; remove it or choose another file"
+                    .into(),
+            ));
+        }
+        file.set_len(0).map_err(|e| bad(format!("cannot write it: {e}")))?;
         Ok(Recorder { path: path.to_path_buf(), file: Mutex::new(BufWriter::new(file)), failed: Default::default() })
     }
 
@@ -62,6 +101,19 @@ impl Recorder {
             let _ = f.flush();
         }
     }
+}
+
+/// True when the file's first line (at most 64 KiB) is an event a recorder
+/// writes: a JSON object with `time`, `resource` and `event` strings.
+fn is_record(file: &std::fs::File) -> bool {
+    use std::io::{BufRead, Read};
+    let mut first = Vec::new();
+    let read = std::io::BufReader::new(file.take(64 * 1024)).read_until(b'\n', &mut first);
+    if read.is_err() {
+        return false;
+    }
+    serde_json::from_slice::<Value>(&first)
+        .is_ok_and(|v| ["time", "resource", "event"].iter().all(|k| v.get(k).is_some_and(Value::is_string)))
 }
 
 /// `{}` for Empty requests.

@@ -6,18 +6,59 @@ use std::io::{self, Write};
 
 use colored::Colorize;
 
-use super::{Format, Streams, list, out_err, table, write_json, write_table};
+use super::{Format, Streams, out_err, table, write_json, write_table};
 use crate::checkpoint::report::CheckpointReport;
 use crate::error::exit;
 
+/// The longest ID a table cell shows, and the longest cell. The table
+/// layout costs more than linear time in a cell's length (a 2 MiB device ID
+/// took 70 s in a debug build), and nobody reads such a cell: past these
+/// bounds a cell is cut, says how much is left out, and `-o json` has it all.
+const MAX_ID_CHARS: usize = 80;
+const MAX_CELL_CHARS: usize = 2000;
+
+/// `s` cut to `max` characters, saying how many bytes it had when cut.
+fn short(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_string(),
+        Some((cut, _)) => format!("{}…({} bytes)", &s[..cut], s.len()),
+    }
+}
+
+/// A comma-separated list of `items` within [`MAX_CELL_CHARS`]: each cut
+/// to [`MAX_ID_CHARS`], then as many as fit, and how many more there are.
+fn bounded_list<'a>(items: impl ExactSizeIterator<Item = std::borrow::Cow<'a, str>>) -> String {
+    let total = items.len();
+    if total == 0 {
+        return "-".into();
+    }
+    let mut out = String::new();
+    for (i, item) in items.enumerate() {
+        let item = short(&item, MAX_ID_CHARS);
+        if i > 0 && out.len() + item.len() > MAX_CELL_CHARS {
+            out.push_str(&format!(",… {} more (-o json lists all)", total - i));
+            break;
+        }
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&item);
+    }
+    out
+}
+
 /// Devices per NUMA node: `GPU-0@0`, or just the ID without topology.
 fn numa_devices(e: &crate::checkpoint::report::EntryView) -> String {
-    let devs: Vec<String> = e
+    let devs: Vec<std::borrow::Cow<'_, str>> = e
         .devices_per_numa
         .iter()
-        .flat_map(|(node, ids)| ids.iter().map(move |id| if *node < 0 { id.clone() } else { format!("{id}@{node}") }))
+        .flat_map(|(node, ids)| {
+            ids.iter().map(move |id| {
+                if *node < 0 { id.as_str().into() } else { format!("{}@{node}", short(id, MAX_ID_CHARS)).into() }
+            })
+        })
         .collect();
-    list(&devs)
+    bounded_list(devs.into_iter())
 }
 
 /// The verdict lines.
@@ -81,7 +122,12 @@ pub fn show(w: &mut dyn Write, format: Format, r: &CheckpointReport) -> io::Resu
     } else {
         let mut t = table(["POD UID", "CONTAINER", "RESOURCE", "DEVICES (@NUMA)"]);
         for e in &r.entries {
-            t.add_row([e.pod_uid.clone(), e.container.clone(), e.resource.clone(), numa_devices(e)]);
+            t.add_row([
+                short(&e.pod_uid, MAX_ID_CHARS),
+                short(&e.container, MAX_ID_CHARS),
+                short(&e.resource, MAX_ID_CHARS),
+                numa_devices(e),
+            ]);
         }
         write_table(w, &t)?;
         for e in &r.entries {
@@ -100,7 +146,10 @@ pub fn show(w: &mut dyn Write, format: Format, r: &CheckpointReport) -> io::Resu
     } else {
         let mut t = table(["REGISTERED RESOURCE", "HEALTHY DEVICES WHEN WRITTEN"]);
         for (res, ids) in &r.registered_devices {
-            t.add_row([res.clone(), ids.as_deref().map_or_else(|| "(null)".to_string(), list)]);
+            let ids = ids
+                .as_deref()
+                .map_or_else(|| "(null)".to_string(), |ids| bounded_list(ids.iter().map(|id| id.as_str().into())));
+            t.add_row([short(res, MAX_ID_CHARS), ids]);
         }
         write_table(w, &t)?;
     }

@@ -149,7 +149,7 @@ pub fn event_detail(kind: &EventKind) -> String {
         EventKind::ResourceRemoved { resource } => {
             format!("{resource}: grace period over, capacity 0")
         }
-        EventKind::Admitted { pod, namespace, containers, .. } => {
+        EventKind::Admitted { pod, namespace, containers, kept_in, .. } => {
             let parts: Vec<String> = containers
                 .iter()
                 .filter(|c| !c.devices.is_empty())
@@ -158,10 +158,11 @@ pub fn event_detail(kind: &EventKind) -> String {
                     format!("{} {}", c.name, devs.join(" "))
                 })
                 .collect();
+            let kept = kept_in.as_ref().filter(|_| !parts.is_empty()).map(|k| format!(" (recorded in {k})"));
             if parts.is_empty() {
                 format!("{namespace}/{pod} (no devices)")
             } else {
-                format!("{namespace}/{pod}: {}", parts.join("; "))
+                format!("{namespace}/{pod}: {}{}", parts.join("; "), kept.unwrap_or_default())
             }
         }
         EventKind::AdmissionRejected { pod, namespace, reason, message } => {
@@ -362,11 +363,27 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
         let _ = write_table(&mut buf, &t);
         out.extend(String::from_utf8_lossy(&buf).lines().map(String::from));
     }
+    if s.refused_over_limit > 0 {
+        out.push(String::new());
+        out.push(format!(
+            "refused {} Register call(s): the sim tracks at most {} distinct resource names",
+            s.refused_over_limit, s.resource_limit
+        ));
+    }
     if let Some(c) = &s.checkpoint {
         out.push(String::new());
         out.push(format!("checkpoint {}", checkpoint_line(c)));
         let writes = if c.writes { "writes it" } else { "does NOT write it" };
         out.push(format!("  the sim {writes}: {}", c.ownership));
+        if let Some(k) = &c.kept_in {
+            out.push(format!("  admitted pods are recorded in {k}"));
+        }
+        if c.journal_entries > 0 {
+            out.push(format!("  restored {} entr(y/ies) from the sim's own allocations file", c.journal_entries));
+        }
+        if let Some(e) = &c.journal_error {
+            out.push(format!("  the sim's own allocations file was not used: {e}"));
+        }
     }
     out
 }
@@ -541,6 +558,9 @@ pub fn admit(w: &mut dyn Write, format: Format, o: &AdmitOutcome) -> io::Result<
         writeln!(w, "{} {who}", "would be admitted".green().bold())?;
     } else if o.admitted {
         writeln!(w, "{} {who} (uid {}) in {}", "admitted".green().bold(), o.uid, ms(o.took_ms))?;
+        if let Some(k) = &o.kept_in {
+            writeln!(w, "recorded in {k}")?;
+        }
     } else {
         writeln!(
             w,
@@ -797,7 +817,15 @@ pub async fn serve(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -> crat
     } else {
         EventDisplay::Lines
     };
-    let stop = crate::transport::shutdown_signal();
+    // The signal is awaited by a task of its own: when a write blocks on a
+    // stdout nobody reads, this loop cannot see the signal, so the task
+    // also tells the output to give up (`output::fd`), which ends the write.
+    let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
+    let watcher = tokio::spawn(async move {
+        crate::transport::shutdown_signal().await;
+        super::fd::request_stop();
+        let _ = stop_tx.send(());
+    });
     tokio::pin!(stop);
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut code = crate::error::exit::OK;
@@ -833,12 +861,18 @@ pub async fn serve(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -> crat
                     }
                     return Ok(());
                 }
-                () = &mut stop => return Ok(()),
+                _ = &mut stop => return Ok(()),
             }
         }
     }
     .await;
+    watcher.abort();
     let stopped = sim.stop().await;
+    if super::fd::stop_requested() && result.as_ref().is_err_and(crate::Error::is_closed_output) {
+        // Stopped by a signal while nobody read the output: the sockets are
+        // gone; there is no one to show the rest to.
+        return stopped.map(|()| code);
+    }
     drain(&mut rx, &mut display, s, &sim)?;
     display.finish(s.err, &sim).map_err(out_err)?;
     result?;
