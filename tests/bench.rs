@@ -306,24 +306,18 @@ async fn clients_advertise_windows_that_hold_a_kubelet_sized_message() {
 }
 
 // `--connections 300` against a dpctl server (256 connections at most, see
-// the README's "What dpctl's servers accept") failed with a bare
-// "could not connect … Broken pipe". The error now says which connection
-// failed and the hint names the likely cause; still exit 3.
+// the README's "What dpctl's servers accept") used to fail with exit 3
+// ("could not open connection 257 of 300"): the server closed every new
+// connection past its cap. Now a newcomer takes the place of the oldest idle
+// connection, and the client dials an evicted one again when it uses it.
+// (The error naming the cap remains for servers that refuse outright.)
 #[tokio::test]
-async fn connections_past_a_server_cap_name_the_cap() {
+async fn connections_past_a_server_cap_take_idle_ones_places() {
     let sb = Sandbox::new();
     let (h, sock) = mock(&sb, ResourceConfig::new(GPU, 1)).await;
     let r = dpctl(&["bench", "allocate", "--socket", &sock, "--connections", "300", "--total", "1", "--warmup", "0s"])
         .await;
-    r.expect_code(3);
-    // Which one fails (seen: the 256th to the 262nd) depends on timing: a
-    // client's handshake can finish before the server closes a connection
-    // over its cap, and the server may not yet count dpctl's first one gone.
-    assert!(r.stderr.contains("could not open connection 2"), "{}", r.stderr);
-    assert!(r.stderr.contains(" of 300 to "), "{}", r.stderr);
-    assert!(r.stderr.contains("hint: the server closed this connection after 2"), "{}", r.stderr);
-    assert!(r.stderr.contains("dpctl's own servers take 256 per gRPC server"), "{}", r.stderr);
-    assert!(r.stderr.contains("lower --connections"), "{}", r.stderr);
+    r.expect_code(0);
     // Under the cap, the same run works.
     let r = dpctl(&["bench", "allocate", "--socket", &sock, "--connections", "200", "--total", "1", "--warmup", "0s"])
         .await;

@@ -338,3 +338,57 @@ async fn pings_between_calls_are_never_a_flood() {
         .await;
     }
 }
+
+/// Runs each client command against `how`'s silent server and checks its
+/// exit code and that it ends within its timeouts plus `slack`.
+async fn commands_end_within_their_timeouts(how: crate::support::silent::Silence) {
+    use crate::support::silent::{Silence, SilentServer};
+    let sb = Sandbox::new();
+    let server = SilentServer::start(&sb.join("s.sock"), how);
+    let socket = server.path.to_str().unwrap();
+    // What a user sees: a timeout (exit 5) within the connect timeout when
+    // the server never speaks HTTP/2, within the call timeout when it never
+    // answers a call. The slack covers process start on a loaded machine.
+    let slack = Duration::from_secs(3);
+    let limit = |connect: u64, call: u64| Duration::from_secs(if how == Silence::AcceptOnly { connect } else { call });
+    let cases: Vec<(Vec<&str>, i32, Duration)> = vec![
+        (vec!["plugin", "call", "options", "--connect-timeout", "1s", "--timeout", "2s"], 5, limit(1, 2)),
+        (vec!["plugin", "call", "list", "--connect-timeout", "1s", "--timeout", "2s"], 5, limit(1, 2)),
+        (vec!["plugin", "watch", "--connect-timeout", "1s", "--timeout", "2s"], 5, limit(1, 2)),
+        (
+            vec!["plugin", "check", "--connect-timeout", "1s", "--timeout", "1s", "--first-list-timeout", "1s"],
+            // Reached but answering nothing: every check fails (exit 1), each within its deadline.
+            if how == Silence::AcceptOnly { 5 } else { 1 },
+            // options, the first list, then the calls of the remaining checks, 1 s each at most.
+            limit(1, 8),
+        ),
+        (vec!["bench", "allocate", "--connect-timeout", "1s", "--timeout", "2s", "--duration", "2s"], 5, limit(1, 2)),
+        (vec!["bench", "list", "--connect-timeout", "1s", "--timeout", "2s", "--duration", "2s"], 5, limit(1, 2)),
+        (vec!["podresources", "list", "--connect-timeout", "1s", "--timeout", "2s"], 5, limit(1, 2)),
+        (vec!["podresources", "watch", "--connect-timeout", "1s", "--timeout", "2s"], 5, limit(1, 2)),
+    ];
+    for (mut args, code, bound) in cases {
+        args.extend(["--socket", socket]);
+        let started = Instant::now();
+        let r = dpctl(&args).await;
+        let took = started.elapsed();
+        assert_eq!(r.code, code, "{args:?} ({how:?}) took {took:?}\n{}{}", r.stdout, r.stderr);
+        assert!(took < bound + slack, "{args:?} ({how:?}) took {took:?}, over {bound:?} + {slack:?}");
+        if code == 5 {
+            assert!(r.stderr.contains("timed out") || r.stderr.contains("no answer within"), "{args:?}: {}", r.stderr);
+        }
+    }
+}
+
+// `dpctl bench` used to run on for minutes against a socket that accepts
+// and never answers, `plugin watch` exited 0 in silence, and `plugin check
+// --connect-timeout 1s` took 25 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_commands_time_out_on_a_socket_that_accepts_and_is_silent() {
+    commands_end_within_their_timeouts(crate::support::silent::Silence::AcceptOnly).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_commands_time_out_on_a_server_that_never_answers_a_call() {
+    commands_end_within_their_timeouts(crate::support::silent::Silence::Handshake).await;
+}

@@ -33,6 +33,27 @@ fn mounts() -> String {
     std::fs::read_to_string("/proc/self/mountinfo").expect("read /proc/self/mountinfo")
 }
 
+/// The names in `dir`, sorted, one a line.
+fn listing(dir: &str) -> String {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("list {dir}: {e}"))
+        .map(|e| e.expect("read entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names.join("\n")
+}
+
+/// What an isolated run must leave exactly as it was: the host's mount
+/// table and the listings of `/` and `/var/lib` (where missing mountpoints
+/// would otherwise be made).
+fn host_state() -> [(&'static str, String); 3] {
+    [
+        ("/proc/self/mountinfo", mounts()),
+        ("the listing of /", listing("/")),
+        ("the listing of /var/lib", listing("/var/lib")),
+    ]
+}
+
 /// The paths an isolated run may need as mountpoints, and whether each exists now.
 fn kubelet_paths() -> Vec<(String, bool)> {
     ["/var/lib/kubelet", "/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins_registry"]
@@ -67,7 +88,15 @@ async fn smoke_as(
     if let Some(uid) = user {
         cmd.uid(uid).gid(uid);
     }
+    // Every --isolate run, whatever it binds and however it ends, leaves the
+    // host byte for byte as it was.
+    let before = args.contains(&"--isolate").then(host_state);
     let run = run_bounded(cmd, &args, SMOKE_WAIT).await;
+    if let Some(before) = before {
+        for ((what, was), (_, now)) in before.iter().zip(host_state()) {
+            assert_eq!(&now, was, "{what} changed across {args:?}");
+        }
+    }
     let report = serde_json::from_str(&run.stdout).ok();
     (run, report)
 }
@@ -408,4 +437,34 @@ async fn the_program_is_found_inside_the_namespace_or_the_launch_fails() {
     assert_eq!(outcome(&v, "launch"), "fail", "{v:#}");
     assert!(evidence(&v, "launch").contains("./no-such-plugin: no such file inside the namespace"), "{v:#}");
     assert!(v["plugin"]["pid"].is_null(), "nothing was started: {v:#}");
+}
+
+/// `--bind` to a top-level path that does not exist (`/dpctl-isolate-zz`) or
+/// to one nested under a missing top-level directory used to create those
+/// directories on the host's `/` (a mount stacked on `/` does not change a
+/// process's root), and leave them, while the report said "the mountpoint
+/// exists inside the namespace only". Now it does.
+#[tokio::test]
+async fn binds_to_missing_top_level_paths_never_touch_the_hosts_root() {
+    if !is_root() {
+        return;
+    }
+    let sb = Sandbox::new();
+    let src = sb.join("src");
+    std::fs::create_dir(&src).unwrap();
+    std::fs::write(src.join("marker"), "from the host\n").unwrap();
+    for target in ["/dpctl-isolate-zz", "/dpctl-isolate-newtop/a/b"] {
+        assert!(!Path::new(target).exists());
+        let top = format!("/{}", Path::new(target).components().nth(1).unwrap().as_os_str().to_string_lossy());
+        let bind = format!("{}:{target}", src.display());
+        let script = format!("cat {target}/marker && ls / > /dev/null && echo ready; sleep 30");
+        let flags = ["--isolate", "--bind", &bind, "--register-timeout", "1s", "--grace", "1s"];
+        // smoke_as compares the host's mount table, `/` and `/var/lib` before and after.
+        let (run, v) = smoke(&flags, &["sh", "-c", &script]).await;
+        assert_eq!(run.code, 1, "it never registers: {run:?}");
+        let tail = v["plugin"]["stdout"]["tail"].as_str().unwrap_or_default();
+        assert!(tail.contains("from the host") && tail.contains("ready"), "the bind is seen inside: {v:#}");
+        assert!(mounted(&v).contains(&format!("{target} <- {}", src.display())), "{v:#}");
+        assert!(!Path::new(&top).exists(), "{top} was left on the host");
+    }
 }

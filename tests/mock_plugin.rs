@@ -202,6 +202,40 @@ async fn reregisters_within_a_second_after_a_kubelet_restart() {
     handle.stop().await.unwrap();
 }
 
+// A kubelet that restarts without deleting the plugin sockets re-creates
+// kubelet.sock, and ext4 gives the new socket the inode just freed: the mock
+// watched for a new inode and missed 6 restarts in 10. Every restart in a
+// row must bring a Register.
+#[tokio::test]
+async fn reregisters_after_every_restart_that_reuses_kubelet_socks_inode() {
+    use std::os::unix::fs::MetadataExt;
+    let sb = Sandbox::new();
+    let mut kubelet = TestKubelet::start(sb.path(), KubeletBehaviour::default()).await;
+    let (handle, mut events) = start(config(&sb, vec![ResourceConfig::new(GPU, 2)])).await;
+    kubelet.next().await;
+    let mut reused = 0;
+    for round in 2..=11u32 {
+        let before = std::fs::metadata(kubelet.socket()).unwrap().ino();
+        let restarted = kubelet.restart_keeping_plugin_sockets().await;
+        reused += usize::from(std::fs::metadata(kubelet.socket()).unwrap().ino() == before);
+        let seen = kubelet.next().await;
+        assert_eq!(seen.rejected, None);
+        let ev = wait_for(
+            &mut events,
+            "re-registered",
+            |k| matches!(k, EventKind::Registered { registration, .. } if *registration == round),
+        )
+        .await;
+        let EventKind::Registered { reason, .. } = ev.kind else { unreachable!() };
+        assert!(reason.contains("kubelet.sock"), "{reason}");
+        eprintln!("restart {round}: Register after {:?} ({reason})", seen.at.duration_since(restarted));
+    }
+    eprintln!("kubelet.sock's inode was reused in {reused} of 10 restarts");
+    // No extra Register: exactly one per kubelet.
+    assert!(kubelet.next_within(Duration::from_millis(700)).await.is_none(), "a Register no restart asked for");
+    handle.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn stop_does_not_wait_for_a_hanging_register() {
     let sb = Sandbox::new();

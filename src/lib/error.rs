@@ -281,8 +281,8 @@ impl Error {
             }
             Error::ConnectionClosedPastOthers { open, dpctl_cap, .. } => format!(
                 "the server closed this connection after {open} others to it had been opened: servers cap their \
-                 connections (dpctl's own servers take {dpctl_cap} per gRPC server and close the rest at once; a \
-                 plugin may have its own limit); lower --connections"
+                 connections (dpctl's own servers take {dpctl_cap} per gRPC server, closing the oldest idle ones \
+                 to make room; a plugin may have its own limit); lower --connections"
             ),
             Error::Unimplemented { message, .. }
                 if message.contains("deviceplugin.") || message.contains("v1alpha") =>

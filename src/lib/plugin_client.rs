@@ -135,10 +135,18 @@ impl PluginClient {
         }))
     }
 
-    /// The first ListAndWatch message, waiting at most `timeout`.
+    /// The first ListAndWatch message, waiting at most `timeout` (opening
+    /// the stream included: a server that never sends the response headers
+    /// must not hold the caller up either).
     pub async fn list_once(&self, timeout: Duration) -> Result<Snapshot> {
-        let mut stream = Box::pin(self.list_and_watch().await?);
-        match tokio::time::timeout(timeout, stream.next()).await {
+        let deadline = crate::duration::deadline(timeout);
+        let timed_out =
+            || Error::Timeout { what: format!("first ListAndWatch message from {}", self.path.display()), timeout };
+        let mut stream = match tokio::time::timeout_at(deadline, self.list_and_watch()).await {
+            Ok(stream) => Box::pin(stream?),
+            Err(_) => return Err(timed_out()),
+        };
+        match tokio::time::timeout_at(deadline, stream.next()).await {
             Ok(Some(item)) => item,
             Ok(None) => Err(Error::Rpc {
                 rpc: "v1beta1.DevicePlugin/ListAndWatch".into(),
@@ -146,10 +154,7 @@ impl PluginClient {
                 code: tonic::Code::Ok,
                 message: "the plugin ended the stream without sending a device list".into(),
             }),
-            Err(_) => Err(Error::Timeout {
-                what: format!("first ListAndWatch message from {}", self.path.display()),
-                timeout,
-            }),
+            Err(_) => Err(timed_out()),
         }
     }
 }
@@ -183,8 +188,11 @@ pub struct WatchLimits {
 
 /// Streams ListAndWatch from the plugin at `socket` until `limits` or `stop`:
 /// each message goes to `on_message` with its sequence number (from 1).
-/// Opening waits as long as the watch may last. A stream the plugin ends is
-/// an error saying what a kubelet would do.
+/// The first message must arrive within the call timeout (connecting and
+/// opening the stream included), as a kubelet expects a plugin's device list
+/// at once: a plugin that accepts and never answers is a timeout error, not
+/// an empty watch. A stream the plugin ends is an error saying what a
+/// kubelet would do.
 pub async fn watch(
     socket: &Path,
     config: &ClientConfig,
@@ -199,6 +207,11 @@ pub async fn watch(
             None => std::future::pending().await,
         }
     };
+    let first_by = crate::duration::deadline(config.call_timeout);
+    let no_first = || Error::Timeout {
+        what: format!("first ListAndWatch message from {}", socket.display()),
+        timeout: config.call_timeout,
+    };
     let opened = async {
         let client = PluginClient::connect(socket, config).await?;
         let stream = client.list_and_watch().await?;
@@ -206,7 +219,8 @@ pub async fn watch(
     };
     let (client, stream) = tokio::select! {
         r = opened => r?,
-        () = until() => return Ok(()),
+        () = tokio::time::sleep_until(first_by) => return Err(no_first()),
+        () = until() => return Err(no_first()),
         () = &mut stop => return Ok(()),
     };
     let mut stream = Box::pin(stream);
@@ -214,7 +228,8 @@ pub async fn watch(
     loop {
         let item = tokio::select! {
             item = stream.next() => item,
-            () = until() => return Ok(()),
+            () = tokio::time::sleep_until(first_by), if seq == 0 => return Err(no_first()),
+            () = until() => return if seq == 0 { Err(no_first()) } else { Ok(()) },
             () = &mut stop => return Ok(()),
         };
         match item {

@@ -177,6 +177,16 @@ impl TestKubelet {
         Instant::now()
     }
 
+    /// A kubelet process restarting on its own (as `kubelet-sim` stopped
+    /// and started again without --force): its kubelet.sock goes and comes
+    /// back; the plugins' sockets are left alone. Returns the moment the new
+    /// kubelet.sock exists.
+    pub async fn restart_keeping_plugin_sockets(&mut self) -> Instant {
+        self.stop().await;
+        self.serve().await;
+        Instant::now()
+    }
+
     /// The next Register call.
     pub async fn next(&mut self) -> Seen {
         within("a Register call", self.rx.recv()).await.expect("kubelet channel open")

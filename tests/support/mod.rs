@@ -7,6 +7,7 @@ pub mod fake_plugin;
 pub mod h2raw;
 pub mod interop;
 pub mod kubelet;
+pub mod silent;
 pub mod sim;
 
 use std::future::Future;

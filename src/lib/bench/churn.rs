@@ -120,9 +120,13 @@ pub async fn run(
     if ids.is_empty() {
         return Err(Error::invalid(t.socket.display().to_string(), "the plugin lists no healthy device to flip"));
     }
-    let mut stream = crate::plugin_client::open_list_and_watch(channel, t.max_recv)
-        .await
-        .map_err(|s| Error::from_status(LIST_AND_WATCH, &t.socket, &s, cfg.client.max_recv_bytes))?;
+    let wait = cfg.client.call_timeout;
+    let opened =
+        tokio::time::timeout(wait, crate::plugin_client::open_list_and_watch(channel, t.max_recv)).await.map_err(
+            |_| Error::Timeout { what: format!("ListAndWatch to open on {}", t.socket.display()), timeout: wait },
+        )?;
+    let mut stream =
+        opened.map_err(|s| Error::from_status(LIST_AND_WATCH, &t.socket, &s, cfg.client.max_recv_bytes))?;
     next_list(&mut stream, t, cfg).await?;
 
     progress.reset(true);

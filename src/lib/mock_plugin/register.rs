@@ -95,9 +95,16 @@ pub fn watch_dir(dir: &Path, tx: broadcast::Sender<DirEvent>) -> Option<notify::
     Some(watcher)
 }
 
-/// Device and inode of a file, to tell one socket from its replacement.
-pub fn inode(path: &Path) -> Option<(u64, u64)> {
-    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+/// What tells one socket file from its replacement: device, inode and
+/// change time. The inode alone does not: ext4 hands a socket re-created at
+/// once the inode just freed (6 restarts in 10 went unnoticed that way). The
+/// change time, coarse as it is, still separates most re-creations; the
+/// directory's Remove and Create events do the rest.
+pub type Identity = (u64, u64, i64, i64);
+
+/// The [`Identity`] of the file at `path`, if any.
+pub fn inode(path: &Path) -> Option<Identity> {
+    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))
 }
 
 /// Settings shared by the supervisors.
@@ -127,7 +134,7 @@ impl Shared {
 struct Generation {
     stop: watch::Sender<bool>,
     task: JoinHandle<Result<()>>,
-    inode: Option<(u64, u64)>,
+    inode: Option<Identity>,
 }
 
 impl Generation {
@@ -161,8 +168,11 @@ pub struct Supervisor {
     fatal: mpsc::UnboundedSender<Error>,
     generation: Option<Generation>,
     generations: u32,
-    /// kubelet.sock's inode when Register last succeeded.
-    registered_with: Option<(u64, u64)>,
+    /// kubelet.sock's identity when Register last succeeded.
+    registered_with: Option<Identity>,
+    /// kubelet.sock was deleted since Register last succeeded: the next
+    /// kubelet.sock created is a new kubelet, whatever its inode.
+    kubelet_gone: bool,
     need_serve: bool,
     need_register: bool,
     /// What caused the pending (re-)registration, and when.
@@ -201,6 +211,7 @@ impl Supervisor {
             generation: None,
             generations: 0,
             registered_with: None,
+            kubelet_gone: false,
             need_serve: listener.is_none(),
             need_register,
             cause: (started, "start".into()),
@@ -303,6 +314,7 @@ impl Supervisor {
                 Ok(with) => {
                     self.need_register = false;
                     self.registered_with = with;
+                    self.kubelet_gone = false;
                     self.backoff = BACKOFF_START;
                     if self.faults.register_twice && !self.registered_twice {
                         self.registered_twice = true;
@@ -359,8 +371,8 @@ impl Supervisor {
         }
     }
 
-    /// One Register call. Returns kubelet.sock's inode on success.
-    async fn register_once(&mut self) -> std::result::Result<Option<(u64, u64)>, Failure> {
+    /// One Register call. Returns kubelet.sock's identity on success.
+    async fn register_once(&mut self) -> std::result::Result<Option<Identity>, Failure> {
         let ksock = self.shared.kubelet_socket();
         let ino = inode(&ksock);
         let view = self.register_view();
@@ -410,6 +422,7 @@ impl Supervisor {
             self.res.emit(EventKind::KubeletRestartIgnored { reason: reason.to_string() });
             // Remember it, so that the same restart is reported once.
             self.registered_with = inode(&self.shared.kubelet_socket());
+            self.kubelet_gone = false;
             if let Some(g) = &mut self.generation {
                 g.inode = inode(&self.res.socket);
             }
@@ -441,12 +454,21 @@ impl Supervisor {
     }
 
     fn on_dir_event(&mut self, ev: DirEvent) {
+        let kubelet_sock = crate::paths::KUBELET_SOCKET_NAME;
         match ev {
             DirEvent::Removed(name) if name == self.res.endpoint && self.socket_lost() => {
                 self.trigger("plugin socket deleted", true);
             }
-            DirEvent::Created(name) if name == crate::paths::KUBELET_SOCKET_NAME => {
-                if self.kubelet_replaced() {
+            DirEvent::Removed(name) if name == kubelet_sock && self.registered_with.is_some() => {
+                self.kubelet_gone = true;
+            }
+            // A kubelet.sock created after the one registered with was
+            // deleted is a new kubelet (upstream plugins watch for exactly
+            // this Create event): register again even when the file looks
+            // the same (same inode, same coarse change time).
+            DirEvent::Created(name) if name == kubelet_sock => {
+                if self.kubelet_gone || self.kubelet_replaced() {
+                    self.kubelet_gone = false;
                     let serve = self.socket_lost();
                     self.trigger("kubelet.sock created", serve);
                 } else if self.need_register {
@@ -465,6 +487,10 @@ impl Supervisor {
             self.trigger("plugin socket deleted", true);
         } else if self.kubelet_replaced() {
             self.trigger("kubelet.sock replaced", false);
+        } else if self.kubelet_gone && inode(&self.shared.kubelet_socket()).is_some() {
+            // Deleted and back, its Create event lost.
+            self.kubelet_gone = false;
+            self.trigger("kubelet.sock created", false);
         }
     }
 }

@@ -105,6 +105,17 @@ pub async fn watch(
         }
     };
     tokio::pin!(until);
+    // Reaching the deadline before the kubelet ever answered is a timeout,
+    // not an empty watch: a socket that accepts and never answers must not
+    // look like a node without pods.
+    let watch_for = deadline.map(|d| {
+        let left = d.saturating_duration_since(Instant::now());
+        Duration::from_millis(u64::try_from((left.as_micros() + 500) / 1000).unwrap_or(u64::MAX))
+    });
+    let unanswered = || Error::Timeout {
+        what: format!("a first answer to List from {}", client.path().display()),
+        timeout: watch_for.unwrap_or_default(),
+    };
     let mut prev: Option<Vec<PodView>> = None;
     let mut polls = 0u64;
     let mut emitted = 0u64;
@@ -113,13 +124,13 @@ pub async fn watch(
     loop {
         tokio::select! {
             () = tokio::time::sleep_until(next_at) => {}
-            () = &mut until => return Ok(()),
+            () = &mut until => return if polls == 0 { Err(unanswered()) } else { Ok(()) },
             () = &mut stop => return Ok(()),
         }
         let started = Instant::now();
         let result = tokio::select! {
             r = client.list() => r,
-            () = &mut until => return Ok(()),
+            () = &mut until => return if polls == 0 { Err(unanswered()) } else { Ok(()) },
             () = &mut stop => return Ok(()),
         };
         match result {

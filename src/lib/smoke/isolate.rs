@@ -576,8 +576,12 @@ impl Shadows {
             use std::os::unix::fs::PermissionsExt;
             let _ = std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(meta.permissions().mode()));
         }
-        mount(Some(&copy), dir, None, libc::MS_BIND | libc::MS_REC, None)
-            .map_err(|e| mount_error(&format!("covering {} with its copy", dir.display()), &e))?;
+        if dir == Path::new("/") {
+            enter_root_copy(&copy)?;
+        } else {
+            mount(Some(&copy), dir, None, libc::MS_BIND | libc::MS_REC, None)
+                .map_err(|e| mount_error(&format!("covering {} with its copy", dir.display()), &e))?;
+        }
         mounts.push(MountRecord {
             target: dir.display().to_string(),
             source: "tmpfs".into(),
@@ -592,6 +596,38 @@ impl Shadows {
         });
         Ok(())
     }
+}
+
+/// Makes `copy` (the tmpfs copy of `/`) this process's root.
+///
+/// Covering `/` with a bind mount is not enough: a process's root is a
+/// reference to the mount it started with, and paths starting at `/` are
+/// looked up from that reference without crossing a mount stacked on it. A
+/// directory then made "in the copy" at `/zz` landed on the host's root
+/// file system instead. `pivot_root(2)` moves the root itself: `copy`
+/// becomes `/` (its entries are recursive binds of the host's, so every
+/// mount below `/` is still there) and the old root, stacked on it by
+/// `pivot_root(".", ".")`, is detached. The working directory is restored
+/// by path, which resolves the same through the binds.
+fn enter_root_copy(copy: &Path) -> Result<()> {
+    let cwd = std::env::current_dir().ok();
+    // pivot_root needs the new root to be a mountpoint.
+    mount(Some(copy), copy, None, libc::MS_BIND | libc::MS_REC, None)
+        .map_err(|e| mount_error(&format!("bind-mounting {} on itself", copy.display()), &e))?;
+    std::env::set_current_dir(copy).map_err(|e| Error::io(format!("entering {}", copy.display()), e))?;
+    let here = c_path(Path::new(".")).map_err(|e| Error::io("pivot_root".to_string(), e))?;
+    // SAFETY: pivot_root reads two NUL-terminated paths that outlive the call.
+    if unsafe { libc::syscall(libc::SYS_pivot_root, here.as_ptr(), here.as_ptr()) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(mount_error("making the copy of / the root (pivot_root)", &e));
+    }
+    // The old root now sits on top of "."; detaching it reveals the copy.
+    umount_detach(Path::new(".")).map_err(|e| mount_error("detaching the old root", &e))?;
+    std::env::set_current_dir("/").map_err(|e| Error::io("entering the new /".to_string(), e))?;
+    if let Some(cwd) = cwd {
+        let _ = std::env::set_current_dir(cwd);
+    }
+    Ok(())
 }
 
 /// Creates `target` (a directory or an empty file) and its missing parents

@@ -38,13 +38,15 @@ impl Default for ClientConfig {
 /// Before dialing, the path is checked so that the error says what is wrong:
 /// nothing there, not a socket, permission denied, or nothing listening.
 pub async fn connect(path: &Path, timeout: Duration) -> Result<Channel> {
+    let deadline = crate::duration::deadline(timeout);
     let first = dial(path, timeout).await?;
     // The endpoint URI only sets :authority; the connector below ignores it.
     let endpoint = super::http2::client_settings(Endpoint::from_static("http://localhost"))
         .connect_timeout(timeout)
         .user_agent(concat!("dpctl/", env!("CARGO_PKG_VERSION")))
         .map_err(|e| Error::Connect { path: path.to_path_buf(), reason: e.to_string() })?;
-    let slot = Arc::new(Mutex::new(Some(first)));
+    let (greeted_tx, greeted) = tokio::sync::oneshot::channel();
+    let slot = Arc::new(Mutex::new(Some((first, greeted_tx))));
     let owned: PathBuf = path.to_path_buf();
     let connector = tower::service_fn(move |_: http::Uri| {
         let slot = Arc::clone(&slot);
@@ -54,16 +56,89 @@ pub async fn connect(path: &Path, timeout: Duration) -> Result<Channel> {
             // the server closed the connection) are dialed afresh.
             let ready = slot.lock().map_or(None, |mut s| s.take());
             let stream = match ready {
-                Some(s) => s,
-                None => UnixStream::connect(&path).await?,
+                Some((s, greeted)) => Greeted { inner: s, greeted: Some(greeted) },
+                None => Greeted { inner: UnixStream::connect(&path).await?, greeted: None },
             };
             Ok::<_, std::io::Error>(TokioIo::new(stream))
         }
     });
-    match tokio::time::timeout(timeout, endpoint.connect_with_connector(connector)).await {
-        Ok(Ok(channel)) => Ok(channel),
-        Ok(Err(e)) => Err(Error::Connect { path: path.to_path_buf(), reason: error_chain(&e) }),
+    let channel = match tokio::time::timeout_at(deadline, endpoint.connect_with_connector(connector)).await {
+        Ok(Ok(channel)) => channel,
+        Ok(Err(e)) => return Err(Error::Connect { path: path.to_path_buf(), reason: error_chain(&e) }),
+        Err(_) => return Err(Error::ConnectTimeout { path: path.to_path_buf(), timeout }),
+    };
+    // hyper's client handshake only sends the preface: it does not wait
+    // for the server's. A socket that accepts and never speaks HTTP/2 would
+    // then pass for connected and every call (or stream) would hang on it
+    // instead of failing within the connect timeout. The server's SETTINGS
+    // (the first bytes any HTTP/2 server sends) are what proves a server.
+    match tokio::time::timeout_at(deadline, greeted).await {
+        Ok(Ok(true)) => Ok(channel),
+        Ok(Ok(false) | Err(_)) => Err(Error::Connect {
+            path: path.to_path_buf(),
+            reason: "the server closed the connection without an HTTP/2 greeting".into(),
+        }),
         Err(_) => Err(Error::ConnectTimeout { path: path.to_path_buf(), timeout }),
+    }
+}
+
+/// A client connection that reports whether the server sent anything
+/// (true) or closed it (false) with the first read that completes.
+struct Greeted {
+    inner: UnixStream,
+    greeted: Option<tokio::sync::oneshot::Sender<bool>>,
+}
+
+impl tokio::io::AsyncRead for Greeted {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(r) = &polled
+            && let Some(tx) = self.greeted.take()
+        {
+            let _ = tx.send(r.is_ok() && buf.filled().len() > before);
+        }
+        polled
+    }
+}
+
+impl tokio::io::AsyncWrite for Greeted {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
