@@ -54,6 +54,10 @@ type refConfig struct {
 	distances          [][]uint64
 }
 
+// configError: a manager refused the configuration (the flags), as the
+// kubelet refuses to start with it.
+type configError struct{ error }
+
 // managers is one kubelet start's worth of managers (a restart builds new ones).
 type managers struct {
 	tm        topologymanager.Manager
@@ -148,7 +152,7 @@ func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]
 	var err error
 	topo := r.machine.Topology
 	if m.tm, err = newTopologyManager(r.logger, topo, r.cfg.tmPolicy, r.cfg.tmScope, r.cfg.tmOptions); err != nil {
-		return nil, fmt.Errorf("topology manager: %w", err)
+		return nil, configError{fmt.Errorf("topology manager: %w", err)}
 	}
 	if m.dm, err = newDeviceManager(r.logger, topo, m.tm); err != nil {
 		return nil, fmt.Errorf("device manager: %w", err)
@@ -156,11 +160,11 @@ func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]
 	addHintProvider(r.logger, m.tm, m.dm)
 	reservation := r.allocatableReservation()
 	if m.cpu, err = newCPUManager(r.logger, r.cfg.cpuPolicy, r.machine, r.cfg.reservedCPUs, reservation, r.stateDir, m.tm); err != nil {
-		return nil, fmt.Errorf("cpu manager: %w", err)
+		return nil, configError{fmt.Errorf("cpu manager: %w", err)}
 	}
 	addHintProvider(r.logger, m.tm, m.cpu)
 	if m.mem, err = newMemoryManager(r.ctx, r.logger, r.machine, reservation, r.stateDir, m.tm); err != nil {
-		return nil, fmt.Errorf("memory manager: %w", err)
+		return nil, configError{fmt.Errorf("memory manager: %w", err)}
 	}
 	addHintProvider(r.logger, m.tm, m.mem)
 
