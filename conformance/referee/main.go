@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -162,6 +163,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dpctl-referee: %v\n", err)
 		_ = os.RemoveAll(stateDir)
+		if errors.As(err, new(configError)) {
+			os.Exit(exitUsage)
+		}
 		os.Exit(exitFailure)
 	}
 	r.m = m

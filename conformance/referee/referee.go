@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -52,6 +53,10 @@ type refConfig struct {
 	cpusPerNuma        int
 	distances          [][]uint64
 }
+
+// configError: a manager refused the configuration (the flags), as the
+// kubelet refuses to start with it.
+type configError struct{ error }
 
 // managers is one kubelet start's worth of managers (a restart builds new ones).
 type managers struct {
@@ -147,7 +152,7 @@ func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]
 	var err error
 	topo := r.machine.Topology
 	if m.tm, err = newTopologyManager(r.logger, topo, r.cfg.tmPolicy, r.cfg.tmScope, r.cfg.tmOptions); err != nil {
-		return nil, fmt.Errorf("topology manager: %w", err)
+		return nil, configError{fmt.Errorf("topology manager: %w", err)}
 	}
 	if m.dm, err = newDeviceManager(r.logger, topo, m.tm); err != nil {
 		return nil, fmt.Errorf("device manager: %w", err)
@@ -155,11 +160,11 @@ func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]
 	addHintProvider(r.logger, m.tm, m.dm)
 	reservation := r.allocatableReservation()
 	if m.cpu, err = newCPUManager(r.logger, r.cfg.cpuPolicy, r.machine, r.cfg.reservedCPUs, reservation, r.stateDir, m.tm); err != nil {
-		return nil, fmt.Errorf("cpu manager: %w", err)
+		return nil, configError{fmt.Errorf("cpu manager: %w", err)}
 	}
 	addHintProvider(r.logger, m.tm, m.cpu)
 	if m.mem, err = newMemoryManager(r.ctx, r.logger, r.machine, reservation, r.stateDir, m.tm); err != nil {
-		return nil, fmt.Errorf("memory manager: %w", err)
+		return nil, configError{fmt.Errorf("memory manager: %w", err)}
 	}
 	addHintProvider(r.logger, m.tm, m.mem)
 
@@ -282,9 +287,16 @@ func (runtimeStub) UpdateContainerResources(context.Context, string, *runtimeapi
 
 type schedulerNodeInfo = schedulerframework.NodeInfo
 
-// dirEntries lists the device-plugins directory: name -> is a socket.
-func dirEntries(dir string) map[string]bool {
-	out := map[string]bool{}
+// entry is one non-directory in the device-plugins directory.
+type entry struct {
+	socket bool   // through links, as the kubelet's cleanup (os.Stat) sees it
+	inode  uint64 // the entry itself: a new inode under the same name is a new file
+}
+
+// dirEntries lists the device-plugins directory. Comparing inodes tells a
+// socket the cleanup deleted from one a plugin re-created at once.
+func dirEntries(dir string) map[string]entry {
+	out := map[string]entry{}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return out
@@ -293,9 +305,17 @@ func dirEntries(dir string) map[string]bool {
 		if e.IsDir() {
 			continue
 		}
-		// Classified through links, as the kubelet's cleanup (os.Stat) sees them.
-		st, err := os.Stat(filepath.Join(dir, e.Name()))
-		out[e.Name()] = err == nil && st.Mode()&os.ModeSocket != 0
+		path := filepath.Join(dir, e.Name())
+		var en entry
+		if st, err := os.Stat(path); err == nil {
+			en.socket = st.Mode()&os.ModeSocket != 0
+		}
+		if st, err := os.Lstat(path); err == nil {
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+				en.inode = sys.Ino
+			}
+		}
+		out[e.Name()] = en
 	}
 	return out
 }
@@ -359,11 +379,11 @@ func (r *referee) restart(wait time.Duration) restartReport {
 	rep := restartReport{Result: "restart", KubeletVersion: r.release,
 		DeletedSockets: []string{}, DeletedFiles: []string{}, WouldDelete: []string{}, Resources: []resourceReturn{}}
 	after := dirEntries(devicePluginsDir)
-	for name, sock := range entries {
-		if _, still := after[name]; still {
+	for name, was := range entries {
+		if now, still := after[name]; still && now.inode == was.inode {
 			continue
 		}
-		if sock {
+		if was.socket {
 			rep.DeletedSockets = append(rep.DeletedSockets, name)
 		} else {
 			rep.DeletedFiles = append(rep.DeletedFiles, name)
