@@ -107,6 +107,21 @@ async fn row_3_nothing_running_there_is_the_same_code_for_every_command() {
     }
 }
 
+/// A `.dpctl` that is a symbolic link is refused by the mock as by the sim
+/// (exit 2, naming it); nothing is made where it points.
+#[tokio::test]
+async fn row_2_a_linked_control_directory_for_the_mock() {
+    let sb = Sandbox::new();
+    let elsewhere = Sandbox::new();
+    std::os::unix::fs::symlink(elsewhere.path(), sb.join(".dpctl")).unwrap();
+    let dir = sb.path().to_str().unwrap();
+    let r = dpctl(&["mock-plugin", "--dir", dir, "--resource", "example.com/gpu", "--no-register", "--run-for", "1s"])
+        .await;
+    r.expect_code(2);
+    assert!(r.stderr.contains(".dpctl") && r.stderr.contains("symbolic link"), "{}", r.stderr);
+    assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+}
+
 /// A symbolic-link loop handed to `checkpoint` is bad input (2), like any
 /// path that cannot be a checkpoint; it used to exit 3 (an I/O error).
 #[tokio::test]

@@ -93,6 +93,18 @@ pub async fn bind(path: &Path, opts: &BindOptions) -> Result<Listener> {
     if len > MAX_SOCKET_PATH_LEN {
         return Err(Error::PathTooLong { path: path.to_path_buf(), len, max: MAX_SOCKET_PATH_LEN });
     }
+    // dpctl's own directory (`<dir>/.dpctl`) must be a directory in --dir: as a
+    // symbolic link it would make dpctl create and delete its control
+    // sockets wherever the link points.
+    if let Some(parent) = path.parent().filter(|p| p.file_name() == Some(crate::paths::CONTROL_DIR_NAME.as_ref()))
+        && std::fs::symlink_metadata(parent).is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Err(Error::invalid(
+            parent.display().to_string(),
+            "a symbolic link: dpctl keeps its control sockets in a directory of its own, never where a link points; \
+             remove the link",
+        ));
+    }
     if opts.create_dir
         && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty())
     {
