@@ -308,7 +308,18 @@ impl Inner {
         let _ = self.events.send(SimEvent { time: SystemTime::now(), kind });
     }
 
-    /// Asks for a checkpoint write.
+    /// Writes the checkpoint now, as the kubelet does after each
+    /// ListAndWatch update and when a resource is removed
+    /// (`genericDeviceUpdateCallback` and `GetCapacity` in
+    /// pkg/kubelet/cm/devicemanager/manager.go): a reader sees the new
+    /// registered devices as soon as the update is applied.
+    fn write_checkpoint_now(&self) {
+        if let Err(e) = self.write_checkpoint() {
+            tracing::warn!(error = %e, "could not write the checkpoint");
+        }
+    }
+
+    /// Asks for a checkpoint write within 100 ms.
     fn dirty(&self) {
         if self.config.checkpoint {
             self.checkpoint_dirty.notify_one();

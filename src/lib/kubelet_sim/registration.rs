@@ -583,7 +583,7 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
             },
         );
     }
-    inner.dirty();
+    inner.write_checkpoint_now();
     for e in events {
         inner.emit(e);
     }
@@ -672,7 +672,8 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         (socket, r.counts(), generation, grace)
     };
     tracing::info!(resource, reason = %reason, "ListAndWatch ended unexpectedly for device plugin");
-    inner.dirty();
+    // No write here: the kubelet's PluginDisconnected marks the devices
+    // unhealthy without writing; the file changes at the next write.
     inner.emit(EventKind::StreamEnded {
         resource: resource.to_string(),
         socket,
@@ -759,7 +760,7 @@ pub(crate) fn spawn_grace(owner: &Arc<Inner>, resource: &str, generation: u64) {
                     }
                 };
                 if removed {
-                    inner.dirty();
+                    inner.write_checkpoint_now();
                     inner.emit(EventKind::ResourceRemoved { resource: resource.clone() });
                 }
                 return;
