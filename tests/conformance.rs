@@ -83,7 +83,8 @@ fn every_scenario_meets_its_expectations_on_the_sim_and_the_sim_diffs_empty_agai
             .find(|r| r.scenario == rerun.scenario && r.release == rerun.release)
             .expect("the first run");
         let d = diff(s, first, rerun);
-        differences.extend(d.entries.iter().map(|e| format!("{} {} {}: {} vs {}", s.name, e.step, e.path, e.left, e.right)));
+        differences
+            .extend(d.entries.iter().map(|e| format!("{} {} {}: {} vs {}", s.name, e.step, e.path, e.left, e.right)));
     }
     assert!(differences.is_empty(), "the sim differs from itself (not deterministic):\n  {}", differences.join("\n  "));
 }
@@ -143,7 +144,10 @@ fn every_scenario_diffs_empty_or_declared_against_the_referee() {
     for (pair, job) in runs.chunks(2).zip(jobs.chunks(2)) {
         let d: ScenarioDiff = diff(&job[0].0, &pair[0], &pair[1]);
         for e in d.entries.iter().filter(|e| e.verdict == Verdict::Unexplained) {
-            problems.push(format!("{} {} {} {}: sim {} | referee {}", d.scenario, d.release, e.step, e.path, e.left, e.right));
+            problems.push(format!(
+                "{} {} {} {}: sim {} | referee {}",
+                d.scenario, d.release, e.step, e.path, e.left, e.right
+            ));
         }
         problems.extend(d.run_failures.iter().map(|f| format!("{} {}: {f}", d.scenario, d.release)));
     }

@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 
 use crate::kubelet_sim::SimStatus;
 use crate::mock_plugin::{EventKind as MockKind, MockEvent};
-use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::model::ContainerAllocation;
+use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::podresources::v1;
 
@@ -37,7 +37,7 @@ impl Names {
             return;
         }
         self.pairs.push((from, to.into()));
-        self.pairs.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.pairs.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
     }
 
     /// `s` with every known text replaced.
@@ -121,11 +121,8 @@ pub fn plugin_events(events: &[MockEvent]) -> Value {
                 "resource": e.resource,
                 "outcome": "restart-ignored",
             })),
-            MockKind::Rpc(r) if r.rpc == "ListAndWatch" => {
-                if r.seq == Some(1) {
-                    streams += 1;
-                }
-            }
+            MockKind::Rpc(r) if r.rpc == "ListAndWatch" && r.seq == Some(1) => streams += 1,
+            MockKind::Rpc(r) if r.rpc == "ListAndWatch" => {}
             MockKind::Rpc(r) => {
                 let mut request = r.request.clone();
                 sort_scalar_lists(&mut request);
