@@ -160,15 +160,25 @@ fn request_view(r: &crate::mock_plugin::RegisterView) -> Value {
 /// writes it shortly after the admission.
 pub async fn checkpoint(path: &Path, expect: &BTreeMap<(String, String, String), Vec<String>>) -> Value {
     let deadline = crate::duration::deadline(CHECKPOINT_SETTLE);
+    let mut last = read_checkpoint(path).0;
     loop {
+        // kubelet-sim writes the file in the background after a change: the
+        // file is taken once it holds the status' pods and stayed the same
+        // for a moment (bounded by CHECKPOINT_SETTLE; there is no change
+        // notification to wait on).
+        tokio::time::sleep(CHECKPOINT_STABLE).await;
         let (value, entries) = read_checkpoint(path);
-        if entries == *expect || tokio::time::Instant::now() >= deadline {
+        let settled = value == last && entries == *expect;
+        if settled || tokio::time::Instant::now() >= deadline {
             return value;
         }
-        // Bounded by CHECKPOINT_SETTLE: the file has no change notification to wait on here.
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        last = value;
     }
 }
+
+/// How long the checkpoint must stay unchanged to count as written
+/// (kubelet-sim batches its writes over 100 ms).
+const CHECKPOINT_STABLE: Duration = Duration::from_millis(150);
 
 type Entries = BTreeMap<(String, String, String), Vec<String>>;
 
