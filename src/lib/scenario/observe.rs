@@ -117,10 +117,6 @@ pub fn plugin_events(events: &[MockEvent]) -> Value {
                 "via": "plugins_registry",
                 "message": error,
             })),
-            MockKind::KubeletRestartIgnored { .. } => registrations.push(json!({
-                "resource": e.resource,
-                "outcome": "restart-ignored",
-            })),
             MockKind::Rpc(r) if r.rpc == "ListAndWatch" && r.seq == Some(1) => streams += 1,
             MockKind::Rpc(r) if r.rpc == "ListAndWatch" => {}
             MockKind::Rpc(r) => {
