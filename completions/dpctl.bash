@@ -46,6 +46,9 @@ _dpctl() {
             dpctl,podresources)
                 cmd="dpctl__subcmd__podresources"
                 ;;
+            dpctl,scenario)
+                cmd="dpctl__subcmd__scenario"
+                ;;
             dpctl,smoke)
                 cmd="dpctl__subcmd__smoke"
                 ;;
@@ -144,6 +147,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help,podresources)
                 cmd="dpctl__subcmd__help__subcmd__podresources"
+                ;;
+            dpctl__subcmd__help,scenario)
+                cmd="dpctl__subcmd__help__subcmd__scenario"
                 ;;
             dpctl__subcmd__help,smoke)
                 cmd="dpctl__subcmd__help__subcmd__smoke"
@@ -246,6 +252,12 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help__subcmd__podresources,watch)
                 cmd="dpctl__subcmd__help__subcmd__podresources__subcmd__watch"
+                ;;
+            dpctl__subcmd__help__subcmd__scenario,diff)
+                cmd="dpctl__subcmd__help__subcmd__scenario__subcmd__diff"
+                ;;
+            dpctl__subcmd__help__subcmd__scenario,run)
+                cmd="dpctl__subcmd__help__subcmd__scenario__subcmd__run"
                 ;;
             dpctl__subcmd__kubelet__subcmd__sim,admit)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__admit"
@@ -442,6 +454,24 @@ _dpctl() {
             dpctl__subcmd__podresources__subcmd__help,watch)
                 cmd="dpctl__subcmd__podresources__subcmd__help__subcmd__watch"
                 ;;
+            dpctl__subcmd__scenario,diff)
+                cmd="dpctl__subcmd__scenario__subcmd__diff"
+                ;;
+            dpctl__subcmd__scenario,help)
+                cmd="dpctl__subcmd__scenario__subcmd__help"
+                ;;
+            dpctl__subcmd__scenario,run)
+                cmd="dpctl__subcmd__scenario__subcmd__run"
+                ;;
+            dpctl__subcmd__scenario__subcmd__help,diff)
+                cmd="dpctl__subcmd__scenario__subcmd__help__subcmd__diff"
+                ;;
+            dpctl__subcmd__scenario__subcmd__help,help)
+                cmd="dpctl__subcmd__scenario__subcmd__help__subcmd__help"
+                ;;
+            dpctl__subcmd__scenario__subcmd__help,run)
+                cmd="dpctl__subcmd__scenario__subcmd__help__subcmd__run"
+                ;;
             *)
                 ;;
         esac
@@ -449,7 +479,7 @@ _dpctl() {
 
     case "${cmd}" in
         dpctl)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1373,7 +1403,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help)
-            opts="plugin kubelet-sim podresources mock-plugin smoke demo checkpoint doctor bench completions help"
+            opts="plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1975,6 +2005,48 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__podresources__subcmd__watch)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__scenario)
+            opts="run diff"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__scenario__subcmd__diff)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__scenario__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3986,6 +4058,156 @@ _dpctl() {
                     return 0
                     ;;
                 --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__scenario)
+            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version run diff help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__scenario__subcmd__diff)
+            opts="-o -v -q -h -V --referee --kubelet-version --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --referee)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubelet-version)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__scenario__subcmd__help)
+            opts="run diff help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__scenario__subcmd__help__subcmd__diff)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__scenario__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__scenario__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__scenario__subcmd__run)
+            opts="-o -v -q -h -V --engine --kubelet-version --output --color --verbose --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --engine)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubelet-version)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

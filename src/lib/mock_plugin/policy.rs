@@ -135,7 +135,8 @@ mod tests {
         id.strip_prefix('n').and_then(|s| s.split('-').next()).and_then(|n| n.parse().ok()).unwrap_or(-1)
     }
 
-    const ALL: [Policy; 5] = [Policy::FirstFit, Policy::Pack, Policy::Spread, Policy::Random, Policy::IgnoreNuma];
+    const ALL: [Policy; 6] =
+        [Policy::FirstFit, Policy::Pack, Policy::Spread, Policy::Random, Policy::IgnoreNuma, Policy::Lowest];
 
     #[test]
     fn every_policy_honours_must_include_and_size() {
@@ -173,6 +174,17 @@ mod tests {
             assert_eq!(choose(p, &req(&["a", "b", "c"], &["a", "b"], 1), &numa, &mut rng), ["a", "b"]);
             // Duplicates in the request never appear twice.
             assert_eq!(choose(p, &req(&["a", "a", "b"], &["a"], 2), &numa, &mut rng), ["a", "b"]);
+        }
+    }
+
+    /// The kubelet lists available devices from a Go map: `lowest` answers
+    /// the same whatever the order, after the must-include devices.
+    #[test]
+    fn lowest_ignores_the_order_the_kubelet_lists_devices_in() {
+        let mut rng = StdRng::seed_from_u64(1);
+        for avail in [["d2", "d0", "d3", "d1"], ["d3", "d1", "d0", "d2"]] {
+            assert_eq!(choose(Policy::Lowest, &req(&avail, &[], 2), &numa, &mut rng), ["d0", "d1"]);
+            assert_eq!(choose(Policy::Lowest, &req(&avail, &["d3"], 2), &numa, &mut rng), ["d3", "d0"]);
         }
     }
 

@@ -608,7 +608,7 @@ allocatable = 2
         let d = "\n[[difference]]\npath = \"/result\"\nreason = \"x\"\nstatus = \"stated\"\nstated_as = \"WORDS\"\n";
         let e = Scenario::parse(&format!("{MINIMAL}{d}"), "t").unwrap_err().to_string();
         assert!(e.contains("not in kubelet-sim --help"), "{e}");
-        let ok = d.replace("WORDS", "Rejected pods are not kept,\n so PodResources never lists them.");
+        let ok = d.replace("WORDS", "Rejected pods are not kept,    so PodResources never lists them.");
         Scenario::parse(&format!("{MINIMAL}{ok}"), "t").unwrap();
     }
 

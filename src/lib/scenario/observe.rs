@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 
 use crate::kubelet_sim::SimStatus;
 use crate::mock_plugin::{EventKind as MockKind, MockEvent};
-use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::model::ContainerAllocation;
+use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::podresources::v1;
 
@@ -37,7 +37,7 @@ impl Names {
             return;
         }
         self.pairs.push((from, to.into()));
-        self.pairs.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        self.pairs.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
     }
 
     /// `s` with every known text replaced.
@@ -117,15 +117,8 @@ pub fn plugin_events(events: &[MockEvent]) -> Value {
                 "via": "plugins_registry",
                 "message": error,
             })),
-            MockKind::KubeletRestartIgnored { .. } => registrations.push(json!({
-                "resource": e.resource,
-                "outcome": "restart-ignored",
-            })),
-            MockKind::Rpc(r) if r.rpc == "ListAndWatch" => {
-                if r.seq == Some(1) {
-                    streams += 1;
-                }
-            }
+            MockKind::Rpc(r) if r.rpc == "ListAndWatch" && r.seq == Some(1) => streams += 1,
+            MockKind::Rpc(r) if r.rpc == "ListAndWatch" => {}
             MockKind::Rpc(r) => {
                 let mut request = r.request.clone();
                 sort_scalar_lists(&mut request);
@@ -163,15 +156,25 @@ fn request_view(r: &crate::mock_plugin::RegisterView) -> Value {
 /// writes it shortly after the admission.
 pub async fn checkpoint(path: &Path, expect: &BTreeMap<(String, String, String), Vec<String>>) -> Value {
     let deadline = crate::duration::deadline(CHECKPOINT_SETTLE);
+    let mut last = read_checkpoint(path).0;
     loop {
+        // kubelet-sim writes the file in the background after a change: the
+        // file is taken once it holds the status' pods and stayed the same
+        // for a moment (bounded by CHECKPOINT_SETTLE; there is no change
+        // notification to wait on).
+        tokio::time::sleep(CHECKPOINT_STABLE).await;
         let (value, entries) = read_checkpoint(path);
-        if entries == *expect || tokio::time::Instant::now() >= deadline {
+        let settled = value == last && entries == *expect;
+        if settled || tokio::time::Instant::now() >= deadline {
             return value;
         }
-        // Bounded by CHECKPOINT_SETTLE: the file has no change notification to wait on here.
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        last = value;
     }
 }
+
+/// How long the checkpoint must stay unchanged to count as written
+/// (kubelet-sim batches its writes over 100 ms).
+const CHECKPOINT_STABLE: Duration = Duration::from_millis(150);
 
 type Entries = BTreeMap<(String, String, String), Vec<String>>;
 
