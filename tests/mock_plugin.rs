@@ -205,7 +205,10 @@ async fn reregisters_within_a_second_after_a_kubelet_restart() {
 // A kubelet that restarts without deleting the plugin sockets re-creates
 // kubelet.sock, and ext4 gives the new socket the inode just freed: the mock
 // watched for a new inode and missed 6 restarts in 10. Every restart in a
-// row must bring a Register.
+// row must bring a Register. (Every kubelet release 1.26-1.37 listens on a
+// fresh kubelet.sock when it starts, pkg/kubelet/cm/devicemanager/plugin/
+// v1beta1/server.go Start; a real one also deletes the plugin sockets, which
+// `kubelet-sim` restarted without --force does not.)
 #[tokio::test]
 async fn reregisters_after_every_restart_that_reuses_kubelet_socks_inode() {
     use std::os::unix::fs::MetadataExt;

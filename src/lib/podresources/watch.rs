@@ -79,6 +79,22 @@ fn transient(e: &Error) -> bool {
     )
 }
 
+/// The error for a watch whose deadline came before the kubelet ever
+/// answered: a timeout, not an empty watch (a socket that accepts and never
+/// answers must not look like a node without pods).
+fn unanswered(client: &PodResourcesClient, watch_for: Option<Duration>) -> Error {
+    Error::Timeout {
+        what: format!("a first answer to List from {}", client.path().display()),
+        timeout: watch_for.unwrap_or_default(),
+    }
+}
+
+/// The time left until `d`, in whole milliseconds (as `--timeout` was given).
+fn millis_until(d: Instant) -> Duration {
+    let left = d.saturating_duration_since(Instant::now());
+    Duration::from_millis(u64::try_from((left.as_micros() + 500) / 1000).unwrap_or(u64::MAX))
+}
+
 /// The wait after another rate-limited or failed poll: doubling from 200ms
 /// up to 30s, never shorter than the interval.
 fn next_backoff(previous: Option<Duration>) -> Duration {
@@ -105,17 +121,8 @@ pub async fn watch(
         }
     };
     tokio::pin!(until);
-    // Reaching the deadline before the kubelet ever answered is a timeout,
-    // not an empty watch: a socket that accepts and never answers must not
-    // look like a node without pods.
-    let watch_for = deadline.map(|d| {
-        let left = d.saturating_duration_since(Instant::now());
-        Duration::from_millis(u64::try_from((left.as_micros() + 500) / 1000).unwrap_or(u64::MAX))
-    });
-    let unanswered = || Error::Timeout {
-        what: format!("a first answer to List from {}", client.path().display()),
-        timeout: watch_for.unwrap_or_default(),
-    };
+    let watch_for = deadline.map(millis_until);
+    let unanswered = || unanswered(client, watch_for);
     let mut prev: Option<Vec<PodView>> = None;
     let mut polls = 0u64;
     let mut emitted = 0u64;

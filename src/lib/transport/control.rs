@@ -86,43 +86,59 @@ pub async fn serve_limited<Req, Resp, F, Fut>(
                         continue;
                     }
                 };
-                let handler = handler.clone();
-                tokio::spawn(async move {
-                    let closed = slot.token();
-                    let (read, mut write) = stream.into_split();
-                    let mut reader = BufReader::new(read);
-                    loop {
-                        slot.set_idle(true);
-                        let line = tokio::select! {
-                            line = read_line(&mut reader, max_request) => line,
-                            () = closed.cancelled() => break,
-                            () = tokio::time::sleep(idle_timeout) => {
-                                tracing::debug!(idle = ?idle_timeout, "control socket: closing an idle connection");
-                                break;
-                            }
-                        };
-                        let line = match line {
-                            Ok(Some(line)) => line,
-                            Ok(None) | Err(_) => break,
-                        };
-                        slot.set_idle(false);
-                        let request = match line {
-                            Line::Complete(text) => serde_json::from_slice::<Req>(&text).map_err(|e| e.to_string()),
-                            Line::TooLong => Err(format!("request over {max_request} bytes")),
-                        };
-                        let too_long = request.as_ref().is_err_and(|e| e.starts_with("request over"));
-                        let reply = handler(request).await;
-                        let Ok(mut text) = serde_json::to_string(&reply) else { break };
-                        text.push('\n');
-                        if write.write_all(text.as_bytes()).await.is_err() || too_long {
-                            break;
-                        }
-                    }
-                });
+                tokio::spawn(serve_connection(stream, slot, handler.clone(), max_request, idle_timeout));
             }
         }
     }
     drop(guard);
+}
+
+/// Answers the requests of one control connection until it closes, sends
+/// a request over `max_request` bytes, waits longer than `idle_timeout` for
+/// a request, or its slot is taken away (evicted, or the server stopping).
+/// The slot counts the connection busy only while a request is handled.
+async fn serve_connection<Req, Resp, F, Fut>(
+    stream: UnixStream,
+    slot: super::guard::ConnSlot,
+    handler: F,
+    max_request: usize,
+    idle_timeout: Duration,
+) where
+    Req: DeserializeOwned + Send + 'static,
+    Resp: Serialize + Send + 'static,
+    F: Fn(std::result::Result<Req, String>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Resp> + Send + 'static,
+{
+    let closed = slot.token();
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    loop {
+        slot.set_idle(true);
+        let line = tokio::select! {
+            line = read_line(&mut reader, max_request) => line,
+            () = closed.cancelled() => break,
+            () = tokio::time::sleep(idle_timeout) => {
+                tracing::debug!(idle = ?idle_timeout, "control socket: closing an idle connection");
+                break;
+            }
+        };
+        let line = match line {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(_) => break,
+        };
+        slot.set_idle(false);
+        let request = match line {
+            Line::Complete(text) => serde_json::from_slice::<Req>(&text).map_err(|e| e.to_string()),
+            Line::TooLong => Err(format!("request over {max_request} bytes")),
+        };
+        let too_long = request.as_ref().is_err_and(|e| e.starts_with("request over"));
+        let reply = handler(request).await;
+        let Ok(mut text) = serde_json::to_string(&reply) else { break };
+        text.push('\n');
+        if write.write_all(text.as_bytes()).await.is_err() || too_long {
+            break;
+        }
+    }
 }
 
 /// One request line, or the news that it was over the limit.
