@@ -41,6 +41,7 @@ pub fn go_quote(s: &str) -> String {
             '\u{b}' => out.push_str("\\v"),
             c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
             c if go_printable(c) => out.push(c),
+            // equivalent mutant: `<=` differs only for U+10000, which is printable (taken above).
             c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push_str(&format!("\\U{:08x}", c as u32)),
         }
@@ -165,6 +166,8 @@ mod tests {
         assert_eq!(go_quote("\u{a0}\u{2028}\u{200b}\u{feff}"), r#""\u00a0\u2028\u200b\ufeff""#);
         assert_eq!(go_quote("gpu-é-日本-😀"), "\"gpu-é-日本-😀\"");
         assert_eq!(go_quote("\u{f0000}"), r#""\U000f0000""#);
+        // The edges of the classes: U+001F is a control, U+0020 and U+10000 are printed.
+        assert_eq!(go_quote("\u{1f} \u{10000}"), "\"\\x1f \u{10000}\"");
     }
 
     // Issue 12 item 8: a 100,000-character pod name used to be admitted.
