@@ -183,6 +183,13 @@ mod tests {
             assert_eq!(e.exit_code(), crate::error::exit::USAGE);
             assert!(e.to_string().len() < 400, "the error stays short");
         }
+        // 64 characters are shown whole; past that, cut with "...".
+        let e = check_object_names(&format!("P{}", "a".repeat(63)), "default").unwrap_err().to_string();
+        assert!(e.contains("a\" (64 characters)"), "{e}");
+        let e = check_object_names(&format!("P{}", "a".repeat(64)), "default").unwrap_err().to_string();
+        assert!(e.contains("a\"... (65 characters)"), "{e}");
+        // A namespace of exactly 63 characters is a DNS-1123 label; 64 is not.
+        assert!(check_object_names("p", &"n".repeat(63)).is_ok());
         assert!(check_object_names("p", "kube-system").is_ok());
         assert!(check_object_names("p", "a.b").is_err());
         assert!(check_object_names("p", &"n".repeat(64)).is_err());
