@@ -183,6 +183,18 @@ mod tests {
         assert_eq!(parse(&format!("0.5{zeros}"), 3, true), Ok(500));
     }
 
+    // 64 characters are read, 65 refused; each reason has its own text.
+    #[test]
+    fn the_length_limit_is_inclusive_and_reasons_read_well() {
+        let long = format!("{}1", "0".repeat(MAX_LEN - 1));
+        assert_eq!(parse(&long, 0, false), Ok(1));
+        assert_eq!(parse(&format!("0{long}"), 0, false), Err(QuantityError::Syntax));
+        assert_eq!(QuantityError::Syntax.to_string(), "not a quantity");
+        assert_eq!(QuantityError::Negative.to_string(), "negative");
+        assert_eq!(QuantityError::TooLarge.to_string(), "too large (over 18446744073709551615 of the unit)");
+        assert_eq!(QuantityError::TooPrecise.to_string(), "finer than the unit allows");
+    }
+
     // The absurd-input sweep: huge, negative and malformed quantities get
     // a reason, and nothing overflows.
     #[test]
