@@ -178,6 +178,13 @@ mod tests {
         assert_eq!(parse(&format!("1.{tail}"), 0, false), Ok(2));
         assert_eq!(parse(&format!("1.{tail}Ki"), 0, false), Ok(1138));
         assert_eq!(parse(&format!("0.{tail}Ei"), 0, false).map(|v| v > (1 << 60) / 9), Ok(true));
+        // Digits past the 38 kept ones count even when the kept ones divide
+        // exactly: 1.000…0011111111 bytes rounds up to 2, and is too fine for CPU.
+        let exact_head = format!("1.{}11111111", "0".repeat(37));
+        assert_eq!(parse(&exact_head, 0, false), Ok(2));
+        assert_eq!(parse(&exact_head, 3, true), Err(QuantityError::TooPrecise));
+        // Far below one unit, not zero: 1 when rounding, refused when exact.
+        assert_eq!(parse("1e-999999", 0, false), Ok(1));
         // CPU: finer than 1m is refused, as before, not "too large".
         assert_eq!(parse(&format!("0.{tail}"), 3, true), Err(QuantityError::TooPrecise));
         assert_eq!(parse(&format!("0.5{zeros}"), 3, true), Ok(500));
