@@ -210,6 +210,8 @@ mod tests {
         assert!(is_guaranteed([&frac]));
         assert_eq!(guaranteed_cpus(true, &frac), 0, "a fractional request stays in the shared pool");
         assert!(!is_guaranteed([&Compute::default()]));
+        assert!(Compute::default().is_empty());
+        assert!(!Compute { memory_limit: Some(1), ..Default::default() }.is_empty());
     }
 
     #[test]
