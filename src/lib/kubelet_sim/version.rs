@@ -367,6 +367,9 @@ mod tests {
         }
         assert_eq!(CleanupRule::AllNonDirectories.to_string(), "every non-directory");
         assert_eq!(CleanupRule::SocketsOnly.to_string(), "sockets only");
+        // master is past the newest release, whatever that is.
+        assert!(KubeletVersion::Master.at_least(NEWEST_MINOR + 1));
+        assert!(!KubeletVersion::NEWEST.at_least(NEWEST_MINOR + 1));
     }
 
     #[test]
