@@ -190,6 +190,30 @@ mod tests {
         assert_eq!(parse(&format!("0.5{zeros}"), 3, true), Ok(500));
     }
 
+    #[test]
+    fn every_suffix_scales_as_kubernetes_scales_it() {
+        let cases = [
+            ("3000n", 3, 1),
+            ("3000000u", 0, 3),
+            ("1500m", 0, 2),
+            ("2k", 0, 2_000),
+            ("2M", 0, 2_000_000),
+            ("2G", 0, 2_000_000_000),
+            ("2T", 0, 2_000_000_000_000),
+            ("2P", 0, 2_000_000_000_000_000),
+            ("2E", 0, 2_000_000_000_000_000_000),
+            ("2Ki", 0, 2 << 10),
+            ("2Mi", 0, 2 << 20),
+            ("2Gi", 0, 2 << 30),
+            ("2Ti", 0, 2 << 40),
+            ("2Pi", 0, 2 << 50),
+            ("2Ei", 0, 2 << 60),
+        ];
+        for (s, scale, want) in cases {
+            assert_eq!(parse(s, scale, false), Ok(want), "{s}");
+        }
+    }
+
     // 64 characters are read, 65 refused; each reason has its own text.
     #[test]
     fn the_length_limit_is_inclusive_and_reasons_read_well() {
