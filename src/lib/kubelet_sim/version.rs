@@ -370,6 +370,9 @@ mod tests {
         // master is past the newest release, whatever that is.
         assert!(KubeletVersion::Master.at_least(NEWEST_MINOR + 1));
         assert!(!KubeletVersion::NEWEST.at_least(NEWEST_MINOR + 1));
+        // PodResources Get: 1.27 on.
+        assert!(!KubeletVersion::Release(26).podresources_has_get());
+        assert!(KubeletVersion::Release(27).podresources_has_get());
     }
 
     #[test]
