@@ -373,6 +373,11 @@ mod tests {
         // PodResources Get: 1.27 on.
         assert!(!KubeletVersion::Release(26).podresources_has_get());
         assert!(KubeletVersion::Release(27).podresources_has_get());
+        // The flag parser's view: the message alone.
+        assert_eq!("v1.30.2".parse::<KubeletVersion>(), Ok(KubeletVersion::Release(30)));
+        assert!("1.30.x".parse::<KubeletVersion>().unwrap_err().contains("1.26, 1.27"));
+        let d = KubeletVersion::differences();
+        assert!(d.len() > 1 && d.iter().any(|l| l.starts_with("restart cleanup: ")), "{d:?}");
     }
 
     #[test]
