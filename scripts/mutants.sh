@@ -62,6 +62,10 @@ tempfile = "3"
 libc = "0.2"
 humantime = "2"
 tokio = { version = "1.47", features = ["time"] }
+
+# No debug info: each mutant links faster.
+[profile.dev]
+debug = 0
 EOF
     printf 'pub mod checkpoint;\npub mod duration;\npub mod error;\npub mod quantity;\npub mod topology;\n' \
         >"$h/src/lib/lib.rs"
@@ -94,6 +98,7 @@ EOF
     shift
     files=("${@:-${ISOLATED[@]}}")
     out_abs=$(realpath -m "$out/isolated")
+    mkdir -p "$out_abs"
     cd "$h"
     mapfile -t args < <(file_args "${files[@]}")
     exec nice -n 19 cargo mutants --in-place -C --offline "${args[@]}" -o "$out_abs"
@@ -106,6 +111,7 @@ if [[ -n $(git status --porcelain --untracked-files=no) ]]; then
     exit 2
 fi
 files=("${@:-${SET[@]}}")
+mkdir -p "$out"
 mapfile -t args < <(file_args "${files[@]}")
 # -C --lib: build and run only the lib's unit tests (the integration binary
 # would double every build). --in-place keeps target/ and its incremental state.
