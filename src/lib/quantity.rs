@@ -178,9 +178,52 @@ mod tests {
         assert_eq!(parse(&format!("1.{tail}"), 0, false), Ok(2));
         assert_eq!(parse(&format!("1.{tail}Ki"), 0, false), Ok(1138));
         assert_eq!(parse(&format!("0.{tail}Ei"), 0, false).map(|v| v > (1 << 60) / 9), Ok(true));
+        // Digits past the 38 kept ones count even when the kept ones divide
+        // exactly: 1.000…0011111111 bytes rounds up to 2, and is too fine for CPU.
+        let exact_head = format!("1.{}11111111", "0".repeat(37));
+        assert_eq!(parse(&exact_head, 0, false), Ok(2));
+        assert_eq!(parse(&exact_head, 3, true), Err(QuantityError::TooPrecise));
+        // Far below one unit, not zero: 1 when rounding, refused when exact.
+        assert_eq!(parse("1e-999999", 0, false), Ok(1));
         // CPU: finer than 1m is refused, as before, not "too large".
         assert_eq!(parse(&format!("0.{tail}"), 3, true), Err(QuantityError::TooPrecise));
         assert_eq!(parse(&format!("0.5{zeros}"), 3, true), Ok(500));
+    }
+
+    #[test]
+    fn every_suffix_scales_as_kubernetes_scales_it() {
+        let cases = [
+            ("3000n", 3, 1),
+            ("3000000u", 0, 3),
+            ("1500m", 0, 2),
+            ("2k", 0, 2_000),
+            ("2M", 0, 2_000_000),
+            ("2G", 0, 2_000_000_000),
+            ("2T", 0, 2_000_000_000_000),
+            ("2P", 0, 2_000_000_000_000_000),
+            ("2E", 0, 2_000_000_000_000_000_000),
+            ("2Ki", 0, 2 << 10),
+            ("2Mi", 0, 2 << 20),
+            ("2Gi", 0, 2 << 30),
+            ("2Ti", 0, 2 << 40),
+            ("2Pi", 0, 2 << 50),
+            ("2Ei", 0, 2 << 60),
+        ];
+        for (s, scale, want) in cases {
+            assert_eq!(parse(s, scale, false), Ok(want), "{s}");
+        }
+    }
+
+    // 64 characters are read, 65 refused; each reason has its own text.
+    #[test]
+    fn the_length_limit_is_inclusive_and_reasons_read_well() {
+        let long = format!("{}1", "0".repeat(MAX_LEN - 1));
+        assert_eq!(parse(&long, 0, false), Ok(1));
+        assert_eq!(parse(&format!("0{long}"), 0, false), Err(QuantityError::Syntax));
+        assert_eq!(QuantityError::Syntax.to_string(), "not a quantity");
+        assert_eq!(QuantityError::Negative.to_string(), "negative");
+        assert_eq!(QuantityError::TooLarge.to_string(), "too large (over 18446744073709551615 of the unit)");
+        assert_eq!(QuantityError::TooPrecise.to_string(), "finer than the unit allows");
     }
 
     // The absurd-input sweep: huge, negative and malformed quantities get

@@ -41,6 +41,7 @@ pub fn go_quote(s: &str) -> String {
             '\u{b}' => out.push_str("\\v"),
             c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
             c if go_printable(c) => out.push(c),
+            // equivalent mutant: `<=` differs only for U+10000, which is printable (taken above).
             c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push_str(&format!("\\U{:08x}", c as u32)),
         }
@@ -93,6 +94,8 @@ pub fn explain_resource_name(name: &str) -> Option<String> {
 fn is_qualified_name(value: &str) -> bool {
     let mut parts = value.split('/');
     let (prefix, name) = match (parts.next(), parts.next(), parts.next()) {
+        // equivalent mutant: deleting this arm changes nothing today, since the
+        // only caller (is_extended_resource_name) passes names with a '/'.
         (Some(name), None, None) => (None, name),
         (Some(prefix), Some(name), None) => (Some(prefix), name),
         _ => return false,
@@ -165,6 +168,8 @@ mod tests {
         assert_eq!(go_quote("\u{a0}\u{2028}\u{200b}\u{feff}"), r#""\u00a0\u2028\u200b\ufeff""#);
         assert_eq!(go_quote("gpu-é-日本-😀"), "\"gpu-é-日本-😀\"");
         assert_eq!(go_quote("\u{f0000}"), r#""\U000f0000""#);
+        // The edges of the classes: U+001F is a control, U+0020 and U+10000 are printed.
+        assert_eq!(go_quote("\u{1f} \u{10000}"), "\"\\x1f \u{10000}\"");
     }
 
     // Issue 12 item 8: a 100,000-character pod name used to be admitted.
@@ -178,6 +183,13 @@ mod tests {
             assert_eq!(e.exit_code(), crate::error::exit::USAGE);
             assert!(e.to_string().len() < 400, "the error stays short");
         }
+        // 64 characters are shown whole; past that, cut with "...".
+        let e = check_object_names(&format!("P{}", "a".repeat(63)), "default").unwrap_err().to_string();
+        assert!(e.contains("a\" (64 characters)"), "{e}");
+        let e = check_object_names(&format!("P{}", "a".repeat(64)), "default").unwrap_err().to_string();
+        assert!(e.contains("a\"... (65 characters)"), "{e}");
+        // A namespace of exactly 63 characters is a DNS-1123 label; 64 is not.
+        assert!(check_object_names("p", &"n".repeat(63)).is_ok());
         assert!(check_object_names("p", "kube-system").is_ok());
         assert!(check_object_names("p", "a.b").is_err());
         assert!(check_object_names("p", &"n".repeat(64)).is_err());
@@ -203,6 +215,16 @@ mod tests {
         }
         let long = format!("example.com/{}", "a".repeat(64));
         assert!(!is_extended_resource_name(&long));
+    }
+
+    #[test]
+    fn resource_name_explanations_name_the_cause() {
+        assert_eq!(explain_resource_name("example.com/foo"), None);
+        let why = |n: &str| explain_resource_name(n).unwrap();
+        assert!(why("foo").contains("has no domain prefix"), "{}", why("foo"));
+        assert!(why("kubernetes.io/foo").contains("reserved for native resources"));
+        assert!(why("example.com/-x").contains("is not <dns-subdomain>/<name>"));
+        assert!(why("a/b/c").contains("is not <dns-subdomain>/<name>"));
     }
 
     #[test]

@@ -399,6 +399,29 @@ impl<'de> Deserialize<'de> for KubeletVersion {
 mod tests {
     use super::*;
 
+    // Every release: the minor and the patch are 1 to 4 digits each; the
+    // cleanup rules read as `doctor` prints them.
+    #[test]
+    fn minor_and_patch_must_be_short_digit_runs() {
+        assert_eq!(KubeletVersion::parse("1.30.1234").unwrap(), KubeletVersion::Release(30));
+        for bad in ["1.30.x", "1.30.1x", "1.30.12345", "1.30.", "1.3x", "1.x.1"] {
+            assert!(KubeletVersion::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(CleanupRule::AllNonDirectories.to_string(), "every non-directory");
+        assert_eq!(CleanupRule::SocketsOnly.to_string(), "sockets only");
+        // master is past the newest release, whatever that is.
+        assert!(KubeletVersion::Master.at_least(NEWEST_MINOR + 1));
+        assert!(!KubeletVersion::NEWEST.at_least(NEWEST_MINOR + 1));
+        // PodResources Get: 1.27 on.
+        assert!(!KubeletVersion::Release(26).podresources_has_get());
+        assert!(KubeletVersion::Release(27).podresources_has_get());
+        // The flag parser's view: the message alone.
+        assert_eq!("v1.30.2".parse::<KubeletVersion>(), Ok(KubeletVersion::Release(30)));
+        assert!("1.30.x".parse::<KubeletVersion>().unwrap_err().contains("1.26, 1.27"));
+        let d = KubeletVersion::differences();
+        assert!(d.len() > 1 && d.iter().any(|l| l.starts_with("restart cleanup: ")), "{d:?}");
+    }
+
     #[test]
     fn parses_releases_prefixes_patches_and_master() {
         assert_eq!(KubeletVersion::parse("1.26").unwrap(), KubeletVersion::Release(26));

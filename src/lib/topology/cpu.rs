@@ -62,6 +62,7 @@ pub fn is_guaranteed<'a>(containers: impl IntoIterator<Item = &'a Compute>) -> b
 /// (0: it stays in the shared pool).
 pub fn guaranteed_cpus(pod_guaranteed: bool, c: &Compute) -> u64 {
     match c.cpu_request() {
+        // equivalent mutant: `>=` for `>` lets m = 0 through, and 0 / 1000 is 0 anyway.
         Some(m) if pod_guaranteed && m > 0 && m % 1000 == 0 => m / 1000,
         _ => 0,
     }
@@ -210,6 +211,22 @@ mod tests {
         assert!(is_guaranteed([&frac]));
         assert_eq!(guaranteed_cpus(true, &frac), 0, "a fractional request stays in the shared pool");
         assert!(!is_guaranteed([&Compute::default()]));
+        assert!(Compute::default().is_empty());
+        assert!(!Compute { memory_limit: Some(1), ..Default::default() }.is_empty());
+    }
+
+    // Whole free nodes first while a node's worth is still needed, then single
+    // CPUs; exactly n allocatable CPUs are enough.
+    #[test]
+    fn packed_takes_whole_free_nodes_only_while_a_node_is_needed() {
+        let mach = m(2, 4);
+        let all: BTreeSet<u32> = (0..8).collect();
+        assert_eq!(mach.take_packed(&all, 6), [0, 1, 2, 3, 4, 5]);
+        // Node 1 has a CPU taken: node 0 is whole and taken whole.
+        let part: BTreeSet<u32> = [0, 1, 2, 3, 5, 6, 7].into();
+        assert_eq!(mach.take_packed(&part, 4), [0, 1, 2, 3]);
+        assert_eq!(mach.allocate(&part, None, 7), Some(vec![0, 1, 2, 3, 5, 6, 7]));
+        assert_eq!(mach.allocate(&part, None, 8), None);
     }
 
     #[test]

@@ -64,6 +64,8 @@ impl Ranking<'_> {
                     return a.is_narrower_than(b);
                 }
                 // Same node count: comparing the sums compares the means.
+                // equivalent mutants: `<=` for either `<`: a != b here (masks()
+                // never compares a mask with itself), and da != db in the else.
                 let (da, db) = (distance_sum(d, a), distance_sum(d, b));
                 if da == db { a.0 < b.0 } else { da < db }
             }
