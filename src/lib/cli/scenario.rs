@@ -8,7 +8,8 @@ use clap::{Args, Subcommand};
 
 use crate::error::Result;
 use crate::output::{Streams, scenario as render};
-use crate::scenario::run::{diff_plan, plan, run_plan};
+use crate::scenario::diff::diff_plan;
+use crate::scenario::run::{plan, run_plan};
 use crate::smoke::engine::{EngineKind, parse_releases};
 
 const EXAMPLES: &str = "\

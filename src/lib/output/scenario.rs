@@ -6,8 +6,8 @@ use std::io::{self, Write};
 use colored::Colorize;
 
 use super::{Streams, out_err, write_json};
-use crate::scenario::diff::{ScenarioDiff, Verdict};
-use crate::scenario::run::{DiffReport, RunReport, ScenarioRun};
+use crate::scenario::diff::{DiffReport, ScenarioDiff, Verdict};
+use crate::scenario::run::{RunReport, ScenarioRun};
 
 /// A progress line on `err` per run as it ends (`show`: not -q, not JSON).
 pub fn run_progress<'a>(err: &'a mut (dyn Write + Send), show: bool) -> impl FnMut(&ScenarioRun) + Send + 'a {

@@ -3,11 +3,16 @@
 //! reported with its reason, as `stated` (deliberate, in `kubelet-sim
 //! --help`) or `open` (found, not yet fixed), and only the rest fails.
 
+use std::path::PathBuf;
+
 use serde::Serialize;
 use serde_json::Value;
 
-use super::run::ScenarioRun;
+use super::run::{Plan, RunConfig, ScenarioRun, run};
 use super::{DiffStatus, Scenario};
+use crate::error::Result;
+use crate::kubelet_sim::KubeletVersion;
+use crate::smoke::engine::EngineKind;
 
 /// How one difference is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -129,6 +134,50 @@ fn compare(step: &str, path: &str, l: &Value, r: &Value, out: &mut Vec<(String, 
         _ if l == r => {}
         _ => out.push((step.to_string(), if path.is_empty() { "/".into() } else { path.into() }, l.clone(), r.clone())),
     }
+}
+
+/// Every comparison of `dpctl scenario diff`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffReport {
+    /// One per (scenario, release).
+    pub diffs: Vec<ScenarioDiff>,
+    /// Scenarios left out (no chosen release).
+    pub skipped: Vec<String>,
+}
+
+impl DiffReport {
+    /// 0 when every difference is declared and both runs met the
+    /// scenario's expectations, else 1.
+    pub fn exit_code(&self) -> u8 {
+        let bad = self.diffs.iter().any(|d| d.unexplained() > 0 || !d.run_failures.is_empty());
+        if bad { crate::error::exit::CHECK_FAILED } else { crate::error::exit::OK }
+    }
+}
+
+/// Runs every planned scenario on kubelet-sim and on the referee at
+/// `referee`, and compares them; `each` sees each comparison as it ends.
+pub async fn diff_plan(
+    plan: Plan,
+    referee: &std::path::Path,
+    helper: Option<PathBuf>,
+    each: &mut (dyn FnMut(&ScenarioDiff) + Send),
+) -> Result<DiffReport> {
+    // Every referee is found (and its release checked) before anything runs.
+    let mut releases: Vec<KubeletVersion> = plan.runs.iter().map(|(_, v)| *v).collect();
+    releases.dedup();
+    for v in &releases {
+        crate::smoke::engine::referee_binary(referee, *v)?;
+    }
+    let mut diffs = Vec::new();
+    for (s, v) in &plan.runs {
+        let sim = run(s, &RunConfig { engine: EngineKind::Sim, version: *v, helper: helper.clone() }).await?;
+        let reference = EngineKind::Referee(referee.to_path_buf());
+        let other = run(s, &RunConfig { engine: reference, version: *v, helper: helper.clone() }).await?;
+        let d = diff(s, &sim, &other);
+        each(&d);
+        diffs.push(d);
+    }
+    Ok(DiffReport { diffs, skipped: plan.skipped })
 }
 
 #[cfg(test)]

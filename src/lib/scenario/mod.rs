@@ -403,6 +403,8 @@ impl Scenario {
         crate::smoke::engine::parse_releases(&self.releases.join(","))
     }
 
+    // long: one rule after another over the file (releases, node, plugins, each step's
+    // arguments, declared differences), each naming what is wrong; no seam in between.
     fn check(&self, place: &str) -> Result<()> {
         let bad = |what: String| Error::invalid(place, what);
         if self.releases.is_empty() {

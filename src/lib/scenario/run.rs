@@ -276,6 +276,8 @@ impl Runner<'_> {
     }
 
     /// Does one step; `Err` only when the engine cannot be reached.
+    // long: one arm per `do` of the scenario format, each a few lines; split, the arms would
+    // only pass the runner's state around.
     async fn act(&mut self, action: &Action) -> Result<Value> {
         Ok(match action {
             Action::Start { plugin } => match self.start_plugin(plugin).await {
@@ -610,48 +612,4 @@ pub async fn run_plan(
         runs.push(r);
     }
     Ok(RunReport { runs, skipped: plan.skipped })
-}
-
-/// Every comparison of `dpctl scenario diff`.
-#[derive(Debug, Clone, Serialize)]
-pub struct DiffReport {
-    /// One per (scenario, release).
-    pub diffs: Vec<super::diff::ScenarioDiff>,
-    /// Scenarios left out (no chosen release).
-    pub skipped: Vec<String>,
-}
-
-impl DiffReport {
-    /// 0 when every difference is declared and both runs met the
-    /// scenario's expectations, else 1.
-    pub fn exit_code(&self) -> u8 {
-        let bad = self.diffs.iter().any(|d| d.unexplained() > 0 || !d.run_failures.is_empty());
-        if bad { crate::error::exit::CHECK_FAILED } else { crate::error::exit::OK }
-    }
-}
-
-/// Runs every planned scenario on kubelet-sim and on the referee at
-/// `referee`, and compares them; `each` sees each comparison as it ends.
-pub async fn diff_plan(
-    plan: Plan,
-    referee: &std::path::Path,
-    helper: Option<PathBuf>,
-    each: &mut (dyn FnMut(&super::diff::ScenarioDiff) + Send),
-) -> Result<DiffReport> {
-    // Every referee is found (and its release checked) before anything runs.
-    let mut releases: Vec<KubeletVersion> = plan.runs.iter().map(|(_, v)| *v).collect();
-    releases.dedup();
-    for v in &releases {
-        crate::smoke::engine::referee_binary(referee, *v)?;
-    }
-    let mut diffs = Vec::new();
-    for (s, v) in &plan.runs {
-        let sim = run(s, &RunConfig { engine: EngineKind::Sim, version: *v, helper: helper.clone() }).await?;
-        let reference = EngineKind::Referee(referee.to_path_buf());
-        let other = run(s, &RunConfig { engine: reference, version: *v, helper: helper.clone() }).await?;
-        let d = super::diff::diff(s, &sim, &other);
-        each(&d);
-        diffs.push(d);
-    }
-    Ok(DiffReport { diffs, skipped: plan.skipped })
 }
