@@ -162,7 +162,7 @@ fn entry(uid: &str, id: &str, cdi: &[&str]) -> PodDevicesEntry {
 }
 
 /// Issue 11: a missing kubelet.sock and a corrupt checkpoint are errors
-/// (kubelet-versions.md §7: stored vs computed).
+/// (docs/kubelet-versions.md §7: stored vs computed).
 #[tokio::test]
 async fn missing_kubelet_sock_and_corrupt_checkpoint_are_errors() {
     let node = Node::new();
@@ -216,7 +216,7 @@ async fn checkpoint_against_podresources_and_cdi() {
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §4 (CleanupPluginDirectory): 1.26-1.32 (`os.Lstat`)
+/// docs/kubelet-versions.md §4 (CleanupPluginDirectory): 1.26-1.32 (`os.Lstat`)
 /// delete every non-directory but the checkpoint, links included; 1.33+
 /// (`os.Stat` + ModeSocket) delete only entries whose target is a socket, so
 /// other files stay. Doctor says which, for the version it is given.
@@ -265,7 +265,7 @@ async fn non_socket_files_are_judged_by_the_kubelet_version() {
     assert!(run.stderr.contains("1.20") && run.stderr.contains("1.26, 1.27"), "{}", run.stderr);
 }
 
-/// kubelet-versions.md §7: a pre-1.20 checkpoint is read up to 1.30 (a
+/// docs/kubelet-versions.md §7: a pre-1.20 checkpoint is read up to 1.30 (a
 /// warning: an upgrade loses it) and not from 1.31 (an error: nothing is
 /// restored at the next start).
 #[tokio::test]

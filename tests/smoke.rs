@@ -412,7 +412,7 @@ async fn a_plugin_that_leaves_a_daemon_behind_fails_and_the_daemon_is_killed() {
     assert!(stat.is_empty(), "the daemon {pid} still runs: {stat}");
 }
 
-/// kubelet-versions.md §9 (every version): the kubelet's plugin watcher dials
+/// docs/kubelet-versions.md §9 (every version): the kubelet's plugin watcher dials
 /// without an :authority override, which kubelet-sim does not reproduce, so a
 /// registration through plugins_registry says what this run cannot catch.
 #[tokio::test]
@@ -431,7 +431,7 @@ async fn a_plugins_registry_registration_notes_the_watchers_authority() {
     assert!(e.contains("Register(version v1beta1") && !e.contains(":authority"), "{e}");
 }
 
-/// protocol.md §5.2 (every version): a ListAndWatch message over 4 MiB ends
+/// docs/protocol.md §5 item 2 (every version): a ListAndWatch message over 4 MiB ends
 /// the kubelet's stream with ResourceExhausted before any device is known
 /// (0/0), and the pod then meets the predicate handler's OutOf rejection.
 #[tokio::test]
@@ -448,7 +448,7 @@ async fn an_oversize_list_fails_message_size_first_snapshot_and_admission() {
     assert_failed(&v, "admission", &["OutOfexample.com/gpu: Node didn't have enough resource: example.com/gpu"]);
 }
 
-/// protocol.md §1.2 (cdi_devices, ContainerAllocateResponse field 5, from
+/// docs/protocol.md §1.2 (cdi_devices, ContainerAllocateResponse field 5, from
 /// kubelet 1.28): kubelets 1.26-1.27 drop them. An answer with ONLY CDI
 /// devices then gives the container nothing from the plugin, so smoke's
 /// admission step fails on 1.26 and 1.27 (it passed with a warning: a false

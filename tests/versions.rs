@@ -1,6 +1,6 @@
 //! `--kubelet-version`: kubelet-sim playing one release, and the places where
 //! it now follows the kubelet exactly (issue 9 items 3-11). Each test cites
-//! the section of spec/kubelet-versions.md (and the versions) it pins.
+//! the section of docs/kubelet-versions.md (and the versions) it pins.
 
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ async fn start_sim(sb: &Sandbox, version: KubeletVersion, tune: impl FnOnce(&mut
     .await
 }
 
-/// kubelet-versions.md §1 "Endpoint handling", every version: the socket is
+/// docs/kubelet-versions.md §1 "Endpoint handling", every version: the socket is
 /// `filepath.Join(dir, endpoint)`, so an absolute endpoint is appended to the
 /// directory instead of replacing it.
 #[tokio::test]
@@ -53,7 +53,7 @@ async fn absolute_endpoint_is_appended_to_the_directory_like_filepath_join() {
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §5 "Failure message": an empty AllocateResponse is
+/// docs/kubelet-versions.md §5 "Failure message": an empty AllocateResponse is
 /// printed by gogo's String() up to 1.33 and as nothing from 1.34.
 #[tokio::test]
 async fn empty_allocate_response_text_follows_the_version() {
@@ -83,7 +83,7 @@ async fn empty_allocate_response_text_follows_the_version() {
     }
 }
 
-/// kubelet-versions.md §4: 1.26-1.32 delete every non-directory but the
+/// docs/kubelet-versions.md §4: 1.26-1.32 delete every non-directory but the
 /// checkpoint at start, 1.33+ sockets only. In a directory the sim did not
 /// create, only sockets are deleted and the rest is reported.
 #[tokio::test]
@@ -139,7 +139,7 @@ async fn cli_names_the_version_and_rejects_unknown_ones() {
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §2, master (PR #135437, PR #139338): one client per
+/// docs/kubelet-versions.md §2, master (PR #135437, PR #139338): one client per
 /// (name, socket). A second Register on a live (name, socket) is rejected
 /// (dpctl's text: the kubelet's is unverified); on another socket both
 /// coexist and the old stream's end disconnects only the old client.
@@ -169,7 +169,7 @@ async fn master_keeps_one_client_per_socket_and_rejects_a_live_duplicate() {
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §2, 1.26-1.36: the same second Register on the same
+/// docs/kubelet-versions.md §2, 1.26-1.36: the same second Register on the same
 /// socket is accepted (replace by name), with no error.
 #[tokio::test]
 async fn releases_accept_a_second_register_on_the_same_socket() {
@@ -225,7 +225,7 @@ async fn smoke_matrix_passes_a_well_behaved_plugin_on_three_releases() {
     assert_eq!(root.attribute("tests").unwrap().parse::<usize>().unwrap(), total);
 }
 
-/// kubelet-versions.md §2: a plugin that calls Register twice on the same
+/// docs/kubelet-versions.md §2: a plugin that calls Register twice on the same
 /// socket passes on 1.28 and 1.36 (replace by name) and fails on master
 /// only (a second client at a live (name, socket) is rejected).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -242,7 +242,7 @@ async fn smoke_matrix_fails_a_double_register_on_master_only() {
     assert!(ev.contains("kubelet master rejected another Register") && ev.contains("already registered"), "{ev}");
 }
 
-/// kubelet-versions.md §5 "A pod arriving between Register and the first
+/// docs/kubelet-versions.md §5 "A pod arriving between Register and the first
 /// ListAndWatch message" (every version): the device manager has no device
 /// sets yet and skips the resource; node status does not list it, so the
 /// request is stripped and the pod admitted with no devices. After the
@@ -282,7 +282,7 @@ async fn a_pod_before_the_first_list_and_watch_message_is_treated_as_the_kubelet
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §5 "PreStartContainer" (every version): called at
+/// docs/kubelet-versions.md §5 "PreStartContainer" (every version): called at
 /// every container start, restarts included, with the container's devices;
 /// a failure stops only that container. Through the library and the CLI.
 #[tokio::test]
@@ -313,7 +313,7 @@ async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops
     let calls = p.calls().pre_start.clone();
     assert_eq!(calls.len(), before + 1);
     assert_eq!(calls.last().unwrap(), &o.devices("a", GPU));
-    // protocol.md §3.7: a container restart reuses the cached Allocate answer.
+    // docs/protocol.md §3.7: a container restart reuses the cached Allocate answer.
     assert_eq!(p.calls().allocate.len(), 2, "one Allocate per container at admission, none at the restart");
     // From another process; a failure is exit 1 and names the plugin's error.
     p.set(|s| s.pre_start_error = Some(tonic::Status::unknown("device busy")));
@@ -334,7 +334,7 @@ async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §6 (every version): the plugins_registry watcher
+/// docs/kubelet-versions.md §6 (every version): the plugins_registry watcher
 /// ignores dot-named sockets, watches sub-directories, and deleting a
 /// registered socket deregisters the plugin (DeRegisterPlugin: devices
 /// unhealthy, as a stream end).
@@ -374,10 +374,10 @@ async fn plugins_registry_watches_subdirectories_ignores_dot_files_and_deregiste
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §6 "Failures ... are retried with exponential
-/// backoff" (every version): a plugins_registry registration whose dial-back
-/// fails (its endpoint is not served yet) stays wanted; once the endpoint
-/// comes up, a later attempt registers it.
+/// docs/kubelet-versions.md §6 "Retries" (1.36+, the release played here;
+/// 1.26-1.35 never retry a failed dial-back): a plugins_registry registration
+/// whose dial-back fails (its endpoint is not served yet) stays wanted; once
+/// the endpoint comes up, a later attempt registers it.
 #[tokio::test]
 async fn a_failed_plugins_registry_registration_is_retried_until_it_succeeds() {
     let sb = Sandbox::new();
@@ -408,7 +408,7 @@ async fn a_failed_plugins_registry_registration_is_retried_until_it_succeeds() {
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §8 "Get" (no such method in 1.26; gate
+/// docs/kubelet-versions.md §8 "Get" (no such method in 1.26; gate
 /// `KubeletPodResourcesGet`: alpha and off 1.27-1.33, on from 1.34) and "Rate limit" (100 qps, burst 10, from 1.27;
 /// none in 1.26): the sim's PodResources server follows the version played.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -460,7 +460,7 @@ async fn podresources_get_gate_and_rate_limit_follow_the_version() {
     }
 }
 
-/// kubelet-versions.md §6 "master: DeRegisterPlugin(name, endpoint)" and §2:
+/// docs/kubelet-versions.md §6 "Deregistration" and §2:
 /// up to 1.36 deleting a plugins_registry socket deregisters by resource name,
 /// so a same-named plugin that has since registered through kubelet.sock is
 /// the one disconnected (its devices go unhealthy); master matches the
@@ -519,7 +519,7 @@ async fn deleting_a_registry_socket_deregisters_by_name_up_to_1_36_and_by_endpoi
     }
 }
 
-/// kubelet-versions.md §9 ":authority" and §1 "Dial options" (1.26 to
+/// docs/kubelet-versions.md §9 ":authority" and §1 "Dial options" (1.26 to
 /// master): the kubelet's dial-back to a plugin sends `:authority:
 /// localhost`. A bare HTTP/2 server records what the sim sends.
 #[tokio::test]
@@ -555,7 +555,7 @@ async fn dial_back_sends_authority_localhost_in_every_version() {
     }
 }
 
-/// kubelet-versions.md §8 "Containers in List/Get": up to 1.29 regular
+/// docs/kubelet-versions.md §8 "Containers in List/Get": up to 1.29 regular
 /// containers only; 1.30-1.32 restartable init containers too, listed first
 /// (SidecarContainers on, its default), and always from 1.33. v1alpha1 lists
 /// regular containers only in every version.
@@ -583,7 +583,7 @@ async fn podresources_lists_sidecars_from_1_30() {
     }
 }
 
-/// kubelet-versions.md §2 "If the new registration fails" (1.26-1.36): the
+/// docs/kubelet-versions.md §2 "If the new registration fails" (1.26-1.36): the
 /// kubelet stores the new client under the name before dialing it, so a
 /// Register that then fails (here GetDevicePluginOptions) leaves the name with
 /// no client; when the earlier plugin's stream ends, runClient finds nothing
@@ -640,7 +640,7 @@ async fn a_failed_second_register_leaves_the_first_untracked_up_to_1_36_not_on_m
     }
 }
 
-/// kubelet-versions.md §5 "Restartable init containers": up to 1.28 the
+/// docs/kubelet-versions.md §5 "Restartable init containers": up to 1.28 the
 /// device manager adds every init container's devices to the reuse pool,
 /// sidecars included, so the regular container is handed the device the
 /// sidecar keeps (PR #120461 fixed it in 1.29); 1.29+ keeps it out.
@@ -663,7 +663,7 @@ async fn sidecar_devices_are_reused_by_later_containers_up_to_1_28_only() {
     }
 }
 
-/// kubelet-versions.md §1 "Context used by the dial-back", 1.26-1.34: the
+/// docs/kubelet-versions.md §1 "Context used by the dial-back", 1.26-1.34: the
 /// kubelet dials back under a background context with its own 10 s, so a
 /// plugin that gives up on its Register call (here after 300 ms, before its
 /// socket is served) still ends up registered once the dial-back connects.
@@ -684,7 +684,7 @@ async fn a_register_call_given_up_by_the_plugin_still_registers_up_to_1_34() {
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §1, 1.35+ (inferred, unverified): the Register call's
+/// docs/kubelet-versions.md §1, 1.35+ (inferred, unverified): the Register call's
 /// context bounds the dial-back and GetDevicePluginOptions, so a plugin that
 /// gives up on its call makes the kubelet's dial fail; §2, 1.35-1.36: that
 /// failure drops the name's only client, so a live earlier plugin of the name
@@ -729,7 +729,7 @@ async fn a_register_call_given_up_by_the_plugin_fails_it_from_1_35_and_untracks_
     }
 }
 
-/// protocol.md §1.2: `cdi_devices` (ContainerAllocateResponse field 5) was
+/// docs/protocol.md §1.2: `cdi_devices` (ContainerAllocateResponse field 5) was
 /// added in 1.28, so a 1.26 or 1.27 kubelet drops the CDI devices a plugin
 /// returns (unknown field); the admission says so and keeps the rest.
 #[tokio::test]

@@ -72,7 +72,7 @@ async fn registration_options_agree(p: &mut Probe<'_>) -> Finding {
         Ok(o) => o,
         Err(e) => return Finding::error(format!("GetDevicePluginOptions failed, nothing to compare with: {e}")),
     };
-    // protocol.md §3.2 item 4 (1.25 and later, so every version played): the
+    // docs/protocol.md §3.2 item 4 (1.25 and later, so every version played): the
     // kubelet ignores RegisterRequest.options; a request without any (as the
     // upstream e2e test plugin registers, §4.2) promises nothing to disagree with.
     let Some(sent) = reg.options else {
@@ -236,7 +236,7 @@ async fn allocate_healthy(p: &mut Probe<'_>) -> Finding {
         let what = format!("Allocate {}", describe_groups(groups));
         match p.client.allocate(groups).await {
             Err(e) => bad.push(format!("{what} failed: {}", said(&e))),
-            // protocol.md §3.7 (1.26 to master): the kubelet sends one
+            // docs/protocol.md §3.7 (1.26 to master): the kubelet sends one
             // container per Allocate, rejects an answer with no container
             // response and reads only the first.
             Ok(resp) if i == 0 => {
@@ -376,7 +376,7 @@ async fn preferred_contract(p: &mut Probe<'_>) -> Finding {
             Ok(resp) => {
                 let answer = contract::preferred_answer(&resp);
                 let mut v = contract::check_preferred_response(req, &resp);
-                // protocol.md §3.6: the kubelet reads only container_responses[0],
+                // docs/protocol.md §3.6: the kubelet reads only container_responses[0],
                 // so responses after it are ignored, not a failure.
                 if resp.container_responses.len() > 1 {
                     extra += 1;

@@ -7,7 +7,7 @@
 pub const VERSIONS_AND_DIFFERENCES: &str = "\
 Kubelet versions (--kubelet-version, default 1.36; also v1.30 and 1.30.7):
   1.26, 1.27, ... 1.36, master. What changes between them
-  (spec: kubelet-versions.md):
+  (docs/kubelet-versions.md):
   - same resource registered again: 1.26-1.36 replace the plugin by name; the
     old connection stays open and its stream still feeds the resource, and
     when it ends the kubelet disconnects the NEW plugin (issue #121994).
@@ -85,7 +85,7 @@ Where the sim deliberately differs from a real kubelet:
     plugins_registry UUID vs timestamp (deregister, register either way).
   - plugins_registry: the sim's GetInfo and NotifyRegistrationStatus calls
     send :authority localhost; the kubelet's plugin watcher sets no authority
-    and sends the socket path (kubelet-versions.md §9), which h2-based servers
+    and sends the socket path (docs/kubelet-versions.md §9), which h2-based servers
     (tonic) reject, so a tonic plugin registering that way works here but not
     under a real kubelet (its device-plugin dial-back sends localhost).
   - plugins_registry: a deleted socket deregisters at once (the kubelet's
@@ -100,7 +100,7 @@ Where the sim deliberately differs from a real kubelet:
     restored but never changed, unless --adopt-checkpoint; the kubelet rewrites it.
     A symbolic link there is never replaced, even adopted (the kubelet renames
     its new file over the link).
-  - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are
+  - Checkpoint entries of pods the sim never admitted (docs/kubelet-versions.md §7) are
     shown by UID in status and count as in use until `delete UID`; they are not
     in PodResources (the sim's pod manager does not know them). A kubelet lists
     such pods when its API server still runs them, and frees the devices of pods

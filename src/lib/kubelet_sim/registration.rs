@@ -126,7 +126,7 @@ pub(crate) struct RegistrationService {
 impl Registration for RegistrationService {
     async fn register(&self, req: Request<dp::RegisterRequest>) -> Result<Response<dp::Empty>, Status> {
         let r = req.into_inner();
-        // kubelet-versions.md §1 (every version): filepath.Join, not Path::join.
+        // docs/kubelet-versions.md §1 (every version): filepath.Join, not Path::join.
         let socket = go_join(&self.inner.paths.dir, &r.endpoint);
         let input = RegisterInput {
             version: r.version,
@@ -147,7 +147,7 @@ impl Registration for RegistrationService {
             guard.disarm();
             result
         } else {
-            // kubelet-versions.md §1, 1.26-1.34: the kubelet dials back and
+            // docs/kubelet-versions.md §1, 1.26-1.34: the kubelet dials back and
             // asks for the options under a background context, so a plugin
             // whose Register deadline passes can still end up registered:
             // the registration runs on even if this call is dropped.
@@ -167,7 +167,7 @@ impl Registration for RegistrationService {
 
 /// What the kubelet does, from 1.35 (inferred), when the plugin gives up on a
 /// valid Register call while the kubelet still dials back or asks for the
-/// options under that call's context (kubelet-versions.md §1): the dial or
+/// options under that call's context (docs/kubelet-versions.md §1): the dial or
 /// the options call fails with the context's error, and that failure is
 /// handled as any other (§2: on 1.35-1.36 the name loses its client, so a
 /// live earlier plugin becomes untracked). Armed for a call that validates,
@@ -268,7 +268,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
     let differ = input.request_options.is_some_and(|o| o != options);
     let version = inner.config.kubelet_version;
     if version.rejects_duplicate_socket() {
-        // kubelet-versions.md §2, master (PR #139338): PluginConnected refuses
+        // docs/kubelet-versions.md §2, master (PR #139338): PluginConnected refuses
         // a second client at the same (name, socket) while the first is alive.
         let st = inner.lock();
         let live = st.resources.get(&input.resource).is_some_and(|r| {
@@ -304,7 +304,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
 }
 
 /// A Register of `resource` failed after validation (dial-back or
-/// GetDevicePluginOptions). kubelet-versions.md §2, 1.26-1.36: the kubelet
+/// GetDevicePluginOptions). docs/kubelet-versions.md §2, 1.26-1.36: the kubelet
 /// stored the new client under the name before dialing, so the failure's
 /// `deregisterClient(name)` leaves the name with no client at all; a live
 /// stream of an earlier registration then ends unnoticed. master keys
@@ -324,7 +324,7 @@ fn untrack(inner: &Arc<Inner>, resource: &str) {
 
 /// Stores the new endpoint of `input.resource` (its id and whether it
 /// replaced a live one): the old connection is kept feeding the resource
-/// (kubelet-versions.md §2), a resource forgotten at the grace expiry starts
+/// (docs/kubelet-versions.md §2), a resource forgotten at the grace expiry starts
 /// again from no devices.
 fn store_endpoint(
     inner: &Arc<Inner>,
@@ -338,7 +338,7 @@ fn store_endpoint(
     let generation = st.next_id();
     let r = st.resources.entry(input.resource.clone()).or_default();
     let replaced = r.endpoint.as_ref().is_some_and(|e| !e.stopped);
-    // kubelet-versions.md §2: the old connection is not closed; its stream
+    // docs/kubelet-versions.md §2: the old connection is not closed; its stream
     // keeps feeding the resource (1.26-1.36 and master alike).
     if let Some(old) = r.endpoint.take() {
         match old.task {
@@ -374,9 +374,9 @@ fn store_endpoint(
     (id, replaced)
 }
 
-/// dpctl's text for master's rejection of a second registration at a live
-/// (name, socket). The kubelet's exact text is unverified (kubelet-versions.md
-/// §2, open question 3).
+/// dpctl's own text for refusing a second registration at a live (name,
+/// socket) on master. The 1.37 kubelet appends such a client instead of
+/// refusing it (docs/kubelet-versions.md §2), so there is no upstream text.
 pub fn duplicate_text(resource: &str, socket: &Path) -> String {
     format!(
         "device plugin {} is already registered and connected at {}",
@@ -411,7 +411,7 @@ pub(crate) async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::tran
 }
 
 /// `DeRegisterPlugin` after a plugins_registry socket is deleted
-/// (kubelet-versions.md §6): the client is disconnected as if its stream
+/// (docs/kubelet-versions.md §6): the client is disconnected as if its stream
 /// ended (devices unhealthy, grace period). Up to 1.36 the client is found by
 /// resource name only, so a same-named plugin registered through kubelet.sock
 /// is disconnected too; master matches the endpoint as well.
@@ -420,7 +420,7 @@ pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, dele
     let id = {
         let mut st = inner.lock();
         let Some(r) = st.resources.get_mut(resource) else { return };
-        // kubelet-versions.md §2 (1.26-1.36): no client under the name, so
+        // docs/kubelet-versions.md §2 (1.26-1.36): no client under the name, so
         // `getClient(name)` finds nothing to disconnect.
         if r.untracked && !by_endpoint {
             return;
@@ -523,7 +523,7 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
     }
 }
 
-/// protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID, so of a
+/// docs/protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID, so of a
 /// repeated ID the last entry's topology is the one allocation, PodResources
 /// and the checkpoint use (health stays per entry: the sets count it).
 fn last_topology_wins(devices: &mut [model::Device]) {
@@ -547,7 +547,7 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         let Some(r) = st.resources.get_mut(resource) else { return };
         let old_stream = r.superseded.iter().position(|(sid, _, _)| *sid == id);
         if r.untracked && version.replaces_by_name() {
-            // kubelet-versions.md §2 (1.26-1.36): runClient finds no client
+            // docs/kubelet-versions.md §2 (1.26-1.36): runClient finds no client
             // under the name (a later Register failed and deregistered it), so
             // PluginDisconnected is never called: devices keep their health,
             // no grace period, the endpoint stays for Allocate.
@@ -672,7 +672,7 @@ pub(crate) fn spawn_grace(owner: &Arc<Inner>, resource: &str, generation: u64) {
 mod tests {
     use super::*;
 
-    /// kubelet-versions.md §1 "Endpoint handling" (1.26 to master): the
+    /// docs/kubelet-versions.md §1 "Endpoint handling" (1.26 to master): the
     /// socket is `filepath.Join(socketDir, endpoint)`.
     #[test]
     fn endpoint_is_joined_like_go_filepath_join() {

@@ -72,11 +72,11 @@ pub(crate) struct Resource {
     /// `healthyDevices[r]` exists): after the first snapshot, or restored
     /// from a checkpoint; not after a bare Register, nor after the removal.
     pub sets: bool,
-    /// Streams of replaced registrations that still run (kubelet-versions.md
+    /// Streams of replaced registrations that still run (docs/kubelet-versions.md
     /// §2: the kubelet does not close the old connection): endpoint ID, its
     /// socket and the task.
     pub superseded: Vec<(u64, PathBuf, Option<tokio::task::AbortHandle>)>,
-    /// kubelet-versions.md §2 (1.26-1.36): a Register of this name failed its
+    /// docs/kubelet-versions.md §2 (1.26-1.36): a Register of this name failed its
     /// dial-back or GetDevicePluginOptions while a client was live, and
     /// `deregisterClient(name)` dropped the registration server's entry. The
     /// running streams' ends then find no client: no disconnect, no grace
@@ -101,7 +101,7 @@ impl Resource {
         self.devices.iter().filter(move |d| usable && d.is_healthy())
     }
 
-    /// The kubelet's `healthyDevices[r]` exists (kubelet-versions.md §5):
+    /// The kubelet's `healthyDevices[r]` exists (docs/kubelet-versions.md §5):
     /// a first snapshot arrived, or it was restored, and it was not removed.
     pub fn known(&self) -> bool {
         !self.removed && self.sets
@@ -127,7 +127,7 @@ impl Resource {
             (None, false) if self.restored => "awaiting-registration",
             (None, false) => "stopped",
             (Some(e), false) if e.stopped => "stream-ended",
-            // kubelet-versions.md §2 (1.26-1.36): no client under the name.
+            // docs/kubelet-versions.md §2 (1.26-1.36): no client under the name.
             (Some(_), false) if self.untracked => "untracked",
             (Some(e), false) if e.first_snapshot_at.is_none() => "registered",
             (Some(_), false) => "serving",
@@ -220,7 +220,7 @@ impl State {
             }
         }
         // Restored from the checkpoint for pods the sim does not know
-        // (kubelet-versions.md §7: restored allocations are in use).
+        // (docs/kubelet-versions.md §7: restored allocations are in use).
         for e in self.foreign_entries.iter().filter(|e| e.resource_name == resource) {
             out.extend(e.device_ids.ids());
         }
@@ -415,7 +415,7 @@ pub struct ResourceStatus {
     /// Resource name.
     pub resource: String,
     /// `registered` (no snapshot yet), `serving`, `stream-ended`, `untracked` (1.26-1.36: a later Register
-    /// of the name failed, kubelet-versions.md §2), `awaiting-registration`, `stopped`, `removed`.
+    /// of the name failed, docs/kubelet-versions.md §2), `awaiting-registration`, `stopped`, `removed`.
     pub state: String,
     /// Shown in node status (after the first snapshot or a stream end).
     pub reported: bool,

@@ -402,7 +402,7 @@ impl Runner {
              {endpoint:?}): {message}"
         );
         if message == crate::kubelet_sim::DIAL_FAILED && endpoint.starts_with('/') {
-            // kubelet-versions.md §1: filepath.Join appends an absolute endpoint.
+            // docs/kubelet-versions.md §1: filepath.Join appends an absolute endpoint.
             evidence.push_str(&format!(
                 " — the endpoint is an absolute path, and the kubelet joins it to its directory \
                  (Go filepath.Join), so it dialed {socket}, where nothing listens: register the \
@@ -620,7 +620,7 @@ impl Runner {
         }
         problems.extend(violations);
         for (endpoint, message) in &later_rejections {
-            // kubelet-versions.md §2: only master refuses a second client at a live (name, socket).
+            // docs/kubelet-versions.md §2: only master refuses a second client at a live (name, socket).
             problems.push(format!(
                 "after the accepted registration, kubelet {} rejected another Register of {} (endpoint {endpoint}): \
                  {message}",
@@ -773,7 +773,7 @@ impl Runner {
             return;
         }
         if let Some(c) = cdi_only_container(&outcome, &reg) {
-            // protocol.md §1.2: cdi_devices (field 5) exist from 1.28; 1.26-1.27
+            // docs/protocol.md §1.2: cdi_devices (field 5) exist from 1.28; 1.26-1.27
             // drop them, so an answer with nothing else gives the container
             // nothing from the plugin. With anything else, a warning is enough.
             let evidence = format!(
@@ -1029,7 +1029,7 @@ fn how_registered(via: Via, version: &str, endpoint: &str) -> String {
     }
 }
 
-/// kubelet-versions.md §9 (every version): the plugin watcher's own dial
+/// docs/kubelet-versions.md §9 (every version): the plugin watcher's own dial
 /// (GetInfo, NotifyRegistrationStatus) has no WithAuthority, so the kubelet
 /// sends the socket path as :authority; kubelet-sim sends localhost.
 fn watcher_authority_note(via: Via) -> &'static str {
