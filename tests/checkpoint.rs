@@ -1,5 +1,6 @@
 //! The device manager's checkpoint as kubelet-sim reads, restores and writes
-//! it (docs/kubelet-versions.md §7; issue 9 items 1-2, issue 12 item 2), against
+//! it (docs/kubelet-versions.md §7: restored allocations stay in use, and a file
+//! the sim did not write is never changed), against
 //! files real kubelets wrote (tests/data/checkpoints/).
 
 use std::path::Path;
@@ -29,7 +30,8 @@ fn verify_file(path: &Path) -> Checkpoint {
 
 /// docs/kubelet-versions.md §7 (all versions): a valid checkpoint restores its pods'
 /// allocations by UID and container, its registered resources wait at 0 for
-/// their plugins; issue 9 item 2: a file the sim did not write is never changed.
+/// their plugins; a file the sim did not write (a real kubelet's) is never
+/// changed, so pointing the sim at a node cannot damage it.
 #[tokio::test]
 async fn real_kubelets_checkpoint_is_restored_and_never_rewritten() {
     let sb = Sandbox::new();
@@ -77,7 +79,7 @@ async fn real_kubelets_checkpoint_is_restored_and_never_rewritten() {
 
 /// docs/kubelet-versions.md §7 "Corrupt checkpoint": stored and computed are reported,
 /// nothing is restored, the kubelet goes on; the sim does not replace a file it
-/// did not write (issue 9 item 2).
+/// did not write (it may be a real kubelet's).
 #[tokio::test]
 async fn one_byte_changed_checkpoint_is_corrupt_and_restores_nothing() {
     let sb = Sandbox::new();
@@ -159,7 +161,8 @@ fn v1_checkpoint() -> Vec<u8> {
 
 /// docs/kubelet-versions.md §7 "Reading" (1.26-1.30 fall back to the pre-1.20 v1
 /// format): a sim playing 1.30 restores a v1 checkpoint's allocations; the
-/// file is not the sim's, so it is never rewritten (issue 9 item 2), even
+/// file is not the sim's, so it is never rewritten (it may be a real
+/// kubelet's), even
 /// after the state changes and a kubelet restart.
 #[tokio::test]
 async fn v1_checkpoint_is_restored_by_1_30_and_never_rewritten() {
@@ -254,7 +257,8 @@ fn admitted_device(stdout: &str) -> String {
     v["containers"][0]["resources"][0]["devices"][0].as_str().unwrap_or_else(|| panic!("no device in {v}")).to_string()
 }
 
-/// Issue 12 item 2 (docs/kubelet-versions.md §7: restored allocations are in use):
+/// A sim killed with devices handed out must not hand them out again when it
+/// restarts (docs/kubelet-versions.md §7: restored allocations are in use):
 /// admit, kill -9 the sim, start a new one on the directory, admit again ->
 /// a different device, and the checkpoint lists each device once.
 #[tokio::test]
@@ -299,7 +303,8 @@ async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
     assert_eq!(ids, ["dev-0", "dev-1"], "each device once");
 }
 
-/// Issue 11: `checkpoint verify` passes both real kubelets' files and fails a
+/// An operator must be able to tell whether the next kubelet start will accept
+/// the file: `checkpoint verify` passes both real kubelets' files and fails a
 /// modified one with stored vs computed (docs/kubelet-versions.md §7); read-only.
 #[tokio::test]
 async fn checkpoint_verify_passes_real_files_and_fails_a_modified_one() {
@@ -333,7 +338,8 @@ async fn checkpoint_verify_passes_real_files_and_fails_a_modified_one() {
     assert!(r.stdout.contains("pre-1.20") && r.stdout.contains("1.31"), "{}", r.stdout);
 }
 
-/// Issue 11: `checkpoint show` decodes each stored Allocate answer and lists
+/// An operator must see who holds which device as the kubelet records it:
+/// `checkpoint show` decodes each stored Allocate answer and lists
 /// devices per NUMA node and the registered devices.
 #[tokio::test]
 async fn checkpoint_show_decodes_entries() {

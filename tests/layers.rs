@@ -849,3 +849,75 @@ fn the_citation_scanner_finds_pages_sections_and_bare_citations() {
     let bare = format!("({p}.md{s}4) and docs/{p}.md{s}4 and ../{p}.md{s}4", p = "topology", s = " §");
     assert_eq!(bare_section_citations(&bare).len(), 2, "the bare one and the one outside docs/");
 }
+
+/// The `//` comments of a Rust source, one per line that has one, with their
+/// line numbers (from 1). A `//` inside a string (a URL) counts as a comment
+/// start too; the check below only looks for words, so that is harmless.
+fn line_comments(src: &str) -> Vec<(usize, &str)> {
+    src.lines().enumerate().filter_map(|(i, line)| line.find("//").map(|at| (i + 1, &line[at..]))).collect()
+}
+
+/// Whether `comment` names a tracker entry by number: the word "issue" or
+/// "issues" (any case, a whole word), one space, then a digit. Upstream
+/// references keep their form and pass: `kubernetes#125579`, the word followed
+/// by `#` and a number, and URLs (`.../issues/` then a number).
+fn names_a_ticket(comment: &str) -> bool {
+    let lower = comment.to_lowercase();
+    lower.match_indices("issue").any(|(at, _)| {
+        if lower[..at].ends_with(|c: char| c.is_alphanumeric()) {
+            return false;
+        }
+        let rest = &lower[at + "issue".len()..];
+        let rest = rest.strip_prefix('s').unwrap_or(rest);
+        rest.strip_prefix(' ').is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+    })
+}
+
+/// Comments say what the code guards against and why, not which ticket asked
+/// for it: a ticket number means nothing to a reader of the code.
+#[test]
+fn no_comment_names_a_ticket_instead_of_a_reason() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files.sort();
+    let mut found = Vec::new();
+    for file in &files {
+        let src = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
+        for (line, comment) in line_comments(&src) {
+            if names_a_ticket(comment) {
+                found.push(format!("{}:{line}: {}", file.strip_prefix(root).unwrap_or(file).display(), comment.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 50, "only {} Rust files found: is the scan reading the tree?", files.len());
+    assert!(
+        found.is_empty(),
+        "comments that name a ticket; say what the code guards against instead:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_ticket_scanner_tells_tickets_from_upstream_references() {
+    let word = "Issue";
+    for ticket in [
+        format!("// {word} 12 item 8: x"),
+        format!("/// see {} 9", word.to_lowercase()),
+        format!("//! ({word}s 10, 12)"),
+    ] {
+        assert!(names_a_ticket(&ticket), "{ticket}");
+    }
+    for upstream in [
+        "// the race (kubernetes#121994)".to_string(),
+        "// the race (issue #121994)".to_string(),
+        "// https://github.com/kubernetes/kubernetes/issues/121994".to_string(),
+        format!("// a t{} 3 cells thick is another word", word.to_lowercase()),
+    ] {
+        assert!(!names_a_ticket(&upstream), "{upstream}");
+    }
+    let src = "let url = \"x\"; // trailing\n// whole line\nno comment";
+    assert_eq!(line_comments(src), [(1, "// trailing"), (2, "// whole line")]);
+}

@@ -392,7 +392,8 @@ async fn a_dir_a_live_kubelet_serves_is_refused() {
     sim.stop().await.unwrap();
 }
 
-// Issue 12 item 8: a plugin that daemonises (a process that calls setsid and
+// On a node a daemonised helper outlives the plugin's pod. A plugin that
+// daemonises (a process that calls setsid and
 // outlives the plugin) used to survive smoke, which still passed. Now it is
 // found, killed and reported as a failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

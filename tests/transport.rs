@@ -237,7 +237,8 @@ async fn until_closed(conn: &mut tokio::net::UnixStream) {
     }
 }
 
-// Issue 12 item 4: a connection that never sends the HTTP/2 preface, or
+// A local process must not tie up the sim's sockets: a connection that never
+// sends the HTTP/2 preface, or
 // trickles it, is closed at the handshake deadline; one that completed its
 // handshake is not.
 #[tokio::test]
@@ -271,7 +272,8 @@ async fn connections_that_never_finish_the_handshake_are_closed() {
     client.options().await.unwrap();
 }
 
-// Issue 12 item 4: at the connection cap new connections are closed while
+// A flood of connections must not starve the ones in use: at the connection
+// cap new connections are closed while
 // the open ones keep working; a slot frees when a connection goes.
 #[tokio::test]
 async fn connections_over_the_cap_are_closed_and_open_ones_keep_working() {

@@ -1,5 +1,6 @@
 //! `--kubelet-version`: kubelet-sim playing one release, and the places where
-//! it now follows the kubelet exactly (issue 9 items 3-11). Each test cites
+//! it follows the kubelet exactly, so a plugin passing against one release
+//! behaves the same on a node of that release. Each test cites
 //! the section of docs/kubelet-versions.md (and the versions) it pins.
 
 use std::time::Duration;

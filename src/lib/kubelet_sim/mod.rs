@@ -1040,8 +1040,9 @@ mod tests {
         assert_eq!(c.would_delete, ["link-sock"]);
     }
 
-    // Issue 12 item 5: dpctl's own startup never deletes a live socket of an
-    // unrelated listener without --force; stale ones go, as before.
+    // Pointed at a real node's directory, the sim must not cut off a live
+    // listener (a real kubelet or plugin) by deleting its socket unless told
+    // to with --force; stale sockets go, as a kubelet's cleanup would.
     #[tokio::test]
     async fn startup_cleanup_deletes_stale_sockets_only_unless_forced() {
         let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").unwrap();
