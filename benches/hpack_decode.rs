@@ -1,4 +1,5 @@
-//! HPACK decode cost of hostile header blocks (issue 12 item 1): the time an
+//! HPACK decode cost of hostile header blocks (any local process can connect,
+//! so the first header block is untrusted): the time an
 //! HTTP/2 server needs to take in a connection whose first header block is
 //! 16 or 64 KiB of tiny Huffman-coded fields, for h2 alone (what tonic runs)
 //! and for h2 behind dpctl's `:authority` adapter, as µs per KiB of block.

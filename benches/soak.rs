@@ -1,4 +1,5 @@
-//! Soak (issue 12): `dpctl kubelet-sim` and `dpctl mock-plugin` as their
+//! Soak (leaks and errors that only show over time): `dpctl kubelet-sim` and
+//! `dpctl mock-plugin` as their
 //! own processes (the release binary) for a while, with the mock's devices
 //! flapping health at 100 Hz and pods admitted and deleted as fast as the
 //! control socket allows. Reports both processes' RSS over time, the

@@ -200,7 +200,7 @@ async fn wrong_preferred_answer_fails_preferred_contract() {
     .await;
 }
 
-/// protocol.md §3.7 (every version, 1.26 to master): the kubelet rejects an
+/// docs/protocol.md §3.7 (every version, 1.26 to master): the kubelet rejects an
 /// Allocate answer with no container response.
 #[tokio::test]
 async fn empty_allocate_response_fails_allocate_healthy() {
@@ -225,7 +225,7 @@ async fn empty_allocate_response_fails_allocate_healthy() {
     assert!(c["rule"].as_str().unwrap().contains("reads only container_responses[0]"), "{c:#}");
 }
 
-/// protocol.md §3.7 (every version): the kubelet reads only the first
+/// docs/protocol.md §3.7 (every version): the kubelet reads only the first
 /// container response, so extra ones fail nothing.
 #[tokio::test]
 async fn extra_allocate_responses_pass_as_the_kubelet_reads_the_first() {
@@ -245,7 +245,7 @@ async fn extra_allocate_responses_pass_as_the_kubelet_reads_the_first() {
     assert!(e.contains("3 container response(s) for 2 container request(s) (not a failure"), "{e}");
 }
 
-/// protocol.md §3.6 (every version): the kubelet sends one container request
+/// docs/protocol.md §3.6 (every version): the kubelet sends one container request
 /// to GetPreferredAllocation and reads only container_responses[0]; a further
 /// response is noted, not failed.
 #[tokio::test]
@@ -259,7 +259,7 @@ async fn extra_preferred_responses_pass_as_the_kubelet_reads_the_first() {
     assert!(e.contains("held more than one container response; the kubelet reads only the first"), "{e}");
 }
 
-/// The kubelet sends one container per Allocate (protocol.md §3.7), so a
+/// The kubelet sends one container per Allocate (docs/protocol.md §3.7), so a
 /// plugin that answers a two-container call with one response works on a
 /// node: the count is reported, not failed.
 #[tokio::test]
@@ -282,9 +282,9 @@ async fn one_response_for_two_containers_is_reported_not_failed() {
 
 /// The rules and reasons say what the kubelet does: GetPreferredAllocation
 /// only while devices are still needed after init-container reuse
-/// (kubelet-versions.md §5, protocol.md §3.6; 1.26 to master) and capacity
+/// (docs/kubelet-versions.md §5, docs/protocol.md §3.6; 1.26 to master) and capacity
 /// dropping at the first node-status update after the 5-minute grace period
-/// (kubelet-versions.md §3, every version).
+/// (docs/kubelet-versions.md §3, every version).
 #[tokio::test]
 async fn rules_say_when_the_kubelet_asks_preferred_and_drops_capacity() {
     let sb = Sandbox::new();
@@ -452,7 +452,7 @@ async fn negative_numa_fails_numa_ids_valid() {
     .await;
 }
 
-/// protocol.md §2.1 (every version): GetAllocatableResources lists a device
+/// docs/protocol.md §2.1 (every version): GetAllocatableResources lists a device
 /// once per node of its TopologyInfo, so an empty node list hides it.
 #[tokio::test]
 async fn empty_topology_fails_numa_ids_valid() {

@@ -1,5 +1,6 @@
 //! The device manager's checkpoint as kubelet-sim reads, restores and writes
-//! it (kubelet-versions.md §7; issue 9 items 1-2, issue 12 item 2), against
+//! it (docs/kubelet-versions.md §7: restored allocations stay in use, and a file
+//! the sim did not write is never changed), against
 //! files real kubelets wrote (tests/data/checkpoints/).
 
 use std::path::Path;
@@ -27,9 +28,10 @@ fn verify_file(path: &Path) -> Checkpoint {
     cp
 }
 
-/// kubelet-versions.md §7 (all versions): a valid checkpoint restores its pods'
+/// docs/kubelet-versions.md §7 (all versions): a valid checkpoint restores its pods'
 /// allocations by UID and container, its registered resources wait at 0 for
-/// their plugins; issue 9 item 2: a file the sim did not write is never changed.
+/// their plugins; a file the sim did not write (a real kubelet's) is never
+/// changed, so pointing the sim at a node cannot damage it.
 #[tokio::test]
 async fn real_kubelets_checkpoint_is_restored_and_never_rewritten() {
     let sb = Sandbox::new();
@@ -75,9 +77,9 @@ async fn real_kubelets_checkpoint_is_restored_and_never_rewritten() {
     assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), TEGRA, "the real kubelet's file is unchanged");
 }
 
-/// kubelet-versions.md §7 "Corrupt checkpoint": stored and computed are reported,
+/// docs/kubelet-versions.md §7 "Corrupt checkpoint": stored and computed are reported,
 /// nothing is restored, the kubelet goes on; the sim does not replace a file it
-/// did not write (issue 9 item 2).
+/// did not write (it may be a real kubelet's).
 #[tokio::test]
 async fn one_byte_changed_checkpoint_is_corrupt_and_restores_nothing() {
     let sb = Sandbox::new();
@@ -104,7 +106,7 @@ async fn one_byte_changed_checkpoint_is_corrupt_and_restores_nothing() {
     assert_eq!(cp.data.pod_device_entries, None);
 }
 
-/// kubelet-versions.md §7 checksum and atomic write: what the sim writes verifies
+/// docs/kubelet-versions.md §7 checksum and atomic write: what the sim writes verifies
 /// with the kubelet's algorithm, is 0600, leaves no temporary file, and a new sim
 /// restores it by pod UID and container.
 #[tokio::test]
@@ -145,7 +147,7 @@ async fn files_the_sim_writes_verify_and_come_back() {
 }
 
 /// A pre-1.20 (v1) checkpoint, `DeviceIDs` a plain list, with the checksum
-/// the kubelet computes for it (kubelet-versions.md §7).
+/// the kubelet computes for it (docs/kubelet-versions.md §7).
 fn v1_checkpoint() -> Vec<u8> {
     let data = r#"{"PodDeviceEntries":[{"PodUID":"old-pod-uid","ContainerName":"main","ResourceName":"example.com/gpu","DeviceIDs":["GPU-1"],"AllocResp":null}],"RegisteredDevices":{"example.com/gpu":["GPU-0","GPU-1"]}}"#;
     let unsummed = format!(r#"{{"Data":{data},"Checksum":0}}"#);
@@ -157,9 +159,10 @@ fn v1_checkpoint() -> Vec<u8> {
     bytes
 }
 
-/// kubelet-versions.md §7 "Reading" (1.26-1.30 fall back to the pre-1.20 v1
+/// docs/kubelet-versions.md §7 "Reading" (1.26-1.30 fall back to the pre-1.20 v1
 /// format): a sim playing 1.30 restores a v1 checkpoint's allocations; the
-/// file is not the sim's, so it is never rewritten (issue 9 item 2), even
+/// file is not the sim's, so it is never rewritten (it may be a real
+/// kubelet's), even
 /// after the state changes and a kubelet restart.
 #[tokio::test]
 async fn v1_checkpoint_is_restored_by_1_30_and_never_rewritten() {
@@ -190,7 +193,7 @@ async fn v1_checkpoint_is_restored_by_1_30_and_never_rewritten() {
     assert_eq!(std::fs::read(sb.join(CHECKPOINT)).unwrap(), bytes, "the v1 file is unchanged");
 }
 
-/// kubelet-versions.md §7 "Reading" and "Corrupt checkpoint" (1.31+ have no
+/// docs/kubelet-versions.md §7 "Reading" and "Corrupt checkpoint" (1.31+ have no
 /// v1 fallback): the v1 file is the JSON error, so a sim playing 1.31 starts
 /// with no allocations and no restored resources, as the kubelet does; it
 /// keeps the file unless adopted, and adopted, the next write replaces it
@@ -254,7 +257,8 @@ fn admitted_device(stdout: &str) -> String {
     v["containers"][0]["resources"][0]["devices"][0].as_str().unwrap_or_else(|| panic!("no device in {v}")).to_string()
 }
 
-/// Issue 12 item 2 (kubelet-versions.md §7: restored allocations are in use):
+/// A sim killed with devices handed out must not hand them out again when it
+/// restarts (docs/kubelet-versions.md §7: restored allocations are in use):
 /// admit, kill -9 the sim, start a new one on the directory, admit again ->
 /// a different device, and the checkpoint lists each device once.
 #[tokio::test]
@@ -299,8 +303,9 @@ async fn devices_are_not_handed_out_twice_after_the_sim_is_killed() {
     assert_eq!(ids, ["dev-0", "dev-1"], "each device once");
 }
 
-/// Issue 11: `checkpoint verify` passes both real kubelets' files and fails a
-/// modified one with stored vs computed (kubelet-versions.md §7); read-only.
+/// An operator must be able to tell whether the next kubelet start will accept
+/// the file: `checkpoint verify` passes both real kubelets' files and fails a
+/// modified one with stored vs computed (docs/kubelet-versions.md §7); read-only.
 #[tokio::test]
 async fn checkpoint_verify_passes_real_files_and_fails_a_modified_one() {
     let sb = Sandbox::new();
@@ -326,14 +331,15 @@ async fn checkpoint_verify_passes_real_files_and_fails_a_modified_one() {
     let r = dpctl(&["checkpoint", "verify", "--dir", sb.path().to_str().unwrap()]).await;
     r.expect_code(2);
     assert!(r.stderr.contains("kubelet_internal_checkpoint") && r.stderr.contains("no such file"), "{}", r.stderr);
-    // kubelet-versions.md §7: the pre-1.20 layout is named.
+    // docs/kubelet-versions.md §7: the pre-1.20 layout is named.
     let v1 = sb.join("v1");
     std::fs::write(&v1, br#"{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","DeviceIDs":["a"],"AllocResp":null}],"RegisteredDevices":{"r":["a"]}},"Checksum":0}"#).unwrap();
     let r = dpctl(&["checkpoint", "verify", v1.to_str().unwrap()]).await;
     assert!(r.stdout.contains("pre-1.20") && r.stdout.contains("1.31"), "{}", r.stdout);
 }
 
-/// Issue 11: `checkpoint show` decodes each stored Allocate answer and lists
+/// An operator must see who holds which device as the kubelet records it:
+/// `checkpoint show` decodes each stored Allocate answer and lists
 /// devices per NUMA node and the registered devices.
 #[tokio::test]
 async fn checkpoint_show_decodes_entries() {

@@ -66,7 +66,8 @@ fn check_pod_spec(file: &str, spec: &Value) {
     assert_eq!(node["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
 }
 
-/// Issue 11: the DaemonSet reports every node with least privilege.
+/// The DaemonSet runs doctor on every node with least privilege: it only reads
+/// the host, so every mount is read-only and nothing more is granted.
 #[test]
 fn daemonset_mounts_read_only_what_doctor_reads() {
     let docs = docs("doctor-daemonset.yaml");
@@ -79,7 +80,8 @@ fn daemonset_mounts_read_only_what_doctor_reads() {
     assert!(args.contains("--every") && args.contains("json"), "{args}");
 }
 
-/// Issue 11: the Job runs doctor once on one node with the same privileges.
+/// The Job runs doctor once on one node with the same privileges as the
+/// DaemonSet, for a one-off check.
 #[test]
 fn job_runs_once_on_one_node() {
     let docs = docs("doctor-job.yaml");
@@ -90,7 +92,8 @@ fn job_runs_once_on_one_node() {
     check_pod_spec("doctor-job.yaml", spec);
 }
 
-/// Issue 11: a multi-stage, locked build and a non-root runtime image.
+/// The image is reproducible (multi-stage, `--locked` build) and runs
+/// unprivileged (non-root runtime stage).
 #[test]
 fn containerfile_is_multi_stage_locked_and_non_root() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/Containerfile");
@@ -104,7 +107,7 @@ fn containerfile_is_multi_stage_locked_and_non_root() {
     assert!(text.contains("ENTRYPOINT [\"/usr/local/bin/dpctl\"]"));
 }
 
-/// Issue 11 ("how to collect the results"): the documented one-liners read
+/// Collecting the results must work as documented: the one-liners read
 /// the DaemonSet's namespace and label and pipe into `dpctl doctor merge`;
 /// the debug recipe passes `--root /host`.
 #[test]

@@ -1,6 +1,7 @@
 //! `dpctl doctor` on nodes built in a temporary directory with kubelet-sim
 //! and in-test plugins: a healthy node gives no warnings, and each broken
-//! thing issue 11 lists gives its finding.
+//! thing an operator meets on a node (stale sockets, hung plugins, corrupt or
+//! disagreeing checkpoints, bad CDI specs) gives its finding.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -72,7 +73,7 @@ async fn plugin_with(
     stop
 }
 
-/// Issue 11: a healthy node (kubelet.sock, a live plugin, a pod, a verifying
+/// No false alarms: a healthy node (kubelet.sock, a live plugin, a pod, a verifying
 /// checkpoint that agrees with PodResources) gives no warnings; exit 0.
 #[tokio::test]
 async fn healthy_node_gives_no_warnings() {
@@ -95,7 +96,8 @@ async fn healthy_node_gives_no_warnings() {
     sim.stop().await.unwrap();
 }
 
-/// Issue 11: stale socket, a regular file named x.sock, a plugin that hangs,
+/// Each kind of broken socket gets its own finding: stale socket, a regular
+/// file named x.sock, a plugin that hangs,
 /// an unknown-service socket, an oversize ListAndWatch message.
 #[tokio::test]
 async fn broken_sockets_each_get_their_finding() {
@@ -161,8 +163,9 @@ fn entry(uid: &str, id: &str, cdi: &[&str]) -> PodDevicesEntry {
     }
 }
 
-/// Issue 11: a missing kubelet.sock and a corrupt checkpoint are errors
-/// (kubelet-versions.md §7: stored vs computed).
+/// A missing kubelet.sock and a corrupt checkpoint are errors, since no plugin
+/// can register and the next kubelet start restores nothing
+/// (docs/kubelet-versions.md §7: stored vs computed).
 #[tokio::test]
 async fn missing_kubelet_sock_and_corrupt_checkpoint_are_errors() {
     let node = Node::new();
@@ -183,7 +186,8 @@ async fn missing_kubelet_sock_and_corrupt_checkpoint_are_errors() {
     assert!(c.hint.as_deref().unwrap().contains("drain the node"), "{c:?}");
 }
 
-/// Issue 11: a checkpoint that disagrees with PodResources (a pod it records
+/// Disagreements that mean a leak or a lost allocation: a checkpoint that
+/// disagrees with PodResources (a pod it records
 /// that PodResources does not list), and a CDI name no spec defines.
 #[tokio::test]
 async fn checkpoint_against_podresources_and_cdi() {
@@ -216,7 +220,7 @@ async fn checkpoint_against_podresources_and_cdi() {
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §4 (CleanupPluginDirectory): 1.26-1.32 (`os.Lstat`)
+/// docs/kubelet-versions.md §4 (CleanupPluginDirectory): 1.26-1.32 (`os.Lstat`)
 /// delete every non-directory but the checkpoint, links included; 1.33+
 /// (`os.Stat` + ModeSocket) delete only entries whose target is a socket, so
 /// other files stay. Doctor says which, for the version it is given.
@@ -265,7 +269,7 @@ async fn non_socket_files_are_judged_by_the_kubelet_version() {
     assert!(run.stderr.contains("1.20") && run.stderr.contains("1.26, 1.27"), "{}", run.stderr);
 }
 
-/// kubelet-versions.md §7: a pre-1.20 checkpoint is read up to 1.30 (a
+/// docs/kubelet-versions.md §7: a pre-1.20 checkpoint is read up to 1.30 (a
 /// warning: an upgrade loses it) and not from 1.31 (an error: nothing is
 /// restored at the next start).
 #[tokio::test]
@@ -289,7 +293,7 @@ async fn pre_1_20_checkpoint_is_judged_by_the_kubelet_version() {
     assert!(c.evidence.contains("kubelet 1.37 cannot read it") && c.evidence.contains("restores nothing"), "{c:?}");
 }
 
-/// Issue 11: the checkpoint and PodResources disagree the other way round
+/// The checkpoint and PodResources disagree the other way round
 /// (PodResources lists a device the checkpoint has no entry for), and the
 /// checkpoint records a device that no live plugin reports any more.
 #[tokio::test]
@@ -321,7 +325,8 @@ async fn podresources_device_missing_from_checkpoint_and_devices_no_plugin_repor
     sim.stop().await.unwrap();
 }
 
-/// Issue 11: `plugins_registry` sockets and what GetInfo says (a
+/// Plugins that register the plugin-watcher way are checked too:
+/// `plugins_registry` sockets and what GetInfo says (a
 /// mock-plugin serving the plugin-watcher way), a stale registration socket,
 /// and a CDI spec that does not parse even when there is no checkpoint.
 #[tokio::test]
@@ -355,7 +360,7 @@ async fn plugins_registry_getinfo_and_a_broken_cdi_spec() {
     mock.stop().await.unwrap();
 }
 
-/// Issue 11 ("how to collect the results"): `dpctl doctor merge` folds the
+/// A fleet's results must be readable at once: `dpctl doctor merge` folds the
 /// reports of several nodes, as `kubectl logs -l ... --tail=1` prints them
 /// (JSON Lines, pretty JSON, kubectl's `--prefix`, its own messages), into
 /// one view; exit 1 when a node has an error, 2 when no report is found.

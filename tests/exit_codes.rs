@@ -1,4 +1,5 @@
-//! One exit-code contract (issue 12 item 7): a test per row of the README's
+//! One exit-code contract, so scripts and CI can act on the code whatever the
+//! command: a test per row of the README's
 //! exit-code table, and bad input of every kind exiting 2 before anything
 //! starts.
 
@@ -32,7 +33,7 @@ async fn row_2_bad_usage_or_input() {
     let bin = sb.join("bin.toml");
     let cases: Vec<(&str, Vec<&str>, &str)> = vec![
         ("an unknown flag", vec!["plugin", "call", "options", "--no-such-flag"], "unexpected argument"),
-        // Issue 12 item 3: used to panic (exit 101).
+        // Out-of-range durations must be refused, not panic (exit 101).
         ("a huge duration", vec!["plugin", "call", "options", "--timeout", "1e20"], "365 days"),
         ("a huge timeout", vec!["podresources", "list", "--timeout", "1e19"], "365 days"),
         (
@@ -40,7 +41,7 @@ async fn row_2_bad_usage_or_input() {
             vec!["mock-plugin", "--resource", "example.com/gpu", "--devices", "1", "--flap", "GPU-0:1e19"],
             "365 days",
         ),
-        // Issue 12 item 7: the same socket-path problem, one code everywhere.
+        // The same socket-path problem gets one code whichever command meets it.
         ("a socket path over 107 bytes to dial", vec!["plugin", "call", "options", "--socket", &long], "107"),
         ("a socket path over 107 bytes to serve", vec!["kubelet-sim", "--dir", &long_dir], "107"),
         (
@@ -56,7 +57,7 @@ async fn row_2_bad_usage_or_input() {
             "--record",
         ),
         ("kubelet-sim --dir at a file", vec!["kubelet-sim", "--dir", file], "not a directory"),
-        // Issue 12 item 8: used to take over a minute to start.
+        // An absurd device count must be refused at once, not start for minutes.
         (
             "ten million devices",
             vec!["mock-plugin", "--resource", "example.com/gpu", "--devices", "10000000", "--no-register"],

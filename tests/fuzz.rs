@@ -1,4 +1,5 @@
-//! Fuzzing without a nightly toolchain (issue 12): the parsers that read
+//! Fuzzing without a nightly toolchain (the files come from users, so any
+//! byte sequence must give an error, not a panic): the parsers that read
 //! user files (mock-plugin TOML configs, Pod manifests in YAML and JSON,
 //! durations) get thousands of mutated inputs, seeded so a failure
 //! reproduces. They must return an error, never panic, and stay fast. The

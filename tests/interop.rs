@@ -274,8 +274,8 @@ async fn smoke_passes_a_grpcio_plugin_through_registration_admission_and_restart
     }
 }
 
-/// Issue 9 "Done when": `dpctl smoke --kubelet-version` with three releases
-/// against the grpcio plugin peer. kubelet-versions.md §1 (Register and the
+/// `dpctl smoke --kubelet-version` with three releases against the grpcio
+/// plugin peer, so a plugin on a stack other than tonic is checked per release. docs/kubelet-versions.md §1 (Register and the
 /// dial-back are the same 1.26 to master), §4 (restart cleanup: 1.26-1.32
 /// delete every non-directory, 1.33+ sockets only; the peer's socket is
 /// deleted either way and it must register again) and §5 (admission): a

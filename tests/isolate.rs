@@ -1,6 +1,6 @@
 //! `dpctl smoke --isolate` and smoke through plugins_registry, as a vendor's
 //! CI runs them: a plugin that only knows the kubelet's standard paths
-//! (protocol.md §1.3: `DevicePluginPath` /var/lib/kubelet/device-plugins/,
+//! (docs/protocol.md §1.3: `DevicePluginPath` /var/lib/kubelet/device-plugins/,
 //! `KubeletSocket`; §2: /var/lib/kubelet/pod-resources/kubelet.sock; the
 //! plugin watcher's /var/lib/kubelet/plugins_registry/) is smoked unmodified
 //! in a private mount namespace. After every isolated run the host's mount
@@ -142,7 +142,7 @@ fn assert_host_untouched(before_mounts: &str, before_paths: &[(String, bool)]) {
 
 /// The grpcio peer with the kubelet's default directory (no `{dir}`) passes
 /// every step, registration to restart, inside the namespace: the kubelet's
-/// standard paths (protocol.md §1.3) lead to kubelet-sim.
+/// standard paths (docs/protocol.md §1.3) lead to kubelet-sim.
 #[tokio::test]
 async fn the_grpcio_peer_at_the_default_path_passes_smoke_isolate() {
     if !is_root() {
@@ -170,7 +170,7 @@ async fn the_grpcio_peer_at_the_default_path_passes_smoke_isolate() {
 }
 
 /// A plugin that registers only through plugins_registry (the plugin
-/// watcher's GetInfo and NotifyRegistrationStatus, protocol.md §1.3 "Related
+/// watcher's GetInfo and NotifyRegistrationStatus, docs/protocol.md §1.3 "Related
 /// API: plugin-watcher registration") passes smoke; the steps that apply run.
 #[tokio::test]
 async fn mock_plugin_registering_through_plugins_registry_passes_smoke() {
@@ -360,7 +360,7 @@ async fn help_says_where_isolation_is_and_is_not_needed() {
 }
 
 /// A plugin in a container (or --isolate's namespace) announces its GetInfo
-/// endpoint by the path it sees (protocol.md §1.3, plugin-watcher
+/// endpoint by the path it sees (docs/protocol.md §1.3, plugin-watcher
 /// registration: the kubelet dials the endpoint as given); kubelet-sim, told
 /// which of its directories is mounted there, dials its own copy.
 #[tokio::test]

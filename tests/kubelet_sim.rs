@@ -24,7 +24,7 @@ fn kubelet_sock(sb: &Sandbox) -> std::path::PathBuf {
     sb.join("kubelet.sock")
 }
 
-/// protocol.md §3.2 (every version 1.26 to master, kubelet-versions.md §1):
+/// docs/protocol.md §3.2 (every version 1.26 to master, docs/kubelet-versions.md §1):
 /// version first, then the name (IsExtendedResourceName), each a plain Go
 /// error, so status Unknown with the kubelet's exact text.
 #[tokio::test]
@@ -60,7 +60,7 @@ async fn registration_is_validated_with_the_kubelets_texts() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §3.3 step 1 and kubelet-versions.md §1 (1.26 to master): a
+/// docs/protocol.md §3.3 step 1 and docs/kubelet-versions.md §1 (1.26 to master): a
 /// blocking dial-back retried until its timeout, then "failed to dial device
 /// plugin: context deadline exceeded" as status Unknown.
 #[tokio::test]
@@ -77,7 +77,7 @@ async fn register_fails_when_the_plugin_cannot_be_dialed() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §3.3 step 2 and §4.1 item 13 (1.26 to master): a failing
+/// docs/protocol.md §3.3 step 2 and §4.1 item 13 (1.26 to master): a failing
 /// GetDevicePluginOptions fails Register with "failed to get device plugin
 /// options: <grpc-go error>", exactly one RPC, no ListAndWatch, no resource.
 #[tokio::test]
@@ -97,7 +97,7 @@ async fn options_failure_fails_register_and_skips_list_and_watch() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §3.4 and §4.1 items 14, 16 (every version): each message is a
+/// docs/protocol.md §3.4 and §4.1 items 14, 16 (every version): each message is a
 /// full snapshot; only exactly "Healthy" is allocatable; missing devices are
 /// forgotten.
 #[tokio::test]
@@ -128,7 +128,7 @@ async fn capacity_and_allocatable_follow_health() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §3.4 (every version): each message is a full snapshot kept as
+/// docs/protocol.md §3.4 (every version): each message is a full snapshot kept as
 /// sets of healthy and unhealthy IDs; a repeated ID counts once per set (so
 /// Healthy plus Unhealthy counts twice in capacity), GetAllocatableResources
 /// lists it once, and allocation and List use its last entry's topology (the
@@ -177,8 +177,8 @@ async fn repeated_ids_count_per_set_and_an_empty_list_keeps_the_resource_at_zero
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §3.4 "When the stream ends" and §4.1 item 18,
-/// kubelet-versions.md §3 (every version): devices unhealthy, capacity kept,
+/// docs/protocol.md §3.4 "When the stream ends" and §4.1 item 18,
+/// docs/kubelet-versions.md §3 (every version): devices unhealthy, capacity kept,
 /// no retry, capacity 0 after the grace period; a new Register recovers.
 #[tokio::test]
 async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
@@ -214,7 +214,7 @@ async fn stream_end_keeps_capacity_then_the_grace_period_drops_it() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §3.4 and §4.1 item 17 (every version): a ListAndWatch that
+/// docs/protocol.md §3.4 and §4.1 item 17 (every version): a ListAndWatch that
 /// fails before any message shows 0/0, after exactly two RPCs.
 #[tokio::test]
 async fn list_and_watch_failing_at_once_shows_zero_and_no_retry() {
@@ -230,7 +230,7 @@ async fn list_and_watch_failing_at_once_shows_zero_and_no_retry() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §4.1 item 19 and §4.2 `Stop` (every version): the stream ends
+/// docs/protocol.md §4.1 item 19 and §4.2 `Stop` (every version): the stream ends
 /// OK and the server stops: 0 allocatable, then 0/0 after the grace period.
 #[tokio::test]
 async fn plugin_stopping_marks_devices_unhealthy_until_the_grace_period_ends() {
@@ -270,7 +270,7 @@ async fn a_second_registration_replaces_the_first_and_the_old_stream_end_disconn
     assert!(matches!(ev, EventKind::Registered { replaced: true, .. }));
     counts_are(&sim, GPU, 3, 3).await;
     assert_eq!(sim.status().resource(GPU).unwrap().socket.as_deref(), Some(sb.join("b.sock").to_str().unwrap()));
-    // kubelet-versions.md §2 (≤1.36): the old connection is not closed, its
+    // docs/kubelet-versions.md §2 (≤1.36): the old connection is not closed, its
     // stream still feeds the resource...
     a.set_devices(FakePlugin::healthy(5, false));
     counts_are(&sim, GPU, 5, 5).await;
@@ -332,7 +332,7 @@ async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_an
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §3.6 (every version): GetPreferredAllocation gets every free
+/// docs/protocol.md §3.6 (every version): GetPreferredAllocation gets every free
 /// device plus the reused ones as must-include, the container's total size;
 /// a short answer is filled from the free devices.
 #[tokio::test]
@@ -377,7 +377,7 @@ async fn preferred_allocation_gets_the_kubelets_inputs() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §3.7 "Other admission errors" (every version): rejections
+/// docs/protocol.md §3.7 "Other admission errors" (every version): rejections
 /// carry UnexpectedAdmissionError and "Allocate failed due to <err>, which is
 /// unexpected" with the device manager's own texts.
 #[tokio::test]
@@ -418,7 +418,7 @@ async fn admission_errors_read_as_the_kubelets() {
         "UnexpectedAdmissionError",
         "Allocate failed due to rpc error: code = Unknown desc = out of coffee, which is unexpected",
     );
-    // kubelet-versions.md §5: a resource node status does not list is stripped from the request.
+    // docs/kubelet-versions.md §5: a resource node status does not list is stripped from the request.
     let o = sim.admit(PodSpec::shorthand("none", "default", &[("example.com/none".into(), 1)])).await.unwrap();
     assert!(o.admitted, "{o:?}");
     assert_eq!(o.containers[0].resources[0].warnings[0].rule, "request-stripped");
@@ -454,7 +454,7 @@ async fn deleting_a_pod_frees_its_devices() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §3.8 (every version): PreStartContainer with the container's
+/// docs/protocol.md §3.8 (every version): PreStartContainer with the container's
 /// devices when the options ask for it, never otherwise.
 #[tokio::test]
 async fn pre_start_container_is_called_when_required() {
@@ -548,7 +548,7 @@ async fn podresources_are_encoded_as_the_kubelet_does() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §2.1 "How devices are encoded" and §4.1 item 25 (every
+/// docs/protocol.md §2.1 "How devices are encoded" and §4.1 item 25 (every
 /// version): a device's TopologyInfo with no nodes counts as no topology for
 /// allocation (`-1`), so `List` shows it without `topology`, but
 /// GetAllocatableResources emits one entry per node and so leaves it out;
@@ -585,7 +585,7 @@ async fn an_empty_topology_is_listed_without_topology_but_missing_from_allocatab
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §3.4 "Running pods keep their devices" and §4.1 item 15
+/// docs/protocol.md §3.4 "Running pods keep their devices" and §4.1 item 15
 /// (every version): a device in use turns unhealthy: the pod keeps it (still
 /// in PodResources), the node shows 0/1, and still 0/1 once the pod is gone.
 #[tokio::test]
@@ -608,7 +608,7 @@ async fn a_device_in_use_turning_unhealthy_stays_with_its_pod() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §2.1 "GetAllocatableResources" and §4.1 item 22 (every
+/// docs/protocol.md §2.1 "GetAllocatableResources" and §4.1 item 22 (every
 /// version): no devices without plugins; `cpu_ids` are the online CPUs minus
 /// the reserved ones under the static CPU manager policy, none under `none`.
 #[tokio::test]

@@ -694,3 +694,231 @@ fn the_library_writes_only_through_the_term_it_is_given() {
         problems.join("\n  ")
     );
 }
+
+/// Every file under `dir` (recursively) that reads as text, skipping `target`.
+fn text_files(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target") {
+                text_files(&path, out);
+            }
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            out.push((path, text));
+        }
+    }
+}
+
+/// The places that cite the reference: code, tests, help and README texts.
+fn citing_files() -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "completions", "benches", "examples", "deploy"] {
+        text_files(&root.join(dir), &mut files);
+    }
+    for file in ["README.md", "BENCHMARKS.md"] {
+        let path = root.join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+        files.push((path, text));
+    }
+    files.sort();
+    files
+}
+
+/// The section numbers a page's headings carry: `## 3. Title` gives "3",
+/// `### 3.2 Title` gives "3.2"; headings inside code fences do not count.
+fn doc_sections(page: &str) -> BTreeSet<String> {
+    let mut sections = BTreeSet::new();
+    let mut fenced = false;
+    for line in page.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        let Some(heading) = line.strip_prefix('#').filter(|_| !fenced) else { continue };
+        let number: String = heading
+            .trim_start_matches('#')
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let number = number.trim_end_matches('.');
+        if number.starts_with(|c: char| c.is_ascii_digit()) {
+            sections.insert(number.to_string());
+        }
+    }
+    sections
+}
+
+/// Every citation of a page under docs/ in `text` as (page, section): the section
+/// is the number right after ` §` (`docs/protocol.md §3.7` gives
+/// ("protocol.md", Some("3.7")); a range `§2.2–2.5` gives its first number).
+fn doc_citations(text: &str) -> Vec<(String, Option<String>)> {
+    let mut found = Vec::new();
+    for (at, _) in text.match_indices("docs/") {
+        let rest = &text[at + "docs/".len()..];
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_').collect();
+        let Some(after) = rest[name.len()..].strip_prefix(".md") else { continue };
+        if name.is_empty() {
+            continue;
+        }
+        let section = after.strip_prefix(" §").map(|s| {
+            let n: String = s.chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+            n.trim_end_matches('.').to_string()
+        });
+        found.push((format!("{name}.md"), section));
+    }
+    found
+}
+
+/// Citations of a section of a Markdown page that do not go through `docs/`
+/// (a page name, then a space and a section sign): the byte offset of each.
+fn bare_section_citations(text: &str) -> Vec<usize> {
+    // Built from pieces so that this file does not match itself.
+    let needle = [".md", " §"].concat();
+    text.match_indices(needle.as_str())
+        .map(|(at, _)| at)
+        .filter(|&at| {
+            let start =
+                text[..at].rfind(|c: char| !(c.is_ascii_alphanumeric() || "-_/.".contains(c))).map_or(0, |i| i + 1);
+            let path = &text[start..at];
+            !path.starts_with("docs/") || path.contains("..")
+        })
+        .collect()
+}
+
+/// The reference under docs/ is the repo's own: nothing points at a
+/// directory outside the clone, and every section citation names a page
+/// that exists and a section one of its headings carries, so a comment,
+/// help text or README line never sends a reader to a dead end.
+#[test]
+fn every_reference_citation_resolves_inside_the_repo() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Built from pieces so that this file does not match itself.
+    let outside = [["..", "/shared"].concat(), ["shared", "/spec"].concat()];
+    let mut problems = Vec::new();
+    let mut pages: BTreeMap<String, Option<BTreeSet<String>>> = BTreeMap::new();
+    let mut cited = 0;
+    for (path, text) in citing_files() {
+        let shown = path.strip_prefix(root).unwrap_or(&path).display().to_string();
+        let line_of = |at: usize| text[..at].lines().count().max(1);
+        for needle in &outside {
+            for (at, _) in text.match_indices(needle.as_str()) {
+                problems.push(format!("{shown}:{}: points outside the repo ({needle})", line_of(at)));
+            }
+        }
+        for at in bare_section_citations(&text) {
+            problems.push(format!("{shown}:{}: a section citation not under docs/", line_of(at)));
+        }
+        for (page, section) in doc_citations(&text) {
+            cited += 1;
+            let sections = pages.entry(page.clone()).or_insert_with(|| {
+                std::fs::read_to_string(root.join("docs").join(&page)).ok().map(|t| doc_sections(&t))
+            });
+            match (sections, section) {
+                (None, _) => problems.push(format!("{shown}: cites docs/{page}, which does not exist")),
+                (Some(known), Some(n)) if !known.contains(&n) => {
+                    problems.push(format!("{shown}: cites docs/{page} §{n}, which has no such section heading"))
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(cited > 100, "the scan found only {cited} citations: is it reading the tree?");
+    assert!(problems.is_empty(), "{} dangling citation(s):\n{}", problems.len(), problems.join("\n"));
+}
+
+#[test]
+fn the_citation_scanner_finds_pages_sections_and_bare_citations() {
+    let page = "# T\n## 1. One\n### 1.2 Sub\n```\n## 9. In a fence\n```\n## Summary\n";
+    assert_eq!(doc_sections(page), BTreeSet::from(["1".to_string(), "1.2".to_string()]));
+    let text = format!(
+        "see docs/{p}.md{s}1.2, docs/{p}.md{s}2.2–2.5; docs/{p}.md{s}9. and docs/{p}.md",
+        p = "protocol",
+        s = " §"
+    );
+    let page_ = || "protocol.md".to_string();
+    assert_eq!(
+        doc_citations(&text),
+        [
+            (page_(), Some("1.2".to_string())),
+            (page_(), Some("2.2".to_string())),
+            (page_(), Some("9".to_string())),
+            (page_(), None)
+        ]
+    );
+    let bare = format!("({p}.md{s}4) and docs/{p}.md{s}4 and ../{p}.md{s}4", p = "topology", s = " §");
+    assert_eq!(bare_section_citations(&bare).len(), 2, "the bare one and the one outside docs/");
+}
+
+/// The `//` comments of a Rust source, one per line that has one, with their
+/// line numbers (from 1). A `//` inside a string (a URL) counts as a comment
+/// start too; the check below only looks for words, so that is harmless.
+fn line_comments(src: &str) -> Vec<(usize, &str)> {
+    src.lines().enumerate().filter_map(|(i, line)| line.find("//").map(|at| (i + 1, &line[at..]))).collect()
+}
+
+/// Whether `comment` names a tracker entry by number: the word "issue" or
+/// "issues" (any case, a whole word), one space, then a digit. Upstream
+/// references keep their form and pass: `kubernetes#125579`, the word followed
+/// by `#` and a number, and URLs (`.../issues/` then a number).
+fn names_a_ticket(comment: &str) -> bool {
+    let lower = comment.to_lowercase();
+    lower.match_indices("issue").any(|(at, _)| {
+        if lower[..at].ends_with(|c: char| c.is_alphanumeric()) {
+            return false;
+        }
+        let rest = &lower[at + "issue".len()..];
+        let rest = rest.strip_prefix('s').unwrap_or(rest);
+        rest.strip_prefix(' ').is_some_and(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+    })
+}
+
+/// Comments say what the code guards against and why, not which ticket asked
+/// for it: a ticket number means nothing to a reader of the code.
+#[test]
+fn no_comment_names_a_ticket_instead_of_a_reason() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files.sort();
+    let mut found = Vec::new();
+    for file in &files {
+        let src = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("reading {}: {e}", file.display()));
+        for (line, comment) in line_comments(&src) {
+            if names_a_ticket(comment) {
+                found.push(format!("{}:{line}: {}", file.strip_prefix(root).unwrap_or(file).display(), comment.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 50, "only {} Rust files found: is the scan reading the tree?", files.len());
+    assert!(
+        found.is_empty(),
+        "comments that name a ticket; say what the code guards against instead:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_ticket_scanner_tells_tickets_from_upstream_references() {
+    let word = "Issue";
+    for ticket in [
+        format!("// {word} 12 item 8: x"),
+        format!("/// see {} 9", word.to_lowercase()),
+        format!("//! ({word}s 10, 12)"),
+    ] {
+        assert!(names_a_ticket(&ticket), "{ticket}");
+    }
+    for upstream in [
+        "// the race (kubernetes#121994)".to_string(),
+        "// the race (issue #121994)".to_string(),
+        "// https://github.com/kubernetes/kubernetes/issues/121994".to_string(),
+        format!("// a t{} 3 cells thick is another word", word.to_lowercase()),
+    ] {
+        assert!(!names_a_ticket(&upstream), "{upstream}");
+    }
+    let src = "let url = \"x\"; // trailing\n// whole line\nno comment";
+    assert_eq!(line_comments(src), [(1, "// trailing"), (2, "// whole line")]);
+}

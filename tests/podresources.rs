@@ -439,7 +439,7 @@ async fn falls_back_to_v1alpha1_on_an_old_kubelet() {
     let r = dpctl(&["podresources", "list", "--socket", k.sock(), "-o", "json"]).await;
     let v = r.expect_code(0).json();
     assert_eq!(v["api_version"], "v1alpha1");
-    // protocol.md §2.2: v1alpha1 lists regular containers only, so the
+    // docs/protocol.md §2.2: v1alpha1 lists regular containers only, so the
     // fixture's sidecar (log-shipper) is not there.
     let names: Vec<&str> =
         v["pod_resources"][0]["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
@@ -667,7 +667,7 @@ async fn serve_rejects_a_data_file_it_cannot_read() {
     assert!(r.stderr.contains("--data") && r.stderr.contains("it is a directory, not a regular file"), "{}", r.stderr);
 }
 
-/// protocol.md §2.1 (every version): the kubelet sends one ContainerDevices
+/// docs/protocol.md §2.1 (every version): the kubelet sends one ContainerDevices
 /// per (device, NUMA node); a data file with an entry no kubelet sends is bad
 /// input (exit 2) naming the entry, and nothing is served.
 #[tokio::test]

@@ -406,7 +406,8 @@ async fn a_dir_a_live_kubelet_serves_is_refused() {
     sim.stop().await.unwrap();
 }
 
-// Issue 12 item 8: a plugin that daemonises (a process that calls setsid and
+// On a node a daemonised helper outlives the plugin's pod. A plugin that
+// daemonises (a process that calls setsid and
 // outlives the plugin) used to survive smoke, which still passed. Now it is
 // found, killed and reported as a failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -426,7 +427,7 @@ async fn a_plugin_that_leaves_a_daemon_behind_fails_and_the_daemon_is_killed() {
     assert!(stat.is_empty(), "the daemon {pid} still runs: {stat}");
 }
 
-/// kubelet-versions.md §9 (every version): the kubelet's plugin watcher dials
+/// docs/kubelet-versions.md §9 (every version): the kubelet's plugin watcher dials
 /// without an :authority override, which kubelet-sim does not reproduce, so a
 /// registration through plugins_registry says what this run cannot catch.
 #[tokio::test]
@@ -445,7 +446,7 @@ async fn a_plugins_registry_registration_notes_the_watchers_authority() {
     assert!(e.contains("Register(version v1beta1") && !e.contains(":authority"), "{e}");
 }
 
-/// protocol.md §5.2 (every version): a ListAndWatch message over 4 MiB ends
+/// docs/protocol.md §5 item 2 (every version): a ListAndWatch message over 4 MiB ends
 /// the kubelet's stream with ResourceExhausted before any device is known
 /// (0/0), and the pod then meets the predicate handler's OutOf rejection.
 #[tokio::test]

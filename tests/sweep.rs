@@ -18,7 +18,7 @@ fn refused(r: &crate::support::Run, says: &str) {
     assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
 }
 
-// topology.md §2.6 (prefer-closest-numa-nodes reads the NUMA distances):
+// docs/topology.md §2.6 (prefer-closest-numa-nodes reads the NUMA distances):
 // `--numa-distances` used to panic on any value (exit 101, clap reading the
 // matrix back as a repeated flag), so the option could not be used at all.
 #[tokio::test]

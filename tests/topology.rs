@@ -1,6 +1,6 @@
 //! The Topology Manager in `dpctl kubelet-sim`, driven as a user drives it:
 //! a `kubelet-sim` process, a `mock-plugin` process with devices on two NUMA
-//! nodes, and `kubelet-sim admit` (topology.md §2.5, §2.8, §3, §5; kubelet
+//! nodes, and `kubelet-sim admit` (docs/topology.md §2.5, §2.8, §3, §5; kubelet
 //! v1.26+ logic).
 
 use serde_json::Value;
@@ -50,7 +50,7 @@ fn hints(decision: &Value, provider: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Worked example (a), request 3 (topology.md §5): `[{11 true}]`;
+/// Worked example (a), request 3 (docs/topology.md §5): `[{11 true}]`;
 /// single-numa-node rejects with TopologyAffinityError (§2.8), best-effort
 /// admits `{11 true}` and spreads the devices over both nodes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -218,7 +218,7 @@ async fn node_with_scope(sb: &Sandbox, scope: &str) -> (Child, Child) {
     (sim, mock)
 }
 
-/// Pod scope (topology.md §2.7): one merge for the pod, whose request is
+/// Pod scope (docs/topology.md §2.7): one merge for the pod, whose request is
 /// max(app + sidecars, init + sidecars before it) = max(2 + 1, 1) = 3 devices:
 /// more than one NUMA node holds, so single-numa-node rejects the pod. In
 /// container scope each container (1, 1, 2 devices) fits a node and is admitted.

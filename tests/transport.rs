@@ -237,7 +237,8 @@ async fn until_closed(conn: &mut tokio::net::UnixStream) {
     }
 }
 
-// Issue 12 item 4: a connection that never sends the HTTP/2 preface, or
+// A local process must not tie up the sim's sockets: a connection that never
+// sends the HTTP/2 preface, or
 // trickles it, is closed at the handshake deadline; one that completed its
 // handshake is not.
 #[tokio::test]

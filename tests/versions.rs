@@ -1,6 +1,7 @@
 //! `--kubelet-version`: kubelet-sim playing one release, and the places where
-//! it now follows the kubelet exactly (issue 9 items 3-11). Each test cites
-//! the section of spec/kubelet-versions.md (and the versions) it pins.
+//! it follows the kubelet exactly, so a plugin passing against one release
+//! behaves the same on a node of that release. Each test cites
+//! the section of docs/kubelet-versions.md (and the versions) it pins.
 
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ async fn start_sim(sb: &Sandbox, version: KubeletVersion, tune: impl FnOnce(&mut
     .await
 }
 
-/// kubelet-versions.md §1 "Endpoint handling", every version: the socket is
+/// docs/kubelet-versions.md §1 "Endpoint handling", every version: the socket is
 /// `filepath.Join(dir, endpoint)`, so an absolute endpoint is appended to the
 /// directory instead of replacing it.
 #[tokio::test]
@@ -53,7 +54,7 @@ async fn absolute_endpoint_is_appended_to_the_directory_like_filepath_join() {
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §5 "Failure message": an empty AllocateResponse is
+/// docs/kubelet-versions.md §5 "Failure message": an empty AllocateResponse is
 /// printed by gogo's String() up to 1.33 and as nothing from 1.34.
 #[tokio::test]
 async fn empty_allocate_response_text_follows_the_version() {
@@ -83,7 +84,7 @@ async fn empty_allocate_response_text_follows_the_version() {
     }
 }
 
-/// kubelet-versions.md §4: 1.26-1.32 delete every non-directory but the
+/// docs/kubelet-versions.md §4: 1.26-1.32 delete every non-directory but the
 /// checkpoint at start, 1.33+ sockets only. In a directory the sim did not
 /// create, only sockets are deleted and the rest is reported.
 #[tokio::test]
@@ -229,7 +230,7 @@ async fn from_1_37_a_current_stream_end_hands_the_resource_to_the_other_socket()
     }
 }
 
-/// kubelet-versions.md §2, 1.26-1.36: the same second Register on the same
+/// docs/kubelet-versions.md §2, 1.26-1.36: the same second Register on the same
 /// socket is accepted (replace by name), with no error.
 #[tokio::test]
 async fn releases_accept_a_second_register_on_the_same_socket() {
@@ -305,7 +306,7 @@ async fn smoke_matrix_fails_a_double_register_from_1_37_only() {
     );
 }
 
-/// kubelet-versions.md §5 "A pod arriving between Register and the first
+/// docs/kubelet-versions.md §5 "A pod arriving between Register and the first
 /// ListAndWatch message" (every version): the device manager has no device
 /// sets yet and skips the resource; node status does not list it, so the
 /// request is stripped and the pod admitted with no devices. After the
@@ -345,7 +346,7 @@ async fn a_pod_before_the_first_list_and_watch_message_is_treated_as_the_kubelet
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §5 "PreStartContainer" (every version): called at
+/// docs/kubelet-versions.md §5 "PreStartContainer" (every version): called at
 /// every container start, restarts included, with the container's devices;
 /// a failure stops only that container. Through the library and the CLI.
 #[tokio::test]
@@ -376,7 +377,7 @@ async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops
     let calls = p.calls().pre_start.clone();
     assert_eq!(calls.len(), before + 1);
     assert_eq!(calls.last().unwrap(), &o.devices("a", GPU));
-    // protocol.md §3.7: a container restart reuses the cached Allocate answer.
+    // docs/protocol.md §3.7: a container restart reuses the cached Allocate answer.
     assert_eq!(p.calls().allocate.len(), 2, "one Allocate per container at admission, none at the restart");
     // From another process; a failure is exit 1 and names the plugin's error.
     p.set(|s| s.pre_start_error = Some(tonic::Status::unknown("device busy")));
@@ -397,7 +398,7 @@ async fn pre_start_is_called_again_on_each_container_restart_and_a_failure_stops
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §6 (every version): the plugins_registry watcher
+/// docs/kubelet-versions.md §6 (every version): the plugins_registry watcher
 /// ignores dot-named sockets, watches sub-directories, and deleting a
 /// registered socket deregisters the plugin (DeRegisterPlugin: devices
 /// unhealthy, as a stream end).
@@ -579,7 +580,7 @@ async fn podresources_get_gate_and_rate_limit_follow_the_version() {
     }
 }
 
-/// kubelet-versions.md §6 "master: DeRegisterPlugin(name, endpoint)" and §2:
+/// docs/kubelet-versions.md §6 "Deregistration" and §2:
 /// up to 1.36 deleting a plugins_registry socket deregisters by resource name,
 /// so a same-named plugin that has since registered through kubelet.sock is
 /// the one disconnected (its devices go unhealthy); 1.37 and master (PR
@@ -638,7 +639,7 @@ async fn deleting_a_registry_socket_deregisters_by_name_up_to_1_36_and_by_endpoi
     }
 }
 
-/// kubelet-versions.md §9 ":authority" and §1 "Dial options" (1.26 to
+/// docs/kubelet-versions.md §9 ":authority" and §1 "Dial options" (1.26 to
 /// master): the kubelet's dial-back to a plugin sends `:authority:
 /// localhost`. A bare HTTP/2 server records what the sim sends.
 #[tokio::test]
@@ -674,7 +675,7 @@ async fn dial_back_sends_authority_localhost_in_every_version() {
     }
 }
 
-/// kubelet-versions.md §8 "Containers in List/Get": up to 1.29 regular
+/// docs/kubelet-versions.md §8 "Containers in List/Get": up to 1.29 regular
 /// containers only; 1.30-1.32 restartable init containers too, listed first
 /// (SidecarContainers on, its default), and always from 1.33. v1alpha1 lists
 /// regular containers only in every version.
@@ -702,7 +703,7 @@ async fn podresources_lists_sidecars_from_1_30() {
     }
 }
 
-/// kubelet-versions.md §2 "If the new registration fails" (1.26-1.36): the
+/// docs/kubelet-versions.md §2 "If the new registration fails" (1.26-1.36): the
 /// kubelet stores the new client under the name before dialing it, so a
 /// Register that then fails (here GetDevicePluginOptions) leaves the name with
 /// no client; when the earlier plugin's stream ends, runClient finds nothing
@@ -760,7 +761,7 @@ async fn a_failed_second_register_leaves_the_first_untracked_up_to_1_36_not_from
     }
 }
 
-/// kubelet-versions.md §5 "Restartable init containers": up to 1.28 the
+/// docs/kubelet-versions.md §5 "Restartable init containers": up to 1.28 the
 /// device manager adds every init container's devices to the reuse pool,
 /// sidecars included, so the regular container is handed the device the
 /// sidecar keeps (PR #120461 fixed it in 1.29); 1.29+ keeps it out.
@@ -783,7 +784,7 @@ async fn sidecar_devices_are_reused_by_later_containers_up_to_1_28_only() {
     }
 }
 
-/// kubelet-versions.md §1 "Context used by the dial-back", 1.26-1.34: the
+/// docs/kubelet-versions.md §1 "Context used by the dial-back", 1.26-1.34: the
 /// kubelet dials back under a background context with its own 10 s, so a
 /// plugin that gives up on its Register call (here after 300 ms, before its
 /// socket is served) still ends up registered once the dial-back connects.
@@ -804,7 +805,7 @@ async fn a_register_call_given_up_by_the_plugin_still_registers_up_to_1_34() {
     sim.stop().await.unwrap();
 }
 
-/// kubelet-versions.md §1, 1.35+ (inferred, unverified): the Register call's
+/// docs/kubelet-versions.md §1, 1.35+ (inferred, unverified): the Register call's
 /// context bounds the dial-back and GetDevicePluginOptions, so a plugin that
 /// gives up on its call makes the kubelet's dial fail; §2, 1.35-1.36: that
 /// failure drops the name's only client, so a live earlier plugin of the name
@@ -849,7 +850,7 @@ async fn a_register_call_given_up_by_the_plugin_fails_it_from_1_35_and_untracks_
     }
 }
 
-/// protocol.md §1.2: `cdi_devices` (ContainerAllocateResponse field 5) was
+/// docs/protocol.md §1.2: `cdi_devices` (ContainerAllocateResponse field 5) was
 /// added in 1.28, so a 1.26 or 1.27 kubelet drops the CDI devices a plugin
 /// returns (unknown field); the admission says so and keeps the rest. 1.28
 /// knows the field (the cached answer keeps it) but passes CDI names to the

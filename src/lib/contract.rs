@@ -109,7 +109,7 @@ pub fn check_snapshot(devices: &[Device], encoded_len: usize) -> Vec<Violation> 
     if !negative.is_empty() {
         out.push(v("numa-non-negative", format!("negative NUMA node IDs on: {}", preview(&negative))));
     }
-    // protocol.md §2.1 "How devices are encoded" (every version): the kubelet
+    // docs/protocol.md §2.1 "How devices are encoded" (every version): the kubelet
     // lists a device in GetAllocatableResources once per NUMA node of its
     // TopologyInfo, and with no TopologyInfo once without topology; a
     // TopologyInfo with no nodes gives no entry at all.
@@ -147,7 +147,7 @@ pub fn check_allocate(requests: usize, resp: &dp::AllocateResponse) -> Vec<Viola
 }
 
 /// What the kubelet makes of an Allocate answer to its request, which always
-/// carries exactly one container (protocol.md §3.7, every version 1.26 to
+/// carries exactly one container (docs/protocol.md §3.7, every version 1.26 to
 /// master): an answer with no container response rejects the pod ("no
 /// containers return in allocation response"); otherwise only the first is
 /// read and any further responses are ignored, which is no failure.
@@ -212,7 +212,7 @@ pub(crate) mod tests {
         );
     }
 
-    /// protocol.md §3.7 (1.26 to master): zero responses are rejected, the
+    /// docs/protocol.md §3.7 (1.26 to master): zero responses are rejected, the
     /// first is read and the rest ignored.
     #[test]
     fn kubelet_rejects_only_an_allocate_answer_without_responses() {

@@ -76,8 +76,8 @@ mod tests {
         assert!(parse("").is_err());
     }
 
-    // Issue 12 item 3: these used to panic (`Duration::from_secs_f64`) or
-    // overflow an `Instant` later on.
+    // Out-of-range, negative and non-finite values would panic in
+    // `Duration::from_secs_f64` or overflow an `Instant` later on.
     #[test]
     fn huge_negative_and_odd_values_are_refused_not_panicked_on() {
         for bad in ["1e20", "1e19", "-1", "NaN", "inf", "-inf", "366d", "18446744073709551615s", "1e308"] {

@@ -157,7 +157,8 @@ pub fn check_object_names(name: &str, namespace: &str) -> crate::error::Result<(
 mod tests {
     use super::*;
 
-    /// kubelet error texts use Go's %q (issue 9 item 8): checked against strconv.Quote's rules.
+    /// kubelet error texts use Go's %q, so dpctl's copies of them must quote
+    /// byte for byte as strconv.Quote does, or a plugin matching on them breaks.
     #[test]
     fn go_quote_matches_strconv_quote() {
         assert_eq!(go_quote("v1beta1"), r#""v1beta1""#);
@@ -172,7 +173,8 @@ mod tests {
         assert_eq!(go_quote("\u{1f} \u{10000}"), "\"\\x1f \u{10000}\"");
     }
 
-    // Issue 12 item 8: a 100,000-character pod name used to be admitted.
+    // The API server refuses names over 253 characters or not DNS-1123, so the
+    // sim must too (a 100,000-character name was once admitted).
     #[test]
     fn pod_names_as_the_api_server_judges_them() {
         for ok in ["p", "pod-1", "a.b-c", &"a".repeat(253)] {

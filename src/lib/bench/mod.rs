@@ -512,7 +512,7 @@ mod tests {
     /// dpctl's ListAndWatch reader (one-slice decode) gets every message
     /// whole with its size on the wire, and tonic's receive limit still
     /// refuses an oversize list before decoding (the kubelet's 4 MiB,
-    /// protocol.md: ListAndWatch message size).
+    /// docs/protocol.md: ListAndWatch message size).
     #[tokio::test]
     async fn list_and_watch_reader_decodes_whole_messages_and_keeps_the_limit() {
         use crate::mock_plugin::{MockConfig, MockPlugin, ResourceConfig};

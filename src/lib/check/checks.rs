@@ -230,7 +230,7 @@ async fn allocate_healthy(p: &mut Probe<'_>) -> Finding {
         let what = format!("Allocate {}", describe_groups(groups));
         match p.client.allocate(groups).await {
             Err(e) => bad.push(format!("{what} failed: {}", said(&e))),
-            // protocol.md §3.7 (1.26 to master): the kubelet sends one
+            // docs/protocol.md §3.7 (1.26 to master): the kubelet sends one
             // container per Allocate, rejects an answer with no container
             // response and reads only the first.
             Ok(resp) if i == 0 => {
@@ -395,7 +395,7 @@ async fn preferred_contract(p: &mut Probe<'_>) -> Finding {
             Ok(resp) => {
                 let answer = contract::preferred_answer(&resp);
                 let mut v = contract::check_preferred_response(req, &resp);
-                // protocol.md §3.6: the kubelet reads only container_responses[0],
+                // docs/protocol.md §3.6: the kubelet reads only container_responses[0],
                 // so responses after it are ignored, not a failure.
                 if resp.container_responses.len() > 1 {
                     extra += 1;

@@ -133,7 +133,7 @@ impl Case for CheckId {
                 rule: "TopologyInfo NUMA node IDs must not be negative: they are the node's NUMA node numbers; a device \
                  without NUMA affinity sends no TopologyInfo at all, since the kubelet lists a device in PodResources \
                  GetAllocatableResources once per node of its TopologyInfo, so one with an empty node list is left \
-                 out (protocol.md 2.1, every version 1.26 to master)",
+                 out (docs/protocol.md §2.1, every version 1.26 to master)",
             },
             CheckId::MessageSize => CaseInfo {
                 name: "message-size",
@@ -149,7 +149,7 @@ impl Case for CheckId {
                 rule: "the kubelet sends one ContainerAllocateRequest per Allocate call and reads only \
                  container_responses[0]; an empty list (\"no containers return in allocation response\") or an \
                  error rejects the pod with UnexpectedAdmissionError, and further responses are ignored \
-                 (protocol.md 3.7, every version 1.26 to master); the API asks for one response per container \
+                 (docs/protocol.md §3.7, every version 1.26 to master); the API asks for one response per container \
                  request, so a two-container call is tried and its count reported, never failed",
             },
             CheckId::AllocateUnknownId => CaseInfo {
@@ -166,14 +166,14 @@ impl Case for CheckId {
                 rule: "GetPreferredAllocation must return exactly allocation_size IDs, all from available_deviceIDs, \
                  including every must_include_deviceIDs, without repeats, one response per container request; the \
                  kubelet sends one container and reads only container_responses[0], drops unknown IDs and fills a \
-                 short answer arbitrarily, losing the plugin's placement (protocol.md 3.6)",
+                 short answer arbitrarily, losing the plugin's placement (docs/protocol.md §3.6)",
             },
             CheckId::PreferredNotAdvertised => CaseInfo {
                 name: "preferred-not-advertised",
                 reason: "without get_preferred_allocation_available the kubelet never calls GetPreferredAllocation",
                 rule: "the kubelet calls GetPreferredAllocation only when get_preferred_allocation_available=true, and then \
                  only at admission for a container that still needs devices after reusing its init containers' ones \
-                 (not on restarts; kubelet-versions.md 5, 1.26 to master)",
+                 (not on restarts; docs/kubelet-versions.md §5, 1.26 to master)",
             },
             CheckId::PrestartDeadline => CaseInfo {
                 name: "prestart-deadline",
@@ -196,7 +196,7 @@ impl Case for CheckId {
                 rule: "when ListAndWatch ends (error, EOF or status OK) the kubelet marks all devices unhealthy and never \
                  calls it again; only a new Register recovers (kubernetes/kubernetes#92958); capacity stays until \
                  the first node-status update (every 10 s by default) more than 5 minutes after the end, which sets \
-                 it to 0 (kubelet-versions.md 3, every version)",
+                 it to 0 (docs/kubelet-versions.md §3, every version)",
             },
         }
     }

@@ -4,7 +4,7 @@
 //! ([`spew`]), verification (stored against computed) and the kubelet's
 //! atomic write. Reading never changes the file.
 //!
-//! Go types (package `checkpoint`, kubelet-versions.md §7):
+//! Go types (package `checkpoint`, docs/kubelet-versions.md §7):
 //! `Data{Data checkpointData; Checksum uint64}`,
 //! `checkpointData{PodDeviceEntries []PodDevicesEntry; RegisteredDevices map[string][]string}`,
 //! `PodDevicesEntry{PodUID, ContainerName, ResourceName string; DeviceIDs DevicesPerNUMA; AllocResp []byte}`,

@@ -1,5 +1,5 @@
 //! The kubelet's checkpoint checksum: FNV-32a over the text go-spew prints
-//! for the `checkpointData` value with `%#v` (kubelet-versions.md §7).
+//! for the `checkpointData` value with `%#v` (docs/kubelet-versions.md §7).
 //!
 //! This is a printer for exactly the Go types of the device manager's
 //! checkpoint, following go-spew's formatter (`format.go`, the `%#v` path):

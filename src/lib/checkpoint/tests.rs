@@ -1,5 +1,5 @@
 //! Tests of the checkpoint format against files real kubelets wrote and the
-//! synthetic vectors of kubelet-versions.md §7.
+//! synthetic vectors of docs/kubelet-versions.md §7.
 
 use super::*;
 
@@ -10,7 +10,7 @@ fn parse(bytes: &[u8]) -> Checkpoint {
     Checkpoint::parse(bytes, "test", LegacyFormat::Refuse).unwrap()
 }
 
-/// kubelet-versions.md §7: a real kubelet's file (no pod entries, `null`) verifies: 3952659280.
+/// docs/kubelet-versions.md §7: a real kubelet's file (no pod entries, `null`) verifies: 3952659280.
 #[test]
 fn real_kubelet_file_without_pods_verifies() {
     let cp = parse(GPUOPS);
@@ -21,8 +21,8 @@ fn real_kubelet_file_without_pods_verifies() {
     assert_eq!(cp.data.pod_device_entries, None);
 }
 
-/// kubelet-versions.md §7: a real kubelet's file with one pod entry verifies: 3660592824,
-/// and go-spew's text is the one the shared README shows.
+/// docs/kubelet-versions.md §7: a real kubelet's file with one pod entry verifies: 3660592824,
+/// and go-spew's text is the rendering the kubelet hashed (docs/kubelet-versions.md §7).
 #[test]
 fn real_kubelet_file_with_a_pod_verifies_and_prints_as_go_spew() {
     let cp = parse(TEGRA);
@@ -45,7 +45,7 @@ fn writes_real_kubelet_files_byte_for_byte() {
     assert_eq!(String::from_utf8(parse(TEGRA).to_json()).unwrap(), String::from_utf8(TEGRA.to_vec()).unwrap());
 }
 
-/// kubelet-versions.md §7 synthetic vector: `{"PodDeviceEntries":null,"RegisteredDevices":{}}` -> 3467439661.
+/// docs/kubelet-versions.md §7 synthetic vector: `{"PodDeviceEntries":null,"RegisteredDevices":{}}` -> 3467439661.
 #[test]
 fn synthetic_vector_empty_registered_devices() {
     let data = CheckpointData { pod_device_entries: None, registered_devices: Some(BTreeMap::new()) };
@@ -54,7 +54,7 @@ fn synthetic_vector_empty_registered_devices() {
     assert!(cp.verify().ok());
 }
 
-/// kubelet-versions.md §7 synthetic vector: one entry uid-1/c0/example.com/resource,
+/// docs/kubelet-versions.md §7 synthetic vector: one entry uid-1/c0/example.com/resource,
 /// DeviceIDs {-1:[Dev-1]}, AllocResp [0x1a,0x00], two registered devices -> 3198519509.
 #[test]
 fn synthetic_vector_one_entry() {
@@ -77,7 +77,7 @@ fn synthetic_vector_one_entry() {
     assert_eq!(parse(&cp.to_json()), cp);
 }
 
-/// kubelet-versions.md §7: one changed byte makes a real file corrupt, stored vs computed named.
+/// docs/kubelet-versions.md §7: one changed byte makes a real file corrupt, stored vs computed named.
 #[test]
 fn one_byte_changed_is_corrupt_in_both_real_files() {
     for (file, at) in [(GPUOPS, "GPU-0650a168"), (TEGRA, "tegra\"]}}")] {
@@ -91,7 +91,7 @@ fn one_byte_changed_is_corrupt_in_both_real_files() {
     }
 }
 
-/// kubelet-versions.md §7 "nil vs empty matters": null and [] hash differently and round-trip.
+/// docs/kubelet-versions.md §7 "nil vs empty matters": null and [] hash differently and round-trip.
 #[test]
 fn nil_and_empty_stay_apart() {
     let null = parse(br#"{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{"a/b":null}},"Checksum":0}"#);
@@ -130,7 +130,7 @@ fn strings_are_raw_in_spew_and_go_escaped_in_json() {
     assert_eq!(parse(json.as_bytes()).data, data);
 }
 
-/// kubelet-versions.md §7: the pre-1.20 v1 layout is read up to 1.30 and refused from 1.31.
+/// docs/kubelet-versions.md §7: the pre-1.20 v1 layout is read up to 1.30 and refused from 1.31.
 #[test]
 fn pre_1_20_format_is_recognised_and_named() {
     let v1 = br#"{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","DeviceIDs":["a","b"],"AllocResp":null}],"RegisteredDevices":{"r":["a","b"]}},"Checksum":1}"#;
@@ -162,7 +162,7 @@ fn bad_input_names_the_field() {
     assert_eq!(cp.data.pod_device_entries, None);
 }
 
-/// kubelet-versions.md §7 atomic write: same-directory `.` temp file, 0600, renamed over the target.
+/// docs/kubelet-versions.md §7 atomic write: same-directory `.` temp file, 0600, renamed over the target.
 #[test]
 fn atomic_write_leaves_one_0600_file() {
     use std::os::unix::fs::PermissionsExt;

@@ -538,7 +538,7 @@ fn selinux_label(path: &Path) -> Option<String> {
 
 /// A non-socket entry of the device-plugin directory (not the checkpoint,
 /// not a directory): what the chosen kubelet's start-up cleanup
-/// (kubelet-versions.md §4) does with it.
+/// (docs/kubelet-versions.md §4) does with it.
 fn non_socket(path: &Path, name: &str, ft: std::fs::FileType, version: KubeletVersion, out: &mut Out) {
     let subject = path.display().to_string();
     let symlink = ft.is_symlink();
@@ -746,7 +746,7 @@ fn judge_checkpoint_format(report: &CheckpointReport, subject: String, version: 
                 if report.entries.len() == 1 { "entry" } else { "entries" }
             ),
         ),
-        // kubelet-versions.md §7: up to 1.30 the pre-1.20 layout is read; 1.31+ has no fallback.
+        // docs/kubelet-versions.md §7: up to 1.30 the pre-1.20 layout is read; 1.31+ has no fallback.
         (true, Some(crate::checkpoint::Format::V1)) if version.reads_v1_checkpoint() => out.hint(
             Severity::Warning,
             "checkpoint",

@@ -116,7 +116,7 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
     // Devices of plain init containers that later containers may reuse.
     let mut reuse: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let containers = pod.spec.containers.clone();
-    // kubelet-versions.md §5: up to 1.28 a sidecar's devices join the reuse
+    // docs/kubelet-versions.md §5: up to 1.28 a sidecar's devices join the reuse
     // pool like a plain init container's; 1.29+ keeps them out (PR #120461).
     let sidecars_reused = inner.config.kubelet_version.reuses_sidecar_devices();
     let (mut tm, rejected) = super::topology::PodTopology::begin(inner, &pod.spec, false);
@@ -176,7 +176,7 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
         outcome.containers.push(co);
     }
     // The predicate admit handler, for extended resources the device manager
-    // skipped (kubelet-versions.md §5, every version): rejected when node
+    // skipped (docs/kubelet-versions.md §5, every version): rejected when node
     // status lists the resource (capacity 0), else the request is stripped
     // (removeMissingExtendedResources) and the pod admitted.
     outcome.topology = Some(Box::new(tm.report));
@@ -318,7 +318,7 @@ async fn allocate_one(
 
 /// The choice made under the lock, before any RPC: the devices reused from
 /// init containers, the free ones (split by the Topology Manager's stored
-/// hint, topology.md §3), and the plugin's clients. `Ok(None)`: not a
+/// hint, docs/topology.md §3), and the plugin's clients. `Ok(None)`: not a
 /// device-plugin resource, or nothing required.
 fn plan_allocation(
     inner: &Arc<Inner>,
@@ -376,7 +376,7 @@ fn plan_allocation(
         }
     }
     let ep = r.endpoint.as_ref();
-    // The Topology Manager's stored hint splits the free devices (topology.md §3).
+    // The Topology Manager's stored hint splits the free devices (docs/topology.md §3).
     let has_topology = hint.is_some() && r.devices.iter().any(|d| d.numa_nodes.as_ref().is_some_and(|n| !n.is_empty()));
     let ids: Vec<String> = available.iter().map(|(id, _)| id.clone()).collect();
     let split = crate::topology::split(&available, has_topology, hint);
@@ -421,7 +421,7 @@ async fn call_preferred(
 /// its endpoint not stopped, and the answer must hold a container response
 /// (the first is the one read). Returns it and the contract warnings.
 /// The warning rule for cdi_devices a kubelet before 1.28 drops
-/// (protocol.md §1.2).
+/// (docs/protocol.md §1.2).
 pub const CDI_DEVICES_UNKNOWN: &str = "cdi-devices-unknown";
 /// The warning rule for cdi_devices a 1.28 kubelet keeps in the answer but,
 /// with gate DevicePluginCDIDevices off (its default), never hands to the runtime.
@@ -445,7 +445,7 @@ async fn call_allocate(
     }
     let resp = client.allocate(&[allocated.to_vec()]).await.map_err(|e| unexpected(go_rpc_error(&e)))?;
     let Some(first) = resp.container_responses.first().cloned() else {
-        // kubelet-versions.md §5: the gogo dump up to 1.33, nothing from 1.34.
+        // docs/kubelet-versions.md §5: the gogo dump up to 1.33, nothing from 1.34.
         return Err(unexpected(format!(
             "no containers return in allocation response {}",
             inner.config.kubelet_version.empty_allocate_text()
@@ -455,7 +455,7 @@ async fn call_allocate(
     let mut first = first;
     let version = inner.config.kubelet_version;
     if !version.knows_cdi_devices() && !first.cdi_devices.is_empty() {
-        // protocol.md §1.2: cdi_devices (field 5) came in 1.28; an older
+        // docs/protocol.md §1.2: cdi_devices (field 5) came in 1.28; an older
         // kubelet's generated code skips it as an unknown field.
         let names: Vec<String> = std::mem::take(&mut first.cdi_devices).into_iter().map(|d| d.name).collect();
         warnings.push(Warning {
@@ -510,7 +510,7 @@ fn plan_pre_start(inner: &Arc<Inner>, pod: &Pod) -> PreStartPlan {
 }
 
 /// Starts the containers in order: PreStartContainer where required
-/// (kubelet-versions.md §5). A failing init container or sidecar stops the
+/// (docs/kubelet-versions.md §5). A failing init container or sidecar stops the
 /// containers after it; a failing regular container stops only itself.
 async fn start_containers(inner: &Arc<Inner>, outcome: &mut AdmitOutcome, plan: PreStartPlan) {
     let mut blocked = false;
@@ -586,14 +586,14 @@ pub struct RestartOutcome {
     pub start_error: Option<String>,
 }
 
-/// Restarts one container of an admitted pod (kubelet-versions.md §5, every
+/// Restarts one container of an admitted pod (docs/kubelet-versions.md §5, every
 /// version): the kubelet calls PreStartContainer at every container start,
 /// restarts included, for each resource whose plugin requires it, with the
 /// devices the container holds; a failure stops only this container. A
 /// stopped endpoint fails the call (`endpoint … has been stopped`), and
 /// after the removal `endpoint not found in cache for a registered resource`.
 // long: one container restart's PreStartContainer plan and calls, each failure with the
-// kubelet's own text (kubelet-versions.md §5).
+// kubelet's own text (docs/kubelet-versions.md §5).
 pub(crate) async fn restart_container(
     inner: &Arc<Inner>,
     namespace: &str,

@@ -1,6 +1,6 @@
 //! kubelet-sim's use of the device manager's checkpoint
 //! ([`crate::checkpoint`]): read and verified at start as the kubelet does
-//! (kubelet-versions.md §7), restored into the state, written from the state
+//! (docs/kubelet-versions.md §7), restored into the state, written from the state
 //! after changes, and never written when another program wrote it.
 //!
 //! Ownership: before every write the sim records the new file's length and
@@ -364,7 +364,7 @@ mod tests {
         assert_eq!(entry_alloc(&cp.data.pod_device_entries.unwrap()[0]).ids, ["a", "b"]);
     }
 
-    /// kubelet-versions.md §7: an empty state writes `null` entries and verifies.
+    /// docs/kubelet-versions.md §7: an empty state writes `null` entries and verifies.
     #[test]
     fn empty_state_writes_null_entries_that_verify() {
         let st = State::new(std::time::Duration::from_secs(1));
@@ -373,7 +373,7 @@ mod tests {
         assert_eq!(s, r#"{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{}},"Checksum":3467439661}"#);
     }
 
-    /// kubelet-versions.md §5 ("`PluginConnected` does not create device
+    /// docs/kubelet-versions.md §5 ("`PluginConnected` does not create device
     /// sets; only the first snapshot does") and §7: `RegisteredDevices` is
     /// the kubelet's `healthyDevices`, so a resource that registered but sent
     /// no snapshot yet is not in it (a restart would otherwise restore it as

@@ -105,7 +105,7 @@ Where the sim deliberately differs from a real kubelet:
     plugins_registry UUID vs timestamp (deregister, register either way).
   - plugins_registry: the sim's GetInfo and NotifyRegistrationStatus calls
     send :authority localhost; the kubelet's plugin watcher sets no authority
-    and sends the socket path (kubelet-versions.md §9), which h2-based servers
+    and sends the socket path (docs/kubelet-versions.md §9), which h2-based servers
     (tonic) reject, so a tonic plugin registering that way works here but not
     under a real kubelet (its device-plugin dial-back sends localhost).
   - plugins_registry: a deleted socket deregisters at once (the kubelet's
@@ -130,7 +130,7 @@ Where the sim deliberately differs from a real kubelet:
     admission's answer and `status` name the file.
     A symbolic link there is never replaced, even adopted (the kubelet renames
     its new file over the link).
-  - Checkpoint entries of pods the sim never admitted (kubelet-versions.md §7) are
+  - Checkpoint entries of pods the sim never admitted (docs/kubelet-versions.md §7) are
     shown by UID in status and count as in use until `delete UID`; they are not
     in PodResources (the sim's pod manager does not know them). A kubelet lists
     such pods when its API server still runs them, and frees the devices of pods

@@ -202,7 +202,7 @@ pub enum EventKind {
         grace_period_ms: u64,
     },
     /// ListAndWatch of a client the kubelet no longer tracks ended
-    /// (kubelet-versions.md §2, 1.26-1.36: a later Register of the same name
+    /// (docs/kubelet-versions.md §2, 1.26-1.36: a later Register of the same name
     /// failed its dial-back or GetDevicePluginOptions, and `deregisterClient`
     /// dropped the name's only entry): nothing is disconnected, the devices
     /// keep their health and no grace period starts.
@@ -342,7 +342,7 @@ pub enum EventKind {
         /// Why.
         reason: String,
     },
-    /// The checkpoint as found at start (kubelet-versions.md §7).
+    /// The checkpoint as found at start (docs/kubelet-versions.md §7).
     CheckpointRead {
         /// What was found, its checksums, and whether the sim writes it.
         checkpoint: super::outcome::CheckpointStatus,

@@ -491,7 +491,7 @@ impl KubeletSim {
     }
 }
 
-/// A previous kubelet's checkpoint (kubelet-versions.md §7): verified; a
+/// A previous kubelet's checkpoint (docs/kubelet-versions.md §7): verified; a
 /// valid one is restored (its resources show 0 until their plugins register,
 /// its pods' devices are in use); a corrupt one restores nothing. Written
 /// only when this sim wrote it or adopts it. Returns what [`restore`] did.
@@ -657,7 +657,7 @@ pub struct Cleanup {
 }
 
 /// The kubelet's `CleanupPluginDirectory` under `rule`
-/// (kubelet-versions.md §4): the checkpoint and directories are always kept,
+/// (docs/kubelet-versions.md §4): the checkpoint and directories are always kept,
 /// and so are `keep` (the sim's own sockets). A socket is deleted; anything
 /// else the rule removes is deleted only when `may_delete_files`, and
 /// otherwise listed in [`Cleanup::would_delete`].
@@ -1172,7 +1172,7 @@ mod tests {
         std::fs::symlink_metadata(p).is_ok()
     }
 
-    /// kubelet-versions.md §4, 1.26-1.32 (Lstat): every non-directory but
+    /// docs/kubelet-versions.md §4, 1.26-1.32 (Lstat): every non-directory but
     /// the checkpoint, in a directory the sim owns.
     #[test]
     fn cleanup_1_26_to_1_32_removes_every_non_directory_where_allowed() {
@@ -1201,7 +1201,7 @@ mod tests {
         }
     }
 
-    /// kubelet-versions.md §4, 1.33+ (Stat + ModeSocket): sockets only,
+    /// docs/kubelet-versions.md §4, 1.33+ (Stat + ModeSocket): sockets only,
     /// following symlinks (a link to a socket goes, a dangling link stays).
     #[test]
     fn cleanup_1_33_and_later_removes_sockets_only_following_symlinks() {
@@ -1219,8 +1219,9 @@ mod tests {
         assert_eq!(c.would_delete, ["link-sock"]);
     }
 
-    // Issue 12 item 5: dpctl's own startup never deletes a live socket of an
-    // unrelated listener without --force; stale ones go, as before.
+    // Pointed at a real node's directory, the sim must not cut off a live
+    // listener (a real kubelet or plugin) by deleting its socket unless told
+    // to with --force; stale sockets go, as a kubelet's cleanup would.
     #[tokio::test]
     async fn startup_cleanup_deletes_stale_sockets_only_unless_forced() {
         let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").unwrap();

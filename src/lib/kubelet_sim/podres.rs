@@ -71,7 +71,7 @@ fn pod_v1(pod: &Pod, cpus: Option<&BTreeMap<String, Vec<u32>>>, sidecars: bool) 
 }
 
 impl SimPodResources {
-    /// kubelet-versions.md §8: `List`/`Get` show restartable init containers
+    /// docs/kubelet-versions.md §8: `List`/`Get` show restartable init containers
     /// from 1.30 (1.30-1.32 with `SidecarContainers` on, its default; always
     /// from 1.33); up to 1.29 regular containers only.
     fn sidecars(&self) -> bool {
@@ -96,7 +96,7 @@ impl Provider for SimPodResources {
         let st = self.inner.lock();
         let mut devices = Vec::new();
         for (name, r) in &st.resources {
-            // protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID,
+            // docs/protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID,
             // the last entry of a repeated ID winning, and lists the healthy
             // ones once each.
             let last: std::collections::HashMap<&str, &crate::model::Device> =

@@ -183,7 +183,7 @@ impl Registration for RegistrationService {
             guard.disarm();
             result
         } else {
-            // kubelet-versions.md §1, 1.26-1.34: the kubelet dials back and
+            // docs/kubelet-versions.md §1, 1.26-1.34: the kubelet dials back and
             // asks for the options under a background context, so a plugin
             // whose Register deadline passes can still end up registered:
             // the registration runs on even if this call is dropped.
@@ -203,7 +203,7 @@ impl Registration for RegistrationService {
 
 /// What the kubelet does, from 1.35 (inferred), when the plugin gives up on a
 /// valid Register call while the kubelet still dials back or asks for the
-/// options under that call's context (kubelet-versions.md §1): the dial or
+/// options under that call's context (docs/kubelet-versions.md §1): the dial or
 /// the options call fails with the context's error, and that failure is
 /// handled as any other (§2: on 1.35-1.36 the name loses its client, so a
 /// live earlier plugin becomes untracked). Armed for a call that validates,
@@ -379,7 +379,7 @@ fn untrack(inner: &Arc<Inner>, resource: &str, socket: &Path) {
 
 /// Stores the new endpoint of `input.resource` (its id and whether it
 /// replaced a live one): the old connection is kept feeding the resource
-/// (kubelet-versions.md §2), a resource forgotten at the grace expiry starts
+/// (docs/kubelet-versions.md §2), a resource forgotten at the grace expiry starts
 /// again from no devices.
 fn store_endpoint(
     inner: &Arc<Inner>,
@@ -393,7 +393,7 @@ fn store_endpoint(
     let generation = st.next_id();
     let r = st.resources.entry(input.resource.clone()).or_default();
     let replaced = r.endpoint.as_ref().is_some_and(|e| !e.stopped);
-    // kubelet-versions.md §2: the old connection is not closed; its stream
+    // docs/kubelet-versions.md §2: the old connection is not closed; its stream
     // keeps feeding the resource (1.26-1.36 and master alike).
     if let Some(old) = r.endpoint.take() {
         if !old.stopped && old.task.is_some() {
@@ -462,7 +462,7 @@ pub(crate) async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::tran
 }
 
 /// `DeRegisterPlugin` after a plugins_registry socket is deleted
-/// (kubelet-versions.md §6): the client is disconnected as if its stream
+/// (docs/kubelet-versions.md §6): the client is disconnected as if its stream
 /// ended (devices unhealthy, grace period). Up to 1.36 the client is found by
 /// resource name only, so a same-named plugin registered through kubelet.sock
 /// is disconnected too; 1.37+ match the endpoint as well.
@@ -471,7 +471,7 @@ pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, dele
     let id = {
         let mut st = inner.lock();
         let Some(r) = st.resources.get_mut(resource) else { return };
-        // kubelet-versions.md §2 (1.26-1.36): no client under the name, so
+        // docs/kubelet-versions.md §2 (1.26-1.36): no client under the name, so
         // `getClient(name)` finds nothing to disconnect.
         if r.untracked && !by_endpoint {
             return;
@@ -589,7 +589,7 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
     }
 }
 
-/// protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID, so of a
+/// docs/protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID, so of a
 /// repeated ID the last entry's topology is the one allocation, PodResources
 /// and the checkpoint use (health stays per entry: the sets count it).
 fn last_topology_wins(devices: &mut [model::Device]) {
@@ -779,7 +779,7 @@ pub(crate) fn spawn_grace(owner: &Arc<Inner>, resource: &str, generation: u64) {
 mod tests {
     use super::*;
 
-    /// kubelet-versions.md §1 "Endpoint handling" (1.26 to master): the
+    /// docs/kubelet-versions.md §1 "Endpoint handling" (1.26 to master): the
     /// socket is `filepath.Join(socketDir, endpoint)`.
     #[test]
     fn endpoint_is_joined_like_go_filepath_join() {

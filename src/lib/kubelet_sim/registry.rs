@@ -59,7 +59,7 @@ pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinH
                                 // notify reports a new directory before it watches it, so a
                                 // socket created in between would go unseen. Watch it first,
                                 // then walk it, as the kubelet's plugin watcher does
-                                // (kubelet-versions.md §6); `seen` drops the duplicates.
+                                // (docs/kubelet-versions.md §6); `seen` drops the duplicates.
                                 let _ = watcher.watch(&path, notify::RecursiveMode::Recursive);
                                 scan(&inner, &path, &seen);
                             }
@@ -131,7 +131,7 @@ fn is_dot(path: &Path) -> bool {
 }
 
 /// Handles every socket in the directory and, recursively, its
-/// sub-directories (kubelet-versions.md §6: the initial walk descends even
+/// sub-directories (docs/kubelet-versions.md §6: the initial walk descends even
 /// into dot-named directories; dot-named sockets are ignored). Bounded depth.
 fn scan(inner: &Arc<Inner>, dir: &Path, seen: &Seen) {
     fn walk(inner: &Arc<Inner>, root: &Path, dir: &Path, seen: &Seen, depth: usize) {
@@ -172,8 +172,12 @@ fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
     let dir = dir.to_path_buf();
     let path = path.to_path_buf();
     let seen = Arc::clone(seen);
-    // kubelet-versions.md §6: a failed registration stays in the desired
-    // state and is retried with exponential backoff while the socket exists.
+    // A failed registration stays wanted while its socket exists and is tried
+    // again with backoff, so a plugin whose endpoint comes up late registers.
+    // The kubelet differs by failure and release (docs/kubelet-versions.md §6
+    // "Retries"): validation failures back off in every release; a failed
+    // dial-back is never retried by 1.26-1.35 and retried at the next
+    // reconciler pass (about 1 s, no backoff) from 1.36.
     inner.track(tokio::spawn(async move {
         let mut shutdown = inner2.shutdown.subscribe();
         let mut backoff = RETRY_INITIAL;
@@ -214,7 +218,7 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Attempt {
         inner.emit(EventKind::RegistryPluginIgnored { socket: path.display().to_string(), reason });
         Attempt::Retry
     };
-    // kubelet-versions.md §6: a blocking dial with the 10 s timeout.
+    // docs/kubelet-versions.md §6: a blocking dial with the 10 s timeout.
     let channel = match dial(path, inner.config.dial_timeout).await {
         Ok(c) => c,
         Err(e) => return ignored(format!("cannot connect within {:?}: {e}", inner.config.dial_timeout)),

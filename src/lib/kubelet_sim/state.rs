@@ -110,7 +110,7 @@ impl Resource {
         self.devices.iter().filter(move |d| usable && d.is_healthy())
     }
 
-    /// The kubelet's `healthyDevices[r]` exists (kubelet-versions.md §5):
+    /// The kubelet's `healthyDevices[r]` exists (docs/kubelet-versions.md §5):
     /// a first snapshot arrived, or it was restored, and it was not removed.
     pub fn known(&self) -> bool {
         !self.removed && self.sets
@@ -136,7 +136,7 @@ impl Resource {
             (None, false) if self.restored => "awaiting-registration",
             (None, false) => "stopped",
             (Some(e), false) if e.stopped => "stream-ended",
-            // kubelet-versions.md §2 (1.26-1.36): no client under the name.
+            // docs/kubelet-versions.md §2 (1.26-1.36): no client under the name.
             (Some(_), false) if self.untracked => "untracked",
             // 1.37+: the current endpoint's client was dropped by a failed Register at its socket.
             (Some(e), false) if self.untracked_clients.iter().any(|(id, _)| *id == e.id) => "untracked",
@@ -247,7 +247,7 @@ impl State {
             }
         }
         // Restored from the checkpoint for pods the sim does not know
-        // (kubelet-versions.md §7: restored allocations are in use).
+        // (docs/kubelet-versions.md §7: restored allocations are in use).
         for e in self.foreign_entries.iter().filter(|e| e.resource_name == resource) {
             out.extend(e.device_ids.ids());
         }
@@ -460,7 +460,7 @@ pub struct ResourceStatus {
     /// Resource name.
     pub resource: String,
     /// `registered` (no snapshot yet), `serving`, `stream-ended`, `untracked` (1.26-1.36: a later Register
-    /// of the name failed, kubelet-versions.md §2), `awaiting-registration`, `stopped`, `removed`.
+    /// of the name failed, docs/kubelet-versions.md §2), `awaiting-registration`, `stopped`, `removed`.
     pub state: String,
     /// Shown in node status (after the first snapshot or a stream end).
     pub reported: bool,

@@ -428,7 +428,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    /// topology.md §1 (every version): hints count devices by ID, as the
+    /// docs/topology.md §1 (every version): hints count devices by ID, as the
     /// kubelet's `allDevices` map and `healthyDevices` set do, so an ID a
     /// snapshot repeats counts once.
     #[test]

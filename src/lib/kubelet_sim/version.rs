@@ -30,7 +30,7 @@ pub enum KubeletVersion {
 }
 
 /// What `CleanupPluginDirectory` removes from the device-plugins directory
-/// at kubelet start (kubelet-versions.md §4). The checkpoint file and
+/// at kubelet start (docs/kubelet-versions.md §4). The checkpoint file and
 /// directories (with everything in them) are always kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -192,7 +192,7 @@ impl KubeletVersion {
         if self.at_least(34) { "" } else { "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}" }
     }
 
-    /// protocol.md §1.2: `ContainerAllocateResponse.cdi_devices` (field 5)
+    /// docs/protocol.md §1.2: `ContainerAllocateResponse.cdi_devices` (field 5)
     /// was added in 1.28; the generated code of 1.26 and 1.27 does not know
     /// the field, so those kubelets drop the CDI devices a plugin returns.
     pub fn knows_cdi_devices(self) -> bool {
@@ -307,7 +307,7 @@ impl KubeletVersion {
         self.at_least(32)
     }
 
-    /// topology.md §2.6: refuses the `--topology-manager-policy-options`
+    /// docs/topology.md §2.6: refuses the `--topology-manager-policy-options`
     /// this release's kubelet refuses at startup with its default feature
     /// gates. `max-allowable-numa-nodes` exists from 1.31 (KEP-4622, beta),
     /// so earlier releases know no such option; `prefer-closest-numa-nodes`
@@ -478,7 +478,7 @@ mod tests {
         assert!(KubeletVersion::Release(26) < KubeletVersion::Release(33));
     }
 
-    /// kubelet-versions.md summary table, one assertion per row that the sim plays.
+    /// docs/kubelet-versions.md summary table, one assertion per row that the sim plays.
     #[test]
     fn behaviours_follow_the_summary_table() {
         let v = KubeletVersion::Release;
@@ -499,7 +499,7 @@ mod tests {
             "&AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}"
         );
         assert_eq!(v(34).empty_allocate_text(), "");
-        // protocol.md §1.2: cdi_devices from 1.28.
+        // docs/protocol.md §1.2: cdi_devices from 1.28.
         assert!(!v(27).knows_cdi_devices() && v(28).knows_cdi_devices());
         // DevicePluginCDIDevices: alpha (off) in 1.28, on from 1.29.
         assert!(!v(28).passes_cdi_devices_to_runtime() && v(29).passes_cdi_devices_to_runtime());
@@ -560,7 +560,7 @@ mod tests {
 
     #[test]
     fn policy_options_follow_each_release() {
-        // topology.md §2.6: max-allowable-numa-nodes beta from 1.31 (absent
+        // docs/topology.md §2.6: max-allowable-numa-nodes beta from 1.31 (absent
         // before), prefer-closest-numa-nodes alpha 1.26-1.27, beta 1.28.
         let max: crate::topology::PolicyOptions = "max-allowable-numa-nodes=16".parse().unwrap();
         let e = KubeletVersion::Release(30).check_policy_options(&max).unwrap_err().to_string();

@@ -48,7 +48,7 @@
 //! Unknown keys are errors that name the key and line, so a typo does not
 //! silently drop data.
 //!
-//! Entries no kubelet sends are refused, naming the entry (protocol.md §2.1,
+//! Entries no kubelet sends are refused, naming the entry (docs/protocol.md §2.1,
 //! every version): the kubelet reports devices as one `ContainerDevices` per
 //! (device, NUMA node), so an entry with several device IDs, with none, or
 //! with several NUMA nodes is an error (split it: one entry per ID and node).
@@ -56,7 +56,7 @@
 //! A container may carry `"sidecar": true` (a dpctl key, not a proto field):
 //! it is a restartable init container, which v1 lists (put sidecars first, as
 //! the kubelet does) and v1alpha1 leaves out, as v1alpha1 lists regular
-//! containers only (protocol.md §2.2).
+//! containers only (docs/protocol.md §2.2).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -187,7 +187,7 @@ impl Provider for FixtureProvider {
         self.handle.get().allocatable.clone()
     }
 
-    /// Regular containers only (protocol.md §2.2): the fixture's sidecars
+    /// Regular containers only (docs/protocol.md §2.2): the fixture's sidecars
     /// are left out.
     fn list_v1alpha1(&self) -> Vec<v1alpha1::PodResources> {
         let f = self.handle.get();
@@ -486,7 +486,7 @@ impl DevicesSpec {
         let entry = format!("{at} devices {} [{}]", self.resource_name, self.device_ids.join(","));
         let topology = topology(&entry, self.topology.as_ref(), self.numa_nodes.as_ref())?;
         let nodes = topology.as_ref().map_or(0, |t| t.nodes.len());
-        // protocol.md §2.1 (every version): one ContainerDevices per (device,
+        // docs/protocol.md §2.1 (every version): one ContainerDevices per (device,
         // NUMA node), with exactly one ID and at most one node.
         let never = match self.device_ids.len() {
             0 => Some("no device ID".to_string()),
@@ -690,7 +690,7 @@ mod tests {
         assert_eq!(Fixture::from_json(&text, "again").unwrap(), f);
     }
 
-    /// protocol.md's PodResources `ContainerMemory.size` is a uint64: every
+    /// docs/protocol.md's PodResources `ContainerMemory.size` is a uint64: every
     /// value loads, u64::MAX included (it was refused as "too large"), as a
     /// number or a string, and round-trips; negative or over uint64 is
     /// refused naming the entry.
@@ -727,7 +727,7 @@ mod tests {
         assert!(e.to_string().contains("either topology or numa_nodes"), "{e}");
     }
 
-    /// protocol.md §2.1 (every version): the kubelet sends one
+    /// docs/protocol.md §2.1 (every version): the kubelet sends one
     /// ContainerDevices per (device, NUMA node); other shapes are refused,
     /// naming the entry.
     #[test]
@@ -762,7 +762,7 @@ mod tests {
         Fixture::from_json(&pod(r#"{"resource_name": "x/gpu", "device_ids": ["g0"]}"#), "f").unwrap();
     }
 
-    /// protocol.md §2.2: v1alpha1 lists regular containers only; a fixture
+    /// docs/protocol.md §2.2: v1alpha1 lists regular containers only; a fixture
     /// container marked as a sidecar shows in v1 only.
     #[test]
     fn v1alpha1_leaves_sidecars_out() {

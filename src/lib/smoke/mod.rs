@@ -160,7 +160,8 @@ impl Case for StepId {
     }
 }
 
-/// The step added when processes outlive the plugin (issue 12 item 8); it
+/// The step added when processes outlive the plugin (a kubelet stopping the
+/// pod would leave them running on the node); it
 /// reports only failures, so it is not one of [`StepId::ALL`].
 pub const LEAVES_NO_PROCESSES: CaseInfo = CaseInfo {
     name: "plugin-leaves-no-processes",
@@ -469,7 +470,8 @@ pub async fn run_smoke(
     report.isolation = isolation;
     report.kubelet_version = sim_version;
     if !survivors.is_empty() {
-        // Issue 12 item 8: a plugin that daemonises outlives its process and the run.
+        // A plugin that daemonises outlives its process and the run, as it would
+        // outlive its pod on a node: that is a failure, not a pass.
         let evidence = format!("still running after the plugin was stopped, now killed: {}", survivors.join(", "));
         report.steps.push(CheckResult::of(LEAVES_NO_PROCESSES, Outcome::Fail, evidence, Duration::ZERO));
     }

@@ -398,7 +398,7 @@ impl Runner {
              {endpoint:?}): {message}"
         );
         if message == crate::kubelet_sim::DIAL_FAILED && endpoint.starts_with('/') {
-            // kubelet-versions.md §1: filepath.Join appends an absolute endpoint.
+            // docs/kubelet-versions.md §1: filepath.Join appends an absolute endpoint.
             evidence.push_str(&format!(
                 " — the endpoint is an absolute path, and the kubelet joins it to its directory \
                  (Go filepath.Join), so it dialed {socket}, where nothing listens: register the \
@@ -1016,7 +1016,7 @@ fn how_registered(via: Via, version: &str, endpoint: &str) -> String {
     }
 }
 
-/// kubelet-versions.md §9 (every version): the plugin watcher's own dial
+/// docs/kubelet-versions.md §9 (every version): the plugin watcher's own dial
 /// (GetInfo, NotifyRegistrationStatus) has no WithAuthority, so the kubelet
 /// sends the socket path as :authority; kubelet-sim sends localhost.
 fn watcher_authority_note(via: Via) -> &'static str {

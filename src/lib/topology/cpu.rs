@@ -1,4 +1,4 @@
-//! The simulated machine's CPUs and the static CPU manager (topology.md §4):
+//! The simulated machine's CPUs and the static CPU manager (docs/topology.md §4):
 //! which containers get exclusive CPUs (Guaranteed pods, integer requests),
 //! and which CPUs they get under a NUMA hint, with the spec's simplified
 //! `takeByTopology` (one socket, no SMT).
@@ -79,7 +79,7 @@ pub enum Role {
     App,
 }
 
-/// The pod-scope request (topology.md §2.7): max(Σ app + Σ sidecars, max
+/// The pod-scope request (docs/topology.md §2.7): max(Σ app + Σ sidecars, max
 /// over init containers of (it + the sidecars before it)).
 pub fn pod_request(items: &[(Role, u64)]) -> u64 {
     let mut sidecars: u64 = 0;
@@ -133,7 +133,7 @@ impl Machine {
         (cpu as usize / self.cpus_per_numa.max(1)) as i64
     }
 
-    /// Takes `n` CPUs from `allocatable` (topology.md §4 `allocateCPUs`):
+    /// Takes `n` CPUs from `allocatable` (docs/topology.md §4 `allocateCPUs`):
     /// first up to `n` from the hint's nodes, then the rest from the others,
     /// each with [`Machine::take_packed`]. `None` when too few are allocatable.
     pub fn allocate(&self, allocatable: &BTreeSet<u32>, hint: Option<Mask>, n: usize) -> Option<Vec<u32>> {
@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn pod_request_is_not_a_plain_sum() {
-        // topology.md §2.7: max(Σ app + Σ sidecars, max over init of (init + sidecars before it)).
+        // docs/topology.md §2.7: max(Σ app + Σ sidecars, max over init of (init + sidecars before it)).
         let items = [(Role::Init, 3), (Role::Sidecar, 1), (Role::Init, 4), (Role::App, 2)];
         assert_eq!(pod_request(&items), 5);
         assert_eq!(pod_request(&[(Role::Init, 1), (Role::App, 2), (Role::App, 2)]), 4);

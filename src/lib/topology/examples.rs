@@ -1,4 +1,4 @@
-//! The worked examples of topology.md §5 (hints, verdicts, allocations and
+//! The worked examples of docs/topology.md §5 (hints, verdicts, allocations and
 //! GetPreferredAllocation inputs), plus pod scope, devices without topology,
 //! the NUMA-node limit and CPU + device merging. Kubelet logic pinned: v1.26+
 //! (PR #112914), equal-mask rule and non-preferred ranking from v1.24.
@@ -212,7 +212,7 @@ fn example_d_cpu_plus_device() {
 
 #[test]
 fn equal_mask_rule_makes_differing_masks_non_preferred() {
-    // topology.md §2.3 (v1.24+, PR #108052): {0111 true} AND {0011 true} is not preferred.
+    // docs/topology.md §2.3 (v1.24+, PR #108052): {0111 true} AND {0011 true} is not preferred.
     let merged =
         merge::merge_permutation(Mask(0b1111), &[Hint::new(Mask(0b0111), true), Hint::new(Mask(0b0011), true)]);
     assert_eq!(merged, Hint::new(Mask(0b0011), false));
@@ -220,7 +220,7 @@ fn equal_mask_rule_makes_differing_masks_non_preferred() {
 
 #[test]
 fn init_container_devices_constrain_the_hint() {
-    // A reusable device on NUMA 1 must lie in every mask (topology.md §1 step b).
+    // A reusable device on NUMA 1 must lie in every mask (docs/topology.md §1 step b).
     let all = common();
     let all_n: Vec<Option<&[i64]>> = all.iter().map(|(_, n)| n.as_deref()).collect();
     let reusable = [Some(&[1i64][..])];
@@ -265,7 +265,7 @@ fn from_1_36_device_hints_skip_numa_nodes_without_devices() {
 
 #[test]
 fn pod_scope_request_counts_init_containers_and_sidecars() {
-    // topology.md §2.7: init 2, sidecar 1, app 2 -> max(1 + 2, 2) = 3 devices for the pod.
+    // docs/topology.md §2.7: init 2, sidecar 1, app 2 -> max(1 + 2, 2) = 3 devices for the pod.
     let req = cpu::pod_request(&[(Role::Init, 2), (Role::Sidecar, 1), (Role::App, 2)]);
     assert_eq!(req, 3);
     let h = hints_for(&common(), &[], req);
@@ -277,7 +277,7 @@ fn pod_scope_request_counts_init_containers_and_sidecars() {
 
 #[test]
 fn more_numa_nodes_than_the_limit() {
-    // topology.md §1 NUMA limit: 9 nodes with a policy refuses to start; `none` has no limit.
+    // docs/topology.md §1 NUMA limit: 9 nodes with a policy refuses to start; `none` has no limit.
     let mut c = TopologyConfig { policy: Policy::SingleNumaNode, ..TopologyConfig::default() };
     c.machine.numa_nodes = 9;
     let e = c.validate().unwrap_err().to_string();
@@ -298,7 +298,7 @@ fn more_numa_nodes_than_the_limit() {
 
 #[test]
 fn policy_options_are_refused_as_the_kubelet_refuses_them() {
-    // topology.md §2.6.
+    // docs/topology.md §2.6.
     let e = "max-allowable-numa-nodes=4".parse::<PolicyOptions>().unwrap_err();
     assert_eq!(e, "the minimum value of \"max-allowable-numa-nodes\" should not be less than 8");
     let e = "foo=1".parse::<PolicyOptions>().unwrap_err();
@@ -315,7 +315,7 @@ fn policy_options_are_refused_as_the_kubelet_refuses_them() {
 
 #[test]
 fn prefer_closest_breaks_ties_by_distance() {
-    // topology.md §2.4: with 4 nodes where 0-2 are close and 0-1 far, {0,2} beats {0,1}.
+    // docs/topology.md §2.4: with 4 nodes where 0-2 are close and 0-1 far, {0,2} beats {0,1}.
     let d = vec![vec![10, 30, 12, 30], vec![30, 10, 30, 12], vec![12, 30, 10, 30], vec![30, 12, 30, 10]];
     let lists = vec![vec![Hint::new(Mask(0b0011), true), Hint::new(Mask(0b0101), true)]];
     let near = merge::merge(&lists, Mask::all(4), merge::Ranking::Closest(&d)).unwrap();

@@ -1,5 +1,5 @@
 //! Topology hints: a NUMA mask (or none) and a `Preferred` flag, as the
-//! kubelet's hint providers generate them (topology.md §1 for devices, §4
+//! kubelet's hint providers generate them (docs/topology.md §1 for devices, §4
 //! for CPUs), shown in the kubelet's notation (`{01 true}`) and as JSON.
 
 use std::fmt;
@@ -176,7 +176,7 @@ fn nodes<'a>(v: &[Option<&'a [i64]>]) -> Vec<&'a [i64]> {
     v.iter().map(|n| n.unwrap_or(&[])).collect()
 }
 
-/// The static CPU manager's hints for `request` CPUs (topology.md §4):
+/// The static CPU manager's hints for `request` CPUs (docs/topology.md §4):
 /// `node_of_cpu` maps every online CPU to its NUMA node.
 pub fn cpu_hints(
     machine_nodes: &[i64],

@@ -112,7 +112,7 @@ mod tests {
 
     #[test]
     fn subsets_follow_iterate_bitmasks_order() {
-        // topology.md §1 step 2: 2 nodes -> 01, 10, 11; 3 nodes -> 001, 010, 100, 011, 101, 110, 111.
+        // docs/topology.md §1 step 2: 2 nodes -> 01, 10, 11; 3 nodes -> 001, 010, 100, 011, 101, 110, 111.
         let two: Vec<u64> = Mask::subsets(&[0, 1]).iter().map(|m| m.0).collect();
         assert_eq!(two, [0b01, 0b10, 0b11]);
         let three: Vec<u64> = Mask::subsets(&[0, 1, 2]).iter().map(|m| m.0).collect();

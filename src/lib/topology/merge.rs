@@ -1,5 +1,5 @@
 //! Merging the providers' hints into one best hint and the policies'
-//! verdicts (topology.md §2.2–2.5): normalisation, the cross product with
+//! verdicts (docs/topology.md §2.2–2.5): normalisation, the cross product with
 //! the equal-mask rule, the kubelet's comparison (preferred, narrowest or
 //! closest, the non-preferred reference count) and each policy's admit rule.
 
@@ -93,7 +93,7 @@ fn distance_sum(d: &[Vec<u64>], m: Mask) -> u64 {
 
 /// The kubelet's `HintMerger`.
 struct Merger<'a> {
-    /// `maxOfMinAffinityCounts`: B in topology.md §2.4.
+    /// `maxOfMinAffinityCounts`: B in docs/topology.md §2.4.
     best_non_preferred: u32,
     ranking: Ranking<'a>,
 }
@@ -227,7 +227,7 @@ pub fn merge(lists: &[Vec<Hint>], default: Mask, ranking: Ranking<'_>) -> Result
     Ok(best.unwrap_or(Hint::new(default, false)))
 }
 
-/// A policy's merge and verdict (topology.md §2.5): the best hint and
+/// A policy's merge and verdict (docs/topology.md §2.5): the best hint and
 /// whether the pod (or container) is admitted. `distances` is used only
 /// with `prefer_closest` and a policy other than `single-numa-node`.
 pub fn decide(

@@ -1,5 +1,5 @@
 //! The kubelet's Topology Manager and static CPU manager as pure functions
-//! over plain data (`../shared/spec/topology.md`): NUMA masks, device and
+//! over plain data (`docs/topology.md`): NUMA masks, device and
 //! CPU hints, merging and the four policies, the kubelet's configuration
 //! checks, the split of free devices by a hint (`filterByAffinity`) and
 //! which devices are taken, with or without GetPreferredAllocation. The
@@ -98,7 +98,7 @@ pub enum CpuPolicy {
     Static,
 }
 
-/// `--topology-manager-policy-options` (topology.md §2.6).
+/// `--topology-manager-policy-options` (docs/topology.md §2.6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PolicyOptions {
     /// `prefer-closest-numa-nodes`.
@@ -266,7 +266,7 @@ impl Default for TopologyConfig {
 }
 
 impl TopologyConfig {
-    /// The kubelet's refusals at startup (topology.md §1 NUMA limit, §2.6,
+    /// The kubelet's refusals at startup (docs/topology.md §1 NUMA limit, §2.6,
     /// §4 reserved CPUs), plus the sim's own limits. `place` names the flags.
     pub fn validate(&self) -> Result<()> {
         let m = &self.machine;
@@ -399,7 +399,7 @@ pub struct Ask {
     pub size: u64,
 }
 
-/// How the devices of one (container, resource) are taken (topology.md §3).
+/// How the devices of one (container, resource) are taken (docs/topology.md §3).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Take {
     /// Taken before any call: reused devices, then (unless fewer are

@@ -234,8 +234,9 @@ mod tests {
         }
     }
 
-    // Issue 12 item 6: the size limit is per request, not per connection
-    // lifetime, and connections are capped.
+    // The size limit is per request, not per connection lifetime (a long-lived
+    // client must not run out), and connections are capped (a flood of idle
+    // ones must not exhaust the sim).
     #[tokio::test]
     async fn limits_are_per_request_and_connections_are_capped() {
         let dir = tempfile::Builder::new().prefix("dpc").tempdir_in("/tmp").unwrap();
