@@ -287,7 +287,7 @@ async fn a_second_registration_replaces_the_first_and_the_old_stream_end_disconn
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §4.1 item 11, §3.6-3.7, kubelet-versions.md §5 and §8 (1.29+
+/// docs/protocol.md §4.1 item 11, §3.6-3.7, docs/kubelet-versions.md §5 and §8 (1.29+
 /// reuse rule; 1.30+ List with sidecars; played at the default, 1.37).
 #[tokio::test]
 async fn init_container_and_sidecar_share_a_device_the_regular_container_gets_another() {
@@ -480,7 +480,7 @@ async fn pre_start_container_is_called_when_required() {
     sim.stop().await.unwrap();
 }
 
-/// protocol.md §2.1-2.2 and kubelet-versions.md §8 (the default, 1.37): one
+/// docs/protocol.md §2.1-2.2 and docs/kubelet-versions.md §8 (the default, 1.37): one
 /// ContainerDevices per (device, NUMA node), sidecars first, Get's unknown-pod
 /// text as status Unknown, Allocatable healthy only, v1alpha1 regular only.
 #[tokio::test]

@@ -463,7 +463,7 @@ async fn an_oversize_list_fails_message_size_first_snapshot_and_admission() {
     assert_failed(&v, "admission", &["OutOfexample.com/gpu: Node didn't have enough resource: example.com/gpu"]);
 }
 
-/// protocol.md §1.2 (cdi_devices, ContainerAllocateResponse field 5, from
+/// docs/protocol.md §1.2 (cdi_devices, ContainerAllocateResponse field 5, from
 /// kubelet 1.28): kubelets 1.26-1.27 drop them, and 1.28 passes them to the
 /// runtime only with gate DevicePluginCDIDevices (alpha, off by default; PR
 /// #118254). An answer with ONLY CDI devices then gives the container nothing

@@ -184,7 +184,7 @@ async fn a_device_limit_of_0_still_gives_hints_that_can_reject_the_pod_in_every_
     }
 }
 
-/// The kubelet's refusals at startup (topology.md §1 NUMA limit, §2.6): exit 2 with its text.
+/// The kubelet's refusals at startup (docs/topology.md §1 NUMA limit, §2.6): exit 2 with its text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_topology_flags_are_refused_like_the_kubelet() {
     let sb = Sandbox::new();

@@ -286,7 +286,7 @@ async fn smoke_matrix_passes_a_well_behaved_plugin_on_three_releases() {
     assert_eq!(root.attribute("tests").unwrap().parse::<usize>().unwrap(), total);
 }
 
-/// kubelet-versions.md §2: a plugin that calls Register twice on the same
+/// docs/kubelet-versions.md §2: a plugin that calls Register twice on the same
 /// socket passes on 1.28 and 1.36 (replace by name) and fails from 1.37
 /// (PR #135437: a second client at a live (name, socket) is rejected).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -528,7 +528,7 @@ async fn plugins_registry_plugins_the_device_manager_refused_are_retried_from_1_
     }
 }
 
-/// kubelet-versions.md §8 "Get" (no such method in 1.26; gate
+/// docs/kubelet-versions.md §8 "Get" (no such method in 1.26; gate
 /// `KubeletPodResourcesGet`: alpha and off 1.27-1.33, on from 1.34) and "Rate limit" (100 qps, burst 10, from 1.27;
 /// none in 1.26): the sim's PodResources server follows the version played.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -805,7 +805,7 @@ async fn a_register_call_given_up_by_the_plugin_still_registers_up_to_1_34() {
     sim.stop().await.unwrap();
 }
 
-/// docs/kubelet-versions.md §1, 1.35+ (inferred, unverified): the Register call's
+/// docs/kubelet-versions.md §1, 1.35+ (the 1.35.4 code passes it on): the Register call's
 /// context bounds the dial-back and GetDevicePluginOptions, so a plugin that
 /// gives up on its call makes the kubelet's dial fail; §2, 1.35-1.36: that
 /// failure drops the name's only client, so a live earlier plugin of the name

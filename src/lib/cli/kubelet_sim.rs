@@ -330,7 +330,7 @@ mod tests {
     use crate::cli::Cli;
     use clap::Parser;
 
-    /// A bad `--kubelet-version` (kubelet-versions.md: the sim plays 1.26 … 1.37
+    /// A bad `--kubelet-version` (docs/kubelet-versions.md: the sim plays 1.26 … 1.37
     /// and master) is named once by clap, followed by the valid list.
     #[test]
     fn a_bad_kubelet_version_names_the_flag_once_and_the_valid_list() {

@@ -31,7 +31,7 @@ Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
     up to 1.33, nothing after the trailing space from 1.34.
   - a plugin's Register deadline: 1.26-1.34 dial back under a background
     context, so a plugin whose call timed out can still end up registered;
-    1.35+ (inferred) abort the dial-back and options when the call ends, a
+    1.35+ abort the dial-back and options when the call ends, a
     failed Register like any other (1.35-1.36: a live plugin of the name is
     then untracked; 1.37+: one at the same socket).
   - Allocate's cdi_devices (added in 1.28): 1.26-1.27 drop them (the report

@@ -162,7 +162,7 @@ impl Registration for RegistrationService {
             });
             return Err(Status::resource_exhausted(text));
         }
-        // kubelet-versions.md §1 (every version): filepath.Join, not Path::join.
+        // docs/kubelet-versions.md §1 (every version): filepath.Join, not Path::join.
         let socket = go_join(&self.inner.paths.dir, &r.endpoint);
         let input = RegisterInput {
             version: r.version,
@@ -173,7 +173,7 @@ impl Registration for RegistrationService {
             request_options: r.options,
         };
         let result = if self.inner.config.kubelet_version.register_context_bounds_dial() {
-            // 1.35+ (inferred): the Register call's context bounds the
+            // 1.35+: the Register call's context bounds the
             // dial-back and GetDevicePluginOptions, so a plugin that gives up
             // on its call (deadline, cancel) aborts the registration, as
             // dropping this future does; the guard then fails it as the
@@ -616,7 +616,7 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         // neither runClient nor DeRegisterPlugin, so nothing disconnects it.
         let dropped_client = !version.replaces_by_name() && r.untracked_clients.iter().any(|(i, _)| *i == id);
         if (r.untracked && version.replaces_by_name()) || dropped_client {
-            // kubelet-versions.md §2 (1.26-1.36): runClient finds no client
+            // docs/kubelet-versions.md §2 (1.26-1.36): runClient finds no client
             // under the name (a later Register failed and deregistered it), so
             // PluginDisconnected is never called: devices keep their health,
             // no grace period, the endpoint stays for Allocate.

@@ -78,7 +78,7 @@ pub(crate) struct Resource {
     /// old connection); from 1.37 they stay in the endpoint store, and one
     /// takes over when the current endpoint's stream ends.
     pub superseded: Vec<Endpoint>,
-    /// kubelet-versions.md §2 (1.26-1.36): a Register of this name failed its
+    /// docs/kubelet-versions.md §2 (1.26-1.36): a Register of this name failed its
     /// dial-back or GetDevicePluginOptions while a client was live, and
     /// `deregisterClient(name)` dropped the registration server's entry. The
     /// running streams' ends then find no client: no disconnect, no grace

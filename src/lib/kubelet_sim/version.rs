@@ -261,7 +261,7 @@ impl KubeletVersion {
         self.at_least(34)
     }
 
-    /// §1: from 1.35 (inferred from PR #134293; unverified) the Register
+    /// §1: from 1.35 (PR #134293; read in the 1.34.4 and 1.35.4 code) the Register
     /// call's context bounds the dial-back and GetDevicePluginOptions, so a
     /// plugin's Register deadline aborts the kubelet's side. Before, the
     /// kubelet used a background context.
@@ -348,7 +348,7 @@ impl KubeletVersion {
             "v1 checkpoints read: up to 1.30",
             "Allocate's cdi_devices (field 5) known: from 1.28; 1.26-1.27 drop them; 1.28 keeps them in the cached answer but passes none to the runtime (DevicePluginCDIDevices alpha, off)",
             "PodResources: rate limit and Get from 1.27; Get on by default from 1.34; sidecars listed from 1.30; active pods only from 1.34",
-            "Register's deadline bounds the dial-back: 1.35+ (inferred, unverified)",
+            "Register's deadline bounds the dial-back: 1.35+",
             "plugins_registry plugin refused by the device manager (dial-back, options): retried from 1.36 (PR #133335); 1.26-1.35 never, until its socket is re-created",
             "device topology hints: over every machine NUMA node up to 1.35; only the nodes hosting the resource's devices from 1.36",
             "topology policy options: prefer-closest-numa-nodes from 1.28 (alpha, off, before); max-allowable-numa-nodes from 1.31",
@@ -513,7 +513,7 @@ mod tests {
         assert!(!v(26).podresources_rate_limited() && v(27).podresources_rate_limited());
         assert!(!v(29).list_includes_sidecars() && v(30).list_includes_sidecars());
         assert!(!v(33).list_active_pods_only() && v(34).list_active_pods_only());
-        // §1 Register context (inferred 1.35).
+        // §1 Register context (from 1.35).
         assert!(!v(34).register_context_bounds_dial() && v(35).register_context_bounds_dial());
         // §9, §6.
         assert!(!v(31).has_device_plugin_healthz() && v(32).has_device_plugin_healthz());

@@ -757,7 +757,7 @@ impl Runner {
             return;
         }
         if let Some(c) = cdi_only_container(&outcome, &reg) {
-            // protocol.md §1.2: cdi_devices (field 5) exist from 1.28; 1.26-1.27
+            // docs/protocol.md §1.2: cdi_devices (field 5) exist from 1.28; 1.26-1.27
             // drop them and 1.28 passes them on only with its alpha gate
             // DevicePluginCDIDevices (off by default), so an answer with
             // nothing else gives the container nothing from the plugin. With
