@@ -115,10 +115,10 @@ Where the sim deliberately differs from a real kubelet:
   - The checkpoint is written as the kubelet writes it during admission (after
     each container's devices, before the answer), and more durably: the
     directory is fsynced after the rename, so an answered admission survives
-    a kill or a power cut. Writes after ListAndWatch updates come within
-    100 ms instead of at once. A deletion is written within 100 ms too (the
-    kubelet writes nothing then; its next write drops the pod): after a
-    restart the sim cannot tell a deleted pod from a running one.
+    a kill or a power cut. Writes after ListAndWatch updates happen at
+    once, as the kubelet's. A deletion is written within 100 ms (the kubelet
+    writes nothing then; its next write drops the pod): after a restart the
+    sim cannot tell a deleted pod from a running one.
   - At most 1,024 distinct resource names are tracked (a kubelet has no limit;
     each name costs a device table, a connection and a stream): a Register of
     a new name over it is refused with ResourceExhausted and a text saying
