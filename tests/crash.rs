@@ -71,9 +71,21 @@ impl Tally {
 
 /// A sim on `dir`; `again`: after a crash, with `--force`, so that it
 /// deletes every socket at start as a kubelet does, and the plugin, seeing
-/// its socket gone, registers again.
+/// its socket gone, registers again. Release 1.36: from 1.37 the kubelet
+/// refuses a second Register on a live (name, socket), and the mock can
+/// register twice in the restart race (kubelet.sock created, then its own
+/// socket deleted); that is about the plugin, not about crash safety.
 fn sim(dir: &Path, again: bool) -> Child {
-    let mut args = vec!["kubelet-sim", "--dir", dir.to_str().unwrap(), "-o", "json", "--no-podresources"];
+    let mut args = vec![
+        "kubelet-sim",
+        "--dir",
+        dir.to_str().unwrap(),
+        "-o",
+        "json",
+        "--no-podresources",
+        "--kubelet-version",
+        "1.36",
+    ];
     if again {
         args.push("--force");
     }

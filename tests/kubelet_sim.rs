@@ -1039,7 +1039,13 @@ async fn registrations_over_the_resource_limit_are_refused() {
     )
     .await;
     assert!(format!("{ev:?}").contains("distinct resource names"));
-    client.register(ok("example.com/r0".into())).await.expect("a known name registers again");
+    // At another socket: from 1.37 a second Register on a live (name,
+    // socket) is refused by the kubelet itself ("device plugin already
+    // connected"), which is not what this test is about.
+    let second = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::conformant());
+    let _stop2 = second.serve(&sb.join("p2.sock")).await;
+    let again = dp::RegisterRequest { endpoint: "p2.sock".into(), ..ok("example.com/r0".into()) };
+    client.register(again).await.expect("a known name registers again");
     let st = sim.summary();
     assert_eq!((st.resource_limit, st.refused_over_limit), (LIMIT, 1));
     sim.stop().await.unwrap();

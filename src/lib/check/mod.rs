@@ -202,6 +202,20 @@ impl Case for CheckId {
     }
 }
 
+/// Checks that existed once, with why they went. `--skip` accepts them (a
+/// CI line skipping a check that no longer runs keeps working); `--only`
+/// names them in its error.
+pub const RETIRED: &[(&str, &str)] = &[(
+    "registration-options-agree",
+    "removed: every kubelet ignores RegisterRequest.options (only GetDevicePluginOptions counts), so a \
+     difference never breaks a plugin; options-answer notes it in its evidence",
+)];
+
+/// Why `name` is no longer a check, if it was one.
+pub fn retired(name: &str) -> Option<&'static str> {
+    RETIRED.iter().find(|(n, _)| *n == name).map(|(_, why)| *why)
+}
+
 /// Picks checks by name: all of them, or only `only`, minus `skip`.
 /// Unknown names are an error that lists the valid ones.
 pub fn select(only: &[String], skip: &[String]) -> Result<Vec<CheckId>> {
@@ -210,9 +224,14 @@ pub fn select(only: &[String], skip: &[String]) -> Result<Vec<CheckId>> {
             .iter()
             .map(|n| n.trim())
             .filter(|n| !n.is_empty())
+            .filter(|n| flag != "--skip" || retired(n).is_none())
             .map(|n| {
-                CheckId::from_name(n).ok_or_else(|| {
-                    Error::invalid(flag, format!("unknown check {n:?}; valid checks: {}", CheckId::names().join(", ")))
+                CheckId::from_name(n).ok_or_else(|| match retired(n) {
+                    Some(why) => Error::invalid(flag, format!("check {n:?} was {why}")),
+                    None => Error::invalid(
+                        flag,
+                        format!("unknown check {n:?}; valid checks: {}", CheckId::names().join(", ")),
+                    ),
                 })
             })
             .collect()
@@ -468,6 +487,19 @@ impl Finding {
 
 #[cfg(test)]
 mod tests {
+
+    // A CI line written when registration-options-agree existed keeps
+    // working with --skip; --only says why it is gone.
+    #[test]
+    fn a_retired_check_is_accepted_by_skip_and_explained_by_only() {
+        let all = select(&[], &[]).unwrap();
+        assert_eq!(select(&[], &["registration-options-agree".into()]).unwrap(), all);
+        let e = select(&["registration-options-agree".into()], &[]).unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+        assert!(e.to_string().contains("ignores RegisterRequest.options"), "{e}");
+        assert!(select(&[], &["no-such-check".into()]).unwrap_err().to_string().contains("unknown check"));
+    }
+
     use super::*;
 
     #[test]

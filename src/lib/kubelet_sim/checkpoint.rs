@@ -226,9 +226,9 @@ pub(crate) fn load(path: &Path, marker: &Path, adopt: bool, legacy: LegacyFormat
     Loaded { status, checkpoint }
 }
 
-/// Writes the checkpoint durably and records (first) that the sim wrote it.
-/// `tag` names the temporary files ([`clean_temps`]).
-pub(crate) fn write_owned(cp: &Checkpoint, path: &Path, marker: &Path, tag: &str) -> Result<()> {
+/// Writes the checkpoint (fsynced when `durable`) and records (first) that
+/// the sim wrote it. `tag` names the temporary files ([`clean_temps`]).
+pub(crate) fn write_owned(cp: &Checkpoint, path: &Path, marker: &Path, tag: &str, durable: bool) -> Result<()> {
     use crate::checkpoint::{Temp, write_with};
     let bytes = cp.to_json();
     let new = Written::of(&bytes);
@@ -239,12 +239,12 @@ pub(crate) fn write_owned(cp: &Checkpoint, path: &Path, marker: &Path, tag: &str
     let record =
         serde_json::to_vec(&record).map_err(|e| Error::io(format!("encoding {}", marker.display()), e.into()))?;
     write_with(marker, &record, &Temp { tag: Some(tag), durable: false })?;
-    write_with(path, &bytes, &Temp { tag: Some(tag), durable: true })
+    write_with(path, &bytes, &Temp { tag: Some(tag), durable })
 }
 
-/// Writes the sim's own allocations file durably.
-pub(crate) fn write_journal(cp: &Checkpoint, path: &Path, tag: &str) -> Result<()> {
-    crate::checkpoint::write_with(path, &cp.to_json(), &crate::checkpoint::Temp { tag: Some(tag), durable: true })
+/// Writes the sim's own allocations file (fsynced when `durable`).
+pub(crate) fn write_journal(cp: &Checkpoint, path: &Path, tag: &str, durable: bool) -> Result<()> {
+    crate::checkpoint::write_with(path, &cp.to_json(), &crate::checkpoint::Temp { tag: Some(tag), durable })
 }
 
 /// The sim's own allocations file: `Ok(None)` when there is none; an error
@@ -401,7 +401,7 @@ mod tests {
         let loaded = load(&path, &marker, false, LegacyFormat::Refuse);
         assert_eq!((loaded.status.found.as_str(), loaded.status.writes), ("none", true));
         let cp = from_state(&State::new(std::time::Duration::from_secs(1)));
-        write_owned(&cp, &path, &marker, "0a").unwrap();
+        write_owned(&cp, &path, &marker, "0a", true).unwrap();
         let loaded = load(&path, &marker, false, LegacyFormat::Refuse);
         assert_eq!((loaded.status.found.as_str(), loaded.status.writes), ("valid", true));
         // Someone else rewrites it (same data, other bytes): read-only from now on.

@@ -8,7 +8,7 @@ pub const VERSIONS_AND_DIFFERENCES: &str = "\
 Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
   1.26, 1.27, ... 1.37, master. master is 1.37 plus what is known to be
   merged after it; nothing known changes the device manager, so master
-  plays 1.37. What changes between them (docs/kubelet.md):
+  plays 1.37. What changes between them (docs/kubelet-versions.md):
   - same resource registered again: 1.26-1.36 replace the plugin by name; the
     old connection stays open and its stream still feeds the resource, and
     when it ends the kubelet disconnects the NEW plugin (issue #121994).

@@ -313,8 +313,11 @@ impl Inner {
     /// (`genericDeviceUpdateCallback` and `GetCapacity` in
     /// pkg/kubelet/cm/devicemanager/manager.go): a reader sees the new
     /// registered devices as soon as the update is applied.
+    /// Not fsynced: the update holds no admission a crash could take back
+    /// (the next write repeats it), and a plugin flapping health must not
+    /// cost two disk syncs per message.
     fn write_checkpoint_now(&self) {
-        if let Err(e) = self.write_checkpoint() {
+        if let Err(e) = self.write_checkpoint_with(false) {
             tracing::warn!(error = %e, "could not write the checkpoint");
         }
     }
@@ -355,16 +358,21 @@ impl Inner {
     /// nothing with `--no-checkpoint`. The snapshot is taken under the write
     /// turn, so an older one never lands after a newer one.
     fn write_checkpoint(&self) -> Result<()> {
+        self.write_checkpoint_with(true)
+    }
+
+    /// [`Inner::write_checkpoint`], fsynced only when `durable`.
+    fn write_checkpoint_with(&self, durable: bool) -> Result<()> {
         if !self.config.checkpoint {
             return Ok(());
         }
         let _turn = self.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if self.writes_checkpoint() {
             let cp = checkpoint::from_state(&self.lock());
-            checkpoint::write_owned(&cp, &self.paths.checkpoint, &self.paths.marker, &self.tmp_tag)
+            checkpoint::write_owned(&cp, &self.paths.checkpoint, &self.paths.marker, &self.tmp_tag, durable)
         } else {
             let cp = checkpoint::journal_from_state(&self.lock());
-            checkpoint::write_journal(&cp, &self.paths.journal, &self.tmp_tag)
+            checkpoint::write_journal(&cp, &self.paths.journal, &self.tmp_tag, durable)
         }
     }
 
@@ -1017,7 +1025,7 @@ impl SimHandle {
         let checkpoint = if inner.writes_checkpoint() {
             {
                 let _write = inner.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                checkpoint::write_owned(&snapshot, &inner.paths.checkpoint, &inner.paths.marker, &inner.tmp_tag)?;
+                checkpoint::write_owned(&snapshot, &inner.paths.checkpoint, &inner.paths.marker, &inner.tmp_tag, true)?;
             }
             match crate::checkpoint::Checkpoint::read(&inner.paths.checkpoint, inner.config.checkpoint_v1)? {
                 Some(cp) if cp.verify().ok() => cp,

@@ -262,6 +262,9 @@ pub(crate) struct RegisterInput {
 
 /// Validates, dials back, asks for the options, stores the endpoint and
 /// starts ListAndWatch. The error is the kubelet's text.
+// long: the kubelet's Register in its order (count, version, name, the sim's
+// resource limit, dial-back, options, store, stream), each step a few lines
+// with its own rejection; split, the order would be spread over helpers.
 pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result<(), String> {
     let started = Instant::now();
     let reject = |message: String| {
@@ -672,8 +675,7 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         (socket, r.counts(), generation, grace)
     };
     tracing::info!(resource, reason = %reason, "ListAndWatch ended unexpectedly for device plugin");
-    // No write here: the kubelet's PluginDisconnected marks the devices
-    // unhealthy without writing; the file changes at the next write.
+    // No checkpoint write: the kubelet's PluginDisconnected does not write.
     inner.emit(EventKind::StreamEnded {
         resource: resource.to_string(),
         socket,

@@ -187,6 +187,8 @@ pub fn select_skips(names: &[String]) -> Result<(Vec<StepId>, Vec<CheckId>)> {
             steps.push(s);
         } else if let Some(c) = CheckId::from_name(n) {
             checks.push(c);
+        } else if crate::check::retired(n).is_some() {
+            // A check that no longer exists is already not run.
         } else {
             let valid: Vec<&str> =
                 StepId::ALL.iter().filter(|s| s.skippable()).map(|s| s.name()).chain(CheckId::names()).collect();
