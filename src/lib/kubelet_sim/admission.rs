@@ -13,12 +13,12 @@ use serde::{Deserialize, Serialize};
 
 use super::Inner;
 use super::events::EventKind;
+use super::manager::{Alloc, Pod, numa_map};
 pub use super::outcome::{
     AdmitOutcome, ContainerOutcome, PreferredCall, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
 };
 pub use super::pod::{ContainerKind, ContainerSpec, PodSpec};
 use super::registration::go_rpc_error;
-use super::state::{Alloc, Pod, numa_map};
 use crate::error::{Error, Result};
 use crate::model::ContainerAllocation;
 use crate::plugin_client::PluginClient;
@@ -83,7 +83,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         }
     }
     // Admitted: the devices are the pod's from now on.
-    let views = super::state::container_views(&pod);
+    let views = super::manager::container_views(&pod);
     let pre_start = plan_pre_start(inner, &pod);
     {
         let mut st = inner.lock();
@@ -383,8 +383,8 @@ fn plan_allocation(
     Ok(Some(Plan {
         reused,
         take: crate::topology::plan_take(&allocated, &ids, &split, needed, required),
-        preferred: ep.filter(|e| e.options.get_preferred_allocation_available).map(|e| e.client.clone()),
-        client: ep.map(|e| e.client.clone()),
+        preferred: ep.filter(|e| e.options.get_preferred_allocation_available).and_then(|e| inner.client(e.id)),
+        client: ep.and_then(|e| inner.client(e.id)),
     }))
 }
 
@@ -499,7 +499,7 @@ fn plan_pre_start(inner: &Arc<Inner>, pod: &Pod) -> PreStartPlan {
                     let ep = st.resources.get(r).and_then(|x| x.endpoint.as_ref());
                     match ep {
                         Some(e) if !e.options.pre_start_required => None,
-                        Some(e) => Some((r.clone(), ids, Some(e.pre_start_client.clone()))),
+                        Some(e) => Some((r.clone(), ids, inner.pre_start_client(e.id))),
                         None => Some((r.clone(), ids, None)),
                     }
                 })
@@ -623,7 +623,7 @@ pub(crate) async fn restart_container(
                     "device plugin PreStartContainer rpc failed with err: endpoint {} has been stopped",
                     e.socket.display()
                 ))),
-                Some(e) => Some(Ok(e.pre_start_client.clone())),
+                Some(e) => inner.pre_start_client(e.id).map(Ok),
                 None if res.is_some_and(|x| !x.removed) => None, // restored, plugin not back: opts nil, no call
                 None => Some(Err(format!("endpoint not found in cache for a registered resource: {r}"))),
             };
@@ -693,23 +693,17 @@ pub struct DeleteOutcome {
 /// Deletes a pod and frees its devices.
 pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> Result<DeleteOutcome> {
     let _turn = inner.admission.lock().await;
-    let pod = {
-        let mut st = inner.lock();
-        let Some(i) = st.pod_index(namespace, name) else {
-            let known: Vec<String> = st.pods.iter().map(|p| format!("{}/{}", p.spec.namespace, p.spec.name)).collect();
-            return Err(Error::invalid(
-                format!("pod {namespace}/{name}"),
-                if known.is_empty() {
-                    "not found (no pods are admitted)".to_string()
-                } else {
-                    format!("not found (admitted: {})", known.join(", "))
-                },
-            ));
-        };
-        let p = st.pods.remove(i);
-        st.exclusive_cpus.remove(p.uid());
-        p
-    };
+    let deleted = inner.lock().delete_pod(namespace, name);
+    let pod = deleted.map_err(|known| {
+        Error::invalid(
+            format!("pod {namespace}/{name}"),
+            if known.is_empty() {
+                "not found (no pods are admitted)".to_string()
+            } else {
+                format!("not found (admitted: {})", known.join(", "))
+            },
+        )
+    })?;
     let mut freed: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for by_res in pod.allocs.values() {
         for (r, a) in by_res {

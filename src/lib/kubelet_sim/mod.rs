@@ -20,12 +20,12 @@ pub mod checkpoint;
 pub mod control;
 pub mod differences;
 pub mod events;
+mod manager;
 mod outcome;
 mod pod;
 mod podres;
 mod registration;
 mod registry;
-mod state;
 pub mod steer;
 pub mod topology;
 pub mod version;
@@ -47,18 +47,17 @@ pub use admission::{
 };
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
+pub use manager::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use registration::{DIAL_FAILED, MAX_RESOURCES, go_rpc_error};
-pub use state::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use version::{CleanupRule, KubeletVersion};
 
 use crate::error::{Error, Result};
 use crate::model::Counts;
+use crate::plugin_client::PluginClient;
 use crate::podresources::server::{PodResourcesService, ServerConfig};
 use crate::proto::deviceplugin::v1beta1::registration_server::RegistrationServer;
 use crate::transport::{self, BindOptions};
-#[cfg(test)]
-use state::Pod;
-use state::{Resource, State, StatusPaths};
+use manager::{Effect, Effects, Manager, StatusPaths};
 
 /// The kubelet's `endpointStopGracePeriod`.
 pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(5 * 60);
@@ -226,6 +225,17 @@ pub struct RestartReport {
     pub resources: Vec<ResourceReturn>,
 }
 
+/// The connection to a registered plugin (the manager keeps the endpoint
+/// under the same ID).
+struct Conn {
+    /// Client for Allocate and GetPreferredAllocation.
+    client: PluginClient,
+    /// Client for PreStartContainer (its own deadline).
+    pre_start: PluginClient,
+    /// The ListAndWatch task.
+    task: Option<tokio::task::AbortHandle>,
+}
+
 /// The socket server of kubelet.sock, stopped and re-created on restart.
 struct ServerTask {
     stop: tokio::sync::oneshot::Sender<()>,
@@ -250,7 +260,10 @@ struct Paths {
 pub(crate) struct Inner {
     config: SimConfig,
     paths: Paths,
-    state: Mutex<State>,
+    /// The device manager: every change to what the sim knows goes through it.
+    manager: Mutex<Manager>,
+    /// The plugin connections, by endpoint ID (the manager stores the endpoints).
+    conns: Mutex<std::collections::HashMap<u64, Conn>>,
     events: broadcast::Sender<SimEvent>,
     first_events: Mutex<Option<broadcast::Receiver<SimEvent>>>,
     /// Admissions, deletions and restarts take turns, as the kubelet's sync loop does.
@@ -280,7 +293,13 @@ impl Inner {
         let (shutdown, _) = watch::channel(false);
         Inner {
             tmp_tag: checkpoint::temp_tag(&paths.marker),
-            state: Mutex::new(State::new(config.grace_period)),
+            manager: Mutex::new(Manager::new(
+                config.kubelet_version,
+                config.grace_period,
+                config.max_resources,
+                Instant::now(),
+            )),
+            conns: Mutex::new(std::collections::HashMap::new()),
             config,
             paths,
             events,
@@ -298,10 +317,46 @@ impl Inner {
         }
     }
 
-    /// The state. A poisoned lock (a panic elsewhere) still holds consistent
-    /// data: every update is done in one critical section without awaits.
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The device manager. A poisoned lock (a panic elsewhere) still holds
+    /// consistent data: every transition is one call without awaits.
+    fn lock(&self) -> MutexGuard<'_, Manager> {
+        self.manager.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The plugin connections.
+    fn conns(&self) -> MutexGuard<'_, std::collections::HashMap<u64, Conn>> {
+        self.conns.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The Allocate/GetPreferredAllocation client of endpoint `id`.
+    fn client(&self, id: u64) -> Option<PluginClient> {
+        self.conns().get(&id).map(|c| c.client.clone())
+    }
+
+    /// The PreStartContainer client of endpoint `id`.
+    fn pre_start_client(&self, id: u64) -> Option<PluginClient> {
+        self.conns().get(&id).map(|c| c.pre_start.clone())
+    }
+
+    /// Performs what a transition of the manager asks for, in order.
+    fn apply(self: &Arc<Self>, effects: Effects) {
+        for e in effects {
+            match e {
+                Effect::Emit(kind) => self.emit(kind),
+                Effect::WriteCheckpoint => self.write_checkpoint_now(),
+                Effect::StopStream(id) => {
+                    if let Some(t) = self.conns().get_mut(&id).and_then(|c| c.task.take()) {
+                        t.abort();
+                    }
+                }
+                Effect::Close(id) => {
+                    if let Some(t) = self.conns().remove(&id).and_then(|c| c.task) {
+                        t.abort();
+                    }
+                }
+                Effect::StartGrace { resource, generation } => registration::spawn_grace(self, &resource, generation),
+            }
+        }
     }
 
     /// Publishes an event.
@@ -351,7 +406,7 @@ impl Inner {
     /// True when the sim may write the checkpoint (enabled, and it wrote
     /// the file, created it, or was told to adopt it).
     fn writes_checkpoint(&self) -> bool {
-        self.config.checkpoint && self.lock().checkpoint.as_ref().is_some_and(|c| c.writes)
+        self.config.checkpoint && self.lock().writes_checkpoint()
     }
 
     /// Records the allocations durably where the sim keeps them: the
@@ -369,10 +424,10 @@ impl Inner {
         }
         let _turn = self.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if self.writes_checkpoint() {
-            let cp = checkpoint::from_state(&self.lock());
+            let cp = self.lock().checkpoint();
             checkpoint::write_owned(&cp, &self.paths.checkpoint, &self.paths.marker, &self.tmp_tag, durable)
         } else {
-            let cp = checkpoint::journal_from_state(&self.lock());
+            let cp = self.lock().journal();
             checkpoint::write_journal(&cp, &self.paths.journal, &self.tmp_tag, durable)
         }
     }
@@ -544,10 +599,10 @@ fn load_checkpoint(inner: &Arc<Inner>) -> Vec<(String, u64)> {
     };
     announce_checkpoint(inner, &status);
     let writes = status.writes;
-    inner.lock().checkpoint = Some(status);
+    inner.lock().set_checkpoint_status(status);
     let Some(cp) = cp else { return Vec::new() };
     if let Some(j) = &journal {
-        inner.lock().journal_uids = j.data.pod_device_entries.iter().flatten().map(|e| e.pod_uid.clone()).collect();
+        inner.lock().set_journal_uids(j.data.pod_device_entries.iter().flatten().map(|e| e.pod_uid.clone()).collect());
     }
     let restored = restore(inner, &cp);
     // The sim may write the checkpoint again: what its own file held moves
@@ -556,7 +611,7 @@ fn load_checkpoint(inner: &Arc<Inner>) -> Vec<(String, u64)> {
         match inner.write_checkpoint() {
             Ok(()) => {
                 let _ = std::fs::remove_file(&inner.paths.journal);
-                inner.lock().journal_uids.clear();
+                inner.lock().set_journal_uids(BTreeSet::new());
             }
             Err(e) => tracing::warn!(error = %e, "could not write the checkpoint; the allocations file stays"),
         }
@@ -712,48 +767,16 @@ fn announce_checkpoint(inner: &Inner, status: &CheckpointStatus) {
     }
 }
 
-/// Restores a checkpoint into the state: known pods get their devices back,
-/// other entries are kept as they are, and every registered resource waits
-/// at 0 for its plugin. Returns the restored resources and their generations.
+/// Restores a checkpoint into the manager (see [`Manager::restore`]).
 fn restore(inner: &Arc<Inner>, cp: &crate::checkpoint::Checkpoint) -> Vec<(String, u64)> {
-    let mut st = inner.lock();
-    let now = Instant::now();
-    st.resources.clear();
-    st.foreign_entries.clear();
-    for pod in &mut st.pods {
-        pod.allocs.clear();
-    }
-    for e in cp.data.pod_device_entries.iter().flatten() {
-        let alloc = checkpoint::entry_alloc(e);
-        match st.pods.iter_mut().find(|p| p.uid() == e.pod_uid) {
-            Some(p) => {
-                p.allocs.entry(e.container_name.clone()).or_default().insert(e.resource_name.clone(), alloc);
-            }
-            None => st.foreign_entries.push(e.clone()),
-        }
-    }
-    let mut restored = Vec::new();
-    for name in cp.data.registered_devices.iter().flat_map(BTreeMap::keys) {
-        let generation = st.next_id();
-        let r = Resource {
-            reported: true,
-            restored: true,
-            sets: true,
-            stopped_at: Some(now),
-            generation,
-            ..Resource::default()
-        };
-        st.resources.insert(name.clone(), r);
-        restored.push((name.clone(), generation));
-    }
-    restored
+    inner.lock().restore(cp, Instant::now())
 }
 
 /// Binds kubelet.sock and serves the Registration service on it.
 async fn serve_registration(inner: &Arc<Inner>) -> Result<()> {
     let opts = BindOptions { force: inner.config.force, force_flag: inner.config.force_flag, ..BindOptions::default() };
     let listener = transport::bind(&inner.paths.kubelet_socket, &opts).await?;
-    inner.lock().socket_created = Instant::now();
+    inner.lock().socket_served(Instant::now());
     let service = registration::RegistrationService { inner: Arc::clone(inner) };
     let router = transport::server_builder().add_service(RegistrationServer::new(service));
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
@@ -863,22 +886,7 @@ impl SimHandle {
     async fn release_restored(&self, namespace: &str, uid: &str) -> Option<DeleteOutcome> {
         let inner = &self.inner;
         let _turn = inner.admission.lock().await;
-        let freed = {
-            let mut st = inner.lock();
-            if st.pod_index(namespace, uid).is_some() || !st.foreign_entries.iter().any(|e| e.pod_uid == uid) {
-                return None;
-            }
-            let mut freed: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            st.foreign_entries.retain(|e| {
-                if e.pod_uid != uid {
-                    return true;
-                }
-                let list = freed.entry(e.resource_name.clone()).or_default();
-                list.extend(e.device_ids.ids().into_iter().filter(|id| !list.contains(id)).collect::<Vec<_>>());
-                false
-            });
-            freed
-        };
+        let freed = inner.lock().release_restored(namespace, uid)?;
         inner.dirty();
         let ns = "(checkpoint)".to_string();
         inner.emit(EventKind::PodDeleted { pod: uid.into(), namespace: ns.clone(), freed: freed.clone() });
@@ -887,7 +895,7 @@ impl SimHandle {
 
     /// The state: resources, plugins, pods.
     pub fn status(&self) -> SimStatus {
-        let mut s = self.inner.lock().status(&self.inner.status_paths(), true);
+        let mut s = self.inner.lock().status(&self.inner.status_paths(), true, Instant::now());
         s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
@@ -896,7 +904,7 @@ impl SimHandle {
 
     /// Like [`SimHandle::status`] without the device lists (cheap with many devices).
     pub fn summary(&self) -> SimStatus {
-        let mut s = self.inner.lock().status(&self.inner.status_paths(), false);
+        let mut s = self.inner.lock().status(&self.inner.status_paths(), false, Instant::now());
         s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
@@ -906,7 +914,7 @@ impl SimHandle {
     /// Capacity and allocatable per resource, as node status shows them
     /// (resources not yet in node status are left out).
     pub fn counts(&self) -> BTreeMap<String, Counts> {
-        self.inner.lock().resources.iter().filter(|(_, r)| r.reported).map(|(n, r)| (n.clone(), r.counts())).collect()
+        self.inner.lock().counts()
     }
 
     /// Waits until `pred` holds for [`SimHandle::counts`], at most `timeout`.
@@ -937,7 +945,7 @@ impl SimHandle {
 
     /// Sets the grace period after a stream end (running timers follow it).
     pub fn set_grace_period(&self, grace: Duration) {
-        self.inner.lock().grace_period = grace;
+        self.inner.lock().set_grace_period(grace);
         self.inner.grace_changed.notify_waiters();
         self.inner.emit(EventKind::GracePeriodSet { grace_period_ms: crate::text::millis(grace) });
     }
@@ -956,17 +964,12 @@ impl SimHandle {
         if inner.is_stopped() {
             return Err(Error::invalid("kubelet-sim", "the sim has stopped"));
         }
-        let expected: Vec<String> =
-            inner.lock().resources.iter().filter(|(_, r)| !r.removed).map(|(n, _)| n.clone()).collect();
+        let expected: Vec<String> = inner.lock().expected_back();
         inner.emit(EventKind::Restarting { resources: expected.clone() });
         stop_registration(inner).await;
-        let snapshot = {
-            let mut st = inner.lock();
-            for r in st.resources.values_mut() {
-                r.drop_connections();
-            }
-            checkpoint::from_state(&st)
-        };
+        let closed = inner.lock().drop_connections();
+        inner.apply(closed);
+        let snapshot = inner.lock().checkpoint();
         // The kubelet writes its checkpoint and the new one reads it back; a
         // checkpoint the sim may not write is left alone and the state carries over.
         let checkpoint = if inner.writes_checkpoint() {
@@ -982,15 +985,12 @@ impl SimHandle {
             snapshot
         };
         let restored = restore(inner, &checkpoint);
-        let restored_pods = {
-            let st = inner.lock();
-            st.pods.iter().filter(|p| !p.allocs.is_empty()).count()
-        };
+        let restored_pods = inner.lock().pods_with_devices();
         let cleanup = inner.cleanup();
         let mut rx = self.subscribe();
         serve_registration(inner).await?;
-        let t0 = inner.lock().socket_created;
-        inner.lock().restarts += 1;
+        let t0 = inner.lock().socket_created();
+        inner.lock().restarted();
         for (name, generation) in &restored {
             registration::spawn_grace(inner, name, *generation);
         }
@@ -1047,21 +1047,19 @@ impl SimHandle {
 
     /// Per expected resource: registered since `t0`, and how fast.
     fn returns(&self, expected: &[String], t0: Instant) -> Vec<ResourceReturn> {
-        let st = self.inner.lock();
+        let m = self.inner.lock();
         let ms = crate::text::millis;
         expected
             .iter()
             .map(|name| {
-                let r = st.resources.get(name);
-                let ep = r.and_then(|r| r.endpoint.as_ref()).filter(|e| e.registered_at >= t0);
-                let c = r.map(Resource::counts).unwrap_or_default();
+                let r = m.returned(name, t0);
                 ResourceReturn {
                     resource: name.clone(),
-                    reregistered: ep.is_some(),
-                    register_after_ms: ep.map(|e| ms(e.registered_at - t0)),
-                    first_snapshot_after_ms: ep.and_then(|e| e.first_snapshot_at).map(|at| ms(at - t0)),
-                    capacity: c.capacity,
-                    allocatable: c.allocatable,
+                    reregistered: r.registered_at.is_some(),
+                    register_after_ms: r.registered_at.map(|at| ms(at - t0)),
+                    first_snapshot_after_ms: r.first_snapshot_at.map(|at| ms(at - t0)),
+                    capacity: r.counts.capacity,
+                    allocatable: r.counts.allocatable,
                 }
             })
             .collect()
@@ -1076,12 +1074,8 @@ impl SimHandle {
         }
         let _turn = inner.admission.lock().await;
         stop_registration(inner).await;
-        {
-            let mut st = inner.lock();
-            for r in st.resources.values_mut() {
-                r.drop_connections();
-            }
-        }
+        let closed = inner.lock().drop_connections();
+        inner.apply(closed);
         let tasks: Vec<JoinHandle<()>> =
             std::mem::take(&mut *inner.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         for t in tasks {
@@ -1139,19 +1133,19 @@ mod tests {
         let inner = Arc::new(Inner::new(SimConfig::new("/tmp/nowhere"), paths));
         let mut spec = PodSpec::shorthand("p", "default", &[("example.com/gpu".into(), 1)]);
         spec.uid = Some("uid-1".into());
-        let alloc = state::Alloc {
+        let alloc = manager::Alloc {
             ids: vec!["g0".into()],
             by_numa: BTreeMap::from([(0, vec!["g0".to_string()])]),
             response: Default::default(),
         };
-        inner.lock().pods.push(Pod {
+        inner.lock().pods.push(manager::Pod {
             spec,
             allocs: BTreeMap::from([(
                 "c0".to_string(),
                 BTreeMap::from([("example.com/gpu".to_string(), alloc.clone())]),
             )]),
         });
-        let mut cp = checkpoint::from_state(&inner.lock());
+        let mut cp = inner.lock().checkpoint();
         let mut foreign = cp.data.pod_device_entries.clone().unwrap()[0].clone();
         foreign.pod_uid = "other".into();
         cp.data.pod_device_entries.as_mut().unwrap().push(foreign);

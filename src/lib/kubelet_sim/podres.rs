@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::Inner;
 use super::admission::ContainerKind;
-use super::state::{NO_TOPOLOGY, Pod};
+use super::manager::{NO_TOPOLOGY, Pod};
 use crate::podresources::server::{Provider, to_v1alpha1};
 use crate::proto::podresources::{v1, v1alpha1};
 

@@ -10,12 +10,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::Inner;
+use super::manager::State;
 use super::outcome::{
     AdmitOutcome, ContainerOutcome, PreferredCall, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, numa_ids,
 };
 pub use super::outcome::{NumaIds, Placement, ProviderHintsView, TopologyDecision, TopologyReport};
 use super::pod::{ContainerKind, ContainerSpec, PodSpec};
-use super::state::State;
 use crate::error::{Error, Result};
 use crate::topology::{
     self, CpuPolicy, Hint, Mask, Policy, ProviderHints, Role, Scope, TOPOLOGY_AFFINITY_ERROR,
@@ -402,7 +402,7 @@ fn dry_run_resource(
     let take = topology::plan_take(&reused, &ids, &split, needed, required);
     let offers = r.endpoint.as_ref().is_some_and(|e| e.options.get_preferred_allocation_available);
     let devices = take.finish(&[], required);
-    let by_numa = super::state::numa_map(&devices, &r.devices);
+    let by_numa = super::manager::numa_map(&devices, &r.devices);
     drop(st);
     t.placed(&c.name, resource, &devices, &by_numa);
     Ok(Some(ResourceOutcome {
@@ -436,8 +436,8 @@ mod tests {
         use crate::model::Device;
         let dev =
             |id: &str, numa: i64| Device { id: id.into(), health: "Healthy".into(), numa_nodes: Some(vec![numa]) };
-        let mut st = State::new(std::time::Duration::from_secs(1));
-        let r = super::super::state::Resource {
+        let mut st = State::new(std::time::Duration::from_secs(1), std::time::Instant::now());
+        let r = super::super::manager::Resource {
             sets: true,
             devices: vec![dev("D0", 0), dev("D0", 0), dev("D1", 1)],
             ..Default::default()

@@ -1,6 +1,7 @@
 //! The simulated device manager's state: per resource the last snapshot and
-//! the plugin endpoint, per pod the devices of each container. All of it sits
-//! behind one mutex that is never held across an await.
+//! the plugin endpoint, per pod the devices of each container. Only the
+//! manager (this folder) changes it; the shell holds it behind one mutex
+//! that is never held across an await.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -8,18 +9,19 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::events::Via;
-use super::outcome::CheckpointStatus;
-use super::pod::PodSpec;
+use crate::kubelet_sim::events::Via;
+use crate::kubelet_sim::outcome::CheckpointStatus;
+use crate::kubelet_sim::pod::PodSpec;
 use crate::model::{self, Counts, Device};
-use crate::plugin_client::PluginClient;
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 /// NUMA key of a device that reports no topology (the kubelet's `nodeWithoutTopology`).
 pub const NO_TOPOLOGY: i64 = -1;
 
-/// The connection to a registered plugin.
-#[derive(Debug)]
+/// A registered plugin as the device manager records it. The connection
+/// itself (clients, the ListAndWatch task) is the shell's, kept under the
+/// same `id`.
+#[derive(Debug, Clone)]
 pub(crate) struct Endpoint {
     /// Unique per registration.
     pub id: u64,
@@ -31,12 +33,8 @@ pub(crate) struct Endpoint {
     pub via: Via,
     /// From GetDevicePluginOptions.
     pub options: dp::DevicePluginOptions,
-    /// Client for Allocate and GetPreferredAllocation.
-    pub client: PluginClient,
-    /// Client for PreStartContainer (its own deadline).
-    pub pre_start_client: PluginClient,
-    /// The ListAndWatch task.
-    pub task: Option<tokio::task::AbortHandle>,
+    /// Its ListAndWatch stream runs (the shell's task for it is live).
+    pub streaming: bool,
     /// When Register answered.
     pub registered_at: Instant,
     /// When the first snapshot arrived.
@@ -114,19 +112,6 @@ impl Resource {
     /// a first snapshot arrived, or it was restored, and it was not removed.
     pub fn known(&self) -> bool {
         !self.removed && self.sets
-    }
-
-    /// Ends every plugin connection (current and superseded).
-    pub fn drop_connections(&mut self) {
-        if let Some(t) = self.endpoint.as_mut().and_then(|e| e.task.take()) {
-            t.abort();
-        }
-        self.endpoint = None;
-        for e in self.superseded.drain(..) {
-            if let Some(t) = e.task {
-                t.abort();
-            }
-        }
     }
 
     /// A short word for the resource's state.
@@ -212,7 +197,7 @@ pub(crate) struct State {
 
 impl State {
     /// A fresh state.
-    pub fn new(grace_period: Duration) -> Self {
+    pub fn new(grace_period: Duration, now: Instant) -> Self {
         State {
             resources: BTreeMap::new(),
             pods: Vec::new(),
@@ -224,7 +209,7 @@ impl State {
             admitting: None,
             journal_uids: BTreeSet::new(),
             refused_over_limit: 0,
-            socket_created: Instant::now(),
+            socket_created: now,
             exclusive_cpus: BTreeMap::new(),
         }
     }
@@ -266,8 +251,7 @@ impl State {
     }
 
     /// A public view of everything (the device lists only `with_devices`).
-    pub fn status(&self, paths: &StatusPaths, with_devices: bool) -> SimStatus {
-        let now = Instant::now();
+    pub fn status(&self, paths: &StatusPaths, with_devices: bool, now: Instant) -> SimStatus {
         let resources = self
             .resources
             .iter()
@@ -311,7 +295,7 @@ impl State {
             .collect();
         SimStatus {
             engine: default_engine(),
-            kubelet_version: super::KubeletVersion::default(),
+            kubelet_version: crate::kubelet_version::KubeletVersion::default(),
             dir: paths.dir.clone(),
             kubelet_socket: paths.kubelet_socket.clone(),
             podresources_socket: paths.podresources_socket.clone(),
@@ -355,11 +339,11 @@ fn restored_pods(entries: &[crate::checkpoint::PodDevicesEntry]) -> Vec<Restored
 }
 
 /// The devices of each container of a pod, in spec order.
-pub(crate) fn container_views(p: &Pod) -> Vec<super::events::ContainerDevicesView> {
+pub(crate) fn container_views(p: &Pod) -> Vec<crate::kubelet_sim::events::ContainerDevicesView> {
     p.spec
         .containers
         .iter()
-        .map(|c| super::events::ContainerDevicesView {
+        .map(|c| crate::kubelet_sim::events::ContainerDevicesView {
             name: c.name.clone(),
             kind: c.kind,
             devices: p
@@ -394,7 +378,7 @@ pub struct SimStatus {
     pub engine: String,
     /// The kubelet release the sim plays.
     #[serde(default)]
-    pub kubelet_version: super::KubeletVersion,
+    pub kubelet_version: crate::kubelet_version::KubeletVersion,
     /// The device-plugin directory.
     pub dir: String,
     /// The registration socket.
@@ -500,7 +484,7 @@ pub struct PodStatus {
     /// UID.
     pub uid: String,
     /// Containers and their devices.
-    pub containers: Vec<super::events::ContainerDevicesView>,
+    pub containers: Vec<crate::kubelet_sim::events::ContainerDevicesView>,
 }
 /// Device IDs per NUMA node, as the kubelet records them (`-1`: no topology).
 pub(crate) fn numa_map(ids: &[String], devices: &[crate::model::Device]) -> BTreeMap<i64, Vec<String>> {
