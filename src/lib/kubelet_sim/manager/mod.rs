@@ -17,26 +17,34 @@
 //! manager that a plugin connected, sent a device list or disconnected,
 //! and the manager owns the state.
 
+mod admission;
 mod checkpoint;
+mod podres;
 mod registration;
 mod state;
 mod stream;
 #[cfg(test)]
 mod tests;
+mod topology;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+pub(crate) use admission::{AllocationPlan, Rejection, unexpected};
+pub use admission::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
 pub(crate) use registration::Registrant;
-pub(crate) use state::{Alloc, Pod, Resource, State, StatusPaths, container_views, numa_map};
-pub use state::{
-    NO_TOPOLOGY, PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine,
-};
+use state::State;
+#[cfg(test)]
+pub(crate) use state::numa_map;
+pub(crate) use state::{Alloc, Pod, StatusPaths, container_views};
+pub use state::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
+pub(crate) use topology::PodTopology;
 
 use super::events::EventKind;
 use super::outcome::CheckpointStatus;
 use crate::kubelet_version::KubeletVersion;
 use crate::model::Counts;
+use crate::topology::TopologyConfig;
 
 /// What the shell must do after a transition, in order.
 #[derive(Debug)]
@@ -75,12 +83,20 @@ pub(crate) struct Manager {
     st: State,
     version: KubeletVersion,
     max_resources: usize,
+    /// Topology Manager, CPU manager and the simulated machine.
+    topology: TopologyConfig,
 }
 
 impl Manager {
     /// A manager with no resources and no pods, playing `version`.
-    pub fn new(version: KubeletVersion, grace_period: Duration, max_resources: usize, now: Instant) -> Self {
-        Manager { st: State::new(grace_period, now), version, max_resources }
+    pub fn new(
+        version: KubeletVersion,
+        grace_period: Duration,
+        max_resources: usize,
+        topology: TopologyConfig,
+        now: Instant,
+    ) -> Self {
+        Manager { st: State::new(grace_period, now), version, max_resources, topology }
     }
 
     /// Sets the grace period (running timers ask [`Manager::grace_deadline`] again).
@@ -241,20 +257,5 @@ impl Manager {
         let p = st.pods.remove(i);
         st.exclusive_cpus.remove(p.uid());
         Ok(p)
-    }
-}
-
-// Transitional: admission, topology and PodResources still read and edit
-// the state directly; they move behind methods next.
-impl std::ops::Deref for Manager {
-    type Target = State;
-    fn deref(&self) -> &State {
-        &self.st
-    }
-}
-
-impl std::ops::DerefMut for Manager {
-    fn deref_mut(&mut self) -> &mut State {
-        &mut self.st
     }
 }

@@ -16,7 +16,7 @@ const GPU: &str = "example.com/gpu";
 const GRACE: Duration = Duration::from_secs(300);
 
 fn manager(minor: u8, t0: Instant) -> Manager {
-    Manager::new(KubeletVersion::Release(minor), GRACE, 1024, t0)
+    Manager::new(KubeletVersion::Release(minor), GRACE, 1024, Default::default(), t0)
 }
 
 fn who(socket: &str) -> Registrant {
@@ -281,10 +281,223 @@ fn restore_waits_at_zero_with_the_grace_period_running() {
 #[test]
 fn over_limit_refuses_new_names_only() {
     let t0 = Instant::now();
-    let mut m = Manager::new(KubeletVersion::NEWEST, GRACE, 1, t0);
+    let mut m = Manager::new(KubeletVersion::NEWEST, GRACE, 1, Default::default(), t0);
     plugin(&mut m, "a.sock", 1, t0);
     assert!(m.over_limit(GPU).is_none());
     let text = m.over_limit("example.com/other").expect("refused");
     assert!(text.contains("at most 1 distinct resource names"), "{text}");
     assert_eq!(m.st.refused_over_limit, 1);
+}
+
+/// docs/kubelet-versions.md §7 (every release): restoring a checkpoint gives
+/// the admitted pods their devices back and keeps the entries of pods the
+/// sim does not know (their devices stay in use).
+#[test]
+fn restore_gives_known_pods_their_devices_and_keeps_the_rest() {
+    let t0 = Instant::now();
+    let mut m = manager(37, t0);
+    let mut spec = crate::kubelet_sim::pod::PodSpec::shorthand("p", "default", &[(GPU.into(), 1)]);
+    spec.uid = Some("uid-1".into());
+    let alloc = super::Alloc {
+        ids: vec!["g0".into()],
+        by_numa: std::collections::BTreeMap::from([(0, vec!["g0".to_string()])]),
+        response: Default::default(),
+    };
+    let allocs = std::collections::BTreeMap::from([("c0".to_string(), [(GPU.to_string(), alloc.clone())].into())]);
+    m.st.pods.push(super::Pod { spec, allocs });
+    let mut cp = m.checkpoint();
+    let mut foreign = cp.data.pod_device_entries.clone().unwrap()[0].clone();
+    foreign.pod_uid = "other".into();
+    cp.data.pod_device_entries.as_mut().unwrap().push(foreign);
+    cp.data.registered_devices.get_or_insert_default().insert(GPU.into(), Some(vec!["g0".into()]));
+    m.st.pods[0].allocs.clear();
+    let restored = m.restore(&cp, t0);
+    assert_eq!(restored.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), [GPU]);
+    assert_eq!(m.st.pods[0].allocs["c0"][GPU].ids, alloc.ids);
+    assert_eq!(m.st.foreign_entries.len(), 1);
+    assert_eq!(m.st.in_use(GPU).len(), 1);
+    assert_eq!(m.st.resources[GPU].counts(), Counts::default());
+    assert!(m.st.resources[GPU].reported);
+}
+
+fn alloc_of(ids: &[&str]) -> super::Alloc {
+    let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+    super::Alloc { by_numa: [(-1, ids.clone())].into(), ids, response: Default::default() }
+}
+
+/// The reuse pool after a container of `kind` held `g0`.
+fn pool_after(minor: u8, kind: ContainerKind) -> Vec<String> {
+    let m = manager(minor, Instant::now());
+    let mine = std::collections::BTreeMap::from([(GPU.to_string(), alloc_of(&["g0"]))]);
+    let mut reuse = std::collections::BTreeMap::new();
+    m.update_reuse(kind, Some(&mine), &mut reuse);
+    reuse.get(GPU).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+}
+
+use crate::kubelet_sim::pod::{ContainerKind, ContainerSpec, PodSpec};
+
+/// docs/kubelet-versions.md §5, up to 1.28: a sidecar's devices join the
+/// reuse pool like a plain init container's.
+#[test]
+fn sidecar_devices_join_the_reuse_pool_1_26_to_1_28() {
+    for minor in each(26..=28) {
+        assert_eq!(pool_after(minor, ContainerKind::Sidecar), ["g0"], "1.{minor}");
+        assert_eq!(pool_after(minor, ContainerKind::Init), ["g0"], "1.{minor}");
+    }
+}
+
+/// 1.29+ (PR #120461): a sidecar's devices stay out of the reuse pool; a
+/// plain init container's still join it, a regular container's never.
+#[test]
+fn sidecar_devices_stay_out_of_the_reuse_pool_from_1_29() {
+    for minor in each(29..=37) {
+        assert!(pool_after(minor, ContainerKind::Sidecar).is_empty(), "1.{minor}");
+        assert_eq!(pool_after(minor, ContainerKind::Init), ["g0"], "1.{minor}");
+        assert!(pool_after(minor, ContainerKind::Regular).is_empty(), "1.{minor}");
+    }
+}
+
+/// docs/kubelet-versions.md §5: an Allocate answer with no container
+/// response fails the admission; the text ends with the gogo dump up to
+/// 1.33 and with nothing from 1.34.
+#[test]
+fn empty_allocate_answer_text_gogo_dump_up_to_1_33_empty_from_1_34() {
+    let text =
+        |minor: u8| manager(minor, Instant::now()).allocate_answer(&dp::AllocateResponse::default()).unwrap_err();
+    for minor in each(26..=33) {
+        let r = text(minor);
+        assert_eq!(r.reason, "UnexpectedAdmissionError");
+        assert!(
+            r.message.contains(
+                "allocation response &AllocateResponse{ContainerResponses:[]*ContainerAllocateResponse{},}, which"
+            ),
+            "1.{minor}: {}",
+            r.message
+        );
+    }
+    for minor in each(34..=37) {
+        let r = text(minor);
+        assert!(
+            r.message.contains("no containers return in allocation response , which is unexpected"),
+            "1.{minor}: {}",
+            r.message
+        );
+    }
+}
+
+fn cdi_answer() -> dp::AllocateResponse {
+    let c = dp::ContainerAllocateResponse {
+        cdi_devices: vec![dp::CdiDevice { name: "vendor.com/gpu=0".into() }],
+        ..Default::default()
+    };
+    dp::AllocateResponse { container_responses: vec![c] }
+}
+
+fn cdi_rules(minor: u8) -> (usize, Vec<String>) {
+    let (first, warnings) = manager(minor, Instant::now()).allocate_answer(&cdi_answer()).unwrap();
+    (first.cdi_devices.len(), warnings.into_iter().map(|w| w.rule).filter(|r| r.starts_with("cdi-")).collect())
+}
+
+/// docs/protocol.md §1.2, 1.26-1.27: `cdi_devices` is an unknown field, dropped with a warning.
+#[test]
+fn cdi_devices_dropped_1_26_to_1_27() {
+    for minor in each(26..=27) {
+        assert_eq!(cdi_rules(minor), (0, vec![super::CDI_DEVICES_UNKNOWN.to_string()]), "1.{minor}");
+    }
+}
+
+/// 1.28 (PR #118254): kept in the answer, not passed to the runtime (gate off by default).
+#[test]
+fn cdi_devices_kept_but_gated_in_1_28() {
+    assert_eq!(cdi_rules(28), (1, vec![super::CDI_DEVICES_GATED.to_string()]));
+}
+
+/// 1.29+: passed to the runtime, no warning.
+#[test]
+fn cdi_devices_passed_from_1_29() {
+    for minor in each(29..=37) {
+        assert_eq!(cdi_rules(minor), (1, Vec::new()), "1.{minor}");
+    }
+}
+
+/// A pod with a sidecar and a regular container, each holding one device.
+fn pod_with_sidecar(m: &mut Manager) {
+    let mut spec = PodSpec::shorthand("p", "default", &[]);
+    spec.uid = Some("uid-1".into());
+    spec.containers = ["side", "main"]
+        .iter()
+        .zip([ContainerKind::Sidecar, ContainerKind::Regular])
+        .map(|(n, kind)| ContainerSpec {
+            name: n.to_string(),
+            kind,
+            limits: [(GPU.to_string(), 1)].into(),
+            compute: Default::default(),
+        })
+        .collect();
+    let allocs = [("side", "g0"), ("main", "g1")]
+        .iter()
+        .map(|(c, id)| (c.to_string(), std::collections::BTreeMap::from([(GPU.to_string(), alloc_of(&[id]))])))
+        .collect();
+    m.st.pods.push(super::Pod { spec, allocs });
+}
+
+fn listed_containers(minor: u8) -> Vec<String> {
+    let mut m = manager(minor, Instant::now());
+    pod_with_sidecar(&mut m);
+    let list = m.podres_list();
+    assert_eq!(m.podres_get("p", "default").as_ref(), list.first());
+    list[0].containers.iter().map(|c| c.name.clone()).collect()
+}
+
+/// docs/kubelet-versions.md §8, 1.26-1.29: PodResources `List`/`Get` show regular containers only.
+#[test]
+fn podresources_list_regular_containers_only_1_26_to_1_29() {
+    for minor in each(26..=29) {
+        assert_eq!(listed_containers(minor), ["main"], "1.{minor}");
+    }
+}
+
+/// 1.30+: sidecars are listed, before the regular containers.
+#[test]
+fn podresources_list_shows_sidecars_from_1_30() {
+    for minor in each(30..=37) {
+        assert_eq!(listed_containers(minor), ["side", "main"], "1.{minor}");
+    }
+}
+
+/// The device provider's hints for one device of GPU on NUMA node 0 of a
+/// two-node machine, under best-effort (a dry run: nothing is kept).
+fn device_hints(minor: u8) -> Vec<String> {
+    let topology = crate::topology::TopologyConfig {
+        policy: crate::topology::Policy::BestEffort,
+        ..crate::topology::TopologyConfig::default()
+    };
+    let mut m = Manager::new(KubeletVersion::Release(minor), GRACE, 1024, topology, Instant::now());
+    let id = m.register(&who("a.sock"), dp::DevicePluginOptions::default(), Instant::now()).unwrap().id;
+    let dev = Device { id: "g0".into(), health: "Healthy".into(), numa_nodes: Some(vec![0]) };
+    m.snapshot(GPU, id, vec![dev], 64, Instant::now());
+    let spec = PodSpec::shorthand("p", "default", &[(GPU.into(), 1)]);
+    let mut outcome = crate::kubelet_sim::outcome::AdmitOutcome::pending(&spec, "uid".into());
+    m.dry_run(&spec, &mut outcome).expect("admitted");
+    assert!(!m.is_admitted("default", "p"), "a dry run keeps nothing");
+    let report = outcome.topology.expect("a topology report");
+    let device = report.decisions[0].hints.iter().find(|h| h.provider == "device").expect("device hints");
+    device.hints.iter().flatten().map(|h| h.hint.clone()).collect()
+}
+
+/// docs/topology.md §1, 1.26-1.35: device hints range over every NUMA node
+/// of the machine (node 1 appears, not preferred).
+#[test]
+fn device_hints_over_every_machine_node_1_26_to_1_35() {
+    for minor in each(26..=35) {
+        assert_eq!(device_hints(minor), ["{01 true}", "{11 false}"], "1.{minor}");
+    }
+}
+
+/// 1.36+: only the nodes hosting the resource's devices.
+#[test]
+fn device_hints_only_on_device_nodes_from_1_36() {
+    for minor in each(36..=37) {
+        assert_eq!(device_hints(minor), ["{01 true}"], "1.{minor}");
+    }
 }
