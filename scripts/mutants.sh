@@ -16,7 +16,7 @@ SET=(
     src/lib/topology/merge.rs src/lib/topology/hints.rs src/lib/topology/mask.rs src/lib/topology/cpu.rs
     src/lib/checkpoint/json.rs src/lib/checkpoint/spew.rs src/lib/checkpoint/write.rs
     src/lib/validate.rs src/lib/contract.rs src/lib/quantity.rs src/lib/duration.rs
-    src/lib/kubelet_sim/version.rs
+    src/lib/kubelet_version/mod.rs src/lib/kubelet_sim/manager/{admission,checkpoint,mod,podres,registration,state,stream,topology}.rs
 )
 # The part of SET that builds without the rest of dpctl (see --isolated).
 ISOLATED=(

@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("duration", 1),
     ("error", 1),
     ("input", 1),
+    ("kubelet_version", 1),
     ("model", 1),
     ("paths", 1),
     ("proto", 1),
@@ -921,4 +922,74 @@ fn the_ticket_scanner_tells_tickets_from_upstream_references() {
     }
     let src = "let url = \"x\"; // trailing\n// whole line\nno comment";
     assert_eq!(line_comments(src), [(1, "// trailing"), (2, "// whole line")]);
+}
+
+/// The simulator's device manager (`src/lib/kubelet_sim/manager/`) is a
+/// synchronous state machine inside the async wire shell: it imports no
+/// runtime, gRPC, transport or client code, never reads the clock (time is
+/// an argument, so its tests are deterministic), and the fields of its
+/// state are visible only inside it, so the shell changes the state only
+/// through its methods (the compiler enforces it once no field is public).
+#[test]
+fn the_sim_manager_is_synchronous_and_owns_its_state() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib/kubelet_sim/manager");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files.sort();
+    assert!(files.iter().any(|f| f.ends_with("state.rs")), "the manager's state.rs is gone: update this test");
+    let banned = [
+        "tokio",
+        "tonic",
+        "futures",
+        "hyper",
+        "tower",
+        "crate::transport",
+        "crate::plugin_client",
+        "crate::podresources",
+        "crate::rpc",
+        "async ",
+        ".await",
+        "Instant::now",
+        "SystemTime::now",
+        "std::thread",
+        "std::fs",
+        "std::net",
+        "std::os::unix::net",
+    ];
+    let mut problems = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&root).expect("under the manager").display().to_string();
+        if rel == "tests.rs" {
+            continue;
+        }
+        let code = without_tests(&code_only(&std::fs::read_to_string(f).expect("readable source")));
+        for b in banned {
+            if code.contains(b) {
+                problems.push(format!("manager/{rel}: {b}"));
+            }
+        }
+    }
+    // The state's fields: `pub(super)` at most (visible in the manager only).
+    let state = code_only(&std::fs::read_to_string(root.join("state.rs")).expect("readable state.rs"));
+    for name in ["State", "Resource", "Endpoint"] {
+        let open = format!("struct {name} {{");
+        let Some(at) = state.find(&open) else {
+            problems.push(format!("manager/state.rs: no `{open}`"));
+            continue;
+        };
+        let start = at + open.len() - 1;
+        let end = closing(state.as_bytes(), start).expect("a closed struct");
+        for line in state[start..end].lines() {
+            let l = line.trim_start();
+            if l.starts_with("pub ") || l.starts_with("pub(crate)") || l.starts_with("pub(in") {
+                problems.push(format!("manager/state.rs: {name} field visible outside the manager: {}", l.trim()));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the sim's manager must stay synchronous and own its state (move the I/O to the shell, \
+         pass the time in, keep fields pub(super)):\n  {}",
+        problems.join("\n  ")
+    );
 }

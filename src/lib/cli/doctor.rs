@@ -9,7 +9,7 @@ use super::args::DirArg;
 use crate::doctor::DoctorConfig;
 use crate::duration::parse as parse_duration;
 use crate::error::Result;
-use crate::kubelet_sim::KubeletVersion;
+use crate::kubelet_version::KubeletVersion;
 use crate::output::{self, Streams};
 use crate::paths::{DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_PODRESOURCES_SOCKET, ENV_ROOT};
 

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::report::CheckpointReport;
 use crate::error::{Error, KUBELET_MAX_RECV};
-use crate::kubelet_sim::{CleanupRule, KubeletVersion};
+use crate::kubelet_version::{CleanupRule, KubeletVersion};
 use crate::plugin_client::PluginClient;
 use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::proto::pluginregistration as reg;

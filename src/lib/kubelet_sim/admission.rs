@@ -13,30 +13,18 @@ use serde::{Deserialize, Serialize};
 
 use super::Inner;
 use super::events::EventKind;
+use super::manager::{Alloc, Pod};
+use super::manager::{AllocationPlan, PodTopology, Rejection, unexpected};
+pub use super::manager::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
 pub use super::outcome::{
     AdmitOutcome, ContainerOutcome, PreferredCall, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
 };
 pub use super::pod::{ContainerKind, ContainerSpec, PodSpec};
 use super::registration::go_rpc_error;
-use super::state::{Alloc, Pod, numa_map};
 use crate::error::{Error, Result};
 use crate::model::ContainerAllocation;
 use crate::plugin_client::PluginClient;
 use crate::proto::deviceplugin::v1beta1 as dp;
-
-/// A rejection: reason and message as the kubelet reports them.
-struct Reject {
-    reason: String,
-    message: String,
-}
-
-/// `UnexpectedAdmissionError` wrapping a device manager error.
-fn unexpected(err: impl std::fmt::Display) -> Reject {
-    Reject {
-        reason: UNEXPECTED_ADMISSION_ERROR.into(),
-        message: format!("Allocate failed due to {err}, which is unexpected"),
-    }
-}
 
 /// A random UID in the usual 8-4-4-4-12 form.
 fn new_uid() -> String {
@@ -53,7 +41,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         return Err(Error::invalid("kubelet-sim", "the sim has stopped"));
     }
     let started = Instant::now();
-    if inner.lock().pod_index(&spec.namespace, &spec.name).is_some() {
+    if inner.lock().is_admitted(&spec.namespace, &spec.name) {
         return Err(Error::invalid(
             format!("pod {}/{}", spec.namespace, spec.name),
             "is already admitted; delete it first",
@@ -69,7 +57,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         Err(reject) => {
             // The checkpoint keeps what was written for the containers
             // allocated so far until the next write, as the kubelet's does.
-            inner.lock().admitting = None;
+            inner.lock().admission_failed();
             outcome.reason = Some(reject.reason.clone());
             outcome.message = Some(reject.message.clone());
             outcome.took_ms = crate::text::millis(started.elapsed());
@@ -83,14 +71,9 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         }
     }
     // Admitted: the devices are the pod's from now on.
-    let views = super::state::container_views(&pod);
+    let views = super::manager::container_views(&pod);
     let pre_start = plan_pre_start(inner, &pod);
-    {
-        let mut st = inner.lock();
-        super::topology::commit(&mut st, pod.uid(), &outcome);
-        st.admitting = None;
-        st.pods.push(pod);
-    }
+    inner.lock().admit(pod, &outcome);
     // Every container's devices are on disk already (written after its
     // allocation, see `record`): the answer below is the acknowledgement.
     outcome.admitted = true;
@@ -112,24 +95,22 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
 // long: the device manager's per-container loop in the kubelet's order (topology hint,
 // allocate_one per resource, init-container reuse, the predicate handler for skipped
 // resources); each branch rejects with the kubelet's own text.
-async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutcome) -> Result<(), Reject> {
+async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutcome) -> Result<(), Rejection> {
     // Devices of plain init containers that later containers may reuse.
     let mut reuse: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let containers = pod.spec.containers.clone();
-    // docs/kubelet-versions.md §5: up to 1.28 a sidecar's devices join the reuse
-    // pool like a plain init container's; 1.29+ keeps them out (PR #120461).
-    let sidecars_reused = inner.config.kubelet_version.reuses_sidecar_devices();
-    let (mut tm, rejected) = super::topology::PodTopology::begin(inner, &pod.spec, false);
-    if let Some((reason, message)) = rejected {
+    let (mut tm, rejected) = PodTopology::begin(&inner.lock(), &pod.spec, false);
+    if let Some(r) = rejected {
         outcome.topology = Some(Box::new(tm.report));
-        return Err(Reject { reason, message });
+        return Err(r);
     }
     for c in &containers {
-        let hint = match tm.container_hint(inner, c, &reuse) {
+        let hint = tm.container_hint(&inner.lock(), c, &reuse);
+        let hint = match hint {
             Ok(h) => h,
-            Err((reason, message)) => {
+            Err(r) => {
                 outcome.topology = Some(Box::new(tm.report));
-                return Err(Reject { reason, message });
+                return Err(r);
             }
         };
         let mut co = ContainerOutcome::new(c);
@@ -156,23 +137,13 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
             outcome.topology = Some(Box::new(tm.report));
             return Err(r);
         }
-        if let Err((reason, message)) = tm.allocate_cpus(inner, c, hint) {
+        let cpus = tm.allocate_cpus(&inner.lock(), c, hint);
+        if let Err(r) = cpus {
             outcome.containers.push(co);
             outcome.topology = Some(Box::new(tm.report));
-            return Err(Reject { reason, message });
+            return Err(r);
         }
-        if let Some(mine) = pod.allocs.get(&c.name) {
-            for (resource, a) in mine {
-                let set = reuse.entry(resource.clone()).or_default();
-                if c.kind == ContainerKind::Init || (c.kind == ContainerKind::Sidecar && sidecars_reused) {
-                    set.extend(a.ids.iter().cloned());
-                } else {
-                    for id in &a.ids {
-                        set.remove(id);
-                    }
-                }
-            }
-        }
+        inner.lock().update_reuse(c.kind, pod.allocs.get(&c.name), &mut reuse);
         outcome.containers.push(co);
     }
     // The predicate admit handler, for extended resources the device manager
@@ -180,19 +151,10 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
     // status lists the resource (capacity 0), else the request is stripped
     // (removeMissingExtendedResources) and the pod admitted.
     outcome.topology = Some(Box::new(tm.report));
-    let (listed, stripped): (Vec<String>, Vec<String>) = {
-        let st = inner.lock();
-        let unknown: BTreeSet<String> = containers
-            .iter()
-            .flat_map(|c| c.limits.iter())
-            .filter(|(r, n)| **n > 0 && !st.resources.get(*r).is_some_and(|x| x.known()) && !st.any_allocated(r))
-            .map(|(r, _)| r.clone())
-            .collect();
-        unknown.into_iter().partition(|r| st.resources.get(r).is_some_and(|x| x.reported))
-    };
+    let (listed, stripped) = inner.lock().unknown_resources(&containers);
     if let Some(r) = listed.first() {
         let requested = effective_request(&pod.spec, r);
-        return Err(Reject {
+        return Err(Rejection {
             reason: format!("OutOf{r}"),
             message: format!("Node didn't have enough resource: {r}, requested: {requested}, used: 0, capacity: 0"),
         });
@@ -228,8 +190,8 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
 /// `writeCheckpoint` after each container's allocation
 /// (`pkg/kubelet/cm/devicemanager/manager.go`, `allocateContainerResources`),
 /// whose failure fails the admission.
-async fn record(inner: &Arc<Inner>, pod: &Pod) -> Result<(), Reject> {
-    inner.lock().admitting = Some(pod.clone());
+async fn record(inner: &Arc<Inner>, pod: &Pod) -> Result<(), Rejection> {
+    inner.lock().admitting(pod);
     let writer = Arc::clone(inner);
     let written = tokio::task::spawn_blocking(move || writer.write_checkpoint())
         .await
@@ -259,14 +221,6 @@ fn effective_request(spec: &PodSpec, resource: &str) -> u64 {
     running.max(init_peak)
 }
 
-/// The choice made under the lock, before any RPC.
-struct Plan {
-    reused: Vec<String>,
-    take: crate::topology::Take,
-    preferred: Option<PluginClient>,
-    client: Option<PluginClient>,
-}
-
 /// The kubelet's `devicesToAllocate` plus the Allocate call, for one
 /// (container, resource): the plan under the lock, the GetPreferredAllocation
 /// call, the Allocate call and its checks. `Ok(None)`: nothing for the
@@ -279,12 +233,13 @@ async fn allocate_one(
     required: u64,
     reusable: &BTreeSet<String>,
     hint: Option<crate::topology::Mask>,
-) -> Result<Option<(ResourceOutcome, Alloc)>, Reject> {
-    let Some(Plan { reused, take, preferred, client }) =
-        plan_allocation(inner, pod, resource, required, reusable, hint)?
-    else {
+) -> Result<Option<(ResourceOutcome, Alloc)>, Rejection> {
+    let planned = inner.lock().plan_allocation(pod, resource, required, reusable, hint)?;
+    let Some(AllocationPlan { reused, take, preferred, endpoint }) = planned else {
         return Ok(None);
     };
+    let preferred = preferred.and_then(|id| inner.client(id));
+    let client = endpoint.and_then(|id| inner.client(id));
     let (preferred_call, answer) = match (&take.ask, preferred) {
         (Some(ask), Some(pc)) => call_preferred(ask, &pc).await?,
         _ => (None, Vec::new()),
@@ -297,11 +252,7 @@ async fn allocate_one(
         )));
     }
     let (first, warnings) = call_allocate(inner, resource, client, &allocated).await?;
-    let by_numa = {
-        let st = inner.lock();
-        let devices = st.resources.get(resource).map(|r| r.devices.as_slice()).unwrap_or_default();
-        numa_map(&allocated, devices)
-    };
+    let by_numa = inner.lock().numa_of(resource, &allocated);
     let ro = ResourceOutcome {
         resource: resource.to_string(),
         requested: required,
@@ -316,85 +267,13 @@ async fn allocate_one(
     Ok(Some((ro, Alloc { ids: allocated, by_numa, response: first })))
 }
 
-/// The choice made under the lock, before any RPC: the devices reused from
-/// init containers, the free ones (split by the Topology Manager's stored
-/// hint, docs/topology.md §3), and the plugin's clients. `Ok(None)`: not a
-/// device-plugin resource, or nothing required.
-fn plan_allocation(
-    inner: &Arc<Inner>,
-    pod: &Pod,
-    resource: &str,
-    required: u64,
-    reusable: &BTreeSet<String>,
-    hint: Option<crate::topology::Mask>,
-) -> Result<Option<Plan>, Reject> {
-    let st = inner.lock();
-    let res = st.resources.get(resource).filter(|r| r.known());
-    let pod_has = pod.allocs.values().any(|m| m.contains_key(resource));
-    if res.is_none() && !st.any_allocated(resource) && !pod_has {
-        return Ok(None); // not a device-plugin resource: the predicate handler judges it
-    }
-    let Some(r) = res else {
-        return Err(unexpected(format!("cannot allocate unregistered device {resource}")));
-    };
-    let healthy: Vec<&crate::model::Device> = r.healthy().collect();
-    if healthy.is_empty() {
-        return Err(unexpected(format!("no healthy devices present; cannot allocate unhealthy devices {resource}")));
-    }
-    if required == 0 {
-        return Ok(None);
-    }
-    let mut needed = required;
-    let mut allocated = Vec::new();
-    for id in reusable {
-        if needed == 0 {
-            break;
-        }
-        allocated.push(id.clone());
-        needed -= 1;
-    }
-    let reused = allocated.clone();
-    let mut available: Vec<(String, Option<Vec<i64>>)> = Vec::new();
-    if needed > 0 {
-        let mut in_use = st.in_use(resource);
-        for by_res in pod.allocs.values() {
-            if let Some(a) = by_res.get(resource) {
-                in_use.extend(a.ids.iter().cloned());
-            }
-        }
-        let mut seen = BTreeSet::new();
-        available = healthy
-            .iter()
-            .filter(|d| !in_use.contains(&d.id) && seen.insert(d.id.as_str()))
-            .map(|d| (d.id.clone(), if hint.is_some() { d.numa_nodes.clone() } else { None }))
-            .collect();
-        if (available.len() as u64) < needed {
-            return Err(unexpected(format!(
-                "requested number of devices unavailable for {resource}. Requested: {needed}, Available: {}",
-                available.len()
-            )));
-        }
-    }
-    let ep = r.endpoint.as_ref();
-    // The Topology Manager's stored hint splits the free devices (docs/topology.md §3).
-    let has_topology = hint.is_some() && r.devices.iter().any(|d| d.numa_nodes.as_ref().is_some_and(|n| !n.is_empty()));
-    let ids: Vec<String> = available.iter().map(|(id, _)| id.clone()).collect();
-    let split = crate::topology::split(&available, has_topology, hint);
-    Ok(Some(Plan {
-        reused,
-        take: crate::topology::plan_take(&allocated, &ids, &split, needed, required),
-        preferred: ep.filter(|e| e.options.get_preferred_allocation_available).map(|e| e.client.clone()),
-        client: ep.map(|e| e.client.clone()),
-    }))
-}
-
 /// GetPreferredAllocation with exactly the lists the kubelet passes for the
 /// stored hint (under policy none: every free device); like the kubelet, only
 /// the first container response is read. Returns the call and the answer.
 async fn call_preferred(
     ask: &crate::topology::Ask,
     pc: &PluginClient,
-) -> Result<(Option<PreferredCall>, Vec<String>), Reject> {
+) -> Result<(Option<PreferredCall>, Vec<String>), Rejection> {
     let size = i32::try_from(ask.size).unwrap_or(i32::MAX);
     let req = dp::ContainerPreferredAllocationRequest {
         available_device_i_ds: ask.available.clone(),
@@ -420,91 +299,32 @@ async fn call_preferred(
 /// when they all come from init containers): the plugin must be known and
 /// its endpoint not stopped, and the answer must hold a container response
 /// (the first is the one read). Returns it and the contract warnings.
-/// The warning rule for cdi_devices a kubelet before 1.28 drops
-/// (docs/protocol.md §1.2).
-pub const CDI_DEVICES_UNKNOWN: &str = "cdi-devices-unknown";
-/// The warning rule for cdi_devices a 1.28 kubelet keeps in the answer but,
-/// with gate DevicePluginCDIDevices off (its default), never hands to the runtime.
-pub const CDI_DEVICES_GATED: &str = "cdi-devices-gated";
-
 async fn call_allocate(
     inner: &Arc<Inner>,
     resource: &str,
     client: Option<PluginClient>,
     allocated: &[String],
-) -> Result<(dp::ContainerAllocateResponse, Vec<Warning>), Reject> {
+) -> Result<(dp::ContainerAllocateResponse, Vec<Warning>), Rejection> {
     let Some(client) = client else {
         return Err(unexpected(format!("unknown Device Plugin {resource}")));
     };
-    let stopped = {
-        let st = inner.lock();
-        st.resources.get(resource).and_then(|r| r.endpoint.as_ref()).is_none_or(|e| e.stopped)
-    };
+    let stopped = inner.lock().endpoint_stopped(resource);
     if stopped {
         return Err(unexpected(format!("endpoint {} has been stopped", client.path().display())));
     }
     let resp = client.allocate(&[allocated.to_vec()]).await.map_err(|e| unexpected(go_rpc_error(&e)))?;
-    let Some(first) = resp.container_responses.first().cloned() else {
-        // docs/kubelet-versions.md §5: the gogo dump up to 1.33, nothing from 1.34.
-        return Err(unexpected(format!(
-            "no containers return in allocation response {}",
-            inner.config.kubelet_version.empty_allocate_text()
-        )));
-    };
-    let mut warnings: Vec<Warning> = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
-    let mut first = first;
-    let version = inner.config.kubelet_version;
-    if !version.knows_cdi_devices() && !first.cdi_devices.is_empty() {
-        // docs/protocol.md §1.2: cdi_devices (field 5) came in 1.28; an older
-        // kubelet's generated code skips it as an unknown field.
-        let names: Vec<String> = std::mem::take(&mut first.cdi_devices).into_iter().map(|d| d.name).collect();
-        warnings.push(Warning {
-            rule: CDI_DEVICES_UNKNOWN.into(),
-            evidence: format!(
-                "kubelet {version} predates cdi_devices (ContainerAllocateResponse field 5, added in 1.28) and \
-                 drops them, so the container gets none of: {}; return device nodes (DeviceSpec) or mounts too",
-                names.join(", ")
-            ),
-        });
-    } else if !version.passes_cdi_devices_to_runtime() && !first.cdi_devices.is_empty() {
-        // 1.28 (PR #118254, pkg/kubelet/cm/devicemanager/pod_devices.go): the
-        // field is known, so the answer is cached and checkpointed whole, but
-        // the run-container options get CDI names only with the alpha gate on.
-        let names: Vec<&str> = first.cdi_devices.iter().map(|d| d.name.as_str()).collect();
-        warnings.push(Warning {
-            rule: CDI_DEVICES_GATED.into(),
-            evidence: format!(
-                "kubelet {version} keeps cdi_devices in the answer but passes them to the runtime only with feature                  gate DevicePluginCDIDevices on (alpha in 1.28, off by default; on from 1.29), so on a default node                  the container gets none of: {}; return device nodes (DeviceSpec) or mounts too",
-                names.join(", ")
-            ),
-        });
-    }
-    Ok((first, warnings))
+    inner.lock().allocate_answer(&resp)
 }
 
 /// The PreStartContainer calls to make: per container, per resource whose plugin requires it.
 type PreStartPlan = Vec<(String, Vec<(String, Vec<String>, Option<PluginClient>)>)>;
 
 fn plan_pre_start(inner: &Arc<Inner>, pod: &Pod) -> PreStartPlan {
-    let st = inner.lock();
-    pod.spec
-        .containers
-        .iter()
-        .map(|c| {
-            let calls = c
-                .limits
-                .keys()
-                .filter_map(|r| {
-                    let ids = pod.allocs.get(&c.name).and_then(|m| m.get(r)).map(|a| a.ids.clone())?;
-                    let ep = st.resources.get(r).and_then(|x| x.endpoint.as_ref());
-                    match ep {
-                        Some(e) if !e.options.pre_start_required => None,
-                        Some(e) => Some((r.clone(), ids, Some(e.pre_start_client.clone()))),
-                        None => Some((r.clone(), ids, None)),
-                    }
-                })
-                .collect();
-            (c.name.clone(), calls)
+    let plan = inner.lock().pre_start_plan(pod);
+    plan.into_iter()
+        .map(|(c, calls)| {
+            let calls = calls.into_iter().map(|(r, ids, ep)| (r, ids, ep.and_then(|id| inner.pre_start_client(id))));
+            (c, calls.collect())
         })
         .collect()
 }
@@ -602,35 +422,23 @@ pub(crate) async fn restart_container(
 ) -> Result<RestartOutcome> {
     let _turn = inner.admission.lock().await;
     let place = format!("pod {namespace}/{name}");
-    let calls = {
-        let st = inner.lock();
-        let i = st.pod_index(namespace, name).ok_or_else(|| Error::invalid(&place, "not found"))?;
-        let pod = &st.pods[i];
-        if !pod.spec.containers.iter().any(|c| c.name == container) {
-            let names: Vec<&str> = pod.spec.containers.iter().map(|c| c.name.as_str()).collect();
-            return Err(Error::invalid(
-                &place,
-                format!("has no container {container:?} (containers: {})", names.join(", ")),
-            ));
+    let plan = inner.lock().restart_plan(namespace, name, container);
+    let calls = plan.map_err(|names| match names {
+        None => Error::invalid(&place, "not found"),
+        Some(names) => {
+            Error::invalid(&place, format!("has no container {container:?} (containers: {})", names.join(", ")))
         }
-        let mut calls = Vec::new();
-        for (r, a) in pod.allocs.get(container).into_iter().flatten() {
-            let res = st.resources.get(r);
-            let ep = res.and_then(|x| x.endpoint.as_ref());
-            let call = match ep {
-                Some(e) if !e.options.pre_start_required => None,
-                Some(e) if e.stopped => Some(Err(format!(
-                    "device plugin PreStartContainer rpc failed with err: endpoint {} has been stopped",
-                    e.socket.display()
-                ))),
-                Some(e) => Some(Ok(e.pre_start_client.clone())),
-                None if res.is_some_and(|x| !x.removed) => None, // restored, plugin not back: opts nil, no call
-                None => Some(Err(format!("endpoint not found in cache for a registered resource: {r}"))),
-            };
-            calls.push((r.clone(), a.ids.clone(), call));
-        }
-        calls
-    };
+    })?;
+    let calls = calls.into_iter().map(|(r, ids, call)| {
+        let call = call.map(|c| {
+            c.and_then(|id| {
+                inner
+                    .pre_start_client(id)
+                    .ok_or_else(|| format!("endpoint not found in cache for a registered resource: {r}"))
+            })
+        });
+        (r, ids, call)
+    });
     let mut out = RestartOutcome {
         pod: name.into(),
         namespace: namespace.into(),
@@ -693,23 +501,17 @@ pub struct DeleteOutcome {
 /// Deletes a pod and frees its devices.
 pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> Result<DeleteOutcome> {
     let _turn = inner.admission.lock().await;
-    let pod = {
-        let mut st = inner.lock();
-        let Some(i) = st.pod_index(namespace, name) else {
-            let known: Vec<String> = st.pods.iter().map(|p| format!("{}/{}", p.spec.namespace, p.spec.name)).collect();
-            return Err(Error::invalid(
-                format!("pod {namespace}/{name}"),
-                if known.is_empty() {
-                    "not found (no pods are admitted)".to_string()
-                } else {
-                    format!("not found (admitted: {})", known.join(", "))
-                },
-            ));
-        };
-        let p = st.pods.remove(i);
-        st.exclusive_cpus.remove(p.uid());
-        p
-    };
+    let deleted = inner.lock().delete_pod(namespace, name);
+    let pod = deleted.map_err(|known| {
+        Error::invalid(
+            format!("pod {namespace}/{name}"),
+            if known.is_empty() {
+                "not found (no pods are admitted)".to_string()
+            } else {
+                format!("not found (admitted: {})", known.join(", "))
+            },
+        )
+    })?;
     let mut freed: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for by_res in pod.allocs.values() {
         for (r, a) in by_res {
@@ -729,6 +531,7 @@ pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kubelet_sim::manager::numa_map;
 
     const MANIFEST: &str = r#"
 apiVersion: v1

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::admission::{AdmitOutcome, DeleteOutcome, PodSpec};
-use super::state::SimStatus;
+use super::manager::SimStatus;
 use super::{RestartReport, SimHandle};
 use crate::error::{Error, Result};
 use crate::transport::control;

@@ -20,12 +20,12 @@ pub mod checkpoint;
 pub mod control;
 pub mod differences;
 pub mod events;
+mod manager;
 mod outcome;
 mod pod;
 mod podres;
 mod registration;
 mod registry;
-mod state;
 pub mod steer;
 pub mod topology;
 pub mod version;
@@ -40,24 +40,24 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, broadcast, watch};
 use tokio::task::JoinHandle;
 
+pub use crate::kubelet_version::{Cleanup, cleanup_dir};
 pub use admission::{
     AdmitOutcome, ContainerKind, ContainerOutcome, ContainerSpec, DeleteOutcome, PodSpec, PreferredCall,
     ResourceOutcome, RestartOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
 };
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
+pub use manager::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use registration::{DIAL_FAILED, MAX_RESOURCES, go_rpc_error};
-pub use state::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use version::{CleanupRule, KubeletVersion};
 
 use crate::error::{Error, Result};
 use crate::model::Counts;
+use crate::plugin_client::PluginClient;
 use crate::podresources::server::{PodResourcesService, ServerConfig};
 use crate::proto::deviceplugin::v1beta1::registration_server::RegistrationServer;
 use crate::transport::{self, BindOptions};
-#[cfg(test)]
-use state::Pod;
-use state::{Resource, State, StatusPaths};
+use manager::{Effect, Effects, Manager, StatusPaths};
 
 /// The kubelet's `endpointStopGracePeriod`.
 pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(5 * 60);
@@ -225,6 +225,17 @@ pub struct RestartReport {
     pub resources: Vec<ResourceReturn>,
 }
 
+/// The connection to a registered plugin (the manager keeps the endpoint
+/// under the same ID).
+struct Conn {
+    /// Client for Allocate and GetPreferredAllocation.
+    client: PluginClient,
+    /// Client for PreStartContainer (its own deadline).
+    pre_start: PluginClient,
+    /// The ListAndWatch task.
+    task: Option<tokio::task::AbortHandle>,
+}
+
 /// The socket server of kubelet.sock, stopped and re-created on restart.
 struct ServerTask {
     stop: tokio::sync::oneshot::Sender<()>,
@@ -249,7 +260,10 @@ struct Paths {
 pub(crate) struct Inner {
     config: SimConfig,
     paths: Paths,
-    state: Mutex<State>,
+    /// The device manager: every change to what the sim knows goes through it.
+    manager: Mutex<Manager>,
+    /// The plugin connections, by endpoint ID (the manager stores the endpoints).
+    conns: Mutex<std::collections::HashMap<u64, Conn>>,
     events: broadcast::Sender<SimEvent>,
     first_events: Mutex<Option<broadcast::Receiver<SimEvent>>>,
     /// Admissions, deletions and restarts take turns, as the kubelet's sync loop does.
@@ -279,7 +293,14 @@ impl Inner {
         let (shutdown, _) = watch::channel(false);
         Inner {
             tmp_tag: checkpoint::temp_tag(&paths.marker),
-            state: Mutex::new(State::new(config.grace_period)),
+            manager: Mutex::new(Manager::new(
+                config.kubelet_version,
+                config.grace_period,
+                config.max_resources,
+                config.topology.clone(),
+                Instant::now(),
+            )),
+            conns: Mutex::new(std::collections::HashMap::new()),
             config,
             paths,
             events,
@@ -297,10 +318,46 @@ impl Inner {
         }
     }
 
-    /// The state. A poisoned lock (a panic elsewhere) still holds consistent
-    /// data: every update is done in one critical section without awaits.
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The device manager. A poisoned lock (a panic elsewhere) still holds
+    /// consistent data: every transition is one call without awaits.
+    fn lock(&self) -> MutexGuard<'_, Manager> {
+        self.manager.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The plugin connections.
+    fn conns(&self) -> MutexGuard<'_, std::collections::HashMap<u64, Conn>> {
+        self.conns.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The Allocate/GetPreferredAllocation client of endpoint `id`.
+    fn client(&self, id: u64) -> Option<PluginClient> {
+        self.conns().get(&id).map(|c| c.client.clone())
+    }
+
+    /// The PreStartContainer client of endpoint `id`.
+    fn pre_start_client(&self, id: u64) -> Option<PluginClient> {
+        self.conns().get(&id).map(|c| c.pre_start.clone())
+    }
+
+    /// Performs what a transition of the manager asks for, in order.
+    fn apply(self: &Arc<Self>, effects: Effects) {
+        for e in effects {
+            match e {
+                Effect::Emit(kind) => self.emit(kind),
+                Effect::WriteCheckpoint => self.write_checkpoint_now(),
+                Effect::StopStream(id) => {
+                    if let Some(t) = self.conns().get_mut(&id).and_then(|c| c.task.take()) {
+                        t.abort();
+                    }
+                }
+                Effect::Close(id) => {
+                    if let Some(t) = self.conns().remove(&id).and_then(|c| c.task) {
+                        t.abort();
+                    }
+                }
+                Effect::StartGrace { resource, generation } => registration::spawn_grace(self, &resource, generation),
+            }
+        }
     }
 
     /// Publishes an event.
@@ -350,7 +407,7 @@ impl Inner {
     /// True when the sim may write the checkpoint (enabled, and it wrote
     /// the file, created it, or was told to adopt it).
     fn writes_checkpoint(&self) -> bool {
-        self.config.checkpoint && self.lock().checkpoint.as_ref().is_some_and(|c| c.writes)
+        self.config.checkpoint && self.lock().writes_checkpoint()
     }
 
     /// Records the allocations durably where the sim keeps them: the
@@ -368,10 +425,10 @@ impl Inner {
         }
         let _turn = self.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if self.writes_checkpoint() {
-            let cp = checkpoint::from_state(&self.lock());
+            let cp = self.lock().checkpoint();
             checkpoint::write_owned(&cp, &self.paths.checkpoint, &self.paths.marker, &self.tmp_tag, durable)
         } else {
-            let cp = checkpoint::journal_from_state(&self.lock());
+            let cp = self.lock().journal();
             checkpoint::write_journal(&cp, &self.paths.journal, &self.tmp_tag, durable)
         }
     }
@@ -543,10 +600,10 @@ fn load_checkpoint(inner: &Arc<Inner>) -> Vec<(String, u64)> {
     };
     announce_checkpoint(inner, &status);
     let writes = status.writes;
-    inner.lock().checkpoint = Some(status);
+    inner.lock().set_checkpoint_status(status);
     let Some(cp) = cp else { return Vec::new() };
     if let Some(j) = &journal {
-        inner.lock().journal_uids = j.data.pod_device_entries.iter().flatten().map(|e| e.pod_uid.clone()).collect();
+        inner.lock().set_journal_uids(j.data.pod_device_entries.iter().flatten().map(|e| e.pod_uid.clone()).collect());
     }
     let restored = restore(inner, &cp);
     // The sim may write the checkpoint again: what its own file held moves
@@ -555,7 +612,7 @@ fn load_checkpoint(inner: &Arc<Inner>) -> Vec<(String, u64)> {
         match inner.write_checkpoint() {
             Ok(()) => {
                 let _ = std::fs::remove_file(&inner.paths.journal);
-                inner.lock().journal_uids.clear();
+                inner.lock().set_journal_uids(BTreeSet::new());
             }
             Err(e) => tracing::warn!(error = %e, "could not write the checkpoint; the allocations file stays"),
         }
@@ -651,60 +708,6 @@ async fn is_live(socket: &Path) -> bool {
     is_socket && transport::connect(socket, Duration::from_millis(500)).await.is_ok()
 }
 
-/// What the start-up cleanup of the device-plugins directory did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Cleanup {
-    /// Sockets deleted (as every kubelet version does).
-    pub deleted_sockets: Vec<String>,
-    /// Other entries deleted (regular files, symlinks, FIFOs): only in a
-    /// directory the sim created, or with `emulate_cleanup`.
-    pub deleted_files: Vec<String>,
-    /// Entries the played kubelet would also have deleted, kept because the
-    /// sim did not create the directory (pass `--emulate-cleanup`).
-    pub would_delete: Vec<String>,
-}
-
-/// The kubelet's `CleanupPluginDirectory` under `rule`
-/// (docs/kubelet-versions.md §4): the checkpoint and directories are always kept,
-/// and so are `keep` (the sim's own sockets). A socket is deleted; anything
-/// else the rule removes is deleted only when `may_delete_files`, and
-/// otherwise listed in [`Cleanup::would_delete`].
-fn cleanup_dir(dir: &Path, keep: &[PathBuf], rule: CleanupRule, may_delete_files: bool) -> Cleanup {
-    let mut out = Cleanup::default();
-    let Ok(rd) = std::fs::read_dir(dir) else { return out };
-    for entry in rd.filter_map(std::result::Result::ok) {
-        let path = entry.path();
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if entry.file_name() == crate::paths::CHECKPOINT_FILE_NAME || keep.contains(&path) {
-            continue;
-        }
-        let Ok(lmeta) = std::fs::symlink_metadata(&path) else { continue };
-        let own_socket = lmeta.file_type().is_socket();
-        let removes = match rule {
-            // os.Lstat: every non-directory, the link itself for a symlink.
-            CleanupRule::AllNonDirectories => !lmeta.is_dir(),
-            // os.Stat: only entries whose target is a socket (a dangling link is kept).
-            CleanupRule::SocketsOnly => std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_socket()),
-        };
-        if !removes {
-            continue;
-        }
-        if !own_socket && !may_delete_files {
-            out.would_delete.push(name);
-            continue;
-        }
-        match std::fs::remove_file(&path) {
-            Ok(()) if own_socket => out.deleted_sockets.push(name),
-            Ok(()) => out.deleted_files.push(name),
-            Err(e) => tracing::warn!(path = %path.display(), error = %e, "could not delete"),
-        }
-    }
-    out.deleted_sockets.sort();
-    out.deleted_files.sort();
-    out.would_delete.sort();
-    out
-}
-
 impl Inner {
     /// The cleanup of the played version, on the sim's directory (a restart).
     fn cleanup(&self) -> Cleanup {
@@ -765,48 +768,16 @@ fn announce_checkpoint(inner: &Inner, status: &CheckpointStatus) {
     }
 }
 
-/// Restores a checkpoint into the state: known pods get their devices back,
-/// other entries are kept as they are, and every registered resource waits
-/// at 0 for its plugin. Returns the restored resources and their generations.
+/// Restores a checkpoint into the manager (see [`Manager::restore`]).
 fn restore(inner: &Arc<Inner>, cp: &crate::checkpoint::Checkpoint) -> Vec<(String, u64)> {
-    let mut st = inner.lock();
-    let now = Instant::now();
-    st.resources.clear();
-    st.foreign_entries.clear();
-    for pod in &mut st.pods {
-        pod.allocs.clear();
-    }
-    for e in cp.data.pod_device_entries.iter().flatten() {
-        let alloc = checkpoint::entry_alloc(e);
-        match st.pods.iter_mut().find(|p| p.uid() == e.pod_uid) {
-            Some(p) => {
-                p.allocs.entry(e.container_name.clone()).or_default().insert(e.resource_name.clone(), alloc);
-            }
-            None => st.foreign_entries.push(e.clone()),
-        }
-    }
-    let mut restored = Vec::new();
-    for name in cp.data.registered_devices.iter().flat_map(BTreeMap::keys) {
-        let generation = st.next_id();
-        let r = Resource {
-            reported: true,
-            restored: true,
-            sets: true,
-            stopped_at: Some(now),
-            generation,
-            ..Resource::default()
-        };
-        st.resources.insert(name.clone(), r);
-        restored.push((name.clone(), generation));
-    }
-    restored
+    inner.lock().restore(cp, Instant::now())
 }
 
 /// Binds kubelet.sock and serves the Registration service on it.
 async fn serve_registration(inner: &Arc<Inner>) -> Result<()> {
     let opts = BindOptions { force: inner.config.force, force_flag: inner.config.force_flag, ..BindOptions::default() };
     let listener = transport::bind(&inner.paths.kubelet_socket, &opts).await?;
-    inner.lock().socket_created = Instant::now();
+    inner.lock().socket_served(Instant::now());
     let service = registration::RegistrationService { inner: Arc::clone(inner) };
     let router = transport::server_builder().add_service(RegistrationServer::new(service));
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
@@ -916,22 +887,7 @@ impl SimHandle {
     async fn release_restored(&self, namespace: &str, uid: &str) -> Option<DeleteOutcome> {
         let inner = &self.inner;
         let _turn = inner.admission.lock().await;
-        let freed = {
-            let mut st = inner.lock();
-            if st.pod_index(namespace, uid).is_some() || !st.foreign_entries.iter().any(|e| e.pod_uid == uid) {
-                return None;
-            }
-            let mut freed: BTreeMap<String, Vec<String>> = BTreeMap::new();
-            st.foreign_entries.retain(|e| {
-                if e.pod_uid != uid {
-                    return true;
-                }
-                let list = freed.entry(e.resource_name.clone()).or_default();
-                list.extend(e.device_ids.ids().into_iter().filter(|id| !list.contains(id)).collect::<Vec<_>>());
-                false
-            });
-            freed
-        };
+        let freed = inner.lock().release_restored(namespace, uid)?;
         inner.dirty();
         let ns = "(checkpoint)".to_string();
         inner.emit(EventKind::PodDeleted { pod: uid.into(), namespace: ns.clone(), freed: freed.clone() });
@@ -940,7 +896,7 @@ impl SimHandle {
 
     /// The state: resources, plugins, pods.
     pub fn status(&self) -> SimStatus {
-        let mut s = self.inner.lock().status(&self.inner.status_paths(), true);
+        let mut s = self.inner.lock().status(&self.inner.status_paths(), true, Instant::now());
         s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
@@ -949,7 +905,7 @@ impl SimHandle {
 
     /// Like [`SimHandle::status`] without the device lists (cheap with many devices).
     pub fn summary(&self) -> SimStatus {
-        let mut s = self.inner.lock().status(&self.inner.status_paths(), false);
+        let mut s = self.inner.lock().status(&self.inner.status_paths(), false, Instant::now());
         s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
@@ -959,7 +915,7 @@ impl SimHandle {
     /// Capacity and allocatable per resource, as node status shows them
     /// (resources not yet in node status are left out).
     pub fn counts(&self) -> BTreeMap<String, Counts> {
-        self.inner.lock().resources.iter().filter(|(_, r)| r.reported).map(|(n, r)| (n.clone(), r.counts())).collect()
+        self.inner.lock().counts()
     }
 
     /// Waits until `pred` holds for [`SimHandle::counts`], at most `timeout`.
@@ -990,7 +946,7 @@ impl SimHandle {
 
     /// Sets the grace period after a stream end (running timers follow it).
     pub fn set_grace_period(&self, grace: Duration) {
-        self.inner.lock().grace_period = grace;
+        self.inner.lock().set_grace_period(grace);
         self.inner.grace_changed.notify_waiters();
         self.inner.emit(EventKind::GracePeriodSet { grace_period_ms: crate::text::millis(grace) });
     }
@@ -1009,17 +965,12 @@ impl SimHandle {
         if inner.is_stopped() {
             return Err(Error::invalid("kubelet-sim", "the sim has stopped"));
         }
-        let expected: Vec<String> =
-            inner.lock().resources.iter().filter(|(_, r)| !r.removed).map(|(n, _)| n.clone()).collect();
+        let expected: Vec<String> = inner.lock().expected_back();
         inner.emit(EventKind::Restarting { resources: expected.clone() });
         stop_registration(inner).await;
-        let snapshot = {
-            let mut st = inner.lock();
-            for r in st.resources.values_mut() {
-                r.drop_connections();
-            }
-            checkpoint::from_state(&st)
-        };
+        let closed = inner.lock().drop_connections();
+        inner.apply(closed);
+        let snapshot = inner.lock().checkpoint();
         // The kubelet writes its checkpoint and the new one reads it back; a
         // checkpoint the sim may not write is left alone and the state carries over.
         let checkpoint = if inner.writes_checkpoint() {
@@ -1035,15 +986,12 @@ impl SimHandle {
             snapshot
         };
         let restored = restore(inner, &checkpoint);
-        let restored_pods = {
-            let st = inner.lock();
-            st.pods.iter().filter(|p| !p.allocs.is_empty()).count()
-        };
+        let restored_pods = inner.lock().pods_with_devices();
         let cleanup = inner.cleanup();
         let mut rx = self.subscribe();
         serve_registration(inner).await?;
-        let t0 = inner.lock().socket_created;
-        inner.lock().restarts += 1;
+        let t0 = inner.lock().socket_created();
+        inner.lock().restarted();
         for (name, generation) in &restored {
             registration::spawn_grace(inner, name, *generation);
         }
@@ -1100,21 +1048,19 @@ impl SimHandle {
 
     /// Per expected resource: registered since `t0`, and how fast.
     fn returns(&self, expected: &[String], t0: Instant) -> Vec<ResourceReturn> {
-        let st = self.inner.lock();
+        let m = self.inner.lock();
         let ms = crate::text::millis;
         expected
             .iter()
             .map(|name| {
-                let r = st.resources.get(name);
-                let ep = r.and_then(|r| r.endpoint.as_ref()).filter(|e| e.registered_at >= t0);
-                let c = r.map(Resource::counts).unwrap_or_default();
+                let r = m.returned(name, t0);
                 ResourceReturn {
                     resource: name.clone(),
-                    reregistered: ep.is_some(),
-                    register_after_ms: ep.map(|e| ms(e.registered_at - t0)),
-                    first_snapshot_after_ms: ep.and_then(|e| e.first_snapshot_at).map(|at| ms(at - t0)),
-                    capacity: c.capacity,
-                    allocatable: c.allocatable,
+                    reregistered: r.registered_at.is_some(),
+                    register_after_ms: r.registered_at.map(|at| ms(at - t0)),
+                    first_snapshot_after_ms: r.first_snapshot_at.map(|at| ms(at - t0)),
+                    capacity: r.counts.capacity,
+                    allocatable: r.counts.allocatable,
                 }
             })
             .collect()
@@ -1129,12 +1075,8 @@ impl SimHandle {
         }
         let _turn = inner.admission.lock().await;
         stop_registration(inner).await;
-        {
-            let mut st = inner.lock();
-            for r in st.resources.values_mut() {
-                r.drop_connections();
-            }
-        }
+        let closed = inner.lock().drop_connections();
+        inner.apply(closed);
         let tasks: Vec<JoinHandle<()>> =
             std::mem::take(&mut *inner.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         for t in tasks {
@@ -1158,75 +1100,6 @@ impl SimHandle {
 mod tests {
     use super::*;
 
-    /// A directory like a node's: a plugin socket, a file, a sub-directory
-    /// with a socket, symlinks to a socket, to a file and dangling, the
-    /// checkpoint and one of our own sockets.
-    fn node_dir() -> (tempfile::TempDir, Vec<std::os::unix::net::UnixListener>) {
-        let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").unwrap();
-        let d = dir.path();
-        std::fs::write(d.join("notes.txt"), "x").unwrap();
-        std::fs::write(d.join(crate::paths::CHECKPOINT_FILE_NAME), "{}").unwrap();
-        std::fs::create_dir(d.join("sub")).unwrap();
-        let mut l = vec![std::os::unix::net::UnixListener::bind(d.join("sub/in.sock")).unwrap()];
-        l.push(std::os::unix::net::UnixListener::bind(d.join("a.sock")).unwrap());
-        l.push(std::os::unix::net::UnixListener::bind(d.join("keep.sock")).unwrap());
-        std::os::unix::fs::symlink(d.join("notes.txt"), d.join("link-file")).unwrap();
-        std::os::unix::fs::symlink(d.join("sub/in.sock"), d.join("link-sock")).unwrap();
-        std::os::unix::fs::symlink(d.join("gone"), d.join("link-dangling")).unwrap();
-        (dir, l)
-    }
-
-    fn exists(p: &Path) -> bool {
-        std::fs::symlink_metadata(p).is_ok()
-    }
-
-    /// docs/kubelet-versions.md §4, 1.26-1.32 (Lstat): every non-directory but
-    /// the checkpoint, in a directory the sim owns.
-    #[test]
-    fn cleanup_1_26_to_1_32_removes_every_non_directory_where_allowed() {
-        let (dir, _l) = node_dir();
-        let d = dir.path();
-        let c = cleanup_dir(d, &[d.join("keep.sock")], CleanupRule::AllNonDirectories, true);
-        assert_eq!(c.deleted_sockets, ["a.sock"]);
-        assert_eq!(c.deleted_files, ["link-dangling", "link-file", "link-sock", "notes.txt"]);
-        assert!(c.would_delete.is_empty());
-        assert!(exists(&d.join(crate::paths::CHECKPOINT_FILE_NAME)), "the checkpoint is never deleted");
-        assert!(exists(&d.join("sub/in.sock")) && exists(&d.join("keep.sock")));
-    }
-
-    /// The same rule in a directory the sim did not create: only sockets go,
-    /// the rest is reported.
-    #[test]
-    fn cleanup_in_a_foreign_directory_deletes_only_sockets_and_reports_the_rest() {
-        let (dir, _l) = node_dir();
-        let d = dir.path();
-        let c = cleanup_dir(d, &[d.join("keep.sock")], CleanupRule::AllNonDirectories, false);
-        assert_eq!(c.deleted_sockets, ["a.sock"]);
-        assert!(c.deleted_files.is_empty());
-        assert_eq!(c.would_delete, ["link-dangling", "link-file", "link-sock", "notes.txt"]);
-        for n in ["notes.txt", "link-file", "link-sock", "link-dangling", crate::paths::CHECKPOINT_FILE_NAME] {
-            assert!(exists(&d.join(n)), "{n} kept");
-        }
-    }
-
-    /// docs/kubelet-versions.md §4, 1.33+ (Stat + ModeSocket): sockets only,
-    /// following symlinks (a link to a socket goes, a dangling link stays).
-    #[test]
-    fn cleanup_1_33_and_later_removes_sockets_only_following_symlinks() {
-        let (dir, _l) = node_dir();
-        let d = dir.path();
-        let c = cleanup_dir(d, &[d.join("keep.sock")], CleanupRule::SocketsOnly, true);
-        assert_eq!(c.deleted_sockets, ["a.sock"]);
-        assert_eq!(c.deleted_files, ["link-sock"]);
-        assert!(exists(&d.join("notes.txt")) && exists(&d.join("link-file")) && exists(&d.join("link-dangling")));
-        assert!(exists(&d.join("sub/in.sock")), "the target of the link stays");
-        let (dir, _l) = node_dir();
-        let d = dir.path();
-        let c = cleanup_dir(d, &[], CleanupRule::SocketsOnly, false);
-        assert_eq!(c.deleted_sockets, ["a.sock", "keep.sock"]);
-        assert_eq!(c.would_delete, ["link-sock"]);
-    }
-
     // Pointed at a real node's directory, the sim must not cut off a live
     // listener (a real kubelet or plugin) by deleting its socket unless told
     // to with --force; stale sockets go, as a kubelet's cleanup would.
@@ -1245,47 +1118,5 @@ mod tests {
         let c = cleanup_dir(d, &[], CleanupRule::SocketsOnly, false);
         assert_eq!(c.deleted_sockets, ["live.sock"], "--force: as the kubelet");
         drop(live);
-    }
-
-    #[test]
-    fn restore_gives_known_pods_their_devices_and_keeps_the_rest() {
-        let paths = Paths {
-            dir: "/tmp/nowhere".into(),
-            kubelet_socket: "/tmp/nowhere/kubelet.sock".into(),
-            podresources_socket: None,
-            control_socket: None,
-            checkpoint: "/tmp/nowhere/cp".into(),
-            marker: "/tmp/nowhere/.dpctl/m".into(),
-            journal: "/tmp/nowhere/.dpctl/j".into(),
-        };
-        let inner = Arc::new(Inner::new(SimConfig::new("/tmp/nowhere"), paths));
-        let mut spec = PodSpec::shorthand("p", "default", &[("example.com/gpu".into(), 1)]);
-        spec.uid = Some("uid-1".into());
-        let alloc = state::Alloc {
-            ids: vec!["g0".into()],
-            by_numa: BTreeMap::from([(0, vec!["g0".to_string()])]),
-            response: Default::default(),
-        };
-        inner.lock().pods.push(Pod {
-            spec,
-            allocs: BTreeMap::from([(
-                "c0".to_string(),
-                BTreeMap::from([("example.com/gpu".to_string(), alloc.clone())]),
-            )]),
-        });
-        let mut cp = checkpoint::from_state(&inner.lock());
-        let mut foreign = cp.data.pod_device_entries.clone().unwrap()[0].clone();
-        foreign.pod_uid = "other".into();
-        cp.data.pod_device_entries.as_mut().unwrap().push(foreign);
-        cp.data.registered_devices.get_or_insert_default().insert("example.com/gpu".into(), Some(vec!["g0".into()]));
-        inner.lock().pods[0].allocs.clear();
-        let restored = restore(&inner, &cp);
-        assert_eq!(restored.len(), 1);
-        assert_eq!(restored[0].0, "example.com/gpu");
-        let st = inner.lock();
-        assert_eq!(st.pods[0].allocs["c0"]["example.com/gpu"].ids, alloc.ids);
-        assert_eq!(st.foreign_entries.len(), 1);
-        assert_eq!(st.resources["example.com/gpu"].counts(), Counts::default());
-        assert!(st.resources["example.com/gpu"].reported);
     }
 }

@@ -6,12 +6,9 @@
 //! under the static CPU manager, the CPUs minus the reserved ones; `cpu_ids`
 //! are a container's exclusive CPUs.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::Inner;
-use super::admission::ContainerKind;
-use super::state::{NO_TOPOLOGY, Pod};
 use crate::podresources::server::{Provider, to_v1alpha1};
 use crate::proto::podresources::{v1, v1alpha1};
 
@@ -21,105 +18,17 @@ pub(crate) struct SimPodResources {
     pub inner: Arc<Inner>,
 }
 
-fn topology(node: i64) -> Option<v1::TopologyInfo> {
-    (node != NO_TOPOLOGY).then(|| v1::TopologyInfo { nodes: vec![v1::NumaNode { id: node }] })
-}
-
-/// One container's devices, one entry per (device, NUMA node).
-fn container_devices(pod: &Pod, container: &str) -> Vec<v1::ContainerDevices> {
-    let mut out = Vec::new();
-    if let Some(by_res) = pod.allocs.get(container) {
-        for (resource, a) in by_res {
-            for (node, ids) in &a.by_numa {
-                for id in ids {
-                    out.push(v1::ContainerDevices {
-                        resource_name: resource.clone(),
-                        device_ids: vec![id.clone()],
-                        topology: topology(*node),
-                    });
-                }
-            }
-        }
-    }
-    out
-}
-
-/// A pod as v1 `List` shows it: sidecars first (when `sidecars`), then
-/// regular containers.
-fn pod_v1(pod: &Pod, cpus: Option<&BTreeMap<String, Vec<u32>>>, sidecars: bool) -> v1::PodResources {
-    let order: &[ContainerKind] =
-        if sidecars { &[ContainerKind::Sidecar, ContainerKind::Regular] } else { &[ContainerKind::Regular] };
-    let containers = order
-        .iter()
-        .flat_map(|kind| pod.spec.containers.iter().filter(move |c| c.kind == *kind))
-        .map(|c| v1::ContainerResources {
-            name: c.name.clone(),
-            devices: container_devices(pod, &c.name),
-            cpu_ids: cpus
-                .and_then(|m| m.get(&c.name))
-                .map(|v| v.iter().map(|x| i64::from(*x)).collect())
-                .unwrap_or_default(),
-            ..Default::default()
-        })
-        .collect();
-    v1::PodResources {
-        name: pod.spec.name.clone(),
-        namespace: pod.spec.namespace.clone(),
-        containers,
-        ..Default::default()
-    }
-}
-
-impl SimPodResources {
-    /// docs/kubelet-versions.md §8: `List`/`Get` show restartable init containers
-    /// from 1.30 (1.30-1.32 with `SidecarContainers` on, its default; always
-    /// from 1.33); up to 1.29 regular containers only.
-    fn sidecars(&self) -> bool {
-        self.inner.config.kubelet_version.list_includes_sidecars()
-    }
-}
-
 impl Provider for SimPodResources {
     fn list(&self) -> Vec<v1::PodResources> {
-        let sidecars = self.sidecars();
-        let st = self.inner.lock();
-        st.pods.iter().map(|p| pod_v1(p, st.exclusive_cpus.get(p.uid()), sidecars)).collect()
+        self.inner.lock().podres_list()
     }
 
     fn get(&self, name: &str, namespace: &str) -> Option<v1::PodResources> {
-        let sidecars = self.sidecars();
-        let st = self.inner.lock();
-        st.pod_index(namespace, name).map(|i| pod_v1(&st.pods[i], st.exclusive_cpus.get(st.pods[i].uid()), sidecars))
+        self.inner.lock().podres_get(name, namespace)
     }
 
     fn allocatable(&self) -> v1::AllocatableResourcesResponse {
-        let st = self.inner.lock();
-        let mut devices = Vec::new();
-        for (name, r) in &st.resources {
-            // docs/protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID,
-            // the last entry of a repeated ID winning, and lists the healthy
-            // ones once each.
-            let last: std::collections::HashMap<&str, &crate::model::Device> =
-                r.devices.iter().map(|d| (d.id.as_str(), d)).collect();
-            let mut seen = std::collections::HashSet::new();
-            for id in r.healthy().map(|d| d.id.as_str()) {
-                let Some(d) = last.get(id).filter(|_| seen.insert(id)) else { continue };
-                match &d.numa_nodes {
-                    None => devices.push(v1::ContainerDevices {
-                        resource_name: name.clone(),
-                        device_ids: vec![d.id.clone()],
-                        topology: None,
-                    }),
-                    // Like the kubelet: one entry per node, so a device with an
-                    // empty node list is not listed at all.
-                    Some(nodes) => devices.extend(nodes.iter().map(|n| v1::ContainerDevices {
-                        resource_name: name.clone(),
-                        device_ids: vec![d.id.clone()],
-                        topology: Some(v1::TopologyInfo { nodes: vec![v1::NumaNode { id: *n }] }),
-                    })),
-                }
-            }
-        }
+        let devices = self.inner.lock().allocatable_devices();
         let t = &self.inner.config.topology;
         let cpu_ids = if t.cpu_policy == crate::topology::CpuPolicy::Static {
             t.machine.cpus().filter(|c| !t.reserved_cpus.contains(c)).map(i64::from).collect()
@@ -130,16 +39,6 @@ impl Provider for SimPodResources {
     }
 
     fn list_v1alpha1(&self) -> Vec<v1alpha1::PodResources> {
-        let st = self.inner.lock();
-        st.pods
-            .iter()
-            .map(|pod| {
-                let mut p = pod_v1(pod, st.exclusive_cpus.get(pod.uid()), false);
-                p.containers.retain(|c| {
-                    pod.spec.containers.iter().any(|s| s.name == c.name && s.kind == ContainerKind::Regular)
-                });
-                to_v1alpha1(&p)
-            })
-            .collect()
+        self.inner.lock().podres_list_regular().iter().map(to_v1alpha1).collect()
     }
 }

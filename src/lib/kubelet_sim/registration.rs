@@ -12,11 +12,10 @@ use futures_util::StreamExt;
 use tonic::{Request, Response, Status};
 
 use super::Inner;
-use super::events::{EventKind, Via, health_changes};
-use super::state::Endpoint;
+use super::events::{EventKind, Via};
+use super::manager::{Effect, Registrant};
 use crate::error::{Error, KUBELET_MAX_RECV};
-use crate::model;
-use crate::plugin_client::{PluginClient, Snapshot};
+use crate::plugin_client::PluginClient;
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::deviceplugin::v1beta1::registration_server::Registration;
 use crate::transport::{self, ClientConfig};
@@ -130,38 +129,10 @@ pub(crate) struct RegistrationService {
 /// known name is always taken.
 pub const MAX_RESOURCES: usize = 1024;
 
-/// The refusal text of a Register over [`MAX_RESOURCES`], or `None`.
-fn over_limit(inner: &Inner, resource: &str) -> Option<String> {
-    let max = inner.config.max_resources;
-    let mut st = inner.lock();
-    if st.resources.contains_key(resource) || st.resources.len() < max {
-        return None;
-    }
-    st.refused_over_limit += 1;
-    Some(format!(
-        "dpctl kubelet-sim refuses to register {resource}: it tracks at most {max} distinct resource \
-         names and knows {} (a limit of the sim, not of the kubelet)",
-        st.resources.len()
-    ))
-}
-
 #[tonic::async_trait]
 impl Registration for RegistrationService {
     async fn register(&self, req: Request<dp::RegisterRequest>) -> Result<Response<dp::Empty>, Status> {
         let r = req.into_inner();
-        if crate::validate::check_registration(&r.version, &r.resource_name).is_ok()
-            && let Some(text) = over_limit(&self.inner, &r.resource_name)
-        {
-            self.inner.emit(EventKind::RegistrationRejected {
-                resource: r.resource_name.clone(),
-                endpoint: r.endpoint.clone(),
-                socket: go_join(&self.inner.paths.dir, &r.endpoint).display().to_string(),
-                via: Via::KubeletSock,
-                version: r.version.clone(),
-                message: text.clone(),
-            });
-            return Err(Status::resource_exhausted(text));
-        }
         // docs/kubelet-versions.md §1 (every version): filepath.Join, not Path::join.
         let socket = go_join(&self.inner.paths.dir, &r.endpoint);
         let input = RegisterInput {
@@ -172,6 +143,13 @@ impl Registration for RegistrationService {
             via: Via::KubeletSock,
             request_options: r.options,
         };
+        if crate::validate::check_registration(&input.version, &input.resource).is_ok() {
+            let over = self.inner.lock().over_limit(&input.resource);
+            if let Some(text) = over {
+                self.inner.emit(input.who().rejected(text.clone()));
+                return Err(Status::resource_exhausted(text));
+            }
+        }
         let result = if self.inner.config.kubelet_version.register_context_bounds_dial() {
             // 1.35+: the Register call's context bounds the
             // dial-back and GetDevicePluginOptions, so a plugin that gives up
@@ -210,19 +188,15 @@ impl Registration for RegistrationService {
 /// fired when the call's future is dropped before it finishes.
 struct GivenUp<'a> {
     inner: &'a Arc<Inner>,
-    /// The registration's identity while armed.
-    pending: Option<(String, String, String, Via, String)>,
+    /// The registration while armed.
+    pending: Option<Registrant>,
 }
 
 impl<'a> GivenUp<'a> {
     fn arm(inner: &'a Arc<Inner>, input: &RegisterInput) -> Self {
         let valid = input.via != Via::KubeletSock
             || crate::validate::check_registration(&input.version, &input.resource).is_ok();
-        let pending = valid.then(|| {
-            let socket = input.socket.display().to_string();
-            (input.resource.clone(), input.endpoint.clone(), socket, input.via, input.version.clone())
-        });
-        GivenUp { inner, pending }
+        GivenUp { inner, pending: valid.then(|| input.who()) }
     }
 
     fn disarm(mut self) {
@@ -232,16 +206,9 @@ impl<'a> GivenUp<'a> {
 
 impl Drop for GivenUp<'_> {
     fn drop(&mut self) {
-        let Some((resource, endpoint, socket, via, version)) = self.pending.take() else { return };
-        untrack(self.inner, &resource, Path::new(&socket));
-        self.inner.emit(EventKind::RegistrationRejected {
-            resource,
-            endpoint,
-            socket,
-            via,
-            version,
-            message: GIVEN_UP.to_string(),
-        });
+        let Some(who) = self.pending.take() else { return };
+        self.inner.lock().register_failed(&who.resource, &who.socket);
+        self.inner.emit(who.rejected(GIVEN_UP));
     }
 }
 
@@ -260,6 +227,19 @@ pub(crate) struct RegisterInput {
     pub request_options: Option<dp::DevicePluginOptions>,
 }
 
+impl RegisterInput {
+    /// Who registers, as every event about it names them.
+    fn who(&self) -> Registrant {
+        Registrant {
+            resource: self.resource.clone(),
+            endpoint: self.endpoint.clone(),
+            socket: self.socket.clone(),
+            via: self.via,
+            version: self.version.clone(),
+        }
+    }
+}
+
 /// Validates, dials back, asks for the options, stores the endpoint and
 /// starts ListAndWatch. The error is the kubelet's text.
 // long: the kubelet's Register in its order (count, version, name, the sim's
@@ -267,29 +247,27 @@ pub(crate) struct RegisterInput {
 // with its own rejection; split, the order would be spread over helpers.
 pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result<(), String> {
     let started = Instant::now();
+    let who = input.who();
     let reject = |message: String| {
-        inner.emit(EventKind::RegistrationRejected {
-            resource: input.resource.clone(),
-            endpoint: input.endpoint.clone(),
-            socket: input.socket.display().to_string(),
-            via: input.via,
-            version: input.version.clone(),
-            message: message.clone(),
-        });
+        inner.emit(who.rejected(message.clone()));
         message
     };
     if input.via == Via::KubeletSock {
         crate::validate::check_registration(&input.version, &input.resource).map_err(reject)?;
     }
-    if let Some(text) = over_limit(inner, &input.resource) {
+    let over = inner.lock().over_limit(&input.resource);
+    if let Some(text) = over {
         return Err(reject(text));
     }
+    let failed = |message: String| {
+        inner.lock().register_failed(&who.resource, &who.socket);
+        reject(message)
+    };
     let channel = match dial(&input.socket, inner.config.dial_timeout).await {
         Ok(c) => c,
         Err(last) => {
             tracing::info!(socket = %input.socket.display(), error = %last, "dial-back failed");
-            untrack(inner, &input.resource, &input.socket);
-            return Err(reject(DIAL_FAILED.to_string()));
+            return Err(failed(DIAL_FAILED.to_string()));
         }
     };
     let config = ClientConfig {
@@ -298,145 +276,47 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         max_recv_bytes: KUBELET_MAX_RECV,
     };
     let client = PluginClient::from_channel(channel.clone(), &input.socket, &config);
-    let pre_start_client = PluginClient::from_channel(
+    let pre_start = PluginClient::from_channel(
         channel,
         &input.socket,
         &ClientConfig { call_timeout: inner.config.pre_start_timeout, ..config },
     );
-    let options = client.options().await.map_err(|e| {
-        untrack(inner, &input.resource, &input.socket);
-        reject(format!("failed to get device plugin options: {}", go_rpc_error(&e)))
-    })?;
+    let options = client
+        .options()
+        .await
+        .map_err(|e| failed(format!("failed to get device plugin options: {}", go_rpc_error(&e))))?;
     let differ = input.request_options.is_some_and(|o| o != options);
-    let version = inner.config.kubelet_version;
-    if version.rejects_duplicate_socket() {
-        // 1.37+ (PR #135437, `PluginConnected` in
-        // pkg/kubelet/cm/devicemanager/manager.go): an endpoint still in the
-        // store at this socket path refuses the new one, and the failed
-        // connect then drops every client at that path, the live one included.
-        let st = inner.lock();
-        let live = st.resources.get(&input.resource).is_some_and(|r| {
-            r.endpoint.as_ref().is_some_and(|e| !e.stopped && e.socket == input.socket)
-                || r.superseded.iter().any(|e| e.socket == input.socket)
-                || r.untracked_clients.iter().any(|(_, s)| *s == input.socket)
-        });
-        if live {
-            drop(st);
-            untrack(inner, &input.resource, &input.socket);
-            return Err(reject(duplicate_text(&input.socket)));
-        }
-    }
-    let (id, replaced) = store_endpoint(inner, &input, options, client.clone(), pre_start_client);
+    let stored = inner.lock().register(&who, options, Instant::now());
+    let stored = stored.map_err(reject)?;
+    inner.apply(stored.effects);
     inner.emit(EventKind::Registered {
-        resource: input.resource.clone(),
-        endpoint: input.endpoint.clone(),
-        socket: input.socket.display().to_string(),
-        via: input.via,
-        version: input.version.clone(),
+        resource: who.resource.clone(),
+        endpoint: who.endpoint.clone(),
+        socket: who.socket.display().to_string(),
+        via: who.via,
+        version: who.version.clone(),
         request_options: input.request_options.map(Into::into),
         pre_start_required: options.pre_start_required,
         get_preferred_allocation_available: options.get_preferred_allocation_available,
         request_options_differ: differ,
-        replaced,
+        replaced: stored.replaced,
         took_ms: crate::text::millis(started.elapsed()),
     });
-    let task = tokio::spawn(watch(Arc::clone(inner), input.resource.clone(), id, client));
-    let mut st = inner.lock();
-    match st.resources.get_mut(&input.resource).and_then(|r| r.endpoint.as_mut()).filter(|e| e.id == id) {
-        Some(e) => e.task = Some(task.abort_handle()),
-        None => task.abort(),
-    }
+    connect(inner, &who.resource, stored.id, client, pre_start);
     Ok(())
 }
 
-/// A Register of `resource` at `socket` failed after validation (dial-back,
-/// GetDevicePluginOptions, or 1.37's duplicate check). 1.26-1.36
-/// (pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go): the kubelet
-/// stored the new client under the name before dialing, so the failure's
-/// `deregisterClient(name)` leaves the name with
-/// no client at all; a live stream of an earlier registration then ends
-/// unnoticed. 1.37+ (PR #135437) keep a list of clients per name and drop
-/// every one at the failed socket path: a live client elsewhere stays
-/// tracked, one at the same path is dropped (its endpoint stays stored).
-fn untrack(inner: &Arc<Inner>, resource: &str, socket: &Path) {
-    let by_name = inner.config.kubelet_version.replaces_by_name();
-    let mut st = inner.lock();
-    let Some(r) = st.resources.get_mut(resource) else { return };
-    if by_name {
-        let live = r.endpoint.as_ref().is_some_and(|e| !e.stopped) || !r.superseded.is_empty();
-        if live {
-            r.untracked = true;
-        }
-        return;
+/// Keeps the connection of the new endpoint `id` and starts its
+/// ListAndWatch; if the manager dropped the endpoint meanwhile, the
+/// connection is closed at once.
+fn connect(inner: &Arc<Inner>, resource: &str, id: u64, client: PluginClient, pre_start: PluginClient) {
+    let task = tokio::spawn(watch(Arc::clone(inner), resource.to_string(), id, client.clone()));
+    let abort = task.abort_handle();
+    inner.conns().insert(id, super::Conn { client, pre_start, task: Some(abort) });
+    // Checked after the insert: a Close for `id` from now on finds the entry.
+    if !inner.lock().knows_endpoint(id) {
+        inner.apply(vec![Effect::Close(id)]);
     }
-    let mut dropped: Vec<(u64, PathBuf)> = r
-        .endpoint
-        .iter()
-        .filter(|e| !e.stopped && e.socket == socket)
-        .map(|e| (e.id, e.socket.clone()))
-        .chain(r.superseded.iter().filter(|e| e.socket == socket).map(|e| (e.id, e.socket.clone())))
-        .collect();
-    dropped.retain(|d| !r.untracked_clients.contains(d));
-    r.untracked_clients.extend(dropped);
-}
-
-/// Stores the new endpoint of `input.resource` (its id and whether it
-/// replaced a live one): the old connection is kept feeding the resource
-/// (docs/kubelet-versions.md §2), a resource forgotten at the grace expiry starts
-/// again from no devices.
-fn store_endpoint(
-    inner: &Arc<Inner>,
-    input: &RegisterInput,
-    options: dp::DevicePluginOptions,
-    client: PluginClient,
-    pre_start_client: PluginClient,
-) -> (u64, bool) {
-    let mut st = inner.lock();
-    let id = st.next_id();
-    let generation = st.next_id();
-    let r = st.resources.entry(input.resource.clone()).or_default();
-    let replaced = r.endpoint.as_ref().is_some_and(|e| !e.stopped);
-    // docs/kubelet-versions.md §2: the old connection is not closed; its stream
-    // keeps feeding the resource (1.26-1.36 and master alike).
-    if let Some(old) = r.endpoint.take() {
-        if !old.stopped && old.task.is_some() {
-            r.superseded.push(old);
-        } else if let Some(task) = old.task {
-            task.abort();
-        }
-    }
-    r.generation = generation;
-    r.registrations += 1;
-    r.untracked = false;
-    r.stopped_at = None;
-    r.restored = false;
-    if r.removed {
-        // The kubelet forgot the resource's devices at the grace expiry;
-        // node status keeps it at capacity 0 until the first snapshot.
-        r.removed = false;
-        r.devices.clear();
-    }
-    r.endpoint = Some(Endpoint {
-        id,
-        endpoint: input.endpoint.clone(),
-        socket: input.socket.clone(),
-        via: input.via,
-        options,
-        client: client.clone(),
-        pre_start_client,
-        task: None,
-        registered_at: Instant::now(),
-        first_snapshot_at: None,
-        stopped: false,
-    });
-    (id, replaced)
-}
-
-/// The kubelet's refusal (1.37+, `PluginConnected` in
-/// pkg/kubelet/cm/devicemanager/manager.go) of a second endpoint at a socket
-/// path still in its endpoint store.
-pub fn duplicate_text(socket: &Path) -> String {
-    format!("device plugin already connected: {}", socket.display())
 }
 
 /// Dials the plugin the way grpc-go's blocking dial does: keep trying (with
@@ -465,266 +345,32 @@ pub(crate) async fn dial(socket: &Path, timeout: Duration) -> Result<tonic::tran
 }
 
 /// `DeRegisterPlugin` after a plugins_registry socket is deleted
-/// (docs/kubelet-versions.md §6): the client is disconnected as if its stream
-/// ended (devices unhealthy, grace period). Up to 1.36 the client is found by
-/// resource name only, so a same-named plugin registered through kubelet.sock
-/// is disconnected too; 1.37+ match the endpoint as well.
+/// (see [`super::manager::Manager::deregister`]).
 pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, deleted: &Path) {
-    let by_endpoint = inner.config.kubelet_version.deregisters_by_endpoint();
-    let id = {
-        let mut st = inner.lock();
-        let Some(r) = st.resources.get_mut(resource) else { return };
-        // docs/kubelet-versions.md §2 (1.26-1.36): no client under the name, so
-        // `getClient(name)` finds nothing to disconnect.
-        if r.untracked && !by_endpoint {
-            return;
-        }
-        // 1.37+: a client dropped by a failed Register at this socket is not found either.
-        if by_endpoint && r.untracked_clients.iter().any(|(_, s)| s == socket) {
-            return;
-        }
-        // 1.37+: the client of a replaced endpoint is still known by its socket,
-        // so its connection is closed and its endpoint dropped (not the last one).
-        if by_endpoint && let Some(old) = r.superseded.iter_mut().find(|e| e.socket == socket && !e.stopped) {
-            if let Some(t) = old.task.take() {
-                t.abort();
-            }
-            let id = old.id;
-            drop(st);
-            stream_ended(inner, resource, id, format!("its plugins_registry socket {} was deleted", deleted.display()));
-            return;
-        }
-        let Some(ep) = r.endpoint.as_mut() else { return };
-        if ep.stopped || (by_endpoint && ep.socket != socket) {
-            return;
-        }
-        if let Some(t) = ep.task.take() {
-            t.abort();
-        }
-        ep.id
-    };
-    stream_ended(
-        inner,
-        resource,
-        id,
-        format!("its plugins_registry socket {} was deleted (DeRegisterPlugin)", deleted.display()),
-    );
+    let effects = inner.lock().deregister(resource, socket, deleted, Instant::now());
+    inner.apply(effects);
 }
 
 /// Runs ListAndWatch for endpoint `id` until the stream ends.
 async fn watch(inner: Arc<Inner>, resource: String, id: u64, client: PluginClient) {
+    let ended = |reason: String| {
+        let effects = inner.lock().stream_ended(&resource, id, reason, Instant::now());
+        inner.apply(effects);
+    };
     let mut stream = match client.list_and_watch().await {
         Ok(s) => Box::pin(s),
-        Err(e) => {
-            stream_ended(&inner, &resource, id, go_rpc_error(&e));
-            return;
-        }
+        Err(e) => return ended(go_rpc_error(&e)),
     };
     while let Some(item) = stream.next().await {
         match item {
-            Ok(snap) => apply_snapshot(&inner, &resource, id, snap),
-            Err(e) => {
-                stream_ended(&inner, &resource, id, go_rpc_error(&e));
-                return;
+            Ok(snap) => {
+                let effects = inner.lock().snapshot(&resource, id, snap.devices, snap.encoded_len, Instant::now());
+                inner.apply(effects);
             }
+            Err(e) => return ended(go_rpc_error(&e)),
         }
     }
-    stream_ended(&inner, &resource, id, "the plugin ended the stream (status OK)".into());
-}
-
-/// Takes one full snapshot into the resource.
-fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
-    let mut events = Vec::new();
-    {
-        let mut st = inner.lock();
-        let Some(r) = st.resources.get_mut(resource) else { return };
-        let old_stream = r.superseded.iter().any(|e| e.id == id);
-        match r.endpoint.as_mut().filter(|e| e.id == id) {
-            Some(ep) => {
-                if ep.first_snapshot_at.is_none() {
-                    ep.first_snapshot_at = Some(Instant::now());
-                }
-            }
-            // A replaced plugin's stream still updates the resource (§2).
-            None if old_stream => {}
-            None => return,
-        }
-        let violations = crate::contract::check_snapshot(&snap.devices, snap.encoded_len);
-        let mut devices = snap.devices;
-        if violations.iter().any(|v| v.rule == "device-id-unique") {
-            last_topology_wins(&mut devices);
-        }
-        let changes = if r.devices.is_empty() { Vec::new() } else { model::diff(&r.devices, &devices) };
-        r.devices = devices;
-        r.disconnected = false;
-        r.removed = false;
-        r.reported = true;
-        r.sets = true;
-        r.snapshots += 1;
-        let c = r.counts();
-        for (dev, from, to) in health_changes(&changes) {
-            events.push(EventKind::HealthChanged {
-                resource: resource.to_string(),
-                id: dev.to_string(),
-                from: from.to_string(),
-                to: to.to_string(),
-                capacity: c.capacity,
-                allocatable: c.allocatable,
-            });
-        }
-        events.insert(
-            0,
-            EventKind::Snapshot {
-                resource: resource.to_string(),
-                seq: r.snapshots,
-                capacity: c.capacity,
-                allocatable: c.allocatable,
-                devices: r.devices.len(),
-                message_bytes: snap.encoded_len,
-                changes: changes.len(),
-                violations,
-            },
-        );
-    }
-    inner.write_checkpoint_now();
-    for e in events {
-        inner.emit(e);
-    }
-}
-
-/// docs/protocol.md §3.4: the kubelet keeps `allDevices` as a map by ID, so of a
-/// repeated ID the last entry's topology is the one allocation, PodResources
-/// and the checkpoint use (health stays per entry: the sets count it).
-fn last_topology_wins(devices: &mut [model::Device]) {
-    let last: std::collections::HashMap<String, Option<Vec<i64>>> =
-        devices.iter().map(|d| (d.id.clone(), d.numa_nodes.clone())).collect();
-    for d in devices.iter_mut() {
-        if let Some(nodes) = last.get(&d.id) {
-            d.numa_nodes.clone_from(nodes);
-        }
-    }
-}
-
-/// The stream of endpoint `id` ended: all devices unhealthy, no retry.
-fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
-    let mut reason = reason;
-    let version = inner.config.kubelet_version;
-    let (socket, counts, generation, grace) = {
-        let mut st = inner.lock();
-        let grace = st.grace_period;
-        let generation = st.next_id();
-        let Some(r) = st.resources.get_mut(resource) else { return };
-        let old_stream = r.superseded.iter().position(|e| e.id == id);
-        // 1.37+: a client dropped by a failed Register at its socket is found by
-        // neither runClient nor DeRegisterPlugin, so nothing disconnects it.
-        let dropped_client = !version.replaces_by_name() && r.untracked_clients.iter().any(|(i, _)| *i == id);
-        if (r.untracked && version.replaces_by_name()) || dropped_client {
-            // docs/kubelet-versions.md §2 (1.26-1.36): runClient finds no client
-            // under the name (a later Register failed and deregistered it), so
-            // PluginDisconnected is never called: devices keep their health,
-            // no grace period, the endpoint stays for Allocate.
-            let Some((socket, c)) = end_untracked(r, id, old_stream) else { return };
-            drop(st);
-            tracing::info!(resource, reason = %reason, "ListAndWatch ended unexpectedly for device plugin (untracked client)");
-            inner.emit(EventKind::StreamEndedUntracked {
-                resource: resource.to_string(),
-                socket: socket.display().to_string(),
-                reason,
-                capacity: c.capacity,
-                allocatable: c.allocatable,
-            });
-            return;
-        }
-        if let Some(i) = old_stream {
-            r.superseded.remove(i);
-            if !version.replaces_by_name() {
-                // 1.37+: runClient matches name and socket; only the old client goes.
-                return;
-            }
-            // ≤1.36 (issue #121994): runClient finds the client by name, i.e.
-            // the new one, closes its connection and disconnects the resource.
-            match r.endpoint.as_mut().filter(|e| !e.stopped) {
-                Some(ep) => {
-                    if let Some(t) = ep.task.take() {
-                        t.abort();
-                    }
-                    reason = format!(
-                        "the stream of the plugin this one replaced ended ({reason}); kubelet {version} looks the \
-                         client up by resource name, so it closed the new plugin's connection (issue #121994)"
-                    );
-                }
-                None => return,
-            }
-        } else if r.endpoint.as_ref().is_none_or(|e| e.id != id) {
-            return;
-        } else if !version.replaces_by_name()
-            && let Some(ev) = fail_over(r, resource, &reason)
-        {
-            drop(st);
-            inner.emit(ev);
-            return;
-        }
-        let Some(ep) = r.endpoint.as_mut() else { return };
-        ep.stopped = true;
-        ep.task = None;
-        let socket = ep.socket.display().to_string();
-        r.disconnected = true;
-        r.reported = true;
-        r.stopped_at = Some(Instant::now());
-        r.generation = generation;
-        (socket, r.counts(), generation, grace)
-    };
-    tracing::info!(resource, reason = %reason, "ListAndWatch ended unexpectedly for device plugin");
-    // No checkpoint write: the kubelet's PluginDisconnected does not write.
-    inner.emit(EventKind::StreamEnded {
-        resource: resource.to_string(),
-        socket,
-        reason,
-        capacity: counts.capacity,
-        allocatable: counts.allocatable,
-        grace_period_ms: crate::text::millis(grace),
-    });
-    spawn_grace(inner, resource, generation);
-}
-
-/// 1.37+ (PluginDisconnected in pkg/kubelet/cm/devicemanager/manager.go):
-/// the current endpoint's stream ended but another endpoint of the resource
-/// is still stored, so the ended one is only dropped and the other takes
-/// over (Allocate goes there); the devices keep their health and no grace
-/// period starts. `None` when no other endpoint is live.
-fn fail_over(r: &mut super::state::Resource, resource: &str, reason: &str) -> Option<EventKind> {
-    let pos = r.superseded.iter().rposition(|e| !e.stopped)?;
-    let promoted = r.superseded.remove(pos);
-    let now_serving = promoted.socket.display().to_string();
-    let socket = r.endpoint.replace(promoted).map(|e| e.socket.display().to_string()).unwrap_or_default();
-    let c = r.counts();
-    Some(EventKind::StreamEndedFailover {
-        resource: resource.to_string(),
-        socket,
-        now_serving,
-        reason: reason.to_string(),
-        capacity: c.capacity,
-        allocatable: c.allocatable,
-    })
-}
-
-/// The stream of endpoint `id` (current, or the superseded one at
-/// `old_stream`) ended while no client tracks it: its task is done, nothing
-/// else changes. The socket and the counts, or `None` for an unknown stream.
-fn end_untracked(
-    r: &mut super::state::Resource,
-    id: u64,
-    old_stream: Option<usize>,
-) -> Option<(PathBuf, model::Counts)> {
-    let socket = match (old_stream, r.endpoint.as_mut().filter(|e| e.id == id)) {
-        (Some(i), _) => r.superseded.remove(i).socket,
-        (None, Some(ep)) => {
-            ep.task = None;
-            ep.socket.clone()
-        }
-        (None, None) => return None,
-    };
-    Some((socket, r.counts()))
+    ended("the plugin ended the stream (status OK)".into());
 }
 
 /// Removes the resource (capacity 0) once the grace period after its stop
@@ -737,34 +383,10 @@ pub(crate) fn spawn_grace(owner: &Arc<Inner>, resource: &str, generation: u64) {
         let mut shutdown = inner.shutdown.subscribe();
         loop {
             let notified = inner.grace_changed.notified();
-            let deadline = {
-                let st = inner.lock();
-                let Some(r) = st.resources.get(&resource) else { return };
-                if r.generation != generation || r.removed {
-                    return;
-                }
-                let Some(at) = r.stopped_at else { return };
-                at + st.grace_period
-            };
+            let Some(deadline) = inner.lock().grace_deadline(&resource, generation) else { return };
             if Instant::now() >= deadline {
-                let removed = {
-                    let mut st = inner.lock();
-                    match st.resources.get_mut(&resource) {
-                        Some(r) if r.generation == generation && !r.removed => {
-                            r.removed = true;
-                            r.sets = false;
-                            r.devices.clear();
-                            r.endpoint = None;
-                            r.stopped_at = None;
-                            true
-                        }
-                        _ => false,
-                    }
-                };
-                if removed {
-                    inner.write_checkpoint_now();
-                    inner.emit(EventKind::ResourceRemoved { resource: resource.clone() });
-                }
+                let effects = inner.lock().grace_expired(&resource, generation, Instant::now());
+                inner.apply(effects);
                 return;
             }
             tokio::select! {

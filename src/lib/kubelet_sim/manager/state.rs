@@ -1,6 +1,7 @@
 //! The simulated device manager's state: per resource the last snapshot and
-//! the plugin endpoint, per pod the devices of each container. All of it sits
-//! behind one mutex that is never held across an await.
+//! the plugin endpoint, per pod the devices of each container. Only the
+//! manager (this folder) changes it; the shell holds it behind one mutex
+//! that is never held across an await.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -8,90 +9,87 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::events::Via;
-use super::outcome::CheckpointStatus;
-use super::pod::PodSpec;
+use crate::kubelet_sim::events::Via;
+use crate::kubelet_sim::outcome::CheckpointStatus;
+use crate::kubelet_sim::pod::PodSpec;
 use crate::model::{self, Counts, Device};
-use crate::plugin_client::PluginClient;
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 /// NUMA key of a device that reports no topology (the kubelet's `nodeWithoutTopology`).
 pub const NO_TOPOLOGY: i64 = -1;
 
-/// The connection to a registered plugin.
-#[derive(Debug)]
+/// A registered plugin as the device manager records it. The connection
+/// itself (clients, the ListAndWatch task) is the shell's, kept under the
+/// same `id`.
+#[derive(Debug, Clone)]
 pub(crate) struct Endpoint {
     /// Unique per registration.
-    pub id: u64,
+    pub(super) id: u64,
     /// The endpoint as the plugin named it.
-    pub endpoint: String,
+    pub(super) endpoint: String,
     /// The socket dialed.
-    pub socket: PathBuf,
+    pub(super) socket: PathBuf,
     /// How the plugin registered.
-    pub via: Via,
+    pub(super) via: Via,
     /// From GetDevicePluginOptions.
-    pub options: dp::DevicePluginOptions,
-    /// Client for Allocate and GetPreferredAllocation.
-    pub client: PluginClient,
-    /// Client for PreStartContainer (its own deadline).
-    pub pre_start_client: PluginClient,
-    /// The ListAndWatch task.
-    pub task: Option<tokio::task::AbortHandle>,
+    pub(super) options: dp::DevicePluginOptions,
+    /// Its ListAndWatch stream runs (the shell's task for it is live).
+    pub(super) streaming: bool,
     /// When Register answered.
-    pub registered_at: Instant,
+    pub(super) registered_at: Instant,
     /// When the first snapshot arrived.
-    pub first_snapshot_at: Option<Instant>,
+    pub(super) first_snapshot_at: Option<Instant>,
     /// The stream ended (the kubelet's `isStopped`).
-    pub stopped: bool,
+    pub(super) stopped: bool,
 }
 
 /// One extended resource, as the device manager tracks it.
 #[derive(Debug, Default)]
 pub(crate) struct Resource {
     /// The last snapshot (the kubelet's `allDevices`), in the plugin's order.
-    pub devices: Vec<Device>,
+    pub(super) devices: Vec<Device>,
     /// The stream ended: every device counts as unhealthy until the next snapshot.
-    pub disconnected: bool,
+    pub(super) disconnected: bool,
     /// The grace period after the stream end passed: capacity 0.
-    pub removed: bool,
+    pub(super) removed: bool,
     /// Shown in node status (after the first snapshot or a stream end).
-    pub reported: bool,
+    pub(super) reported: bool,
     /// The current plugin connection.
-    pub endpoint: Option<Endpoint>,
+    pub(super) endpoint: Option<Endpoint>,
     /// When the endpoint stopped (stream end, or restored after a restart).
-    pub stopped_at: Option<Instant>,
+    pub(super) stopped_at: Option<Instant>,
     /// Bumped on every registration and stop, so stale timers do nothing.
-    pub generation: u64,
+    pub(super) generation: u64,
     /// Snapshots received, over all registrations.
-    pub snapshots: u64,
+    pub(super) snapshots: u64,
     /// Registrations accepted.
-    pub registrations: u64,
+    pub(super) registrations: u64,
     /// Restored from a checkpoint and not registered since.
-    pub restored: bool,
+    pub(super) restored: bool,
     /// The device manager has device sets for it (the kubelet's
     /// `healthyDevices[r]` exists): after the first snapshot, or restored
     /// from a checkpoint; not after a bare Register, nor after the removal.
-    pub sets: bool,
+    pub(super) sets: bool,
     /// Endpoints of replaced registrations whose streams still run (every
     /// release: `registerClient` in
     /// pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go never closes the
     /// old connection); from 1.37 they stay in the endpoint store, and one
     /// takes over when the current endpoint's stream ends.
-    pub superseded: Vec<Endpoint>,
+    pub(super) superseded: Vec<Endpoint>,
     /// docs/kubelet-versions.md §2 (1.26-1.36): a Register of this name failed its
     /// dial-back or GetDevicePluginOptions while a client was live, and
     /// `deregisterClient(name)` dropped the registration server's entry. The
     /// running streams' ends then find no client: no disconnect, no grace
     /// period, the devices keep their health. Cleared by the next successful
     /// Register (the name has a client again).
-    pub untracked: bool,
+    pub(super) untracked: bool,
     /// 1.37+ (PR #135437, `deregisterClient(name, socketPath)` in
     /// `pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go`): endpoints
     /// (ID, socket) whose client a failed Register at the same socket path
     /// dropped. They stay in the device manager's endpoint store, never
     /// disconnect (their stream end finds no client), and every later
     /// Register at that socket is refused as already connected.
-    pub untracked_clients: Vec<(u64, PathBuf)>,
+    pub(super) untracked_clients: Vec<(u64, PathBuf)>,
 }
 
 impl Resource {
@@ -114,19 +112,6 @@ impl Resource {
     /// a first snapshot arrived, or it was restored, and it was not removed.
     pub fn known(&self) -> bool {
         !self.removed && self.sets
-    }
-
-    /// Ends every plugin connection (current and superseded).
-    pub fn drop_connections(&mut self) {
-        if let Some(t) = self.endpoint.as_mut().and_then(|e| e.task.take()) {
-            t.abort();
-        }
-        self.endpoint = None;
-        for e in self.superseded.drain(..) {
-            if let Some(t) = e.task {
-                t.abort();
-            }
-        }
     }
 
     /// A short word for the resource's state.
@@ -177,42 +162,42 @@ impl Pod {
 #[derive(Debug)]
 pub(crate) struct State {
     /// Resources by name.
-    pub resources: BTreeMap<String, Resource>,
+    pub(super) resources: BTreeMap<String, Resource>,
     /// Admitted pods, in admission order.
-    pub pods: Vec<Pod>,
+    pub(super) pods: Vec<Pod>,
     /// The grace period after a stream end.
-    pub grace_period: Duration,
+    pub(super) grace_period: Duration,
     /// Next endpoint ID.
-    pub next_endpoint_id: u64,
+    pub(super) next_endpoint_id: u64,
     /// Restarts so far.
-    pub restarts: u32,
+    pub(super) restarts: u32,
     /// Checkpoint entries of pods this sim does not know (carried over
     /// unchanged; their devices count as in use, as the kubelet's).
-    pub foreign_entries: Vec<crate::checkpoint::PodDevicesEntry>,
+    pub(super) foreign_entries: Vec<crate::checkpoint::PodDevicesEntry>,
     /// What the sim found in the checkpoint at start, and whether it writes it.
-    pub checkpoint: Option<CheckpointStatus>,
+    pub(super) checkpoint: Option<CheckpointStatus>,
     /// The pod being admitted, from its first container's allocation until
     /// the answer: every checkpoint write includes it, so a write between the
     /// last container's and the answer cannot drop it (the kubelet's
     /// `podDevices` holds a pod from its first allocation on).
-    pub admitting: Option<Pod>,
+    pub(super) admitting: Option<Pod>,
     /// UIDs of the entries restored from the sim's own allocations file
     /// (`.dpctl/`, used while the checkpoint is read-only): the sim's own
     /// pods, kept there again at every write; the checkpoint's other entries
     /// are not the sim's to record.
-    pub journal_uids: BTreeSet<String>,
+    pub(super) journal_uids: BTreeSet<String>,
     /// Register calls refused because the sim tracks its maximum of
     /// distinct resource names.
-    pub refused_over_limit: u64,
+    pub(super) refused_over_limit: u64,
     /// When the current kubelet.sock was created.
-    pub socket_created: Instant,
+    pub(super) socket_created: Instant,
     /// Exclusive CPUs (static CPU manager) per pod UID, then container.
-    pub exclusive_cpus: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
+    pub(super) exclusive_cpus: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
 }
 
 impl State {
     /// A fresh state.
-    pub fn new(grace_period: Duration) -> Self {
+    pub fn new(grace_period: Duration, now: Instant) -> Self {
         State {
             resources: BTreeMap::new(),
             pods: Vec::new(),
@@ -224,7 +209,7 @@ impl State {
             admitting: None,
             journal_uids: BTreeSet::new(),
             refused_over_limit: 0,
-            socket_created: Instant::now(),
+            socket_created: now,
             exclusive_cpus: BTreeMap::new(),
         }
     }
@@ -266,8 +251,7 @@ impl State {
     }
 
     /// A public view of everything (the device lists only `with_devices`).
-    pub fn status(&self, paths: &StatusPaths, with_devices: bool) -> SimStatus {
-        let now = Instant::now();
+    pub fn status(&self, paths: &StatusPaths, with_devices: bool, now: Instant) -> SimStatus {
         let resources = self
             .resources
             .iter()
@@ -311,7 +295,7 @@ impl State {
             .collect();
         SimStatus {
             engine: default_engine(),
-            kubelet_version: super::KubeletVersion::default(),
+            kubelet_version: crate::kubelet_version::KubeletVersion::default(),
             dir: paths.dir.clone(),
             kubelet_socket: paths.kubelet_socket.clone(),
             podresources_socket: paths.podresources_socket.clone(),
@@ -355,11 +339,11 @@ fn restored_pods(entries: &[crate::checkpoint::PodDevicesEntry]) -> Vec<Restored
 }
 
 /// The devices of each container of a pod, in spec order.
-pub(crate) fn container_views(p: &Pod) -> Vec<super::events::ContainerDevicesView> {
+pub(crate) fn container_views(p: &Pod) -> Vec<crate::kubelet_sim::events::ContainerDevicesView> {
     p.spec
         .containers
         .iter()
-        .map(|c| super::events::ContainerDevicesView {
+        .map(|c| crate::kubelet_sim::events::ContainerDevicesView {
             name: c.name.clone(),
             kind: c.kind,
             devices: p
@@ -394,7 +378,7 @@ pub struct SimStatus {
     pub engine: String,
     /// The kubelet release the sim plays.
     #[serde(default)]
-    pub kubelet_version: super::KubeletVersion,
+    pub kubelet_version: crate::kubelet_version::KubeletVersion,
     /// The device-plugin directory.
     pub dir: String,
     /// The registration socket.
@@ -500,7 +484,7 @@ pub struct PodStatus {
     /// UID.
     pub uid: String,
     /// Containers and their devices.
-    pub containers: Vec<super::events::ContainerDevicesView>,
+    pub containers: Vec<crate::kubelet_sim::events::ContainerDevicesView>,
 }
 /// Device IDs per NUMA node, as the kubelet records them (`-1`: no topology).
 pub(crate) fn numa_map(ids: &[String], devices: &[crate::model::Device]) -> BTreeMap<i64, Vec<String>> {
