@@ -769,6 +769,14 @@ pub fn answer(w: &mut dyn Write, format: Format, a: &Answer) -> io::Result<()> {
         Answer::SetGrace { grace_period_ms } => {
             writeln!(w, "grace period set to {}", fmt_duration(Duration::from_millis(*grace_period_ms)))
         }
+        Answer::Events { events, .. } => {
+            // One JSON object per line, as `kubelet-sim --json` streams events.
+            for e in events {
+                serde_json::to_writer(&mut *w, e).map_err(io::Error::other)?;
+                writeln!(w)?;
+            }
+            Ok(())
+        }
     }
 }
 

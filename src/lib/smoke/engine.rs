@@ -162,7 +162,13 @@ pub async fn referee_version(binary: &Path, version: KubeletVersion) -> Result<S
     cmd.arg("--version").stdin(std::process::Stdio::null()).kill_on_drop(true);
     let out = match tokio::time::timeout(VERSION_TIMEOUT, cmd.output()).await {
         Ok(Ok(o)) => o,
-        Ok(Err(e)) => return Err(Error::invalid(&place, format!("cannot run it: {e}"))),
+        Ok(Err(e)) => {
+            let release = release_name(version);
+            return Err(Error::invalid(
+                &place,
+                format!("cannot run it: {e}; build it with conformance/build.sh {release} (it must be executable)"),
+            ));
+        }
         Err(_) => {
             return Err(Error::Timeout { what: format!("{} --version", binary.display()), timeout: VERSION_TIMEOUT });
         }
@@ -173,9 +179,11 @@ pub async fn referee_version(binary: &Path, version: KubeletVersion) -> Result<S
         return Err(Error::invalid(
             &place,
             format!(
-                "not a dpctl referee: --version answered {:?} ({}), not \"dpctl-referee kubelet v1.N.P\"",
+                "not a dpctl referee: --version answered {:?} ({}), not \"dpctl-referee kubelet v1.N.P\"; \
+                 build one with conformance/build.sh {}",
                 crate::text::shorten(&text, 80),
-                out.status
+                out.status,
+                release_name(version)
             ),
         ));
     };
