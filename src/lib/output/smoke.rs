@@ -167,6 +167,13 @@ pub fn after_help() -> String {
          playing it (see dpctl kubelet-sim --help for what changes between releases); the table shows each \
          release's report and then one row per release, -o json gives {{\"passed\":[…],\"failed\":[…],\"runs\":[…]}}, \
          and the JUnit file has one <testsuite> per release. Exit 1 when any release fails.\n\n\
+         dpctl smoke --engine referee:target/referee --kubelet-version 1.34,1.37 -- ./my-plugin --dir {{dir}}\n\n\
+         --engine referee:PATH runs the same steps against the kubelet's own code (conformance/build.sh builds \
+         target/referee/dpctl-referee-1.NN; PATH is that directory, each release picking its binary, or one \
+         binary). The referee runs in a private mount namespace on the kubelet's paths (root, or a user \
+         namespace); the report names it with its exact version (\"engine\": \"referee v1.37.2\"). What it cannot \
+         see (the RegisterRequest's options, a message's size) the evidence says. A missing referee, one that \
+         cannot run or one of another release exits 2 before the plugin starts, with the build command.\n\n\
          The plugin runs in its own process group with stdin closed; it is stopped at the end whatever happens \
          (SIGTERM, --grace, SIGKILL; also on Ctrl-C), and the fresh directory is removed (unless --keep). \
          Progress goes to stderr, the report to stdout.\n\n\
@@ -174,7 +181,8 @@ pub fn after_help() -> String {
          0  every step and check passed (or was skipped)\n  \
          1  a step or check failed (the report says which and why), or the run was interrupted\n  \
          2  bad usage (no command, unknown --skip name, unwritable --junit, a --dir a live kubelet serves), or \
-         --isolate refused (the message says why and how to fix it)\n  \
+         --isolate refused (the message says why and how to fix it), a referee missing, unusable or of \
+         another release\n  \
          3  kubelet-sim could not bind its sockets (permissions, path too long)",
         StepId::names().join(", "),
         CheckId::names().join(", ")
