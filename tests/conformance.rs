@@ -374,3 +374,65 @@ fn smoke_refuses_a_missing_unusable_or_wrong_referee_with_the_build_hint() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("not a dpctl referee") && err.contains("build.sh 1.36"), "{err}");
 }
+
+/// `dpctl kubelet-sim --engine referee:DIR --kubelet-version 1.36` serves
+/// --dir with the kubelet's own code in the foreground: the steering
+/// commands drive it (status names it, admit goes through its device
+/// manager, restart deletes the plugin's socket and the mock registers
+/// again), Ctrl-C stops it, and the sim-only flags are refused.
+#[test]
+fn kubelet_sim_engine_referee_serves_the_steering_commands_1_36() {
+    use crate::support::{Child, Sandbox, dpctl};
+    let Some((refs, _)) = referees_or_skip() else { return };
+    runtime().block_on(async {
+        let sb = Sandbox::new();
+        let dir = sb.path().to_str().expect("utf-8").to_string();
+        let engine = format!("referee:{}", refs.display());
+        let base = ["kubelet-sim", "--engine", &engine, "--kubelet-version", "1.36", "--dir", &dir];
+        let mut refused = base.to_vec();
+        refused.extend(["--grace-period", "1s"]);
+        let r = dpctl(&refused).await;
+        r.expect_code(2);
+        assert!(r.stderr.contains("--grace-period not with a referee"), "{}", r.stderr);
+
+        let mut serve = base.to_vec();
+        serve.extend(["-o", "json"]);
+        let mut kubelet = Child::dpctl(&serve);
+        let started = kubelet.event("started").await;
+        assert_eq!(started["engine"], "referee v1.36.3", "{started}");
+        let mut plugin = Child::dpctl(&["mock-plugin", "--dir", &dir, "--resource", "example.com/gpu", "-o", "json"]);
+        plugin.event("registered").await;
+        // Registered, then the first list: poll status (bounded) until the kubelet counts the devices.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            let v = dpctl(&["kubelet-sim", "status", "--dir", &dir, "-o", "json"]).await.expect_code(0).json();
+            if v["resources"][0]["allocatable"] == 4 || std::time::Instant::now() > deadline {
+                break v;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        assert_eq!(status["engine"], "referee v1.36.3", "{status:#}");
+        assert_eq!(status["resources"][0]["state"], "serving", "{status:#}");
+        assert_eq!(status["resources"][0]["endpoint"], "example-gpu.sock", "{status:#}");
+        assert_eq!(status["resources"][0]["devices"].as_array().map(Vec::len), Some(4), "{status:#}");
+        let v = dpctl(&["kubelet-sim", "admit", "--dir", &dir, "--allocate", "example.com/gpu=2", "-o", "json"])
+            .await
+            .expect_code(0)
+            .json();
+        assert_eq!(v["admitted"], true, "{v:#}");
+        let v = dpctl(&["kubelet-sim", "restart", "--dir", &dir, "--wait", "10s", "-o", "json"])
+            .await
+            .expect_code(0)
+            .json();
+        assert_eq!(v["deleted_sockets"], serde_json::json!(["example-gpu.sock"]), "{v:#}");
+        assert_eq!(v["resources"][0]["reregistered"], true, "{v:#}");
+        assert!(v["resources"][0]["register_after_ms"].is_u64(), "{v:#}");
+        plugin.stop().await;
+        kubelet.interrupt();
+        let stopped = kubelet.event("stopped").await;
+        assert_eq!(stopped["engine"], "referee v1.36.3");
+        let (code, stderr) = kubelet.finish().await;
+        assert_eq!(code, 0, "{stderr}");
+        assert!(!sb.join(".dpctl").exists(), "the control socket's directory is removed");
+    });
+}
