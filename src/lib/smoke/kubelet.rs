@@ -99,7 +99,7 @@ impl Kubelet {
                 if let Some((events, next)) = answer {
                     self.feed = Feed::Poll(next);
                     for e in events {
-                        let ev = self.from_wire(e);
+                        let ev = self.as_sim_event(e);
                         self.seen.push(ev);
                     }
                 }
@@ -109,7 +109,7 @@ impl Kubelet {
 
     /// A referee's event as the sim's, its paths as seen outside; what the
     /// kubelet's log does not say is left empty (the steps say so).
-    fn from_wire(&self, e: WireEvent) -> SimEvent {
+    fn as_sim_event(&self, e: WireEvent) -> SimEvent {
         let time = e.time();
         let kind = match e.kind {
             WireEventKind::Registered {
