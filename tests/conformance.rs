@@ -223,3 +223,216 @@ fn a_bad_scenario_file_names_the_problem() {
     let (code, err) = scenario_cli(&["scenario", "run", dir.path().join("missing.toml").to_str().expect("utf-8")]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// `dpctl smoke --engine referee:DIR --kubelet-version RELEASES -o json --
+/// COMMAND` (the whole smoke once per release against the kubelet's own
+/// code), bounded; the exit code and the report.
+fn smoke_on_referees(dir: &Path, releases: &str, flags: &[&str], command: &[&str]) -> (i32, serde_json::Value) {
+    let engine = format!("referee:{}", dir.display());
+    let mut args = vec!["smoke", "--engine", &engine, "--kubelet-version", releases, "--stream-window", "300ms"];
+    args.extend_from_slice(flags);
+    args.extend_from_slice(&["-o", "json", "--"]);
+    args.extend_from_slice(command);
+    let mut cmd = crate::support::dpctl_command();
+    cmd.args(&args);
+    let run = runtime().block_on(crate::support::run_bounded(cmd, &args, std::time::Duration::from_secs(120)));
+    (run.code, run.json())
+}
+
+/// Each run of a matrix report names the referee that played it, at its exact version.
+#[track_caller]
+fn assert_engines(v: &serde_json::Value, want: &[(&str, &str)]) {
+    let runs = v["runs"].as_array().unwrap_or_else(|| panic!("no runs: {v:#}"));
+    assert_eq!(runs.len(), want.len(), "{v:#}");
+    for (run, (release, engine)) in runs.iter().zip(want) {
+        assert_eq!(run["kubelet_version"], *release, "{run:#}");
+        assert_eq!(run["engine"], *engine, "{run:#}");
+    }
+}
+
+fn step_of<'a>(run: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    let steps = run["steps"].as_array().unwrap_or_else(|| panic!("no steps: {run:#}"));
+    steps.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("no step {name}: {run:#}"))
+}
+
+/// On the kubelet's own code, 1.34 and 1.37: a well-behaved `dpctl
+/// mock-plugin` passes every smoke step (registration seen in the kubelet's
+/// log, admission and deletion by its device manager, its restart cleanup
+/// and the plugin's re-registration); one that does not register again after
+/// the restart (`--no-reregister`) fails kubelet-restart with the rule and
+/// the evidence, and nothing else.
+#[test]
+fn smoke_on_the_referee_passes_a_mock_plugin_and_fails_one_that_does_not_register_again_1_34_1_37() {
+    let Some((dir, _)) = referees_or_skip() else { return };
+    let mock = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--resource", "example.com/gpu"];
+    let (code, v) = smoke_on_referees(&dir, "1.34,1.37", &[], &mock);
+    assert_eq!(code, 0, "{v:#}");
+    assert_eq!(v["passed"], serde_json::json!(["1.34", "1.37"]), "{v:#}");
+    assert_engines(&v, &[("1.34", "referee v1.34.4"), ("1.37", "referee v1.37.2")]);
+    for run in v["runs"].as_array().expect("runs") {
+        let reg = step_of(run, "registration");
+        assert_eq!(reg["outcome"], "pass", "{reg:#}");
+        assert!(reg["evidence"].as_str().unwrap().contains("Register(version v1beta1, endpoint example-gpu.sock)"));
+        let del = step_of(run, "pod-deletion");
+        assert!(del["evidence"].as_str().unwrap().contains("no device in use"), "{del:#}");
+        let restart = step_of(run, "kubelet-restart");
+        assert!(restart["evidence"].as_str().unwrap().contains("deleted example-gpu.sock"), "{restart:#}");
+        assert!(restart["evidence"].as_str().unwrap().contains("registered again"), "{restart:#}");
+    }
+
+    let mut lazy = mock.to_vec();
+    lazy.push("--no-reregister");
+    let (code, v) = smoke_on_referees(&dir, "1.34,1.37", &["--restart-deadline", "2s"], &lazy);
+    assert_eq!(code, 1, "{v:#}");
+    assert_eq!(v["failed"], serde_json::json!(["1.34", "1.37"]), "{v:#}");
+    assert_engines(&v, &[("1.34", "referee v1.34.4"), ("1.37", "referee v1.37.2")]);
+    for run in v["runs"].as_array().expect("runs") {
+        let failed: Vec<&str> = run["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .filter(|s| s["outcome"] == "fail" || s["outcome"] == "error")
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(failed, ["kubelet-restart"], "{run:#}");
+        let s = step_of(run, "kubelet-restart");
+        let ev = s["evidence"].as_str().unwrap();
+        assert!(ev.contains("example.com/gpu did not register again within 2s of the restart"), "{ev}");
+        assert!(ev.contains("its socket example-gpu.sock was not served again"), "{ev}");
+        assert!(s["rule"].as_str().unwrap().contains("call Register again"), "{s:#}");
+    }
+}
+
+/// On the kubelet's own code, 1.34 and 1.37: the grpcio plugin peer (another
+/// gRPC stack, tests/interop/peer.py) passes registration, admission with
+/// PreStartContainer, the restart and shutdown.
+#[test]
+fn smoke_on_the_referee_passes_the_grpcio_plugin_peer_1_34_1_37() {
+    let Some((dir, _)) = referees_or_skip() else { return };
+    let Some(env) = crate::support::interop::env() else { return };
+    let py = env.python.to_str().expect("utf-8").to_string();
+    let script = crate::support::interop::peer_script();
+    let peer = [py.as_str(), script.to_str().expect("utf-8"), "plugin", "--dir", "{dir}", "--pre-start"];
+    let (code, v) = smoke_on_referees(&dir, "1.34,1.37", &["--resource", "example.com/peer"], &peer);
+    assert_eq!(code, 0, "{v:#}");
+    assert_engines(&v, &[("1.34", "referee v1.34.4"), ("1.37", "referee v1.37.2")]);
+    for run in v["runs"].as_array().expect("runs") {
+        for name in ["registration", "first-snapshot", "health-report", "admission", "kubelet-restart", "shutdown"] {
+            let s = step_of(run, name);
+            assert_eq!(s["outcome"], "pass", "{name}: {s:#}");
+        }
+        let admission = step_of(run, "admission")["evidence"].as_str().unwrap().to_string();
+        assert!(admission.contains("PreStartContainer"), "{admission}");
+    }
+}
+
+/// `smoke --engine referee:PATH` refuses, before the plugin starts, a
+/// directory without the release's referee, a binary that is not
+/// executable, one that is no referee and one of another release: exit 2,
+/// with how to build the right one.
+#[test]
+fn smoke_refuses_a_missing_unusable_or_wrong_referee_with_the_build_hint() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempfile::tempdir().expect("a temp dir");
+    let smoke = |engine: &str, release: &str| {
+        let (code, err) = scenario_cli(&[
+            "smoke",
+            "--engine",
+            engine,
+            "--kubelet-version",
+            release,
+            "--",
+            dpctl_bin(),
+            "mock-plugin",
+            "--dir",
+            "{dir}",
+        ]);
+        (code, err)
+    };
+    let (code, err) = smoke(&format!("referee:{}", d.path().display()), "1.36");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no dpctl-referee-1.36") && err.contains("conformance/build.sh 1.36"), "{err}");
+
+    let plain = d.path().join("dpctl-referee-1.36");
+    std::fs::write(&plain, "#!/bin/sh\necho 'dpctl-referee kubelet v1.36.3'\n").expect("a script");
+    let (code, err) = smoke(&format!("referee:{}", plain.display()), "1.36");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("cannot run it") && err.contains("conformance/build.sh 1.36"), "{err}");
+
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (code, err) = smoke(&format!("referee:{}", d.path().display()), "1.35");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("it holds: dpctl-referee-1.36"), "{err}");
+    let (code, err) = smoke(&format!("referee:{}", plain.display()), "1.35");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("runs kubelet v1.36.3, not release 1.35") && err.contains("build.sh 1.35"), "{err}");
+
+    let other = d.path().join("not-a-referee");
+    std::fs::write(&other, "#!/bin/sh\necho hello\n").expect("a script");
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (code, err) = smoke(&format!("referee:{}", other.display()), "1.36");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a dpctl referee") && err.contains("build.sh 1.36"), "{err}");
+}
+
+/// `dpctl kubelet-sim --engine referee:DIR --kubelet-version 1.36` serves
+/// --dir with the kubelet's own code in the foreground: the steering
+/// commands drive it (status names it, admit goes through its device
+/// manager, restart deletes the plugin's socket and the mock registers
+/// again), Ctrl-C stops it, and the sim-only flags are refused.
+#[test]
+fn kubelet_sim_engine_referee_serves_the_steering_commands_1_36() {
+    use crate::support::{Child, Sandbox, dpctl};
+    let Some((refs, _)) = referees_or_skip() else { return };
+    runtime().block_on(async {
+        let sb = Sandbox::new();
+        let dir = sb.path().to_str().expect("utf-8").to_string();
+        let engine = format!("referee:{}", refs.display());
+        let base = ["kubelet-sim", "--engine", &engine, "--kubelet-version", "1.36", "--dir", &dir];
+        let mut refused = base.to_vec();
+        refused.extend(["--grace-period", "1s"]);
+        let r = dpctl(&refused).await;
+        r.expect_code(2);
+        assert!(r.stderr.contains("--grace-period not with a referee"), "{}", r.stderr);
+
+        let mut serve = base.to_vec();
+        serve.extend(["-o", "json"]);
+        let mut kubelet = Child::dpctl(&serve);
+        let started = kubelet.event("started").await;
+        assert_eq!(started["engine"], "referee v1.36.3", "{started}");
+        let mut plugin = Child::dpctl(&["mock-plugin", "--dir", &dir, "--resource", "example.com/gpu", "-o", "json"]);
+        plugin.event("registered").await;
+        // Registered, then the first list: poll status (bounded) until the kubelet counts the devices.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            let v = dpctl(&["kubelet-sim", "status", "--dir", &dir, "-o", "json"]).await.expect_code(0).json();
+            if v["resources"][0]["allocatable"] == 4 || std::time::Instant::now() > deadline {
+                break v;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        assert_eq!(status["engine"], "referee v1.36.3", "{status:#}");
+        assert_eq!(status["resources"][0]["state"], "serving", "{status:#}");
+        assert_eq!(status["resources"][0]["endpoint"], "example-gpu.sock", "{status:#}");
+        assert_eq!(status["resources"][0]["devices"].as_array().map(Vec::len), Some(4), "{status:#}");
+        let v = dpctl(&["kubelet-sim", "admit", "--dir", &dir, "--allocate", "example.com/gpu=2", "-o", "json"])
+            .await
+            .expect_code(0)
+            .json();
+        assert_eq!(v["admitted"], true, "{v:#}");
+        let v = dpctl(&["kubelet-sim", "restart", "--dir", &dir, "--wait", "10s", "-o", "json"])
+            .await
+            .expect_code(0)
+            .json();
+        assert_eq!(v["deleted_sockets"], serde_json::json!(["example-gpu.sock"]), "{v:#}");
+        assert_eq!(v["resources"][0]["reregistered"], true, "{v:#}");
+        assert!(v["resources"][0]["register_after_ms"].is_u64(), "{v:#}");
+        plugin.stop().await;
+        kubelet.interrupt();
+        let stopped = kubelet.event("stopped").await;
+        assert_eq!(stopped["engine"], "referee v1.36.3");
+        let (code, stderr) = kubelet.finish().await;
+        assert_eq!(code, 0, "{stderr}");
+        assert!(!sb.join(".dpctl").exists(), "the control socket's directory is removed");
+    });
+}

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -147,6 +148,14 @@ func main() {
 		}
 	}
 
+	// The device manager's registration messages are at verbosity 2; the
+	// referee reads them as events (events.go) and prints only level 0.
+	if f := flag.Lookup("v"); f != nil && f.Value.String() == "0" {
+		_ = f.Value.Set("2")
+	}
+	events := &eventLog{began: map[string]pending{}}
+	klog.SetLoggerWithOptions(logr.New(&logSink{log: events}), klog.ContextualLogger(true))
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logger := klog.Background()
@@ -157,8 +166,9 @@ func main() {
 		os.Exit(exitFailure)
 	}
 	r := &referee{cfg: cfg, module: module, release: release(module), machine: buildMachine(cfg), stateDir: stateDir,
-		ctx: ctx, logger: logger, node: &v1.Node{}}
+		ctx: ctx, logger: logger, node: &v1.Node{}, events: events, deleted: sets.New[string]()}
 	r.node.Name = "dpctl-referee"
+	events.dm = r.deviceManager
 	m, err := r.start(containermap.NewContainerMap(), sets.New[string]())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dpctl-referee: %v\n", err)

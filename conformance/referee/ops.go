@@ -285,6 +285,13 @@ func (r *referee) startContainer(m *managers, ap *admittedPod, c containerSpec, 
 		co.StartError = strp(err.Error())
 		return
 	}
+	// GetDeviceRunContainerOptions called PreStartContainer for every
+	// resource of the container whose plugin asked for it, and all answered.
+	for i := range co.Resources {
+		if e, ok := r.events.last(co.Resources[i].Resource, "registered"); ok && e.PreStartRequired && len(co.Resources[i].Devices) > 0 {
+			co.Resources[i].PreStart = strp("ok")
+		}
+	}
 	id := r.newContainerID()
 	containerStarted(r.logger, m, ap.pod, vc, id)
 	r.mu.Lock()
@@ -349,6 +356,7 @@ func (r *referee) del(namespace, name string) (*deleteOutcome, *opError) {
 	}
 	r.mu.Lock()
 	r.pods = append(r.pods[:i], r.pods[i+1:]...)
+	r.deleted.Insert(string(ap.pod.UID))
 	r.mu.Unlock()
 	return out, nil
 }
@@ -400,7 +408,13 @@ func (r *referee) status() *simStatus {
 	r.mu.RLock()
 	pods := append([]*admittedPod(nil), r.pods...)
 	r.mu.RUnlock()
-	known := sets.New[string]()
+	// A pod the referee deleted stays in the device manager's records (and
+	// checkpoint) until UpdateAllocatedDevices drops inactive pods, which
+	// every Allocate does first: its devices are free for the next pod, so
+	// they are neither in use nor a previous kubelet's restored pod.
+	r.mu.RLock()
+	known := r.deleted.Clone()
+	r.mu.RUnlock()
 	for _, p := range pods {
 		known.Insert(string(p.pod.UID))
 		ps := podStatus{Name: p.spec.Name, Namespace: p.spec.Namespace, UID: string(p.pod.UID), Containers: []containerDevicesView{}}
@@ -457,8 +471,14 @@ func (r *referee) status() *simStatus {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	devices := allDevices(m.dm)
 	for _, n := range names {
 		rs := resourceStatus{Resource: n, Devices: []device{}, InUse: inUse[n].Len()}
+		if d, ok := devices[n]; ok {
+			sort.Slice(d, func(i, j int) bool { return d[i].ID < d[j].ID })
+			rs.Devices = d
+		}
+		r.plugin(&rs)
 		if deleted.Has(n) {
 			rs.State = "removed"
 		}
@@ -513,6 +533,12 @@ func (r *referee) handle(req request) any {
 		return okReply(out)
 	case "status":
 		return okReply(r.status())
+	case "events":
+		var since uint64
+		if req.Since != nil {
+			since = *req.Since
+		}
+		return okReply(r.events.since(since))
 	case "dry_run":
 		return errReply(exitUsage, "dry_run: the referee runs the kubelet's own admission, which has no dry run: "+
 			"the Topology Manager and the device manager allocate (and call the plugin) as they judge")
@@ -521,5 +547,35 @@ func (r *referee) handle(req request) any {
 			"a plugin's stream ends is a constant (endpointStopGracePeriod, 5 minutes) in pkg/kubelet/cm/devicemanager/manager.go")
 	default:
 		return errReply(exitUsage, fmt.Sprintf("bad control request: unknown op %q", req.Op))
+	}
+}
+
+// plugin fills in what the kubelet's log said of the resource's plugin:
+// its latest registration (socket, endpoint, options), how many
+// registrations and ListAndWatch messages, and whether its stream ended
+// since it last registered.
+func (r *referee) plugin(rs *resourceStatus) {
+	r.events.mu.Lock()
+	defer r.events.mu.Unlock()
+	rs.State = "registered"
+	for _, e := range r.events.events {
+		if e.Resource != rs.Resource {
+			continue
+		}
+		switch e.Event {
+		case "registered":
+			rs.Registrations++
+			rs.Socket, rs.Endpoint, rs.Via = strp(e.Socket), strp(e.Endpoint), strp(e.Via)
+			rs.PreStartRequired = e.PreStartRequired
+			rs.GetPreferredAllocationAvailable = e.GetPreferredAllocationAvailable
+			rs.State = "registered"
+		case "snapshot":
+			rs.Snapshots++
+			if rs.State == "registered" {
+				rs.State = "serving"
+			}
+		case "stream_ended":
+			rs.State = "stream-ended"
+		}
 	}
 }

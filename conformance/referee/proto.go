@@ -18,6 +18,7 @@ type request struct {
 	Container     string   `json:"container,omitempty"`
 	WaitMs        *uint64  `json:"wait_ms,omitempty"`
 	GracePeriodMs *uint64  `json:"grace_period_ms,omitempty"`
+	Since         *uint64  `json:"since,omitempty"`
 }
 
 type compute struct {

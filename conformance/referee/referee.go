@@ -99,6 +99,21 @@ type referee struct {
 	m        *managers
 	restarts uint32
 	nextID   uint64
+
+	// What the kubelet did with its plugins, from its own log lines.
+	events *eventLog
+	// UIDs of the pods deleted (see status).
+	deleted sets.Set[string]
+}
+
+// deviceManager is the running kubelet's device manager (nil before the first start).
+func (r *referee) deviceManager() *devicemanager.ManagerImpl {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.m == nil {
+		return nil
+	}
+	return r.m.dm
 }
 
 // activePods is the kubelet's GetActivePods: admitted pods plus the one
@@ -421,6 +436,10 @@ func (r *referee) restart(wait time.Duration) restartReport {
 		if ms, ok := back[n]; ok {
 			rr.Reregistered = true
 			rr.FirstSnapshotAfterMs = &ms
+		}
+		if e, ok := r.events.last(n, "registered"); ok && e.UnixMs >= uint64(startedAt.UnixMilli()) {
+			after := e.UnixMs - uint64(startedAt.UnixMilli())
+			rr.RegisterAfterMs = &after
 		}
 		rep.Resources = append(rep.Resources, rr)
 	}

@@ -12,8 +12,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
-	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
-	"k8s.io/kubernetes/pkg/kubelet/cadvisor"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
@@ -21,7 +19,6 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/kubernetes/pkg/kubelet/config"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
-	"k8s.io/kubernetes/pkg/kubelet/nodestatus"
 	"k8s.io/kubernetes/pkg/kubelet/pluginmanager"
 	"k8s.io/utils/cpuset"
 )
@@ -32,20 +29,9 @@ type (
 	cadvCore    = cadvisorapi.Core
 )
 
-func newTopologyManager(_ klog.Logger, topo []cadvNode, policy, scope string, opts map[string]string) (topologymanager.Manager, error) {
-	return topologymanager.NewManager(topo, policy, scope, opts)
-}
-
-func newDeviceManager(_ klog.Logger, topo []cadvNode, tm topologymanager.Manager) (*devicemanager.ManagerImpl, error) {
-	return devicemanager.NewManagerImpl(topo, tm)
-}
-
 func addHintProvider(_ klog.Logger, tm topologymanager.Manager, h topologymanager.HintProvider) {
 	tm.AddHintProvider(h)
 }
-
-// The kubelet's default CPUManagerReconcilePeriod (10s).
-const cpuReconcilePeriod = 10e9
 
 func newCPUManager(_ klog.Logger, policy string, mi *machineInfo, reserved cpuset.CPUSet, reservation v1.ResourceList, dir string, tm topologymanager.Manager) (cpumanager.Manager, error) {
 	return cpumanager.NewManager(policy, nil, cpuReconcilePeriod, mi, reserved, reservation, dir, tm)
@@ -65,10 +51,6 @@ func startDeviceManager(_ klog.Logger, dm *devicemanager.ManagerImpl, pods func(
 
 func stopDeviceManager(_ klog.Logger, dm *devicemanager.ManagerImpl) error { return dm.Stop() }
 
-func deviceCapacity(_ klog.Logger, dm *devicemanager.ManagerImpl) (v1.ResourceList, v1.ResourceList, []string) {
-	return dm.GetCapacity()
-}
-
 func runPluginManager(_ context.Context, pm pluginmanager.PluginManager, sr config.SourcesReady, stop chan struct{}) {
 	pm.Run(sr, stop)
 }
@@ -80,27 +62,8 @@ func admitAttrs(pod *v1.Pod, others []*v1.Pod) *lifecycle.PodAdmitAttributes {
 	return &lifecycle.PodAdmitAttributes{Pod: pod, OtherPods: others}
 }
 
-func admitWith(_ context.Context, h lifecycle.PodAdmitHandler, attrs *lifecycle.PodAdmitAttributes) lifecycle.PodAdmitResult {
-	return h.Admit(attrs)
-}
-
-// passThrough is the admission-failure handler for pods that are not
-// critical (the referee's pods never are): the reasons stand.
-type passThrough struct{}
-
-func (passThrough) HandleAdmissionFailure(_ context.Context, _ *v1.Pod, reasons []lifecycle.PredicateFailureReason) ([]lifecycle.PredicateFailureReason, error) {
-	return reasons, nil
-}
-
 func newPredicateHandler(node func(context.Context) (*v1.Node, error), update func(*schedulerNodeInfo, *lifecycle.PodAdmitAttributes) error) lifecycle.PodAdmitHandler {
 	return lifecycle.NewPredicateAdmitHandler(func() (*v1.Node, error) { return node(context.Background()) }, passThrough{}, update)
-}
-
-func (r *referee) nodeSetter(m *managers) nodestatus.Setter {
-	capacity := func(bool) v1.ResourceList { return cadvisor.CapacityFromMachineInfo(r.machine) }
-	return nodestatus.MachineInfo(r.node.Name, 110, 0,
-		func() (*machineInfo, error) { return r.machine, nil }, capacity,
-		m.dm.GetCapacity, r.allocatableReservation, func(string, string, string) {}, false)
 }
 
 func runContainerOptions(_ context.Context, dm *devicemanager.ManagerImpl, pod *v1.Pod, c *v1.Container) (*devicemanager.DeviceRunContainerOptions, error) {
@@ -111,34 +74,4 @@ func containerStarted(_ klog.Logger, m *managers, pod *v1.Pod, c *v1.Container, 
 	m.cpu.AddContainer(pod, c, id)
 	m.mem.AddContainer(context.Background(), pod, c, id)
 	m.tm.AddContainer(pod, c, id)
-}
-
-func containerStopped(_ klog.Logger, m *managers, id string) error { return m.tm.RemoveContainer(id) }
-
-func (p devicesProvider) UpdateAllocatedDevices() { p.m.dm.UpdateAllocatedDevices() }
-func (p devicesProvider) GetDevices(uid, name string) []*podresourcesv1.ContainerDevices {
-	return containerDevices(p.m.dm.GetDevices(uid, name))
-}
-func (p devicesProvider) GetAllocatableDevices() []*podresourcesv1.ContainerDevices {
-	return containerDevices(p.m.dm.GetAllocatableDevices())
-}
-
-func (p cpusProvider) GetCPUs(uid, name string) []int64 {
-	return int64s(p.m.cpu.GetExclusiveCPUs(uid, name).UnsortedList())
-}
-func (p cpusProvider) GetAllocatableCPUs() []int64 {
-	return int64s(p.m.cpu.GetAllocatableCPUs().UnsortedList())
-}
-
-// The memory manager is not played (policy None): PodResources reports
-// no memory, as a kubelet with that policy does.
-func (memoryProvider) GetMemory(string, string) []*podresourcesv1.ContainerMemory {
-	return []*podresourcesv1.ContainerMemory{}
-}
-func (memoryProvider) GetAllocatableMemory() []*podresourcesv1.ContainerMemory {
-	return []*podresourcesv1.ContainerMemory{}
-}
-
-func (dynamicProvider) GetDynamicResources(*v1.Pod, *v1.Container) []*podresourcesv1.DynamicResource {
-	return []*podresourcesv1.DynamicResource{}
 }

@@ -10,23 +10,16 @@ import (
 
 	cadvisorapi "github.com/google/cadvisor/lib/model"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/sets"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/kubelet/cadvisor"
-	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
-	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
-	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 	cmqos "k8s.io/kubernetes/pkg/kubelet/cm/qos"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
-	"k8s.io/kubernetes/pkg/kubelet/config"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 	"k8s.io/kubernetes/pkg/kubelet/nodestatus"
-	"k8s.io/kubernetes/pkg/kubelet/pluginmanager"
-	"k8s.io/utils/cpuset"
 )
 
 type (
@@ -43,37 +36,8 @@ func newDeviceManager(l klog.Logger, topo []cadvNode, tm topologymanager.Manager
 	return devicemanager.NewManagerImpl(l, topo, tm)
 }
 
-func addHintProvider(l klog.Logger, tm topologymanager.Manager, h topologymanager.HintProvider) {
-	tm.AddHintProvider(l, h)
-}
-
-// The kubelet's default CPUManagerReconcilePeriod (10s).
-const cpuReconcilePeriod = 10e9
-
-func newCPUManager(l klog.Logger, policy string, mi *machineInfo, reserved cpuset.CPUSet, reservation v1.ResourceList, dir string, tm topologymanager.Manager) (cpumanager.Manager, error) {
-	return cpumanager.NewManager(l, policy, nil, cpuReconcilePeriod, mi, reserved, reservation, dir, tm)
-}
-
-func newMemoryManager(_ context.Context, l klog.Logger, mi *machineInfo, reservation v1.ResourceList, dir string, tm topologymanager.Manager) (memorymanager.Manager, error) {
-	return memorymanager.NewManager(l, "None", mi, reservation, nil, dir, tm)
-}
-
-func startCPUManager(ctx context.Context, m cpumanager.Manager, pods func() []*v1.Pod, sr config.SourcesReady, r *referee, rt runtimeStub, cmap containermap.ContainerMap) error {
-	return m.Start(ctx, pods, sr, r, rt, cmap)
-}
-
-func startDeviceManager(l klog.Logger, dm *devicemanager.ManagerImpl, pods func() []*v1.Pod, sr config.SourcesReady, cmap containermap.ContainerMap, running sets.Set[string]) error {
-	return dm.Start(l, pods, sr, cmap, running)
-}
-
-func stopDeviceManager(l klog.Logger, dm *devicemanager.ManagerImpl) error { return dm.Stop(l) }
-
 func deviceCapacity(l klog.Logger, dm *devicemanager.ManagerImpl) (v1.ResourceList, v1.ResourceList, []string) {
 	return dm.GetCapacity(l)
-}
-
-func runPluginManager(ctx context.Context, pm pluginmanager.PluginManager, sr config.SourcesReady, stop chan struct{}) {
-	pm.Run(ctx, sr, stop)
 }
 
 // podResourcesServed: kubelet.go's ListenAndServePodResources serves only
@@ -90,16 +54,8 @@ func admitWith(ctx context.Context, h lifecycle.PodAdmitHandler, attrs *lifecycl
 	return h.Admit(ctx, attrs)
 }
 
-// passThrough is the admission-failure handler for pods that are not
-// critical (the referee's pods never are): the reasons stand.
-type passThrough struct{}
-
 func (passThrough) HandleAdmissionFailure(_ context.Context, _ *v1.Pod, reasons []lifecycle.PredicateFailureReason, _ lifecycle.Operation) ([]lifecycle.PredicateFailureReason, error) {
 	return reasons, nil
-}
-
-func newPredicateHandler(node func(context.Context) (*v1.Node, error), update func(*schedulerNodeInfo, *lifecycle.PodAdmitAttributes) error) lifecycle.PodAdmitHandler {
-	return lifecycle.NewPredicateAdmitHandler(func(ctx context.Context, _ bool) (*v1.Node, error) { return node(ctx) }, passThrough{}, update)
 }
 
 func (r *referee) nodeSetter(m *managers) nodestatus.Setter {
@@ -107,10 +63,6 @@ func (r *referee) nodeSetter(m *managers) nodestatus.Setter {
 	return nodestatus.MachineInfo(r.node.Name, 110, 0,
 		func() (*machineInfo, error) { return r.machine, nil }, capacity,
 		m.dm.GetCapacity, r.allocatableReservation, func(string, string, string) {}, func() *bool { return nil }, false)
-}
-
-func runContainerOptions(ctx context.Context, dm *devicemanager.ManagerImpl, pod *v1.Pod, c *v1.Container) (*devicemanager.DeviceRunContainerOptions, error) {
-	return dm.GetDeviceRunContainerOptions(ctx, pod, c)
 }
 
 func containerStarted(l klog.Logger, m *managers, pod *v1.Pod, c *v1.Container, id string) {
@@ -124,9 +76,7 @@ func containerStopped(l klog.Logger, m *managers, id string) error {
 }
 
 func (p devicesProvider) UpdateAllocatedDevices(l klog.Logger) { p.m.dm.UpdateAllocatedDevices(l) }
-func (p devicesProvider) GetDevices(uid, name string) []*podresourcesv1.ContainerDevices {
-	return containerDevices(p.m.dm.GetDevices(uid, name))
-}
+
 func (p devicesProvider) GetAllocatableDevices(l klog.Logger) []*podresourcesv1.ContainerDevices {
 	return containerDevices(p.m.dm.GetAllocatableDevices(l))
 }
@@ -139,11 +89,9 @@ func (p cpusProvider) GetCPUs(pod *v1.Pod, c *v1.Container) []int64 {
 	}
 	return int64s(p.m.cpu.GetExclusiveCPUs(string(pod.UID), c.Name).UnsortedList())
 }
+
 func (p cpusProvider) GetPodCPUs(uid string) []int64 {
 	return int64s(p.m.cpu.GetPodCPUs(uid).UnsortedList())
-}
-func (p cpusProvider) GetAllocatableCPUs() []int64 {
-	return int64s(p.m.cpu.GetAllocatableCPUs().UnsortedList())
 }
 
 // The memory manager is not played (policy None): PodResources reports
@@ -151,9 +99,11 @@ func (p cpusProvider) GetAllocatableCPUs() []int64 {
 func (memoryProvider) GetMemory(klog.Logger, *v1.Pod, *v1.Container) []*podresourcesv1.ContainerMemory {
 	return []*podresourcesv1.ContainerMemory{}
 }
+
 func (memoryProvider) GetPodMemory(klog.Logger, string) []*podresourcesv1.ContainerMemory {
 	return []*podresourcesv1.ContainerMemory{}
 }
+
 func (memoryProvider) GetAllocatableMemory(klog.Logger) []*podresourcesv1.ContainerMemory {
 	return []*podresourcesv1.ContainerMemory{}
 }

@@ -13,6 +13,8 @@ use crate::error::Result;
 use crate::kubelet_sim::control::{self, Request};
 use crate::kubelet_sim::{KubeletSim, KubeletVersion, SimConfig, steer};
 use crate::output::{Streams, kubelet_sim as render};
+use crate::smoke::engine::{Engine, EngineKind};
+use crate::smoke::isolate::Layout;
 use crate::topology;
 
 const EXAMPLES: &str = "\
@@ -118,6 +120,13 @@ pub struct ServeArgs {
     /// Topology Manager, CPU manager and the simulated machine.
     #[command(flatten)]
     pub topology: TopologyArgs,
+    /// Which kubelet serves --dir: sim (this process) or referee:PATH, the kubelet's own device
+    /// manager, plugin manager, Topology Manager and PodResources server at --kubelet-version (a
+    /// referee binary, or a directory of dpctl-referee-1.NN built by conformance/build.sh), run in a
+    /// private mount namespace with --dir bound on /var/lib/kubelet/device-plugins. The steering
+    /// commands (admit, delete, restart, restart-container, status) drive either.
+    #[arg(long, value_name = "ENGINE", default_value = "sim")]
+    pub engine: EngineKind,
 }
 
 /// The kubelet's Topology Manager and CPU manager flags, and the simulated machine.
@@ -303,6 +312,9 @@ pub async fn run(args: KubeletSimArgs, s: &mut Streams<'_>) -> Result<u8> {
 }
 
 async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
+    if let EngineKind::Referee(_) = args.engine {
+        return serve_referee(args, s).await;
+    }
     let expects = args.expect.iter().map(|s| steer::parse_expect(s)).collect::<Result<_>>()?;
     let mut config = SimConfig::new(args.dir.dir);
     config.set_kubelet_version(args.kubelet_version);
@@ -323,6 +335,92 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let sim = KubeletSim::start(config).await?;
     let view = render::ServeView { expects, timeout: args.timeout, live: s.progress };
     render::serve(sim, view, s).await
+}
+
+/// The sim's options a referee has no equivalent for: they are refused, not ignored.
+fn sim_only_options(args: &ServeArgs) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let given = [
+        (args.force, "--force"),
+        (args.grace_period != crate::kubelet_sim::DEFAULT_GRACE_PERIOD, "--grace-period"),
+        (args.podresources_socket.is_some(), "--podresources-socket"),
+        (args.no_podresources, "--no-podresources"),
+        (args.no_rate_limit, "--no-rate-limit"),
+        (args.no_checkpoint, "--no-checkpoint"),
+        (args.emulate_cleanup, "--emulate-cleanup"),
+        (args.adopt_checkpoint, "--adopt-checkpoint"),
+        (!args.expect.is_empty(), "--expect"),
+    ];
+    for (set, name) in given {
+        if set {
+            out.push(name);
+        }
+    }
+    out
+}
+
+/// `kubelet-sim --engine referee:PATH`: a referee serves --dir in the
+/// foreground until Ctrl-C, SIGTERM or --timeout (or until it exits).
+async fn serve_referee(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
+    let sim_only = sim_only_options(&args);
+    if !sim_only.is_empty() {
+        return Err(crate::Error::invalid(
+            "--engine referee",
+            format!(
+                "{} not with a referee: it runs the kubelet's own code, whose grace period, checkpoint, \
+                 cleanup and PodResources socket are the kubelet's (see conformance/README.md)",
+                sim_only.join(", ")
+            ),
+        ));
+    }
+    let dir = args.dir.dir;
+    if !std::fs::metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        return Err(crate::Error::invalid(format!("--dir {}", dir.display()), "not an existing directory"));
+    }
+    let mut layout = Layout::create(Some(&dir))?;
+    let mut guard = crate::paths::RemoveDirOnDrop::new(Some(layout.root.clone()));
+    if let Some(r) = args.registry_dir {
+        if !std::fs::metadata(&r).is_ok_and(|m| m.is_dir()) {
+            return Err(crate::Error::invalid(format!("--registry-dir {}", r.display()), "not an existing directory"));
+        }
+        layout.plugins_registry = r;
+    }
+    let control_dir = dir.join(".dpctl");
+    let control_dir_was_there = control_dir.exists();
+    let mut config = SimConfig::new(&dir);
+    config.set_kubelet_version(args.kubelet_version);
+    config.topology = args.topology.config();
+    let engine = Engine::start(&args.engine, config, &layout, None).await?;
+    let view = render::RefereeView {
+        engine: engine.name().to_string(),
+        dir: dir.clone(),
+        podresources_socket: layout.podresources_socket(),
+        registry_dir: layout.plugins_registry.clone(),
+    };
+    render::referee_serving(s, &view).map_err(render_err)?;
+    let deadline = args.timeout.map(crate::duration::deadline);
+    let died = tokio::select! {
+        () = crate::transport::shutdown_signal() => false,
+        () = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => false,
+        () = engine.exited() => true,
+    };
+    let tail = engine.output_tail();
+    engine.stop().await?;
+    guard.disarm();
+    layout.remove();
+    if !control_dir_was_there {
+        // The referee made it for its control socket; only an empty one goes.
+        let _ = std::fs::remove_dir(&control_dir);
+    }
+    if died {
+        return Err(crate::Error::invalid(engine.name(), format!("the referee exited on its own; {tail}")));
+    }
+    render::referee_stopped(s, &view).map_err(render_err)?;
+    Ok(crate::error::exit::OK)
+}
+
+fn render_err(e: std::io::Error) -> crate::Error {
+    crate::Error::io("writing the output", e)
 }
 
 #[cfg(test)]

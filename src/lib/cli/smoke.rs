@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::kubelet_sim::KubeletVersion;
 use crate::kubelet_sim::Via;
 use crate::output::{Streams, smoke as render};
+use crate::smoke::engine::{EngineKind, referee_binary, referee_version};
 use crate::smoke::{self, SmokeConfig};
 
 /// `dpctl smoke` arguments (the one-line help is on `Command::Smoke`).
@@ -90,6 +91,13 @@ pub struct SmokeArgs {
     /// per release, and the report says which ones the plugin passes.
     #[arg(long, value_name = "VERSION,...", default_value = "1.37")]
     pub kubelet_version: String,
+    /// Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet's
+    /// own device manager, plugin manager and Topology Manager at one release (a referee binary, or a
+    /// directory of dpctl-referee-1.NN binaries built by conformance/build.sh: with a directory,
+    /// --kubelet-version picks dpctl-referee-1.NN per release). The referee runs in a private mount
+    /// namespace on the kubelet's standard paths (see below).
+    #[arg(long, value_name = "ENGINE", default_value = "sim")]
+    pub engine: EngineKind,
 }
 
 /// `--registration`: `None` is auto.
@@ -100,6 +108,13 @@ pub struct Registration(pub Option<Via>);
 pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let versions = KubeletVersion::parse_list(&args.kubelet_version)?;
     let (skip_steps, skip_checks) = smoke::select_skips(&args.skip)?;
+    if let EngineKind::Referee(path) = &args.engine {
+        // Every release's referee is found and answers its version before
+        // anything runs: a missing one is bad input now, not after an hour.
+        for v in &versions {
+            referee_version(&referee_binary(path, *v)?, *v).await?;
+        }
+    }
     let config = SmokeConfig {
         command: args.command,
         dir: args.dir,
@@ -126,6 +141,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
             },
             ..Default::default()
         },
+        engine: args.engine,
         ..SmokeConfig::default()
     };
     render::run(s, config, &versions, args.junit.as_deref()).await

@@ -67,6 +67,10 @@ pub const DEFAULT_DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_PRE_START_TIMEOUT: Duration = Duration::from_secs(30);
 /// The plugin watcher's GetInfo timeout.
 pub const DEFAULT_GET_INFO_TIMEOUT: Duration = Duration::from_secs(1);
+/// How many events the control protocol's `events` keeps (a plugin flapping
+/// health for hours must not grow the sim without bound).
+const MAX_WIRE_EVENTS: usize = 100_000;
+
 /// Deadline the sim puts on GetDevicePluginOptions, GetPreferredAllocation
 /// and Allocate (the kubelet sets none; a sim should not hang forever).
 pub const DEFAULT_RPC_TIMEOUT: Duration = Duration::from_secs(60);
@@ -266,6 +270,8 @@ pub(crate) struct Inner {
     conns: Mutex<std::collections::HashMap<u64, Conn>>,
     events: broadcast::Sender<SimEvent>,
     first_events: Mutex<Option<broadcast::Receiver<SimEvent>>>,
+    /// The events the control protocol's `events` answers, in order (bounded).
+    wire_events: Mutex<Vec<control::WireEvent>>,
     /// Admissions, deletions and restarts take turns, as the kubelet's sync loop does.
     admission: tokio::sync::Mutex<()>,
     grace_changed: Notify,
@@ -305,6 +311,7 @@ impl Inner {
             paths,
             events,
             first_events: Mutex::new(Some(first_rx)),
+            wire_events: Mutex::new(Vec::new()),
             admission: tokio::sync::Mutex::new(()),
             grace_changed: Notify::new(),
             checkpoint_dirty: Notify::new(),
@@ -362,7 +369,14 @@ impl Inner {
 
     /// Publishes an event.
     fn emit(&self, kind: EventKind) {
-        let _ = self.events.send(SimEvent { time: SystemTime::now(), kind });
+        let event = SimEvent { time: SystemTime::now(), kind };
+        if let Some(w) = control::WireEvent::from_sim(&event) {
+            let mut log = self.wire_events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            if log.len() < MAX_WIRE_EVENTS {
+                log.push(w);
+            }
+        }
+        let _ = self.events.send(event);
     }
 
     /// Writes the checkpoint now, as the kubelet does after each
@@ -848,6 +862,13 @@ impl SimHandle {
     /// A receiver of the events from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<SimEvent> {
         self.inner.events.subscribe()
+    }
+
+    /// The control protocol's `events` from number `since` on, and the number to ask for next.
+    pub fn wire_events(&self, since: u64) -> (Vec<control::WireEvent>, u64) {
+        let log = self.inner.wire_events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let from = usize::try_from(since).unwrap_or(usize::MAX).min(log.len());
+        (log[from..].to_vec(), log.len() as u64)
     }
 
     /// A receiver of every event since the start (including `started`);

@@ -95,7 +95,7 @@ impl Request {
             Request::Delete { .. } => Duration::from_secs(30),
             Request::Restart { wait_ms } => Duration::from_millis(*wait_ms).saturating_add(Duration::from_secs(30)),
             Request::RestartContainer { .. } => Duration::from_secs(60),
-            Request::Status | Request::SetGrace { .. } => Duration::from_secs(10),
+            Request::Status | Request::SetGrace { .. } | Request::Events { .. } => Duration::from_secs(10),
         }
     }
 }
@@ -111,7 +111,7 @@ impl Answer {
             }
             Answer::Restart(r) => r.all_returned,
             Answer::RestartContainer(r) => r.started,
-            Answer::Delete(_) | Answer::Status(_) | Answer::SetGrace { .. } => true,
+            Answer::Delete(_) | Answer::Status(_) | Answer::SetGrace { .. } | Answer::Events { .. } => true,
         };
         if ok { exit::OK } else { exit::CHECK_FAILED }
     }

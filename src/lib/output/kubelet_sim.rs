@@ -267,7 +267,8 @@ pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()
     if format.is_json() {
         return write_json(w, s);
     }
-    writeln!(w, "kubelet {} (simulated){}", s.kubelet_version, if s.running { "" } else { ", stopped" })?;
+    let by = if s.engine == crate::kubelet_sim::default_engine() { "simulated".to_string() } else { s.engine.clone() };
+    writeln!(w, "kubelet {} ({by}){}", s.kubelet_version, if s.running { "" } else { ", stopped" })?;
     for line in status_lines(s, format == Format::Wide) {
         writeln!(w, "{line}")?;
     }
@@ -769,6 +770,14 @@ pub fn answer(w: &mut dyn Write, format: Format, a: &Answer) -> io::Result<()> {
         Answer::SetGrace { grace_period_ms } => {
             writeln!(w, "grace period set to {}", fmt_duration(Duration::from_millis(*grace_period_ms)))
         }
+        Answer::Events { events, .. } => {
+            // One JSON object per line, as `kubelet-sim --json` streams events.
+            for e in events {
+                serde_json::to_writer(&mut *w, e).map_err(io::Error::other)?;
+                writeln!(w)?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -1017,4 +1026,42 @@ mod tests {
         let t = truncate("\x1b[1mabcdef\x1b[0m", 2);
         assert!(t.starts_with("\x1b[1mab\x1b[0m"), "{t:?}");
     }
+}
+
+/// What `kubelet-sim --engine referee:PATH` serves, for [`referee_serving`].
+#[derive(Debug, Clone, Serialize)]
+pub struct RefereeView {
+    /// `referee v1.N.P`.
+    pub engine: String,
+    /// The device-plugin directory (kubelet.sock, the control socket).
+    pub dir: std::path::PathBuf,
+    /// The referee's PodResources socket (served where the release serves it).
+    pub podresources_socket: std::path::PathBuf,
+    /// The plugins_registry directory its plugin manager watches.
+    pub registry_dir: std::path::PathBuf,
+}
+
+/// A referee serves: where, and how to steer it.
+pub fn referee_serving(s: &mut Streams<'_>, v: &RefereeView) -> io::Result<()> {
+    if s.format.is_json() {
+        let mut line = serde_json::to_value(v).map_err(io::Error::other)?;
+        line["event"] = "started".into();
+        return write_json_line(s.out, &line);
+    }
+    let dir = v.dir.display();
+    writeln!(s.out, "{}: serving {dir}/kubelet.sock (the kubelet's own code)", v.engine)?;
+    writeln!(s.out, "  plugins_registry: {}", v.registry_dir.display())?;
+    writeln!(s.out, "  PodResources:     {}", v.podresources_socket.display())?;
+    writeln!(s.out, "  steer it:         dpctl kubelet-sim status|admit|delete|restart --dir {dir}")?;
+    writeln!(s.out, "  Ctrl-C stops it.")?;
+    s.out.flush()
+}
+
+/// The referee stopped (Ctrl-C, SIGTERM or --timeout).
+pub fn referee_stopped(s: &mut Streams<'_>, v: &RefereeView) -> io::Result<()> {
+    if s.format.is_json() {
+        return write_json_line(s.out, &serde_json::json!({ "event": "stopped", "engine": v.engine }));
+    }
+    writeln!(s.out, "{}: stopped", v.engine)?;
+    s.out.flush()
 }

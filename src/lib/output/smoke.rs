@@ -106,8 +106,8 @@ impl Narrator<'_> {
             self.say(format!("skip  {n} step(s): {why}"));
         }
         match p {
-            SmokeProgress::SimReady { dir, kubelet_socket } => {
-                self.say(format!("kubelet-sim: serving {} in {}", kubelet_socket.display(), dir.display()));
+            SmokeProgress::SimReady { dir, kubelet_socket, engine } => {
+                self.say(format!("{engine}: serving {} in {}", kubelet_socket.display(), dir.display()));
             }
             SmokeProgress::Isolated(r) => {
                 self.say(format!("isolate: {} namespace(s), private mounts:", r.namespaces));
@@ -167,6 +167,13 @@ pub fn after_help() -> String {
          playing it (see dpctl kubelet-sim --help for what changes between releases); the table shows each \
          release's report and then one row per release, -o json gives {{\"passed\":[…],\"failed\":[…],\"runs\":[…]}}, \
          and the JUnit file has one <testsuite> per release. Exit 1 when any release fails.\n\n\
+         dpctl smoke --engine referee:target/referee --kubelet-version 1.34,1.37 -- ./my-plugin --dir {{dir}}\n\n\
+         --engine referee:PATH runs the same steps against the kubelet's own code (conformance/build.sh builds \
+         target/referee/dpctl-referee-1.NN; PATH is that directory, each release picking its binary, or one \
+         binary). The referee runs in a private mount namespace on the kubelet's paths (root, or a user \
+         namespace); the report names it with its exact version (\"engine\": \"referee v1.37.2\"). What it cannot \
+         see (the RegisterRequest's options, a message's size) the evidence says. A missing referee, one that \
+         cannot run or one of another release exits 2 before the plugin starts, with the build command.\n\n\
          The plugin runs in its own process group with stdin closed; it is stopped at the end whatever happens \
          (SIGTERM, --grace, SIGKILL; also on Ctrl-C), and the fresh directory is removed (unless --keep). \
          Progress goes to stderr, the report to stdout.\n\n\
@@ -174,7 +181,8 @@ pub fn after_help() -> String {
          0  every step and check passed (or was skipped)\n  \
          1  a step or check failed (the report says which and why), or the run was interrupted\n  \
          2  bad usage (no command, unknown --skip name, unwritable --junit, a --dir a live kubelet serves), or \
-         --isolate refused (the message says why and how to fix it)\n  \
+         --isolate refused (the message says why and how to fix it), a referee missing, unusable or of \
+         another release\n  \
          3  kubelet-sim could not bind its sockets (permissions, path too long)",
         StepId::names().join(", "),
         CheckId::names().join(", ")
@@ -285,7 +293,7 @@ pub fn summary(r: &SmokeReport) -> String {
         "FAIL".red().bold().to_string()
     };
     format!(
-        "{verdict} {} steps: {} passed, {}, {} skipped, {} in {:.2}s on kubelet {} ({})",
+        "{verdict} {} steps: {} passed, {}, {} skipped, {} in {:.2}s on kubelet {}{} ({})",
         t.total,
         t.passed,
         if t.failed > 0 { failed.red().bold().to_string() } else { failed },
@@ -293,8 +301,15 @@ pub fn summary(r: &SmokeReport) -> String {
         if t.errors > 0 { errors.magenta().bold().to_string() } else { errors },
         r.duration_ms as f64 / 1000.0,
         r.kubelet_version,
+        engine_note(r),
         shell_words(&r.command)
     )
+}
+
+/// ` played by referee v1.37.2` when a referee played the kubelet (the
+/// sim needs no note: it is the default).
+fn engine_note(r: &SmokeReport) -> String {
+    if r.engine == crate::kubelet_sim::default_engine() { String::new() } else { format!(", played by {}", r.engine) }
 }
 
 /// One line of narration for a finished step: `pass  registration  31ms`,
@@ -355,6 +370,7 @@ fn junit_body(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
 fn junit_properties(r: &SmokeReport) -> Vec<(&'static str, String)> {
     let mut props: Vec<(&str, String)> = vec![
         ("kubelet_version", r.kubelet_version.to_string()),
+        ("engine", r.engine.clone()),
         ("command", shell_words(&r.command)),
         ("dir", r.dir.clone()),
         ("kubelet_socket", r.kubelet_socket.clone()),
@@ -382,7 +398,7 @@ pub fn matrix(w: &mut dyn Write, format: Format, m: &MatrixReport) -> io::Result
         return write_json(w, m);
     }
     for r in &m.runs {
-        writeln!(w, "{}", format!("== kubelet {} ==", r.kubelet_version).bold())?;
+        writeln!(w, "{}", format!("== kubelet {}{} ==", r.kubelet_version, engine_note(r)).bold())?;
         report(w, format, r)?;
         writeln!(w)?;
     }
@@ -401,7 +417,11 @@ pub fn matrix(w: &mut dyn Write, format: Format, m: &MatrixReport) -> io::Result
             .find(|c| c.outcome.is_failure())
             .map_or_else(|| "-".to_string(), |c| shorten(&format!("{}: {}", c.name, one_line(&c.evidence)), 70));
         t.add_row([
-            r.kubelet_version.to_string(),
+            if r.engine == crate::kubelet_sim::default_engine() {
+                r.kubelet_version.to_string()
+            } else {
+                format!("{} ({})", r.kubelet_version, r.engine)
+            },
             verdict,
             r.totals.total.to_string(),
             r.totals.passed.to_string(),
@@ -450,6 +470,7 @@ mod tests {
         let out = |s: &str| OutputView { bytes: s.len() as u64, tail: s.into(), truncated: false, file: None };
         let mut r = SmokeReport {
             kubelet_version: crate::kubelet_sim::KubeletVersion::Release(32),
+            engine: crate::kubelet_sim::default_engine(),
             suite: crate::smoke::SUITE_NAME.into(),
             command: vec!["./plugin".into(), "--dir".into(), "/tmp/x".into()],
             dir: "/tmp/x".into(),

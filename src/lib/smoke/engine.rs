@@ -109,7 +109,16 @@ pub fn parse_releases(s: &str) -> Result<Vec<KubeletVersion>> {
 /// that exist and how to build it.
 pub fn referee_binary(path: &Path, version: KubeletVersion) -> Result<PathBuf> {
     let release = release_name(version);
-    let place = format!("--engine referee:{}", path.display());
+    let place = place_of(path);
+    if !REFEREE_RELEASES.contains(&release.as_str()) {
+        return Err(Error::invalid(
+            &place,
+            format!(
+                "no referee plays kubelet {version}: conformance/build.sh builds the releases {}",
+                REFEREE_RELEASES.join(", ")
+            ),
+        ));
+    }
     let meta = std::fs::metadata(path).map_err(|e| {
         Error::invalid(
             &place,
@@ -140,6 +149,14 @@ pub fn referee_binary(path: &Path, version: KubeletVersion) -> Result<PathBuf> {
     ))
 }
 
+/// The releases `conformance/build.sh` builds a referee for.
+pub const REFEREE_RELEASES: [&str; 4] = ["1.34", "1.35", "1.36", "1.37"];
+
+/// `--engine referee:PATH` for errors, a very long PATH shortened.
+fn place_of(path: &Path) -> String {
+    format!("--engine referee:{}", crate::text::shorten(&path.display().to_string(), 120))
+}
+
 /// The referee binaries in `dir`, by file name, sorted.
 pub fn available_referees(dir: &Path) -> Vec<String> {
     let mut out: Vec<String> = std::fs::read_dir(dir)
@@ -157,12 +174,18 @@ pub fn available_referees(dir: &Path) -> Vec<String> {
 /// Runs `binary --version` and checks it plays `version`: the answer is
 /// `dpctl-referee kubelet v1.N.P`; another release is refused.
 pub async fn referee_version(binary: &Path, version: KubeletVersion) -> Result<String> {
-    let place = format!("--engine referee:{}", binary.display());
+    let place = place_of(binary);
     let mut cmd = tokio::process::Command::new(binary);
     cmd.arg("--version").stdin(std::process::Stdio::null()).kill_on_drop(true);
     let out = match tokio::time::timeout(VERSION_TIMEOUT, cmd.output()).await {
         Ok(Ok(o)) => o,
-        Ok(Err(e)) => return Err(Error::invalid(&place, format!("cannot run it: {e}"))),
+        Ok(Err(e)) => {
+            let release = release_name(version);
+            return Err(Error::invalid(
+                &place,
+                format!("cannot run it: {e}; build it with conformance/build.sh {release} (it must be executable)"),
+            ));
+        }
         Err(_) => {
             return Err(Error::Timeout { what: format!("{} --version", binary.display()), timeout: VERSION_TIMEOUT });
         }
@@ -173,9 +196,11 @@ pub async fn referee_version(binary: &Path, version: KubeletVersion) -> Result<S
         return Err(Error::invalid(
             &place,
             format!(
-                "not a dpctl referee: --version answered {:?} ({}), not \"dpctl-referee kubelet v1.N.P\"",
+                "not a dpctl referee: --version answered {:?} ({}), not \"dpctl-referee kubelet v1.N.P\"; \
+                 build one with conformance/build.sh {}",
                 crate::text::shorten(&text, 80),
-                out.status
+                out.status,
+                release_name(version)
             ),
         ));
     };
@@ -287,6 +312,16 @@ impl Engine {
             }
             Ok(other) => Err(Error::invalid(&self.name, format!("answered status with {other:?}"))),
             Err(e) => Err(Error::invalid(&self.name, format!("status: {}", e.message))),
+        }
+    }
+
+    /// Completes when a referee's process ends on its own (never for the sim).
+    pub async fn exited(&self) {
+        match &self.running {
+            Running::Sim(_) => std::future::pending().await,
+            Running::Referee { process, .. } => {
+                process.exited().await;
+            }
         }
     }
 

@@ -20,6 +20,7 @@
 
 pub mod engine;
 pub mod isolate;
+mod kubelet;
 pub mod matrix;
 pub mod process;
 mod steps;
@@ -33,7 +34,7 @@ use tokio::sync::mpsc;
 
 use crate::check::{Case, CaseInfo, CheckId, CheckResult, Outcome, Totals, any_failure};
 use crate::error::{Error, Result};
-use crate::kubelet_sim::{KubeletSim, KubeletVersion, SimConfig, Via};
+use crate::kubelet_sim::{KubeletVersion, SimConfig, Via};
 pub use matrix::{MatrixReport, run_matrix};
 pub use process::{ExitView, OutputView, PluginProcess, Stream};
 
@@ -241,6 +242,10 @@ pub struct SmokeConfig {
     pub kubelet_version: KubeletVersion,
     /// The sim's Topology Manager policy and machine (admission under each policy).
     pub topology: crate::topology::TopologyConfig,
+    /// Which kubelet answers: the in-process sim or a referee (`--engine`).
+    pub engine: engine::EngineKind,
+    /// The dpctl executable a referee's namespace helper is (default: this one).
+    pub helper: Option<PathBuf>,
 }
 
 impl SmokeConfig {
@@ -294,6 +299,8 @@ impl Default for SmokeConfig {
             isolate: None,
             kubelet_version: KubeletVersion::NEWEST,
             topology: crate::topology::TopologyConfig::default(),
+            engine: engine::EngineKind::Sim,
+            helper: None,
         }
     }
 }
@@ -301,12 +308,14 @@ impl Default for SmokeConfig {
 /// What a running smoke test reports as it goes (for narration).
 #[derive(Debug, Clone)]
 pub enum SmokeProgress {
-    /// The kubelet-sim serves its sockets.
+    /// The kubelet (sim or referee) serves its sockets.
     SimReady {
         /// The device-plugin directory.
         dir: PathBuf,
         /// kubelet.sock.
         kubelet_socket: PathBuf,
+        /// What answers: `kubelet-sim` or `referee v1.N.P`.
+        engine: String,
     },
     /// The plugin's namespace was checked (`--isolate`): what is mounted where.
     Isolated(isolate::IsolationReport),
@@ -356,6 +365,10 @@ pub struct SmokeReport {
     /// The kubelet release the sim played.
     #[serde(default)]
     pub kubelet_version: KubeletVersion,
+    /// What played it: `kubelet-sim`, or `referee v1.N.P` (the kubelet's own
+    /// code, at that exact version).
+    #[serde(default = "crate::kubelet_sim::default_engine")]
+    pub engine: String,
     /// The command as run (substituted).
     pub command: Vec<String>,
     /// The device-plugin directory.
@@ -431,19 +444,20 @@ pub async fn run_smoke(
     };
     process::become_subreaper();
     let sim_version = config.kubelet_version;
-    let sim = match start_sim(&config, &layout, plan.as_ref()).await {
-        Ok(s) => s,
+    let engine = match start_engine(&config, &layout, plan.as_ref()).await {
+        Ok(e) => std::sync::Arc::new(e),
         Err(e) => {
             layout.remove();
             return Err(e);
         }
     };
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let _ = tx.send(SmokeProgress::SimReady { dir: dir.clone(), kubelet_socket: sim.kubelet_socket().to_path_buf() });
+    let kubelet_socket = dir.join(crate::paths::KUBELET_SOCKET_NAME);
+    let _ = tx.send(SmokeProgress::SimReady { dir: dir.clone(), kubelet_socket, engine: engine.name().to_string() });
     if let Some(r) = &isolation {
         let _ = tx.send(SmokeProgress::Isolated(r.clone()));
     }
-    let mut runner = steps::Runner::new(config, sim.clone(), tx, &layout, plan);
+    let mut runner = steps::Runner::new(config, engine.clone(), tx, &layout, plan);
     let interrupted = {
         let fut = runner.run_steps();
         tokio::select! {
@@ -453,9 +467,8 @@ pub async fn run_smoke(
     };
     runner.fill_missing(interrupted);
     pump(&mut rx, progress, runner.shutdown()).await;
-    let sim_stop = sim.stop().await;
-    if let Err(e) = sim_stop {
-        tracing::warn!(error = %e, "stopping kubelet-sim");
+    if let Err(e) = engine.stop().await {
+        tracing::warn!(error = %e, engine = engine.name(), "stopping the kubelet");
     }
     let keep = runner.config().keep;
     dir_guard.disarm();
@@ -494,13 +507,14 @@ async fn isolation_plan(
     Ok((Some(plan), Some(report)))
 }
 
-/// Starts the in-process kubelet-sim in the layout's directories, playing
+/// Starts the kubelet (`--engine`: the in-process kubelet-sim, or a
+/// referee in its own mount namespace) in the layout's directories, playing
 /// the configured release; a directory a live kubelet serves is bad input.
-async fn start_sim(
+async fn start_engine(
     config: &SmokeConfig,
     layout: &isolate::Layout,
     plan: Option<&isolate::Plan>,
-) -> Result<crate::kubelet_sim::SimHandle> {
+) -> Result<engine::Engine> {
     let mut sim_config = SimConfig::new(&layout.device_plugins);
     sim_config.set_kubelet_version(config.kubelet_version);
     sim_config.pre_start_timeout = config.prestart_timeout;
@@ -510,7 +524,7 @@ async fn start_sim(
     // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
     sim_config.owns_dir = config.dir.is_none();
     sim_config.topology = config.topology.clone();
-    KubeletSim::start(sim_config).await.map_err(|e| match e {
+    engine::Engine::start(&config.engine, sim_config, layout, config.helper.clone()).await.map_err(|e| match e {
         Error::AlreadyServing { path, .. } => Error::invalid(
             "--dir",
             format!(

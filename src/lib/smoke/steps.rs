@@ -5,16 +5,18 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
+use super::engine::Engine;
 use super::isolate::{Layout, Plan};
+use super::kubelet::{Kubelet, Waited};
 use super::process::{Launch, PluginProcess, Stream};
 use super::{
     ENV_KUBELET_SOCKET, ENV_REGISTRY_DIR, ENV_SMOKE_DIR, PluginReport, SUITE_NAME, SmokeConfig, SmokeProgress,
     SmokeReport, StepId, shell_words, substitute,
 };
 use crate::check::{self, Case, CheckId, CheckOptions, CheckResult, CheckTarget, Outcome, Progress, Registration};
-use crate::kubelet_sim::{AdmitOutcome, EventKind, PodSpec, RequestOptions, ResourceOutcome, SimEvent, SimHandle, Via};
+use crate::kubelet_sim::{AdmitOutcome, EventKind, PodSpec, RequestOptions, ResourceOutcome, Via};
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 /// Name and namespace of the test pod.
@@ -42,96 +44,15 @@ struct Reg {
     index: usize,
 }
 
-/// The sim's events, kept in order, with waits by predicate.
-struct EventLog {
-    rx: broadcast::Receiver<SimEvent>,
-    seen: Vec<SimEvent>,
-}
-
-/// How a wait for an event ended.
-enum Waited {
-    /// The event at this index matched.
-    Found(usize),
-    /// The plugin process ended first.
-    Exited(super::ExitView),
-    /// The deadline passed.
-    TimedOut,
-}
-
-impl EventLog {
-    /// Takes every event already sent.
-    fn pull(&mut self) {
-        loop {
-            match self.rx.try_recv() {
-                Ok(e) => self.seen.push(e),
-                Err(broadcast::error::TryRecvError::Lagged(n)) => {
-                    tracing::warn!(missed = n, "smoke fell behind the kubelet-sim's events");
-                }
-                Err(_) => return,
-            }
-        }
-    }
-
-    fn find(&self, from: usize, pred: &impl Fn(&EventKind) -> bool) -> Option<usize> {
-        self.seen.iter().skip(from).position(|e| pred(&e.kind)).map(|i| i + from)
-    }
-
-    /// Waits for an event from index `from` on that matches, until the
-    /// deadline or the end of the process.
-    async fn wait_for(
-        &mut self,
-        from: usize,
-        pred: impl Fn(&EventKind) -> bool,
-        deadline: tokio::time::Instant,
-        process: Option<&PluginProcess>,
-    ) -> Waited {
-        loop {
-            self.pull();
-            if let Some(i) = self.find(from, &pred) {
-                return Waited::Found(i);
-            }
-            let exited = async {
-                match process {
-                    Some(p) => p.exited().await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                r = self.rx.recv() => match r {
-                    Ok(e) => self.seen.push(e),
-                    Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => {
-                        tokio::time::sleep_until(deadline).await;
-                        return Waited::TimedOut;
-                    }
-                },
-                exit = exited => {
-                    // Events the plugin caused just before it ended still count.
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    self.pull();
-                    return match self.find(from, &pred) {
-                        Some(i) => Waited::Found(i),
-                        None => Waited::Exited(exit),
-                    };
-                }
-                () = tokio::time::sleep_until(deadline) => {
-                    self.pull();
-                    return match self.find(from, &pred) {
-                        Some(i) => Waited::Found(i),
-                        None => Waited::TimedOut,
-                    };
-                }
-            }
-        }
-    }
-}
-
 /// Runs the steps and keeps their results.
 pub(super) struct Runner {
     cfg: SmokeConfig,
-    sim: SimHandle,
+    kubelet: Kubelet,
     tx: mpsc::UnboundedSender<SmokeProgress>,
-    events: EventLog,
+    /// The device-plugin directory, kubelet.sock and the PodResources socket, as the plugin sees them.
+    dir: PathBuf,
+    kubelet_socket: PathBuf,
+    podresources_socket: PathBuf,
     command: Vec<String>,
     process: Option<PluginProcess>,
     launched_at: Option<SystemTime>,
@@ -149,22 +70,25 @@ pub(super) struct Runner {
 impl Runner {
     pub(super) fn new(
         cfg: SmokeConfig,
-        sim: SimHandle,
+        engine: std::sync::Arc<Engine>,
         tx: mpsc::UnboundedSender<SmokeProgress>,
         layout: &Layout,
         isolate: Option<Plan>,
     ) -> Self {
-        let rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
+        let dir = layout.device_plugins.clone();
+        let kubelet_socket = dir.join(crate::paths::KUBELET_SOCKET_NAME);
         let registry = layout.plugins_registry.display().to_string();
-        let command = substitute(&cfg.command, sim.dir(), sim.kubelet_socket())
+        let command = substitute(&cfg.command, &dir, &kubelet_socket)
             .into_iter()
             .map(|a| a.replace("{registry_dir}", &registry))
             .collect();
         Runner {
             cfg,
-            sim,
+            kubelet: Kubelet::new(engine, layout.path_map()),
             tx,
-            events: EventLog { rx, seen: Vec::new() },
+            dir,
+            kubelet_socket,
+            podresources_socket: layout.podresources_socket(),
             command,
             process: None,
             launched_at: None,
@@ -249,7 +173,7 @@ impl Runner {
         // health report below also sees a stream that ended meanwhile.
         self.checks().await;
         self.first_snapshot().await;
-        self.health_report();
+        self.health_report().await;
         self.admission().await;
         self.pod_deletion().await;
         self.kubelet_restart().await;
@@ -257,8 +181,8 @@ impl Runner {
 
     async fn launch(&mut self) -> bool {
         let t = self.begin(StepId::Launch);
-        let dir = self.sim.dir().display().to_string();
-        let sock = self.sim.kubelet_socket().display().to_string();
+        let dir = self.dir.display().to_string();
+        let sock = self.kubelet_socket.display().to_string();
         let lines = self.cfg.forward_output.then(|| {
             let (ltx, mut lrx) = mpsc::unbounded_channel::<(Stream, String)>();
             let tx = self.tx.clone();
@@ -275,9 +199,7 @@ impl Runner {
             (crate::paths::ENV_DEVICE_PLUGIN_DIR.into(), dir),
             (ENV_REGISTRY_DIR.into(), self.registry_dir.display().to_string()),
         ];
-        if let Some(p) = self.sim.podresources_socket() {
-            env.push((crate::paths::ENV_PODRESOURCES_SOCKET.into(), p.display().to_string()));
-        }
+        env.push((crate::paths::ENV_PODRESOURCES_SOCKET.into(), self.podresources_socket.display().to_string()));
         // --isolate: dpctl's helper sets the namespace up, then execs the
         // command; one it cannot find there fails here, as without --isolate.
         if let Some(why) = self.isolate.as_ref().and_then(Plan::launch_error) {
@@ -325,11 +247,11 @@ impl Runner {
             EventKind::Registered { resource, .. } | EventKind::RegistrationRejected { resource, .. } => m2(resource),
             _ => false,
         };
-        let waited = self.events.wait_for(0, pred, deadline, self.process.as_ref()).await;
-        let kubelet_socket = self.sim.kubelet_socket().display().to_string();
+        let waited = self.kubelet.wait_for(0, pred, deadline, self.process.as_ref()).await;
+        let kubelet_socket = self.kubelet_socket.display().to_string();
         match waited {
             Waited::Found(i) => {
-                let ev = self.events.seen[i].clone();
+                let ev = self.kubelet.seen[i].clone();
                 match ev.kind {
                     EventKind::Registered {
                         resource,
@@ -351,7 +273,7 @@ impl Runner {
                              pre_start_required={pre_start_required}, \
                              get_preferred_allocation_available={get_preferred_allocation_available}{}",
                             since.as_millis(),
-                            watcher_authority_note(via)
+                            if self.kubelet.is_referee() { "" } else { watcher_authority_note(via) }
                         );
                         let wrong_way = self.cfg.registration.filter(|w| *w != via);
                         self.reg = Some(Reg {
@@ -404,7 +326,7 @@ impl Runner {
                  (Go filepath.Join), so it dialed {socket}, where nothing listens: register the \
                  socket's file name ({:?}) and serve it in {}",
                 endpoint.rsplit('/').next().unwrap_or_default(),
-                self.sim.dir().display()
+                self.dir.as_path().display()
             ));
         } else if message == crate::kubelet_sim::DIAL_FAILED {
             evidence.push_str(&format!(
@@ -423,7 +345,7 @@ impl Runner {
             humantime::format_duration(self.cfg.register_timeout)
         );
         let others: BTreeSet<String> = self
-            .events
+            .kubelet
             .seen
             .iter()
             .filter_map(|e| match &e.kind {
@@ -434,7 +356,7 @@ impl Runner {
         if !others.is_empty() {
             evidence.push_str(&format!("; registered instead: {}", others.into_iter().collect::<Vec<_>>().join(", ")));
         }
-        let sockets = crate::paths::sockets_in(self.sim.dir());
+        let sockets = crate::paths::sockets_in(self.dir.as_path());
         let registry = crate::paths::sockets_in(&self.registry_dir);
         let hint = if self.isolate.is_some() {
             "does the plugin use the kubelet's standard paths (/var/lib/kubelet/device-plugins or \
@@ -446,7 +368,7 @@ impl Runner {
         };
         evidence.push_str(&format!(
             "; sockets in {}: {}; in plugins_registry {}: {}; {hint} {}",
-            self.sim.dir().display(),
+            self.dir.as_path().display(),
             crate::text::list(&sockets),
             self.registry_dir.display(),
             crate::text::list(&registry),
@@ -479,7 +401,7 @@ impl Runner {
             problems.push(format!(
                 "endpoint {e:?} is not a bare file name: the kubelet dials filepath.Join({}, endpoint), so the \
                  plugin socket must sit directly in the device-plugin directory and be named by its file name",
-                self.sim.dir().display()
+                self.dir.as_path().display()
             ));
         }
         if reg.via == Via::PluginsRegistry {
@@ -502,6 +424,9 @@ impl Runner {
                 "options {{pre_start_required: {}, get_preferred_allocation_available: {}}}",
                 o.pre_start_required, o.get_preferred_allocation_available
             ),
+            None if self.kubelet.is_referee() => "options not seen (the kubelet logs no RegisterRequest options; \
+                it reads them from GetDevicePluginOptions)"
+                .into(),
             None => "no options (the kubelet reads them from GetDevicePluginOptions)".into(),
         };
         let seen =
@@ -526,16 +451,21 @@ impl Runner {
             EventKind::Snapshot { resource, .. } | EventKind::StreamEnded { resource, .. } => *resource == r,
             _ => false,
         };
-        match self.events.wait_for(reg.index, pred, deadline, self.process.as_ref()).await {
+        match self.kubelet.wait_for(reg.index, pred, deadline, self.process.as_ref()).await {
             Waited::Found(i) => {
-                let ev = self.events.seen[i].clone();
+                let ev = self.kubelet.seen[i].clone();
                 let after = ev.time.duration_since(reg.at).unwrap_or_default().as_millis();
                 match ev.kind {
                     EventKind::Snapshot { capacity, allocatable, devices, message_bytes, .. } => {
-                        let evidence = format!(
-                            "{after} ms after registration: {devices} device(s), {message_bytes} bytes; capacity \
-                             {capacity}, allocatable {allocatable}"
-                        );
+                        let evidence = if self.kubelet.is_referee() {
+                            // The kubelet logs the count ("State pushed for device plugin"), not the message.
+                            format!("{after} ms after registration: {devices} device(s) (the kubelet's log)")
+                        } else {
+                            format!(
+                                "{after} ms after registration: {devices} device(s), {message_bytes} bytes; \
+                                 capacity {capacity}, allocatable {allocatable}"
+                            )
+                        };
                         self.done(id, Outcome::Pass, evidence, t);
                     }
                     EventKind::StreamEnded { reason, .. } => {
@@ -565,17 +495,18 @@ impl Runner {
     }
 
     // long: every device checked against the kubelet's rules, into one evidence line.
-    fn health_report(&mut self) {
+    async fn health_report(&mut self) {
         let id = StepId::HealthReport;
         if self.skipped(id) {
             return self.skip(id, "skipped with --skip");
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
-        self.events.pull();
-        let status = self.sim.status();
-        let Some(res) = status.resource(&reg.resource) else {
-            self.done(id, Outcome::Error, format!("kubelet-sim does not know {}", reg.resource), t);
+        self.kubelet.pull().await;
+        let status = self.kubelet.status().await;
+        let Some(res) = status.as_ref().and_then(|s| s.resource(&reg.resource)) else {
+            let ev = format!("{} does not know {}", self.kubelet.name(), reg.resource);
+            self.done(id, Outcome::Error, ev, t);
             return;
         };
         let mut problems = Vec::new();
@@ -591,7 +522,7 @@ impl Runner {
         let mut violations: Vec<String> = Vec::new();
         let mut stream_end = None;
         let mut later_rejections: Vec<(String, String)> = Vec::new();
-        for e in self.events.seen.iter().skip(reg.index) {
+        for e in self.kubelet.seen.iter().skip(reg.index) {
             match &e.kind {
                 EventKind::Snapshot { resource, violations: v, .. } if *resource == reg.resource => {
                     for x in v {
@@ -620,7 +551,7 @@ impl Runner {
             problems.push(format!(
                 "after the accepted registration, kubelet {} rejected another Register of {} (endpoint {endpoint}): \
                  {message}",
-                self.sim.status().kubelet_version,
+                status.as_ref().map(|s| s.kubelet_version).unwrap_or(self.cfg.kubelet_version),
                 reg.resource
             ));
         }
@@ -674,6 +605,8 @@ impl Runner {
         };
         // plugins_registry has no RegisterRequest to compare the options with.
         let by_registry = reg.via == Via::PluginsRegistry;
+        // A referee reads the kubelet's log, which does not record the RegisterRequest.
+        let by_registry = by_registry || self.kubelet.is_referee();
         let target = CheckTarget {
             registration: (!by_registry)
                 .then(|| Registration::from_request(&request, "the RegisterRequest kubelet-sim received")),
@@ -715,12 +648,12 @@ impl Runner {
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
-        let before = self.sim.counts().get(&reg.resource).copied().unwrap_or_default();
+        let before = self.kubelet.counts().await.get(&reg.resource).copied().unwrap_or_default();
         let pod = PodSpec::shorthand(POD_NAME, POD_NAMESPACE, &[(reg.resource.clone(), self.cfg.request)]);
-        let outcome = match self.sim.admit(pod).await {
+        let outcome = match self.kubelet.admit(pod).await {
             Ok(o) => o,
             Err(e) => {
-                self.done(id, Outcome::Error, format!("kubelet-sim could not admit the pod: {e}"), t);
+                self.done(id, Outcome::Error, format!("{} could not admit the pod: {e}", self.kubelet.name()), t);
                 return;
             }
         };
@@ -738,7 +671,8 @@ impl Runner {
             if !calls.is_empty() {
                 evidence.push_str(&format!("; calls: {calls}"));
             }
-            let state = self.sim.status().resource(&reg.resource).map(|r| r.state.clone());
+            let status = self.kubelet.status().await;
+            let state = status.as_ref().and_then(|s| s.resource(&reg.resource)).map(|r| r.state.clone());
             if state.as_deref() == Some("stream-ended") {
                 evidence.push_str("; the plugin's ListAndWatch stream had ended, so no device was allocatable");
             }
@@ -787,16 +721,17 @@ impl Runner {
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
-        match self.sim.delete(POD_NAMESPACE, POD_NAME).await {
+        match self.kubelet.delete(POD_NAMESPACE, POD_NAME).await {
             Ok(out) => {
                 let freed: Vec<String> = out.freed.get(&reg.resource).cloned().unwrap_or_default();
-                let status = self.sim.summary();
-                let in_use = status.resource(&reg.resource).map(|r| r.in_use).unwrap_or(0);
+                let status = self.kubelet.status().await;
+                let in_use = status.as_ref().and_then(|s| s.resource(&reg.resource)).map(|r| r.in_use).unwrap_or(0);
                 if in_use > 0 {
                     let evidence = format!("freed {}, but {in_use} device(s) are still in use", ids(&freed));
                     self.done(id, Outcome::Fail, evidence, t);
                 } else {
-                    let allocatable = self.sim.counts().get(&reg.resource).map(|c| c.allocatable).unwrap_or(0);
+                    let allocatable =
+                        self.kubelet.counts().await.get(&reg.resource).map(|c| c.allocatable).unwrap_or(0);
                     let evidence = format!(
                         "pod {POD_NAMESPACE}/{POD_NAME} deleted; freed {}; no device in use, allocatable {allocatable}",
                         ids(&freed)
@@ -805,7 +740,7 @@ impl Runner {
                 }
             }
             Err(e) => {
-                self.done(id, Outcome::Error, format!("kubelet-sim could not delete the pod: {e}"), t);
+                self.done(id, Outcome::Error, format!("{} could not delete the pod: {e}", self.kubelet.name()), t);
             }
         }
     }
@@ -817,16 +752,16 @@ impl Runner {
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
-        self.events.pull();
-        let from = self.events.seen.len();
-        let report = match self.sim.restart(self.cfg.restart_deadline).await {
+        self.kubelet.pull().await;
+        let from = self.kubelet.seen.len();
+        let report = match self.kubelet.restart(self.cfg.restart_deadline).await {
             Ok(r) => r,
             Err(e) => {
-                self.done(id, Outcome::Error, format!("kubelet-sim could not restart: {e}"), t);
+                self.done(id, Outcome::Error, format!("{} could not restart: {e}", self.kubelet.name()), t);
                 return;
             }
         };
-        self.events.pull();
+        self.kubelet.pull().await;
         let deleted = crate::text::list(&report.deleted_sockets);
         let mut good = Vec::new();
         let mut bad = Vec::new();
@@ -844,7 +779,7 @@ impl Runner {
                     humantime::format_duration(self.cfg.restart_deadline)
                 )),
                 (false, _, _) => {
-                    let rejected: Vec<String> = self.events.seen[from..]
+                    let rejected: Vec<String> = self.kubelet.seen[from..]
                         .iter()
                         .filter_map(|e| match &e.kind {
                             EventKind::RegistrationRejected { resource, message, .. } if *resource == r.resource => {
@@ -990,7 +925,8 @@ impl Runner {
             command: self.command.clone(),
             dir: dir.display().to_string(),
             dir_kept,
-            kubelet_socket: self.sim.kubelet_socket().display().to_string(),
+            kubelet_socket: self.kubelet_socket.display().to_string(),
+            engine: self.kubelet.name().to_string(),
             resource: self.reg.as_ref().map(|r| r.resource.clone()),
             plugin_socket: self.reg.as_ref().map(|r| r.socket.display().to_string()),
             started: crate::text::timestamp(started),
