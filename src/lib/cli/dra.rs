@@ -23,11 +23,10 @@ use crate::transport::ClientConfig;
 
 const HELP: &str = "\
 Examples:
-  dpctl dra mock gpu.example.com --dir /tmp/k                   # a driver: /tmp/k/plugins_registry/gpu.example.com-reg.sock
+  dpctl dra mock gpu.example.com --dir /tmp/k        # a mock driver, registered in /tmp/k
   dpctl dra info --driver gpu.example.com --registry-dir /tmp/k/plugins_registry
-  dpctl dra prepare --driver gpu.example.com --registry-dir /tmp/k/plugins_registry \\
-      --claim default/gpu-claim/4f5c-11 --cdi-dir /tmp/k/plugins/gpu.example.com/cdi
-  dpctl dra unprepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu-claim/4f5c-11
+  dpctl dra prepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu/4f5c-11
+  dpctl dra unprepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu/4f5c-11
   dpctl dra watch-health --driver gpu.example.com --registry-dir /tmp/k/plugins_registry --count 1
 
 Answers are judged as kubelets 1.34-1.37 judge them: every claim answered under its UID and no
@@ -274,8 +273,8 @@ Faults (--fault, repeatable):
 
 Examples:
   dpctl dra mock gpu.example.com --dir /tmp/k --devices 4
-  dpctl dra mock gpu.example.com --dir /tmp/k --service v1beta1 --service v1   # v1beta1 first: 1.34+ use it
-  dpctl dra mock gpu.example.com --dir /tmp/k --prepare-delay 50s              # past the 45 s deadline";
+  dpctl dra mock gpu.example.com --dir /tmp/k --service v1beta1 --service v1   # 1.34+ pick v1beta1
+  dpctl dra mock gpu.example.com --dir /tmp/k --prepare-delay 50s   # past the 45 s deadline";
 
 /// `dpctl dra mock`.
 #[derive(Debug, Args)]

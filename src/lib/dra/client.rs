@@ -589,3 +589,70 @@ async fn first_message<T>(
         Err(_) => Err(Error::DeadlineExceeded { rpc: rpc.into(), path: path.into(), timeout: t }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked(uids: &[&str]) -> Vec<ClaimRef> {
+        uids.iter()
+            .map(|u| ClaimRef { namespace: "default".into(), name: format!("c-{u}"), uid: (*u).into() })
+            .collect()
+    }
+
+    /// 1.34-1.37: an unknown UID, a skipped claim and a per-claim error each
+    /// fail the pod, with the kubelet's words.
+    #[test]
+    fn answers_are_judged_by_the_kubelets_map_rules() {
+        let answers = vec![("u2".to_string(), vec![], "boom".to_string()), ("zz".to_string(), vec![], String::new())];
+        let r = judge(
+            "NodePrepareResources",
+            "v1.DRAPlugin/NodePrepareResources",
+            Path::new("/s"),
+            &asked(&["u1", "u2"]),
+            answers,
+            Duration::from_millis(5),
+            KUBELET_CALL_TIMEOUT,
+        );
+        assert!(!r.ok());
+        assert!(
+            r.problems.contains(&"NodePrepareResources returned result for unknown claim UID zz".to_string()),
+            "{:?}",
+            r.problems
+        );
+        assert!(r.problems.contains(&"NodePrepareResources skipped 1 ResourceClaims".to_string()));
+        assert_eq!(r.claims[1].problems[0], "NodePrepareResources failed for ResourceClaim c-u2: boom");
+    }
+
+    /// Over the 45 s deadline (1.34-1.37) fails; over half of it is slow.
+    #[test]
+    fn call_time_is_judged_against_the_45s_deadline() {
+        let ok = vec![("u1".to_string(), vec![], String::new())];
+        let judge_at = |secs| {
+            judge(
+                "NodeUnprepareResources",
+                "r",
+                Path::new("/s"),
+                &asked(&["u1"]),
+                ok.clone(),
+                Duration::from_secs(secs),
+                Duration::from_secs(60),
+            )
+        };
+        assert!(judge_at(1).ok());
+        assert!(judge_at(30).problems[0].contains("over half"));
+        assert!(judge_at(46).problems[0].contains("over the kubelet's 45 s deadline"));
+    }
+
+    #[test]
+    fn request_names_with_a_slash_match_nothing() {
+        let d = DeviceAnswer {
+            pool: "p".into(),
+            device: "d".into(),
+            request_names: vec!["gpu/sub".into()],
+            cdi_device_ids: vec![],
+            share_id: None,
+        };
+        assert!(device_problems(&[d])[0].contains("strip the subrequest"));
+    }
+}
