@@ -121,6 +121,9 @@ _dpctl() {
             dpctl__subcmd__doctor__subcmd__help,merge)
                 cmd="dpctl__subcmd__doctor__subcmd__help__subcmd__merge"
                 ;;
+            dpctl__subcmd__dra,check)
+                cmd="dpctl__subcmd__dra__subcmd__check"
+                ;;
             dpctl__subcmd__dra,help)
                 cmd="dpctl__subcmd__dra__subcmd__help"
                 ;;
@@ -138,6 +141,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__dra,watch-health)
                 cmd="dpctl__subcmd__dra__subcmd__watch__subcmd__health"
+                ;;
+            dpctl__subcmd__dra__subcmd__help,check)
+                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__check"
                 ;;
             dpctl__subcmd__dra__subcmd__help,help)
                 cmd="dpctl__subcmd__dra__subcmd__help__subcmd__help"
@@ -219,6 +225,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help__subcmd__doctor,merge)
                 cmd="dpctl__subcmd__help__subcmd__doctor__subcmd__merge"
+                ;;
+            dpctl__subcmd__help__subcmd__dra,check)
+                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__check"
                 ;;
             dpctl__subcmd__help__subcmd__dra,info)
                 cmd="dpctl__subcmd__help__subcmd__dra__subcmd__info"
@@ -1460,7 +1469,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version info prepare unprepare watch-health mock help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version info prepare unprepare watch-health check mock help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1485,9 +1494,77 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__dra__subcmd__help)
-            opts="info prepare unprepare watch-health mock help"
+        dpctl__subcmd__dra__subcmd__check)
+            opts="-o -v -q -h -V --registration --driver --registry-dir --connect-timeout --claim --cdi-dir --timeout --output --color --verbose --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --registration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --driver)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claim)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cdi-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help)
+            opts="info prepare unprepare watch-health check mock help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2098,8 +2175,22 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__dra)
-            opts="info prepare unprepare watch-health mock"
+            opts="info prepare unprepare watch-health check mock"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__dra__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

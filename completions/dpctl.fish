@@ -514,22 +514,23 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "remove-device" -d 'Remove devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health mock help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l registration -d 'The driver\'s registration socket' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
@@ -607,6 +608,23 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l claim -d 'The claim to prepare [default: dpctl-check/dpctl-check/<random UID>]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l timeout -d 'Deadline of each call [default: the kubelet\'s 45s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l dir -d 'The kubelet root directory the sockets go under' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l cdi-dir -d 'Where CDI specs go [default: <DIR>/plugins/<DRIVER>/cdi]' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l service -d 'A service to advertise, in order: v1, v1beta1, health-v1alpha1, health-v1 (or the advertised string); repeat [default: v1, v1beta1, health-v1alpha1, as the kubeletplugin helper]' -r
@@ -640,6 +658,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l dir -d 'Use this device-plugin directory instead of a fresh one under /tmp (it is kept; only the sim\'s sockets are removed)' -r -F
@@ -999,6 +1018,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcom
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from scenario" -f -a "run" -d 'Run scenarios on one engine; show what was observed after each step'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from scenario" -f -a "diff" -d 'Run scenarios on kubelet-sim and on a referee; show every difference'

@@ -394,3 +394,61 @@ async fn checkpoint_dra_flag_and_bad_files() {
     let r = dpctl(&["checkpoint", "verify", "--dra", "--dir", sb.path().join("x/y").to_str().unwrap()]).await;
     r.expect_code(2);
 }
+
+/// `dra check` on a well-behaved mock: every case passes (1.34-1.37 rules).
+#[tokio::test]
+async fn check_passes_a_well_behaved_driver() {
+    let sb = Sandbox::new();
+    let m = mock(&sb, &[]).await;
+    let r =
+        dpctl(&["dra", "check", "--driver", DRIVER, "--registry-dir", &m.registry, "--cdi-dir", &m.cdi, "-o", "json"])
+            .await;
+    let v = r.expect_code(0).json();
+    assert_eq!(v["totals"]["passed"], 9, "{v}");
+    assert_eq!(v["claim"]["namespace"], "dpctl-check");
+}
+
+/// `dra check` names each fault of a misbehaving driver under its case.
+#[tokio::test]
+async fn check_names_each_fault() {
+    let sb = Sandbox::new();
+    let m = mock(
+        &sb,
+        &[
+            "--fault",
+            "not-idempotent",
+            "--fault",
+            "health-unserved",
+            "--request-name",
+            "gpu/sub",
+            "--unprepare-error",
+            "busy",
+        ],
+    )
+    .await;
+    let r =
+        dpctl(&["dra", "check", "--driver", DRIVER, "--registry-dir", &m.registry, "--cdi-dir", &m.cdi, "-o", "json"])
+            .await;
+    let v = r.expect_code(1).json();
+    let outcome = |name: &str| {
+        v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["outcome"].as_str().unwrap().to_string())
+    };
+    for failed in ["advertised-served", "request-names", "prepare-idempotent", "unprepare-idempotent"] {
+        assert_eq!(outcome(failed).as_deref(), Some("fail"), "{failed}: {v}");
+    }
+    let idem = v["results"].as_array().unwrap().iter().find(|c| c["name"] == "prepare-idempotent").unwrap();
+    assert!(idem["evidence"].as_str().unwrap().contains("then"), "other devices the second time: {idem}");
+    for passed in ["registration", "socket-paths", "prepare", "cdi", "call-time"] {
+        assert_eq!(outcome(passed).as_deref(), Some("pass"), "{passed}: {v}");
+    }
+    let sb = Sandbox::new();
+    let m = mock(&sb, &["--fault", "missing-uid", "--fault", "unresolvable-cdi"]).await;
+    let r = dpctl(&["dra", "check", "--driver", DRIVER, "--registry-dir", &m.registry, "--cdi-dir", &m.cdi]).await;
+    r.expect_code(1);
+    assert!(r.stdout.contains("NodePrepareResources skipped 1 ResourceClaims"), "{}", r.stdout);
+}

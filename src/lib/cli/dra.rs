@@ -28,6 +28,7 @@ Examples:
   dpctl dra prepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu/4f5c-11
   dpctl dra unprepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu/4f5c-11
   dpctl dra watch-health --driver gpu.example.com --registry-dir /tmp/k/plugins_registry --count 1
+  dpctl dra check --driver gpu.example.com --registry-dir /tmp/k/plugins_registry
 
 Answers are judged as kubelets 1.34-1.37 judge them: every claim answered under its UID and no
 other, per-claim errors, the 45 s deadline (half of it is reported as slow); and what the runtime
@@ -52,6 +53,11 @@ pub enum DraCommand {
     /// Stream NodeWatchResources: each message is the driver's full device health list.
     #[command(after_long_help = HELP)]
     WatchHealth(WatchArgs),
+    /// Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by
+    /// the kubelet's rules and again (idempotent), CDI IDs, request names, Unprepare twice, call
+    /// times. Prepares and unprepares one claim of its own: use a test driver.
+    #[command(after_long_help = HELP)]
+    Check(CheckArgs),
     /// Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream
     /// health; misbehave on request (--fault, --prepare-delay, --prepare-error ...).
     #[command(after_long_help = MOCK_HELP)]
@@ -147,6 +153,23 @@ pub enum ApiArg {
     V1beta1,
 }
 
+/// `dpctl dra check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Which driver.
+    #[command(flatten)]
+    pub target: RegistrationTarget,
+    /// The claim to prepare [default: dpctl-check/dpctl-check/<random UID>].
+    #[arg(long, value_name = "NS/NAME/UID", value_parser = claims::parse_flag)]
+    pub claim: Option<ClaimRef>,
+    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi].
+    #[arg(long, value_name = "DIR")]
+    pub cdi_dir: Vec<PathBuf>,
+    /// Deadline of each call [default: the kubelet's 45s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+}
+
 /// `dpctl dra watch-health`.
 #[derive(Debug, Args)]
 pub struct WatchArgs {
@@ -189,8 +212,25 @@ pub async fn run(cmd: DraCommand, s: &mut Streams<'_>) -> Result<u8> {
         DraCommand::Prepare(a) => call(a, true, s).await,
         DraCommand::Unprepare(a) => call(a, false, s).await,
         DraCommand::WatchHealth(a) => watch(a, s).await,
+        DraCommand::Check(a) => check(a, s).await,
         DraCommand::Mock(a) => mock(*a, s).await,
     }
+}
+
+async fn check(a: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
+    let Some(socket) = a.target.socket()? else {
+        return Err(Error::invalid("--driver", "name the driver (--driver NAME) or its socket (--registration PATH)"));
+    };
+    let claim = a.claim.unwrap_or_else(|| {
+        let n: u128 = rand::random();
+        let hex = format!("{n:032x}");
+        let uid = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
+        ClaimRef { namespace: "dpctl-check".into(), name: "dpctl-check".into(), uid }
+    });
+    let dirs =
+        if a.cdi_dir.is_empty() { vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")] } else { a.cdi_dir };
+    let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT));
+    render::check(s, &dra::check::run(&socket, claim, &cfg, &dirs).await?)
 }
 
 fn client_config(connect: Duration, call: Duration) -> ClientConfig {

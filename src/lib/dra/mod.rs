@@ -7,12 +7,14 @@
 //!
 //! - [`cdi`]: CDI device IDs (parse) and spec files (write, resolve);
 //! - [`claims`]: the claims a user names (flags or a claims file);
+//! - [`check`]: a driver judged end to end (`dpctl dra check`);
 //! - [`client`]: one-shot calls on a driver's sockets, judged as the kubelet
 //!   judges the answers;
 //! - [`mock`]: a DRA driver, well-behaved or faulty on request;
 //! - [`state`]: the DRA manager's checkpoint, `dra_manager_state`.
 
 pub mod cdi;
+pub mod check;
 pub mod claims;
 pub mod client;
 pub mod mock;

@@ -249,6 +249,32 @@ fn mock_event(w: &mut dyn Write, json: bool, e: &DraEvent) -> io::Result<()> {
     w.flush()
 }
 
+/// `dra check`: a results table, each failure in full; exit 1 on any failure.
+pub fn check(s: &mut Streams<'_>, r: &crate::dra::check::DraCheckReport) -> Result<u8> {
+    let failed = crate::check::any_failure(&r.results);
+    let code = if failed { exit::CHECK_FAILED } else { exit::OK };
+    if s.format.is_json() {
+        let totals = crate::check::Totals::of(&r.results);
+        write_json(s.out, &serde_json::json!({"registration": r.registration, "claim": r.claim, "results": r.results, "totals": totals, "ok": !failed}))
+            .map_err(out_err)?;
+        return Ok(code);
+    }
+    let mut t = table(["CHECK", "RESULT", "EVIDENCE"]);
+    for c in &r.results {
+        t.add_row([c.name.clone(), super::cases::outcome(c.outcome), super::cases::one_line(&c.evidence)]);
+    }
+    write_table(s.out, &t).map_err(out_err)?;
+    super::cases::failures(s.out, &r.results).map_err(out_err)?;
+    let totals = crate::check::Totals::of(&r.results);
+    writeln!(
+        s.out,
+        "\n{} passed, {} failed, {} skipped (claim {}/{} uid {})",
+        totals.passed, totals.failed, totals.skipped, r.claim.namespace, r.claim.name, r.claim.uid
+    )
+    .map_err(out_err)?;
+    Ok(code)
+}
+
 /// `checkpoint show` for `dra_manager_state`.
 pub fn state_shown(s: &mut Streams<'_>, r: &StateReport) -> Result<u8> {
     if s.format.is_json() {
