@@ -104,6 +104,20 @@ impl MockConfig {
                 format!("{}; 1 to --devices ({})", self.devices_per_claim, self.devices),
             ));
         }
+        if !crate::validate::is_dns1123_subdomain(&self.pool) {
+            let shown: String = self.pool.chars().take(64).collect();
+            return Err(Error::invalid("--pool", format!("{shown:?} is not a DNS subdomain, as pool names must be")));
+        }
+        // '/' stays allowed: answering a subrequest name is a fault worth playing.
+        if let Some(bad) =
+            self.request_names.iter().find(|r| r.is_empty() || r.len() > 253 || r.chars().any(char::is_control))
+        {
+            let shown: String = bad.chars().take(64).collect();
+            return Err(Error::invalid(
+                "--request-name",
+                format!("{shown:?}: 1 to 253 characters, no control characters"),
+            ));
+        }
         if self.health_interval < Duration::from_millis(100) {
             return Err(Error::invalid("--health-interval", "at least 100ms"));
         }
