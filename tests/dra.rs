@@ -246,7 +246,7 @@ async fn wrong_service_is_exit_4() {
     let m = mock(&sb, &["--service", "v1beta1"]).await;
     let r = dpctl(&["dra", "prepare", "--socket", &m.endpoint, "--api", "v1", "--claim", "gpu/uid-1"]).await;
     r.expect_code(4);
-    assert!(r.stderr.contains("not implemented"), "{}", r.stderr);
+    assert!(r.stderr.contains("not implemented") && r.stderr.contains("dpctl dra info"), "{}", r.stderr);
     // Through GetInfo the advertised v1beta1 is used.
     let r = dpctl(&[
         "dra",
