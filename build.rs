@@ -5,6 +5,10 @@ use std::path::PathBuf;
 
 const PROTOS: &[&str] = &[
     "deviceplugin/v1beta1/api.proto",
+    "dra/v1/api.proto",
+    "dra/v1beta1/api.proto",
+    "dra-health/v1alpha1/api.proto",
+    "dra-health/v1/api.proto",
     "pluginregistration/v1/api.proto",
     "podresources/v1/api.proto",
     "podresources/v1alpha1/api.proto",

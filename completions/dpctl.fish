@@ -38,6 +38,7 @@ complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "plugin" -d 'Talk to a d
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "dra" -d 'DRA drivers: call a driver\'s sockets as the kubelet does (info, prepare, unprepare, watch-health) with the answers judged, or be a mock DRA driver'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "scenario" -d 'Run scenario files on kubelet-sim or a referee (the kubelet\'s own code); diff the two'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
@@ -513,6 +514,153 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "remove-device" -d 'Remove devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l socket -d 'The driver\'s service socket (its registered endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l api -d 'The node service [default: what a 1.34+ kubelet picks from GetInfo; v1 with --socket]' -r -f -a "v1\t'k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin (kubelet 1.34+)'
+v1beta1\t'k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (kubelet 1.32+)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l claim -d 'A claim as NAMESPACE/NAME/UID (or NAME/UID in default); repeat for more' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l claims -d 'A JSON or YAML file with a list of {namespace, name, uid}' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l timeout -d 'Deadline of the call [default: the kubelet\'s 45s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l no-cdi-check -d 'Do not resolve CDI IDs (they are still parsed)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l socket -d 'The driver\'s service socket (its registered endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l api -d 'The node service [default: what a 1.34+ kubelet picks from GetInfo; v1 with --socket]' -r -f -a "v1\t'k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin (kubelet 1.34+)'
+v1beta1\t'k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (kubelet 1.32+)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l claim -d 'A claim as NAMESPACE/NAME/UID (or NAME/UID in default); repeat for more' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l claims -d 'A JSON or YAML file with a list of {namespace, name, uid}' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l timeout -d 'Deadline of the call [default: the kubelet\'s 45s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l no-cdi-check -d 'Do not resolve CDI IDs (they are still parsed)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l socket -d 'The driver\'s service socket (its registered endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l api -d 'The health service [default: what a 1.37 kubelet picks from GetInfo; v1alpha1 with --socket]' -r -f -a "v1alpha1\t'v1alpha1.DRAResourceHealth (kubelet 1.34+)'
+v1\t'v1.DRAResourceHealth (kubelet 1.37+)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l count -d 'Stop after this many messages' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l timeout -d 'Stop after this long [default: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l claim -d 'The claim to prepare [default: dpctl-check/dpctl-check/<random UID>]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l timeout -d 'Deadline of each call [default: the kubelet\'s 45s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l dir -d 'The kubelet root directory the sockets go under' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l cdi-dir -d 'Where CDI specs go [default: <DIR>/plugins/<DRIVER>/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l service -d 'A service to advertise, in order: v1, v1beta1, health-v1alpha1, health-v1 (or the advertised string); repeat [default: v1, v1beta1, health-v1alpha1, as the kubeletplugin helper]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l devices -d 'How many devices' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l devices-per-claim -d 'Devices each claim gets' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l pool -d 'The pool name' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l request-name -d 'request_names of every device answered; repeat [default: none, i.e. all requests]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l unhealthy -d 'A device reported Unhealthy on the health stream; repeat' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l health-interval -d 'Health stream period' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l fault -d 'What to break; repeat' -r -f -a "missing-uid\t'The first claim of each Prepare is left out'
+not-idempotent\t'A claim prepared again gets other devices'
+unresolvable-cdi\t'CDI IDs answered, no spec written'
+bad-cdi-id\t'CDI IDs that do not parse'
+health-unserved\t'Health advertised, not served'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-delay -d 'Wait this long before answering each Prepare' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-error -d 'Answer every claim of Prepare with this error' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-status -d 'Fail Prepare as a whole with this gRPC code (e.g. unavailable)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l unprepare-error -d 'Answer every claim of Unprepare with this error' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l record -d 'Write every call as a JSON line to FILE (only an empty file or a record dpctl wrote is replaced)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l dir -d 'Use this device-plugin directory instead of a fresh one under /tmp (it is kept; only the sim\'s sockets are removed)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l resource -d 'The resource to test when the plugin registers several [default: the first to register]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l register-timeout -d 'How long the plugin may take to start and register' -r
@@ -619,6 +767,7 @@ json\t'JSON with stable snake_case keys; JSON Lines for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l dra -d 'The DRA manager\'s checkpoint [default file: dra_manager_state in the parent of --dir]'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -631,6 +780,7 @@ json\t'JSON with stable snake_case keys; JSON Lines for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l dra -d 'The DRA manager\'s checkpoint [default file: dra_manager_state in the parent of --dir]'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -831,18 +981,19 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s v -l verbose
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "scenario" -d 'Run scenario files on kubelet-sim or a referee (the kubelet\'s own code); diff the two'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "checkpoint" -d 'Read the kubelet\'s device-manager checkpoint: show it, verify its checksum (read-only)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "doctor" -d 'Check a node\'s device-plugin setup in one read-only run: findings with evidence and hints'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor bench completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "dra" -d 'DRA drivers: call a driver\'s sockets as the kubelet does (info, prepare, unprepare, watch-health) with the answers judged, or be a mock DRA driver'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "scenario" -d 'Run scenario files on kubelet-sim or a referee (the kubelet\'s own code); diff the two'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "checkpoint" -d 'Read the kubelet\'s device-manager checkpoint: show it, verify its checksum (read-only)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "doctor" -d 'Check a node\'s device-plugin setup in one read-only run: findings with evidence and hints'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "call" -d 'Make one call to a plugin'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
@@ -863,6 +1014,12 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcom
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "add-device" -d 'Add devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "remove-device" -d 'Remove devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from scenario" -f -a "run" -d 'Run scenarios on one engine; show what was observed after each step'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from scenario" -f -a "diff" -d 'Run scenarios on kubelet-sim and on a referee; show every difference'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from checkpoint" -f -a "show" -d 'Pods, containers, resources, devices per NUMA node, each stored Allocate answer decoded, and the registered devices'

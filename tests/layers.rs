@@ -19,6 +19,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("checkpoint", 3),
     ("demo", 3),
     ("doctor", 3),
+    ("dra", 3),
     ("kubelet_sim", 3),
     ("mock_plugin", 3),
     ("plugin_client", 3),

@@ -13,6 +13,7 @@ mod crash;
 mod demo;
 mod deploy;
 mod doctor;
+mod dra;
 mod exit_codes;
 mod fuzz;
 mod help;

@@ -284,6 +284,11 @@ impl Error {
                  connections (dpctl's own servers take {dpctl_cap} per gRPC server, closing the oldest idle ones \
                  to make room; a plugin may have its own limit); lower --connections"
             ),
+            Error::Unimplemented { rpc, .. } if rpc.contains(".DRAPlugin/") || rpc.contains(".DRAResourceHealth/") => {
+                "the driver does not serve this DRA service: `dpctl dra info` shows what it advertises and what it \
+                 serves; choose another with --api"
+                    .into()
+            }
             Error::Unimplemented { message, .. }
                 if message.contains("deviceplugin.") || message.contains("v1alpha") =>
             {

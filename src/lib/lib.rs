@@ -16,6 +16,7 @@ pub mod cli;
 pub mod contract;
 pub mod demo;
 pub mod doctor;
+pub mod dra;
 pub mod duration;
 pub mod error;
 pub mod input;

@@ -114,7 +114,10 @@ fn is_qualified_name_part(name: &str) -> bool {
     alnum(&b[0]) && alnum(&b[b.len() - 1]) && b.iter().all(|c| alnum(c) || matches!(c, b'-' | b'_' | b'.'))
 }
 
-fn is_dns1123_subdomain(s: &str) -> bool {
+/// True for a DNS-1123 subdomain: at most 253 characters, dot-separated
+/// labels of lowercase letters, digits and `-`, each starting and ending with
+/// a letter or digit.
+pub fn is_dns1123_subdomain(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 253
         && s.split('.').all(|label| {

@@ -9,6 +9,7 @@ pub mod checkpoint;
 pub mod completions;
 pub mod demo;
 pub mod doctor;
+pub mod dra;
 pub mod kubelet_sim;
 pub mod mock_plugin;
 pub mod plugin;
@@ -95,6 +96,10 @@ pub enum Command {
     Podresources(podresources::PodResourcesCommand),
     /// Be a device plugin, well-behaved or misbehaving on request.
     MockPlugin(mock_plugin::MockPluginArgs),
+    /// DRA drivers: call a driver's sockets as the kubelet does (info, prepare, unprepare,
+    /// watch-health) with the answers judged, or be a mock DRA driver.
+    #[command(subcommand)]
+    Dra(dra::DraCommand),
     /// Run a vendor's plugin against a fresh kubelet-sim and check it end to end.
     Smoke(smoke::SmokeArgs),
     /// Run scenario files on kubelet-sim or a referee (the kubelet's own code); diff the two.
@@ -122,6 +127,7 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
         Command::KubeletSim(args) => kubelet_sim::run(args, s).await?,
         Command::Podresources(cmd) => podresources::run(cmd, s).await?,
         Command::MockPlugin(args) => mock_plugin::run(args, s).await?,
+        Command::Dra(cmd) => dra::run(cmd, s).await?,
         Command::Smoke(args) => smoke::run(args, s).await?,
         Command::Scenario(cmd) => scenario::run(cmd, s).await?,
         Command::Demo(args) => demo::run(args, s).await?,

@@ -9,7 +9,6 @@ use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
-use super::events::MockEvent;
 use crate::error::{Error, Result};
 use crate::model::Device;
 use crate::proto::deviceplugin::v1beta1 as dp;
@@ -81,8 +80,9 @@ impl Recorder {
         &self.path
     }
 
-    /// Appends one event as a line and flushes it.
-    pub fn write(&self, event: &MockEvent) {
+    /// Appends one event as a line and flushes it (a [`super::events::MockEvent`], or
+    /// another event with the same `time`, `resource` and `event` keys).
+    pub fn write<T: serde::Serialize + ?Sized>(&self, event: &T) {
         let Ok(mut f) = self.file.lock() else { return };
         let result = serde_json::to_writer(&mut *f, event)
             .map_err(std::io::Error::from)

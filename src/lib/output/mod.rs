@@ -9,6 +9,7 @@ pub mod check;
 pub mod checkpoint;
 pub mod demo;
 pub mod doctor;
+pub mod dra;
 pub mod fd;
 pub mod junit;
 pub mod kubelet_sim;

@@ -1,0 +1,431 @@
+//! `dpctl dra`: DRA drivers' kubelet plugins. One-shot calls on a driver's
+//! sockets (`info`, `prepare`, `unprepare`, `watch-health`), judged as the
+//! kubelet judges the answers, and a mock driver (`mock`).
+//!
+//! Its own command rather than a part of `plugin` and `mock-plugin`: a DRA
+//! driver speaks another API (claims in, CDI IDs out; two sockets; service
+//! names in GetInfo) with none of the device-plugin flags, and `dpctl dra
+//! --help` shows the whole DRA tool set in one place.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::dra::claims::{self, ClaimRef};
+use crate::dra::mock::{Faults, MockConfig};
+use crate::dra::{self, HealthApi, NodeApi, Service};
+use crate::duration::parse as parse_duration;
+use crate::error::{Error, Result};
+use crate::output::{Streams, dra as render};
+use crate::transport::ClientConfig;
+
+const HELP: &str = "\
+Examples:
+  dpctl dra mock gpu.example.com --dir /tmp/k        # a mock driver, registered in /tmp/k
+  dpctl dra info --driver gpu.example.com --registry-dir /tmp/k/plugins_registry
+  dpctl dra prepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu/4f5c-11
+  dpctl dra unprepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu/4f5c-11
+  dpctl dra watch-health --driver gpu.example.com --registry-dir /tmp/k/plugins_registry --count 1
+  dpctl dra check --driver gpu.example.com --registry-dir /tmp/k/plugins_registry
+
+Answers are judged as kubelets 1.34-1.37 judge them: every claim answered under its UID and no
+other, per-claim errors, the 45 s deadline (half of it is reported as slow); and what the runtime
+checks later: CDI IDs that parse and resolve in the spec directories (--cdi-dir; by default
+/etc/cdi and /var/run/cdi). prepare and unprepare exit 1 when the kubelet would fail the pod.
+prepare asks the driver to really prepare devices: point it at a test driver, or unprepare after.";
+
+/// `dpctl dra ...`
+#[derive(Debug, Subcommand)]
+#[command(after_long_help = HELP)]
+pub enum DraCommand {
+    /// GetInfo on a driver's registration socket, judged as the kubelet does; each advertised
+    /// service probed on the endpoint (an empty NodePrepareResources; the first health message).
+    #[command(after_long_help = HELP)]
+    Info(InfoArgs),
+    /// NodePrepareResources for the claims named, as the kubelet sends it; the answer judged.
+    #[command(after_long_help = HELP)]
+    Prepare(CallArgs),
+    /// NodeUnprepareResources for the claims named; the answer judged.
+    #[command(after_long_help = HELP)]
+    Unprepare(CallArgs),
+    /// Stream NodeWatchResources: each message is the driver's full device health list.
+    #[command(after_long_help = HELP)]
+    WatchHealth(WatchArgs),
+    /// Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by
+    /// the kubelet's rules and again (idempotent), CDI IDs, request names, Unprepare twice, call
+    /// times. Prepares and unprepares one claim of its own: use a test driver.
+    #[command(after_long_help = HELP)]
+    Check(CheckArgs),
+    /// Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream
+    /// health; misbehave on request (--fault, --prepare-delay, --prepare-error ...).
+    #[command(after_long_help = MOCK_HELP)]
+    Mock(Box<MockArgs>),
+}
+
+/// Which registration socket.
+#[derive(Debug, Args, Clone)]
+pub struct RegistrationTarget {
+    /// The driver's registration socket.
+    #[arg(long, value_name = "PATH", conflicts_with = "driver")]
+    pub registration: Option<PathBuf>,
+    /// The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock.
+    #[arg(long, value_name = "NAME")]
+    pub driver: Option<String>,
+    /// The kubelet's plugin registration directory.
+    #[arg(long, value_name = "DIR", default_value = dra::DEFAULT_REGISTRY_DIR)]
+    pub registry_dir: PathBuf,
+    /// Limit for connecting to each socket.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub connect_timeout: Duration,
+}
+
+impl RegistrationTarget {
+    fn socket(&self) -> Result<Option<PathBuf>> {
+        match (&self.registration, &self.driver) {
+            (Some(p), _) => Ok(Some(p.clone())),
+            (None, Some(d)) => {
+                if d.is_empty() || d.contains('/') || d.len() > 253 {
+                    return Err(Error::invalid(
+                        "--driver",
+                        format!("{:?} is not a driver name (a DNS subdomain)", d.chars().take(64).collect::<String>()),
+                    ));
+                }
+                Ok(Some(self.registry_dir.join(format!("{d}-reg.sock"))))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// `dpctl dra info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Which driver.
+    #[command(flatten)]
+    pub target: RegistrationTarget,
+}
+
+/// Which service socket, and which API on it.
+#[derive(Debug, Args, Clone)]
+pub struct ServiceTarget {
+    /// The driver's service socket (its registered endpoint).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["registration", "driver"])]
+    pub socket: Option<PathBuf>,
+    /// Or its registration: the endpoint and service come from GetInfo.
+    #[command(flatten)]
+    pub registration: RegistrationTarget,
+}
+
+/// `dpctl dra prepare|unprepare`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// Which driver.
+    #[command(flatten)]
+    pub target: ServiceTarget,
+    /// The node service [default: what a 1.34+ kubelet picks from GetInfo; v1 with --socket].
+    #[arg(long, value_enum, value_name = "API")]
+    pub api: Option<ApiArg>,
+    /// A claim as NAMESPACE/NAME/UID (or NAME/UID in default); repeat for more.
+    #[arg(long, value_name = "NS/NAME/UID", value_parser = claims::parse_flag)]
+    pub claim: Vec<ClaimRef>,
+    /// A JSON or YAML file with a list of {namespace, name, uid}.
+    #[arg(long, value_name = "FILE")]
+    pub claims: Option<PathBuf>,
+    /// Deadline of the call [default: the kubelet's 45s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi].
+    #[arg(long, value_name = "DIR")]
+    pub cdi_dir: Vec<PathBuf>,
+    /// Do not resolve CDI IDs (they are still parsed).
+    #[arg(long, conflicts_with = "cdi_dir")]
+    pub no_cdi_check: bool,
+}
+
+/// `--api`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApiArg {
+    /// k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin (kubelet 1.34+).
+    V1,
+    /// k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (kubelet 1.32+).
+    V1beta1,
+}
+
+/// `dpctl dra check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Which driver.
+    #[command(flatten)]
+    pub target: RegistrationTarget,
+    /// The claim to prepare [default: dpctl-check/dpctl-check/<random UID>].
+    #[arg(long, value_name = "NS/NAME/UID", value_parser = claims::parse_flag)]
+    pub claim: Option<ClaimRef>,
+    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi].
+    #[arg(long, value_name = "DIR")]
+    pub cdi_dir: Vec<PathBuf>,
+    /// Deadline of each call [default: the kubelet's 45s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+}
+
+/// `dpctl dra watch-health`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Which driver.
+    #[command(flatten)]
+    pub target: ServiceTarget,
+    /// The health service [default: what a 1.37 kubelet picks from GetInfo; v1alpha1 with --socket].
+    #[arg(long, value_enum, value_name = "API")]
+    pub api: Option<HealthArg>,
+    /// Stop after this many messages.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Stop after this long [default: until stopped].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+}
+
+/// `--api` of watch-health.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HealthArg {
+    /// v1alpha1.DRAResourceHealth (kubelet 1.34+).
+    V1alpha1,
+    /// v1.DRAResourceHealth (kubelet 1.37+).
+    V1,
+}
+
+/// Runs `dpctl dra ...`.
+pub async fn run(cmd: DraCommand, s: &mut Streams<'_>) -> Result<u8> {
+    match cmd {
+        DraCommand::Info(a) => {
+            let Some(socket) = a.target.socket()? else {
+                return Err(Error::invalid(
+                    "--driver",
+                    "name the driver (--driver NAME) or its socket (--registration PATH)",
+                ));
+            };
+            let cfg = client_config(a.target.connect_timeout, Duration::from_secs(1));
+            render::info(s, &dra::client::info(&socket, &cfg).await?)
+        }
+        DraCommand::Prepare(a) => call(a, true, s).await,
+        DraCommand::Unprepare(a) => call(a, false, s).await,
+        DraCommand::WatchHealth(a) => watch(a, s).await,
+        DraCommand::Check(a) => check(a, s).await,
+        DraCommand::Mock(a) => mock(*a, s).await,
+    }
+}
+
+async fn check(a: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
+    let Some(socket) = a.target.socket()? else {
+        return Err(Error::invalid("--driver", "name the driver (--driver NAME) or its socket (--registration PATH)"));
+    };
+    let claim = a.claim.unwrap_or_else(|| {
+        let n: u128 = rand::random();
+        let hex = format!("{n:032x}");
+        let uid = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
+        ClaimRef { namespace: "dpctl-check".into(), name: "dpctl-check".into(), uid }
+    });
+    let dirs =
+        if a.cdi_dir.is_empty() { vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")] } else { a.cdi_dir };
+    let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT));
+    render::check(s, &dra::check::run(&socket, claim, &cfg, &dirs).await?)
+}
+
+fn client_config(connect: Duration, call: Duration) -> ClientConfig {
+    ClientConfig { connect_timeout: connect, call_timeout: call, ..ClientConfig::default() }
+}
+
+/// The service socket and the services GetInfo advertises (none with --socket).
+async fn resolve(t: &ServiceTarget) -> Result<(PathBuf, Option<Vec<String>>)> {
+    if let Some(s) = &t.socket {
+        return Ok((s.clone(), None));
+    }
+    let Some(reg) = t.registration.socket()? else {
+        return Err(Error::invalid("--socket", "name the driver: --socket PATH, --registration PATH or --driver NAME"));
+    };
+    // The kubelet gives GetInfo 1 s.
+    let info =
+        dra::client::get_info(&reg, &client_config(t.registration.connect_timeout, Duration::from_secs(1))).await?;
+    Ok((dra::client::endpoint_of(&info, &reg), Some(info.supported_versions)))
+}
+
+async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
+    let claims = claims::collect(a.claim, a.claims.as_deref())?;
+    let (socket, advertised) = resolve(&a.target).await?;
+    let api = match (a.api, &advertised) {
+        (Some(ApiArg::V1), _) => NodeApi::V1,
+        (Some(ApiArg::V1beta1), _) => NodeApi::V1beta1,
+        (None, None) => NodeApi::V1,
+        (None, Some(list)) => dra::chosen_node_api(list).ok_or_else(|| {
+            Error::invalid("--api", format!("the driver advertises no DRAPlugin service a 1.34+ kubelet knows ({list:?}); pass --api to call one anyway"))
+        })?,
+    };
+    let cfg = client_config(a.target.registration.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT));
+    let report = if prepare {
+        let dirs = match (a.no_cdi_check, a.cdi_dir.is_empty()) {
+            (true, _) => vec![],
+            (false, true) => vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")],
+            (false, false) => a.cdi_dir,
+        };
+        dra::client::prepare(&socket, api, &claims, &cfg, &dirs).await?
+    } else {
+        dra::client::unprepare(&socket, api, &claims, &cfg).await?
+    };
+    render::call(s, &report)
+}
+
+async fn watch(a: WatchArgs, s: &mut Streams<'_>) -> Result<u8> {
+    let (socket, advertised) = resolve(&a.target).await?;
+    let api = match (a.api, &advertised) {
+        (Some(HealthArg::V1), _) => HealthApi::V1,
+        (Some(HealthArg::V1alpha1), _) | (None, None) => HealthApi::V1alpha1,
+        (None, Some(list)) => dra::chosen_health_api(list).ok_or_else(|| {
+            Error::invalid(
+                "--api",
+                format!("the driver advertises no DRAResourceHealth service ({list:?}); pass --api to try one anyway"),
+            )
+        })?,
+    };
+    let cfg = client_config(a.target.registration.connect_timeout, Duration::from_secs(10));
+    let rx = dra::client::watch_health(&socket, api, &cfg).await?;
+    render::watch_health(s, rx, a.count, a.timeout.map(crate::duration::deadline)).await
+}
+
+const MOCK_HELP: &str = "\
+Layout under --dir (a kubelet root directory):
+  <DIR>/plugins_registry/<DRIVER>-reg.sock   registration (type DRAPlugin)
+  <DIR>/plugins/<DRIVER>/dra.sock            the endpoint: DRAPlugin and health services
+  <DIR>/plugins/<DRIVER>/cdi/                CDI specs, one per prepared claim (--cdi-dir to move;
+                                             /var/run/cdi only if you name it)
+
+Without an API server the mock allocates by itself: each new claim gets --devices-per-claim free
+devices (dev-0 ...) of --pool, the same ones again when prepared again, until unprepared. Every
+call is shown as an event (-o json: JSON Lines) and, with --record, written to a file.
+
+Faults (--fault, repeatable):
+  missing-uid       the first claim of each Prepare is left out of the answer
+  not-idempotent    a claim prepared again gets other devices
+  unresolvable-cdi  CDI IDs are answered but no spec is written
+  bad-cdi-id        CDI IDs that do not parse (no vendor/class)
+  health-unserved   health is advertised but not served (kubelets log Unimplemented every 5 s)
+
+Examples:
+  dpctl dra mock gpu.example.com --dir /tmp/k --devices 4
+  dpctl dra mock gpu.example.com --dir /tmp/k --service v1beta1 --service v1   # 1.34+ pick v1beta1
+  dpctl dra mock gpu.example.com --dir /tmp/k --prepare-delay 50s   # past the 45 s deadline";
+
+/// `dpctl dra mock`.
+#[derive(Debug, Args)]
+pub struct MockArgs {
+    /// The driver name (a DNS subdomain, e.g. gpu.example.com).
+    #[arg(value_name = "DRIVER")]
+    pub driver: String,
+    /// The kubelet root directory the sockets go under.
+    #[arg(long, value_name = "DIR", default_value = "/var/lib/kubelet")]
+    pub dir: PathBuf,
+    /// Where CDI specs go [default: <DIR>/plugins/<DRIVER>/cdi].
+    #[arg(long, value_name = "DIR")]
+    pub cdi_dir: Option<PathBuf>,
+    /// A service to advertise, in order: v1, v1beta1, health-v1alpha1, health-v1 (or the advertised
+    /// string); repeat [default: v1, v1beta1, health-v1alpha1, as the kubeletplugin helper].
+    #[arg(long, value_name = "SERVICE", value_parser = Service::parse)]
+    pub service: Vec<Service>,
+    /// How many devices.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub devices: usize,
+    /// Devices each claim gets.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub devices_per_claim: usize,
+    /// The pool name.
+    #[arg(long, value_name = "NAME", default_value = "pool-0")]
+    pub pool: String,
+    /// request_names of every device answered; repeat [default: none, i.e. all requests].
+    #[arg(long, value_name = "NAME")]
+    pub request_name: Vec<String>,
+    /// A device reported Unhealthy on the health stream; repeat.
+    #[arg(long, value_name = "DEVICE")]
+    pub unhealthy: Vec<String>,
+    /// Health stream period.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub health_interval: Duration,
+    /// What to break; repeat.
+    #[arg(long, value_enum, value_name = "FAULT")]
+    pub fault: Vec<FaultArg>,
+    /// Wait this long before answering each Prepare.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub prepare_delay: Option<Duration>,
+    /// Answer every claim of Prepare with this error.
+    #[arg(long, value_name = "TEXT")]
+    pub prepare_error: Option<String>,
+    /// Fail Prepare as a whole with this gRPC code (e.g. unavailable).
+    #[arg(long, value_name = "CODE", value_parser = crate::rpc::parse_code)]
+    pub prepare_status: Option<tonic::Code>,
+    /// Answer every claim of Unprepare with this error.
+    #[arg(long, value_name = "TEXT")]
+    pub unprepare_error: Option<String>,
+    /// Write every call as a JSON line to FILE (only an empty file or a record dpctl wrote is replaced).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+}
+
+/// `--fault`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FaultArg {
+    /// The first claim of each Prepare is left out.
+    MissingUid,
+    /// A claim prepared again gets other devices.
+    NotIdempotent,
+    /// CDI IDs answered, no spec written.
+    UnresolvableCdi,
+    /// CDI IDs that do not parse.
+    BadCdiId,
+    /// Health advertised, not served.
+    HealthUnserved,
+}
+
+fn mock_config(a: MockArgs) -> Result<MockConfig> {
+    let has = |f| a.fault.contains(&f);
+    let faults = Faults {
+        missing_uid: has(FaultArg::MissingUid),
+        not_idempotent: has(FaultArg::NotIdempotent),
+        unresolvable_cdi: has(FaultArg::UnresolvableCdi),
+        bad_cdi_id: has(FaultArg::BadCdiId),
+        health_unserved: has(FaultArg::HealthUnserved),
+        prepare_delay: a.prepare_delay,
+        prepare_error: a.prepare_error,
+        prepare_status: a.prepare_status,
+        unprepare_error: a.unprepare_error,
+    };
+    let services = if a.service.is_empty() {
+        vec![Service::Node(NodeApi::V1), Service::Node(NodeApi::V1beta1), Service::Health(HealthApi::V1alpha1)]
+    } else {
+        a.service
+    };
+    let plugin_dir = a.dir.join("plugins").join(&a.driver);
+    Ok(MockConfig {
+        registry_dir: a.dir.join("plugins_registry"),
+        endpoint: plugin_dir.join("dra.sock"),
+        cdi_dir: a.cdi_dir.unwrap_or_else(|| plugin_dir.join("cdi")),
+        driver: a.driver,
+        services,
+        pool: a.pool,
+        devices: a.devices,
+        devices_per_claim: a.devices_per_claim,
+        request_names: a.request_name,
+        unhealthy: a.unhealthy.into_iter().collect::<BTreeSet<_>>(),
+        health_interval: crate::duration::check(a.health_interval)
+            .map_err(|e| Error::invalid("--health-interval", e))?,
+        faults,
+        record: a.record,
+    })
+}
+
+async fn mock(a: MockArgs, s: &mut Streams<'_>) -> Result<u8> {
+    let cfg = mock_config(a)?;
+    cfg.check()?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let run = dra::mock::run(cfg, tx, crate::transport::shutdown_signal());
+    render::mock_events(s, rx, run).await
+}

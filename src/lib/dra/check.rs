@@ -1,0 +1,280 @@
+//! `dpctl dra check`: a driver judged end to end as kubelets 1.34-1.37 need
+//! it to behave: its registration and what it advertises against what it
+//! serves, socket paths, Prepare answered by the kubelet's rules and again
+//! with the same devices (idempotent), CDI IDs that parse and resolve,
+//! request names, Unprepare answered twice, and every call well within the
+//! 45 s deadline (docs/dra.md §2, §3).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::claims::ClaimRef;
+use super::client::{self, CallReport, InfoReport};
+use crate::check::{CaseInfo, CheckResult, Outcome};
+use crate::error::Result;
+use crate::transport::ClientConfig;
+
+/// The cases, in run order.
+pub const CASES: [CaseInfo; 9] = [
+    CaseInfo {
+        name: "registration",
+        reason: "a registration the kubelet refuses leaves the driver unused",
+        rule: "GetInfo: type DRAPlugin, a DNS-subdomain name, a known DRAPlugin service in supported_versions (docs/dra.md §2)",
+    },
+    CaseInfo {
+        name: "advertised-served",
+        reason: "an advertised service that is not served fails every call on it, or spams the kubelet's log",
+        rule: "every advertised DRAPlugin and DRAResourceHealth service answers on the endpoint (docs/dra.md §2)",
+    },
+    CaseInfo {
+        name: "socket-paths",
+        reason: "a socket path over 107 bytes cannot be bound or dialed",
+        rule: "registration socket and endpoint at most 107 bytes (docs/dra.md §2)",
+    },
+    CaseInfo {
+        name: "prepare",
+        reason: "the kubelet fails the pod on any break of its map rules",
+        rule: "every claim answered under its UID and no other, no per-claim error (docs/dra.md §3)",
+    },
+    CaseInfo {
+        name: "cdi",
+        reason: "the runtime fails the container on a CDI ID it cannot resolve; the kubelet does not check",
+        rule: "each CDI ID parses as vendor/class=name and a spec in --cdi-dir defines it (docs/dra.md §3)",
+    },
+    CaseInfo {
+        name: "request-names",
+        reason: "a request name with '/' matches no container's request: the container gets no device",
+        rule: "request_names hold whole request names, subrequests stripped (docs/dra.md §3)",
+    },
+    CaseInfo {
+        name: "prepare-idempotent",
+        reason: "after a kubelet restart a prepared claim is prepared again and must get the same devices",
+        rule: "Prepare of a prepared claim answers the same devices and CDI IDs (docs/dra.md §3)",
+    },
+    CaseInfo {
+        name: "unprepare-idempotent",
+        reason: "the kubelet repeats Unprepare until it succeeds; a pod stays Terminating while it fails",
+        rule: "Unprepare succeeds, and again for a claim already unprepared (docs/dra.md §3)",
+    },
+    CaseInfo {
+        name: "call-time",
+        reason: "the kubelet gives up after 45 s and retries only at the next pod sync",
+        rule: "each Prepare and Unprepare well within 45 s: under half of it (docs/dra.md §2)",
+    },
+];
+
+/// A check run's report.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DraCheckReport {
+    /// The registration socket.
+    pub registration: PathBuf,
+    /// The claim used.
+    pub claim: ClaimRef,
+    /// Results, in case order.
+    pub results: Vec<CheckResult>,
+}
+
+fn case(name: &str) -> CaseInfo {
+    CASES.iter().copied().find(|c| c.name == name).unwrap_or(CASES[0])
+}
+
+fn result(name: &str, ok: bool, evidence: String, took: Duration) -> CheckResult {
+    CheckResult::of(case(name), if ok { Outcome::Pass } else { Outcome::Fail }, evidence, took)
+}
+
+fn skipped(name: &str, why: &str) -> CheckResult {
+    CheckResult::of(case(name), Outcome::Skip, why, Duration::ZERO)
+}
+
+/// Runs every case on the driver registered at `registration`, preparing
+/// (then unpreparing) `claim`.
+pub async fn run(
+    registration: &Path,
+    claim: ClaimRef,
+    cfg: &ClientConfig,
+    cdi_dirs: &[PathBuf],
+) -> Result<DraCheckReport> {
+    let started = Instant::now();
+    let info =
+        client::info(registration, &ClientConfig { call_timeout: Duration::from_secs(1), ..cfg.clone() }).await?;
+    let mut results = registration_results(registration, &info, started.elapsed());
+    let Some(api) = super::chosen_node_api(&info.supported_versions) else {
+        for name in ["prepare", "cdi", "request-names", "prepare-idempotent", "unprepare-idempotent", "call-time"] {
+            results.push(skipped(name, "no DRAPlugin service a 1.34+ kubelet knows is advertised"));
+        }
+        return Ok(DraCheckReport { registration: registration.into(), claim, results });
+    };
+    let endpoint = PathBuf::from(if info.endpoint.is_empty() {
+        registration.display().to_string()
+    } else {
+        info.endpoint.clone()
+    });
+    let claims = [claim.clone()];
+    let first = client::prepare(&endpoint, api, &claims, cfg, cdi_dirs).await;
+    let second = client::prepare(&endpoint, api, &claims, cfg, cdi_dirs).await;
+    let un1 = client::unprepare(&endpoint, api, &claims, cfg).await;
+    let un2 = client::unprepare(&endpoint, api, &claims, cfg).await;
+    results.extend(call_results(&first, &second, &un1, &un2));
+    Ok(DraCheckReport { registration: registration.into(), claim, results })
+}
+
+fn registration_results(registration: &Path, info: &InfoReport, took: Duration) -> Vec<CheckResult> {
+    let served: Vec<&String> = info.problems.iter().filter(|p| p.starts_with("advertises ")).collect();
+    let other: Vec<&String> =
+        info.problems.iter().filter(|p| !p.starts_with("advertises ") && !p.contains("bytes long")).collect();
+    let reg_ev = if other.is_empty() {
+        format!(
+            "type {}, driver {}, services [{}]; a 1.34+ kubelet uses {}",
+            info.plugin_type,
+            info.driver,
+            info.supported_versions.join(", "),
+            info.chosen_node_service.as_deref().unwrap_or("-")
+        )
+    } else {
+        other.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+    };
+    let srv_ev = if served.is_empty() {
+        format!("{} advertised, all served", info.services.len())
+    } else {
+        served.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ")
+    };
+    let max = crate::paths::MAX_SOCKET_PATH_LEN;
+    let ep_len = if info.endpoint.is_empty() { registration.as_os_str().len() } else { info.endpoint.len() };
+    let reg_len = registration.as_os_str().len();
+    let paths_ok = ep_len <= max && reg_len <= max;
+    vec![
+        result("registration", other.is_empty(), reg_ev, took),
+        result("advertised-served", served.is_empty(), srv_ev, took),
+        result(
+            "socket-paths",
+            paths_ok,
+            format!("registration {reg_len} bytes, endpoint {ep_len} bytes (limit {max})"),
+            Duration::ZERO,
+        ),
+    ]
+}
+
+fn call_results(
+    first: &Result<CallReport>,
+    second: &Result<CallReport>,
+    un1: &Result<CallReport>,
+    un2: &Result<CallReport>,
+) -> Vec<CheckResult> {
+    let Ok(p1) = first else {
+        let e = first.as_ref().err().map(ToString::to_string).unwrap_or_default();
+        let mut out = vec![CheckResult::of(case("prepare"), Outcome::Fail, e, Duration::ZERO)];
+        for name in ["cdi", "request-names", "prepare-idempotent"] {
+            out.push(skipped(name, "Prepare failed"));
+        }
+        out.push(unprepare_result(un1, un2));
+        out.push(skipped("call-time", "Prepare failed"));
+        return out;
+    };
+    let took = Duration::from_millis(p1.duration_ms);
+    let map_problems = map_problems(p1);
+    let devices: Vec<String> =
+        p1.claims.iter().flat_map(|c| c.devices.iter().map(|d| format!("{}/{}", d.pool, d.device))).collect();
+    let prepare_ev = if map_problems.is_empty() {
+        format!("answered with devices [{}] in {} ms", devices.join(", "), p1.duration_ms)
+    } else {
+        map_problems.join("; ")
+    };
+    let of = |needle: &str| -> Vec<String> {
+        p1.claims.iter().flat_map(|c| c.problems.iter()).filter(|p| p.contains(needle)).cloned().collect()
+    };
+    let (cdi, names) = (of("CDI"), of("request name"));
+    let ids: usize = p1.claims.iter().flat_map(|c| &c.devices).map(|d| d.cdi_device_ids.len()).sum();
+    vec![
+        result("prepare", map_problems.is_empty(), prepare_ev, took),
+        result(
+            "cdi",
+            cdi.is_empty(),
+            if cdi.is_empty() { format!("{ids} CDI IDs parse and resolve") } else { cdi.join("; ") },
+            Duration::ZERO,
+        ),
+        result(
+            "request-names",
+            names.is_empty(),
+            if names.is_empty() { "no '/' in request names".into() } else { names.join("; ") },
+            Duration::ZERO,
+        ),
+        idempotent(p1, second),
+        unprepare_result(un1, un2),
+        call_time([first, second, un1, un2]),
+    ]
+}
+
+/// The kubelet's own verdicts on an answer (the map rules and per-claim
+/// errors), without what the other cases judge (CDI, request names, time).
+fn map_problems(r: &CallReport) -> Vec<String> {
+    r.problems
+        .iter()
+        .chain(r.claims.iter().flat_map(|c| c.problems.iter()))
+        .filter(|p| !p.contains("CDI") && !p.contains("request name") && !p.starts_with("took "))
+        .cloned()
+        .collect()
+}
+
+fn answer(r: &CallReport) -> Vec<(String, Vec<String>)> {
+    r.claims
+        .iter()
+        .flat_map(|c| c.devices.iter())
+        .map(|d| (format!("{}/{}", d.pool, d.device), d.cdi_device_ids.iter().map(|x| x.id.clone()).collect()))
+        .collect()
+}
+
+fn idempotent(p1: &CallReport, second: &Result<CallReport>) -> CheckResult {
+    match second {
+        Err(e) => result("prepare-idempotent", false, format!("the second Prepare failed: {e}"), Duration::ZERO),
+        Ok(p2) if answer(p1) != answer(p2) => result(
+            "prepare-idempotent",
+            false,
+            format!("first {:?}, then {:?}", answer(p1), answer(p2)),
+            Duration::ZERO,
+        ),
+        Ok(p2) if !map_problems(p2).is_empty() => result(
+            "prepare-idempotent",
+            false,
+            format!("the second Prepare is not accepted: {}", map_problems(p2).join("; ")),
+            Duration::ZERO,
+        ),
+        Ok(p2) => result(
+            "prepare-idempotent",
+            true,
+            format!("the same {} devices again", answer(p2).len()),
+            Duration::from_millis(p2.duration_ms),
+        ),
+    }
+}
+
+fn unprepare_result(un1: &Result<CallReport>, un2: &Result<CallReport>) -> CheckResult {
+    let judge = |r: &Result<CallReport>, which: &str| match r {
+        Err(e) => Some(format!("{which} Unprepare failed: {e}")),
+        Ok(r) if !map_problems(r).is_empty() => {
+            Some(format!("{which} Unprepare not accepted: {}", map_problems(r).join("; ")))
+        }
+        Ok(_) => None,
+    };
+    let problems: Vec<String> = [judge(un1, "the first"), judge(un2, "the second")].into_iter().flatten().collect();
+    let ok = problems.is_empty();
+    result(
+        "unprepare-idempotent",
+        ok,
+        if ok { "both Unprepare calls accepted".into() } else { problems.join("; ") },
+        Duration::ZERO,
+    )
+}
+
+fn call_time(calls: [&Result<CallReport>; 4]) -> CheckResult {
+    let times: Vec<u64> = calls.iter().filter_map(|r| r.as_ref().ok()).map(|r| r.duration_ms).collect();
+    let worst = times.iter().copied().max().unwrap_or(0);
+    let limit = u64::try_from(super::KUBELET_CALL_TIMEOUT.as_millis() / 2).unwrap_or(u64::MAX);
+    let deadline_hit = calls.iter().any(|r| matches!(r, Err(crate::error::Error::DeadlineExceeded { .. })));
+    let ok = worst <= limit && !deadline_hit;
+    let ev = if deadline_hit {
+        "a call hit the deadline".to_string()
+    } else {
+        format!("slowest of {} calls {worst} ms (limit {limit} ms)", times.len())
+    };
+    result("call-time", ok, ev, Duration::from_millis(worst))
+}

@@ -1,0 +1,168 @@
+//! What the mock driver answers, on the v1 messages (v1beta1 is converted
+//! in `wire`): allocation, CDI specs, and the faults.
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::{DraEventKind, Shared};
+use crate::dra::cdi;
+use crate::proto::dra::v1 as pb;
+
+impl Shared {
+    /// NodePrepareResources.
+    pub(crate) async fn prepare(
+        &self,
+        rpc: &str,
+        req: pb::NodePrepareResourcesRequest,
+    ) -> Result<pb::NodePrepareResourcesResponse, tonic::Status> {
+        let started = Instant::now();
+        let request = claims_json(&req.claims);
+        if let Some(d) = self.cfg.faults.prepare_delay {
+            tokio::time::sleep(d).await;
+        }
+        if let Some(code) = self.cfg.faults.prepare_status {
+            let status = tonic::Status::new(code, "injected by dpctl dra mock");
+            self.record(rpc, request, None, Some(status.to_string()), started);
+            return Err(status);
+        }
+        let mut claims = std::collections::HashMap::new();
+        for (i, claim) in req.claims.iter().enumerate() {
+            if i == 0 && self.cfg.faults.missing_uid {
+                continue;
+            }
+            claims.insert(claim.uid.clone(), self.prepare_one(claim));
+        }
+        let resp = pb::NodePrepareResourcesResponse { claims };
+        self.record(rpc, request, Some(prepare_json(&resp)), None, started);
+        Ok(resp)
+    }
+
+    fn prepare_one(&self, claim: &pb::Claim) -> pb::NodePrepareResourceResponse {
+        let err = |error: String| pb::NodePrepareResourceResponse { devices: vec![], error };
+        if let Some(e) = &self.cfg.faults.prepare_error {
+            return err(e.clone());
+        }
+        let devices = match self.allocate(&claim.uid) {
+            Ok(d) => d,
+            Err(e) => return err(e),
+        };
+        let kind = cdi::mock_kind(&self.cfg.driver);
+        let names: Vec<String> = devices.iter().map(|d| format!("{}-{d}", self.cfg.pool)).collect();
+        if !self.cfg.faults.unresolvable_cdi && !self.cfg.faults.bad_cdi_id {
+            let path = cdi::spec_path(&self.cfg.cdi_dir, &self.cfg.driver, &claim.uid);
+            if let Err(e) = cdi::write_spec(&path, &kind, &names) {
+                return err(format!("writing CDI spec: {e}"));
+            }
+        }
+        let devices = devices
+            .iter()
+            .zip(&names)
+            .map(|(d, n)| pb::Device {
+                request_names: self.cfg.request_names.clone(),
+                pool_name: self.cfg.pool.clone(),
+                device_name: d.clone(),
+                cdi_device_ids: vec![if self.cfg.faults.bad_cdi_id { n.clone() } else { format!("{kind}={n}") }],
+                share_id: None,
+            })
+            .collect();
+        pb::NodePrepareResourceResponse { devices, error: String::new() }
+    }
+
+    /// The claim's devices: the same ones again for a claim already
+    /// prepared (unless the not-idempotent fault is on), else free ones.
+    fn allocate(&self, uid: &str) -> Result<Vec<String>, String> {
+        let Ok(mut st) = self.state.lock() else { return Err("internal: state lock poisoned".into()) };
+        if let Some(held) = st.claims.get(uid).cloned() {
+            if !self.cfg.faults.not_idempotent {
+                return Ok(held);
+            }
+            st.free.extend(held);
+        }
+        let n = self.cfg.devices_per_claim;
+        // Not idempotent: take the devices after the ones held before, so the answer differs.
+        let previous = st.claims.remove(uid).unwrap_or_default();
+        let mut picked: Vec<String> = st.free.iter().filter(|d| !previous.contains(d)).take(n).cloned().collect();
+        if picked.len() < n {
+            picked = st.free.iter().take(n).cloned().collect();
+        }
+        if picked.len() < n {
+            return Err(format!(
+                "no free devices: {} of {} are held by other claims",
+                self.cfg.devices - st.free.len(),
+                self.cfg.devices
+            ));
+        }
+        for d in &picked {
+            st.free.remove(d);
+        }
+        st.claims.insert(uid.to_string(), picked.clone());
+        Ok(picked)
+    }
+
+    /// NodeUnprepareResources: frees the claim's devices and removes its
+    /// spec; a claim it does not know is answered with success (idempotent).
+    pub(crate) fn unprepare(
+        &self,
+        rpc: &str,
+        req: pb::NodeUnprepareResourcesRequest,
+    ) -> pb::NodeUnprepareResourcesResponse {
+        let started = Instant::now();
+        let mut claims = std::collections::HashMap::new();
+        for claim in &req.claims {
+            let error = match &self.cfg.faults.unprepare_error {
+                Some(e) => e.clone(),
+                None => {
+                    if let Ok(mut st) = self.state.lock()
+                        && let Some(held) = st.claims.remove(&claim.uid)
+                    {
+                        st.free.extend(held);
+                    }
+                    cdi::remove_spec(&cdi::spec_path(&self.cfg.cdi_dir, &self.cfg.driver, &claim.uid));
+                    String::new()
+                }
+            };
+            claims.insert(claim.uid.clone(), pb::NodeUnprepareResourceResponse { error });
+        }
+        let resp = pb::NodeUnprepareResourcesResponse { claims };
+        let answer = json!(
+            resp.claims.iter().map(|(k, v)| (k.clone(), json!({"error": v.error}))).collect::<serde_json::Map<_, _>>()
+        );
+        self.record(rpc, claims_json(&req.claims), Some(json!({"claims": answer})), None, started);
+        resp
+    }
+
+    pub(crate) fn record(
+        &self,
+        rpc: &str,
+        request: Value,
+        response: Option<Value>,
+        error: Option<String>,
+        started: Instant,
+    ) {
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.emit(DraEventKind::Rpc { rpc: rpc.to_string(), request, response, error, duration_ms });
+    }
+}
+
+/// Claims as JSON.
+pub(crate) fn claims_json(claims: &[pb::Claim]) -> Value {
+    json!({"claims": claims.iter().map(|c| json!({"namespace": c.namespace, "name": c.name, "uid": c.uid})).collect::<Vec<_>>()})
+}
+
+/// A Prepare answer as JSON (claims sorted by UID).
+pub(crate) fn prepare_json(resp: &pb::NodePrepareResourcesResponse) -> Value {
+    let sorted: std::collections::BTreeMap<_, _> = resp.claims.iter().collect();
+    let claims: serde_json::Map<String, Value> = sorted
+        .into_iter()
+        .map(|(uid, r)| {
+            let devices: Vec<Value> = r
+                .devices
+                .iter()
+                .map(|d| json!({"request_names": d.request_names, "pool_name": d.pool_name, "device_name": d.device_name, "cdi_device_ids": d.cdi_device_ids, "share_id": d.share_id}))
+                .collect();
+            (uid.clone(), json!({"devices": devices, "error": r.error}))
+        })
+        .collect();
+    json!({"claims": claims})
+}
