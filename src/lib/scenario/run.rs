@@ -72,24 +72,61 @@ impl ScenarioRun {
 }
 
 /// One plugin of the scenario, running or not, with every event it reported.
+///
+/// Events are taken from the mock's channel synchronously, when they are
+/// read: an event the mock sent before an observation is in that
+/// observation however late a collecting task would have been scheduled
+/// (on a loaded machine it can be later than any quiet period).
 struct Plugin {
     def: PluginDef,
     handle: Option<MockHandle>,
-    events: Arc<Mutex<Vec<MockEvent>>>,
+    events: Mutex<Received>,
+    /// Woken at each event, by a task that only wakes (see [`Runner::quiet`]).
     changed: Arc<Notify>,
-    collectors: Vec<JoinHandle<()>>,
+    wakers: Vec<JoinHandle<()>>,
     /// Events up to here were shown in an earlier observation.
     shown: usize,
+    /// Registrations (resource, count of its handshake starts) already waited for.
+    settled: Vec<(String, usize)>,
+}
+
+/// The events taken so far and the channels of each launch of the plugin.
+#[derive(Default)]
+struct Received {
+    taken: Vec<MockEvent>,
+    channels: Vec<tokio::sync::broadcast::Receiver<MockEvent>>,
+}
+
+impl Received {
+    fn drain(&mut self) {
+        use tokio::sync::broadcast::error::TryRecvError;
+        for rx in &mut self.channels {
+            loop {
+                match rx.try_recv() {
+                    Ok(e) => self.taken.push(e),
+                    Err(TryRecvError::Lagged(n)) => {
+                        tracing::warn!(missed = n, "scenario fell behind a mock plugin's events");
+                    }
+                    Err(TryRecvError::Empty | TryRecvError::Closed) => break,
+                }
+            }
+        }
+    }
 }
 
 impl Plugin {
+    fn received(&self) -> std::sync::MutexGuard<'_, Received> {
+        let mut r = self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        r.drain();
+        r
+    }
+
     fn events(&self) -> Vec<MockEvent> {
-        self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.received().taken.clone()
     }
 
     fn count(&self, pred: &(dyn Fn(&MockEvent) -> bool + Sync)) -> u64 {
-        let ev = self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        ev.iter().filter(|e| pred(e)).count() as u64
+        self.received().taken.iter().filter(|e| pred(e)).count() as u64
     }
 }
 
@@ -134,10 +171,11 @@ pub async fn run(scenario: &Scenario, config: &RunConfig) -> Result<ScenarioRun>
             .map(|d| Plugin {
                 def: d.clone(),
                 handle: None,
-                events: Arc::default(),
+                events: Mutex::default(),
                 changed: Arc::default(),
-                collectors: Vec::new(),
+                wakers: Vec::new(),
                 shown: 0,
+                settled: Vec::new(),
             })
             .collect(),
         names,
@@ -152,8 +190,8 @@ pub async fn run(scenario: &Scenario, config: &RunConfig) -> Result<ScenarioRun>
         if let Some(h) = p.handle.take() {
             let _ = h.stop().await;
         }
-        for c in p.collectors.drain(..) {
-            c.abort();
+        for w in p.wakers.drain(..) {
+            w.abort();
         }
     }
     let engine_name = engine.name().to_string();
@@ -255,18 +293,13 @@ impl Runner<'_> {
             resources: p.def.resources.clone(),
         };
         let plugin = MockPlugin::new(config)?;
+        p.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).channels.push(plugin.subscribe());
         let mut rx = plugin.subscribe();
-        let (events, changed) = (Arc::clone(&p.events), Arc::clone(&p.changed));
-        p.collectors.push(tokio::spawn(async move {
+        let changed = Arc::clone(&p.changed);
+        p.wakers.push(tokio::spawn(async move {
             loop {
                 match rx.recv().await {
-                    Ok(e) => {
-                        events.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(e);
-                        changed.notify_waiters();
-                    }
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                        tracing::warn!(missed = n, "scenario fell behind a mock plugin's events");
-                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => changed.notify_waiters(),
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 }
             }
@@ -430,6 +463,7 @@ impl Runner<'_> {
     /// Adds the state to `observed`: capacity, what each plugin saw since the
     /// last observation, the checkpoint and PodResources.
     async fn observe(&mut self, observed: &mut Value) {
+        self.settle_handshakes().await;
         self.quiet().await;
         let status = match self.engine.status().await {
             Ok(s) => s,
@@ -476,6 +510,76 @@ impl Runner<'_> {
         }
     }
 }
+
+impl Runner<'_> {
+    /// Waits, at most [`HANDSHAKE_MAX`] in all, until every running
+    /// plugin's registrations have finished their handshake with the
+    /// kubelet (see [`pending_handshakes`]). A step that waited for one
+    /// resource must not observe a second resource's registration half
+    /// done: how far it got would depend on how loaded the machine is. A
+    /// handshake that does not finish in time is not waited for again.
+    async fn settle_handshakes(&mut self) {
+        let deadline = crate::duration::deadline(HANDSHAKE_MAX);
+        for p in &mut self.plugins {
+            if p.handle.is_none() {
+                continue;
+            }
+            loop {
+                let changed = Arc::clone(&p.changed);
+                let changed = changed.notified();
+                tokio::pin!(changed);
+                changed.as_mut().enable();
+                let pending = pending_handshakes(&p.def, &p.received().taken, &p.settled);
+                if pending.is_empty() {
+                    break;
+                }
+                tokio::select! {
+                    () = changed => {}
+                    () = tokio::time::sleep_until(deadline) => {
+                        p.settled.extend(pending);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The registration handshakes of `events` that have started and not
+/// finished, as (resource, index of the event that started it), leaving out
+/// those in `settled`. Through `kubelet.sock` a handshake starts when the
+/// plugin serves its socket and ends at the kubelet's first ListAndWatch
+/// call after an accepted Register, or at a refusal, a retry, an ignored
+/// restart or a stop. Through `plugins_registry` it starts when the
+/// registration socket is served and ends at the kubelet's
+/// NotifyRegistrationStatus or a stop.
+fn pending_handshakes(def: &PluginDef, events: &[MockEvent], settled: &[(String, usize)]) -> Vec<(String, usize)> {
+    use crate::mock_plugin::EventKind as K;
+    let registry = def.registration == Registration::PluginsRegistry;
+    let mut open: Vec<(String, usize, bool)> = Vec::new();
+    for (i, e) in events.iter().enumerate() {
+        let r = &e.resource;
+        match &e.kind {
+            K::Serving { .. } if !registry => open.push((r.clone(), i, false)),
+            K::RegistryServing { .. } if registry => open.push((r.clone(), i, false)),
+            K::Registered { .. } => open.iter_mut().filter(|o| &o.0 == r).for_each(|o| o.2 = true),
+            K::Rpc(rec) if rec.rpc == "ListAndWatch" && !registry => {
+                open.retain(|o| !(&o.0 == r && o.2));
+            }
+            K::Rejected { .. }
+            | K::RegisterRetry { .. }
+            | K::KubeletRestartIgnored { .. }
+            | K::RegistrationStatus { .. }
+            | K::Stopped { .. } => open.retain(|o| &o.0 != r),
+            _ => {}
+        }
+    }
+    open.into_iter().map(|(r, i, _)| (r, i)).filter(|k| !settled.contains(k)).collect()
+}
+
+/// See [`Runner::settle_handshakes`]: a kubelet that has not answered a
+/// registration in this long is observed as it is.
+const HANDSHAKE_MAX: Duration = Duration::from_secs(2);
 
 /// See [`Runner::quiet`].
 const QUIET: Duration = Duration::from_millis(40);
