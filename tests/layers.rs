@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("duration", 1),
     ("error", 1),
     ("input", 1),
+    ("kubelet_texts", 1),
     ("model", 1),
     ("paths", 1),
     ("proto", 1),

@@ -20,6 +20,7 @@ pub mod duration;
 pub mod error;
 pub mod input;
 pub mod kubelet_sim;
+pub mod kubelet_texts;
 pub mod mock_plugin;
 pub mod model;
 pub mod output;

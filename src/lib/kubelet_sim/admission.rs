@@ -20,6 +20,7 @@ pub use super::pod::{ContainerKind, ContainerSpec, PodSpec};
 use super::registration::go_rpc_error;
 use super::state::{Alloc, Pod, numa_map};
 use crate::error::{Error, Result};
+use crate::kubelet_texts as T;
 use crate::model::ContainerAllocation;
 use crate::plugin_client::PluginClient;
 use crate::proto::deviceplugin::v1beta1 as dp;
@@ -32,10 +33,7 @@ struct Reject {
 
 /// `UnexpectedAdmissionError` wrapping a device manager error.
 fn unexpected(err: impl std::fmt::Display) -> Reject {
-    Reject {
-        reason: UNEXPECTED_ADMISSION_ERROR.into(),
-        message: format!("Allocate failed due to {err}, which is unexpected"),
-    }
+    Reject { reason: UNEXPECTED_ADMISSION_ERROR.into(), message: T::WRAPPER.fill(&[&err]) }
 }
 
 /// A random UID in the usual 8-4-4-4-12 form.
@@ -192,10 +190,7 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
     };
     if let Some(r) = listed.first() {
         let requested = effective_request(&pod.spec, r);
-        return Err(Reject {
-            reason: format!("OutOf{r}"),
-            message: format!("Node didn't have enough resource: {r}, requested: {requested}, used: 0, capacity: 0"),
-        });
+        return Err(Reject { reason: format!("OutOf{r}"), message: T::OUT_OF.fill(&[&r, &requested, &0, &0]) });
     }
     for co in &mut outcome.containers {
         let Some(spec) = containers.iter().find(|c| c.name == co.name) else { continue };
@@ -234,9 +229,8 @@ async fn record(inner: &Arc<Inner>, pod: &Pod) -> Result<(), Reject> {
     let written = tokio::task::spawn_blocking(move || writer.write_checkpoint())
         .await
         .unwrap_or_else(|e| Err(Error::invalid("checkpoint writer", e.to_string())));
-    written.map_err(|e| {
-        unexpected(format!("failed to write checkpoint file \"{}\": {e}", crate::paths::CHECKPOINT_FILE_NAME))
-    })
+    written
+        .map_err(|e| unexpected(T::CHECKPOINT_WRITE.fill(&[&format!("{:?}", crate::paths::CHECKPOINT_FILE_NAME), &e])))
 }
 
 /// The pod's effective request of `resource`: the larger of the running
@@ -292,9 +286,7 @@ async fn allocate_one(
     let allocated = take.finish(&answer, required);
     let got = allocated.len() as u64;
     if got < required {
-        return Err(unexpected(format!(
-            "unexpectedly allocated less resources than required. Requested: {required}, Got: {got}"
-        )));
+        return Err(unexpected(T::ALLOCATED_LESS.fill(&[&required, &got])));
     }
     let (first, warnings) = call_allocate(inner, resource, client, &allocated).await?;
     let by_numa = {
@@ -335,11 +327,11 @@ fn plan_allocation(
         return Ok(None); // not a device-plugin resource: the predicate handler judges it
     }
     let Some(r) = res else {
-        return Err(unexpected(format!("cannot allocate unregistered device {resource}")));
+        return Err(unexpected(T::UNREGISTERED.fill(&[&resource])));
     };
     let healthy: Vec<&crate::model::Device> = r.healthy().collect();
     if healthy.is_empty() {
-        return Err(unexpected(format!("no healthy devices present; cannot allocate unhealthy devices {resource}")));
+        return Err(unexpected(T::NO_HEALTHY.fill(&[&resource])));
     }
     if required == 0 {
         return Ok(None);
@@ -369,10 +361,7 @@ fn plan_allocation(
             .map(|d| (d.id.clone(), if hint.is_some() { d.numa_nodes.clone() } else { None }))
             .collect();
         if (available.len() as u64) < needed {
-            return Err(unexpected(format!(
-                "requested number of devices unavailable for {resource}. Requested: {needed}, Available: {}",
-                available.len()
-            )));
+            return Err(unexpected(T::UNAVAILABLE.fill(&[&resource, &needed, &available.len()])));
         }
     }
     let ep = r.endpoint.as_ref();
@@ -401,9 +390,10 @@ async fn call_preferred(
         must_include_device_i_ds: ask.must_include.clone(),
         allocation_size: size,
     };
-    let resp = pc.preferred(vec![req.clone()]).await.map_err(|e| {
-        unexpected(format!("device plugin GetPreferredAllocation rpc failed with err: {}", go_rpc_error(&e)))
-    })?;
+    let resp = pc
+        .preferred(vec![req.clone()])
+        .await
+        .map_err(|e| unexpected(T::PREFERRED_FAILED.fill(&[&go_rpc_error(&e)])))?;
     let answer = crate::contract::preferred_answer(&resp);
     let warnings = crate::contract::check_preferred_response(&req, &resp).into_iter().map(Warning::from).collect();
     let call = PreferredCall {
@@ -434,22 +424,19 @@ async fn call_allocate(
     allocated: &[String],
 ) -> Result<(dp::ContainerAllocateResponse, Vec<Warning>), Reject> {
     let Some(client) = client else {
-        return Err(unexpected(format!("unknown Device Plugin {resource}")));
+        return Err(unexpected(T::UNKNOWN_PLUGIN.fill(&[&resource])));
     };
     let stopped = {
         let st = inner.lock();
         st.resources.get(resource).and_then(|r| r.endpoint.as_ref()).is_none_or(|e| e.stopped)
     };
     if stopped {
-        return Err(unexpected(format!("endpoint {} has been stopped", client.path().display())));
+        return Err(unexpected(T::ENDPOINT_STOPPED.fill(&[&client.path().display()])));
     }
     let resp = client.allocate(&[allocated.to_vec()]).await.map_err(|e| unexpected(go_rpc_error(&e)))?;
     let Some(first) = resp.container_responses.first().cloned() else {
         // docs/kubelet-versions.md §5: the gogo dump up to 1.33, nothing from 1.34.
-        return Err(unexpected(format!(
-            "no containers return in allocation response {}",
-            inner.config.kubelet_version.empty_allocate_text()
-        )));
+        return Err(unexpected(T::EMPTY_ALLOCATE.fill(&[&inner.config.kubelet_version.empty_allocate_text()])));
     };
     let mut warnings: Vec<Warning> = crate::contract::check_allocate(1, &resp).into_iter().map(Warning::from).collect();
     let mut first = first;
@@ -559,12 +546,8 @@ async fn pre_start_one(
     client: Option<PluginClient>,
 ) -> std::result::Result<(), String> {
     match client {
-        None => Err(format!("endpoint not found in cache for a registered resource: {resource}")),
-        Some(c) => c
-            .pre_start(ids)
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("device plugin PreStartContainer rpc failed with err: {}", go_rpc_error(&e))),
+        None => Err(T::PRESTART_NO_ENDPOINT.fill(&[&resource])),
+        Some(c) => c.pre_start(ids).await.map(|_| ()).map_err(|e| T::PRESTART_FAILED.fill(&[&go_rpc_error(&e)])),
     }
 }
 
@@ -619,13 +602,12 @@ pub(crate) async fn restart_container(
             let ep = res.and_then(|x| x.endpoint.as_ref());
             let call = match ep {
                 Some(e) if !e.options.pre_start_required => None,
-                Some(e) if e.stopped => Some(Err(format!(
-                    "device plugin PreStartContainer rpc failed with err: endpoint {} has been stopped",
-                    e.socket.display()
-                ))),
+                Some(e) if e.stopped => {
+                    Some(Err(T::PRESTART_FAILED.fill(&[&T::ENDPOINT_STOPPED.fill(&[&e.socket.display()])])))
+                }
                 Some(e) => Some(Ok(e.pre_start_client.clone())),
                 None if res.is_some_and(|x| !x.removed) => None, // restored, plugin not back: opts nil, no call
-                None => Some(Err(format!("endpoint not found in cache for a registered resource: {r}"))),
+                None => Some(Err(T::PRESTART_NO_ENDPOINT.fill(&[&r]))),
             };
             calls.push((r.clone(), a.ids.clone(), call));
         }

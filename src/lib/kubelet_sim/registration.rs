@@ -64,7 +64,7 @@ pub fn go_rpc_error(e: &Error) -> String {
         ),
         other => (tonic::Code::Unavailable, other.to_string()),
     };
-    format!("rpc error: code = {} desc = {desc}", go_code(code))
+    crate::kubelet_texts::RPC_ERROR.fill(&[&go_code(code), &desc])
 }
 
 /// Go's `filepath.Join(dir, elem)`: both joined with `/` and then cleaned
@@ -436,7 +436,7 @@ fn store_endpoint(
 /// pkg/kubelet/cm/devicemanager/manager.go) of a second endpoint at a socket
 /// path still in its endpoint store.
 pub fn duplicate_text(socket: &Path) -> String {
-    format!("device plugin already connected: {}", socket.display())
+    crate::kubelet_texts::ALREADY_CONNECTED.fill(&[&socket.display()])
 }
 
 /// Dials the plugin the way grpc-go's blocking dial does: keep trying (with
@@ -557,6 +557,7 @@ fn apply_snapshot(inner: &Arc<Inner>, resource: &str, id: u64, snap: Snapshot) {
         let changes = if r.devices.is_empty() { Vec::new() } else { model::diff(&r.devices, &devices) };
         r.devices = devices;
         r.disconnected = false;
+        r.stream_end = None;
         r.removed = false;
         r.reported = true;
         r.sets = true;
@@ -669,6 +670,7 @@ fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
         ep.task = None;
         let socket = ep.socket.display().to_string();
         r.disconnected = true;
+        r.stream_end = Some(reason.clone());
         r.reported = true;
         r.stopped_at = Some(Instant::now());
         r.generation = generation;

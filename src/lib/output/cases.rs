@@ -39,7 +39,7 @@ pub fn failures(w: &mut dyn Write, results: &[CheckResult]) -> io::Result<()> {
         writeln!(w, "{} {}", outcome_upper(c.outcome), c.name.bold())?;
         writeln!(w, "  evidence: {}", c.evidence)?;
         writeln!(w, "  rule:     {}", c.rule)?;
-        writeln!(w, "  why:      {}", c.reason)?;
+        writeln!(w, "  reason:   {}", c.reason)?;
     }
     let errors: Vec<&CheckResult> = results.iter().filter(|c| c.outcome == Outcome::Error).collect();
     if !errors.is_empty() {

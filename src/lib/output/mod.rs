@@ -9,6 +9,7 @@ pub mod check;
 pub mod checkpoint;
 pub mod demo;
 pub mod doctor;
+pub mod explain;
 pub mod fd;
 pub mod junit;
 pub mod kubelet_sim;
@@ -133,6 +134,29 @@ pub fn out_err(e: io::Error) -> crate::Error {
     crate::Error::io(crate::error::WRITING_OUTPUT, e)
 }
 
+/// Whether tables shorten long cells; see [`set_truncate`].
+static TRUNCATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Tables shorten long cells only for a person at a terminal: the command
+/// layer sets this once (stdout is a terminal and no `--no-trunc`). Pipes,
+/// files and CI logs get every cell whole.
+pub fn set_truncate(on: bool) {
+    TRUNCATE.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether tables leave out their header line; see [`set_no_headers`].
+static NO_HEADERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--no-headers`: tables are written without their header line.
+pub fn set_no_headers(on: bool) {
+    NO_HEADERS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// `s` shortened to `max` characters when tables shorten cells, else whole.
+pub fn cell(s: &str, max: usize) -> String {
+    if TRUNCATE.load(std::sync::atomic::Ordering::Relaxed) { crate::text::shorten(s, max) } else { s.to_string() }
+}
+
 /// A table in dpctl's style: kubectl-like columns, upper-case headers, no borders.
 pub fn table<I, S>(headers: I) -> Table
 where
@@ -154,7 +178,8 @@ pub fn write_table(w: &mut dyn Write, table: &Table) -> io::Result<()> {
     for col in t.column_iter_mut() {
         col.set_padding((0, 3));
     }
-    for line in t.lines() {
+    let skip = usize::from(NO_HEADERS.load(std::sync::atomic::Ordering::Relaxed) && t.header().is_some());
+    for line in t.lines().skip(skip) {
         writeln!(w, "{}", line.trim_end())?;
     }
     Ok(())
