@@ -485,7 +485,7 @@ _dpctl() {
 
     case "${cmd}" in
         dpctl)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --help --version plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -511,7 +511,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --help --version allocate preferred options prestart list help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version allocate preferred options prestart list help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -537,7 +537,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__allocate)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -721,7 +721,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__list)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --churn --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --churn --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -807,7 +807,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__options)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -893,7 +893,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__preferred)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -979,7 +979,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__prestart)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1065,7 +1065,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__checkpoint)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --help --version show verify help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version show verify help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1147,7 +1147,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__checkpoint__subcmd__show)
-            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1181,7 +1181,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__checkpoint__subcmd__verify)
-            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1215,7 +1215,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__completions)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --help --version bash elvish fish powershell zsh"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1241,7 +1241,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__demo)
-            opts="-o -v -q -h -V --pace --deadline --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --pace --deadline --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1275,7 +1275,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__doctor)
-            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --no-trunc --help --version merge help"
+            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --no-trunc --no-headers --help --version merge help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1314,7 +1314,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
                     return 0
                     ;;
                 --every)
@@ -1383,7 +1383,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__doctor__subcmd__merge)
-            opts="-o -v -q -h -V --all --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --all --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1409,7 +1409,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__explain)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2121,7 +2121,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --output --color --verbose --quiet --no-trunc --help --version admit delete restart restart-container status set-grace help"
+            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2152,7 +2152,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
                     return 0
                     ;;
                 --expect)
@@ -2215,7 +2215,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__admit)
-            opts="-f -o -v -q -h -V --dir --filename --allocate --name --namespace --cpu --memory --dry-run --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-f -o -v -q -h -V --dir --filename --allocate --name --namespace --cpu --memory --dry-run --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2273,7 +2273,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__delete)
-            opts="-n -o -v -q -h -V --dir --namespace --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-n -o -v -q -h -V --dir --namespace --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2423,7 +2423,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart)
-            opts="-o -v -q -h -V --dir --wait --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --dir --wait --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2457,7 +2457,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart__subcmd__container)
-            opts="-n -o -v -q -h -V --dir --namespace --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-n -o -v -q -h -V --dir --namespace --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2495,7 +2495,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__set__subcmd__grace)
-            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2525,7 +2525,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__status)
-            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2555,7 +2555,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin)
-            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --register-twice --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --no-trunc --help --version set-health add-device remove-device status help"
+            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --register-twice --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --no-trunc --no-headers --help --version set-health add-device remove-device status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2681,7 +2681,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__add__subcmd__device)
-            opts="-o -v -q -h -V --dir --timeout --health --numa --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --dir --timeout --health --numa --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2807,7 +2807,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__remove__subcmd__device)
-            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2841,7 +2841,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__set__subcmd__health)
-            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2875,7 +2875,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__status)
-            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2909,7 +2909,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --help --version call watch check help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version call watch check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2935,7 +2935,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --help --version options list allocate preferred prestart help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version options list allocate preferred prestart help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2961,7 +2961,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__allocate)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --devices --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --devices --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3113,7 +3113,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__list)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3163,7 +3163,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__options)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3213,7 +3213,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__preferred)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --available --must-include --size --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --available --must-include --size --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3275,7 +3275,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__prestart)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --devices --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --devices --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3329,7 +3329,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__check)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --list --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --list --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3360,11 +3360,11 @@ _dpctl() {
                     return 0
                     ;;
                 --only)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --skip)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --junit)
@@ -3551,7 +3551,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__watch)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --count --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --count --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3605,7 +3605,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --help --version list get allocatable free watch dump serve help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version list get allocatable free watch dump serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3631,7 +3631,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__allocatable)
-            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3677,7 +3677,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__dump)
-            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3723,7 +3723,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__free)
-            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --resource --cpus-per-numa --timeout --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --resource --cpus-per-numa --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3777,7 +3777,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__get)
-            opts="-n -o -v -q -h -V --namespace --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-n -o -v -q -h -V --namespace --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3957,7 +3957,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__list)
-            opts="-n -o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --namespace --resource --timeout --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-n -A -w -o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --namespace --all-namespaces --resource --watch --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4015,7 +4015,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__serve)
-            opts="-o -v -q -h -V --socket --data --disable-get --no-rate-limit --qps --burst --apis --force --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --socket --data --disable-get --no-rate-limit --qps --burst --apis --force --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4061,7 +4061,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__watch)
-            opts="-n -o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --namespace --resource --interval --count --timeout --no-initial --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-n -A -o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --namespace --all-namespaces --resource --interval --count --timeout --no-initial --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4127,7 +4127,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__scenario)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --help --version run diff help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version run diff help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4153,7 +4153,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__scenario__subcmd__diff)
-            opts="-o -v -q -h -V --referee --kubelet-version --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --referee --kubelet-version --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4243,7 +4243,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__scenario__subcmd__run)
-            opts="-o -v -q -h -V --engine --kubelet-version --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --engine --kubelet-version --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4277,7 +4277,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__smoke)
-            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --topology-manager-policy --numa-nodes --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --output --color --verbose --quiet --no-trunc --help --version"
+            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --topology-manager-policy --numa-nodes --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4328,7 +4328,7 @@ _dpctl() {
                     return 0
                     ;;
                 --skip)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "registration-request first-snapshot health-report admission pod-deletion kubelet-restart options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --junit)
@@ -4344,11 +4344,11 @@ _dpctl() {
                     return 0
                     ;;
                 --registration)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "auto kubelet-sock plugins-registry" -- "${cur}"))
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
                     return 0
                     ;;
                 --output)

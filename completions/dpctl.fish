@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dpctl_global_optspecs
-    string join \n o/output= color= v/verbose q/quiet no-trunc h/help V/version
+    string join \n o/output= color= v/verbose q/quiet no-trunc no-headers h/help V/version
 end
 
 function __fish_dpctl_needs_command
@@ -33,6 +33,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_needs_command" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_needs_command" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_needs_command" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_needs_command" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_needs_command" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
@@ -57,6 +58,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -f -a "call" -d 'Make one call to a plugin'
@@ -72,6 +74,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -f -a "options" -d 'GetDevicePluginOptions'
@@ -96,6 +99,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l socket -d 'The plugin\'s socket' -r -F
@@ -104,8 +108,32 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l connect-timeout -d 'Limit for connecting to the socket' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l only -d 'Run only these checks (comma-separated names; see --list)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l skip -d 'Leave out these checks (comma-separated names)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l only -d 'Run only these checks (comma-separated names; see --list)' -r -f -a "options-answer\t''
+list-first-message-prompt\t''
+device-ids-valid\t''
+health-values\t''
+numa-ids-valid\t''
+message-size\t''
+allocate-healthy\t''
+allocate-unknown-id\t''
+preferred-contract\t''
+preferred-not-advertised\t''
+prestart-deadline\t''
+parallel-calls\t''
+list-stream-stays-open\t''"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l skip -d 'Leave out these checks (comma-separated names)' -r -f -a "options-answer\t''
+list-first-message-prompt\t''
+device-ids-valid\t''
+health-values\t''
+numa-ids-valid\t''
+message-size\t''
+allocate-healthy\t''
+allocate-unknown-id\t''
+preferred-contract\t''
+preferred-not-advertised\t''
+prestart-deadline\t''
+parallel-calls\t''
+list-stream-stays-open\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l junit -d 'Also write the results as JUnit XML to FILE (testsuite "dpctl plugin check")' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l register-options -d 'The options the plugin sends in its RegisterRequest, e.g. pre_start_required=true,get_preferred_allocation_available=false (keys left out are false, as in the message). The kubelet never reads them; options-answer notes where GetDevicePluginOptions differs' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l first-list-timeout -d 'How long the first ListAndWatch message may take' -r
@@ -123,6 +151,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "call" -d 'Make one call to a plugin'
@@ -135,7 +164,19 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l registry-dir -d 'Also accept plugins through this plugins_registry directory (the plugin watcher\'s way)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l dial-timeout -d 'How long Register keeps dialing the plugin\'s socket before it fails' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l rpc-timeout -d 'Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l kubelet-version -d 'The kubelet release to play: 1.26 … 1.37 or master (v1.30 and 1.30.7 mean 1.30)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l kubelet-version -d 'The kubelet release to play: 1.26 … 1.37 or master (v1.30 and 1.30.7 mean 1.30)' -r -f -a "1.26\t''
+1.27\t''
+1.28\t''
+1.29\t''
+1.30\t''
+1.31\t''
+1.32\t''
+1.33\t''
+1.34\t''
+1.35\t''
+1.36\t''
+1.37\t''
+master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l expect -d 'Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l timeout -d 'Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l topology-manager-policy -d 'The kubelet\'s --topology-manager-policy' -r -f -a "none\t'No hints are collected; devices are not aligned'
@@ -166,6 +207,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
@@ -192,6 +234,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l dir -d 'The directory the sim serves' -r -F
@@ -205,6 +248,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l dir -d 'The directory the sim serves' -r -F
@@ -218,6 +262,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l dir -d 'The directory the sim serves' -r -F
@@ -231,6 +276,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l dir -d 'The directory the sim serves' -r -F
@@ -243,6 +289,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l dir -d 'The directory the sim serves' -r -F
@@ -255,6 +302,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
@@ -273,6 +321,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -f -a "list" -d 'Pods and what they hold: devices, NUMA nodes, CPUs, memory, DRA claims'
@@ -298,12 +347,15 @@ json\t'JSON with stable snake_case keys; JSON Lines for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s A -l all-namespaces -d 'Every namespace (the default; as kubectl\'s -A)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s w -l watch -d 'After the list, watch for changes (as `watch`, every 2s, until Ctrl-C)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The pod\'s namespace' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The pod\'s namespace [default: default, or the one in NAMESPACE/NAME]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l socket -d 'The kubelet\'s PodResources socket' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l api -d 'API version' -r -f -a "auto\t'v1, falling back to v1alpha1 when the kubelet has no v1 (before 1.20)'
 v1\t'Only v1'
@@ -320,6 +372,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l socket -d 'The kubelet\'s PodResources socket' -r -F
@@ -338,6 +391,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l socket -d 'The kubelet\'s PodResources socket' -r -F
@@ -358,6 +412,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l socket -d 'The kubelet\'s PodResources socket' -r -F
@@ -377,10 +432,12 @@ json\t'JSON with stable snake_case keys; JSON Lines for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s A -l all-namespaces -d 'Every namespace (the default; as kubectl\'s -A)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l no-initial -d 'Do not print the pods present at the start; only changes'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l socket -d 'The kubelet\'s PodResources socket' -r -F
@@ -399,6 +456,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l socket -d 'The socket to serve on (a real kubelet uses /var/lib/kubelet/pod-resources/kubelet.sock)' -r -F
@@ -419,6 +477,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "list" -d 'Pods and what they hold: devices, NUMA nodes, CPUs, memory, DRA claims'
@@ -473,6 +532,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -f -a "set-health" -d 'Set the health of devices; the plugin sends a new ListAndWatch list'
@@ -491,6 +551,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l dir -d 'The device-plugin directory the mock serves in' -r -F
@@ -506,6 +567,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l dir -d 'The device-plugin directory the mock serves in' -r -F
@@ -519,6 +581,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l dir -d 'The device-plugin directory the mock serves in' -r -F
@@ -532,6 +595,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "set-health" -d 'Set the health of devices; the plugin sends a new ListAndWatch list'
@@ -553,12 +617,44 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l numa-nodes -d 'NUM
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l grace -d 'How long the plugin may take to exit after SIGTERM before it gets SIGKILL' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l prestart-timeout -d 'PreStartContainer deadline, as the kubelet\'s (30s)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l stream-window -d 'How long the ListAndWatch stream must stay open during the checks (at least)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l skip -d 'Leave out these steps or checks (comma-separated names; see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l skip -d 'Leave out these steps or checks (comma-separated names; see below)' -r -f -a "registration-request\t''
+first-snapshot\t''
+health-report\t''
+admission\t''
+pod-deletion\t''
+kubelet-restart\t''
+options-answer\t''
+list-first-message-prompt\t''
+device-ids-valid\t''
+health-values\t''
+numa-ids-valid\t''
+message-size\t''
+allocate-healthy\t''
+allocate-unknown-id\t''
+preferred-contract\t''
+preferred-not-advertised\t''
+prestart-deadline\t''
+parallel-calls\t''
+list-stream-stays-open\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l junit -d 'Also write the report as JUnit XML to FILE (testsuite "dpctl smoke")' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l log-dir -d 'Write the plugin\'s whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log (the report keeps the last 64 KiB of each)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l bind -d 'With --isolate: also bind-mount SRC (a host path) at DST inside the namespace, e.g. a CDI spec directory, a fake /dev tree or a config file (repeatable)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l registration -d 'How the plugin must register: on kubelet.sock, through plugins_registry (the plugin watcher\'s GetInfo), or auto (whichever it does; the report says which)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d 'The kubelet release(s) to play, comma-separated (1.26 … 1.37, master): the whole smoke runs once per release, and the report says which ones the plugin passes' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l registration -d 'How the plugin must register: on kubelet.sock, through plugins_registry (the plugin watcher\'s GetInfo), or auto (whichever it does; the report says which)' -r -f -a "auto\t''
+kubelet-sock\t''
+plugins-registry\t''"
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d 'The kubelet release(s) to play, comma-separated (1.26 … 1.37, master): the whole smoke runs once per release, and the report says which ones the plugin passes' -r -f -a "1.26\t''
+1.27\t''
+1.28\t''
+1.29\t''
+1.30\t''
+1.31\t''
+1.32\t''
+1.33\t''
+1.34\t''
+1.35\t''
+1.36\t''
+1.37\t''
+master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'"
@@ -571,6 +667,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l isolate -d 'Run th
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
@@ -582,6 +679,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -f -a "run" -d 'Run scenarios on one engine; show what was observed after each step'
@@ -598,6 +696,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l referee -d 'A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary' -r -F
@@ -611,6 +710,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run scenarios on one engine; show what was observed after each step'
@@ -627,6 +727,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
@@ -638,6 +739,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -f -a "show" -d 'Pods, containers, resources, devices per NUMA node, each stored Allocate answer decoded, and the registered devices'
@@ -654,6 +756,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l dir -d 'The device-plugin directory' -r -F
@@ -667,6 +770,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from help" -f -a "show" -d 'Pods, containers, resources, devices per NUMA node, each stored Allocate answer decoded, and the registered devices'
@@ -680,7 +784,19 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l timeout -d 'Deadline of each probe (connect, one call, the first ListAndWatch message)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l budget -d 'Total time for the whole run' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l node -d 'Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l kubelet-version -d 'The kubelet release to judge files and the checkpoint by: 1.26 … 1.37 or master' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l kubelet-version -d 'The kubelet release to judge files and the checkpoint by: 1.26 … 1.37 or master' -r -f -a "1.26\t''
+1.27\t''
+1.28\t''
+1.29\t''
+1.30\t''
+1.31\t''
+1.32\t''
+1.33\t''
+1.34\t''
+1.35\t''
+1.36\t''
+1.37\t''
+master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l every -d 'Run again every DURATION until stopped (one report per run; one JSON line each with -o json)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
@@ -691,6 +807,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -f -a "merge" -d 'Fold many nodes\' `dpctl doctor -o json` reports (e.g. `kubectl logs -l ... --tail=1`) into one view: a row per node, then every warning and error with its node; exit 1 when any node has an error'
@@ -705,6 +822,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from help" -f -a "merge" -d 'Fold many nodes\' `dpctl doctor -o json` reports (e.g. `kubectl logs -l ... --tail=1`) into one view: a row per node, then every warning and error with its node; exit 1 when any node has an error'
@@ -718,6 +836,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
@@ -729,6 +848,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "allocate" -d 'Load Allocate (one container request per call)'
@@ -761,6 +881,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l socket -d 'The plugin\'s socket' -r -F
@@ -787,6 +908,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l socket -d 'The plugin\'s socket' -r -F
@@ -813,6 +935,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l socket -d 'The plugin\'s socket' -r -F
@@ -839,6 +962,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l socket -d 'The plugin\'s socket' -r -F
@@ -866,6 +990,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "allocate" -d 'Load Allocate (one container request per call)'
@@ -883,6 +1008,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'

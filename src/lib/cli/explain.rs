@@ -10,8 +10,8 @@ use crate::output::{self, Streams};
 
 const HELP: &str = "\
 Examples:
-  dpctl explain 'UnexpectedAdmissionError: Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/gpu, which is unexpected'
-  kubectl get events --field-selector reason=UnexpectedAdmissionError -o name,message | dpctl explain
+  dpctl explain 'no healthy devices present; cannot allocate unhealthy devices example.com/gpu'
+  kubectl get events -o custom-columns=M:.message | dpctl explain
   kubectl describe pod NAME | dpctl explain -o json
 
 Knows the device manager's and Topology Manager's admission texts (the

@@ -607,8 +607,7 @@ fn last_topology_wins(devices: &mut [model::Device]) {
 }
 
 /// The stream of endpoint `id` ended: all devices unhealthy, no retry.
-fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, reason: String) {
-    let mut reason = reason;
+fn stream_ended(inner: &Arc<Inner>, resource: &str, id: u64, mut reason: String) {
     let version = inner.config.kubelet_version;
     let (socket, counts, generation, grace) = {
         let mut st = inner.lock();

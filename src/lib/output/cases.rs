@@ -76,6 +76,6 @@ mod tests {
         let mut out = Vec::new();
         failures(&mut out, &results).unwrap();
         let s = String::from_utf8(out).unwrap();
-        assert_eq!(s, "\nFAIL b\n  evidence: bad\n  rule:     rule\n  why:      why\n\nERROR c: no\\nmessage\n");
+        assert_eq!(s, "\nFAIL b\n  evidence: bad\n  rule:     rule\n  reason:   why\n\nERROR c: no\\nmessage\n");
     }
 }

@@ -152,6 +152,11 @@ pub fn set_no_headers(on: bool) {
     NO_HEADERS.store(on, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether `--no-headers` was given (for tables not written by [`write_table`]).
+pub fn no_headers() -> bool {
+    NO_HEADERS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// `s` shortened to `max` characters when tables shorten cells, else whole.
 pub fn cell(s: &str, max: usize) -> String {
     if TRUNCATE.load(std::sync::atomic::Ordering::Relaxed) { crate::text::shorten(s, max) } else { s.to_string() }
@@ -178,7 +183,7 @@ pub fn write_table(w: &mut dyn Write, table: &Table) -> io::Result<()> {
     for col in t.column_iter_mut() {
         col.set_padding((0, 3));
     }
-    let skip = usize::from(NO_HEADERS.load(std::sync::atomic::Ordering::Relaxed) && t.header().is_some());
+    let skip = usize::from(no_headers() && t.header().is_some());
     for line in t.lines().skip(skip) {
         writeln!(w, "{}", line.trim_end())?;
     }
