@@ -492,11 +492,11 @@ _dpctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -518,11 +518,11 @@ _dpctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -604,11 +604,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -788,11 +788,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -874,11 +874,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -960,11 +960,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1046,11 +1046,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1072,11 +1072,11 @@ _dpctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1162,11 +1162,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1196,11 +1196,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1222,11 +1222,11 @@ _dpctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1256,11 +1256,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1322,11 +1322,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1390,11 +1390,11 @@ _dpctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1416,11 +1416,11 @@ _dpctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2196,11 +2196,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2254,11 +2254,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2292,11 +2292,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2438,11 +2438,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2476,11 +2476,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2506,11 +2506,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2536,11 +2536,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2662,11 +2662,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2704,11 +2704,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2822,11 +2822,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2856,11 +2856,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2890,11 +2890,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2916,11 +2916,11 @@ _dpctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2942,11 +2942,11 @@ _dpctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2996,11 +2996,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3144,11 +3144,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3194,11 +3194,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3256,11 +3256,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3310,11 +3310,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3392,11 +3392,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3586,11 +3586,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3612,11 +3612,11 @@ _dpctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3658,11 +3658,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3704,11 +3704,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3758,11 +3758,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3812,11 +3812,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3996,11 +3996,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4042,11 +4042,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4108,11 +4108,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4134,11 +4134,11 @@ _dpctl() {
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4168,11 +4168,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4258,11 +4258,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4352,11 +4352,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)

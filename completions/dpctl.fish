@@ -26,7 +26,8 @@ end
 
 complete -c dpctl -n "__fish_dpctl_needs_command" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_needs_command" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -51,7 +52,8 @@ complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "completions" -d 'Print 
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -67,7 +69,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -92,7 +95,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l count -d 'Stop after this many messages' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -142,7 +146,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l parallel -d 'How many concurrent calls parallel-calls makes' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -194,7 +199,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l numa-distances -d 'NUMA distances (rows by \';\', values by \',\'), needed by prefer-closest-numa-nodes, e.g. 10,21;21,10' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -226,7 +232,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l memory -d 'Memory limit (= request) of the --allocate pod\'s container, e.g. 1Gi; with --cpu the pod is Guaranteed' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -241,7 +248,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s n -l namespace -d 'Namespace' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -255,7 +263,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l wait -d 'How long to wait for plugins to come back' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -269,7 +278,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s n -l namespace -d 'Namespace' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -282,7 +292,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -295,7 +306,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -314,7 +326,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -343,7 +356,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -365,7 +379,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -384,7 +399,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -405,7 +421,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -428,7 +445,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l timeout -d 'Stop after this long [default: until Ctrl-C]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -449,7 +467,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -467,7 +486,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 v1alpha1\t'`v1alpha1.PodResourcesLister`'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -514,7 +534,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l run-for -d 'Stop after this long (for scripts and CI)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -544,7 +565,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l timeout -d 'How long to wait for the mock to answer' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -560,7 +582,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l numa -d 'Their NUMA nodes, comma-separated (none: no topology)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -574,7 +597,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l timeout -d 'How long to wait for the mock to answer' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -588,7 +612,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l timeout -d 'How long to wait for the mock to answer' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -657,7 +682,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d
 master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -672,7 +698,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s h -l help -d 'Prin
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -689,7 +716,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_su
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated (e.g. 1.34,1.37) [default: each scenario\'s]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -703,7 +731,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_su
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated [default: each scenario\'s]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -720,7 +749,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l pace -d 'Pause afte
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l deadline -d 'How long any one wait may take (registration, the health change, the restart)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -732,7 +762,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s h -l help -d 'Print
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -749,7 +780,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l root -d 'Prefix of the host path --dir (the host\'s / as mounted in a pod, e.g. /host)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -763,7 +795,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l root -d 'Prefix of the host path --dir (the host\'s / as mounted in a pod, e.g. /host)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -800,7 +833,8 @@ master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l every -d 'Run again every DURATION until stopped (one report per run; one JSON line each with -o json)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -814,7 +848,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -829,7 +864,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -841,7 +877,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s h -l help -d 'Pr
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -874,7 +911,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -901,7 +939,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -928,7 +967,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -955,7 +995,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -982,7 +1023,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -1001,7 +1043,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"

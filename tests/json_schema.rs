@@ -114,6 +114,17 @@ async fn explain_json_is_as_documented() {
     let m = &v["matches"][0];
     assert_eq!(m["code"], "topology-affinity");
     assert_eq!(keys(m), documented("Each match: "));
+    // -o yaml: the same data.
+    let y = dpctl(&[
+        "explain",
+        "-o",
+        "yaml",
+        "TopologyAffinityError: Resources cannot be allocated with Topology locality",
+    ])
+    .await;
+    y.expect_code(0);
+    let yv: Value = serde_norway::from_str(&y.stdout).expect("YAML");
+    assert_eq!(yv, v);
     let none = dpctl(&["explain", "-o", "json", "nothing the kubelet says"]).await;
     none.expect_code(1);
     assert_eq!(none.json()["matches"], serde_json::json!([]));

@@ -52,8 +52,8 @@ pub fn run(args: ExplainArgs, s: &mut Streams<'_>) -> Result<u8> {
     let found = crate::kubelet_texts::explain(&input);
     if found.is_empty() {
         s.note(format!(
-            "dpctl explain: no kubelet text dpctl knows in the input ({} character(s)); it knows: {}",
-            input.chars().count(),
+            "dpctl explain: no kubelet text dpctl knows in the input ({}); it knows: {}",
+            crate::text::count(input.chars().count() as u64, "character", "characters"),
             crate::kubelet_texts::ALL_TEXTS.iter().map(|t| t.code).collect::<Vec<_>>().join(", ")
         ))?;
         if s.format.is_json() {

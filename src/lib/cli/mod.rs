@@ -127,6 +127,7 @@ pub enum Command {
 pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
     crate::output::set_truncate(term.out_is_tty && !cli.global.no_trunc);
     crate::output::set_no_headers(cli.global.no_headers);
+    crate::output::set_yaml(cli.global.output == Format::Yaml);
     let s = &mut term.streams(cli.global.output, cli.global.quiet, cli.global.verbose);
     let code = match cli.command {
         Command::Plugin(cmd) => plugin::run(cmd, s).await?,

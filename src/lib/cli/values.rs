@@ -14,7 +14,7 @@ use crate::topology::{CpuPolicy, Policy, Scope};
 
 impl ValueEnum for Format {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Format::Table, Format::Wide, Format::Json]
+        &[Format::Table, Format::Wide, Format::Json, Format::Yaml]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -22,6 +22,7 @@ impl ValueEnum for Format {
             Format::Table => ("table", "Aligned columns for people"),
             Format::Wide => ("wide", "Like `table`, with more columns"),
             Format::Json => ("json", "JSON with stable snake_case keys; JSON Lines for streams"),
+            Format::Yaml => ("yaml", "The JSON data as YAML; a document per event for streams"),
         };
         Some(PossibleValue::new(name).help(help))
     }
@@ -110,7 +111,8 @@ mod tests {
         }
         assert_eq!(ApiChoice::from_str("v1alpha1", false), Ok(ApiChoice::V1alpha1));
         assert_eq!(ApiChoice::from_str("auto", false), Ok(ApiChoice::Auto));
-        assert!(Format::from_str("yaml", false).is_err());
+        assert_eq!(Format::from_str("yaml", false), Ok(Format::Yaml));
+        assert!(Format::from_str("xml", false).is_err());
     }
 }
 

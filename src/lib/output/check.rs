@@ -40,6 +40,7 @@ pub async fn run(io: &mut Streams<'_>, target: &CheckTarget, opts: &CheckOptions
         bar.finish_and_clear();
     }
     self::report(&mut *io.out, io.format, &report).map_err(out_err)?;
+    super::cases::github_errors(&mut *io.err, "dpctl plugin check", &report.checks).map_err(out_err)?;
     if let Some(u) = &report.unreachable {
         // As the binary prints errors: even with --quiet.
         writeln!(io.err, "dpctl: error: {}", u.message).map_err(out_err)?;

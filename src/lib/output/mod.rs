@@ -38,12 +38,14 @@ pub enum Format {
     Wide,
     /// JSON with stable snake_case keys; JSON Lines for streams.
     Json,
+    /// The same data as `json`, as YAML (one document per stream event).
+    Yaml,
 }
 
 impl Format {
-    /// True for `json`.
+    /// True for `json` and `yaml`: structured data, not a table.
     pub fn is_json(self) -> bool {
-        self == Format::Json
+        matches!(self, Format::Json | Format::Yaml)
     }
 }
 
@@ -134,6 +136,23 @@ pub fn out_err(e: io::Error) -> crate::Error {
     crate::Error::io(crate::error::WRITING_OUTPUT, e)
 }
 
+/// Whether structured output is YAML (`-o yaml`); see [`set_yaml`].
+static YAML: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `-o yaml`: what is written as JSON is written as YAML instead (same keys).
+pub fn set_yaml(on: bool) {
+    YAML.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn yaml(w: &mut dyn Write, value: &(impl Serialize + ?Sized), document: bool) -> io::Result<()> {
+    let v = serde_json::to_value(value)?;
+    let text = serde_norway::to_string(&v).map_err(io::Error::other)?;
+    if document {
+        writeln!(w, "---")?;
+    }
+    w.write_all(text.as_bytes())
+}
+
 /// Whether tables shorten long cells; see [`set_truncate`].
 static TRUNCATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -192,12 +211,19 @@ pub fn write_table(w: &mut dyn Write, table: &Table) -> io::Result<()> {
 
 /// Writes `value` as pretty JSON and a newline.
 pub fn write_json<T: Serialize + ?Sized>(w: &mut dyn Write, value: &T) -> io::Result<()> {
+    if YAML.load(std::sync::atomic::Ordering::Relaxed) {
+        return yaml(w, value, false);
+    }
     serde_json::to_writer_pretty(&mut *w, value)?;
     writeln!(w)
 }
 
 /// Writes `value` as one JSON line and flushes, so a reader sees it at once.
 pub fn write_json_line<T: Serialize + ?Sized>(w: &mut dyn Write, value: &T) -> io::Result<()> {
+    if YAML.load(std::sync::atomic::Ordering::Relaxed) {
+        yaml(w, value, true)?;
+        return w.flush();
+    }
     serde_json::to_writer(&mut *w, value)?;
     writeln!(w)?;
     w.flush()

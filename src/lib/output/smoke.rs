@@ -60,9 +60,7 @@ pub async fn run(
     if !io.format.is_json() && !io.quiet {
         writeln!(io.err).map_err(out_err)?;
     }
-    if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-        github_annotations(&mut *io.err, &matrix).map_err(out_err)?;
-    }
+    github_annotations(&mut *io.err, &matrix).map_err(out_err)?;
     match one {
         Some(r) if io.format.is_json() => write_json(
             &mut *io.out,
@@ -87,27 +85,12 @@ struct OneRun<'a> {
     runs: &'a [SmokeReport],
 }
 
-/// GitHub Actions workflow commands (`::error title=...::...`), one per
-/// failed step of every run, with the rule and the evidence; the runner
-/// turns them into annotations on the job.
+/// GitHub Actions annotations for every failed step of every run.
 pub fn github_annotations(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
     for r in &m.runs {
-        for c in r.steps.iter().filter(|c| c.outcome.is_failure()) {
-            let title = format!("dpctl smoke: {} (kubelet-{})", c.name, r.kubelet_version);
-            let body = format!("{}\nrule: {}\nreason: {}", c.evidence, c.rule, c.reason);
-            writeln!(w, "::error title={}::{}", gh_escape(&title, true), gh_escape(&body, false))?;
-        }
+        super::cases::github_errors(w, &format!("dpctl smoke (kubelet-{})", r.kubelet_version), &r.steps)?;
     }
     Ok(())
-}
-
-/// Escapes a workflow command's property (`title`) or message.
-fn gh_escape(s: &str, property: bool) -> String {
-    let mut out = s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
-    if property {
-        out = out.replace(':', "%3A").replace(',', "%2C");
-    }
-    out
 }
 
 /// Tells a smoke run's progress on stderr, a line per event; on a terminal
