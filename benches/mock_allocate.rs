@@ -72,8 +72,8 @@ async fn run() {
     );
     println!(
         "  this process used {:.2} CPU-seconds per wall second ({:.0} us per call)",
-        r.client_cpu_s / r.elapsed_s.max(1e-9),
-        r.cpu_per_call_us
+        r.client_cpu_ms / r.elapsed_ms.max(1e-9),
+        r.cpu_per_call_ms * 1000.0
     );
     if let Some(h) = handle {
         h.stop().await.expect("stop");

@@ -31,8 +31,8 @@ _dpctl() {
             dpctl,doctor)
                 cmd="dpctl__subcmd__doctor"
                 ;;
-            dpctl,dra)
-                cmd="dpctl__subcmd__dra"
+            dpctl,explain)
+                cmd="dpctl__subcmd__explain"
                 ;;
             dpctl,help)
                 cmd="dpctl__subcmd__help"
@@ -121,48 +121,6 @@ _dpctl() {
             dpctl__subcmd__doctor__subcmd__help,merge)
                 cmd="dpctl__subcmd__doctor__subcmd__help__subcmd__merge"
                 ;;
-            dpctl__subcmd__dra,check)
-                cmd="dpctl__subcmd__dra__subcmd__check"
-                ;;
-            dpctl__subcmd__dra,help)
-                cmd="dpctl__subcmd__dra__subcmd__help"
-                ;;
-            dpctl__subcmd__dra,info)
-                cmd="dpctl__subcmd__dra__subcmd__info"
-                ;;
-            dpctl__subcmd__dra,mock)
-                cmd="dpctl__subcmd__dra__subcmd__mock"
-                ;;
-            dpctl__subcmd__dra,prepare)
-                cmd="dpctl__subcmd__dra__subcmd__prepare"
-                ;;
-            dpctl__subcmd__dra,unprepare)
-                cmd="dpctl__subcmd__dra__subcmd__unprepare"
-                ;;
-            dpctl__subcmd__dra,watch-health)
-                cmd="dpctl__subcmd__dra__subcmd__watch__subcmd__health"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,check)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__check"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,help)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,info)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__info"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,mock)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__mock"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,prepare)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__prepare"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,unprepare)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__unprepare"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,watch-health)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__watch__subcmd__health"
-                ;;
             dpctl__subcmd__help,bench)
                 cmd="dpctl__subcmd__help__subcmd__bench"
                 ;;
@@ -178,8 +136,8 @@ _dpctl() {
             dpctl__subcmd__help,doctor)
                 cmd="dpctl__subcmd__help__subcmd__doctor"
                 ;;
-            dpctl__subcmd__help,dra)
-                cmd="dpctl__subcmd__help__subcmd__dra"
+            dpctl__subcmd__help,explain)
+                cmd="dpctl__subcmd__help__subcmd__explain"
                 ;;
             dpctl__subcmd__help,help)
                 cmd="dpctl__subcmd__help__subcmd__help"
@@ -225,24 +183,6 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help__subcmd__doctor,merge)
                 cmd="dpctl__subcmd__help__subcmd__doctor__subcmd__merge"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,check)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__check"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,info)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__info"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,mock)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__mock"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,prepare)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__prepare"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,unprepare)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__unprepare"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,watch-health)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__watch__subcmd__health"
                 ;;
             dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,admit)
                 cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__admit"
@@ -545,18 +485,18 @@ _dpctl() {
 
     case "${cmd}" in
         dpctl)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -571,18 +511,18 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version allocate preferred options prestart list help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version allocate preferred options prestart list help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -597,7 +537,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__allocate)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -664,11 +604,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -781,7 +721,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__list)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --churn --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --churn --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -848,11 +788,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -867,7 +807,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__options)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -934,11 +874,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -953,7 +893,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__preferred)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1020,11 +960,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1039,7 +979,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench__subcmd__prestart)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1106,11 +1046,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1125,18 +1065,18 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__checkpoint)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version show verify help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version show verify help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1207,7 +1147,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__checkpoint__subcmd__show)
-            opts="-o -v -q -h -V --dir --root --dra --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1222,11 +1162,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1241,7 +1181,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__checkpoint__subcmd__verify)
-            opts="-o -v -q -h -V --dir --root --dra --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1256,11 +1196,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1275,18 +1215,18 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__completions)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version bash elvish fish powershell zsh"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1301,7 +1241,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__demo)
-            opts="-o -v -q -h -V --pace --deadline --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --pace --deadline --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1316,11 +1256,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1335,7 +1275,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__doctor)
-            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --help --version merge help"
+            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --no-trunc --no-headers --help --version merge help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1374,7 +1314,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
                     return 0
                     ;;
                 --every)
@@ -1382,11 +1322,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1443,18 +1383,18 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__doctor__subcmd__merge)
-            opts="-o -v -q -h -V --all --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --all --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1468,503 +1408,19 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__dra)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version info prepare unprepare watch-health check mock help"
+        dpctl__subcmd__explain)
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__check)
-            opts="-o -v -q -h -V --registration --driver --registry-dir --connect-timeout --claim --cdi-dir --timeout --output --color --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --registration)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --driver)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registry-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --connect-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --claim)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cdi-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help)
-            opts="info prepare unprepare watch-health check mock help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__check)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__info)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__mock)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__prepare)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__unprepare)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__watch__subcmd__health)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__info)
-            opts="-o -v -q -h -V --registration --driver --registry-dir --connect-timeout --output --color --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --registration)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --driver)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registry-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --connect-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__mock)
-            opts="-o -v -q -h -V --dir --cdi-dir --service --devices --devices-per-claim --pool --request-name --unhealthy --health-interval --fault --prepare-delay --prepare-error --prepare-status --unprepare-error --record --output --color --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cdi-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --service)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --devices)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --devices-per-claim)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --pool)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --request-name)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --unhealthy)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --health-interval)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --fault)
-                    COMPREPLY=($(compgen -W "missing-uid not-idempotent unresolvable-cdi bad-cdi-id health-unserved" -- "${cur}"))
-                    return 0
-                    ;;
-                --prepare-delay)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --prepare-error)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --prepare-status)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --unprepare-error)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --record)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__prepare)
-            opts="-o -v -q -h -V --socket --registration --driver --registry-dir --connect-timeout --api --claim --claims --timeout --cdi-dir --no-cdi-check --output --color --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registration)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --driver)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registry-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --connect-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --api)
-                    COMPREPLY=($(compgen -W "v1 v1beta1" -- "${cur}"))
-                    return 0
-                    ;;
-                --claim)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --claims)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cdi-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__unprepare)
-            opts="-o -v -q -h -V --socket --registration --driver --registry-dir --connect-timeout --api --claim --claims --timeout --cdi-dir --no-cdi-check --output --color --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registration)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --driver)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registry-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --connect-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --api)
-                    COMPREPLY=($(compgen -W "v1 v1beta1" -- "${cur}"))
-                    return 0
-                    ;;
-                --claim)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --claims)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cdi-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__watch__subcmd__health)
-            opts="-o -v -q -h -V --socket --registration --driver --registry-dir --connect-timeout --api --count --timeout --output --color --verbose --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registration)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --driver)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --registry-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --connect-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --api)
-                    COMPREPLY=($(compgen -W "v1alpha1 v1" -- "${cur}"))
-                    return 0
-                    ;;
-                --count)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -1979,7 +1435,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help)
-            opts="plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help"
+            opts="plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2174,93 +1630,9 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__help__subcmd__dra)
-            opts="info prepare unprepare watch-health check mock"
+        dpctl__subcmd__help__subcmd__explain)
+            opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__check)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__info)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__mock)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__prepare)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__unprepare)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__watch__subcmd__health)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2749,7 +2121,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --output --color --verbose --quiet --help --version admit delete restart restart-container status set-grace help"
+            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2780,7 +2152,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
                     return 0
                     ;;
                 --expect)
@@ -2824,11 +2196,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2843,7 +2215,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__admit)
-            opts="-f -o -v -q -h -V --dir --filename --allocate --name --namespace --cpu --memory --dry-run --output --color --verbose --quiet --help --version"
+            opts="-f -o -v -q -h -V --dir --filename --allocate --name --namespace --cpu --memory --dry-run --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2882,11 +2254,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -2901,7 +2273,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__delete)
-            opts="-n -o -v -q -h -V --dir --namespace --output --color --verbose --quiet --help --version"
+            opts="-n -o -v -q -h -V --dir --namespace --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2920,11 +2292,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3051,7 +2423,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart)
-            opts="-o -v -q -h -V --dir --wait --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --wait --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3066,11 +2438,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3085,7 +2457,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart__subcmd__container)
-            opts="-n -o -v -q -h -V --dir --namespace --output --color --verbose --quiet --help --version"
+            opts="-n -o -v -q -h -V --dir --namespace --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3104,11 +2476,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3123,7 +2495,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__set__subcmd__grace)
-            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3134,11 +2506,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3153,7 +2525,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__status)
-            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3164,11 +2536,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3183,7 +2555,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin)
-            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --register-twice --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --help --version set-health add-device remove-device status help"
+            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --register-twice --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --no-trunc --no-headers --help --version set-health add-device remove-device status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3290,11 +2662,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3309,7 +2681,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__add__subcmd__device)
-            opts="-o -v -q -h -V --dir --timeout --health --numa --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --timeout --health --numa --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3332,11 +2704,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3435,7 +2807,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__remove__subcmd__device)
-            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3450,11 +2822,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3469,7 +2841,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__set__subcmd__health)
-            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3484,11 +2856,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3503,7 +2875,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__status)
-            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3518,11 +2890,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3537,18 +2909,18 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version call watch check help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version call watch check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3563,18 +2935,18 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version options list allocate preferred prestart help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version options list allocate preferred prestart help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3589,7 +2961,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__allocate)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --devices --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --devices --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3624,11 +2996,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3741,7 +3113,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__list)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3772,11 +3144,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3791,7 +3163,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__options)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3822,11 +3194,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3841,7 +3213,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__preferred)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --available --must-include --size --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --available --must-include --size --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3884,11 +3256,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3903,7 +3275,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__prestart)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --devices --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --devices --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3938,11 +3310,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -3957,7 +3329,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__check)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --list --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --list --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3988,11 +3360,11 @@ _dpctl() {
                     return 0
                     ;;
                 --only)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --skip)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --junit)
@@ -4020,11 +3392,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4179,7 +3551,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__watch)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --count --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --count --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4214,11 +3586,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4233,18 +3605,18 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version list get allocatable free watch dump serve help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version list get allocatable free watch dump serve help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4259,7 +3631,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__allocatable)
-            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4286,11 +3658,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4305,7 +3677,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__dump)
-            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4332,11 +3704,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4351,7 +3723,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__free)
-            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --resource --cpus-per-numa --timeout --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --resource --cpus-per-numa --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4386,11 +3758,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4405,7 +3777,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__get)
-            opts="-n -o -v -q -h -V --namespace --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --help --version"
+            opts="-n -o -v -q -h -V --namespace --socket --api --connect-timeout --max-recv-bytes --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4440,11 +3812,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4585,7 +3957,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__list)
-            opts="-n -o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --namespace --resource --timeout --output --color --verbose --quiet --help --version"
+            opts="-n -A -w -o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --namespace --all-namespaces --resource --watch --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4624,11 +3996,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4643,7 +4015,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__serve)
-            opts="-o -v -q -h -V --socket --data --disable-get --no-rate-limit --qps --burst --apis --force --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --socket --data --disable-get --no-rate-limit --qps --burst --apis --force --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4670,11 +4042,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4689,7 +4061,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources__subcmd__watch)
-            opts="-n -o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --namespace --resource --interval --count --timeout --no-initial --output --color --verbose --quiet --help --version"
+            opts="-n -A -o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --namespace --all-namespaces --resource --interval --count --timeout --no-initial --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4736,11 +4108,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4755,18 +4127,18 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__scenario)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --help --version run diff help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version run diff help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4781,7 +4153,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__scenario__subcmd__diff)
-            opts="-o -v -q -h -V --referee --kubelet-version --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --referee --kubelet-version --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4796,11 +4168,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4871,7 +4243,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__scenario__subcmd__run)
-            opts="-o -v -q -h -V --engine --kubelet-version --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --engine --kubelet-version --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4886,11 +4258,11 @@ _dpctl() {
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)
@@ -4905,7 +4277,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__smoke)
-            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --topology-manager-policy --numa-nodes --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --output --color --verbose --quiet --help --version"
+            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --topology-manager-policy --numa-nodes --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4956,7 +4328,7 @@ _dpctl() {
                     return 0
                     ;;
                 --skip)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "registration-request first-snapshot health-report admission pod-deletion kubelet-restart options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --junit)
@@ -4972,19 +4344,19 @@ _dpctl() {
                     return 0
                     ;;
                 --registration)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "auto kubelet-sock plugins-registry" -- "${cur}"))
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
                     return 0
                     ;;
                 --output)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 -o)
-                    COMPREPLY=($(compgen -W "table wide json" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
                     ;;
                 --color)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_dpctl_global_optspecs
-    string join \n o/output= color= v/verbose q/quiet h/help V/version
+    string join \n o/output= color= v/verbose q/quiet no-trunc no-headers h/help V/version
 end
 
 function __fish_dpctl_needs_command
@@ -26,35 +26,41 @@ end
 
 complete -c dpctl -n "__fish_dpctl_needs_command" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_needs_command" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_needs_command" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_needs_command" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_needs_command" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_needs_command" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_needs_command" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
-complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "dra" -d 'DRA drivers: call a driver\'s sockets as the kubelet does (info, prepare, unprepare, watch-health) with the answers judged, or be a mock DRA driver'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "scenario" -d 'Run scenario files on kubelet-sim or a referee (the kubelet\'s own code); diff the two'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "checkpoint" -d 'Read the kubelet\'s device-manager checkpoint: show it, verify its checksum (read-only)'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "doctor" -d 'Check a node\'s device-plugin setup in one read-only run: findings with evidence and hints'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "explain" -d 'Name the cause of a kubelet admission error as pasted, the releases that say it, and the check'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -f -a "call" -d 'Make one call to a plugin'
@@ -63,12 +69,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -f -a "options" -d 'GetDevicePluginOptions'
@@ -86,12 +95,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l count -d 'Stop after this many messages' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l socket -d 'The plugin\'s socket' -r -F
@@ -100,8 +112,32 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l timeout -d 'Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l connect-timeout -d 'Limit for connecting to the socket' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l max-recv-bytes -d 'Largest message accepted [default: the kubelet\'s 4 MiB]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l only -d 'Run only these checks (comma-separated names; see --list)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l skip -d 'Leave out these checks (comma-separated names)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l only -d 'Run only these checks (comma-separated names; see --list)' -r -f -a "options-answer\t''
+list-first-message-prompt\t''
+device-ids-valid\t''
+health-values\t''
+numa-ids-valid\t''
+message-size\t''
+allocate-healthy\t''
+allocate-unknown-id\t''
+preferred-contract\t''
+preferred-not-advertised\t''
+prestart-deadline\t''
+parallel-calls\t''
+list-stream-stays-open\t''"
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l skip -d 'Leave out these checks (comma-separated names)' -r -f -a "options-answer\t''
+list-first-message-prompt\t''
+device-ids-valid\t''
+health-values\t''
+numa-ids-valid\t''
+message-size\t''
+allocate-healthy\t''
+allocate-unknown-id\t''
+preferred-contract\t''
+preferred-not-advertised\t''
+prestart-deadline\t''
+parallel-calls\t''
+list-stream-stays-open\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l junit -d 'Also write the results as JUnit XML to FILE (testsuite "dpctl plugin check")' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l register-options -d 'The options the plugin sends in its RegisterRequest, e.g. pre_start_required=true,get_preferred_allocation_available=false (keys left out are false, as in the message). The kubelet never reads them; options-answer notes where GetDevicePluginOptions differs' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l first-list-timeout -d 'How long the first ListAndWatch message may take' -r
@@ -110,7 +146,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l parallel -d 'How many concurrent calls parallel-calls makes' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -118,6 +155,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l list -d 'List the checks (name and why it matters; -o wide adds the rule) and exit'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "call" -d 'Make one call to a plugin'
@@ -130,7 +169,19 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l registry-dir -d 'Also accept plugins through this plugins_registry directory (the plugin watcher\'s way)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l dial-timeout -d 'How long Register keeps dialing the plugin\'s socket before it fails' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l rpc-timeout -d 'Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l kubelet-version -d 'The kubelet release to play: 1.26 … 1.37 or master (v1.30 and 1.30.7 mean 1.30)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l kubelet-version -d 'The kubelet release to play: 1.26 … 1.37 or master (v1.30 and 1.30.7 mean 1.30)' -r -f -a "1.26\t''
+1.27\t''
+1.28\t''
+1.29\t''
+1.30\t''
+1.31\t''
+1.32\t''
+1.33\t''
+1.34\t''
+1.35\t''
+1.36\t''
+1.37\t''
+master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l expect -d 'Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l timeout -d 'Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l topology-manager-policy -d 'The kubelet\'s --topology-manager-policy' -r -f -a "none\t'No hints are collected; devices are not aligned'
@@ -148,7 +199,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l numa-distances -d 'NUMA distances (rows by \';\', values by \',\'), needed by prefer-closest-numa-nodes, e.g. 10,21;21,10' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -160,6 +212,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l adopt-checkpoint -d 'Let the sim rewrite a kubelet_internal_checkpoint it did not write (a real kubelet\'s). Without it such a file is read, verified and restored, never changed'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
@@ -178,71 +232,89 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l memory -d 'Memory limit (= request) of the --allocate pod\'s container, e.g. 1Gi; with --cpu the pod is Guaranteed' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l dry-run -d 'Only judge the pod: would it be admitted, and where? Nothing is allocated, no plugin is called'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s n -l namespace -d 'Namespace' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l wait -d 'How long to wait for plugins to come back' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s n -l namespace -d 'Namespace' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
@@ -254,12 +326,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -f -a "list" -d 'Pods and what they hold: devices, NUMA nodes, CPUs, memory, DRA claims'
@@ -281,15 +356,20 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s A -l all-namespaces -d 'Every namespace (the default; as kubectl\'s -A)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s w -l watch -d 'After the list, watch for changes (as `watch`, every 2s, until Ctrl-C)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The pod\'s namespace' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s n -l namespace -d 'The pod\'s namespace [default: default, or the one in NAMESPACE/NAME]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l socket -d 'The kubelet\'s PodResources socket' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l api -d 'API version' -r -f -a "auto\t'v1, falling back to v1alpha1 when the kubelet has no v1 (before 1.20)'
 v1\t'Only v1'
@@ -299,12 +379,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l socket -d 'The kubelet\'s PodResources socket' -r -F
@@ -316,12 +399,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l socket -d 'The kubelet\'s PodResources socket' -r -F
@@ -335,12 +421,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l socket -d 'The kubelet\'s PodResources socket' -r -F
@@ -356,13 +445,17 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l timeout -d 'Stop after this long [default: until Ctrl-C]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s A -l all-namespaces -d 'Every namespace (the default; as kubectl\'s -A)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l no-initial -d 'Do not print the pods present at the start; only changes'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l socket -d 'The kubelet\'s PodResources socket' -r -F
@@ -374,12 +467,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l timeout -d 'Deadline of each call' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l socket -d 'The socket to serve on (a real kubelet uses /var/lib/kubelet/pod-resources/kubelet.sock)' -r -F
@@ -390,7 +486,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 v1alpha1\t'`v1alpha1.PodResourcesLister`'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -399,6 +496,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l force -d 'Take the socket over even if a live process serves it'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from help" -f -a "list" -d 'Pods and what they hold: devices, NUMA nodes, CPUs, memory, DRA claims'
@@ -435,7 +534,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l run-for -d 'Stop after this long (for scripts and CI)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -452,6 +552,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l hide-rpcs -d 'Do not show each RPC as an event (less work under heavy load; --record still gets them)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -f -a "set-health" -d 'Set the health of devices; the plugin sends a new ListAndWatch list'
@@ -463,12 +565,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l timeout -d 'How long to wait for the mock to answer' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l dir -d 'The device-plugin directory the mock serves in' -r -F
@@ -477,36 +582,45 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l numa -d 'Their NUMA nodes, comma-separated (none: no topology)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l dir -d 'The device-plugin directory the mock serves in' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l timeout -d 'How long to wait for the mock to answer' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l dir -d 'The device-plugin directory the mock serves in' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l timeout -d 'How long to wait for the mock to answer' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "set-health" -d 'Set the health of devices; the plugin sends a new ListAndWatch list'
@@ -514,153 +628,6 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "remove-device" -d 'Remove devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
-wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
-always\t'Always'
-never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l registration -d 'The driver\'s registration socket' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l connect-timeout -d 'Limit for connecting to each socket' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
-wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
-always\t'Always'
-never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l socket -d 'The driver\'s service socket (its registered endpoint)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l registration -d 'The driver\'s registration socket' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l connect-timeout -d 'Limit for connecting to each socket' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l api -d 'The node service [default: what a 1.34+ kubelet picks from GetInfo; v1 with --socket]' -r -f -a "v1\t'k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin (kubelet 1.34+)'
-v1beta1\t'k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (kubelet 1.32+)'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l claim -d 'A claim as NAMESPACE/NAME/UID (or NAME/UID in default); repeat for more' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l claims -d 'A JSON or YAML file with a list of {namespace, name, uid}' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l timeout -d 'Deadline of the call [default: the kubelet\'s 45s]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
-wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
-always\t'Always'
-never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l no-cdi-check -d 'Do not resolve CDI IDs (they are still parsed)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l socket -d 'The driver\'s service socket (its registered endpoint)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l registration -d 'The driver\'s registration socket' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l connect-timeout -d 'Limit for connecting to each socket' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l api -d 'The node service [default: what a 1.34+ kubelet picks from GetInfo; v1 with --socket]' -r -f -a "v1\t'k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin (kubelet 1.34+)'
-v1beta1\t'k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (kubelet 1.32+)'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l claim -d 'A claim as NAMESPACE/NAME/UID (or NAME/UID in default); repeat for more' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l claims -d 'A JSON or YAML file with a list of {namespace, name, uid}' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l timeout -d 'Deadline of the call [default: the kubelet\'s 45s]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
-wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
-always\t'Always'
-never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l no-cdi-check -d 'Do not resolve CDI IDs (they are still parsed)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l socket -d 'The driver\'s service socket (its registered endpoint)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l registration -d 'The driver\'s registration socket' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l connect-timeout -d 'Limit for connecting to each socket' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l api -d 'The health service [default: what a 1.37 kubelet picks from GetInfo; v1alpha1 with --socket]' -r -f -a "v1alpha1\t'v1alpha1.DRAResourceHealth (kubelet 1.34+)'
-v1\t'v1.DRAResourceHealth (kubelet 1.37+)'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l count -d 'Stop after this many messages' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l timeout -d 'Stop after this long [default: until stopped]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
-wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
-always\t'Always'
-never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l registration -d 'The driver\'s registration socket' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l connect-timeout -d 'Limit for connecting to each socket' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l claim -d 'The claim to prepare [default: dpctl-check/dpctl-check/<random UID>]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l timeout -d 'Deadline of each call [default: the kubelet\'s 45s]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
-wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
-always\t'Always'
-never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l dir -d 'The kubelet root directory the sockets go under' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l cdi-dir -d 'Where CDI specs go [default: <DIR>/plugins/<DRIVER>/cdi]' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l service -d 'A service to advertise, in order: v1, v1beta1, health-v1alpha1, health-v1 (or the advertised string); repeat [default: v1, v1beta1, health-v1alpha1, as the kubeletplugin helper]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l devices -d 'How many devices' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l devices-per-claim -d 'Devices each claim gets' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l pool -d 'The pool name' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l request-name -d 'request_names of every device answered; repeat [default: none, i.e. all requests]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l unhealthy -d 'A device reported Unhealthy on the health stream; repeat' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l health-interval -d 'Health stream period' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l fault -d 'What to break; repeat' -r -f -a "missing-uid\t'The first claim of each Prepare is left out'
-not-idempotent\t'A claim prepared again gets other devices'
-unresolvable-cdi\t'CDI IDs answered, no spec written'
-bad-cdi-id\t'CDI IDs that do not parse'
-health-unserved\t'Health advertised, not served'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-delay -d 'Wait this long before answering each Prepare' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-error -d 'Answer every claim of Prepare with this error' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-status -d 'Fail Prepare as a whole with this gRPC code (e.g. unavailable)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l unprepare-error -d 'Answer every claim of Unprepare with this error' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l record -d 'Write every call as a JSON line to FILE (only an empty file or a record dpctl wrote is replaced)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
-wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
-always\t'Always'
-never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l dir -d 'Use this device-plugin directory instead of a fresh one under /tmp (it is kept; only the sim\'s sockets are removed)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l resource -d 'The resource to test when the plugin registers several [default: the first to register]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l register-timeout -d 'How long the plugin may take to start and register' -r
@@ -675,15 +642,48 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l numa-nodes -d 'NUM
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l grace -d 'How long the plugin may take to exit after SIGTERM before it gets SIGKILL' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l prestart-timeout -d 'PreStartContainer deadline, as the kubelet\'s (30s)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l stream-window -d 'How long the ListAndWatch stream must stay open during the checks (at least)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l skip -d 'Leave out these steps or checks (comma-separated names; see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l skip -d 'Leave out these steps or checks (comma-separated names; see below)' -r -f -a "registration-request\t''
+first-snapshot\t''
+health-report\t''
+admission\t''
+pod-deletion\t''
+kubelet-restart\t''
+options-answer\t''
+list-first-message-prompt\t''
+device-ids-valid\t''
+health-values\t''
+numa-ids-valid\t''
+message-size\t''
+allocate-healthy\t''
+allocate-unknown-id\t''
+preferred-contract\t''
+preferred-not-advertised\t''
+prestart-deadline\t''
+parallel-calls\t''
+list-stream-stays-open\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l junit -d 'Also write the report as JUnit XML to FILE (testsuite "dpctl smoke")' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l log-dir -d 'Write the plugin\'s whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log (the report keeps the last 64 KiB of each)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l bind -d 'With --isolate: also bind-mount SRC (a host path) at DST inside the namespace, e.g. a CDI spec directory, a fake /dev tree or a config file (repeatable)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l registration -d 'How the plugin must register: on kubelet.sock, through plugins_registry (the plugin watcher\'s GetInfo), or auto (whichever it does; the report says which)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d 'The kubelet release(s) to play, comma-separated (1.26 … 1.37, master): the whole smoke runs once per release, and the report says which ones the plugin passes' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l registration -d 'How the plugin must register: on kubelet.sock, through plugins_registry (the plugin watcher\'s GetInfo), or auto (whichever it does; the report says which)' -r -f -a "auto\t''
+kubelet-sock\t''
+plugins-registry\t''"
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d 'The kubelet release(s) to play, comma-separated (1.26 … 1.37, master): the whole smoke runs once per release, and the report says which ones the plugin passes' -r -f -a "1.26\t''
+1.27\t''
+1.28\t''
+1.29\t''
+1.30\t''
+1.31\t''
+1.32\t''
+1.33\t''
+1.34\t''
+1.35\t''
+1.36\t''
+1.37\t''
+master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
@@ -692,16 +692,21 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l show-output -d 'Co
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l isolate -d 'Run the plugin unmodified in a private mount namespace where the sim\'s fresh directories are bind-mounted at /var/lib/kubelet/device-plugins, /var/lib/kubelet/plugins_registry and /var/lib/kubelet/pod-resources (the host\'s mounts never change; see below)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -f -a "run" -d 'Run scenarios on one engine; show what was observed after each step'
@@ -711,24 +716,30 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_su
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated (e.g. 1.34,1.37) [default: each scenario\'s]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l referee -d 'A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated [default: each scenario\'s]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from help" -f -a "run" -d 'Run scenarios on one engine; show what was observed after each step'
@@ -738,22 +749,28 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l pace -d 'Pause afte
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l deadline -d 'How long any one wait may take (registration, the health change, the restart)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -f -a "show" -d 'Pods, containers, resources, devices per NUMA node, each stored Allocate answer decoded, and the registered devices'
@@ -763,26 +780,30 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l root -d 'Prefix of the host path --dir (the host\'s / as mounted in a pod, e.g. /host)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l dra -d 'The DRA manager\'s checkpoint [default file: dra_manager_state in the parent of --dir]'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l dir -d 'The device-plugin directory' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l root -d 'Prefix of the host path --dir (the host\'s / as mounted in a pod, e.g. /host)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l dra -d 'The DRA manager\'s checkpoint [default file: dra_manager_state in the parent of --dir]'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from help" -f -a "show" -d 'Pods, containers, resources, devices per NUMA node, each stored Allocate answer decoded, and the registered devices'
@@ -796,41 +817,75 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l timeout -d 'Deadline of each probe (connect, one call, the first ListAndWatch message)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l budget -d 'Total time for the whole run' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l node -d 'Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l kubelet-version -d 'The kubelet release to judge files and the checkpoint by: 1.26 … 1.37 or master' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l kubelet-version -d 'The kubelet release to judge files and the checkpoint by: 1.26 … 1.37 or master' -r -f -a "1.26\t''
+1.27\t''
+1.28\t''
+1.29\t''
+1.30\t''
+1.31\t''
+1.32\t''
+1.33\t''
+1.34\t''
+1.35\t''
+1.36\t''
+1.37\t''
+master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l every -d 'Run again every DURATION until stopped (one report per run; one JSON line each with -o json)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -f -a "merge" -d 'Fold many nodes\' `dpctl doctor -o json` reports (e.g. `kubectl logs -l ... --tail=1`) into one view: a row per node, then every warning and error with its node; exit 1 when any node has an error'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l all -d 'Also list the findings that are ok'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from help" -f -a "merge" -d 'Fold many nodes\' `dpctl doctor -o json` reports (e.g. `kubectl logs -l ... --tail=1`) into one view: a row per node, then every warning and error with its node; exit 1 when any node has an error'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -f -a "allocate" -d 'Load Allocate (one container request per call)'
@@ -856,12 +911,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l socket -d 'The plugin\'s socket' -r -F
@@ -881,12 +939,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l socket -d 'The plugin\'s socket' -r -F
@@ -906,12 +967,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l socket -d 'The plugin\'s socket' -r -F
@@ -931,12 +995,15 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l socket -d 'The plugin\'s socket' -r -F
@@ -956,13 +1023,16 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l fail-if -d 'Fail (exit 1) when a condition holds, e.g. \'p99>5ms\', \'errors>0\', \'throughput<20000\'. Metrics: p50 p90 p99 p99.9 max mean errors violations throughput. Repeatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l churn -d 'Flip one device Unhealthy and back, one change at a time, and time each change until its message is decoded. Needs a `dpctl mock-plugin` (health is changed through its control socket)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "allocate" -d 'Load Allocate (one container request per call)'
@@ -973,27 +1043,30 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
-json\t'JSON with stable snake_case keys; JSON Lines for streams'"
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "dra" -d 'DRA drivers: call a driver\'s sockets as the kubelet does (info, prepare, unprepare, watch-health) with the answers judged, or be a mock DRA driver'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "scenario" -d 'Run scenario files on kubelet-sim or a referee (the kubelet\'s own code); diff the two'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "checkpoint" -d 'Read the kubelet\'s device-manager checkpoint: show it, verify its checksum (read-only)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "doctor" -d 'Check a node\'s device-plugin setup in one read-only run: findings with evidence and hints'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor bench completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "scenario" -d 'Run scenario files on kubelet-sim or a referee (the kubelet\'s own code); diff the two'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "checkpoint" -d 'Read the kubelet\'s device-manager checkpoint: show it, verify its checksum (read-only)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "doctor" -d 'Check a node\'s device-plugin setup in one read-only run: findings with evidence and hints'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "explain" -d 'Name the cause of a kubelet admission error as pasted, the releases that say it, and the check'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "call" -d 'Make one call to a plugin'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
@@ -1014,12 +1087,6 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcom
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "add-device" -d 'Add devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "remove-device" -d 'Remove devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from scenario" -f -a "run" -d 'Run scenarios on one engine; show what was observed after each step'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from scenario" -f -a "diff" -d 'Run scenarios on kubelet-sim and on a referee; show every difference'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from checkpoint" -f -a "show" -d 'Pods, containers, resources, devices per NUMA node, each stored Allocate answer decoded, and the registered devices'

@@ -629,7 +629,7 @@ async fn table_shows_evidence_and_rule_of_a_failure() {
         r.stdout
     );
     assert!(r.stdout.contains("  rule:     Allocate of an ID the plugin never advertised must fail"), "{}", r.stdout);
-    assert!(r.stdout.contains("1 checks: 0 passed, 1 failed, 0 skipped, 0 errors"), "{}", r.stdout);
+    assert!(r.stdout.contains("1 check: 0 passed, 1 failed, 0 skipped, 0 errors"), "{}", r.stdout);
 }
 
 #[tokio::test]
@@ -665,7 +665,7 @@ async fn junit_report_is_well_formed_and_counts_match() {
     // The ID survives escaping (the control character as \u{0001}), in the message and the body.
     assert!(failure.attribute("message").unwrap().contains("<GPU&\"'>\\u{0001}"), "{xml}");
     let body = failure.text().unwrap();
-    assert!(body.contains("rule: every device ID") && body.contains("why it matters:"), "{body}");
+    assert!(body.contains("rule: every device ID") && body.contains("reason:"), "{body}");
     // The table shows the same failure.
     assert!(r.stdout.contains("FAIL device-ids-valid"), "{}", r.stdout);
 }

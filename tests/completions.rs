@@ -32,3 +32,24 @@ async fn completions_command_prints_the_script() {
     assert!(r.stdout.contains("_dpctl()"), "{}", &r.stdout[..200.min(r.stdout.len())]);
     assert!(r.stdout.contains("kubelet-sim"));
 }
+
+/// Completions offer values, not file names: the kubelet releases for
+/// `--kubelet-version`, the check names for `--only`/`--skip`, the ways for
+/// `--registration` (fish lists each value on its own).
+#[tokio::test]
+async fn completions_offer_kubelet_versions_check_names_and_registration_ways() {
+    let r = crate::support::dpctl(&["completions", "fish"]).await;
+    r.expect_code(0);
+    // One `complete` command per option; its values may span lines.
+    let line = |needle: &str| {
+        let at = r.stdout.find(needle).unwrap_or_else(|| panic!("no {needle}"));
+        let rest = &r.stdout[at..];
+        rest[..rest.find("\ncomplete ").unwrap_or(rest.len())].to_string()
+    };
+    let kv = line("-l kubelet-version");
+    assert!(kv.contains("1.26") && kv.contains("1.37") && kv.contains("master"), "{kv}");
+    let only = line("-l only");
+    assert!(only.contains("allocate-unknown-id") && only.contains("options-answer"), "{only}");
+    let reg = line("-l registration");
+    assert!(reg.contains("kubelet-sock") && reg.contains("plugins-registry"), "{reg}");
+}

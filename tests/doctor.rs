@@ -425,3 +425,105 @@ async fn a_managed_clusters_kubelet_version_is_its_release() {
     let run = dpctl(&["doctor", "--root", root, "--kubelet-version", "v1.30.7-eks 59bf375"]).await;
     run.expect_code(2);
 }
+
+/// The stream-ended case, on a real sim (the kubelet's behaviour in every
+/// release 1.26-1.37, pkg/kubelet/cm/devicemanager/plugin/v1beta1/client.go:
+/// one ListAndWatch per registration, never reopened): the sim's stream to
+/// the plugin ends, the sim lists nothing allocatable, while the plugin,
+/// asked on doctor's own stream, reports both devices healthy. Doctor names
+/// the mismatch and the fix (error, exit 1), says what it knows about
+/// Allocate without calling it, and `kubelet-sim status` says why the stream
+/// ended.
+#[tokio::test]
+async fn stream_ended_plugin_is_healthy_but_the_kubelet_lists_nothing() {
+    let node = Node::new();
+    let sim = node.sim().await;
+    let p = FakePlugin::new(
+        FakePlugin::healthy(2, true),
+        Behaviour { allocate_answer: AllocateAnswer::EnvOnly, ..Behaviour::default() },
+    );
+    let (_path, _stop) = p.start(&node.dir(), "gpu.sock", GPU).await;
+    sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 2), Duration::from_secs(10)).await.unwrap();
+    // Before the cut: the two views agree.
+    let r = node.doctor().await;
+    assert_eq!(find(&r, "kubelet-view", "gpu.sock").severity, Severity::Ok, "{:#?}", r.findings);
+    p.end_streams();
+    sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 0), Duration::from_secs(10)).await.unwrap();
+
+    let root = node.root().to_str().unwrap();
+    let run = dpctl(&["doctor", "--root", root, "--timeout", "500ms", "-o", "json"]).await;
+    run.expect_code(1);
+    let json = run.json();
+    let f = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "kubelet-view")
+        .unwrap_or_else(|| panic!("no kubelet-view finding: {json:#}"));
+    assert_eq!(f["severity"], "error", "{f:#}");
+    let evidence = f["evidence"].as_str().unwrap();
+    assert!(evidence.contains("reports 2 healthy device(s) of example.com/gpu"), "{evidence}");
+    assert!(evidence.contains("lists none of them as allocatable"), "{evidence}");
+    let hint = f["hint"].as_str().unwrap();
+    assert!(hint.contains("stream to this plugin ended") && hint.contains("restart the plugin"), "{hint}");
+    // The socket itself still looks fine: the finding is what tells them apart.
+    let sock = json["findings"].as_array().unwrap().iter().find(|f| f["check"] == "socket").unwrap();
+    assert_eq!(sock["severity"], "ok", "{sock:#}");
+
+    let table = dpctl(&["doctor", "--root", root, "--timeout", "500ms"]).await;
+    table.expect_code(1);
+    assert!(table.stdout.contains("kubelet-view"), "{}", table.stdout);
+    assert!(table.stdout.contains("plugin call allocate --socket"), "{}", table.stdout);
+    assert!(table.stdout.contains("allocates for real"), "{}", table.stdout);
+
+    let dir = node.dir();
+    let status = dpctl(&["kubelet-sim", "status", "--dir", dir.to_str().unwrap()]).await;
+    status.expect_code(0);
+    assert!(
+        status.stdout.contains("example.com/gpu: stream ended: the plugin ended the stream (status OK)"),
+        "{}",
+        status.stdout
+    );
+    let json = dpctl(&["kubelet-sim", "status", "--dir", dir.to_str().unwrap(), "-o", "json"]).await.json();
+    let res = json["resources"].as_array().unwrap().iter().find(|r| r["resource"] == GPU).unwrap().clone();
+    assert_eq!(res["stream_end_reason"], "the plugin ended the stream (status OK)", "{res:#}");
+    sim.stop().await.unwrap();
+}
+
+/// `dpctl explain` on the sim's own rejection after its stream to the plugin
+/// was cut (every release 1.26-1.37 says the same text): the pasted event
+/// line is explained as no-healthy-devices, with the releases and `dpctl
+/// doctor` as the check; text it does not know exits 1.
+#[tokio::test]
+async fn explain_names_the_cause_of_the_sims_rejection_after_a_stream_cut() {
+    let node = Node::new();
+    let sim = node.sim().await;
+    let p = FakePlugin::new(FakePlugin::healthy(1, false), Behaviour::default());
+    let (_path, _stop) = p.start(&node.dir(), "gpu.sock", GPU).await;
+    sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 1), Duration::from_secs(10)).await.unwrap();
+    p.end_streams();
+    sim.wait_for_counts(|c| c.get(GPU).is_some_and(|c| c.allocatable == 0), Duration::from_secs(10)).await.unwrap();
+    let o = sim.admit(PodSpec::shorthand("p", "default", &[(GPU.into(), 1)])).await.unwrap();
+    assert!(!o.admitted);
+    let pasted = format!(
+        "  Warning  {}  5s  kubelet  {}",
+        o.reason.clone().unwrap_or_default(),
+        o.message.clone().unwrap_or_default()
+    );
+    let run = dpctl(&["explain", &pasted]).await;
+    run.expect_code(0);
+    assert!(run.stdout.starts_with("UnexpectedAdmissionError (no-healthy-devices)"), "{}", run.stdout);
+    assert!(run.stdout.contains("values:   example.com/gpu"), "{}", run.stdout);
+    assert!(run.stdout.contains("stream to the plugin ended"), "{}", run.stdout);
+    assert!(run.stdout.contains("confirm:  dpctl doctor"), "{}", run.stdout);
+    assert!(run.stdout.contains("releases: 1.26-1.37"), "{}", run.stdout);
+    let json = dpctl(&["explain", "-o", "json", &pasted]).await;
+    json.expect_code(0);
+    let codes: Vec<String> =
+        json.json()["matches"].as_array().unwrap().iter().map(|m| m["code"].as_str().unwrap().to_string()).collect();
+    assert_eq!(codes, ["no-healthy-devices", "allocate-failed-unexpected"]);
+    let none = dpctl(&["explain", "ImagePullBackOff"]).await;
+    none.expect_code(1);
+    assert!(none.stderr.contains("no kubelet text dpctl knows"), "{}", none.stderr);
+    sim.stop().await.unwrap();
+}

@@ -476,7 +476,7 @@ async fn record_file_has_every_rpc() {
         assert_eq!(l["resource"], GPU);
         assert!(l["latency_ms"].as_f64().unwrap() >= 0.0);
     }
-    assert_eq!(lines[1]["request"]["container_requests"][0]["devices_ids"], serde_json::json!(["GPU-1"]));
+    assert_eq!(lines[1]["request"]["container_requests"][0]["device_ids"], serde_json::json!(["GPU-1"]));
     assert_eq!(lines[1]["response"]["container_responses"][0]["envs"]["DPCTL_MOCK_DEVICES"], "GPU-1");
     assert!(lines[1]["error"].is_null());
     assert_eq!(lines[2]["error"]["code"], "invalid_argument");
@@ -660,7 +660,13 @@ async fn set_health_from_another_process_reaches_list_and_watch() {
     let r = dpctl(&["mock-plugin", "status", "--dir", dir, "example.com/other"]).await;
     r.expect_code(3);
     assert!(r.stderr.contains("no mock plugin serves example.com/other"), "{}", r.stderr);
+    // The only mock running there: no resource needed (as kubectl's default context).
+    let only = dpctl(&["mock-plugin", "status", "--dir", dir, "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(only["resource"], GPU, "{only:#}");
     mock.kill().await;
+    let r = dpctl(&["mock-plugin", "status", "--dir", dir]).await;
+    r.expect_code(3);
+    assert!(r.stderr.contains("no mock plugin runs in"), "{}", r.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

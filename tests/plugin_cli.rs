@@ -93,7 +93,7 @@ async fn allocate_sends_one_request_per_group() {
     let c = v["containers"].as_array().unwrap();
     assert_eq!(c.len(), 2);
     assert_eq!(c[0]["envs"]["VISIBLE_DEVICES"], "GPU-0,GPU-1");
-    assert_eq!(c[1]["devices_ids"], serde_json::json!(["GPU-3"]));
+    assert_eq!(c[1]["device_ids"], serde_json::json!(["GPU-3"]));
     assert_eq!(c[1]["cdi_devices"], serde_json::json!(["example.com/gpu=GPU-3"]));
     assert_eq!(c[0]["mounts"][0]["read_only"], true);
     assert_eq!(p.rpcs().as_slice(), ["Allocate"]);

@@ -812,3 +812,29 @@ async fn watch_sees_no_change_when_a_multi_numa_device_is_encoded_differently() 
     let (code, err) = w.finish().await;
     assert_eq!(code, 0, "stderr: {err}");
 }
+
+/// kubectl habits: `get NAMESPACE/NAME` as `kubectl get pods -A` prints it,
+/// `list -A` (every namespace, the default) and `--no-headers` (rows only,
+/// for `| awk`).
+#[tokio::test]
+async fn kubectl_habits_namespace_slash_name_all_namespaces_and_no_headers() {
+    let sb = Sandbox::new();
+    let k = kubelet(&sb, node()).await;
+    let r = dpctl(&["podresources", "get", "gpu-jobs/train-0", "--socket", k.sock()]).await;
+    r.expect_code(0);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(cells(lines[1])[..3], ["gpu-jobs", "train-0", "log-shipper"]);
+    let r = dpctl(&["podresources", "get", "gpu-jobs/train-0", "-n", "web", "--socket", k.sock()]).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("another namespace than -n"), "{}", r.stderr);
+
+    let all = dpctl(&["podresources", "list", "-A", "--socket", k.sock()]).await;
+    all.expect_code(0);
+    let bare = dpctl(&["podresources", "list", "-A", "--no-headers", "--socket", k.sock()]).await;
+    bare.expect_code(0);
+    // Two tables (devices, then DRA claims): both lose their header line, and only it.
+    let headers = |s: &str| s.lines().filter(|l| l.starts_with("NAMESPACE ")).count();
+    assert_eq!(headers(&all.stdout), 2, "{}", all.stdout);
+    assert_eq!(headers(&bare.stdout), 0, "{}", bare.stdout);
+    assert_eq!(bare.stdout.lines().count() + 2, all.stdout.lines().count(), "{}\n{}", all.stdout, bare.stdout);
+}

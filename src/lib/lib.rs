@@ -22,6 +22,7 @@ pub mod error;
 pub mod input;
 pub mod kubelet_sim;
 pub mod kubelet_version;
+pub mod kubelet_texts;
 pub mod mock_plugin;
 pub mod model;
 pub mod output;

@@ -166,7 +166,9 @@ fn changed_fields(old: &Device, d: &Device, out: &mut Vec<Change>) {
 /// One container's share of an Allocate answer, in dpctl's JSON shape.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContainerAllocation {
-    /// The device IDs that were requested for this container.
+    /// The device IDs that were requested for this container (JSON `device_ids`, as
+    /// everywhere in dpctl's JSON; `devices_ids`, the proto's spelling, is read too).
+    #[serde(rename = "device_ids", alias = "devices_ids")]
     pub devices_ids: Vec<String>,
     /// Environment variables.
     pub envs: BTreeMap<String, String>,

@@ -5,6 +5,12 @@
 
 use std::time::{Duration, SystemTime};
 
+/// `1 check`, `2 checks`: a count with the right form of its noun.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Whole milliseconds in `d`, saturating at `u64::MAX` (no overflowing cast).
 pub fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)

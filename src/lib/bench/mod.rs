@@ -308,7 +308,7 @@ impl Tally {
                 .iter()
                 .map(|(k, (n, ev))| ((*k).to_string(), RuleCount { count: *n, example: ev.clone() }))
                 .collect(),
-            elapsed_s: secs,
+            elapsed_ms: secs * 1000.0,
             throughput: per_sec(self.ok, secs),
             send_rate: per_sec(self.sent.saturating_sub(1), self.send_span.as_secs_f64()),
             latency_ms: Latency {
@@ -319,8 +319,8 @@ impl Tally {
                 max: ns_to_ms(self.hist.max()),
                 mean: if self.hist.is_empty() { 0.0 } else { self.hist.mean() / 1e6 },
             },
-            client_cpu_s: self.cpu.as_secs_f64(),
-            cpu_per_call_us: if calls > 0 { self.cpu.as_secs_f64() * 1e6 / calls as f64 } else { 0.0 },
+            client_cpu_ms: self.cpu.as_secs_f64() * 1000.0,
+            cpu_per_call_ms: if calls > 0 { self.cpu.as_secs_f64() * 1000.0 / calls as f64 } else { 0.0 },
         }
     }
 }
@@ -339,7 +339,6 @@ pub struct Latency {
     /// 99th percentile.
     pub p99: f64,
     /// 99.9th percentile.
-    #[serde(rename = "p99.9")]
     pub p99_9: f64,
     /// Slowest.
     pub max: f64,
@@ -381,8 +380,8 @@ pub struct TargetReport {
     pub violations: u64,
     /// Broken rules, with counts and the first evidence.
     pub violations_by_rule: BTreeMap<String, RuleCount>,
-    /// Measured time in seconds.
-    pub elapsed_s: f64,
+    /// Measured time in milliseconds.
+    pub elapsed_ms: f64,
     /// Answers without error per second.
     pub throughput: f64,
     /// Requests sent per second, from the first send to the last.
@@ -390,20 +389,20 @@ pub struct TargetReport {
     /// Latency percentiles (from the intended send time under `--rate`).
     pub latency_ms: Latency,
     /// CPU time (user + system) this process used while measuring.
-    pub client_cpu_s: f64,
-    /// Client CPU per call in microseconds.
-    pub cpu_per_call_us: f64,
+    pub client_cpu_ms: f64,
+    /// Client CPU per call in milliseconds.
+    pub cpu_per_call_ms: f64,
 }
 
 /// Second target relative to the first (`--compare`).
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Ratio {
-    /// Throughput of the second / the first.
-    pub throughput: f64,
-    /// p50 of the second / the first.
-    pub p50: f64,
-    /// p99 of the second / the first.
-    pub p99: f64,
+    /// Throughput of the second / the first (`null` when the first had no successful call).
+    pub throughput: Option<f64>,
+    /// p50 of the second / the first (`null` when either had no successful call).
+    pub p50: Option<f64>,
+    /// p99 of the second / the first (`null` when either had no successful call).
+    pub p99: Option<f64>,
 }
 
 /// Everything a run found.
@@ -419,12 +418,12 @@ pub struct BenchReport {
     pub connections: usize,
     /// Asked arrival rate (open-loop), if any.
     pub rate: Option<f64>,
-    /// Measured duration asked for, in seconds.
-    pub duration_s: Option<f64>,
+    /// Measured duration asked for, in milliseconds.
+    pub duration_ms: Option<f64>,
     /// Measured requests asked for.
     pub total: Option<u64>,
-    /// Warm-up in seconds.
-    pub warmup_s: f64,
+    /// Warm-up in milliseconds.
+    pub warmup_ms: f64,
     /// Devices per request.
     pub devices_per_request: usize,
     /// One report per plugin (two with `--compare`).
@@ -465,11 +464,12 @@ pub async fn run(targets: &[Prepared], cfg: &BenchConfig, progress: &Arc<Progres
 
 /// The ratio of the second report to the first.
 pub fn ratio(a: &TargetReport, b: &TargetReport) -> Ratio {
-    let div = |x: f64, y: f64| if y > 0.0 { x / y } else { 0.0 };
+    let both = a.ok > 0 && b.ok > 0;
+    let div = |x: f64, y: f64| (y > 0.0).then(|| x / y);
     Ratio {
-        throughput: div(b.throughput, a.throughput),
-        p50: div(b.latency_ms.p50, a.latency_ms.p50),
-        p99: div(b.latency_ms.p99, a.latency_ms.p99),
+        throughput: if a.ok > 0 { div(b.throughput, a.throughput) } else { None },
+        p50: if both { div(b.latency_ms.p50, a.latency_ms.p50) } else { None },
+        p99: if both { div(b.latency_ms.p99, a.latency_ms.p99) } else { None },
     }
 }
 

@@ -66,15 +66,15 @@ pub async fn run(session: &Session, progress: &Arc<Progress>) -> Result<BenchRep
         concurrency: cfg.concurrency,
         connections: cfg.connections,
         rate: cfg.rate,
-        duration_s: match cfg.limit {
-            Limit::Duration(d) => Some(d.as_secs_f64()),
+        duration_ms: match cfg.limit {
+            Limit::Duration(d) => Some(d.as_secs_f64() * 1000.0),
             Limit::Total(_) => None,
         },
         total: match cfg.limit {
             Limit::Total(n) => Some(n),
             Limit::Duration(_) => None,
         },
-        warmup_s: cfg.warmup.as_secs_f64(),
+        warmup_ms: cfg.warmup.as_secs_f64() * 1000.0,
         devices_per_request: cfg.devices_per_request,
         ratio: match reports.as_slice() {
             [a, b] => Some(super::ratio(a, b)),

@@ -22,10 +22,10 @@ pub struct CheckArgs {
     #[command(flatten)]
     pub target: Target,
     /// Run only these checks (comma-separated names; see --list).
-    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = super::values::check_names())]
     pub only: Vec<String>,
     /// Leave out these checks (comma-separated names).
-    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = super::values::check_names())]
     pub skip: Vec<String>,
     /// Also write the results as JUnit XML to FILE (testsuite "dpctl plugin check").
     #[arg(long, value_name = "FILE")]

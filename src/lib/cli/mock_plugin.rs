@@ -88,7 +88,7 @@ pub enum MockCommand {
     Status {
         /// Which mock.
         #[command(flatten)]
-        target: ControlTarget,
+        target: StatusTarget,
     },
 }
 
@@ -105,6 +105,49 @@ pub struct ControlTarget {
     /// The resource name, e.g. example.com/gpu.
     #[arg(value_name = "RESOURCE")]
     pub resource: String,
+}
+
+/// Which running mock, for `status`: its directory, and its resource unless only one runs there.
+#[derive(Debug, Args, Clone)]
+#[command(mut_args(super::args::dir_help("The device-plugin directory the mock serves in")))]
+pub struct StatusTarget {
+    /// `--dir`.
+    #[command(flatten)]
+    pub dir: DirArg,
+    /// How long to wait for the mock to answer.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub timeout: Duration,
+    /// The resource name, e.g. example.com/gpu [default: the only mock running in --dir].
+    #[arg(value_name = "RESOURCE")]
+    pub resource: Option<String>,
+}
+
+impl StatusTarget {
+    /// The resource named, or the one mock running in --dir.
+    async fn control_target(self) -> Result<ControlTarget> {
+        let resource = match self.resource {
+            Some(r) => r,
+            None => Self::only(&self.dir.dir, self.timeout).await?,
+        };
+        Ok(ControlTarget { dir: self.dir, timeout: self.timeout, resource })
+    }
+
+    async fn only(dir: &std::path::Path, timeout: Duration) -> Result<String> {
+        match control::running(dir, timeout).await.as_slice() {
+            [one] => Ok(one.clone()),
+            [] => Err(crate::Error::Connect {
+                path: dir.join(crate::paths::CONTROL_DIR_NAME),
+                reason: format!(
+                    "no mock plugin runs in {}; start one with `dpctl mock-plugin --dir DIR`",
+                    dir.display()
+                ),
+            }),
+            many => Err(crate::Error::invalid(
+                "RESOURCE",
+                format!("{} mock plugins run in {}: name one of {}", many.len(), dir.display(), many.join(", ")),
+            )),
+        }
+    }
 }
 
 /// Flags that start a mock plugin.
@@ -276,7 +319,7 @@ pub async fn run(args: MockPluginArgs, s: &mut Streams<'_>) -> Result<u8> {
             (target, ControlRequest::add_devices(ids, &health, numa))
         }
         MockCommand::RemoveDevice { target, ids } => (target, ControlRequest::RemoveDevices { ids }),
-        MockCommand::Status { target } => (target, ControlRequest::Status),
+        MockCommand::Status { target } => (target.control_target().await?, ControlRequest::Status),
     };
     let reply = control::call(&target.dir.dir, &target.resource, &request, target.timeout).await?;
     render::reply(&mut *s.out, s.format, &request, &reply).map_err(super::out_err)?;

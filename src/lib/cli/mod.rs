@@ -10,6 +10,7 @@ pub mod completions;
 pub mod demo;
 pub mod doctor;
 pub mod dra;
+pub mod explain;
 pub mod kubelet_sim;
 pub mod mock_plugin;
 pub mod plugin;
@@ -70,6 +71,12 @@ pub struct GlobalArgs {
     /// Only errors on stderr; no progress display.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// Never shorten table cells (they are shortened only when stdout is a terminal).
+    #[arg(long, global = true)]
+    pub no_trunc: bool,
+    /// Tables without their header line (for `| awk`, as kubectl's --no-headers).
+    #[arg(long, global = true)]
+    pub no_headers: bool,
 }
 
 /// When to color.
@@ -112,6 +119,8 @@ pub enum Command {
     Checkpoint(checkpoint::CheckpointCommand),
     /// Check a node's device-plugin setup in one read-only run: findings with evidence and hints.
     Doctor(doctor::DoctorArgs),
+    /// Name the cause of a kubelet admission error as pasted, the releases that say it, and the check.
+    Explain(explain::ExplainArgs),
     /// Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -121,6 +130,9 @@ pub enum Command {
 
 /// Runs a parsed command line. Returns the exit code (see `--help`).
 pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
+    crate::output::set_truncate(term.out_is_tty && !cli.global.no_trunc);
+    crate::output::set_no_headers(cli.global.no_headers);
+    crate::output::set_yaml(cli.global.output == Format::Yaml);
     let s = &mut term.streams(cli.global.output, cli.global.quiet, cli.global.verbose);
     let code = match cli.command {
         Command::Plugin(cmd) => plugin::run(cmd, s).await?,
@@ -133,6 +145,7 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
         Command::Demo(args) => demo::run(args, s).await?,
         Command::Checkpoint(cmd) => checkpoint::run(cmd, s)?,
         Command::Doctor(args) => doctor::run(args, s).await?,
+        Command::Explain(args) => explain::run(args, s)?,
         Command::Bench(cmd) => bench::run(cmd, s).await?,
         Command::Completions(args) => completions::run(&args, s)?,
     };

@@ -25,7 +25,7 @@ pub enum PodResourcesCommand {
     ///
     /// One row per container and resource. Uses v1 List, or v1alpha1 List
     /// when the kubelet has no v1 (see --api).
-    List(Call<FilterArgs>),
+    List(Call<ListArgs>),
     /// One pod (v1 Get; kubelet 1.27+, feature gate KubeletPodResourcesGet).
     Get(GetArgs),
     /// What the kubelet can hand out: healthy devices, CPUs, memory
@@ -100,12 +100,26 @@ impl Conn {
     }
 }
 
+/// The flags of `list`.
+#[derive(Debug, Args, Clone)]
+pub struct ListArgs {
+    /// Which pods.
+    #[command(flatten)]
+    pub filter: FilterArgs,
+    /// After the list, watch for changes (as `watch`, every 2s, until Ctrl-C).
+    #[arg(short = 'w', long)]
+    pub watch: bool,
+}
+
 /// Which pods.
 #[derive(Debug, Args, Clone)]
 pub struct FilterArgs {
     /// Only pods in this namespace [default: all].
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     pub namespace: Option<String>,
+    /// Every namespace (the default; as kubectl's -A).
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    pub all_namespaces: bool,
     /// Only this resource: a device resource name (nvidia.com/gpu), `cpu`, a
     /// memory type (memory, hugepages-2Mi) or a DRA driver name.
     #[arg(long, value_name = "NAME")]
@@ -147,11 +161,12 @@ pub struct NoFlags {}
 /// Arguments of `get`.
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// The pod name.
+    /// The pod: NAME, or NAMESPACE/NAME as kubectl prints it.
+    #[arg(value_name = "[NAMESPACE/]NAME")]
     pub pod: String,
-    /// The pod's namespace.
-    #[arg(short = 'n', long, value_name = "NAMESPACE", default_value = "default")]
-    pub namespace: String,
+    /// The pod's namespace [default: default, or the one in NAMESPACE/NAME].
+    #[arg(short = 'n', long, value_name = "NAMESPACE")]
+    pub namespace: Option<String>,
     /// Which kubelet, and the deadline of each call.
     #[command(flatten)]
     pub call: Call<NoFlags>,
@@ -226,13 +241,19 @@ pub struct ServeArgs {
 /// Runs `dpctl podresources ...`.
 pub async fn run(cmd: PodResourcesCommand, s: &mut Streams<'_>) -> Result<u8> {
     match cmd {
+        PodResourcesCommand::List(a) if a.own.watch => {
+            let watch =
+                WatchConfig { interval: Duration::from_secs(2), count: None, deadline: None, no_initial: false };
+            render::watch(&a.conn.socket, &a.config(), &a.own.filter.filter(), &watch, s).await?;
+        }
         PodResourcesCommand::List(a) => {
-            let filter = a.own.filter();
+            let filter = a.own.filter.filter();
             let (view, calls) = query::list(&a.conn.socket, &a.config(), &filter).await?;
             render::listed(s, &view, &filter, &calls)?;
         }
         PodResourcesCommand::Get(a) => {
-            let (view, calls) = query::get(&a.call.conn.socket, &a.call.config(), &a.pod, &a.namespace).await?;
+            let (namespace, name) = pod_name(&a.pod, a.namespace.as_deref())?;
+            let (view, calls) = query::get(&a.call.conn.socket, &a.call.config(), name, namespace).await?;
             render::got(s, &view, &calls)?;
         }
         PodResourcesCommand::Allocatable(a) => {
@@ -273,10 +294,46 @@ pub async fn run(cmd: PodResourcesCommand, s: &mut Streams<'_>) -> Result<u8> {
     Ok(exit::OK)
 }
 
+/// `NAME` or `NAMESPACE/NAME` (kubectl's form) with `-n`: the namespace and the name.
+fn pod_name<'a>(pod: &'a str, namespace: Option<&'a str>) -> Result<(&'a str, &'a str)> {
+    let bad = |why: &str| Err(crate::Error::invalid(format!("pod {}", crate::text::shorten(pod, 80)), why.to_string()));
+    match pod.split_once('/') {
+        None if pod.is_empty() => bad("is empty"),
+        None => Ok((namespace.unwrap_or("default"), pod)),
+        Some((ns, name)) if ns.is_empty() || name.is_empty() || name.contains('/') => {
+            bad("is not NAME or NAMESPACE/NAME")
+        }
+        Some((ns, _)) if namespace.is_some_and(|n| n != ns) => bad("names another namespace than -n; give one of them"),
+        Some((ns, name)) => Ok((ns, name)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cli::Cli;
+
+    #[test]
+    fn get_takes_namespace_slash_name_as_kubectl_prints_it() {
+        assert_eq!(pod_name("ml/train-0", None).unwrap(), ("ml", "train-0"));
+        assert_eq!(pod_name("ml/train-0", Some("ml")).unwrap(), ("ml", "train-0"));
+        assert_eq!(pod_name("train-0", None).unwrap(), ("default", "train-0"));
+        assert_eq!(pod_name("train-0", Some("ml")).unwrap(), ("ml", "train-0"));
+        let e = pod_name("ml/train-0", Some("other")).unwrap_err();
+        assert!(e.to_string().contains("another namespace than -n"), "{e}");
+        assert_eq!(e.exit_code(), exit::USAGE);
+        for bad in ["/x", "x/", "a/b/c", ""] {
+            assert_eq!(pod_name(bad, None).unwrap_err().exit_code(), exit::USAGE, "{bad}");
+        }
+    }
+
+    #[test]
+    fn kubectl_habits_parse() {
+        let cli = Cli::try_parse_from(["dpctl", "podresources", "list", "-A", "-w", "--no-headers"]).unwrap();
+        let crate::cli::Command::Podresources(PodResourcesCommand::List(a)) = cli.command else { panic!() };
+        assert!(a.own.watch && a.own.filter.all_namespaces && cli.global.no_headers);
+        assert!(Cli::try_parse_from(["dpctl", "podresources", "list", "-A", "-n", "x"]).is_err());
+    }
     use clap::Parser;
 
     #[test]

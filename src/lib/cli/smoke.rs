@@ -62,7 +62,7 @@ pub struct SmokeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
     pub stream_window: Duration,
     /// Leave out these steps or checks (comma-separated names; see below).
-    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = super::values::smoke_skip_names())]
     pub skip: Vec<String>,
     /// Also write the report as JUnit XML to FILE (testsuite "dpctl smoke").
     #[arg(long, value_name = "FILE")]
@@ -85,11 +85,12 @@ pub struct SmokeArgs {
     pub bind: Vec<smoke::isolate::Bind>,
     /// How the plugin must register: on kubelet.sock, through plugins_registry (the plugin
     /// watcher's GetInfo), or auto (whichever it does; the report says which).
-    #[arg(long, value_name = "WAY", value_parser = |s: &str| smoke::parse_registration(s).map(Registration), default_value = "auto")]
+    #[arg(long, value_name = "WAY", default_value = "auto", value_parser = super::values::offering(
+        |s: &str| smoke::parse_registration(s).map(Registration), &["auto", "kubelet-sock", "plugins-registry"]))]
     pub registration: Registration,
     /// The kubelet release(s) to play, comma-separated (1.26 … 1.37, master): the whole smoke runs once
     /// per release, and the report says which ones the plugin passes.
-    #[arg(long, value_name = "VERSION,...", default_value = "1.37")]
+    #[arg(long, value_name = "VERSION,...", default_value = "1.37", value_parser = super::values::kubelet_versions())]
     pub kubelet_version: String,
     /// Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet's
     /// own device manager, plugin manager and Topology Manager at one release (a referee binary, or a

@@ -4,6 +4,8 @@
 //! the domains do not depend on clap.
 
 use clap::ValueEnum;
+
+use crate::check::Case;
 use clap::builder::PossibleValue;
 
 use crate::output::Format;
@@ -12,7 +14,7 @@ use crate::topology::{CpuPolicy, Policy, Scope};
 
 impl ValueEnum for Format {
     fn value_variants<'a>() -> &'a [Self] {
-        &[Format::Table, Format::Wide, Format::Json]
+        &[Format::Table, Format::Wide, Format::Json, Format::Yaml]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -20,6 +22,7 @@ impl ValueEnum for Format {
             Format::Table => ("table", "Aligned columns for people"),
             Format::Wide => ("wide", "Like `table`, with more columns"),
             Format::Json => ("json", "JSON with stable snake_case keys; JSON Lines for streams"),
+            Format::Yaml => ("yaml", "The JSON data as YAML; a document per event for streams"),
         };
         Some(PossibleValue::new(name).help(help))
     }
@@ -108,6 +111,70 @@ mod tests {
         }
         assert_eq!(ApiChoice::from_str("v1alpha1", false), Ok(ApiChoice::V1alpha1));
         assert_eq!(ApiChoice::from_str("auto", false), Ok(ApiChoice::Auto));
-        assert!(Format::from_str("yaml", false).is_err());
+        assert_eq!(Format::from_str("yaml", false), Ok(Format::Yaml));
+        assert!(Format::from_str("xml", false).is_err());
     }
+}
+
+/// A value parser that offers `values` to shell completion (and `--help`)
+/// while `inner` decides what is accepted: `--kubelet-version` also takes
+/// `v1.30.7`, and check names are checked after the split on commas.
+#[derive(Clone)]
+pub struct Offered<P> {
+    inner: P,
+    values: Vec<&'static str>,
+}
+
+impl<P: clap::builder::TypedValueParser> clap::builder::TypedValueParser for Offered<P> {
+    type Value = P::Value;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<Self::Value, clap::Error> {
+        self.inner.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.values.iter().map(|v| PossibleValue::new(*v))))
+    }
+}
+
+/// `inner`, offering `values`.
+pub fn offering<P>(inner: P, values: &[&'static str]) -> Offered<P> {
+    Offered { inner, values: values.to_vec() }
+}
+
+/// Names that live for the whole process (clap's completion values are `&'static str`).
+fn leaked(names: impl IntoIterator<Item = String>) -> Vec<&'static str> {
+    names.into_iter().map(|n| &*Box::leak(n.into_boxed_str())).collect()
+}
+
+/// `--kubelet-version`: offers 1.26 … master; parses what `KubeletVersion` parses.
+pub fn kubelet_version() -> Offered<impl clap::builder::TypedValueParser<Value = crate::kubelet_sim::KubeletVersion>> {
+    let values = leaked(crate::kubelet_sim::KubeletVersion::all().iter().map(ToString::to_string));
+    Offered { inner: |s: &str| s.parse::<crate::kubelet_sim::KubeletVersion>(), values }
+}
+
+/// A comma-separated list of kubelet releases, kept as text (parsed later): offers single releases.
+pub fn kubelet_versions() -> Offered<clap::builder::NonEmptyStringValueParser> {
+    let values = leaked(crate::kubelet_sim::KubeletVersion::all().iter().map(ToString::to_string));
+    Offered { inner: clap::builder::NonEmptyStringValueParser::new(), values }
+}
+
+/// `--only`/`--skip` of `plugin check`: offers the check names.
+pub fn check_names() -> Offered<clap::builder::StringValueParser> {
+    Offered {
+        inner: clap::builder::StringValueParser::new(),
+        values: crate::check::CheckId::ALL.iter().map(|c| c.name()).collect(),
+    }
+}
+
+/// `smoke --skip`: offers the skippable steps and the check names.
+pub fn smoke_skip_names() -> Offered<clap::builder::StringValueParser> {
+    let steps = crate::smoke::StepId::ALL.iter().filter(|s| s.skippable()).map(|s| s.name());
+    let values = steps.chain(crate::check::CheckId::ALL.iter().map(|c| c.name())).collect();
+    Offered { inner: clap::builder::StringValueParser::new(), values }
 }

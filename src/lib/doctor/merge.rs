@@ -266,6 +266,7 @@ mod tests {
             findings: vec![Finding {
                 severity: sev,
                 check: "socket".into(),
+                code: "plugin-live".into(),
                 subject: subject.into(),
                 evidence: "e".into(),
                 hint: None,

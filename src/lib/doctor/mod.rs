@@ -12,6 +12,7 @@
 //! once, and the whole run stays within a total budget.
 
 pub mod cdi;
+mod kubelet_view;
 pub mod merge;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,8 +51,13 @@ pub enum Severity {
 pub struct Finding {
     /// ok, warning or error.
     pub severity: Severity,
-    /// Which check (`dir`, `kubelet-sock`, `socket`, `file`, `checkpoint`, `podresources`, `registry`, `cdi`).
+    /// Which check (`dir`, `kubelet-sock`, `socket`, `file`, `checkpoint`, `podresources`, `registry`, `cdi`,
+    /// `kubelet-view`, `allocate`).
     pub check: String,
+    /// What was found, as a stable machine name (`stale-socket`, `checkpoint-corrupt`,
+    /// `stream-ended`, …; docs/json.md lists them). Empty in reports from before it existed.
+    #[serde(default)]
+    pub code: String,
     /// What it is about (a path, a resource, a pod UID).
     pub subject: String,
     /// What was seen.
@@ -136,10 +142,17 @@ impl DoctorReport {
 struct Out(Vec<Finding>);
 
 impl Out {
-    fn add(&mut self, severity: Severity, check: &str, subject: impl Into<String>, evidence: impl Into<String>) {
+    fn add(
+        &mut self,
+        severity: Severity,
+        (check, code): (&str, &str),
+        subject: impl Into<String>,
+        evidence: impl Into<String>,
+    ) {
         self.0.push(Finding {
             severity,
             check: check.into(),
+            code: code.into(),
             subject: subject.into(),
             evidence: evidence.into(),
             hint: None,
@@ -149,7 +162,7 @@ impl Out {
     fn hint(
         &mut self,
         severity: Severity,
-        check: &str,
+        (check, code): (&str, &str),
         subject: impl Into<String>,
         evidence: impl Into<String>,
         hint: impl Into<String>,
@@ -157,6 +170,7 @@ impl Out {
         self.0.push(Finding {
             severity,
             check: check.into(),
+            code: code.into(),
             subject: subject.into(),
             evidence: evidence.into(),
             hint: Some(hint.into()),
@@ -236,19 +250,25 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
 
     report_kubelet(kubelet.map(|r| r.map(drop)), &kubelet_sock, &mut out);
     // Live plugins by socket, and what they report.
-    let live_devices = report_sockets(&sockets, probes, &mut out);
-    let pods = report_podresources(podres, &podres_path, &mut out);
+    let live = report_sockets(&sockets, probes, &mut out);
+    let live_devices: BTreeSet<String> = live.iter().flat_map(|p| p.devices.iter().map(|d| d.id.clone())).collect();
+    let (pods, allocatable) = match report_podresources(podres, &podres_path, &mut out) {
+        Some(p) => (Some(p.pods), Some(p.allocatable)),
+        None => (None, None),
+    };
 
     // The checkpoint, against the plugins and PodResources.
     let checkpoint = check_checkpoint(&dir, &live_devices, !sockets.is_empty(), pods.as_deref(), cfg, &mut out);
     // CDI: spec files, and the names the checkpoint's Allocate answers use.
     check_cdi(checkpoint.as_ref(), cfg, &mut out);
+    // The kubelet's view (GetAllocatableResources) against each plugin's own.
+    kubelet_view::check(&live, allocatable.as_ref(), checkpoint.as_ref().map(|(r, _)| r), &mut out);
 
     // plugins_registry.
     match registry {
         Err(_) => out.add(
             Severity::Warning,
-            "registry",
+            ("registry", "registry-budget"),
             registry_dir.display().to_string(),
             "GetInfo probes did not finish within the budget",
         ),
@@ -299,7 +319,7 @@ fn report_kubelet(kubelet: Result<crate::Result<()>, tokio::time::error::Elapsed
     match kubelet {
         Ok(Ok(())) => out.add(
             Severity::Ok,
-            "kubelet-sock",
+            ("kubelet-sock", "kubelet-sock-ok"),
             kubelet_sock.display().to_string(),
             "present, a socket, accepts connections",
         ),
@@ -316,7 +336,7 @@ fn report_kubelet(kubelet: Result<crate::Result<()>, tokio::time::error::Elapsed
             };
             out.hint(
                 Severity::Error,
-                "kubelet-sock",
+                ("kubelet-sock", "kubelet-sock-unreachable"),
                 kubelet_sock.display().to_string(),
                 format!("{e}: no plugin can register"),
                 hint,
@@ -324,7 +344,7 @@ fn report_kubelet(kubelet: Result<crate::Result<()>, tokio::time::error::Elapsed
         }
         Err(_) => out.hint(
             Severity::Error,
-            "kubelet-sock",
+            ("kubelet-sock", "kubelet-sock-slow"),
             kubelet_sock.display().to_string(),
             "no connection within the budget",
             "the kubelet is stuck or overloaded",
@@ -338,48 +358,48 @@ fn report_sockets(
     sockets: &[PathBuf],
     probes: Vec<Result<(PathBuf, Probe), tokio::time::error::Elapsed>>,
     out: &mut Out,
-) -> BTreeSet<String> {
-    let mut live_devices: BTreeSet<String> = BTreeSet::new();
+) -> Vec<kubelet_view::LivePlugin> {
+    let mut live = Vec::new();
     for (i, r) in probes.into_iter().enumerate() {
         let path = sockets.get(i).cloned().unwrap_or_default();
         let subject = path.display().to_string();
         match r {
             Err(_) => out.hint(
                 Severity::Warning,
-                "socket",
+                ("socket", "socket-slow"),
                 subject,
                 "slow: no answer within the budget",
                 "the plugin is stuck; the kubelet sets no deadline on most calls",
             ),
             Ok((_, Probe::Stale)) => out.hint(
                 Severity::Warning,
-                "socket",
+                ("socket", "stale-socket"),
                 subject,
                 "stale: connection refused, nothing listens",
                 "the process that created it is gone; the next kubelet restart deletes it",
             ),
             Ok((_, Probe::NotAPlugin(msg))) => out.hint(
                 Severity::Warning,
-                "socket",
+                ("socket", "not-a-device-plugin"),
                 subject,
                 format!("not a device plugin: GetDevicePluginOptions is not served ({msg})"),
                 "another service's socket, or a plugin built against another API version (v1alpha)",
             ),
             Ok((_, Probe::Slow(what))) => out.hint(
                 Severity::Warning,
-                "socket",
+                ("socket", "socket-slow"),
                 subject,
                 format!("slow: {what}"),
                 "the plugin is stuck; the kubelet sets no deadline on GetDevicePluginOptions",
             ),
             Ok((_, Probe::Failed(e))) => {
                 let hint = crate::podresources::hint(&e).unwrap_or_default();
-                out.hint(Severity::Error, "socket", subject, e.to_string(), hint);
+                out.hint(Severity::Error, ("socket", "socket-failed"), subject, e.to_string(), hint);
             }
-            Ok((_, Probe::Live { options, first })) => report_live(subject, &options, first, &mut live_devices, out),
+            Ok((_, Probe::Live { options, first })) => report_live(subject, &options, first, &mut live, out),
         }
     }
-    live_devices
+    live
 }
 
 /// A live plugin: its devices, NUMA nodes, options and the size of its
@@ -388,7 +408,7 @@ fn report_live(
     subject: String,
     options: &crate::proto::deviceplugin::v1beta1::DevicePluginOptions,
     first: crate::Result<crate::plugin_client::Snapshot>,
-    live_devices: &mut BTreeSet<String>,
+    live: &mut Vec<kubelet_view::LivePlugin>,
     out: &mut Out,
 ) {
     match first {
@@ -401,7 +421,7 @@ fn report_live(
             } else {
                 format!("NUMA {}", nodes.iter().map(i64::to_string).collect::<Vec<_>>().join(","))
             };
-            live_devices.extend(snap.devices.iter().map(|d| d.id.clone()));
+            live.push(kubelet_view::LivePlugin { subject: subject.clone(), devices: snap.devices.clone() });
             let opts = match (options.pre_start_required, options.get_preferred_allocation_available) {
                 (false, false) => "no options",
                 (true, false) => "options: PreStartContainer",
@@ -416,25 +436,25 @@ fn report_live(
             if snap.encoded_len > KUBELET_MAX_RECV / 4 * 3 {
                 out.hint(
                     Severity::Warning,
-                    "socket",
+                    ("socket", "message-near-limit"),
                     subject,
                     evidence,
                     "the message is close to the kubelet's 4 MiB limit",
                 );
             } else {
-                out.add(Severity::Ok, "socket", subject, evidence);
+                out.add(Severity::Ok, ("socket", "plugin-live"), subject, evidence);
             }
         }
         Err(e @ Error::MessageTooLarge { .. }) => out.hint(
             Severity::Error,
-            "socket",
+            ("socket", "message-too-large"),
             subject,
             format!("live, but its first ListAndWatch message is too large: {e}"),
             "the kubelet drops the stream and marks every device unhealthy; send fewer or smaller devices",
         ),
         Err(e) => out.hint(
             Severity::Warning,
-            "socket",
+            ("socket", "no-first-list"),
             subject,
             format!("live, but no first ListAndWatch message: {e}"),
             "the kubelet shows 0 devices until the first message arrives",
@@ -443,17 +463,17 @@ fn report_live(
 }
 
 /// What PodResources answered (outer error: the budget ran out first).
-/// Returns its pods when List answered.
+/// Returns what it learnt when List answered.
 fn report_podresources(
     podres: Result<crate::Result<PodResourcesProbe>, tokio::time::error::Elapsed>,
     podres_path: &Path,
     out: &mut Out,
-) -> Option<Vec<crate::proto::podresources::v1::PodResources>> {
+) -> Option<PodResourcesProbe> {
     match podres {
         Err(_) => {
             out.hint(
                 Severity::Warning,
-                "podresources",
+                ("podresources", "podresources-slow"),
                 podres_path.display().to_string(),
                 "no answer within the budget",
                 "the kubelet is busy or stuck",
@@ -463,7 +483,7 @@ fn report_podresources(
         Ok(Err(e)) => {
             out.hint(
                 Severity::Warning,
-                "podresources",
+                ("podresources", "podresources-unreachable"),
                 podres_path.display().to_string(),
                 format!("not reachable: {e}"),
                 "is the kubelet running? A kubelet with another --root-dir serves it at \
@@ -471,14 +491,14 @@ fn report_podresources(
             );
             None
         }
-        Ok(Ok((api, get, pods))) => {
+        Ok(Ok(p)) => {
             out.add(
                 Severity::Ok,
-                "podresources",
+                ("podresources", "podresources-ok"),
                 podres_path.display().to_string(),
-                format!("reachable: List answered over {api} ({} pod(s)); Get {get}", pods.len()),
+                format!("reachable: List answered over {} ({} pod(s)); Get {}", p.api, p.pods.len(), p.get),
             );
-            Some(pods)
+            Some(p)
         }
     }
 }
@@ -491,7 +511,7 @@ fn check_dir(dir: &Path, out: &mut Out) -> bool {
         Err(e) => {
             out.hint(
                 Severity::Error,
-                "dir",
+                ("dir", "dir-unreadable"),
                 subject,
                 format!("cannot be read: {e}"),
                 "is the kubelet installed here? From a pod, pass --root /host (or set DPCTL_ROOT)",
@@ -500,7 +520,13 @@ fn check_dir(dir: &Path, out: &mut Out) -> bool {
         }
     };
     if !meta.is_dir() {
-        out.hint(Severity::Error, "dir", subject, "not a directory", "the kubelet needs a directory here");
+        out.hint(
+            Severity::Error,
+            ("dir", "dir-not-a-directory"),
+            subject,
+            "not a directory",
+            "the kubelet needs a directory here",
+        );
         return false;
     }
     let mode = meta.permissions().mode() & 0o7777;
@@ -508,16 +534,22 @@ fn check_dir(dir: &Path, out: &mut Out) -> bool {
     if mode & 0o002 != 0 {
         out.hint(
             Severity::Warning,
-            "dir",
+            ("dir", "dir-world-writable"),
             subject,
             format!("mode {mode:04o} (world-writable){label}"),
             "anyone can plant sockets; the kubelet creates it 0750",
         );
     } else {
-        out.add(Severity::Ok, "dir", subject, format!("present, mode {mode:04o}{label}"));
+        out.add(Severity::Ok, ("dir", "dir-ok"), subject, format!("present, mode {mode:04o}{label}"));
     }
     if std::fs::read_dir(dir).is_err() {
-        out.hint(Severity::Error, "dir", dir.display().to_string(), "cannot list it", "run as root");
+        out.hint(
+            Severity::Error,
+            ("dir", "dir-unlistable"),
+            dir.display().to_string(),
+            "cannot list it",
+            "run as root",
+        );
         return false;
     }
     true
@@ -581,12 +613,20 @@ fn non_socket(path: &Path, name: &str, ft: std::fs::FileType, version: KubeletVe
     } else {
         "it stays: remove it if nothing owns it"
     };
-    out.hint(Severity::Warning, "file", subject, format!("{what}; {fate}"), hint);
+    out.hint(Severity::Warning, ("file", "stray-file"), subject, format!("{what}; {fate}"), hint);
 }
 
-/// What the PodResources probe learnt: the API version List answered over,
-/// whether Get is served, and the pods.
-type PodResourcesProbe = (String, String, Vec<crate::proto::podresources::v1::PodResources>);
+/// What the PodResources probe learnt.
+struct PodResourcesProbe {
+    /// The API version List answered over.
+    api: String,
+    /// Whether Get is served.
+    get: String,
+    /// The pods.
+    pods: Vec<crate::proto::podresources::v1::PodResources>,
+    /// GetAllocatableResources: (resource, device ID) pairs, or why not.
+    allocatable: kubelet_view::Allocatable,
+}
 
 async fn probe_podresources(path: PathBuf, timeout: Duration) -> crate::Result<PodResourcesProbe> {
     let config = PodResourcesConfig {
@@ -611,14 +651,27 @@ async fn probe_podresources(path: PathBuf, timeout: Duration) -> crate::Result<P
         Err(Error::Invalid { .. }) => "not available over v1alpha1".to_string(),
         Err(_) => "enabled".to_string(),
     };
-    Ok((api, get, listing.pods))
+    let allocatable = match client.allocatable().await {
+        Ok(a) => Ok(a
+            .devices
+            .iter()
+            .flat_map(|d| d.device_ids.iter().map(move |id| (d.resource_name.clone(), id.clone())))
+            .collect()),
+        Err(e) => Err(e.to_string()),
+    };
+    Ok(PodResourcesProbe { api, get, pods: listing.pods, allocatable })
 }
 
 /// `plugins_registry`: every socket's GetInfo (read-only).
 async fn probe_registry(dir: PathBuf, timeout: Duration) -> Vec<Finding> {
     let mut out = Out(Vec::new());
     let Ok(rd) = std::fs::read_dir(&dir) else {
-        out.add(Severity::Ok, "registry", dir.display().to_string(), "no plugins_registry directory");
+        out.add(
+            Severity::Ok,
+            ("registry", "no-registry-dir"),
+            dir.display().to_string(),
+            "no plugins_registry directory",
+        );
         return out.0;
     };
     let mut socks: Vec<PathBuf> = rd
@@ -629,7 +682,12 @@ async fn probe_registry(dir: PathBuf, timeout: Duration) -> Vec<Finding> {
         .collect();
     socks.sort();
     if socks.is_empty() {
-        out.add(Severity::Ok, "registry", dir.display().to_string(), "no registration sockets");
+        out.add(
+            Severity::Ok,
+            ("registry", "no-registration-sockets"),
+            dir.display().to_string(),
+            "no registration sockets",
+        );
     }
     let infos = futures_util::future::join_all(socks.iter().map(|p| async move {
         let channel = transport::connect(p, timeout).await?;
@@ -650,7 +708,7 @@ async fn probe_registry(dir: PathBuf, timeout: Duration) -> Vec<Finding> {
         match info {
             Ok(i) => out.add(
                 Severity::Ok,
-                "registry",
+                ("registry", "registry-ok"),
                 subject,
                 format!(
                     "GetInfo: type {}, name {}, endpoint {:?}, versions {}",
@@ -662,14 +720,14 @@ async fn probe_registry(dir: PathBuf, timeout: Duration) -> Vec<Finding> {
             ),
             Err(Error::ConnectionRefused { .. }) => out.hint(
                 Severity::Warning,
-                "registry",
+                ("registry", "stale-registry-socket"),
                 subject,
                 "stale: connection refused",
                 "the plugin watcher deregisters it; remove it if nothing owns it",
             ),
             Err(e) => out.hint(
                 Severity::Warning,
-                "registry",
+                ("registry", "registry-failed"),
                 subject,
                 e.to_string(),
                 crate::podresources::hint(&e).unwrap_or_default(),
@@ -715,13 +773,18 @@ fn read_checkpoint(path: &Path, any_plugin: bool, out: &mut Out) -> Option<Check
         Ok(r) => Some(r),
         Err(Error::Invalid { message, .. }) if message.starts_with("no such file") => {
             let sev = if any_plugin { Severity::Warning } else { Severity::Ok };
-            out.add(sev, "checkpoint", subject, "no checkpoint (the kubelet writes one once a plugin registered)");
+            out.add(
+                sev,
+                ("checkpoint", "no-checkpoint"),
+                subject,
+                "no checkpoint (the kubelet writes one once a plugin registered)",
+            );
             None
         }
         Err(e) => {
             out.hint(
                 Severity::Error,
-                "checkpoint",
+                ("checkpoint", "checkpoint-unreadable"),
                 subject,
                 e.to_string(),
                 crate::podresources::hint(&e).unwrap_or_default(),
@@ -737,7 +800,7 @@ fn judge_checkpoint_format(report: &CheckpointReport, subject: String, version: 
     match (report.verifies, report.format) {
         (true, Some(crate::checkpoint::Format::Current)) => out.add(
             Severity::Ok,
-            "checkpoint",
+            ("checkpoint", "checkpoint-ok"),
             subject,
             format!(
                 "checksum {} verifies; {} {}",
@@ -749,7 +812,7 @@ fn judge_checkpoint_format(report: &CheckpointReport, subject: String, version: 
         // docs/kubelet-versions.md §7: up to 1.30 the pre-1.20 layout is read; 1.31+ has no fallback.
         (true, Some(crate::checkpoint::Format::V1)) if version.reads_v1_checkpoint() => out.hint(
             Severity::Warning,
-            "checkpoint",
+            ("checkpoint", "checkpoint-v1-layout"),
             subject,
             format!("pre-1.20 layout: kubelet {version} reads it; 1.31+ fail and restore nothing"),
             "upgrade with care: let a 1.26-1.30 kubelet rewrite it first",
@@ -757,7 +820,7 @@ fn judge_checkpoint_format(report: &CheckpointReport, subject: String, version: 
         (true, Some(crate::checkpoint::Format::V1)) => {
             out.hint(
                 Severity::Error,
-                "checkpoint",
+                ("checkpoint", "checkpoint-v1-unreadable"),
                 subject,
                 format!(
                     "pre-1.20 layout: kubelet {version} cannot read it (1.31+ have no fallback) and restores nothing at start"
@@ -774,7 +837,7 @@ fn judge_checkpoint_format(report: &CheckpointReport, subject: String, version: 
             };
             out.hint(
                 Severity::Error,
-                "checkpoint",
+                ("checkpoint", "checkpoint-corrupt"),
                 subject,
                 format!("corrupt: {sums}; the next kubelet start restores nothing from it"),
                 "devices of running pods are then no longer known to be in use and can be given to new pods: \
@@ -838,7 +901,7 @@ fn check_gone_devices(
         if !gone.is_empty() {
             out.hint(
                 Severity::Warning,
-                "checkpoint",
+                ("checkpoint", "checkpoint-device-gone"),
                 pod_subject(names, &e.pod_uid, &e.container),
                 format!(
                     "holds {} of {} that no live plugin reports",
@@ -871,7 +934,7 @@ fn check_against_podresources(
         if missing > 0 {
             out.hint(
                 Severity::Warning,
-                "checkpoint",
+                ("checkpoint", "checkpoint-pod-not-listed"),
                 pod_subject(names, &e.pod_uid, &e.container),
                 format!("the checkpoint gives it {} of {}; PodResources lists no container holding them", ids.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","), e.resource),
                 "a pod the kubelet no longer runs (its devices are freed at the next admission), or a checkpoint from another kubelet",
@@ -882,7 +945,7 @@ fn check_against_podresources(
         if !recorded.contains(&(container.clone(), resource.clone(), id.clone())) && resource.contains('/') {
             out.hint(
                 Severity::Warning,
-                "podresources",
+                ("podresources", "podresources-not-in-checkpoint"),
                 format!("pod {pod} / {container}"),
                 format!("PodResources says it holds {id} of {resource}; the checkpoint has no such entry"),
                 "the checkpoint is older than the allocation, or was replaced",
@@ -917,7 +980,7 @@ fn check_cdi(checkpoint: Option<&(CheckpointReport, BTreeMap<String, String>)>, 
     for (p, why) in &cdi.broken {
         out.hint(
             Severity::Warning,
-            "cdi",
+            ("cdi", "cdi-spec-broken"),
             p.display().to_string(),
             format!("does not parse: {why}"),
             "the container runtime skips it (or fails): fix or remove it",
@@ -927,7 +990,7 @@ fn check_cdi(checkpoint: Option<&(CheckpointReport, BTreeMap<String, String>)>, 
         if !cdi.names.contains(name) {
             out.hint(
                 Severity::Error,
-                "cdi",
+                ("cdi", "cdi-name-undefined"),
                 who.clone(),
                 format!("Allocate answered CDI device {name}, which no spec in {} defines", dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" or ")),
                 "the container runtime cannot resolve it and the container fails to start; install the vendor's CDI spec",
@@ -936,11 +999,16 @@ fn check_cdi(checkpoint: Option<&(CheckpointReport, BTreeMap<String, String>)>, 
     }
     let where_ = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" ");
     if !wanted.is_empty() && wanted.iter().all(|(n, _)| cdi.names.contains(n)) {
-        out.add(Severity::Ok, "cdi", where_, format!("all {} CDI name(s) in the checkpoint are defined", wanted.len()));
+        out.add(
+            Severity::Ok,
+            ("cdi", "cdi-ok"),
+            where_,
+            format!("all {} CDI name(s) in the checkpoint are defined", wanted.len()),
+        );
     } else if wanted.is_empty() && !cdi.specs.is_empty() {
         out.add(
             Severity::Ok,
-            "cdi",
+            ("cdi", "cdi-ok"),
             where_,
             format!(
                 "{} spec file(s) define {} device name(s); the checkpoint's Allocate answers name none",

@@ -156,7 +156,7 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
         let requested = effective_request(&pod.spec, r);
         return Err(Rejection {
             reason: format!("OutOf{r}"),
-            message: format!("Node didn't have enough resource: {r}, requested: {requested}, used: 0, capacity: 0"),
+            message: crate::kubelet_texts::OUT_OF.fill(&[&r, &requested, &0, &0]),
         });
     }
     for co in &mut outcome.containers {
@@ -196,9 +196,7 @@ async fn record(inner: &Arc<Inner>, pod: &Pod) -> Result<(), Rejection> {
     let written = tokio::task::spawn_blocking(move || writer.write_checkpoint())
         .await
         .unwrap_or_else(|e| Err(Error::invalid("checkpoint writer", e.to_string())));
-    written.map_err(|e| {
-        unexpected(format!("failed to write checkpoint file \"{}\": {e}", crate::paths::CHECKPOINT_FILE_NAME))
-    })
+    written.map_err(|e| unexpected(crate::kubelet_texts::CHECKPOINT_WRITE.fill(&[&format!("{:?}", crate::paths::CHECKPOINT_FILE_NAME), &e])))
 }
 
 /// The pod's effective request of `resource`: the larger of the running
@@ -247,9 +245,7 @@ async fn allocate_one(
     let allocated = take.finish(&answer, required);
     let got = allocated.len() as u64;
     if got < required {
-        return Err(unexpected(format!(
-            "unexpectedly allocated less resources than required. Requested: {required}, Got: {got}"
-        )));
+        return Err(unexpected(crate::kubelet_texts::ALLOCATED_LESS.fill(&[&required, &got])));
     }
     let (first, warnings) = call_allocate(inner, resource, client, &allocated).await?;
     let by_numa = inner.lock().numa_of(resource, &allocated);
@@ -280,9 +276,10 @@ async fn call_preferred(
         must_include_device_i_ds: ask.must_include.clone(),
         allocation_size: size,
     };
-    let resp = pc.preferred(vec![req.clone()]).await.map_err(|e| {
-        unexpected(format!("device plugin GetPreferredAllocation rpc failed with err: {}", go_rpc_error(&e)))
-    })?;
+    let resp = pc
+        .preferred(vec![req.clone()])
+        .await
+        .map_err(|e| unexpected(crate::kubelet_texts::PREFERRED_FAILED.fill(&[&go_rpc_error(&e)])))?;
     let answer = crate::contract::preferred_answer(&resp);
     let warnings = crate::contract::check_preferred_response(&req, &resp).into_iter().map(Warning::from).collect();
     let call = PreferredCall {
@@ -306,11 +303,11 @@ async fn call_allocate(
     allocated: &[String],
 ) -> Result<(dp::ContainerAllocateResponse, Vec<Warning>), Rejection> {
     let Some(client) = client else {
-        return Err(unexpected(format!("unknown Device Plugin {resource}")));
+        return Err(unexpected(crate::kubelet_texts::UNKNOWN_PLUGIN.fill(&[&resource])));
     };
     let stopped = inner.lock().endpoint_stopped(resource);
     if stopped {
-        return Err(unexpected(format!("endpoint {} has been stopped", client.path().display())));
+        return Err(unexpected(crate::kubelet_texts::ENDPOINT_STOPPED.fill(&[&client.path().display()])));
     }
     let resp = client.allocate(&[allocated.to_vec()]).await.map_err(|e| unexpected(go_rpc_error(&e)))?;
     inner.lock().allocate_answer(&resp)
@@ -379,12 +376,8 @@ async fn pre_start_one(
     client: Option<PluginClient>,
 ) -> std::result::Result<(), String> {
     match client {
-        None => Err(format!("endpoint not found in cache for a registered resource: {resource}")),
-        Some(c) => c
-            .pre_start(ids)
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("device plugin PreStartContainer rpc failed with err: {}", go_rpc_error(&e))),
+        None => Err(crate::kubelet_texts::PRESTART_NO_ENDPOINT.fill(&[&resource])),
+        Some(c) => c.pre_start(ids).await.map(|_| ()).map_err(|e| crate::kubelet_texts::PRESTART_FAILED.fill(&[&go_rpc_error(&e)])),
     }
 }
 
@@ -434,7 +427,7 @@ pub(crate) async fn restart_container(
             c.and_then(|id| {
                 inner
                     .pre_start_client(id)
-                    .ok_or_else(|| format!("endpoint not found in cache for a registered resource: {r}"))
+                    .ok_or_else(|| crate::kubelet_texts::PRESTART_NO_ENDPOINT.fill(&[&r]))
             })
         });
         (r, ids, call)

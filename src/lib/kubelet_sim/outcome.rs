@@ -15,7 +15,7 @@ use crate::model::ContainerAllocation;
 use crate::topology::HintView;
 
 /// The reason the kubelet gives a pod whose device allocation failed.
-pub const UNEXPECTED_ADMISSION_ERROR: &str = "UnexpectedAdmissionError";
+pub const UNEXPECTED_ADMISSION_ERROR: &str = crate::kubelet_texts::UNEXPECTED_ADMISSION_ERROR;
 
 /// A GetPreferredAllocation call the sim made, with its inputs and the answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -63,7 +63,7 @@ pub fn go_rpc_error(e: &Error) -> String {
         ),
         other => (tonic::Code::Unavailable, other.to_string()),
     };
-    format!("rpc error: code = {} desc = {desc}", go_code(code))
+    crate::kubelet_texts::RPC_ERROR.fill(&[&go_code(code), &desc])
 }
 
 /// Go's `filepath.Join(dir, elem)`: both joined with `/` and then cleaned

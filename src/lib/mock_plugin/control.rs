@@ -109,6 +109,25 @@ pub fn handler(
     move |req| std::future::ready(handle(&res, req))
 }
 
+/// The resources of the mocks that answer on a control socket in `dir`
+/// (kubelet-sim's own control socket there is not a mock's), sorted.
+pub async fn running(dir: &Path, timeout: Duration) -> Vec<String> {
+    let ctl = dir.join(crate::paths::CONTROL_DIR_NAME);
+    let mut socks: Vec<std::path::PathBuf> = std::fs::read_dir(&ctl)
+        .map(|rd| rd.filter_map(std::result::Result::ok).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    socks.retain(|p| p.extension().is_some_and(|x| x == "sock"));
+    socks.sort();
+    let answers = futures_util::future::join_all(socks.iter().map(|p| async move {
+        crate::transport::control::call::<_, ControlReply>(p, &ControlRequest::Status, timeout).await
+    }))
+    .await;
+    let mut out: Vec<String> = answers.into_iter().filter_map(|r| r.ok()?.status.map(|s| s.resource)).collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Sends `req` to the mock serving `resource` in `dir`. A refused request
 /// (unknown device, ...) is an [`Error::Invalid`] naming the resource. No
 /// mock there is a socket problem (exit 3), the rule of every command that

@@ -138,7 +138,7 @@ pub fn list_and_watch(devices: &[dp::Device], padding: usize, encoded_len: usize
 /// AllocateRequest.
 pub fn allocate_request(r: &dp::AllocateRequest) -> Value {
     json!({
-        "container_requests": r.container_requests.iter().map(|c| json!({ "devices_ids": c.devices_ids })).collect::<Vec<_>>()
+        "container_requests": r.container_requests.iter().map(|c| json!({ "device_ids": c.devices_ids })).collect::<Vec<_>>()
     })
 }
 
@@ -184,7 +184,7 @@ pub fn preferred_response(r: &dp::PreferredAllocationResponse) -> Value {
 
 /// PreStartContainerRequest.
 pub fn pre_start_request(r: &dp::PreStartContainerRequest) -> Value {
-    json!({ "devices_ids": r.devices_ids })
+    json!({ "device_ids": r.devices_ids })
 }
 
 /// PluginInfo (plugin watcher).

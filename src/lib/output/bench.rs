@@ -35,12 +35,12 @@ fn title(r: &BenchReport) -> String {
         }
         None => format!("; closed-loop, {} in flight over {} connection(s)", r.concurrency, r.connections),
     };
-    let limit = match (r.duration_s, r.total) {
-        (Some(d), _) => format!("{d}s measured"),
+    let limit = match (r.duration_ms, r.total) {
+        (Some(d), _) => format!("{}s measured", d / 1000.0),
         (None, Some(n)) => format!("{n} requests measured"),
         (None, None) => String::new(),
     };
-    let warm = if r.warmup_s > 0.0 { format!(" after {}s warm-up", r.warmup_s) } else { String::new() };
+    let warm = if r.warmup_ms > 0.0 { format!(" after {}s warm-up", r.warmup_ms / 1000.0) } else { String::new() };
     format!("{what}{load}; {limit}{warm}")
 }
 
@@ -48,7 +48,11 @@ fn title(r: &BenchReport) -> String {
 /// report on stdout. Returns the exit code (1 when a `--fail-if` held).
 pub async fn run(session: &Session, s: &mut Streams<'_>) -> crate::Result<u8> {
     let progress = Arc::new(Progress::default());
-    let spinner = s.progress.then(|| Spinner::start(Arc::clone(&progress)));
+    let limit = match session.config.limit {
+        crate::bench::Limit::Duration(d) => Some((session.config.warmup, d)),
+        crate::bench::Limit::Total(_) => None,
+    };
+    let spinner = s.progress.then(|| Spinner::start(Arc::clone(&progress), limit));
     let report = crate::bench::session::run(session, &progress).await;
     drop(spinner);
     let report = report?;
@@ -78,6 +82,8 @@ pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<
     ]);
     for x in &r.targets {
         let l = &x.latency_ms;
+        // No answer without error: no latency to show (0 would read as fast).
+        let ms = |v: f64| if x.ok == 0 { "-".to_string() } else { ms(v) };
         t.add_row([
             x.socket.clone(),
             x.sent.to_string(),
@@ -90,7 +96,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<
             ms(l.p99),
             ms(l.p99_9),
             ms(l.max),
-            format!("{:.0}us", x.cpu_per_call_us),
+            format!("{:.0}us", x.cpu_per_call_ms * 1000.0),
         ]);
     }
     write_table(w, &t)?;
@@ -109,13 +115,20 @@ pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<
         for (rule, c) in &x.violations_by_rule {
             writeln!(w, "{who}violation {rule}: {} answer(s), e.g. {}", c.count, c.example)?;
         }
-        writeln!(w, "{who}client CPU {:.3}s over {:.3}s", x.client_cpu_s, x.elapsed_s)?;
+        writeln!(w, "{who}client CPU {:.3}s over {:.3}s", x.client_cpu_ms / 1000.0, x.elapsed_ms / 1000.0)?;
     }
     if let (Some(ratio), [a, b]) = (&r.ratio, r.targets.as_slice()) {
+        let none = [a, b].iter().filter(|x| x.ok == 0).map(|x| x.socket.as_str()).collect::<Vec<_>>().join(" and ");
+        let f = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
         writeln!(
             w,
-            "ratio {} / {}: throughput {:.3}  p50 {:.3}  p99 {:.3}",
-            b.socket, a.socket, ratio.throughput, ratio.p50, ratio.p99
+            "ratio {} / {}: throughput {}  p50 {}  p99 {}{}",
+            b.socket,
+            a.socket,
+            f(ratio.throughput),
+            f(ratio.p50),
+            f(ratio.p99),
+            if none.is_empty() { String::new() } else { format!(" (no successful call on {none})") }
         )?;
     }
     for th in &r.thresholds {
@@ -124,6 +137,24 @@ pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<
         writeln!(w, "fail-if {}: {} (measured {:.3}{unit}) on {}", th.condition, verdict, th.value, th.socket)?;
     }
     Ok(())
+}
+
+/// The live line: phase, elapsed and remaining time, counters and the
+/// current rate of answers without error.
+fn live_line(phase: &str, elapsed: Duration, limit: Option<(Duration, Duration)>, p: &Progress) -> String {
+    let ok = p.ok.load(Ordering::Relaxed);
+    let secs = elapsed.as_secs_f64();
+    let rate = if secs > 0.0 { ok as f64 / secs } else { 0.0 };
+    let left = limit.map_or_else(String::new, |(warmup, run)| {
+        format!("  {}s left", (warmup + run).saturating_sub(elapsed).as_secs())
+    });
+    format!(
+        "{phase}: {:.1}s{left}  sent {}  ok {}  errors {}  {rate:.0} ok/s",
+        secs,
+        p.sent.load(Ordering::Relaxed),
+        ok,
+        p.errors.load(Ordering::Relaxed)
+    )
 }
 
 /// A spinner on stderr showing a running bench's counters, redrawn ten times
@@ -135,21 +166,18 @@ pub struct Spinner {
 }
 
 impl Spinner {
-    /// Starts drawing `progress`.
-    pub fn start(progress: Arc<Progress>) -> Spinner {
+    /// Starts drawing `progress`; `limit` (a measured duration after a
+    /// warm-up) gives the time remaining.
+    pub fn start(progress: Arc<Progress>, limit: Option<(Duration, Duration)>) -> Spinner {
         let bar = super::progress_bar(true, None, "{spinner} {msg}").unwrap_or_else(indicatif::ProgressBar::hidden);
         let shown = bar.clone();
         let task = tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(100));
+            let started = std::time::Instant::now();
             loop {
                 tick.tick().await;
                 let phase = if progress.measuring.load(Ordering::Relaxed) == 1 { "measuring" } else { "warming up" };
-                shown.set_message(format!(
-                    "{phase}: sent {}  ok {}  errors {}",
-                    progress.sent.load(Ordering::Relaxed),
-                    progress.ok.load(Ordering::Relaxed),
-                    progress.errors.load(Ordering::Relaxed)
-                ));
+                shown.set_message(live_line(phase, started.elapsed(), limit, &progress));
             }
         });
         Spinner { task, bar }

@@ -39,7 +39,7 @@ pub fn failures(w: &mut dyn Write, results: &[CheckResult]) -> io::Result<()> {
         writeln!(w, "{} {}", outcome_upper(c.outcome), c.name.bold())?;
         writeln!(w, "  evidence: {}", c.evidence)?;
         writeln!(w, "  rule:     {}", c.rule)?;
-        writeln!(w, "  why:      {}", c.reason)?;
+        writeln!(w, "  reason:   {}", c.reason)?;
     }
     let errors: Vec<&CheckResult> = results.iter().filter(|c| c.outcome == Outcome::Error).collect();
     if !errors.is_empty() {
@@ -54,6 +54,31 @@ pub fn failures(w: &mut dyn Write, results: &[CheckResult]) -> io::Result<()> {
 /// Control characters (from a plugin's device IDs) shown escaped, so a row stays one line.
 pub fn one_line(s: &str) -> String {
     s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
+/// GitHub Actions workflow commands (`::error title=...::...`), one per
+/// failed result, with the evidence, the rule and the reason; the runner
+/// turns them into annotations on the job (it reads them on stderr too, so
+/// stdout stays data). Written only under `GITHUB_ACTIONS=true`.
+pub fn github_errors(w: &mut dyn Write, what: &str, results: &[CheckResult]) -> io::Result<()> {
+    if !std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+        return Ok(());
+    }
+    for c in results.iter().filter(|c| c.outcome.is_failure()) {
+        let title = format!("{what}: {}", c.name);
+        let body = format!("{}\nrule: {}\nreason: {}", c.evidence, c.rule, c.reason);
+        writeln!(w, "::error title={}::{}", gh_escape(&title, true), gh_escape(&body, false))?;
+    }
+    Ok(())
+}
+
+/// Escapes a workflow command's property (`title`) or message.
+fn gh_escape(s: &str, property: bool) -> String {
+    let mut out = s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
+    if property {
+        out = out.replace(':', "%3A").replace(',', "%2C");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -76,6 +101,6 @@ mod tests {
         let mut out = Vec::new();
         failures(&mut out, &results).unwrap();
         let s = String::from_utf8(out).unwrap();
-        assert_eq!(s, "\nFAIL b\n  evidence: bad\n  rule:     rule\n  why:      why\n\nERROR c: no\\nmessage\n");
+        assert_eq!(s, "\nFAIL b\n  evidence: bad\n  rule:     rule\n  reason:   why\n\nERROR c: no\\nmessage\n");
     }
 }

@@ -14,7 +14,6 @@ use super::{Format, table, write_json, write_table};
 use super::{Streams, out_err};
 use crate::check::{self, Case, CaseInfo, CheckId, CheckOptions, CheckTarget, Outcome, Progress, Report};
 use crate::error::Result;
-use crate::text::shorten;
 
 /// Runs `dpctl plugin check`: the suite with a progress bar on a terminal,
 /// the report on stdout, an unreachable plugin's error on stderr, and the
@@ -41,6 +40,7 @@ pub async fn run(io: &mut Streams<'_>, target: &CheckTarget, opts: &CheckOptions
         bar.finish_and_clear();
     }
     self::report(&mut *io.out, io.format, &report).map_err(out_err)?;
+    super::cases::github_errors(&mut *io.err, "dpctl plugin check", &report.checks).map_err(out_err)?;
     if let Some(u) = &report.unreachable {
         // As the binary prints errors: even with --quiet.
         writeln!(io.err, "dpctl: error: {}", u.message).map_err(out_err)?;
@@ -84,9 +84,9 @@ pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<
     if report.unreachable.is_some() {
         writeln!(
             w,
-            "{} 0 of {} checks run: could not reach the plugin at {}",
+            "{} 0 of {} run: could not reach the plugin at {}",
             "error".magenta().bold(),
-            report.checks.len(),
+            crate::text::count(report.checks.len() as u64, "check", "checks"),
             report.socket
         )?;
         return w.flush();
@@ -94,11 +94,11 @@ pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<
     let wide = format == Format::Wide;
     let mut headers = vec!["CHECK", "RESULT", "TIME", "DETAIL"];
     if wide {
-        headers.push("WHY IT MATTERS");
+        headers.push("REASON");
     }
     let mut t = table(headers);
     for c in &report.checks {
-        let detail = if wide { c.evidence.clone() } else { shorten(&c.evidence, DETAIL_WIDTH) };
+        let detail = if wide { c.evidence.clone() } else { super::cell(&c.evidence, DETAIL_WIDTH) };
         let mut row = vec![c.name.clone(), outcome(c.outcome), format!("{}ms", c.duration_ms), one_line(&detail)];
         if wide {
             row.push(c.reason.clone());
@@ -116,10 +116,10 @@ pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<
 pub fn summary(report: &Report) -> String {
     let t = &report.totals;
     let failed = format!("{} failed", t.failed);
-    let errors = format!("{} errors", t.errors);
+    let errors = crate::text::count(t.errors as u64, "error", "errors");
     format!(
-        "{} checks: {} passed, {}, {} skipped, {} in {:.2}s ({})",
-        t.total,
+        "{}: {} passed, {}, {} skipped, {} in {:.2}s ({})",
+        crate::text::count(t.total as u64, "check", "checks"),
         t.passed,
         if t.failed > 0 { failed.red().bold().to_string() } else { failed },
         t.skipped,
@@ -135,11 +135,7 @@ pub fn catalog(w: &mut dyn Write, format: Format) -> io::Result<()> {
     if format.is_json() {
         return write_json(w, &items);
     }
-    let mut t = table(if format == Format::Wide {
-        vec!["CHECK", "WHY IT MATTERS", "RULE"]
-    } else {
-        vec!["CHECK", "WHY IT MATTERS"]
-    });
+    let mut t = table(if format == Format::Wide { vec!["CHECK", "REASON", "RULE"] } else { vec!["CHECK", "REASON"] });
     for i in &items {
         let mut row = vec![i.name.to_string(), i.reason.to_string()];
         if format == Format::Wide {
@@ -228,6 +224,6 @@ mod tests {
         assert!(lines[0].starts_with("CHECK") && lines[0].contains("DETAIL"), "{s}");
         assert!(s.contains("FAIL device-ids-valid\n  evidence: IDs listed more than once"), "{s}");
         assert!(s.contains("\nERROR message-size: no message\n"), "{s}");
-        assert!(lines.last().unwrap().starts_with("4 checks: 1 passed, 1 failed, 1 skipped, 1 errors in 1.23s"), "{s}");
+        assert!(lines.last().unwrap().starts_with("4 checks: 1 passed, 1 failed, 1 skipped, 1 error in 1.23s"), "{s}");
     }
 }

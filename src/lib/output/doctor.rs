@@ -36,9 +36,10 @@ fn short_subject<'a>(dir: &str, subject: &'a str) -> &'a str {
         .unwrap_or(subject)
 }
 
-/// `hint: …` for a finding that is not ok and has one.
+/// `hint: …` for a finding that has one (an ok finding has one only when
+/// it names the next command, as `allocate` does).
 fn hint_line(f: &crate::doctor::Finding) -> Option<String> {
-    f.hint.as_deref().filter(|h| f.severity != Severity::Ok && !h.is_empty()).map(|h| format!("{} {h}", "hint:".bold()))
+    f.hint.as_deref().filter(|h| !h.is_empty()).map(|h| format!("{} {h}", "hint:".bold()))
 }
 
 /// Renders `dpctl doctor merge`: one row per node (worst first), then every
@@ -108,8 +109,10 @@ pub fn report(w: &mut dyn Write, format: Format, r: &DoctorReport) -> io::Result
     let (ok, warn, err) = r.counts();
     writeln!(
         w,
-        "\n{} finding(s): {ok} ok, {warn} warning(s), {err} error(s) in {} ms ({})",
-        r.findings.len(),
+        "\n{}: {ok} ok, {}, {} in {} ms ({})",
+        crate::text::count(r.findings.len() as u64, "finding", "findings"),
+        crate::text::count(warn as u64, "warning", "warnings"),
+        crate::text::count(err as u64, "error", "errors"),
         r.took_ms,
         r.dir
     )
@@ -123,8 +126,9 @@ pub fn merged_answer(s: &mut Streams<'_>, m: &MergedReport) -> crate::Result<u8>
             m.skipped.iter().take(5).map(|k| format!("{} line {}: {}", k.source, k.line, k.why)).collect();
         let more = m.skipped.len().saturating_sub(lines.len());
         s.note(format!(
-            "dpctl doctor merge: skipped {} stretch(es) of input that are not a report ({}{})",
-            m.skipped.len(),
+            "dpctl doctor merge: skipped {} of input that {} not a report ({}{})",
+            crate::text::count(m.skipped.len() as u64, "stretch", "stretches"),
+            if m.skipped.len() == 1 { "is" } else { "are" },
             lines.join("; "),
             if more > 0 { format!("; {more} more") } else { String::new() }
         ))?;

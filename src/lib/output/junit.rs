@@ -137,7 +137,7 @@ pub fn testcase(w: &mut dyn Write, classname: &str, c: &CheckResult) -> io::Resu
         }
         Outcome::Fail | Outcome::Error => {
             let tag = if c.outcome == Outcome::Fail { "failure" } else { "error" };
-            let body = format!("evidence: {}\nrule: {}\nwhy it matters: {}", c.evidence, c.rule, c.reason);
+            let body = format!("evidence: {}\nrule: {}\nreason: {}", c.evidence, c.rule, c.reason);
             writeln!(w, ">")?;
             writeln!(
                 w,

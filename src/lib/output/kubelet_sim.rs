@@ -222,7 +222,11 @@ fn checkpoint_line(c: &crate::kubelet_sim::CheckpointStatus) -> String {
     };
     let mut line = match c.found.as_str() {
         "none" => format!("{}: none at start", c.path),
-        "valid" => format!("{}: valid{sums}; restored {} entr(y/ies)", c.path, c.restored_entries),
+        "valid" => format!(
+            "{}: valid{sums}; restored {}",
+            c.path,
+            crate::text::count(c.restored_entries as u64, "entry", "entries")
+        ),
         other => format!("{}: {other}{sums}", c.path),
     };
     if let Some(e) = &c.error {
@@ -336,6 +340,11 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
         let mut buf = Vec::new();
         let _ = write_table(&mut buf, &t);
         out.extend(String::from_utf8_lossy(&buf).lines().map(String::from));
+        for r in s.resources.iter().filter(|r| r.state != "serving") {
+            if let Some(why) = &r.stream_end_reason {
+                out.push(format!("{}: stream ended: {why}", r.resource));
+            }
+        }
     }
     out.push(String::new());
     if s.pods.is_empty() && s.restored_pods.is_empty() {
@@ -380,7 +389,10 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
             out.push(format!("  admitted pods are recorded in {k}"));
         }
         if c.journal_entries > 0 {
-            out.push(format!("  restored {} entr(y/ies) from the sim's own allocations file", c.journal_entries));
+            out.push(format!(
+                "  restored {} from the sim's own allocations file",
+                crate::text::count(c.journal_entries as u64, "entry", "entries")
+            ));
         }
         if let Some(e) = &c.journal_error {
             out.push(format!("  the sim's own allocations file was not used: {e}"));
@@ -467,7 +479,9 @@ impl LiveView {
     /// Redraws the view on `err`, replacing the previous frame.
     fn redraw(&mut self, err: &mut dyn Write, sim: &SimHandle) -> io::Result<()> {
         let recent: Vec<SimEvent> = self.recent.iter().cloned().collect();
-        let frame = live_frame(&sim.summary(), &recent, self.width);
+        // The real size at every frame: a resized terminal gets a frame that fits.
+        let (width, height) = terminal_size().unwrap_or((self.width, 40));
+        let frame = live_frame(&sim.summary(), &recent, width, height);
         self.drawn = Some(Instant::now());
         self.dirty = false;
         if self.lines > 0 {
@@ -482,8 +496,10 @@ impl LiveView {
     }
 }
 
-/// The live view: header, status and the most recent events, as lines.
-pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize) -> Vec<String> {
+/// The live view: header, status and the most recent events, as lines at
+/// most `width` wide and fewer than `height` (older events go first, then
+/// the bottom of the status, so the header never scrolls away).
+pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize, height: usize) -> Vec<String> {
     let mut out = vec![
         format!(
             "{} {}{}  {}  grace {}  restarts {}",
@@ -503,6 +519,9 @@ pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize) -> Vec<Strin
     out.extend(status_lines(s, false));
     out.push(String::new());
     out.push("RECENT EVENTS".bold().to_string());
+    // Room for the events: the frame keeps one line free (the cursor's) and the footer (2 lines).
+    let room = height.saturating_sub(1 + out.len() + 2);
+    let recent = recent.get(recent.len().saturating_sub(room.max(1))..).unwrap_or(recent);
     if recent.is_empty() {
         out.push("(waiting for plugins to register on kubelet.sock)".dimmed().to_string());
     }
@@ -517,6 +536,7 @@ pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize) -> Vec<Strin
     if s.running {
         out.push("Ctrl-C to stop".dimmed().to_string());
     }
+    out.truncate(height.saturating_sub(1).max(3));
     out.into_iter().map(|l| truncate(&l, width)).collect()
 }
 
@@ -912,8 +932,20 @@ fn finish_expect(s: &mut Streams<'_>, results: Vec<ExpectResult>, met: bool) -> 
     expectations(s.out, format, &view).map_err(out_err)
 }
 
-/// The terminal width from `COLUMNS`, or 120.
+/// The size (columns, rows) of the terminal on stderr, where the live view
+/// is drawn; `None` when stderr is not a terminal.
+fn terminal_size() -> Option<(usize, usize)> {
+    let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes one winsize into the pointed-to struct, which is valid and owned here.
+    let rc = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) };
+    (rc == 0 && ws.ws_col > 0 && ws.ws_row > 0).then(|| (usize::from(ws.ws_col), usize::from(ws.ws_row)))
+}
+
+/// The terminal width from the terminal, `COLUMNS`, or 120.
 fn terminal_width() -> usize {
+    if let Some((w, _)) = terminal_size() {
+        return w;
+    }
     std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).filter(|w: &usize| *w >= 40).unwrap_or(120)
 }
 
@@ -1004,7 +1036,7 @@ mod tests {
         .unwrap();
         let ev =
             SimEvent { time: SystemTime::UNIX_EPOCH, kind: EventKind::ResourceRemoved { resource: "x.io/y".into() } };
-        let frame = live_frame(&status, &[ev], 200);
+        let frame = live_frame(&status, std::slice::from_ref(&ev), 200, 50);
         let text = frame.join("\n");
         assert!(text.contains("grace 5m  restarts 1"), "{text}");
         let row = frame.iter().find(|l| l.starts_with("example.com/gpu")).unwrap();
@@ -1017,7 +1049,16 @@ mod tests {
             text.contains("00:00:00 resource_removed") && text.contains("x.io/y: grace period over, capacity 0"),
             "{text}"
         );
-        assert!(live_frame(&status, &[], 20).iter().all(|l| l.chars().count() <= 20));
+        assert!(live_frame(&status, &[], 20, 50).iter().all(|l| l.chars().count() <= 20));
+        // 80x24: the header stays on screen, the frame fits, the newest events are the ones kept.
+        let many: Vec<SimEvent> = (0..30).map(|_| ev.clone()).collect();
+        let small = live_frame(&status, &many, 80, 24);
+        assert!(small.len() < 24, "{} lines: {small:#?}", small.len());
+        assert!(small[0].starts_with("kubelet-sim 1.37"), "{small:#?}");
+        assert!(small.iter().any(|l| l.contains("resource_removed")), "{small:#?}");
+        // A wide terminal: long lines are not cut at 120.
+        let wide = live_frame(&status, &[ev], 300, 50).join("\n");
+        assert!(wide.contains("x.io/y: grace period over, capacity 0"), "{wide}");
     }
 
     #[test]

@@ -115,7 +115,7 @@ fn rpc_summary(r: &RpcRecord) -> String {
     let what = match r.rpc {
         "Allocate" => req["container_requests"]
             .as_array()
-            .map(|c| c.iter().map(|c| format!("[{}]", ids(&c["devices_ids"]))).collect::<Vec<_>>().join(" "))
+            .map(|c| c.iter().map(|c| format!("[{}]", ids(&c["device_ids"]))).collect::<Vec<_>>().join(" "))
             .unwrap_or_default(),
         "GetPreferredAllocation" => req["container_requests"]
             .as_array()
@@ -133,7 +133,7 @@ fn rpc_summary(r: &RpcRecord) -> String {
                     .join(" ")
             })
             .unwrap_or_default(),
-        "PreStartContainer" => format!("[{}]", ids(&req["devices_ids"])),
+        "PreStartContainer" => format!("[{}]", ids(&req["device_ids"])),
         "ListAndWatch" => r.seq.map(|s| format!("#{s}")).unwrap_or_default(),
         _ => String::new(),
     };
@@ -339,7 +339,7 @@ mod tests {
     fn rpc_lines_read_well() {
         let r = RpcRecord {
             rpc: "Allocate",
-            request: serde_json::json!({"container_requests": [{"devices_ids": ["G1", "G2"]}]}),
+            request: serde_json::json!({"container_requests": [{"device_ids": ["G1", "G2"]}]}),
             response: None,
             error: Some(StatusView { code: "invalid_argument", message: "unknown device \"G2\"".into() }),
             latency_ms: 0.25,

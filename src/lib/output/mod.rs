@@ -10,6 +10,7 @@ pub mod checkpoint;
 pub mod demo;
 pub mod doctor;
 pub mod dra;
+pub mod explain;
 pub mod fd;
 pub mod junit;
 pub mod kubelet_sim;
@@ -38,12 +39,14 @@ pub enum Format {
     Wide,
     /// JSON with stable snake_case keys; JSON Lines for streams.
     Json,
+    /// The same data as `json`, as YAML (one document per stream event).
+    Yaml,
 }
 
 impl Format {
-    /// True for `json`.
+    /// True for `json` and `yaml`: structured data, not a table.
     pub fn is_json(self) -> bool {
-        self == Format::Json
+        matches!(self, Format::Json | Format::Yaml)
     }
 }
 
@@ -134,6 +137,51 @@ pub fn out_err(e: io::Error) -> crate::Error {
     crate::Error::io(crate::error::WRITING_OUTPUT, e)
 }
 
+/// Whether structured output is YAML (`-o yaml`); see [`set_yaml`].
+static YAML: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `-o yaml`: what is written as JSON is written as YAML instead (same keys).
+pub fn set_yaml(on: bool) {
+    YAML.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn yaml(w: &mut dyn Write, value: &(impl Serialize + ?Sized), document: bool) -> io::Result<()> {
+    let v = serde_json::to_value(value)?;
+    let text = serde_norway::to_string(&v).map_err(io::Error::other)?;
+    if document {
+        writeln!(w, "---")?;
+    }
+    w.write_all(text.as_bytes())
+}
+
+/// Whether tables shorten long cells; see [`set_truncate`].
+static TRUNCATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Tables shorten long cells only for a person at a terminal: the command
+/// layer sets this once (stdout is a terminal and no `--no-trunc`). Pipes,
+/// files and CI logs get every cell whole.
+pub fn set_truncate(on: bool) {
+    TRUNCATE.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether tables leave out their header line; see [`set_no_headers`].
+static NO_HEADERS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--no-headers`: tables are written without their header line.
+pub fn set_no_headers(on: bool) {
+    NO_HEADERS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether `--no-headers` was given (for tables not written by [`write_table`]).
+pub fn no_headers() -> bool {
+    NO_HEADERS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `s` shortened to `max` characters when tables shorten cells, else whole.
+pub fn cell(s: &str, max: usize) -> String {
+    if TRUNCATE.load(std::sync::atomic::Ordering::Relaxed) { crate::text::shorten(s, max) } else { s.to_string() }
+}
+
 /// A table in dpctl's style: kubectl-like columns, upper-case headers, no borders.
 pub fn table<I, S>(headers: I) -> Table
 where
@@ -155,7 +203,8 @@ pub fn write_table(w: &mut dyn Write, table: &Table) -> io::Result<()> {
     for col in t.column_iter_mut() {
         col.set_padding((0, 3));
     }
-    for line in t.lines() {
+    let skip = usize::from(no_headers() && t.header().is_some());
+    for line in t.lines().skip(skip) {
         writeln!(w, "{}", line.trim_end())?;
     }
     Ok(())
@@ -163,12 +212,19 @@ pub fn write_table(w: &mut dyn Write, table: &Table) -> io::Result<()> {
 
 /// Writes `value` as pretty JSON and a newline.
 pub fn write_json<T: Serialize + ?Sized>(w: &mut dyn Write, value: &T) -> io::Result<()> {
+    if YAML.load(std::sync::atomic::Ordering::Relaxed) {
+        return yaml(w, value, false);
+    }
     serde_json::to_writer_pretty(&mut *w, value)?;
     writeln!(w)
 }
 
 /// Writes `value` as one JSON line and flushes, so a reader sees it at once.
 pub fn write_json_line<T: Serialize + ?Sized>(w: &mut dyn Write, value: &T) -> io::Result<()> {
+    if YAML.load(std::sync::atomic::Ordering::Relaxed) {
+        yaml(w, value, true)?;
+        return w.flush();
+    }
     serde_json::to_writer(&mut *w, value)?;
     writeln!(w)?;
     w.flush()

@@ -56,7 +56,7 @@ pub async fn call(socket: &Path, config: &ClientConfig, call: Call, s: &mut Stre
         Call::Prestart(devices) => {
             client.pre_start(devices.clone()).await?;
             if format.is_json() {
-                write_json(out, &serde_json::json!({ "devices_ids": devices, "ok": true })).map_err(out_err)?;
+                write_json(out, &serde_json::json!({ "device_ids": devices, "ok": true })).map_err(out_err)?;
             } else {
                 writeln!(out, "PreStartContainer OK for {}", devices.join(",")).map_err(out_err)?;
             }

@@ -200,7 +200,9 @@ impl<'a> Rows<'a> {
             line.push('\n');
             w.write_all(line.as_bytes())
         };
-        put(&mut self.headers.iter().copied(), w)?;
+        if !super::no_headers() {
+            put(&mut self.headers.iter().copied(), w)?;
+        }
         for r in &self.rows {
             put(&mut r.iter().map(|c| c.as_ref()), w)?;
         }

@@ -41,7 +41,9 @@ pub async fn run(
     let junit_file = JunitFile::create(junit)?;
     let bar = progress_bar(io.progress, None, "{spinner} {elapsed} {msg}");
     let many = versions.len() > 1;
-    let mut narrator = Narrator { err: &mut *io.err, quiet: io.quiet, bar: bar.as_ref(), many, not_run: None };
+    // Each step is shown once: in the report on stdout, or (JSON on stdout) as narration on stderr.
+    let steps = io.format.is_json();
+    let mut narrator = Narrator { err: &mut *io.err, quiet: io.quiet, bar: bar.as_ref(), many, not_run: None, steps };
     let matrix =
         smoke::run_matrix(config, versions, crate::transport::shutdown_signal(), &mut |mp| narrator.on(mp)).await;
     if let Some(b) = bar {
@@ -58,12 +60,37 @@ pub async fn run(
     if !io.format.is_json() && !io.quiet {
         writeln!(io.err).map_err(out_err)?;
     }
+    github_annotations(&mut *io.err, &matrix).map_err(out_err)?;
     match one {
+        Some(r) if io.format.is_json() => write_json(
+            &mut *io.out,
+            &OneRun { report: r, passed: &matrix.passed, failed: &matrix.failed, runs: &matrix.runs },
+        ),
         Some(r) => report(&mut *io.out, io.format, r),
         None => self::matrix(&mut *io.out, io.format, &matrix),
     }
     .map_err(out_err)?;
     Ok(matrix.exit_code())
+}
+
+/// A single run's JSON: the matrix's shape (`suite`, `passed`, `failed`,
+/// `runs`), which is the same for any number of `--kubelet-version` values,
+/// plus that run's own fields at the top level, as before (docs/json.md).
+#[derive(serde::Serialize)]
+struct OneRun<'a> {
+    #[serde(flatten)]
+    report: &'a SmokeReport,
+    passed: &'a [KubeletVersion],
+    failed: &'a [KubeletVersion],
+    runs: &'a [SmokeReport],
+}
+
+/// GitHub Actions annotations for every failed step of every run.
+pub fn github_annotations(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
+    for r in &m.runs {
+        super::cases::github_errors(w, &format!("dpctl smoke (kubelet-{})", r.kubelet_version), &r.steps)?;
+    }
+    Ok(())
 }
 
 /// Tells a smoke run's progress on stderr, a line per event; on a terminal
@@ -76,6 +103,8 @@ struct Narrator<'a> {
     many: bool,
     /// Steps that did not run for one reason, told once: the reason and how many.
     not_run: Option<(String, usize)>,
+    /// Tell finished steps (stdout carries JSON, not the step table).
+    steps: bool,
 }
 
 impl Narrator<'_> {
@@ -101,9 +130,12 @@ impl Narrator<'_> {
             }
             MatrixProgress::Run(p) => p,
         };
+        if !self.steps && matches!(&p, SmokeProgress::StepFinished(_)) {
+            return;
+        }
         let still_not_run = matches!(&p, SmokeProgress::StepFinished(r) if r.evidence.starts_with("not run"));
         if let Some((why, n)) = self.not_run.take_if(|_| !still_not_run) {
-            self.say(format!("skip  {n} step(s): {why}"));
+            self.say(format!("skip  {}: {why}", crate::text::count(n as u64, "step", "steps")));
         }
         match p {
             SmokeProgress::SimReady { dir, kubelet_socket, engine } => {
@@ -198,7 +230,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
     let mut headers = vec!["STEP", "RESULT", "TIME", "DETAIL"];
     if wide {
         headers.insert(1, "KIND");
-        headers.push("WHY IT MATTERS");
+        headers.push("REASON");
     }
     let mut t = table(headers);
     let mut i = 0;
@@ -221,7 +253,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
             i += run;
             continue;
         }
-        let detail = if wide { one_line(&c.evidence) } else { shorten(&one_line(&c.evidence), DETAIL_WIDTH) };
+        let detail = if wide { one_line(&c.evidence) } else { super::cell(&one_line(&c.evidence), DETAIL_WIDTH) };
         let mut row = vec![c.name.clone(), outcome(c.outcome), format!("{}ms", c.duration_ms), detail];
         if wide {
             row.insert(1, kind_of(&c.name).to_string());
@@ -332,7 +364,7 @@ pub fn step_line(c: &CheckResult, detail: bool) -> String {
 pub fn junit(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
     let props = junit_properties(r);
     suite_of(&r.suite, r, &props).open(w)?;
-    junit_body(w, r)?;
+    junit_body(w, r, None)?;
     JunitSuite::close(w)
 }
 
@@ -351,16 +383,16 @@ pub fn junit_matrix(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
         let name = format!("{} (kubelet {})", r.suite, r.kubelet_version);
         let props = junit_properties(r);
         suite_of(&name, r, &props).open_suite(w)?;
-        junit_body(w, r)?;
+        junit_body(w, r, Some(&format!("kubelet-{}", r.kubelet_version)))?;
         JunitSuite::close_suite(w)?;
     }
     xml::close_many(w)
 }
 
 /// The testcases and the plugin's output of one run.
-fn junit_body(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
+fn junit_body(w: &mut dyn Write, r: &SmokeReport, release: Option<&str>) -> io::Result<()> {
     for c in &r.steps {
-        testcase(w, c)?;
+        testcase(w, c, release)?;
     }
     writeln!(w, "    <system-out>{}</system-out>", text(&r.plugin.stdout.tail))?;
     writeln!(w, "    <system-err>{}</system-err>", text(&r.plugin.stderr.tail))
@@ -415,7 +447,7 @@ pub fn matrix(w: &mut dyn Write, format: Format, m: &MatrixReport) -> io::Result
             .steps
             .iter()
             .find(|c| c.outcome.is_failure())
-            .map_or_else(|| "-".to_string(), |c| shorten(&format!("{}: {}", c.name, one_line(&c.evidence)), 70));
+            .map_or_else(|| "-".to_string(), |c| super::cell(&format!("{}: {}", c.name, one_line(&c.evidence)), 70));
         t.add_row([
             if r.engine == crate::kubelet_sim::default_engine() {
                 r.kubelet_version.to_string()
@@ -454,9 +486,17 @@ pub fn matrix_summary(m: &MatrixReport) -> String {
     }
 }
 
-fn testcase(w: &mut dyn Write, c: &CheckResult) -> io::Result<()> {
+/// One `<testcase>`; with several releases (`release`: `kubelet-1.28`) the
+/// classname and the name carry it, so each is unique across the file.
+fn testcase(w: &mut dyn Write, c: &CheckResult, release: Option<&str>) -> io::Result<()> {
     let classname = if kind_of(&c.name) == "check" { "dpctl.plugin.check" } else { "dpctl.smoke" };
-    xml::testcase(w, classname, c)
+    match release {
+        None => xml::testcase(w, classname, c),
+        Some(rel) => {
+            let named = CheckResult { name: format!("{} ({rel})", c.name), ..c.clone() };
+            xml::testcase(w, &format!("{classname}.{rel}"), &named)
+        }
+    }
 }
 
 #[cfg(test)]

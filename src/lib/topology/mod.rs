@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 /// The reason of a Topology Manager rejection (`admission/errors.go`).
 pub const TOPOLOGY_AFFINITY_ERROR: &str = "TopologyAffinityError";
 /// The message of a Topology Manager rejection.
-pub const TOPOLOGY_AFFINITY_MESSAGE: &str = "Resources cannot be allocated with Topology locality";
+pub const TOPOLOGY_AFFINITY_MESSAGE: &str = crate::kubelet_texts::TOPOLOGY_AFFINITY.template;
 /// The kubelet's `defaultMaxAllowableNUMANodes`.
 pub const DEFAULT_MAX_ALLOWABLE_NUMA_NODES: usize = 8;
 /// The most NUMA nodes the sim simulates (2^N-1 masks per resource).

@@ -27,7 +27,7 @@ pub(crate) struct Rejection {
 pub(crate) fn unexpected(err: impl std::fmt::Display) -> Rejection {
     Rejection {
         reason: UNEXPECTED_ADMISSION_ERROR.into(),
-        message: format!("Allocate failed due to {err}, which is unexpected"),
+        message: crate::kubelet_texts::WRAPPER.fill(&[&err]),
     }
 }
 
@@ -75,10 +75,7 @@ impl Manager {
     ) -> Result<(dp::ContainerAllocateResponse, Vec<Warning>), Rejection> {
         let Some(first) = resp.container_responses.first().cloned() else {
             // docs/kubelet-versions.md §5: the gogo dump up to 1.33, nothing from 1.34.
-            return Err(unexpected(format!(
-                "no containers return in allocation response {}",
-                self.version.empty_allocate_text()
-            )));
+            return Err(unexpected(crate::kubelet_texts::EMPTY_ALLOCATE.fill(&[&self.version.empty_allocate_text()])));
         };
         let mut warnings: Vec<Warning> =
             crate::contract::check_allocate(1, resp).into_iter().map(Warning::from).collect();
@@ -159,13 +156,11 @@ impl Manager {
             return Ok(None); // not a device-plugin resource: the predicate handler judges it
         }
         let Some(r) = res else {
-            return Err(unexpected(format!("cannot allocate unregistered device {resource}")));
+            return Err(unexpected(crate::kubelet_texts::UNREGISTERED.fill(&[&resource])));
         };
         let healthy: Vec<&crate::model::Device> = r.healthy().collect();
         if healthy.is_empty() {
-            return Err(unexpected(format!(
-                "no healthy devices present; cannot allocate unhealthy devices {resource}"
-            )));
+            return Err(unexpected(crate::kubelet_texts::NO_HEALTHY.fill(&[&resource])));
         }
         if required == 0 {
             return Ok(None);
@@ -188,10 +183,7 @@ impl Manager {
                 .map(|d| (d.id.clone(), if hint.is_some() { d.numa_nodes.clone() } else { None }))
                 .collect();
             if (available.len() as u64) < needed {
-                return Err(unexpected(format!(
-                    "requested number of devices unavailable for {resource}. Requested: {needed}, Available: {}",
-                    available.len()
-                )));
+                return Err(unexpected(crate::kubelet_texts::UNAVAILABLE.fill(&[&resource, &needed, &available.len()])));
             }
         }
         let ep = r.endpoint.as_ref();
@@ -301,13 +293,12 @@ impl Manager {
             let res = st.resources.get(r);
             let call = match res.and_then(|x| x.endpoint.as_ref()) {
                 Some(e) if !e.options.pre_start_required => None,
-                Some(e) if e.stopped => Some(Err(format!(
-                    "device plugin PreStartContainer rpc failed with err: endpoint {} has been stopped",
-                    e.socket.display()
-                ))),
+                Some(e) if e.stopped => {
+                    Some(Err(crate::kubelet_texts::PRESTART_FAILED.fill(&[&crate::kubelet_texts::ENDPOINT_STOPPED.fill(&[&e.socket.display()])])))
+                }
                 Some(e) => Some(Ok(e.id)),
                 None if res.is_some_and(|x| !x.removed) => None, // restored, plugin not back: opts nil, no call
-                None => Some(Err(format!("endpoint not found in cache for a registered resource: {r}"))),
+                None => Some(Err(crate::kubelet_texts::PRESTART_NO_ENDPOINT.fill(&[&r]))),
             };
             calls.push((r.clone(), a.ids.clone(), call));
         }

@@ -56,7 +56,7 @@ pub(crate) struct Registered {
 /// pkg/kubelet/cm/devicemanager/manager.go) of a second endpoint at a socket
 /// path still in its endpoint store.
 pub fn duplicate_text(socket: &Path) -> String {
-    format!("device plugin already connected: {}", socket.display())
+    crate::kubelet_texts::ALREADY_CONNECTED.fill(&[&socket.display()])
 }
 
 impl Manager {

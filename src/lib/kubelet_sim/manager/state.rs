@@ -90,6 +90,9 @@ pub(crate) struct Resource {
     /// disconnect (their stream end finds no client), and every later
     /// Register at that socket is refused as already connected.
     pub(super) untracked_clients: Vec<(u64, PathBuf)>,
+    /// Why the last stream of this resource ended (kept until a new stream
+    /// delivers a snapshot), for `kubelet-sim status`.
+    pub(super) stream_end: Option<String>,
 }
 
 impl Resource {
@@ -280,6 +283,7 @@ impl State {
                         crate::text::millis(left)
                     }),
                     devices: if with_devices { r.devices.clone() } else { Vec::new() },
+                    stream_end_reason: r.stream_end.clone(),
                 }
             })
             .collect();
@@ -472,6 +476,9 @@ pub struct ResourceStatus {
     pub removal_in_ms: Option<u64>,
     /// The last snapshot.
     pub devices: Vec<Device>,
+    /// Why the stream ended, while the resource is not served again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_end_reason: Option<String>,
 }
 
 /// One pod in the status.

@@ -41,6 +41,7 @@ impl Manager {
         let changes = if r.devices.is_empty() { Vec::new() } else { model::diff(&r.devices, &devices) };
         r.devices = devices;
         r.disconnected = false;
+        r.stream_end = None;
         r.removed = false;
         r.reported = true;
         r.sets = true;
@@ -140,6 +141,7 @@ impl Manager {
         ep.streaming = false;
         let socket = ep.socket.display().to_string();
         r.disconnected = true;
+        r.stream_end = Some(reason.clone());
         r.reported = true;
         r.stopped_at = Some(now);
         r.generation = generation;

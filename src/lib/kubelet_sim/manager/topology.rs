@@ -235,10 +235,7 @@ impl PodTopology {
         allocatable.extend(self.so_far.cpu_reuse.iter().copied());
         let want = usize::try_from(n).unwrap_or(usize::MAX);
         let Some(cpus) = self.config.machine.allocate(&allocatable, hint, want) else {
-            return Err(unexpected(format!(
-                "not enough cpus available to satisfy request: requested={n}, available={}",
-                allocatable.len()
-            )));
+            return Err(unexpected(crate::kubelet_texts::NOT_ENOUGH_CPUS.fill(&[&n, &allocatable.len()])));
         };
         if c.kind == ContainerKind::Init {
             self.so_far.cpu_reuse.extend(cpus.iter().copied());
@@ -341,10 +338,10 @@ fn dry_run_resource(
         return Ok(None);
     }
     let Some(r) = res else {
-        return Err(unexpected(format!("cannot allocate unregistered device {resource}")));
+        return Err(unexpected(crate::kubelet_texts::UNREGISTERED.fill(&[&resource])));
     };
     if r.healthy().next().is_none() {
-        return Err(unexpected(format!("no healthy devices present; cannot allocate unhealthy devices {resource}")));
+        return Err(unexpected(crate::kubelet_texts::NO_HEALTHY.fill(&[&resource])));
     }
     if required == 0 {
         return Ok(None);
@@ -363,10 +360,7 @@ fn dry_run_resource(
         .map(|d| (d.id.clone(), d.numa_nodes.clone()))
         .collect();
     if needed > 0 && (avail.len() as u64) < needed {
-        return Err(unexpected(format!(
-            "requested number of devices unavailable for {resource}. Requested: {needed}, Available: {}",
-            avail.len()
-        )));
+        return Err(unexpected(crate::kubelet_texts::UNAVAILABLE.fill(&[&resource, &needed, &avail.len()])));
     }
     let has_topology = r.devices.iter().any(|d| d.numa_nodes.as_ref().is_some_and(|n| !n.is_empty()));
     let ids: Vec<String> = avail.iter().map(|(id, _)| id.clone()).collect();

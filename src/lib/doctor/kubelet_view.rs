@@ -1,0 +1,188 @@
+//! The kubelet's view against the plugins' own: what each live plugin
+//! reports (doctor's own ListAndWatch) beside what the kubelet says it can
+//! hand out (PodResources `GetAllocatableResources`, read-only).
+//!
+//! The case this exists for: the kubelet's ListAndWatch stream to a plugin
+//! ended (the plugin returned from ListAndWatch, or its connection broke).
+//! The kubelet then counts every device of that resource as unhealthy and
+//! never reopens the stream (pkg/kubelet/cm/devicemanager/plugin/v1beta1/client.go,
+//! `Run`: one ListAndWatch per registration), so node allocatable is 0 and
+//! admission fails with "no healthy devices present", while the plugin,
+//! asked afresh on a new stream, reports every device healthy.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Out, Severity};
+use crate::checkpoint::report::CheckpointReport;
+use crate::model::Device;
+
+/// A plugin doctor reached and what its first ListAndWatch message listed.
+#[derive(Debug, Clone)]
+pub(super) struct LivePlugin {
+    /// The socket (the finding's subject).
+    pub subject: String,
+    /// The devices it reported.
+    pub devices: Vec<Device>,
+}
+
+/// The kubelet's allocatable devices: (resource, device ID) pairs, or why
+/// they could not be read.
+pub(super) type Allocatable = std::result::Result<BTreeSet<(String, String)>, String>;
+
+/// The resource a plugin serves: the one whose allocatable or checkpoint
+/// registered IDs share the most device IDs with the plugin's report.
+fn resource_of(
+    devices: &[Device],
+    allocatable: &BTreeSet<(String, String)>,
+    checkpoint: Option<&CheckpointReport>,
+) -> Option<String> {
+    let ids: BTreeSet<&str> = devices.iter().map(|d| d.id.as_str()).collect();
+    let mut score: BTreeMap<String, usize> = BTreeMap::new();
+    for (r, id) in allocatable {
+        if ids.contains(id.as_str()) {
+            *score.entry(r.clone()).or_default() += 1;
+        }
+    }
+    if score.is_empty() {
+        for (r, reg) in checkpoint.map(|c| &c.registered_devices).into_iter().flatten() {
+            let n = reg.iter().flatten().filter(|id| ids.contains(id.as_str())).count();
+            if n > 0 {
+                score.insert(r.clone(), n);
+            }
+        }
+    }
+    score.into_iter().max_by_key(|(_, n)| *n).map(|(r, _)| r)
+}
+
+/// One `kubelet-view` finding per live plugin (none when the kubelet's
+/// allocatable list could not be read, beyond saying so), and one
+/// `allocate` finding saying what doctor can tell about Allocate read-only.
+pub(super) fn check(
+    plugins: &[LivePlugin],
+    allocatable: Option<&Allocatable>,
+    checkpoint: Option<&CheckpointReport>,
+    out: &mut Out,
+) {
+    let allocatable = match allocatable {
+        None => return, // PodResources did not answer: its own finding says so.
+        Some(Err(why)) => {
+            if !plugins.is_empty() {
+                out.hint(
+                    Severity::Warning,
+                    ("kubelet-view", "allocatable-unavailable"),
+                    "GetAllocatableResources",
+                    format!("cannot compare the plugins' devices with the kubelet's: {why}"),
+                    "a kubelet before 1.23 (or with KubeletPodResourcesGetAllocatable off) does not serve it; \
+                     `kubectl get node NAME -o jsonpath='{.status.allocatable}'` shows the counts",
+                );
+            }
+            return;
+        }
+        Some(Ok(a)) => a,
+    };
+    for p in plugins {
+        judge_plugin(p, allocatable, checkpoint, out);
+    }
+}
+
+/// Compares one plugin's healthy devices with the kubelet's allocatable ones.
+fn judge_plugin(
+    p: &LivePlugin,
+    allocatable: &BTreeSet<(String, String)>,
+    checkpoint: Option<&CheckpointReport>,
+    out: &mut Out,
+) {
+    let healthy: Vec<&str> = p.devices.iter().filter(|d| d.is_healthy()).map(|d| d.id.as_str()).collect();
+    let resource = resource_of(&p.devices, allocatable, checkpoint);
+    let listed: BTreeSet<&str> = allocatable
+        .iter()
+        .filter(|(r, _)| resource.as_deref().is_none_or(|res| res == r))
+        .map(|(_, id)| id.as_str())
+        .collect();
+    let missing: Vec<&str> = healthy.iter().copied().filter(|id| !listed.contains(id)).collect();
+    let name = resource.clone().unwrap_or_else(|| "its resource".into());
+    let subject = p.subject.clone();
+    if healthy.is_empty() {
+        out.add(
+            Severity::Ok,
+            ("kubelet-view", "kubelet-view-no-healthy"),
+            subject,
+            "the plugin reports no healthy device: nothing to compare",
+        );
+        return;
+    }
+    if missing.len() == healthy.len() {
+        out.hint(
+            Severity::Error,
+            ("kubelet-view", "stream-ended"),
+            subject.clone(),
+            format!(
+                "the plugin reports {} healthy device(s) of {name}; the kubelet lists none of them as allocatable \
+                 (GetAllocatableResources){}",
+                healthy.len(),
+                if resource.is_some() { "" } else { ", and no checkpoint names the resource" }
+            ),
+            format!(
+                "the kubelet's ListAndWatch stream to this plugin ended (its log says \"ListAndWatch ended \
+                 unexpectedly for device plugin\") and the kubelet never reopens it, or the plugin never \
+                 registered: pods asking for {name} fail with UnexpectedAdmissionError (no healthy devices \
+                 present). Fix: restart the plugin so it registers again, then find why its stream ended \
+                 (a plugin must never return from ListAndWatch); `dpctl smoke` reproduces it off the node"
+            ),
+        );
+    } else if !missing.is_empty() {
+        out.hint(
+            Severity::Warning,
+            ("kubelet-view", "kubelet-view-lagging"),
+            subject.clone(),
+            format!(
+                "the plugin reports {} healthy device(s) of {name}; the kubelet does not list {} as allocatable",
+                healthy.len(),
+                missing.join(",")
+            ),
+            "the kubelet's view lags the plugin's: the plugin sends updates only on its first stream, \
+             or the update was lost; run doctor again, and if it stays, restart the plugin",
+        );
+    } else {
+        out.add(
+            Severity::Ok,
+            ("kubelet-view", "kubelet-view-ok"),
+            subject.clone(),
+            format!("the kubelet lists all {} healthy device(s) of {name} as allocatable", healthy.len()),
+        );
+    }
+    allocate_note(&subject, resource.as_deref(), &healthy, checkpoint, out);
+}
+
+/// What doctor can say about Allocate without calling it: how many stored
+/// Allocate answers the checkpoint holds for the resource, and the command
+/// that does call it (with its cost).
+fn allocate_note(
+    subject: &str,
+    resource: Option<&str>,
+    healthy: &[&str],
+    checkpoint: Option<&CheckpointReport>,
+    out: &mut Out,
+) {
+    let Some(resource) = resource else { return };
+    let answers = checkpoint
+        .map(|c| c.entries.iter().filter(|e| e.resource == resource && e.allocation.is_some()).count())
+        .unwrap_or(0);
+    let seen = if answers == 0 {
+        "the checkpoint holds no Allocate answer for it".to_string()
+    } else {
+        format!("the checkpoint holds {answers} Allocate answer(s) for it, so Allocate worked before")
+    };
+    let id = healthy.first().copied().unwrap_or("ID");
+    out.hint(
+        Severity::Ok,
+        ("allocate", "allocate-not-called"),
+        subject.to_string(),
+        format!("Allocate not called (doctor is read-only); {seen}"),
+        format!(
+            "if pods fail admission, paste the pod's event into `dpctl explain`; to call Allocate yourself: \
+             `dpctl plugin call allocate --socket {subject} --devices {id}` (it allocates for real: the plugin may \
+             reserve or reset the device; use a device no pod holds)"
+        ),
+    );
+}
