@@ -18,6 +18,8 @@ type request struct {
 	Container     string   `json:"container,omitempty"`
 	WaitMs        *uint64  `json:"wait_ms,omitempty"`
 	GracePeriodMs *uint64  `json:"grace_period_ms,omitempty"`
+	Order         []string `json:"order,omitempty"`
+	ReadmitAfter  *uint64  `json:"readmit_after_ms,omitempty"`
 }
 
 type compute struct {

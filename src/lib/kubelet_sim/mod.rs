@@ -23,6 +23,7 @@ pub mod events;
 mod outcome;
 mod pod;
 mod podres;
+mod reboot;
 mod registration;
 mod registry;
 mod state;
@@ -46,6 +47,7 @@ pub use admission::{
 };
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
+pub use reboot::{RebootReport, seeded_order};
 pub use registration::{DIAL_FAILED, MAX_RESOURCES, go_rpc_error};
 pub use state::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use version::{CleanupRule, KubeletVersion};
