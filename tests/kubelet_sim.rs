@@ -1139,3 +1139,24 @@ async fn reboot_with_the_plugin_back_admits_every_pod_again_in_the_seeded_order(
     mock.stop().await;
     sim.stop().await;
 }
+
+// `--kubelet-socket-delay`: the sim reports started before kubelet.sock
+// exists, and creates it after the delay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubelet_socket_delay_reports_started_before_the_socket_exists() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let mut sim =
+        Child::dpctl(&["kubelet-sim", "--dir", dir, "-o", "json", "--no-podresources", "--kubelet-socket-delay", "1s"]);
+    sim.event("started").await;
+    let sock = sb.path().join("kubelet.sock");
+    assert!(!sock.exists(), "kubelet.sock exists at once");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !sock.exists() {
+        assert!(std::time::Instant::now() < deadline, "kubelet.sock never created");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let bad = dpctl(&["kubelet-sim", "--dir", dir, "--kubelet-socket-delay", "1e20s"]).await;
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    sim.stop().await;
+}

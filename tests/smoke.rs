@@ -611,3 +611,24 @@ async fn a_plugin_that_cannot_restart_or_recover_fails_those_steps() {
     run.expect_code(1);
     assert_failed(&v, "health-recovery", &["allocatable 2 -> 1", "--recover-command true", "still 1 of 2 after 1s"]);
 }
+
+// A kubelet.sock created after the plugin started (every release: the
+// kubelet's device manager serves it only once it has started): a plugin
+// that calls Register once and gives up fails registration with the reason;
+// one that retries until kubelet.sock exists passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_kubelet_sock_fails_a_plugin_that_registers_once_only() {
+    let flags = ["--late-kubelet-socket", "1s", "--register-timeout", "5s"];
+    let (run, v) = smoke(&flags, &mock(&["--register-once"])).await;
+    run.expect_code(1);
+    assert_failed(
+        &v,
+        "registration",
+        &["kubelet.sock was created 1s after the sim started", "must retry Register", "--register-once gives up"],
+    );
+    let mut flags = flags.to_vec();
+    flags.extend(["--skip", "parallel-calls,plugin-restart,health-recovery", "--stream-window", "300ms"]);
+    let (run, v) = smoke(&flags, &mock(&[])).await;
+    run.expect_code(0);
+    assert_eq!(step(&v, "registration")["outcome"], "pass");
+}

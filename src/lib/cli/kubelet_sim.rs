@@ -73,6 +73,11 @@ pub struct ServeArgs {
     /// leaves live ones alone; `restart` deletes them all, like a restarting kubelet.
     #[arg(long)]
     pub force: bool,
+    /// Report started at once but create kubelet.sock only this long after, as a kubelet whose
+    /// device manager starts late: plugins that call Register once at start and give up never
+    /// register (docs/kubelet-versions.md §10).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub kubelet_socket_delay: Duration,
     /// After a ListAndWatch stream ends, how long capacity is kept before it drops to 0.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
     pub grace_period: Duration,
@@ -335,6 +340,7 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     config.set_kubelet_version(args.kubelet_version);
     config.emulate_cleanup = args.emulate_cleanup;
     config.force = args.force;
+    config.kubelet_socket_delay = args.kubelet_socket_delay;
     config.grace_period = args.grace_period;
     config.podresources_socket =
         if args.no_podresources { None } else { args.podresources_socket.or(config.podresources_socket) };

@@ -56,6 +56,11 @@ pub struct SmokeArgs {
     /// health-recovery: shell command that clears the fault --fault-command made.
     #[arg(long, value_name = "CMD", requires = "fault_command")]
     pub recover_command: Option<String>,
+    /// Create kubelet.sock only this long after the sim has started (the plugin starts before it,
+    /// as on a node whose kubelet is slow to start its device manager): a plugin must retry
+    /// Register or watch for kubelet.sock.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub late_kubelet_socket: Duration,
     /// health-recovery: how long the fault may take to show, and its clearance to restore allocatable.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub recovery_deadline: Duration,
@@ -127,6 +132,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         fault_command: args.fault_command,
         recover_command: args.recover_command,
         recovery_deadline: args.recovery_deadline,
+        late_kubelet_socket: args.late_kubelet_socket,
         grace: args.grace,
         prestart_timeout: args.prestart_timeout,
         stream_window: args.stream_window,

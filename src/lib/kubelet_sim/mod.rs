@@ -20,6 +20,7 @@ pub mod checkpoint;
 pub mod control;
 pub mod differences;
 pub mod events;
+mod late_socket;
 mod outcome;
 mod pod;
 mod podres;
@@ -131,6 +132,9 @@ pub struct SimConfig {
     /// Distinct resource names tracked at most (a Register over it is
     /// refused with `ResourceExhausted`); [`MAX_RESOURCES`] by default.
     pub max_resources: usize,
+    /// Create kubelet.sock this long after the sim has started
+    /// (`--kubelet-socket-delay`; zero: at once).
+    pub kubelet_socket_delay: Duration,
 }
 
 impl SimConfig {
@@ -161,6 +165,7 @@ impl SimConfig {
             emulate_cleanup: false,
             topology: crate::topology::TopologyConfig::default(),
             max_resources: MAX_RESOURCES,
+            kubelet_socket_delay: Duration::ZERO,
         }
     }
 
@@ -462,7 +467,7 @@ impl KubeletSim {
         let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
         let mut services = spawn_services(&handle, podres_listener, control_listener);
         let serving = async {
-            serve_registration(&inner).await?;
+            late_socket::serve_registration_at(&inner).await?;
             match inner.config.registry_dir.clone() {
                 Some(reg_dir) => registry::start(&inner, &reg_dir).map(Some),
                 None => Ok(None),

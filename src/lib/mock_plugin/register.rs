@@ -340,6 +340,16 @@ impl Supervisor {
                         self.serve_again(&reason).await?;
                     }
                 }
+                Err(Failure::Retry(error)) if self.faults.register_once => {
+                    // The fault: one try at start, no retry.
+                    return Err(Error::invalid(
+                        self.res.name.clone(),
+                        format!(
+                            "Register on {} failed and --register-once gives up: {error}",
+                            self.shared.kubelet_socket().display()
+                        ),
+                    ));
+                }
                 Err(Failure::Retry(error)) => {
                     let wait = self.backoff;
                     self.backoff = (self.backoff * 2).min(BACKOFF_MAX);

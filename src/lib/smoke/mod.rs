@@ -247,6 +247,8 @@ pub struct SmokeConfig {
     pub recover_command: Option<String>,
     /// How long a fault may take to show and its clearance to restore allocatable.
     pub recovery_deadline: Duration,
+    /// Create kubelet.sock this long after the plugin starts (`--late-kubelet-socket`).
+    pub late_kubelet_socket: Duration,
     /// How long the plugin may take to exit after SIGTERM.
     pub grace: Duration,
     /// The kubelet's PreStartContainer deadline (30 s).
@@ -316,6 +318,7 @@ impl Default for SmokeConfig {
             fault_command: None,
             recover_command: None,
             recovery_deadline: Duration::from_secs(10),
+            late_kubelet_socket: Duration::ZERO,
             grace: Duration::from_secs(5),
             prestart_timeout: crate::kubelet_sim::DEFAULT_PRE_START_TIMEOUT,
             stream_window: Duration::from_secs(2),
@@ -574,6 +577,7 @@ async fn start_sim(
     // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
     sim_config.owns_dir = config.dir.is_none();
     sim_config.topology = config.topology.clone();
+    sim_config.kubelet_socket_delay = config.late_kubelet_socket;
     KubeletSim::start(sim_config).await.map_err(|e| match e {
         Error::AlreadyServing { path, .. } => Error::invalid(
             "--dir",

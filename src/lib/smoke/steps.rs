@@ -397,12 +397,15 @@ impl Runner {
                 }
             }
             Waited::Exited(exit) => {
-                let evidence =
-                    format!("the plugin {exit} before registering on {kubelet_socket}; {}", self.last_output());
+                let evidence = format!(
+                    "the plugin {exit} before registering on {kubelet_socket}{}; {}",
+                    self.late_socket_note(),
+                    self.last_output()
+                );
                 self.done(StepId::Registration, Outcome::Fail, evidence, t)
             }
             Waited::TimedOut => {
-                let evidence = self.not_registered_evidence(&kubelet_socket, &matches);
+                let evidence = self.not_registered_evidence(&kubelet_socket, &matches) + &self.late_socket_note();
                 self.done(StepId::Registration, Outcome::Fail, evidence, t)
             }
         }

@@ -253,3 +253,19 @@ fn allocatable_note(r: &Runner) -> String {
         None => "the resource left node status while it was down".to_string(),
     }
 }
+
+impl Runner {
+    /// With `--late-kubelet-socket`: why a plugin that did not register
+    /// failed (empty otherwise).
+    pub(super) fn late_socket_note(&self) -> String {
+        let late = self.cfg.late_kubelet_socket;
+        if late.is_zero() {
+            return String::new();
+        }
+        format!(
+            " (kubelet.sock was created {} after the sim started, as a kubelet whose device manager starts late: \
+             a plugin must retry Register, or watch the directory for kubelet.sock, until it exists)",
+            humantime::format_duration(late)
+        )
+    }
+}
