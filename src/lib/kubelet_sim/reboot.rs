@@ -47,7 +47,7 @@ pub fn order_pods(pods: Vec<Pod>, order: &[String]) -> Result<Vec<Pod>> {
     let mut left: Vec<Option<Pod>> = pods.into_iter().map(Some).collect();
     let mut out = Vec::new();
     for name in order {
-        let (ns, n) = super::steer::pod_ref(name.clone(), "default".into());
+        let (ns, n) = name.split_once('/').unwrap_or(("default", name.as_str()));
         let at = left.iter().position(|p| p.as_ref().is_some_and(|p| p.spec.namespace == ns && p.spec.name == n));
         let Some(pod) = at.and_then(|i| left[i].take()) else {
             return Err(Error::invalid("reboot order", format!("{name:?} is not an admitted pod (or is named twice)")));
