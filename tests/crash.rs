@@ -71,21 +71,12 @@ impl Tally {
 
 /// A sim on `dir`; `again`: after a crash, with `--force`, so that it
 /// deletes every socket at start as a kubelet does, and the plugin, seeing
-/// its socket gone, registers again. Release 1.36: from 1.37 the kubelet
-/// refuses a second Register on a live (name, socket), and the mock can
-/// register twice in the restart race (kubelet.sock created, then its own
-/// socket deleted); that is about the plugin, not about crash safety.
+/// its socket gone, registers again. The default release (1.37+, which
+/// refuses a second Register on a live (name, socket)): the mock registers
+/// once per kubelet.sock creation even when the directory's events about the
+/// new kubelet.sock arrive after it has registered with it.
 fn sim(dir: &Path, again: bool) -> Child {
-    let mut args = vec![
-        "kubelet-sim",
-        "--dir",
-        dir.to_str().unwrap(),
-        "-o",
-        "json",
-        "--no-podresources",
-        "--kubelet-version",
-        "1.36",
-    ];
+    let mut args = vec!["kubelet-sim", "--dir", dir.to_str().unwrap(), "-o", "json", "--no-podresources"];
     if again {
         args.push("--force");
     }

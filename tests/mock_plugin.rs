@@ -777,3 +777,51 @@ async fn record_refuses_links_and_files_it_did_not_write() {
     mock.terminate();
     assert_eq!(mock.wait().await, 0);
 }
+
+// A kubelet starting deletes the plugin sockets, then creates kubelet.sock;
+// the mock serves again on its socket's deletion and registers with the new
+// kubelet.sock at once, before the directory's events about kubelet.sock
+// reach it. Those late events must not bring a second Register: 1.37+
+// refuse one on a live (name, socket) with `device plugin already
+// connected` (pkg/kubelet/cm/devicemanager/manager.go PluginConnected), and
+// the mock used to take that as fatal and stop. Five SIGKILLed sims, each
+// replaced by a new one on the same directory (`--force`, as a kubelet).
+#[tokio::test]
+async fn registers_once_per_kubelet_sock_creation_when_its_events_arrive_late_1_37() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap().to_string();
+    let sim_args = |force: bool| {
+        let mut a = vec!["kubelet-sim", "--dir", &dir, "-o", "json", "--no-podresources", "--kubelet-version", "1.37"];
+        if force {
+            a.push("--force");
+        }
+        a
+    };
+    let mut sim = Child::dpctl(&sim_args(false));
+    sim.event("started").await;
+    let mut mock = Child::dpctl(&["mock-plugin", "--dir", &dir, "--resource", GPU, "--devices", "2", "-o", "json"]);
+    sim.event("snapshot").await;
+    for round in 1..=5 {
+        sim.kill().await;
+        sim = Child::dpctl(&sim_args(true));
+        sim.event("started").await;
+        sim.event("snapshot").await;
+        // Time for a late second Register to arrive and be refused.
+        let more = tokio::time::timeout(Duration::from_millis(700), async {
+            loop {
+                match sim.line().await {
+                    Some(l) if l.contains("registration_rejected") || l.contains("\"registered\"") => return l,
+                    Some(_) => {}
+                    None => std::future::pending::<()>().await,
+                }
+            }
+        })
+        .await;
+        assert!(more.is_err(), "round {round}: a second Register for one kubelet.sock: {}", more.unwrap());
+        assert!(mock.running(), "round {round}: the mock stopped: {}", mock.stderr());
+    }
+    let admit = dpctl(&["kubelet-sim", "admit", "--dir", &dir, "--name", "p", "--allocate", &format!("{GPU}=1")]).await;
+    assert_eq!(admit.code, 0, "{}{}", admit.stdout, admit.stderr);
+    sim.stop().await;
+    mock.stop().await;
+}

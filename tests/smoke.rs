@@ -162,7 +162,7 @@ async fn the_table_and_narration_for_people() {
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert!(lines[0].starts_with("STEP") && lines[0].contains("DETAIL"), "{}", run.stdout);
     assert!(lines.iter().any(|l| l.starts_with("kubelet-restart") && l.contains("pass")), "{}", run.stdout);
-    assert!(lines.last().unwrap().starts_with("PASS 22 steps: "), "{}", run.stdout);
+    assert!(lines.last().unwrap().starts_with("PASS 24 steps: "), "{}", run.stdout);
     // Narration on stderr: the sim and the plugin's pid; each step is printed
     // once, in the table on stdout (CI logs merge the two streams).
     assert!(run.stderr.contains("kubelet-sim: serving /tmp/dpctl-smoke-"), "{}", run.stderr);
@@ -513,4 +513,123 @@ async fn cdi_only_allocate_fails_admission_on_kubelets_before_1_29() {
     let (run, v) = run_on("1.29", &[]).await;
     run.expect_code(0);
     assert_eq!(step(&v, "admission")["outcome"], "pass");
+}
+
+// `--restarts N` (kubelet behaviour of every release 1.26-1.37: a restart
+// deletes the plugin sockets and serves a new kubelet.sock): the tally is in
+// the table, the JSON (`restarts`) and the JUnit case; a plugin that never
+// comes back is 100% flaky and fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarts_n_reports_the_flake_rate_in_table_json_and_junit() {
+    let sb = Sandbox::new();
+    let junit = sb.join("smoke.xml");
+    let skip = ["--skip", "parallel-calls,plugin-restart,health-recovery", "--stream-window", "300ms"];
+    let mut flags = vec!["--restarts", "4", "--junit", junit.to_str().unwrap()];
+    flags.extend(skip);
+    let (run, v) = smoke(&flags, &mock(&["--devices", "2"])).await;
+    run.expect_code(0);
+    let want = "re-registered 4/4 (0.0% flaky)";
+    assert_eq!(v["restarts"]["restarts"], 4);
+    assert_eq!(v["restarts"]["reregistered"], 4);
+    assert_eq!(v["restarts"]["summary"], want);
+    assert!(step(&v, "kubelet-restart")["evidence"].as_str().unwrap().starts_with(want), "{v:#}");
+    assert!(std::fs::read_to_string(&junit).unwrap().contains(want), "JUnit carries the tally");
+    let mut args = vec!["smoke", "--restarts", "2"];
+    args.extend(skip);
+    args.push("--");
+    args.extend(mock(&["--devices", "2"]));
+    let mut cmd = dpctl_command();
+    cmd.args(&args);
+    let table = run_bounded(cmd, &args, SMOKE_WAIT).await;
+    table.expect_code(0);
+    assert!(table.stdout.contains("re-registered 2/2 (0.0% flaky)"), "{}", table.stdout);
+
+    let flags =
+        ["--restarts", "3", "--restart-deadline", "500ms", "--skip", "parallel-calls", "--stream-window", "300ms"];
+    let (run, v) = smoke(&flags, &mock(&["--no-reregister"])).await;
+    run.expect_code(1);
+    assert_eq!(v["restarts"]["summary"], "re-registered 0/3 (100.0% flaky)");
+    assert_failed(
+        &v,
+        "kubelet-restart",
+        &["re-registered 0/3 (100.0% flaky); restart 1: restarted the kubelet", "did not register again within 500ms"],
+    );
+}
+
+// The plugin process restarted while the kubelet runs on (every release):
+// its stream ends (allocatable 0), the new process registers and the counts
+// come back; a fault the mock's own switch makes and clears is recovered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plugin_restart_and_health_recovery_pass_with_the_mock() {
+    let flags = ["--skip", "parallel-calls,kubelet-restart", "--stream-window", "300ms"];
+    let (run, v) = smoke(&flags, &mock(&["--devices", "3"])).await;
+    run.expect_code(0);
+    let restart = step(&v, "plugin-restart");
+    assert_eq!(restart["outcome"], "pass", "{restart}");
+    let ev = restart["evidence"].as_str().unwrap();
+    for want in ["on SIGTERM", "allocatable 0 while it was down", "registered", "capacity 3 -> 3, allocatable 3 -> 3"] {
+        assert!(ev.contains(want), "{want:?} in {ev}");
+    }
+    let health = step(&v, "health-recovery");
+    assert_eq!(health["outcome"], "pass", "{health}");
+    let ev = health["evidence"].as_str().unwrap();
+    assert!(ev.contains("set Unhealthy): allocatable 3 -> 2") && ev.contains("allocatable 3 (capacity 3)"), "{ev}");
+}
+
+// A plugin whose second start fails: plugin-restart fails with its exit and
+// output. Hooks that make a fault but never clear it fail health-recovery;
+// a plugin other than the mock without hooks skips it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_cannot_restart_or_recover_fails_those_steps() {
+    let sb = Sandbox::new();
+    let marker = sb.join("started");
+    let script = format!(
+        "if [ -e {m} ]; then echo 'cannot start twice' >&2; exit 3; fi; touch {m}; exec {d} mock-plugin --dir {{dir}} \
+         --resource {GPU} --devices 2",
+        m = marker.display(),
+        d = dpctl_bin()
+    );
+    let flags = ["--skip", "parallel-calls,kubelet-restart", "--stream-window", "300ms", "--restart-deadline", "3s"];
+    let (run, v) = smoke(&flags, &["sh", "-c", &script]).await;
+    run.expect_code(1);
+    assert_failed(&v, "plugin-restart", &["exited with code 3 before registering", "cannot start twice"]);
+    assert_eq!(step(&v, "health-recovery")["outcome"], "skip");
+
+    let fault = format!("{} mock-plugin set-health --dir {{dir}} {GPU} GPU-1 unhealthy", dpctl_bin());
+    let flags = [
+        "--skip",
+        "parallel-calls,kubelet-restart,plugin-restart",
+        "--stream-window",
+        "300ms",
+        "--recovery-deadline",
+        "1s",
+        "--fault-command",
+        &fault,
+        "--recover-command",
+        "true",
+    ];
+    let (run, v) = smoke(&flags, &mock(&["--devices", "2"])).await;
+    run.expect_code(1);
+    assert_failed(&v, "health-recovery", &["allocatable 2 -> 1", "--recover-command true", "still 1 of 2 after 1s"]);
+}
+
+// A kubelet.sock created after the plugin started (every release: the
+// kubelet's device manager serves it only once it has started): a plugin
+// that calls Register once and gives up fails registration with the reason;
+// one that retries until kubelet.sock exists passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_kubelet_sock_fails_a_plugin_that_registers_once_only() {
+    let flags = ["--late-kubelet-socket", "1s", "--register-timeout", "5s"];
+    let (run, v) = smoke(&flags, &mock(&["--register-once"])).await;
+    run.expect_code(1);
+    assert_failed(
+        &v,
+        "registration",
+        &["kubelet.sock was created 1s after the sim started", "must retry Register", "--register-once gives up"],
+    );
+    let mut flags = flags.to_vec();
+    flags.extend(["--skip", "parallel-calls,plugin-restart,health-recovery", "--stream-window", "300ms"]);
+    let (run, v) = smoke(&flags, &mock(&[])).await;
+    run.expect_code(0);
+    assert_eq!(step(&v, "registration")["outcome"], "pass");
 }

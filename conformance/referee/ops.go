@@ -525,6 +525,19 @@ func (r *referee) handle(req request) any {
 			return errReply(exitUsage, fmt.Sprintf("bad control request: wait_ms: %d ms is more than 365 days", wait))
 		}
 		return okReply(r.restart(time.Duration(wait) * time.Millisecond))
+	case "reboot":
+		var after uint64
+		if req.ReadmitAfter != nil {
+			after = *req.ReadmitAfter
+		}
+		if after > 3600*1000 {
+			return errReply(exitUsage, fmt.Sprintf("bad control request: readmit_after_ms: %d ms is more than an hour", after))
+		}
+		out, e := r.reboot(req.Order, time.Duration(after)*time.Millisecond)
+		if e != nil {
+			return errReply(e.code, e.msg)
+		}
+		return okReply(out)
 	case "restart_container":
 		out, e := r.restartContainer(req.Namespace, req.Name, req.Container)
 		if e != nil {

@@ -19,6 +19,8 @@ type request struct {
 	WaitMs        *uint64  `json:"wait_ms,omitempty"`
 	GracePeriodMs *uint64  `json:"grace_period_ms,omitempty"`
 	Since         *uint64  `json:"since,omitempty"`
+	Order         []string `json:"order,omitempty"`
+	ReadmitAfter  *uint64  `json:"readmit_after_ms,omitempty"`
 }
 
 type compute struct {

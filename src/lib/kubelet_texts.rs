@@ -169,10 +169,10 @@ pub const PREVIOUSLY_ALLOCATED_UNHEALTHY: KubeletText = KubeletText {
     code: "previously-allocated-unhealthy",
     reason: UNEXPECTED_ADMISSION_ERROR,
     template: "previously allocated devices are no longer healthy; cannot allocate unhealthy devices {}",
-    releases: "1.34-1.37 (read in their source; kubelet-sim does not play it)",
+    releases: "1.34-1.37 (kubelet-sim plays it when a reboot admits a pod again on its kept devices)",
     cause: "a restarted container's devices, held from before, are now reported Unhealthy",
     confirm: "dpctl plugin watch --socket SOCKET (the health the plugin reports)",
-    played: false,
+    played: true,
 };
 
 /// `Resources cannot be allocated with Topology locality`.

@@ -75,6 +75,11 @@ pub struct ServeArgs {
     /// leaves live ones alone; `restart` deletes them all, like a restarting kubelet.
     #[arg(long)]
     pub force: bool,
+    /// Report started at once but create kubelet.sock only this long after, as a kubelet whose
+    /// device manager starts late: plugins that call Register once at start and give up never
+    /// register (docs/kubelet-versions.md §10).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub kubelet_socket_delay: Duration,
     /// After a ListAndWatch stream ends, how long capacity is kept before it drops to 0.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5m")]
     pub grace_period: Duration,
@@ -250,6 +255,26 @@ pub enum SimCommand {
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
         wait: Duration,
     },
+    /// Reboot the node: every container is gone, the checkpoint is kept, the
+    /// kubelet starts on it (sockets deleted, a new kubelet.sock) and admits
+    /// every pod again, one at a time; a pod admitted before its plugin is
+    /// back fails with UnexpectedAdmissionError. Exit 1 when a pod is rejected.
+    Reboot {
+        /// Which sim.
+        #[command(flatten)]
+        target: SimTarget,
+        /// Admit the pods again in this order (names or NAMESPACE/NAME, every admitted pod once)
+        /// [default: admission order, as the kubelet's creation order].
+        #[arg(long, value_delimiter = ',', value_name = "POD,...", conflicts_with = "seed")]
+        order: Vec<String>,
+        /// Admit the pods again in a random order made from SEED (reproducible).
+        #[arg(long, value_name = "SEED")]
+        seed: Option<u64>,
+        /// How long after the new kubelet.sock the pods are admitted again; plugins that
+        /// register within it are back in time [default: 0s, before any plugin].
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+        readmit_after: Duration,
+    },
     /// Restart one container of an admitted pod: the kubelet calls
     /// PreStartContainer again (when the plugin requires it); a failure stops
     /// only that container. Exit 1 when it does not start.
@@ -302,6 +327,13 @@ pub async fn run(args: KubeletSimArgs, s: &mut Streams<'_>) -> Result<u8> {
             let (namespace, name) = steer::pod_ref(pod, namespace);
             (target, Request::RestartContainer { namespace, name, container })
         }
+        SimCommand::Reboot { target, order, seed, readmit_after } => {
+            let order = match seed {
+                Some(seed) => steer::seeded_reboot_order(&target.dir.dir, seed).await?,
+                None => order,
+            };
+            (target, Request::Reboot { order, readmit_after_ms: crate::text::millis(readmit_after) })
+        }
         SimCommand::Status { target } => (target, Request::Status),
         SimCommand::SetGrace { target, grace } => {
             (target, Request::SetGrace { grace_period_ms: crate::text::millis(grace) })
@@ -320,6 +352,7 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     config.set_kubelet_version(args.kubelet_version);
     config.emulate_cleanup = args.emulate_cleanup;
     config.force = args.force;
+    config.kubelet_socket_delay = args.kubelet_socket_delay;
     config.grace_period = args.grace_period;
     config.podresources_socket =
         if args.no_podresources { None } else { args.podresources_socket.or(config.podresources_socket) };

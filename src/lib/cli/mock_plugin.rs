@@ -236,6 +236,9 @@ pub struct ServeArgs {
     /// Fault: call Register twice on the same socket (kubelets 1.37+ refuse the second).
     #[arg(help_heading = "Faults", long)]
     pub register_twice: bool,
+    /// Fault: call Register once at start and exit if it fails (no retry, no watching for kubelet.sock).
+    #[arg(help_heading = "Faults", long)]
+    pub register_once: bool,
     /// Only serve; never call Register on kubelet.sock.
     #[arg(long)]
     pub no_register: bool,
@@ -295,6 +298,7 @@ impl From<ServeArgs> for ServeOptions {
             register_before_serving: a.register_before_serving,
             no_reregister: a.no_reregister,
             register_twice: a.register_twice,
+            register_once: a.register_once,
             no_register: a.no_register,
             registry_dir: a.registry_dir,
             record: a.record,

@@ -46,6 +46,25 @@ pub struct SmokeArgs {
     /// How long after a kubelet restart the plugin may take to register again.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub restart_deadline: Duration,
+    /// Restart the kubelet N times in the kubelet-restart step; the step reports how many the plugin
+    /// came back from, e.g. "re-registered 29/30 (3.3% flaky)", and fails on any miss.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub restarts: u32,
+    /// health-recovery: shell command (sh -c, {dir} and {kubelet_socket} replaced, the plugin's
+    /// environment) that makes a device fail; with dpctl's mock plugin none is needed.
+    #[arg(long, value_name = "CMD", requires = "recover_command")]
+    pub fault_command: Option<String>,
+    /// health-recovery: shell command that clears the fault --fault-command made.
+    #[arg(long, value_name = "CMD", requires = "fault_command")]
+    pub recover_command: Option<String>,
+    /// Create kubelet.sock only this long after the sim has started (the plugin starts before it,
+    /// as on a node whose kubelet is slow to start its device manager): a plugin must retry
+    /// Register or watch for kubelet.sock.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    pub late_kubelet_socket: Duration,
+    /// health-recovery: how long the fault may take to show, and its clearance to restore allocatable.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    pub recovery_deadline: Duration,
     /// Admit the test pod under this Topology Manager policy (the kubelet's --topology-manager-policy).
     #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
     pub topology_manager_policy: crate::topology::Policy,
@@ -125,6 +144,11 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         first_list_timeout: args.first_list_timeout,
         request: args.request,
         restart_deadline: args.restart_deadline,
+        restarts: args.restarts,
+        fault_command: args.fault_command,
+        recover_command: args.recover_command,
+        recovery_deadline: args.recovery_deadline,
+        late_kubelet_socket: args.late_kubelet_socket,
         grace: args.grace,
         prestart_timeout: args.prestart_timeout,
         stream_window: args.stream_window,

@@ -196,7 +196,11 @@ async fn record(inner: &Arc<Inner>, pod: &Pod) -> Result<(), Rejection> {
     let written = tokio::task::spawn_blocking(move || writer.write_checkpoint())
         .await
         .unwrap_or_else(|e| Err(Error::invalid("checkpoint writer", e.to_string())));
-    written.map_err(|e| unexpected(crate::kubelet_texts::CHECKPOINT_WRITE.fill(&[&format!("{:?}", crate::paths::CHECKPOINT_FILE_NAME), &e])))
+    written.map_err(|e| {
+        unexpected(
+            crate::kubelet_texts::CHECKPOINT_WRITE.fill(&[&format!("{:?}", crate::paths::CHECKPOINT_FILE_NAME), &e]),
+        )
+    })
 }
 
 /// The pod's effective request of `resource`: the larger of the running
@@ -377,7 +381,11 @@ async fn pre_start_one(
 ) -> std::result::Result<(), String> {
     match client {
         None => Err(crate::kubelet_texts::PRESTART_NO_ENDPOINT.fill(&[&resource])),
-        Some(c) => c.pre_start(ids).await.map(|_| ()).map_err(|e| crate::kubelet_texts::PRESTART_FAILED.fill(&[&go_rpc_error(&e)])),
+        Some(c) => c
+            .pre_start(ids)
+            .await
+            .map(|_| ())
+            .map_err(|e| crate::kubelet_texts::PRESTART_FAILED.fill(&[&go_rpc_error(&e)])),
     }
 }
 
@@ -425,9 +433,7 @@ pub(crate) async fn restart_container(
     let calls = calls.into_iter().map(|(r, ids, call)| {
         let call = call.map(|c| {
             c.and_then(|id| {
-                inner
-                    .pre_start_client(id)
-                    .ok_or_else(|| crate::kubelet_texts::PRESTART_NO_ENDPOINT.fill(&[&r]))
+                inner.pre_start_client(id).ok_or_else(|| crate::kubelet_texts::PRESTART_NO_ENDPOINT.fill(&[&r]))
             })
         });
         (r, ids, call)

@@ -51,6 +51,15 @@ pub enum Request {
         /// Container name.
         container: String,
     },
+    /// Reboot the node: containers gone, checkpoint kept, every pod admitted again.
+    Reboot {
+        /// The order pods are admitted again in (names); empty: admission order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        order: Vec<String>,
+        /// From the new kubelet.sock to the re-admission (plugins registering meanwhile are back in time).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        readmit_after_ms: u64,
+    },
     /// The state.
     Status,
     /// Set the grace period after a stream end.
@@ -80,6 +89,8 @@ pub enum Answer {
     Restart(RestartReport),
     /// A container restart.
     RestartContainer(super::RestartOutcome),
+    /// Every pod admitted again after a reboot.
+    Reboot(super::RebootReport),
     /// Status.
     Status(SimStatus),
     /// The grace period now in force.
@@ -288,6 +299,7 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
     let (field, ms) = match &request {
         Request::Restart { wait_ms } => ("wait_ms", *wait_ms),
         Request::SetGrace { grace_period_ms } => ("grace_period_ms", *grace_period_ms),
+        Request::Reboot { readmit_after_ms, .. } => ("readmit_after_ms", *readmit_after_ms),
         _ => ("", 0),
     };
     if let Err(e) = crate::duration::check(Duration::from_millis(ms)) {
@@ -306,6 +318,9 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
             sim.restart_container(&namespace, &name, &container).await.map(Answer::RestartContainer)
         }
         Request::Status => Ok(Answer::Status(sim.status())),
+        Request::Reboot { order, readmit_after_ms } => {
+            sim.reboot(&order, Duration::from_millis(readmit_after_ms)).await.map(Answer::Reboot)
+        }
         Request::SetGrace { grace_period_ms } => {
             sim.set_grace_period(Duration::from_millis(grace_period_ms));
             Ok(Answer::SetGrace { grace_period_ms })
@@ -329,6 +344,10 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
 /// that reaches a server (README, exit codes): nothing running there is a
 /// socket problem (exit 3), as a missing plugin socket is; a `--dir` that is
 /// not a directory at all is bad input (exit 2).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn nothing_runs_there(dir: &Path, path: &Path) -> Error {
     let text = format!("no kubelet-sim is running there (no control socket at {})", path.display());
     if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {

@@ -141,4 +141,10 @@ Where the sim deliberately differs from a real kubelet:
     the kubelet drops it at the first node-status update (every 10 s by
     default) after the 5 minutes.
   - Rejected pods are not kept, so PodResources never lists them.
-  - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.";
+  - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.
+  - `reboot` (docs/kubelet-versions.md §10): the pod that keeps its checkpointed
+    devices gets no PreStartContainer and no Topology Manager check for them
+    (the kubelet runs both when the containers start again); the others are
+    admitted as new pods. The restart inside it writes the checkpoint, so a
+    plugin already stopped leaves its resource with no devices in the file
+    (the kubelet writes none at a restart).";

@@ -20,10 +20,12 @@ pub mod checkpoint;
 pub mod control;
 pub mod differences;
 pub mod events;
+mod late_socket;
 mod manager;
 mod outcome;
 mod pod;
 mod podres;
+mod reboot;
 mod registration;
 mod registry;
 pub mod steer;
@@ -48,6 +50,7 @@ pub use admission::{
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
 pub use manager::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
+pub use reboot::{RebootReport, seeded_order};
 pub use registration::{DIAL_FAILED, MAX_RESOURCES, go_rpc_error};
 pub use version::{CleanupRule, KubeletVersion};
 
@@ -133,6 +136,9 @@ pub struct SimConfig {
     /// Distinct resource names tracked at most (a Register over it is
     /// refused with `ResourceExhausted`); [`MAX_RESOURCES`] by default.
     pub max_resources: usize,
+    /// Create kubelet.sock this long after the sim has started
+    /// (`--kubelet-socket-delay`; zero: at once).
+    pub kubelet_socket_delay: Duration,
 }
 
 impl SimConfig {
@@ -163,6 +169,7 @@ impl SimConfig {
             emulate_cleanup: false,
             topology: crate::topology::TopologyConfig::default(),
             max_resources: MAX_RESOURCES,
+            kubelet_socket_delay: Duration::ZERO,
         }
     }
 
@@ -531,7 +538,7 @@ impl KubeletSim {
         let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
         let mut services = spawn_services(&handle, podres_listener, control_listener);
         let serving = async {
-            serve_registration(&inner).await?;
+            late_socket::serve_registration_at(&inner).await?;
             match inner.config.registry_dir.clone() {
                 Some(reg_dir) => registry::start(&inner, &reg_dir).map(Some),
                 None => Ok(None),

@@ -86,6 +86,18 @@ pub fn pod_ref(pod: String, namespace: String) -> (String, String) {
     }
 }
 
+/// `kubelet-sim reboot --seed`: the running sim's pods in a random order
+/// made from `seed` (the same seed, the same order for the same pods).
+pub async fn seeded_reboot_order(dir: &std::path::Path, seed: u64) -> crate::Result<Vec<String>> {
+    let status = match super::control::call(dir, &Request::Status, Duration::from_secs(10)).await? {
+        Ok(Answer::Status(s)) => s,
+        Ok(_) => return Err(crate::Error::invalid("kubelet-sim", "unexpected answer to status")),
+        Err(e) => return Err(crate::Error::invalid("kubelet-sim", e.message)),
+    };
+    let names: Vec<String> = status.pods.iter().map(|p| format!("{}/{}", p.namespace, p.name)).collect();
+    Ok(super::seeded_order(&names, seed))
+}
+
 impl Request {
     /// How long the client waits for the answer: admission may call slow
     /// plugins; a restart waits `wait_ms` and then some.
@@ -95,6 +107,10 @@ impl Request {
             Request::Delete { .. } => Duration::from_secs(30),
             Request::Restart { wait_ms } => Duration::from_millis(*wait_ms).saturating_add(Duration::from_secs(30)),
             Request::RestartContainer { .. } => Duration::from_secs(60),
+            // Every pod admitted again, each perhaps calling slow plugins.
+            Request::Reboot { readmit_after_ms, .. } => {
+                Duration::from_millis(*readmit_after_ms).saturating_add(Duration::from_secs(300))
+            }
             Request::Status | Request::SetGrace { .. } | Request::Events { .. } => Duration::from_secs(10),
         }
     }
@@ -110,6 +126,7 @@ impl Answer {
                 o.admitted && (dry || o.containers.iter().all(|c| c.started))
             }
             Answer::Restart(r) => r.all_returned,
+            Answer::Reboot(r) => r.rejected().next().is_none(),
             Answer::RestartContainer(r) => r.started,
             Answer::Delete(_) | Answer::Status(_) | Answer::SetGrace { .. } | Answer::Events { .. } => true,
         };

@@ -439,6 +439,10 @@ pub struct Faults {
     /// the first registration stands.
     #[serde(default)]
     pub register_twice: bool,
+    /// Call Register once at start and give up (exit) when kubelet.sock is
+    /// not there yet, as plugins that do not retry or watch the directory.
+    #[serde(default)]
+    pub register_once: bool,
 }
 
 /// An error and/or latency on one RPC (or all), from a given call on.

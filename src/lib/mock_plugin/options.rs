@@ -77,6 +77,8 @@ pub struct ServeOptions {
     pub no_reregister: bool,
     /// `--register-twice`.
     pub register_twice: bool,
+    /// `--register-once`.
+    pub register_once: bool,
     /// `--no-register`.
     pub no_register: bool,
     /// `--registry-dir`.
@@ -146,6 +148,7 @@ pub fn build_config(a: &ServeOptions) -> Result<MockConfig> {
         f.register_before_serving |= a.register_before_serving;
         f.no_reregister |= a.no_reregister;
         f.register_twice |= a.register_twice;
+        f.register_once |= a.register_once;
     }
     config.check().map_err(|i| {
         let place = match &a.config {

@@ -170,6 +170,13 @@ pub struct Supervisor {
     generations: u32,
     /// kubelet.sock's identity when Register last succeeded.
     registered_with: Option<Identity>,
+    /// When that successful Register began (wall clock, as file times are):
+    /// a kubelet.sock of that identity changed before it is the very socket
+    /// registered with, so a Create or Remove event about it that arrives
+    /// late (the directory's events lag behind the files) is not a new
+    /// kubelet. From 1.37 a second Register there is refused as `device
+    /// plugin already connected` (docs/kubelet-versions.md §2).
+    registered_since: Option<std::time::SystemTime>,
     /// kubelet.sock was deleted since Register last succeeded: the next
     /// kubelet.sock created is a new kubelet, whatever its inode.
     kubelet_gone: bool,
@@ -211,6 +218,7 @@ impl Supervisor {
             generation: None,
             generations: 0,
             registered_with: None,
+            registered_since: None,
             kubelet_gone: false,
             need_serve: listener.is_none(),
             need_register,
@@ -311,9 +319,10 @@ impl Supervisor {
         if self.need_register && self.shared.register && self.retry_at.is_none() {
             self.attempts += 1;
             match self.register_once().await {
-                Ok(with) => {
+                Ok((with, since)) => {
                     self.need_register = false;
                     self.registered_with = with;
+                    self.registered_since = Some(since);
                     self.kubelet_gone = false;
                     self.backoff = BACKOFF_START;
                     if self.faults.register_twice && !self.registered_twice {
@@ -330,6 +339,16 @@ impl Supervisor {
                         let reason = format!("{} (after registering)", self.serve_reason);
                         self.serve_again(&reason).await?;
                     }
+                }
+                Err(Failure::Retry(error)) if self.faults.register_once => {
+                    // The fault: one try at start, no retry.
+                    return Err(Error::invalid(
+                        self.res.name.clone(),
+                        format!(
+                            "Register on {} failed and --register-once gives up: {error}",
+                            self.shared.kubelet_socket().display()
+                        ),
+                    ));
                 }
                 Err(Failure::Retry(error)) => {
                     let wait = self.backoff;
@@ -371,9 +390,12 @@ impl Supervisor {
         }
     }
 
-    /// One Register call. Returns kubelet.sock's identity on success.
-    async fn register_once(&mut self) -> std::result::Result<Option<Identity>, Failure> {
+    /// One Register call. Returns kubelet.sock's identity on success, and
+    /// the time from which that identity is known to be the one registered
+    /// with (see [`Supervisor::registered_since`]).
+    async fn register_once(&mut self) -> std::result::Result<(Option<Identity>, std::time::SystemTime), Failure> {
         let ksock = self.shared.kubelet_socket();
+        let since = std::time::SystemTime::now();
         let ino = inode(&ksock);
         let view = self.register_view();
         let timeout = self.shared.register_timeout;
@@ -403,7 +425,7 @@ impl Supervisor {
                 let n = self.res.stats.registrations.fetch_add(1, Ordering::Relaxed) + 1;
                 self.res.stats.registered.store(true, Ordering::Relaxed);
                 self.res.emit(EventKind::Registered {
-                    kubelet_socket: ksock,
+                    kubelet_socket: ksock.clone(),
                     request: view,
                     registration: n,
                     attempts: self.attempts,
@@ -411,7 +433,14 @@ impl Supervisor {
                     took_ms: ms(self.cause.0.elapsed()),
                 });
                 self.attempts = 0;
-                Ok(ino)
+                // kubelet.sock replaced during the call (a kubelet starting):
+                // the call reached the new one (the old one was gone), so
+                // the new one is the socket registered with.
+                let after = inode(&ksock);
+                if after != ino && after.is_some() {
+                    return Ok((after, std::time::SystemTime::now()));
+                }
+                Ok((ino, since))
             }
         }
     }
@@ -422,6 +451,7 @@ impl Supervisor {
             self.res.emit(EventKind::KubeletRestartIgnored { reason: reason.to_string() });
             // Remember it, so that the same restart is reported once.
             self.registered_with = inode(&self.shared.kubelet_socket());
+            self.registered_since = Some(std::time::SystemTime::now());
             self.kubelet_gone = false;
             if let Some(g) = &mut self.generation {
                 g.inode = inode(&self.res.socket);
@@ -448,6 +478,19 @@ impl Supervisor {
         }
     }
 
+    /// The kubelet.sock now in the directory is the one last registered
+    /// with: same identity, and changed before that Register began. An event
+    /// about kubelet.sock is then stale: registering again would be a second
+    /// Register for one kubelet.sock creation.
+    fn registered_with_current(&self) -> bool {
+        let (Some(with), Some(since)) = (self.registered_with, self.registered_since) else { return false };
+        let Some(now) = inode(&self.shared.kubelet_socket()) else { return false };
+        let changed = u64::try_from(now.2).ok().map(|secs| {
+            std::time::UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_nanos(u64::try_from(now.3).unwrap_or(0))
+        });
+        now == with && changed.is_some_and(|c| c < since)
+    }
+
     fn kubelet_replaced(&self) -> bool {
         self.registered_with.is_some()
             && inode(&self.shared.kubelet_socket()).is_some_and(|i| Some(i) != self.registered_with)
@@ -459,7 +502,9 @@ impl Supervisor {
             DirEvent::Removed(name) if name == self.res.endpoint && self.socket_lost() => {
                 self.trigger("plugin socket deleted", true);
             }
-            DirEvent::Removed(name) if name == kubelet_sock && self.registered_with.is_some() => {
+            DirEvent::Removed(name)
+                if name == kubelet_sock && self.registered_with.is_some() && !self.registered_with_current() =>
+            {
                 self.kubelet_gone = true;
             }
             // A kubelet.sock created after the one registered with was
@@ -467,7 +512,10 @@ impl Supervisor {
             // this Create event): register again even when the file looks
             // the same (same inode, same coarse change time).
             DirEvent::Created(name) if name == kubelet_sock => {
-                if self.kubelet_gone || self.kubelet_replaced() {
+                if self.registered_with_current() {
+                    // A late event about the kubelet.sock registered with.
+                    self.kubelet_gone = false;
+                } else if self.kubelet_gone || self.kubelet_replaced() {
                     self.kubelet_gone = false;
                     let serve = self.socket_lost();
                     self.trigger("kubelet.sock created", serve);
@@ -487,6 +535,8 @@ impl Supervisor {
             self.trigger("plugin socket deleted", true);
         } else if self.kubelet_replaced() {
             self.trigger("kubelet.sock replaced", false);
+        } else if self.kubelet_gone && self.registered_with_current() {
+            self.kubelet_gone = false;
         } else if self.kubelet_gone && inode(&self.shared.kubelet_socket()).is_some() {
             // Deleted and back, its Create event lost.
             self.kubelet_gone = false;

@@ -710,6 +710,48 @@ pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Resu
     Ok(())
 }
 
+/// Renders a reboot: every pod admitted again, in order, and why the
+/// rejected ones failed.
+pub fn reboot(w: &mut dyn Write, format: Format, r: &crate::kubelet_sim::RebootReport) -> io::Result<()> {
+    if format.is_json() {
+        return write_json(w, r);
+    }
+    let rejected = r.rejected().count();
+    writeln!(
+        w,
+        "rebooted the node: containers gone, checkpoint kept; {} pod(s) admitted again, {rejected} rejected",
+        r.pods.len() - rejected
+    )?;
+    if r.pods.is_empty() {
+        return Ok(());
+    }
+    let mut t = table(["ORDER", "POD", "RESULT", "DEVICES", "WHY"]);
+    for (i, p) in r.pods.iter().enumerate() {
+        let devices: Vec<String> =
+            p.containers.iter().flat_map(|c| c.resources.iter().flat_map(|x| x.devices.iter().cloned())).collect();
+        t.add_row([
+            (i + 1).to_string(),
+            format!("{}/{}", p.namespace, p.pod),
+            if p.admitted { "admitted".green().to_string() } else { "rejected".red().bold().to_string() },
+            if devices.is_empty() { "-".into() } else { devices.join(",") },
+            match (&p.reason, &p.message) {
+                (Some(r), Some(m)) => format!("{r}: {m}"),
+                _ => "-".into(),
+            },
+        ]);
+    }
+    write_table(w, &t)?;
+    if rejected > 0 {
+        writeln!(
+            w,
+            "\n{} a pod admitted before its plugin registers again is rejected for good (the kubelet does not retry; \
+             a bare pod stays failed, a controller makes a new one): see docs/kubelet-versions.md §10",
+            "rejected after the reboot:".red().bold()
+        )?;
+    }
+    Ok(())
+}
+
 /// One `--expect` and what was seen.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExpectResult {
@@ -782,6 +824,7 @@ pub fn answer(w: &mut dyn Write, format: Format, a: &Answer) -> io::Result<()> {
         Answer::Admit(o) => admit(w, format, o),
         Answer::Delete(d) => delete(w, format, d),
         Answer::Restart(r) => restart(w, format, r),
+        Answer::Reboot(r) => reboot(w, format, r),
         Answer::RestartContainer(r) => restart_container(w, format, r),
         Answer::Status(s) => status(w, format, s),
         Answer::SetGrace { grace_period_ms } if format.is_json() => {

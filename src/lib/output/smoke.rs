@@ -538,6 +538,7 @@ mod tests {
             },
             registry_dir: "/tmp/x/plugins_registry".into(),
             isolation: None,
+            restarts: None,
         };
         r.tally();
         r

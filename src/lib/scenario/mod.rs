@@ -229,6 +229,17 @@ pub enum Action {
         #[serde(default)]
         wait: Option<String>,
     },
+    /// Reboot the node: containers gone, checkpoint kept, every pod admitted
+    /// again (in `order`, pod names; default: admission order).
+    Reboot {
+        /// The order pods are admitted again in.
+        #[serde(default)]
+        order: Vec<String>,
+        /// From the kubelet's fresh start to the re-admission [default: 0s]:
+        /// plugins that register meanwhile are back in time.
+        #[serde(default)]
+        readmit_after: Option<String>,
+    },
     /// Restart one container of an admitted pod.
     RestartContainer {
         /// Pod name.
@@ -302,6 +313,7 @@ impl Action {
             Action::Admit { .. } => "admit",
             Action::Delete { .. } => "delete",
             Action::RestartKubelet { .. } => "restart-kubelet",
+            Action::Reboot { .. } => "reboot",
             Action::RestartContainer { .. } => "restart-container",
             Action::SetHealth { .. } => "set-health",
             Action::Wait { .. } => "wait",
@@ -486,7 +498,10 @@ impl Scenario {
                         }
                     }
                 }
-                Action::Delete { .. } | Action::RestartContainer { .. } => {}
+                Action::Reboot { readmit_after: Some(w), .. } => {
+                    parse_wait(w, place)?;
+                }
+                Action::Delete { .. } | Action::RestartContainer { .. } | Action::Reboot { .. } => {}
             }
         }
         for d in &self.differences {

@@ -308,6 +308,29 @@ impl Runner<'_> {
         Ok(())
     }
 
+    /// A node reboot: each pod's admission outcome, in the order used.
+    async fn reboot(&mut self, order: &[String], after: Duration) -> Result<Value> {
+        let readmit_after_ms = u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        let answer = self.engine.call(Request::Reboot { order: order.to_vec(), readmit_after_ms }).await?;
+        Ok(match answer {
+            Ok(Answer::Reboot(r)) => {
+                let pods: Vec<Value> = r
+                    .pods
+                    .into_iter()
+                    .map(|o| {
+                        let name = format!("{}/{}", o.namespace, o.pod);
+                        let mut v = admit_value(Ok(Answer::Admit(o)));
+                        v["pod"] = json!(name);
+                        v
+                    })
+                    .collect();
+                json!({ "pods": pods })
+            }
+            Ok(other) => json!({"unexpected": format!("{other:?}")}),
+            Err(e) => remote(&e),
+        })
+    }
+
     /// Does one step; `Err` only when the engine cannot be reached.
     // long: one arm per `do` of the scenario format, each a few lines; split, the arms would
     // only pass the runner's state around.
@@ -370,6 +393,13 @@ impl Runner<'_> {
                     Ok(other) => json!({"unexpected": format!("{other:?}")}),
                     Err(e) => remote(&e),
                 }
+            }
+            Action::Reboot { order, readmit_after } => {
+                let after = match readmit_after {
+                    Some(w) => parse_wait(w, "readmit_after")?,
+                    None => Duration::ZERO,
+                };
+                self.reboot(order, after).await?
             }
             Action::RestartContainer { pod, container, namespace } => {
                 let req = Request::RestartContainer {

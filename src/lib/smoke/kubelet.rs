@@ -265,6 +265,26 @@ impl Kubelet {
             .collect()
     }
 
+    /// Waits until `pred` holds for the counts (asked every [`POLL`]), at
+    /// most `timeout`: the counts when it held, `Err` with the last ones.
+    pub(super) async fn wait_for_counts(
+        &self,
+        pred: impl Fn(&BTreeMap<String, Counts>) -> bool,
+        timeout: Duration,
+    ) -> Result<BTreeMap<String, Counts>, BTreeMap<String, Counts>> {
+        let deadline = crate::duration::deadline(timeout);
+        loop {
+            let counts = self.counts().await;
+            if pred(&counts) {
+                return Ok(counts);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(counts);
+            }
+            tokio::time::sleep(POLL.min(deadline.saturating_duration_since(tokio::time::Instant::now()))).await;
+        }
+    }
+
     pub(super) async fn admit(&self, pod: crate::kubelet_sim::PodSpec) -> Result<AdmitOutcome, String> {
         match self.ask(Request::Admit { pod }).await? {
             Answer::Admit(o) => Ok(o),

@@ -68,13 +68,18 @@ pub enum StepId {
     PodDeletion,
     /// After a kubelet restart the plugin registers again in time.
     KubeletRestart,
+    /// The plugin process restarted (not the kubelet): it registers again
+    /// and the node's counts come back.
+    PluginRestart,
+    /// A device fault, then its clearance: Healthy and allocatable again in time.
+    HealthRecovery,
     /// SIGTERM stops the plugin within the grace period.
     Shutdown,
 }
 
 impl StepId {
     /// Every step, in run order.
-    pub const ALL: [StepId; 9] = [
+    pub const ALL: [StepId; 11] = [
         StepId::Launch,
         StepId::Registration,
         StepId::RegistrationRequest,
@@ -83,6 +88,8 @@ impl StepId {
         StepId::Admission,
         StepId::PodDeletion,
         StepId::KubeletRestart,
+        StepId::PluginRestart,
+        StepId::HealthRecovery,
         StepId::Shutdown,
     ];
 
@@ -151,6 +158,21 @@ impl Case for StepId {
                 rule: "notice kubelet.sock being re-created (watch the directory), serve the plugin socket again (the kubelet \
                  deleted it), call Register again and send the device list, within the deadline",
             },
+            StepId::PluginRestart => CaseInfo {
+                name: "plugin-restart",
+                reason: "a DaemonSet rollout or a crash restarts the plugin while the kubelet runs on; until the new \
+                 process registers, the resource's allocatable stays 0",
+                rule: "a new plugin process serves its socket again (replacing the old one's), calls Register and \
+                 sends the full list: capacity and allocatable as before the restart, within the restart deadline",
+            },
+            StepId::HealthRecovery => CaseInfo {
+                name: "health-recovery",
+                reason: "a device that turns Unhealthy and recovers must be sent as Healthy again, or the node keeps \
+                 one device less until the plugin restarts",
+                rule: "after a fault (--fault-command, or the mock's own switch) allocatable drops; after its \
+                 clearance (--recover-command) ListAndWatch sends the device Healthy again and allocatable is \
+                 restored within --recovery-deadline",
+            },
             StepId::Shutdown => CaseInfo {
                 name: "shutdown",
                 reason: "DaemonSet updates and node drains stop the plugin with SIGTERM; it should exit promptly and remove its socket",
@@ -218,6 +240,16 @@ pub struct SmokeConfig {
     pub request: u64,
     /// How long after a kubelet restart the plugin may take to register again.
     pub restart_deadline: Duration,
+    /// Kubelet restarts in the kubelet-restart step (`--restarts`, at least 1).
+    pub restarts: u32,
+    /// Shell command that makes a device fail (health-recovery).
+    pub fault_command: Option<String>,
+    /// Shell command that clears the fault (health-recovery).
+    pub recover_command: Option<String>,
+    /// How long a fault may take to show and its clearance to restore allocatable.
+    pub recovery_deadline: Duration,
+    /// Create kubelet.sock this long after the plugin starts (`--late-kubelet-socket`).
+    pub late_kubelet_socket: Duration,
     /// How long the plugin may take to exit after SIGTERM.
     pub grace: Duration,
     /// The kubelet's PreStartContainer deadline (30 s).
@@ -287,6 +319,11 @@ impl Default for SmokeConfig {
             first_list_timeout: Duration::from_secs(5),
             request: 1,
             restart_deadline: Duration::from_secs(10),
+            restarts: 1,
+            fault_command: None,
+            recover_command: None,
+            recovery_deadline: Duration::from_secs(10),
+            late_kubelet_socket: Duration::ZERO,
             grace: Duration::from_secs(5),
             prestart_timeout: crate::kubelet_sim::DEFAULT_PRE_START_TIMEOUT,
             stream_window: Duration::from_secs(2),
@@ -399,6 +436,36 @@ pub struct SmokeReport {
     /// With `--isolate`: the namespaces and what was mounted where.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolation: Option<isolate::IsolationReport>,
+    /// The kubelet-restart step's tally (absent when it did not run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restarts: Option<RestartTally>,
+}
+
+/// How many kubelet restarts the plugin came back from (`smoke --restarts N`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartTally {
+    /// Kubelet restarts played.
+    pub restarts: u32,
+    /// After how many the plugin registered again and sent its list in time.
+    pub reregistered: u32,
+    /// The others: the flakes.
+    pub failed: u32,
+    /// "re-registered 29/30 (3.3% flaky)".
+    pub summary: String,
+}
+
+impl RestartTally {
+    /// The tally of `reregistered` out of `restarts`.
+    pub fn new(restarts: u32, reregistered: u32) -> Self {
+        let failed = restarts.saturating_sub(reregistered);
+        let pct = if restarts == 0 { 0.0 } else { f64::from(failed) * 100.0 / f64::from(restarts) };
+        RestartTally {
+            restarts,
+            reregistered,
+            failed,
+            summary: format!("re-registered {reregistered}/{restarts} ({pct:.1}% flaky)"),
+        }
+    }
 }
 
 impl SmokeReport {
@@ -524,6 +591,7 @@ async fn start_engine(
     // A fresh directory is the sim's own: its cleanup deletes what the kubelet deletes.
     sim_config.owns_dir = config.dir.is_none();
     sim_config.topology = config.topology.clone();
+    sim_config.kubelet_socket_delay = config.late_kubelet_socket;
     engine::Engine::start(&config.engine, sim_config, layout, config.helper.clone()).await.map_err(|e| match e {
         Error::AlreadyServing { path, .. } => Error::invalid(
             "--dir",

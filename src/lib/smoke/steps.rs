@@ -8,6 +8,8 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
 
 use super::engine::Engine;
+mod lifecycle;
+
 use super::isolate::{Layout, Plan};
 use super::kubelet::{Kubelet, Waited};
 use super::process::{Launch, PluginProcess, Stream};
@@ -65,6 +67,10 @@ pub(super) struct Runner {
     registry_dir: PathBuf,
     /// `--isolate`: how to wrap the command.
     isolate: Option<Plan>,
+    /// The kubelet-restart step's tally.
+    restarts: Option<super::RestartTally>,
+    /// Capacity and allocatable before the lifecycle steps.
+    baseline: Option<crate::model::Counts>,
 }
 
 impl Runner {
@@ -98,6 +104,8 @@ impl Runner {
             stop_reason: None,
             registry_dir: layout.plugins_registry.clone(),
             isolate,
+            restarts: None,
+            baseline: None,
         }
     }
 
@@ -176,13 +184,39 @@ impl Runner {
         self.health_report().await;
         self.admission().await;
         self.pod_deletion().await;
+        // The counts the lifecycle steps must come back to: the plugin's
+        // whole list, no pod holding a device.
+        if let Some(r) = self.reg.as_ref().map(|r| r.resource.clone()) {
+            self.baseline = self.kubelet.counts().await.get(&r).copied();
+        }
         self.kubelet_restart().await;
+        self.plugin_restart().await;
+        self.health_recovery().await;
     }
 
     async fn launch(&mut self) -> bool {
         let t = self.begin(StepId::Launch);
+        let launch = match self.launch_spec() {
+            Ok(l) => l,
+            Err(ev) => return self.done(StepId::Launch, Outcome::Fail, ev, t),
+        };
+        self.launched_at = Some(SystemTime::now());
+        match PluginProcess::spawn(launch).await {
+            Ok(p) => {
+                let pid = p.pid();
+                self.process = Some(p);
+                self.send(SmokeProgress::Launched { pid, command: self.command.clone() });
+                let ev = format!("pid {pid}: {}", shell_words(&self.command));
+                self.done(StepId::Launch, Outcome::Pass, ev, t)
+            }
+            Err(e) => self.done(StepId::Launch, Outcome::Fail, spawn_error(e), t),
+        }
+    }
+
+    /// The plugin's command, environment and output handling (for the
+    /// launch and for the plugin-restart step), or why it cannot start.
+    pub(super) fn launch_spec(&self) -> Result<Launch, String> {
         let dir = self.dir.display().to_string();
-        let sock = self.kubelet_socket.display().to_string();
         let lines = self.cfg.forward_output.then(|| {
             let (ltx, mut lrx) = mpsc::unbounded_channel::<(Stream, String)>();
             let tx = self.tx.clone();
@@ -193,48 +227,33 @@ impl Runner {
             });
             ltx
         });
-        let mut env = vec![
-            (ENV_SMOKE_DIR.into(), dir.clone()),
-            (ENV_KUBELET_SOCKET.into(), sock),
-            (crate::paths::ENV_DEVICE_PLUGIN_DIR.into(), dir),
-            (ENV_REGISTRY_DIR.into(), self.registry_dir.display().to_string()),
-        ];
+        let mut env = self.hook_env();
+        env.push((crate::paths::ENV_DEVICE_PLUGIN_DIR.into(), dir));
         env.push((crate::paths::ENV_PODRESOURCES_SOCKET.into(), self.podresources_socket.display().to_string()));
         // --isolate: dpctl's helper sets the namespace up, then execs the
         // command; one it cannot find there fails here, as without --isolate.
         if let Some(why) = self.isolate.as_ref().and_then(Plan::launch_error) {
-            let ev = format!("cannot start the plugin: {why}");
-            return self.done(StepId::Launch, Outcome::Fail, ev, t);
+            return Err(format!("cannot start the plugin: {why}"));
         }
         let command = match &self.isolate {
-            Some(plan) => match plan.wrap(&self.command) {
-                Ok(w) => {
-                    env.extend(w.env);
-                    w.command
-                }
-                Err(e) => return self.done(StepId::Launch, Outcome::Fail, e.to_string(), t),
-            },
+            Some(plan) => {
+                let w = plan.wrap(&self.command).map_err(|e| e.to_string())?;
+                env.extend(w.env);
+                w.command
+            }
             None => self.command.clone(),
         };
-        let launch =
-            Launch { command, env, keep_bytes: self.cfg.output_limit, log_dir: self.cfg.log_dir.clone(), lines };
-        self.launched_at = Some(SystemTime::now());
-        match PluginProcess::spawn(launch).await {
-            Ok(p) => {
-                let pid = p.pid();
-                self.process = Some(p);
-                self.send(SmokeProgress::Launched { pid, command: self.command.clone() });
-                let ev = format!("pid {pid}: {}", shell_words(&self.command));
-                self.done(StepId::Launch, Outcome::Pass, ev, t)
-            }
-            Err(e) => {
-                let ev = match e {
-                    crate::Error::Invalid { message, .. } => message,
-                    other => other.to_string(),
-                };
-                self.done(StepId::Launch, Outcome::Fail, ev, t)
-            }
-        }
+        Ok(Launch { command, env, keep_bytes: self.cfg.output_limit, log_dir: self.cfg.log_dir.clone(), lines })
+    }
+
+    /// The environment the plugin and the user's hook commands get: the
+    /// smoke directory, kubelet.sock and the plugins_registry directory.
+    pub(super) fn hook_env(&self) -> Vec<(String, String)> {
+        vec![
+            (ENV_SMOKE_DIR.into(), self.dir.display().to_string()),
+            (ENV_KUBELET_SOCKET.into(), self.kubelet_socket.display().to_string()),
+            (ENV_REGISTRY_DIR.into(), self.registry_dir.display().to_string()),
+        ]
     }
 
     async fn registration(&mut self) -> bool {
@@ -302,12 +321,15 @@ impl Runner {
                 }
             }
             Waited::Exited(exit) => {
-                let evidence =
-                    format!("the plugin {exit} before registering on {kubelet_socket}; {}", self.last_output());
+                let evidence = format!(
+                    "the plugin {exit} before registering on {kubelet_socket}{}; {}",
+                    self.late_socket_note(),
+                    self.last_output()
+                );
                 self.done(StepId::Registration, Outcome::Fail, evidence, t)
             }
             Waited::TimedOut => {
-                let evidence = self.not_registered_evidence(&kubelet_socket, &matches);
+                let evidence = self.not_registered_evidence(&kubelet_socket, &matches) + &self.late_socket_note();
                 self.done(StepId::Registration, Outcome::Fail, evidence, t)
             }
         }
@@ -745,6 +767,9 @@ impl Runner {
         }
     }
 
+    /// `--restarts N` kubelet restarts in a row; the step passes when the
+    /// plugin came back from every one, and its evidence (in the table, the
+    /// JSON and JUnit) gives the tally, e.g. "re-registered 29/30 (3.3% flaky)".
     async fn kubelet_restart(&mut self) {
         let id = StepId::KubeletRestart;
         if self.skipped(id) {
@@ -752,15 +777,44 @@ impl Runner {
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
+        let n = self.cfg.restarts.max(1);
+        let (mut back, mut first_bad, mut last_good) = (0u32, None::<String>, String::new());
+        for round in 1..=n {
+            match self.restart_once(&reg).await {
+                Err(e) => {
+                    let ev = format!("{} could not restart (restart {round} of {n}): {e}", self.kubelet.name());
+                    self.done(id, Outcome::Error, ev, t);
+                    return;
+                }
+                Ok(Ok(good)) => {
+                    back += 1;
+                    last_good = good;
+                }
+                Ok(Err(bad)) => {
+                    first_bad.get_or_insert_with(|| if n == 1 { bad } else { format!("restart {round}: {bad}") });
+                    if self.process.as_ref().and_then(PluginProcess::exit).is_some() {
+                        // Nothing left to come back: the remaining restarts count as failed.
+                        break;
+                    }
+                }
+            }
+        }
+        let tally = super::RestartTally::new(n, back);
+        self.restarts = Some(tally.clone());
+        let head = if n == 1 { String::new() } else { format!("{}; ", tally.summary) };
+        match first_bad {
+            None => self.done(id, Outcome::Pass, format!("{head}{last_good}"), t),
+            Some(bad) => self.done(id, Outcome::Fail, format!("{head}{bad}"), t),
+        };
+    }
+
+    /// One kubelet restart: `Ok(Ok(evidence))` when every resource came
+    /// back, `Ok(Err(evidence))` when one did not.
+    // long: the restart report turned into evidence, resource by resource.
+    async fn restart_once(&mut self, reg: &Reg) -> Result<Result<String, String>, String> {
         self.kubelet.pull().await;
         let from = self.kubelet.seen.len();
-        let report = match self.kubelet.restart(self.cfg.restart_deadline).await {
-            Ok(r) => r,
-            Err(e) => {
-                self.done(id, Outcome::Error, format!("{} could not restart: {e}", self.kubelet.name()), t);
-                return;
-            }
-        };
+        let report = self.kubelet.restart(self.cfg.restart_deadline).await?;
         self.kubelet.pull().await;
         let deleted = crate::text::list(&report.deleted_sockets);
         let mut good = Vec::new();
@@ -807,22 +861,21 @@ impl Runner {
         );
         if bad.is_empty() {
             evidence.push_str(&good.join("; "));
-            self.done(id, Outcome::Pass, evidence, t);
-        } else {
-            evidence.push_str(&bad.join("; "));
-            if !good.is_empty() {
-                evidence.push_str(&format!("; {}", good.join("; ")));
-            }
-            if !socket_back {
-                evidence.push_str(&format!("; its socket {} was not served again", reg.endpoint));
-            }
-            evidence.push_str(
-                ". A plugin must notice kubelet.sock being re-created (watch the directory), serve its socket again \
-                 and call Register again",
-            );
-            evidence.push_str(&self.exit_note());
-            self.done(id, Outcome::Fail, evidence, t);
+            return Ok(Ok(evidence));
         }
+        evidence.push_str(&bad.join("; "));
+        if !good.is_empty() {
+            evidence.push_str(&format!("; {}", good.join("; ")));
+        }
+        if !socket_back {
+            evidence.push_str(&format!("; its socket {} was not served again", reg.endpoint));
+        }
+        evidence.push_str(
+            ". A plugin must notice kubelet.sock being re-created (watch the directory), serve its socket again \
+             and call Register again",
+        );
+        evidence.push_str(&self.exit_note());
+        Ok(Err(evidence))
     }
 
     /// Marks every step that did not run (interrupted or stopped early) as skipped.
@@ -937,7 +990,16 @@ impl Runner {
             plugin,
             registry_dir: self.registry_dir.display().to_string(),
             isolation: None,
+            restarts: self.restarts,
         }
+    }
+}
+
+/// A failed spawn as evidence.
+fn spawn_error(e: crate::Error) -> String {
+    match e {
+        crate::Error::Invalid { message, .. } => message,
+        other => other.to_string(),
     }
 }
 

@@ -25,10 +25,7 @@ pub(crate) struct Rejection {
 
 /// `UnexpectedAdmissionError` wrapping a device manager error.
 pub(crate) fn unexpected(err: impl std::fmt::Display) -> Rejection {
-    Rejection {
-        reason: UNEXPECTED_ADMISSION_ERROR.into(),
-        message: crate::kubelet_texts::WRAPPER.fill(&[&err]),
-    }
+    Rejection { reason: UNEXPECTED_ADMISSION_ERROR.into(), message: crate::kubelet_texts::WRAPPER.fill(&[&err]) }
 }
 
 /// The choice made from the state before any call, for one (container,
@@ -183,7 +180,11 @@ impl Manager {
                 .map(|d| (d.id.clone(), if hint.is_some() { d.numa_nodes.clone() } else { None }))
                 .collect();
             if (available.len() as u64) < needed {
-                return Err(unexpected(crate::kubelet_texts::UNAVAILABLE.fill(&[&resource, &needed, &available.len()])));
+                return Err(unexpected(crate::kubelet_texts::UNAVAILABLE.fill(&[
+                    &resource,
+                    &needed,
+                    &available.len(),
+                ])));
             }
         }
         let ep = r.endpoint.as_ref();
@@ -293,9 +294,8 @@ impl Manager {
             let res = st.resources.get(r);
             let call = match res.and_then(|x| x.endpoint.as_ref()) {
                 Some(e) if !e.options.pre_start_required => None,
-                Some(e) if e.stopped => {
-                    Some(Err(crate::kubelet_texts::PRESTART_FAILED.fill(&[&crate::kubelet_texts::ENDPOINT_STOPPED.fill(&[&e.socket.display()])])))
-                }
+                Some(e) if e.stopped => Some(Err(crate::kubelet_texts::PRESTART_FAILED
+                    .fill(&[&crate::kubelet_texts::ENDPOINT_STOPPED.fill(&[&e.socket.display()])]))),
                 Some(e) => Some(Ok(e.id)),
                 None if res.is_some_and(|x| !x.removed) => None, // restored, plugin not back: opts nil, no call
                 None => Some(Err(crate::kubelet_texts::PRESTART_NO_ENDPOINT.fill(&[&r]))),

@@ -20,6 +20,7 @@
 mod admission;
 mod checkpoint;
 mod podres;
+mod reboot;
 mod registration;
 mod state;
 mod stream;

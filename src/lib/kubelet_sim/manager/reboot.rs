@@ -1,0 +1,56 @@
+//! The manager's side of a node reboot (the shell's `SimHandle::reboot`):
+//! the pods to admit again, and the first one's readmission on its kept
+//! devices (pkg/kubelet/cm/devicemanager/manager.go `devicesToAllocate`,
+//! played against the referee: docs/kubelet-versions.md §10).
+
+use std::collections::BTreeSet;
+
+use super::Manager;
+use super::state::Pod;
+use crate::kubelet_sim::pod::PodSpec;
+use crate::kubelet_texts as T;
+
+impl Manager {
+    /// The admitted pods, in admission order.
+    pub fn pods(&self) -> Vec<Pod> {
+        self.st.pods.clone()
+    }
+
+    /// Takes every admitted pod out, to be admitted again.
+    pub fn take_pods(&mut self) -> Vec<Pod> {
+        std::mem::take(&mut self.st.pods)
+    }
+
+    /// Whether any container asks for a resource the device manager handles.
+    pub fn asks_for_devices(&self, spec: &PodSpec) -> bool {
+        spec.containers.iter().flat_map(|c| c.limits.iter()).any(|(r, n)| *n > 0 && self.st.resources.contains_key(r))
+    }
+
+    /// Why `pod` cannot be admitted again on its kept devices (the device
+    /// manager's error, to be wrapped as `UnexpectedAdmissionError`): every
+    /// container's devices must belong to a registered resource with healthy
+    /// devices, all of its own healthy.
+    pub fn readmit_refusal(&self, pod: &Pod) -> Option<String> {
+        for c in &pod.spec.containers {
+            for (resource, alloc) in pod.allocs.get(&c.name).into_iter().flatten() {
+                let Some(r) = self.st.resources.get(resource).filter(|r| r.known()) else {
+                    return Some(T::UNREGISTERED.fill(&[&resource]));
+                };
+                let healthy: BTreeSet<&str> = r.healthy().map(|d| d.id.as_str()).collect();
+                if healthy.is_empty() {
+                    return Some(T::NO_HEALTHY.fill(&[&resource]));
+                }
+                if !alloc.ids.iter().all(|id| healthy.contains(id.as_str())) {
+                    return Some(T::PREVIOUSLY_ALLOCATED_UNHEALTHY.fill(&[&resource]));
+                }
+            }
+        }
+        None
+    }
+
+    /// `pod` is admitted again on its kept devices, no plugin called and no
+    /// checkpoint written (the kubelet writes only after an Allocate).
+    pub fn readmit_kept(&mut self, pod: Pod) {
+        self.st.pods.push(pod);
+    }
+}

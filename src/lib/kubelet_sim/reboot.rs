@@ -1,0 +1,163 @@
+//! A node reboot (`dpctl kubelet-sim reboot`, the scenario step `reboot`):
+//! every container is gone, the checkpoint is kept, the kubelet starts on it
+//! (its sockets deleted, a new kubelet.sock, resources at 0 until their
+//! plugins register again) and admits every pod again, one at a time.
+//!
+//! What the re-admission does is the kubelet's `devicesToAllocate` on a
+//! node that rebooted (pkg/kubelet/cm/devicemanager/manager.go, every
+//! release 1.34-1.37, played against the referee: docs/kubelet-versions.md
+//! §10): the first pod admitted again that asks for a device-plugin resource
+//! still finds its checkpointed devices, and the same Allocate first drops
+//! every other pod's entries (they are not active pods yet), so those are
+//! allocated afresh. Either way a resource whose plugin has not registered
+//! again (it has no healthy device) rejects the pod with
+//! `UnexpectedAdmissionError`; a pod whose kept devices are all healthy is
+//! admitted on them without an Allocate call.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::manager::Pod;
+use super::outcome::{AdmitOutcome, ContainerOutcome, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR};
+use super::{PodSpec, SimHandle};
+use crate::error::{Error, Result};
+
+/// What a reboot did: every pod admitted again, in the order used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RebootReport {
+    /// One admission outcome per pod, in the order they were admitted again.
+    pub pods: Vec<AdmitOutcome>,
+}
+
+impl RebootReport {
+    /// The pods that were not admitted again.
+    pub fn rejected(&self) -> impl Iterator<Item = &AdmitOutcome> {
+        self.pods.iter().filter(|p| !p.admitted)
+    }
+}
+
+/// The admitted pods in `order` (names or NAMESPACE/NAME; empty: admission
+/// order, the kubelet's creation order), or why the order is wrong.
+pub fn order_pods(pods: Vec<Pod>, order: &[String]) -> Result<Vec<Pod>> {
+    if order.is_empty() {
+        return Ok(pods);
+    }
+    let mut left: Vec<Option<Pod>> = pods.into_iter().map(Some).collect();
+    let mut out = Vec::new();
+    for name in order {
+        let (ns, n) = name.split_once('/').unwrap_or(("default", name.as_str()));
+        let at = left.iter().position(|p| p.as_ref().is_some_and(|p| p.spec.namespace == ns && p.spec.name == n));
+        let Some(pod) = at.and_then(|i| left[i].take()) else {
+            return Err(Error::invalid("reboot order", format!("{name:?} is not an admitted pod (or is named twice)")));
+        };
+        out.push(pod);
+    }
+    let missing: Vec<String> =
+        left.into_iter().flatten().map(|p| format!("{}/{}", p.spec.namespace, p.spec.name)).collect();
+    if !missing.is_empty() {
+        return Err(Error::invalid(
+            "reboot order",
+            format!("name every admitted pod; missing: {}", missing.join(", ")),
+        ));
+    }
+    Ok(out)
+}
+
+/// The pods of `pods` shuffled by `seed` (xorshift64*, Fisher-Yates): a
+/// reproducible random order, as `kubelet-sim reboot --seed` prints it.
+pub fn seeded_order(names: &[String], seed: u64) -> Vec<String> {
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        state.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    let mut out = names.to_vec();
+    for i in (1..out.len()).rev() {
+        let j = usize::try_from(next() % (i as u64 + 1)).unwrap_or(0);
+        out.swap(i, j);
+    }
+    out
+}
+
+impl SimHandle {
+    /// Reboots the node: see the module docs. `readmit_after`: how long the
+    /// kubelet takes from its new kubelet.sock to admitting the pods again
+    /// (plugins that register within it are back in time).
+    pub async fn reboot(&self, order: &[String], readmit_after: Duration) -> Result<RebootReport> {
+        crate::duration::check(readmit_after).map_err(|e| {
+            Error::invalid("readmit-after", format!("{} is {e}", crate::error::fmt_duration(readmit_after)))
+        })?;
+        // The order is checked before anything changes.
+        let known = self.inner.lock().pods();
+        order_pods(known, order)?;
+        self.restart(Duration::ZERO).await?;
+        tokio::time::sleep(readmit_after).await;
+        let pods = {
+            let taken = self.inner.lock().take_pods();
+            order_pods(taken, order)?
+        };
+        // No checkpoint write here: the kubelet writes only after an
+        // allocation, so a rejected re-admission leaves the file as it was.
+        let mut out = Vec::new();
+        let mut first = true;
+        for pod in pods {
+            let asks = self.asks_for_devices(&pod.spec);
+            let outcome = if first && asks && !pod.allocs.is_empty() {
+                self.readmit_kept(pod)
+            } else {
+                let mut spec = pod.spec;
+                spec.uid = Some(pod_uid(&spec));
+                self.admit(spec).await?
+            };
+            first &= !asks;
+            out.push(outcome);
+        }
+        Ok(RebootReport { pods: out })
+    }
+
+    fn asks_for_devices(&self, spec: &PodSpec) -> bool {
+        self.inner.lock().asks_for_devices(spec)
+    }
+
+    /// The pod whose checkpointed devices are still there: every container's
+    /// devices must belong to a registered resource with healthy devices,
+    /// all of its own healthy; then it is admitted on them, no plugin called.
+    fn readmit_kept(&self, pod: Pod) -> AdmitOutcome {
+        let uid = pod_uid(&pod.spec);
+        let mut outcome = AdmitOutcome::pending(&pod.spec, uid);
+        let refusal = self.inner.lock().readmit_refusal(&pod);
+        if let Some(err) = refusal {
+            outcome.reason = Some(UNEXPECTED_ADMISSION_ERROR.into());
+            outcome.message = Some(crate::kubelet_texts::WRAPPER.fill(&[&err]));
+            return outcome;
+        }
+        for c in &pod.spec.containers {
+            let mut co = ContainerOutcome::new(c);
+            for (resource, alloc) in pod.allocs.get(&c.name).into_iter().flatten() {
+                co.resources.push(ResourceOutcome {
+                    resource: resource.clone(),
+                    requested: c.limits.get(resource).copied().unwrap_or_default(),
+                    reused: Vec::new(),
+                    preferred: None,
+                    devices: alloc.ids.clone(),
+                    allocation: None,
+                    warnings: Vec::new(),
+                    pre_start: None,
+                });
+            }
+            co.started = true;
+            outcome.containers.push(co);
+        }
+        outcome.admitted = true;
+        // Nothing was allocated: the kubelet writes no checkpoint for it.
+        self.inner.lock().readmit_kept(pod);
+        outcome
+    }
+}
+
+fn pod_uid(spec: &PodSpec) -> String {
+    spec.uid.clone().unwrap_or_default()
+}
