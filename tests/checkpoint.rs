@@ -444,8 +444,10 @@ async fn leftover_temporaries_of_the_sim_are_deleted_and_only_those() {
     let dir = sb.path().to_str().unwrap();
     let mut sim = Child::dpctl(&["kubelet-sim", "-o", "json", "--dir", dir]);
     sim.event("started").await;
+    // A SIGTERM right after "started" must find the handler installed (on a
+    // loaded machine it once killed the sim before it wrote its record).
     sim.terminate();
-    sim.wait().await;
+    assert_eq!(sim.wait().await, 0, "SIGTERM right after start ends the sim cleanly");
     let record: serde_json::Value =
         serde_json::from_slice(&std::fs::read(sb.join(".dpctl/kubelet-sim-checkpoint.json")).unwrap()).unwrap();
     let tag = record["tmp_tag"].as_str().expect("the record holds the tag").to_string();

@@ -423,6 +423,7 @@ async fn serve_referee(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let mut config = SimConfig::new(&dir);
     config.set_kubelet_version(args.kubelet_version);
     config.topology = args.topology.config();
+    let signalled = crate::transport::shutdown_signal();
     let engine = Engine::start(&args.engine, config, &layout, None).await?;
     let view = render::RefereeView {
         engine: engine.name().to_string(),
@@ -433,7 +434,7 @@ async fn serve_referee(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     render::referee_serving(s, &view).map_err(render_err)?;
     let deadline = args.timeout.map(crate::duration::deadline);
     let died = tokio::select! {
-        () = crate::transport::shutdown_signal() => false,
+        () = signalled => false,
         () = async { match deadline { Some(d) => tokio::time::sleep_until(d).await, None => std::future::pending().await } } => false,
         () = engine.exited() => true,
     };

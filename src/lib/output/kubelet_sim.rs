@@ -893,8 +893,9 @@ pub async fn serve(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -> crat
     // stdout nobody reads, this loop cannot see the signal, so the task
     // also tells the output to give up (`output::fd`), which ends the write.
     let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
+    let signalled = crate::transport::shutdown_signal();
     let watcher = tokio::spawn(async move {
-        crate::transport::shutdown_signal().await;
+        signalled.await;
         super::fd::request_stop();
         let _ = stop_tx.send(());
     });

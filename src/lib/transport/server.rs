@@ -334,22 +334,36 @@ pub async fn serve_with(
     result.map_err(|e| Error::io("serving gRPC", std::io::Error::other(e)))
 }
 
-/// Completes on Ctrl-C (SIGINT) or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// Completes on Ctrl-C (SIGINT) or SIGTERM. The handlers are installed
+/// when this is called, not when the future is first polled: a process
+/// that announced it is serving must not die of a SIGTERM that arrives
+/// before its signal task got to run (the default action kills it without
+/// its cleanup). Must be called inside a tokio runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt()).ok();
+    let mut terminate = signal(SignalKind::terminate()).ok();
+    async move {
+        let int = async {
+            match interrupt.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        let term = async {
+            match terminate.as_mut() {
+                Some(s) => {
+                    s.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            () = int => {},
+            () = term => {},
         }
-    };
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
     }
 }
 
