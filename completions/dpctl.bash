@@ -31,6 +31,9 @@ _dpctl() {
             dpctl,doctor)
                 cmd="dpctl__subcmd__doctor"
                 ;;
+            dpctl,dra)
+                cmd="dpctl__subcmd__dra"
+                ;;
             dpctl,explain)
                 cmd="dpctl__subcmd__explain"
                 ;;
@@ -121,6 +124,48 @@ _dpctl() {
             dpctl__subcmd__doctor__subcmd__help,merge)
                 cmd="dpctl__subcmd__doctor__subcmd__help__subcmd__merge"
                 ;;
+            dpctl__subcmd__dra,check)
+                cmd="dpctl__subcmd__dra__subcmd__check"
+                ;;
+            dpctl__subcmd__dra,help)
+                cmd="dpctl__subcmd__dra__subcmd__help"
+                ;;
+            dpctl__subcmd__dra,info)
+                cmd="dpctl__subcmd__dra__subcmd__info"
+                ;;
+            dpctl__subcmd__dra,mock)
+                cmd="dpctl__subcmd__dra__subcmd__mock"
+                ;;
+            dpctl__subcmd__dra,prepare)
+                cmd="dpctl__subcmd__dra__subcmd__prepare"
+                ;;
+            dpctl__subcmd__dra,unprepare)
+                cmd="dpctl__subcmd__dra__subcmd__unprepare"
+                ;;
+            dpctl__subcmd__dra,watch-health)
+                cmd="dpctl__subcmd__dra__subcmd__watch__subcmd__health"
+                ;;
+            dpctl__subcmd__dra__subcmd__help,check)
+                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__check"
+                ;;
+            dpctl__subcmd__dra__subcmd__help,help)
+                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__help"
+                ;;
+            dpctl__subcmd__dra__subcmd__help,info)
+                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__info"
+                ;;
+            dpctl__subcmd__dra__subcmd__help,mock)
+                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__mock"
+                ;;
+            dpctl__subcmd__dra__subcmd__help,prepare)
+                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__prepare"
+                ;;
+            dpctl__subcmd__dra__subcmd__help,unprepare)
+                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__unprepare"
+                ;;
+            dpctl__subcmd__dra__subcmd__help,watch-health)
+                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__watch__subcmd__health"
+                ;;
             dpctl__subcmd__help,bench)
                 cmd="dpctl__subcmd__help__subcmd__bench"
                 ;;
@@ -135,6 +180,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help,doctor)
                 cmd="dpctl__subcmd__help__subcmd__doctor"
+                ;;
+            dpctl__subcmd__help,dra)
+                cmd="dpctl__subcmd__help__subcmd__dra"
                 ;;
             dpctl__subcmd__help,explain)
                 cmd="dpctl__subcmd__help__subcmd__explain"
@@ -184,11 +232,32 @@ _dpctl() {
             dpctl__subcmd__help__subcmd__doctor,merge)
                 cmd="dpctl__subcmd__help__subcmd__doctor__subcmd__merge"
                 ;;
+            dpctl__subcmd__help__subcmd__dra,check)
+                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__check"
+                ;;
+            dpctl__subcmd__help__subcmd__dra,info)
+                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__info"
+                ;;
+            dpctl__subcmd__help__subcmd__dra,mock)
+                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__mock"
+                ;;
+            dpctl__subcmd__help__subcmd__dra,prepare)
+                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__prepare"
+                ;;
+            dpctl__subcmd__help__subcmd__dra,unprepare)
+                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__unprepare"
+                ;;
+            dpctl__subcmd__help__subcmd__dra,watch-health)
+                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__watch__subcmd__health"
+                ;;
             dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,admit)
                 cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__admit"
                 ;;
             dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,delete)
                 cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__delete"
+                ;;
+            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,reboot)
+                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__reboot"
                 ;;
             dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,restart)
                 cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart"
@@ -274,6 +343,9 @@ _dpctl() {
             dpctl__subcmd__kubelet__subcmd__sim,help)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help"
                 ;;
+            dpctl__subcmd__kubelet__subcmd__sim,reboot)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__reboot"
+                ;;
             dpctl__subcmd__kubelet__subcmd__sim,restart)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart"
                 ;;
@@ -294,6 +366,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,help)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__help"
+                ;;
+            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,reboot)
+                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__reboot"
                 ;;
             dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,restart)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__restart"
@@ -485,7 +560,7 @@ _dpctl() {
 
     case "${cmd}" in
         dpctl)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1147,7 +1222,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__checkpoint__subcmd__show)
-            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --dir --root --dra --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1181,7 +1256,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__checkpoint__subcmd__verify)
-            opts="-o -v -q -h -V --dir --root --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --dir --root --dra --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1408,6 +1483,516 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dpctl__subcmd__dra)
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version info prepare unprepare watch-health check mock help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__check)
+            opts="-o -v -q -h -V --registration --driver --registry-dir --connect-timeout --claim --cdi-dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --registration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --driver)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claim)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cdi-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help)
+            opts="info prepare unprepare watch-health check mock help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help__subcmd__info)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help__subcmd__mock)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help__subcmd__prepare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help__subcmd__unprepare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help__subcmd__watch__subcmd__health)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__info)
+            opts="-o -v -q -h -V --registration --driver --registry-dir --connect-timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --registration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --driver)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__mock)
+            opts="-o -v -q -h -V --dir --cdi-dir --service --devices --devices-per-claim --pool --request-name --unhealthy --health-interval --fault --prepare-delay --prepare-error --prepare-status --unprepare-error --record --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cdi-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --service)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --devices)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --devices-per-claim)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --unhealthy)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --health-interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fault)
+                    COMPREPLY=($(compgen -W "missing-uid not-idempotent unresolvable-cdi bad-cdi-id health-unserved" -- "${cur}"))
+                    return 0
+                    ;;
+                --prepare-delay)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prepare-error)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prepare-status)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --unprepare-error)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --record)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__prepare)
+            opts="-o -v -q -h -V --socket --registration --driver --registry-dir --connect-timeout --api --claim --claims --timeout --cdi-dir --no-cdi-check --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --driver)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api)
+                    COMPREPLY=($(compgen -W "v1 v1beta1" -- "${cur}"))
+                    return 0
+                    ;;
+                --claim)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claims)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cdi-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__unprepare)
+            opts="-o -v -q -h -V --socket --registration --driver --registry-dir --connect-timeout --api --claim --claims --timeout --cdi-dir --no-cdi-check --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --driver)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api)
+                    COMPREPLY=($(compgen -W "v1 v1beta1" -- "${cur}"))
+                    return 0
+                    ;;
+                --claim)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --claims)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cdi-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__watch__subcmd__health)
+            opts="-o -v -q -h -V --socket --registration --driver --registry-dir --connect-timeout --api --count --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --driver)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --registry-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api)
+                    COMPREPLY=($(compgen -W "v1alpha1 v1" -- "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dpctl__subcmd__explain)
             opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1435,7 +2020,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help)
-            opts="plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help"
+            opts="plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1630,6 +2215,104 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dpctl__subcmd__help__subcmd__dra)
+            opts="info prepare unprepare watch-health check mock"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__dra__subcmd__check)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__dra__subcmd__info)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__dra__subcmd__mock)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__dra__subcmd__prepare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__dra__subcmd__unprepare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__dra__subcmd__watch__subcmd__health)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dpctl__subcmd__help__subcmd__explain)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1659,7 +2342,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__kubelet__subcmd__sim)
-            opts="admit delete restart restart-container status set-grace"
+            opts="admit delete restart reboot restart-container status set-grace"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1687,6 +2370,20 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__delete)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__reboot)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2121,13 +2818,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart restart-container status set-grace help"
+            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubelet-socket-delay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2192,6 +2893,10 @@ _dpctl() {
                     return 0
                     ;;
                 --numa-distances)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2311,7 +3016,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__help)
-            opts="admit delete restart restart-container status set-grace help"
+            opts="admit delete restart reboot restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2353,6 +3058,20 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__reboot)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2415,6 +3134,48 @@ _dpctl() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__kubelet__subcmd__sim__subcmd__reboot)
+            opts="-o -v -q -h -V --dir --order --seed --readmit-after --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --order)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --seed)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --readmit-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -2555,7 +3316,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin)
-            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --register-twice --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --no-trunc --no-headers --help --version set-health add-device remove-device status help"
+            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --register-twice --register-once --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --no-trunc --no-headers --help --version set-health add-device remove-device status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4277,7 +5038,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__smoke)
-            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --topology-manager-policy --numa-nodes --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --request --restart-deadline --restarts --fault-command --recover-command --late-kubelet-socket --recovery-deadline --topology-manager-policy --numa-nodes --grace --prestart-timeout --stream-window --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4307,6 +5068,26 @@ _dpctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --restarts)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --fault-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --recover-command)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --late-kubelet-socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --recovery-deadline)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --topology-manager-policy)
                     COMPREPLY=($(compgen -W "none best-effort restricted single-numa-node" -- "${cur}"))
                     return 0
@@ -4328,7 +5109,7 @@ _dpctl() {
                     return 0
                     ;;
                 --skip)
-                    COMPREPLY=($(compgen -W "registration-request first-snapshot health-report admission pod-deletion kubelet-restart options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "registration-request first-snapshot health-report admission pod-deletion kubelet-restart plugin-restart health-recovery options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --junit)
@@ -4349,6 +5130,10 @@ _dpctl() {
                     ;;
                 --kubelet-version)
                     COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
+                    return 0
+                    ;;
+                --engine)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --output)

@@ -41,6 +41,7 @@ complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "plugin" -d 'Talk to a d
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
+complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "dra" -d 'DRA drivers: call a driver\'s sockets as the kubelet does (info, prepare, unprepare, watch-health) with the answers judged, or be a mock DRA driver'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "scenario" -d 'Run scenario files on kubelet-sim or a referee (the kubelet\'s own code); diff the two'
 complete -c dpctl -n "__fish_dpctl_needs_command" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
@@ -163,13 +164,14 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l dir -d 'The device-plugin directory: kubelet.sock, plugin sockets, the checkpoint' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l grace-period -d 'After a ListAndWatch stream ends, how long capacity is kept before it drops to 0' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l podresources-socket -d 'Where to serve PodResources [default: <DIR>/pod-resources.sock]' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l registry-dir -d 'Also accept plugins through this plugins_registry directory (the plugin watcher\'s way)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l dial-timeout -d 'How long Register keeps dialing the plugin\'s socket before it fails' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l rpc-timeout -d 'Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l kubelet-version -d 'The kubelet release to play: 1.26 … 1.37 or master (v1.30 and 1.30.7 mean 1.30)' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l dir -d 'The device-plugin directory: kubelet.sock, plugin sockets, the checkpoint' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l kubelet-socket-delay -d 'Report started at once but create kubelet.sock only this long after, as a kubelet whose device manager starts late: plugins that call Register once at start and give up never register (docs/kubelet-versions.md §10)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l grace-period -d 'After a ListAndWatch stream ends, how long capacity is kept before it drops to 0' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l podresources-socket -d 'Where to serve PodResources [default: <DIR>/pod-resources.sock]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l registry-dir -d 'Also accept plugins through this plugins_registry directory (the plugin watcher\'s way)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l dial-timeout -d 'How long Register keeps dialing the plugin\'s socket before it fails' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l rpc-timeout -d 'Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l kubelet-version -d 'The kubelet release to play: 1.26 … 1.37 or master (v1.30 and 1.30.7 mean 1.30)' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''
@@ -182,47 +184,49 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 1.36\t''
 1.37\t''
 master\t''"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l expect -d 'Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l timeout -d 'Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l topology-manager-policy -d 'The kubelet\'s --topology-manager-policy' -r -f -a "none\t'No hints are collected; devices are not aligned'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l expect -d 'Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l timeout -d 'Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l topology-manager-policy -d 'The kubelet\'s --topology-manager-policy' -r -f -a "none\t'No hints are collected; devices are not aligned'
 best-effort\t'Merge the hints, always admit'
 restricted\t'Admit only a preferred hint'
 single-numa-node\t'Admit only a preferred hint on one NUMA node (or none)'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l topology-manager-scope -d 'The kubelet\'s --topology-manager-scope' -r -f -a "container\t'One hint per container, init containers first'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l topology-manager-scope -d 'The kubelet\'s --topology-manager-scope' -r -f -a "container\t'One hint per container, init containers first'
 pod\t'One hint for the whole pod'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l topology-manager-policy-options -d 'The kubelet\'s --topology-manager-policy-options, e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l cpu-manager-policy -d 'The kubelet\'s --cpu-manager-policy (static: Guaranteed pods with integer CPU requests get exclusive CPUs)' -r -f -a "none\t'Every container in the shared pool; no CPU hints'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l topology-manager-policy-options -d 'The kubelet\'s --topology-manager-policy-options, e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l cpu-manager-policy -d 'The kubelet\'s --cpu-manager-policy (static: Guaranteed pods with integer CPU requests get exclusive CPUs)' -r -f -a "none\t'Every container in the shared pool; no CPU hints'
 static\t'Guaranteed pods with integer CPU requests get exclusive CPUs'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l reserved-cpus -d 'The kubelet\'s --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l numa-nodes -d 'NUMA nodes of the simulated machine' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l cpus-per-numa -d 'CPUs per NUMA node (node n holds CPUs n*N .. n*N+N-1)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l numa-distances -d 'NUMA distances (rows by \';\', values by \',\'), needed by prefer-closest-numa-nodes, e.g. 10,21;21,10' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l reserved-cpus -d 'The kubelet\'s --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l numa-nodes -d 'NUMA nodes of the simulated machine' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l cpus-per-numa -d 'CPUs per NUMA node (node n holds CPUs n*N .. n*N+N-1)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l numa-distances -d 'NUMA distances (rows by \';\', values by \',\'), needed by prefer-closest-numa-nodes, e.g. 10,21;21,10' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l engine -d 'Which kubelet serves --dir: sim (this process) or referee:PATH, the kubelet\'s own device manager, plugin manager, Topology Manager and PodResources server at --kubelet-version (a referee binary, or a directory of dpctl-referee-1.NN built by conformance/build.sh), run in a private mount namespace with --dir bound on /var/lib/kubelet/device-plugins. The steering commands (admit, delete, restart, restart-container, status) drive either' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'
 yaml\t'The JSON data as YAML; a document per event for streams'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l force -d 'Take over kubelet.sock (and the sim\'s other sockets) even when a live process answers on it, and delete every socket in --dir at start as a kubelet does. Without it (a deliberate difference from the kubelet) startup deletes only stale sockets (connecting is refused) and leaves live ones alone; `restart` deletes them all, like a restarting kubelet'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-podresources -d 'Do not serve PodResources'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-rate-limit -d 'Serve PodResources without the kubelet\'s rate limit (100 calls/s, burst 10)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-checkpoint -d 'Do not read or write kubelet_internal_checkpoint'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l emulate-cleanup -d 'At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported. The checkpoint is never deleted'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l adopt-checkpoint -d 'Let the sim rewrite a kubelet_internal_checkpoint it did not write (a real kubelet\'s). Without it such a file is read, verified and restored, never changed'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s q -l quiet -d 'Only errors on stderr; no progress display'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "delete" -d 'Delete a pod and free its devices'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "restart-container" -d 'Restart one container of an admitted pod: the kubelet calls PreStartContainer again (when the plugin requires it); a failure stops only that container. Exit 1 when it does not start'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "status" -d 'Show resources, plugins and pods'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart restart-container status set-grace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l force -d 'Take over kubelet.sock (and the sim\'s other sockets) even when a live process answers on it, and delete every socket in --dir at start as a kubelet does. Without it (a deliberate difference from the kubelet) startup deletes only stale sockets (connecting is refused) and leaves live ones alone; `restart` deletes them all, like a restarting kubelet'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-podresources -d 'Do not serve PodResources'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-rate-limit -d 'Serve PodResources without the kubelet\'s rate limit (100 calls/s, burst 10)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-checkpoint -d 'Do not read or write kubelet_internal_checkpoint'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l emulate-cleanup -d 'At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported. The checkpoint is never deleted'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l adopt-checkpoint -d 'Let the sim rewrite a kubelet_internal_checkpoint it did not write (a real kubelet\'s). Without it such a file is read, verified and restored, never changed'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -f -a "delete" -d 'Delete a pod and free its devices'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -f -a "reboot" -d 'Reboot the node: every container is gone, the checkpoint is kept, the kubelet starts on it (sockets deleted, a new kubelet.sock) and admits every pod again, one at a time; a pod admitted before its plugin is back fails with UnexpectedAdmissionError. Exit 1 when a pod is rejected'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -f -a "restart-container" -d 'Restart one container of an admitted pod: the kubelet calls PreStartContainer again (when the plugin requires it); a failure stops only that container. Exit 1 when it does not start'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -f -a "status" -d 'Show resources, plugins and pods'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s f -l filename -d 'The Pod manifest, as kubectl takes it (the same as MANIFEST)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l allocate -d 'RESOURCE=COUNT for a one-container pod (repeatable)' -r
@@ -274,6 +278,23 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -l dir -d 'The directory the sim serves' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -l order -d 'Admit the pods again in this order (names or NAMESPACE/NAME, every admitted pod once) [default: admission order, as the kubelet\'s creation order]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -l seed -d 'Admit the pods again in a random order made from SEED (reproducible)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -l readmit-after -d 'How long after the new kubelet.sock the pods are admitted again; plugins that register within it are back in time [default: 0s, before any plugin]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l dir -d 'The directory the sim serves' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s n -l namespace -d 'Namespace' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
@@ -320,6 +341,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "delete" -d 'Delete a pod and free its devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "reboot" -d 'Reboot the node: every container is gone, the checkpoint is kept, the kubelet starts on it (sockets deleted, a new kubelet.sock) and admits every pod again, one at a time; a pod admitted before its plugin is back fails with UnexpectedAdmissionError. Exit 1 when a pod is rejected'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "restart-container" -d 'Restart one container of an admitted pod: the kubelet calls PreStartContainer again (when the plugin requires it); a failure stops only that container. Exit 1 when it does not start'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show resources, plugins and pods'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from help" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
@@ -546,6 +568,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-before-serving -d 'Fault: call Register before serving the socket (the classic bug)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-reregister -d 'Fault: do not serve or register again after a kubelet restart'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-twice -d 'Fault: call Register twice on the same socket (kubelets 1.37+ refuse the second)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-once -d 'Fault: call Register once at start and exit if it fails (no retry, no watching for kubelet.sock)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-register -d 'Only serve; never call Register on kubelet.sock'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-control -d 'Do not serve the control socket (<dir>/.dpctl/<resource>.sock)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l force -d 'Take the sockets over even if a live process serves them'
@@ -628,12 +651,185 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "remove-device" -d 'Remove devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l socket -d 'The driver\'s service socket (its registered endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l api -d 'The node service [default: what a 1.34+ kubelet picks from GetInfo; v1 with --socket]' -r -f -a "v1\t'k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin (kubelet 1.34+)'
+v1beta1\t'k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (kubelet 1.32+)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l claim -d 'A claim as NAMESPACE/NAME/UID (or NAME/UID in default); repeat for more' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l claims -d 'A JSON or YAML file with a list of {namespace, name, uid}' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l timeout -d 'Deadline of the call [default: the kubelet\'s 45s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l no-cdi-check -d 'Do not resolve CDI IDs (they are still parsed)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l socket -d 'The driver\'s service socket (its registered endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l api -d 'The node service [default: what a 1.34+ kubelet picks from GetInfo; v1 with --socket]' -r -f -a "v1\t'k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin (kubelet 1.34+)'
+v1beta1\t'k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (kubelet 1.32+)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l claim -d 'A claim as NAMESPACE/NAME/UID (or NAME/UID in default); repeat for more' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l claims -d 'A JSON or YAML file with a list of {namespace, name, uid}' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l timeout -d 'Deadline of the call [default: the kubelet\'s 45s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l no-cdi-check -d 'Do not resolve CDI IDs (they are still parsed)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l socket -d 'The driver\'s service socket (its registered endpoint)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l api -d 'The health service [default: what a 1.37 kubelet picks from GetInfo; v1alpha1 with --socket]' -r -f -a "v1alpha1\t'v1alpha1.DRAResourceHealth (kubelet 1.34+)'
+v1\t'v1.DRAResourceHealth (kubelet 1.37+)'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l count -d 'Stop after this many messages' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l timeout -d 'Stop after this long [default: until stopped]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l registration -d 'The driver\'s registration socket' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l connect-timeout -d 'Limit for connecting to each socket' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l claim -d 'The claim to prepare [default: dpctl-check/dpctl-check/<random UID>]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l timeout -d 'Deadline of each call [default: the kubelet\'s 45s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l dir -d 'The kubelet root directory the sockets go under' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l cdi-dir -d 'Where CDI specs go [default: <DIR>/plugins/<DRIVER>/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l service -d 'A service to advertise, in order: v1, v1beta1, health-v1alpha1, health-v1 (or the advertised string); repeat [default: v1, v1beta1, health-v1alpha1, as the kubeletplugin helper]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l devices -d 'How many devices' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l devices-per-claim -d 'Devices each claim gets' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l pool -d 'The pool name' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l request-name -d 'request_names of every device answered; repeat [default: none, i.e. all requests]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l unhealthy -d 'A device reported Unhealthy on the health stream; repeat' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l health-interval -d 'Health stream period' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l fault -d 'What to break; repeat' -r -f -a "missing-uid\t'The first claim of each Prepare is left out'
+not-idempotent\t'A claim prepared again gets other devices'
+unresolvable-cdi\t'CDI IDs answered, no spec written'
+bad-cdi-id\t'CDI IDs that do not parse'
+health-unserved\t'Health advertised, not served'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-delay -d 'Wait this long before answering each Prepare' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-error -d 'Answer every claim of Prepare with this error' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-status -d 'Fail Prepare as a whole with this gRPC code (e.g. unavailable)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l unprepare-error -d 'Answer every claim of Unprepare with this error' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l record -d 'Write every call as a JSON line to FILE (only an empty file or a record dpctl wrote is replaced)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
+wide\t'Like `table`, with more columns'
+json\t'JSON with stable snake_case keys; JSON Lines for streams'
+yaml\t'The JSON data as YAML; a document per event for streams'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
+always\t'Always'
+never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s q -l quiet -d 'Only errors on stderr; no progress display'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s V -l version -d 'Print version'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l dir -d 'Use this device-plugin directory instead of a fresh one under /tmp (it is kept; only the sim\'s sockets are removed)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l resource -d 'The resource to test when the plugin registers several [default: the first to register]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l register-timeout -d 'How long the plugin may take to start and register' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l first-list-timeout -d 'How long the first ListAndWatch message may take after registration' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l request -d 'Devices the test pod asks for (0: no pod)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l restart-deadline -d 'How long after a kubelet restart the plugin may take to register again' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l restarts -d 'Restart the kubelet N times in the kubelet-restart step; the step reports how many the plugin came back from, e.g. "re-registered 29/30 (3.3% flaky)", and fails on any miss' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l fault-command -d 'health-recovery: shell command (sh -c, {dir} and {kubelet_socket} replaced, the plugin\'s environment) that makes a device fail; with dpctl\'s mock plugin none is needed' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l recover-command -d 'health-recovery: shell command that clears the fault --fault-command made' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l late-kubelet-socket -d 'Create kubelet.sock only this long after the sim has started (the plugin starts before it, as on a node whose kubelet is slow to start its device manager): a plugin must retry Register or watch for kubelet.sock' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l recovery-deadline -d 'health-recovery: how long the fault may take to show, and its clearance to restore allocatable' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l topology-manager-policy -d 'Admit the test pod under this Topology Manager policy (the kubelet\'s --topology-manager-policy)' -r -f -a "none\t'No hints are collected; devices are not aligned'
 best-effort\t'Merge the hints, always admit'
 restricted\t'Admit only a preferred hint'
@@ -648,6 +844,8 @@ health-report\t''
 admission\t''
 pod-deletion\t''
 kubelet-restart\t''
+plugin-restart\t''
+health-recovery\t''
 options-answer\t''
 list-first-message-prompt\t''
 device-ids-valid\t''
@@ -680,6 +878,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d
 1.36\t''
 1.37\t''
 master\t''"
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l engine -d 'Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet\'s own device manager, plugin manager and Topology Manager at one release (a referee binary, or a directory of dpctl-referee-1.NN binaries built by conformance/build.sh: with a directory, --kubelet-version picks dpctl-referee-1.NN per release). The referee runs in a private mount namespace on the kubelet\'s standard paths (see below)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'
@@ -785,6 +984,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l dra -d 'The DRA manager\'s checkpoint [default file: dra_manager_state in the parent of --dir]'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
@@ -800,6 +1000,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l dra -d 'The DRA manager\'s checkpoint [default file: dra_manager_state in the parent of --dir]'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
@@ -1054,25 +1255,27 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l no-trunc -d 
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "scenario" -d 'Run scenario files on kubelet-sim or a referee (the kubelet\'s own code); diff the two'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "checkpoint" -d 'Read the kubelet\'s device-manager checkpoint: show it, verify its checksum (read-only)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "doctor" -d 'Check a node\'s device-plugin setup in one read-only run: findings with evidence and hints'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "explain" -d 'Name the cause of a kubelet admission error as pasted, the releases that say it, and the check'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin smoke scenario demo checkpoint doctor explain bench completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "plugin" -d 'Talk to a device plugin\'s socket as the kubelet would'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "kubelet-sim" -d 'Be the kubelet\'s device manager: accept registrations, admit pods, restart'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "podresources" -d 'Read a kubelet\'s PodResources API'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "mock-plugin" -d 'Be a device plugin, well-behaved or misbehaving on request'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "dra" -d 'DRA drivers: call a driver\'s sockets as the kubelet does (info, prepare, unprepare, watch-health) with the answers judged, or be a mock DRA driver'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "smoke" -d 'Run a vendor\'s plugin against a fresh kubelet-sim and check it end to end'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "scenario" -d 'Run scenario files on kubelet-sim or a referee (the kubelet\'s own code); diff the two'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "demo" -d 'Watch kubelet-sim and mock-plugin work together, in a temporary directory'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "checkpoint" -d 'Read the kubelet\'s device-manager checkpoint: show it, verify its checksum (read-only)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "doctor" -d 'Check a node\'s device-plugin setup in one read-only run: findings with evidence and hints'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "explain" -d 'Name the cause of a kubelet admission error as pasted, the releases that say it, and the check'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "bench" -d 'Load-test a device plugin as a busy node does: throughput, latency, errors, contract violations'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and not __fish_seen_subcommand_from plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "call" -d 'Make one call to a plugin'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "watch" -d 'Stream ListAndWatch: every snapshot, with added, removed and health-changed devices marked, and capacity/allocatable as the kubelet counts them. Stops after --count messages, at --timeout, or on Ctrl-C'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from plugin" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "admit" -d 'Admit a pod: from a Pod manifest (YAML or JSON; `-` reads stdin), or with --allocate for a one-container pod'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "delete" -d 'Delete a pod and free its devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "restart" -d 'Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep allocations, and report which plugins registered again and how fast'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "reboot" -d 'Reboot the node: every container is gone, the checkpoint is kept, the kubelet starts on it (sockets deleted, a new kubelet.sock) and admits every pod again, one at a time; a pod admitted before its plugin is back fails with UnexpectedAdmissionError. Exit 1 when a pod is rejected'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "restart-container" -d 'Restart one container of an admitted pod: the kubelet calls PreStartContainer again (when the plugin requires it); a failure stops only that container. Exit 1 when it does not start'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "status" -d 'Show resources, plugins and pods'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from kubelet-sim" -f -a "set-grace" -d 'Set the grace period after a stream end (e.g. 2s to watch capacity drop)'
@@ -1087,6 +1290,12 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcom
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "add-device" -d 'Add devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "remove-device" -d 'Remove devices'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from mock-plugin" -f -a "status" -d 'Show a running mock\'s devices, registration and call counts'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "info" -d 'GetInfo on a driver\'s registration socket, judged as the kubelet does; each advertised service probed on the endpoint (an empty NodePrepareResources; the first health message)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "prepare" -d 'NodePrepareResources for the claims named, as the kubelet sends it; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "unprepare" -d 'NodeUnprepareResources for the claims named; the answer judged'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "watch-health" -d 'Stream NodeWatchResources: each message is the driver\'s full device health list'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "check" -d 'Judge a driver end to end: registration, advertised vs served, socket paths, Prepare by the kubelet\'s rules and again (idempotent), CDI IDs, request names, Unprepare twice, call times. Prepares and unprepares one claim of its own: use a test driver'
+complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from dra" -f -a "mock" -d 'Be a DRA driver: register on plugins_registry, prepare claims, write CDI specs, stream health; misbehave on request (--fault, --prepare-delay, --prepare-error ...)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from scenario" -f -a "run" -d 'Run scenarios on one engine; show what was observed after each step'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from scenario" -f -a "diff" -d 'Run scenarios on kubelet-sim and on a referee; show every difference'
 complete -c dpctl -n "__fish_dpctl_using_subcommand help; and __fish_seen_subcommand_from checkpoint" -f -a "show" -d 'Pods, containers, resources, devices per NUMA node, each stored Allocate answer decoded, and the registered devices'

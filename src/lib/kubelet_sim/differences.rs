@@ -145,6 +145,13 @@ Where the sim deliberately differs from a real kubelet:
   - `reboot` (docs/kubelet-versions.md §10): the pod that keeps its checkpointed
     devices gets no PreStartContainer and no Topology Manager check for them
     (the kubelet runs both when the containers start again); the others are
-    admitted as new pods. The restart inside it writes the checkpoint, so a
-    plugin already stopped leaves its resource with no devices in the file
-    (the kubelet writes none at a restart).";
+    admitted as new pods.
+  - A restart (and the one inside `reboot`) writes the checkpoint; the kubelet
+    writes none then. So a plugin already stopped leaves its resource with no
+    devices in the sim's file, where the kubelet's still lists the devices of
+    its last write (scenario reboot-plugin-late).
+  - A replaced plugin's stream end (1.34-1.36, the same resource registered
+    again): the sim and the kubelet agree in every run of the scenario
+    register-replaced-old-stream-end but one, on 1.35, where the kubelet's
+    code disconnected the new plugin and the sim kept its devices; the order
+    of the two plugins' events at that moment is a race not yet explained.";
