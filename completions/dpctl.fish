@@ -141,7 +141,7 @@ parallel-calls\t''
 list-stream-stays-open\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l junit -d 'Also write the results as JUnit XML to FILE (testsuite "dpctl plugin check")' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l register-options -d 'The options the plugin sends in its RegisterRequest, e.g. pre_start_required=true,get_preferred_allocation_available=false (keys left out are false, as in the message). The kubelet never reads them; options-answer notes where GetDevicePluginOptions differs' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l first-list-timeout -d 'How long the first ListAndWatch message may take' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l first-list-timeout -d 'How long the first ListAndWatch message may take (after registration, under smoke)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l stream-window -d 'How long the ListAndWatch stream must stay open after its first message (at least)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l prestart-timeout -d 'PreStartContainer deadline (the kubelet\'s is 30s)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l parallel -d 'How many concurrent calls parallel-calls makes' -r
@@ -822,7 +822,9 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l dir -d 'Use this device-plugin directory instead of a fresh one under /tmp (it is kept; only the sim\'s sockets are removed)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l resource -d 'The resource to test when the plugin registers several [default: the first to register]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l register-timeout -d 'How long the plugin may take to start and register' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l first-list-timeout -d 'How long the first ListAndWatch message may take after registration' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l first-list-timeout -d 'How long the first ListAndWatch message may take (after registration, under smoke)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l stream-window -d 'How long the ListAndWatch stream must stay open after its first message (at least)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l prestart-timeout -d 'PreStartContainer deadline (the kubelet\'s is 30s)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l request -d 'Devices the test pod asks for (0: no pod)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l restart-deadline -d 'How long after a kubelet restart the plugin may take to register again' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l restarts -d 'Restart the kubelet N times in the kubelet-restart step; the step reports how many the plugin came back from, e.g. "re-registered 29/30 (3.3% flaky)", and fails on any miss' -r
@@ -836,8 +838,6 @@ restricted\t'Admit only a preferred hint'
 single-numa-node\t'Admit only a preferred hint on one NUMA node (or none)'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l numa-nodes -d 'NUMA nodes of the simulated machine (devices on other nodes never align)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l grace -d 'How long the plugin may take to exit after SIGTERM before it gets SIGKILL' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l prestart-timeout -d 'PreStartContainer deadline, as the kubelet\'s (30s)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l stream-window -d 'How long the ListAndWatch stream must stay open during the checks (at least)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l skip -d 'Leave out these steps or checks (comma-separated names; see below)' -r -f -a "registration-request\t''
 first-snapshot\t''
 health-report\t''

@@ -206,3 +206,29 @@ fn the_example_reader_joins_strips_and_splits_pipelines() {
     assert!(invocations("kubectl debug node/x -- dpctl doctor").unwrap().is_empty());
     assert!(Cli::try_parse_from(["dpctl", "demo", "--no-such-flag"]).is_err());
 }
+
+/// The options every command shares (-o, --color, -v, -q, --no-trunc,
+/// --no-headers) come under their own heading, after the command's own.
+#[test]
+fn global_options_have_their_own_heading_after_the_commands_options() {
+    for path in [&["plugin", "call", "allocate"][..], &["smoke"], &["kubelet-sim"], &["dra", "check"]] {
+        let mut cmd = Cli::command().term_width(HELP_WIDTH);
+        cmd.build();
+        let mut sub = &mut cmd;
+        for name in path {
+            sub = sub.find_subcommand_mut(name).unwrap_or_else(|| panic!("no subcommand {name}"));
+        }
+        let help = sub.render_long_help().to_string();
+        let own = help.find("\nOptions:").unwrap_or_else(|| panic!("{path:?}: no Options heading:\n{help}"));
+        let global = help.find("\nGlobal options:").unwrap_or_else(|| panic!("{path:?}: no Global options:\n{help}"));
+        assert!(own < global, "{path:?}: the command's own options come first:\n{help}");
+        let after = &help[global..];
+        for flag in ["--output", "--color", "--verbose", "--quiet", "--no-trunc", "--no-headers"] {
+            assert!(after.contains(flag), "{path:?}: {flag} is not under Global options:\n{help}");
+            assert!(
+                !help[own..global].contains(&format!("      {flag}")),
+                "{path:?}: {flag} also among the own options"
+            );
+        }
+    }
+}

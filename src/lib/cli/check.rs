@@ -35,15 +35,9 @@ pub struct CheckArgs {
     /// the message). The kubelet never reads them; options-answer notes where GetDevicePluginOptions differs.
     #[arg(long, value_name = "KEY=BOOL,...", value_parser = check::parse_register_options)]
     pub register_options: Option<dp::DevicePluginOptions>,
-    /// How long the first ListAndWatch message may take.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
-    pub first_list_timeout: Duration,
-    /// How long the ListAndWatch stream must stay open after its first message (at least).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
-    pub stream_window: Duration,
-    /// PreStartContainer deadline (the kubelet's is 30s).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
-    pub prestart_timeout: Duration,
+    /// The check suite's deadlines.
+    #[command(flatten)]
+    pub timeouts: CheckTimeouts,
     /// How many concurrent calls parallel-calls makes.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=1000))]
     pub parallel: u16,
@@ -55,6 +49,20 @@ pub struct CheckArgs {
     /// List the checks (name and why it matters; -o wide adds the rule) and exit.
     #[arg(long)]
     pub list: bool,
+}
+
+/// The check suite's deadlines, the same flags in `plugin check` and `smoke`.
+#[derive(Debug, Args)]
+pub struct CheckTimeouts {
+    /// How long the first ListAndWatch message may take (after registration, under smoke).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub first_list_timeout: Duration,
+    /// How long the ListAndWatch stream must stay open after its first message (at least).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
+    pub stream_window: Duration,
+    /// PreStartContainer deadline (the kubelet's is 30s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub prestart_timeout: Duration,
 }
 
 /// Runs `dpctl plugin check`.
@@ -75,9 +83,9 @@ pub async fn run(args: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
     let opts = CheckOptions {
         checks,
         call_timeout: args.target.timeout.unwrap_or(Duration::from_secs(10)),
-        first_message_timeout: args.first_list_timeout,
-        stream_window: args.stream_window,
-        prestart_timeout: args.prestart_timeout,
+        first_message_timeout: args.timeouts.first_list_timeout,
+        stream_window: args.timeouts.stream_window,
+        prestart_timeout: args.timeouts.prestart_timeout,
         parallel: usize::from(args.parallel),
         probe_unadvertised: args.probe_unadvertised,
         ..CheckOptions::default()

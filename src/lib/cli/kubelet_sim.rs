@@ -466,12 +466,16 @@ mod tests {
     /// and master) is named once by clap, followed by the valid list.
     #[test]
     fn a_bad_kubelet_version_names_the_flag_once_and_the_valid_list() {
-        for cmd in ["kubelet-sim", "doctor"] {
-            let e = Cli::try_parse_from(["dpctl", cmd, "--kubelet-version", "1.25"]).unwrap_err().to_string();
-            assert!(
-                e.contains("invalid value '1.25' for '--kubelet-version <VERSION>': not a kubelet version dpctl plays; valid: 1.26, 1.27"),
-                "{e}"
-            );
+        for (cmd, rest) in [("kubelet-sim", &[][..]), ("doctor", &[]), ("smoke", &["--", "true"])] {
+            let argv = [&["dpctl", cmd, "--kubelet-version", "1.25"][..], rest].concat();
+            let e = Cli::try_parse_from(argv).unwrap_err().to_string();
+            assert!(e.contains("invalid value '1.25' for '--kubelet-version <VERSION"), "{e}");
+            assert!(e.contains("': not a kubelet version dpctl plays; valid: 1.26, 1.27"), "{e}");
         }
+        // One bad entry of smoke's list, and an empty one.
+        let e = Cli::try_parse_from(["dpctl", "smoke", "--kubelet-version", "1.36,1.99", "--", "true"]).unwrap_err();
+        assert!(e.to_string().contains("invalid value '1.36,1.99' for '--kubelet-version <VERSION,...>'"), "{e}");
+        let e = Cli::try_parse_from(["dpctl", "smoke", "--kubelet-version", "1.36,", "--", "true"]).unwrap_err();
+        assert!(e.to_string().contains("an empty entry in the list"), "{e}");
     }
 }

@@ -58,6 +58,7 @@ pub struct Cli {
 
 /// Options every command takes.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options")]
 pub struct GlobalArgs {
     /// Output format: table for people, json for programs (JSON Lines for streams).
     #[arg(short = 'o', long, global = true, value_enum, default_value_t = Format::Table)]

@@ -37,9 +37,9 @@ pub struct SmokeArgs {
     /// How long the plugin may take to start and register.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]
     pub register_timeout: Duration,
-    /// How long the first ListAndWatch message may take after registration.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
-    pub first_list_timeout: Duration,
+    /// The check suite's deadlines.
+    #[command(flatten)]
+    pub timeouts: super::check::CheckTimeouts,
     /// Devices the test pod asks for (0: no pod).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub request: u64,
@@ -74,12 +74,6 @@ pub struct SmokeArgs {
     /// How long the plugin may take to exit after SIGTERM before it gets SIGKILL.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
-    /// PreStartContainer deadline, as the kubelet's (30s).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
-    pub prestart_timeout: Duration,
-    /// How long the ListAndWatch stream must stay open during the checks (at least).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "2s")]
-    pub stream_window: Duration,
     /// Leave out these steps or checks (comma-separated names; see below).
     #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = super::values::smoke_skip_names())]
     pub skip: Vec<String>,
@@ -141,7 +135,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         keep: args.keep,
         resource: args.resource,
         register_timeout: args.register_timeout,
-        first_list_timeout: args.first_list_timeout,
+        first_list_timeout: args.timeouts.first_list_timeout,
         request: args.request,
         restart_deadline: args.restart_deadline,
         restarts: args.restarts,
@@ -150,8 +144,8 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         recovery_deadline: args.recovery_deadline,
         late_kubelet_socket: args.late_kubelet_socket,
         grace: args.grace,
-        prestart_timeout: args.prestart_timeout,
-        stream_window: args.stream_window,
+        prestart_timeout: args.timeouts.prestart_timeout,
+        stream_window: args.timeouts.stream_window,
         skip_steps,
         skip_checks,
         log_dir: args.log_dir,

@@ -158,10 +158,24 @@ pub fn kubelet_version() -> Offered<impl clap::builder::TypedValueParser<Value =
     Offered { inner: |s: &str| s.parse::<crate::kubelet_sim::KubeletVersion>(), values }
 }
 
-/// A comma-separated list of kubelet releases, kept as text (parsed later): offers single releases.
-pub fn kubelet_versions() -> Offered<clap::builder::NonEmptyStringValueParser> {
+/// A comma-separated list of kubelet releases, kept as text: each entry is
+/// checked as `--kubelet-version` is elsewhere, so a bad one gets the same
+/// error in every command; offers single releases.
+pub fn kubelet_versions() -> Offered<impl clap::builder::TypedValueParser<Value = String>> {
     let values = leaked(crate::kubelet_sim::KubeletVersion::all().iter().map(ToString::to_string));
-    Offered { inner: clap::builder::NonEmptyStringValueParser::new(), values }
+    let inner = |s: &str| -> std::result::Result<String, String> {
+        for part in s.split(',') {
+            if part.trim().is_empty() {
+                return Err(format!(
+                    "an empty entry in the list; valid: {}",
+                    crate::kubelet_sim::KubeletVersion::valid_list()
+                ));
+            }
+            part.parse::<crate::kubelet_sim::KubeletVersion>()?;
+        }
+        Ok(s.to_string())
+    };
+    Offered { inner, values }
 }
 
 /// `--only`/`--skip` of `plugin check`: offers the check names.

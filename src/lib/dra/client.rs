@@ -320,7 +320,7 @@ fn resolve_cdi(report: &mut CallReport, dirs: &[PathBuf]) {
             d.cdi_device_ids = cdi::judge(&ids, dirs);
             for CdiCheck { id, verdict } in &d.cdi_device_ids {
                 if *verdict == IdVerdict::Unresolved {
-                    claim.problems.push(format!("CDI ID {id} is defined by no spec in {}: the runtime fails the container (unresolvable CDI devices)", crate::text::list(&dirs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>())));
+                    claim.problems.push(format!("CDI ID {id} is defined by no spec in {}: the runtime fails the container (unresolvable CDI devices); if the driver writes its specs elsewhere, name that directory with --cdi-dir (dpctl dra mock writes them to <dir>/plugins/<driver>/cdi)", crate::text::list(&dirs.iter().map(|p| p.display().to_string()).collect::<Vec<_>>())));
                 }
             }
         }
