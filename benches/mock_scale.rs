@@ -103,7 +103,7 @@ async fn run() {
     assert_eq!(list.snapshot().bytes(), snap.bytes(), "patching back and forth gives the first list again");
     encode_ns.sort_unstable();
     patch_ns.sort_unstable();
-    let over = if size > dpctl::error::KUBELET_MAX_RECV { "OVER" } else { "under" };
+    let over = if size > dpctl::limits::KUBELET_MAX_RECV { "OVER" } else { "under" };
     println!(
         "  list: {size} bytes ({:.2} MiB, {over} the kubelet's 4 MiB limit); whole list encoded: p50 {} (p90 {}); \
          one health change (that device encoded, the rest copied): p50 {} (p90 {})",

@@ -36,6 +36,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("error", 1),
     ("input", 1),
     ("kubelet_version", 1),
+    ("limits", 1),
+    ("signal", 1),
     ("kubelet_texts", 1),
     ("model", 1),
     ("paths", 1),

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use serde::Serialize;
 
-use crate::error::KUBELET_MAX_RECV;
+use crate::limits::KUBELET_MAX_RECV;
 use crate::model::Device;
 use crate::proto::deviceplugin::v1beta1 as dp;
 

@@ -5,9 +5,6 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The kubelet's receive limit for device-plugin messages (grpc-go's default).
-pub const KUBELET_MAX_RECV: usize = 4 * 1024 * 1024;
-
 /// What [`Error::Io`] says for a failed write to stdout or stderr (see
 /// [`Error::is_closed_output`]).
 pub const WRITING_OUTPUT: &str = "writing output";
@@ -64,7 +61,7 @@ pub enum Error {
         path: PathBuf,
     },
     /// Connecting did not finish in time.
-    #[error("timed out after {} connecting to {}", fmt_duration(*timeout), path.display())]
+    #[error("timed out after {} connecting to {}", crate::text::fmt_duration(*timeout), path.display())]
     ConnectTimeout {
         /// The socket path.
         path: PathBuf,
@@ -118,7 +115,7 @@ pub enum Error {
         message: String,
     },
     /// The call did not complete within its deadline.
-    #[error("{rpc} on {}: no answer within {} (deadline exceeded)", path.display(), fmt_duration(*timeout))]
+    #[error("{rpc} on {}: no answer within {} (deadline exceeded)", path.display(), crate::text::fmt_duration(*timeout))]
     DeadlineExceeded {
         /// The full method.
         rpc: String,
@@ -204,7 +201,7 @@ pub enum Error {
         message: String,
     },
     /// A wait ran out of time.
-    #[error("timed out after {}: {what}", fmt_duration(*timeout))]
+    #[error("timed out after {}: {what}", crate::text::fmt_duration(*timeout))]
     Timeout {
         /// What was awaited.
         what: String,
@@ -300,9 +297,10 @@ impl Error {
                     .into()
             }
             Error::MessageTooLarge { limit, .. } => format!(
-                "the kubelet accepts at most {KUBELET_MAX_RECV} bytes (4 MiB) per message; \
+                "the kubelet accepts at most {} bytes (4 MiB) per message; \
                  a plugin that sends more is marked unhealthy and never retried. \
-                 Raise --max-recv-bytes (now {limit}) to inspect it anyway"
+                 Raise --max-recv-bytes (now {limit}) to inspect it anyway",
+                crate::limits::KUBELET_MAX_RECV
             ),
             Error::PathTooLong { .. } => {
                 "a unix socket path must fit in 107 bytes: use a shorter directory (e.g. under /tmp) or a symlink \
@@ -367,14 +365,6 @@ fn too_large_size(message: &str) -> Option<Option<usize>> {
     }
 }
 
-/// Formats a duration for people: `500ms`, `10s`, `1m 30s`.
-pub fn fmt_duration(d: Duration) -> String {
-    if d.as_secs() == 0 || d.subsec_millis() != 0 && d.as_secs() < 10 {
-        return format!("{}ms", d.as_millis());
-    }
-    humantime::format_duration(Duration::from_secs(d.as_secs())).to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -403,8 +393,8 @@ mod tests {
 
     #[test]
     fn durations_read_well() {
-        assert_eq!(fmt_duration(Duration::from_millis(500)), "500ms");
-        assert_eq!(fmt_duration(Duration::from_secs(10)), "10s");
-        assert_eq!(fmt_duration(Duration::from_secs(90)), "1m 30s");
+        assert_eq!(crate::text::fmt_duration(Duration::from_millis(500)), "500ms");
+        assert_eq!(crate::text::fmt_duration(Duration::from_secs(10)), "10s");
+        assert_eq!(crate::text::fmt_duration(Duration::from_secs(90)), "1m 30s");
     }
 }

@@ -57,6 +57,14 @@ pub fn shorten(s: &str, max: usize) -> String {
     out
 }
 
+/// Formats a duration for people: `500ms`, `10s`, `1m 30s`.
+pub fn fmt_duration(d: std::time::Duration) -> String {
+    if d.as_secs() == 0 || d.subsec_millis() != 0 && d.as_secs() < 10 {
+        return format!("{}ms", d.as_millis());
+    }
+    humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -534,7 +534,7 @@ mod tests {
         let wait = Duration::from_secs(10);
         let socket = handle.socket("example.com/gpu").unwrap();
         let ch = transport::connect(&socket, wait).await.unwrap();
-        let mut s = crate::plugin_client::open_list_and_watch(ch, crate::error::KUBELET_MAX_RECV).await.unwrap();
+        let mut s = crate::plugin_client::open_list_and_watch(ch, crate::limits::KUBELET_MAX_RECV).await.unwrap();
         let first = tokio::time::timeout(wait, s.next()).await.unwrap().unwrap().unwrap();
         let snap = handle.snapshot("example.com/gpu").unwrap();
         assert_eq!(first.encoded_len, snap.encoded_len());
@@ -547,7 +547,7 @@ mod tests {
         assert_eq!(second.message, handle.snapshot("example.com/gpu").unwrap().decode().unwrap());
 
         let ch = transport::connect(&handle.socket("example.com/big").unwrap(), wait).await.unwrap();
-        let mut s = crate::plugin_client::open_list_and_watch(ch, crate::error::KUBELET_MAX_RECV).await.unwrap();
+        let mut s = crate::plugin_client::open_list_and_watch(ch, crate::limits::KUBELET_MAX_RECV).await.unwrap();
         let status = tokio::time::timeout(wait, s.next()).await.unwrap().unwrap().unwrap_err();
         assert_eq!(status.code(), tonic::Code::OutOfRange, "{status:?}");
         assert!(status.message().contains("too large"), "{status:?}");

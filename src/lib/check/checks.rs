@@ -12,8 +12,9 @@ use tokio::time::Instant;
 use super::probe::{Ended, Probe, said};
 use super::{CheckId, Finding};
 use crate::contract::{self, Violation};
-use crate::error::{Error, fmt_duration};
+use crate::error::Error;
 use crate::proto::deviceplugin::v1beta1 as dp;
+use crate::text::fmt_duration;
 
 /// Most devices offered in one GetPreferredAllocation request.
 const PREFERRED_MAX_AVAILABLE: usize = 128;

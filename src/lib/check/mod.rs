@@ -36,7 +36,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, KUBELET_MAX_RECV, Result};
+use crate::error::{Error, Result};
+use crate::limits::KUBELET_MAX_RECV;
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::text::millis;
 

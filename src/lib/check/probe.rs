@@ -13,9 +13,10 @@ use tokio::time::Instant;
 use tonic::transport::Channel;
 
 use super::{CheckOptions, CheckTarget};
-use crate::error::{Error, Result, fmt_duration};
+use crate::error::{Error, Result};
 use crate::plugin_client::{PluginClient, Snapshot};
 use crate::proto::deviceplugin::v1beta1 as dp;
+use crate::text::fmt_duration;
 use crate::transport::{self, ClientConfig};
 
 /// The largest message the suite itself decodes: well above the kubelet's

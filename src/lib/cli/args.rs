@@ -7,7 +7,8 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::duration::parse as parse_duration;
-use crate::error::{KUBELET_MAX_RECV, Result};
+use crate::error::Result;
+use crate::limits::KUBELET_MAX_RECV;
 use crate::paths::{DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR};
 use crate::plugin_client;
 use crate::transport::ClientConfig;

@@ -118,7 +118,7 @@ pub async fn run(args: DoctorArgs, s: &mut Streams<'_>) -> Result<u8> {
         // 0 used to rerun doctor back to back, hundreds of reports a second.
         return Err(crate::Error::invalid(
             "--every",
-            format!("{} is too short: at least 1s between runs", crate::error::fmt_duration(every)),
+            format!("{} is too short: at least 1s between runs", crate::text::fmt_duration(every)),
         ));
     }
     let mut cfg = DoctorConfig::new(&args.root);

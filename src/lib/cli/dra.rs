@@ -426,6 +426,6 @@ async fn mock(a: MockArgs, s: &mut Streams<'_>) -> Result<u8> {
     let cfg = mock_config(a)?;
     cfg.check()?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = dra::mock::run(cfg, tx, crate::transport::shutdown_signal());
+    let run = dra::mock::run(cfg, tx, crate::signal::shutdown());
     render::mock_events(s, rx, run).await
 }

@@ -423,7 +423,7 @@ async fn serve_referee(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let mut config = SimConfig::new(&dir);
     config.set_kubelet_version(args.kubelet_version);
     config.topology = args.topology.config();
-    let signalled = crate::transport::shutdown_signal();
+    let signalled = crate::signal::shutdown();
     let engine = Engine::start(&args.engine, config, &layout, None).await?;
     let view = render::RefereeView {
         engine: engine.name().to_string(),

@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::report::CheckpointReport;
-use crate::error::{Error, KUBELET_MAX_RECV};
+use crate::error::Error;
 use crate::kubelet_version::{CleanupRule, KubeletVersion};
+use crate::limits::KUBELET_MAX_RECV;
 use crate::plugin_client::PluginClient;
 use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::proto::pluginregistration as reg;
@@ -198,7 +199,7 @@ async fn probe_plugin(path: PathBuf, timeout: Duration) -> (PathBuf, Probe) {
         Err(Error::ConnectTimeout { .. }) => {
             return (
                 path,
-                Probe::Slow(format!("connect did not finish within {}", crate::error::fmt_duration(timeout))),
+                Probe::Slow(format!("connect did not finish within {}", crate::text::fmt_duration(timeout))),
             );
         }
         Err(e) => return (path, Probe::Failed(e)),
@@ -211,7 +212,7 @@ async fn probe_plugin(path: PathBuf, timeout: Duration) -> (PathBuf, Probe) {
                 path,
                 Probe::Slow(format!(
                     "GetDevicePluginOptions did not answer within {}",
-                    crate::error::fmt_duration(timeout)
+                    crate::text::fmt_duration(timeout)
                 )),
             );
         }

@@ -34,7 +34,7 @@ pub(crate) async fn unary<T>(
     match tokio::time::timeout(timeout, call).await {
         Ok(Ok(r)) => Ok(r.into_inner()),
         Ok(Err(s)) if crate::rpc::is_deadline(&s) => Err(deadline()),
-        Ok(Err(s)) => Err(Error::from_status(rpc, path, &s, crate::error::KUBELET_MAX_RECV)),
+        Ok(Err(s)) => Err(Error::from_status(rpc, path, &s, crate::limits::KUBELET_MAX_RECV)),
         Err(_) => Err(deadline()),
     }
 }
@@ -405,7 +405,7 @@ pub async fn watch_health(
                             path: path.clone(),
                             message: "the driver ended the stream; the kubelet reopens it every 5 s".into(),
                         }),
-                        Err(s) => Err(Error::from_status(&rpc, &path, &s, crate::error::KUBELET_MAX_RECV)),
+                        Err(s) => Err(Error::from_status(&rpc, &path, &s, crate::limits::KUBELET_MAX_RECV)),
                     };
                     let end = item.is_err();
                     if tx.send(item).await.is_err() || end {
@@ -585,7 +585,7 @@ async fn first_message<T>(
             path: path.into(),
             message: "ended before its first message".into(),
         }),
-        Ok(Err(s)) => Err(Error::from_status(rpc, path, &s, crate::error::KUBELET_MAX_RECV)),
+        Ok(Err(s)) => Err(Error::from_status(rpc, path, &s, crate::limits::KUBELET_MAX_RECV)),
         Err(_) => Err(Error::DeadlineExceeded { rpc: rpc.into(), path: path.into(), timeout: t }),
     }
 }

@@ -17,7 +17,7 @@ pub(super) async fn serve_registration_at(inner: &Arc<Inner>) -> Result<()> {
     if delay.is_zero() {
         return serve_registration(inner).await;
     }
-    tracing::info!(delay = %crate::error::fmt_duration(delay), "kubelet.sock is created late");
+    tracing::info!(delay = %crate::text::fmt_duration(delay), "kubelet.sock is created late");
     let inner = Arc::clone(inner);
     let mut shutdown = inner.shutdown.subscribe();
     tokio::spawn(async move {

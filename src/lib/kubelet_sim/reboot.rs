@@ -88,7 +88,7 @@ impl SimHandle {
     /// (plugins that register within it are back in time).
     pub async fn reboot(&self, order: &[String], readmit_after: Duration) -> Result<RebootReport> {
         crate::duration::check(readmit_after).map_err(|e| {
-            Error::invalid("readmit-after", format!("{} is {e}", crate::error::fmt_duration(readmit_after)))
+            Error::invalid("readmit-after", format!("{} is {e}", crate::text::fmt_duration(readmit_after)))
         })?;
         // The order is checked before anything changes.
         let known = self.inner.lock().pods();

@@ -8,7 +8,7 @@ use std::time::Duration;
 use prost::Message;
 
 use super::config::{ErrorSpec, Faults, Rpc, RpcFault};
-use crate::error::KUBELET_MAX_RECV;
+use crate::limits::KUBELET_MAX_RECV;
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 /// The faults of one resource, ready to apply.

@@ -415,7 +415,7 @@ impl Supervisor {
         request.set_timeout(timeout);
         match tokio::time::timeout(timeout, client.register(request)).await {
             Err(_) => {
-                Err(Failure::Retry(format!("no answer to Register within {}", crate::error::fmt_duration(timeout))))
+                Err(Failure::Retry(format!("no answer to Register within {}", crate::text::fmt_duration(timeout))))
             }
             Ok(Err(status)) if retryable(&status) => {
                 Err(Failure::Retry(format!("Register failed: {:?}: {}", status.code(), status.message())))

@@ -29,7 +29,7 @@ pub async fn run(config: DemoConfig, s: &mut Streams<'_>) -> Result<u8> {
             write_err.get_or_insert(e);
         }
     };
-    let steps = demo::run_demo(config, crate::transport::shutdown_signal(), &mut |e| match e {
+    let steps = demo::run_demo(config, crate::signal::shutdown(), &mut |e| match e {
         DemoEvent::Begin { dir } => show(&mut |w| intro(w, format, &dir)),
         DemoEvent::Starting { step, title } => {
             if let Some(b) = &bar {

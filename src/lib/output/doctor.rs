@@ -150,7 +150,7 @@ pub async fn run(
         s.note(format!(
             "dpctl doctor: looking at {} (budget {})",
             cfg.dir.display(),
-            crate::error::fmt_duration(cfg.budget)
+            crate::text::fmt_duration(cfg.budget)
         ))?;
     }
     let Some(every) = every else {
@@ -159,7 +159,7 @@ pub async fn run(
         report(s.out, s.format, &r).map_err(out_err)?;
         return Ok(if r.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK });
     };
-    let stop = crate::transport::shutdown_signal();
+    let stop = crate::signal::shutdown();
     tokio::pin!(stop);
     loop {
         let mut r = crate::doctor::run(cfg).await;

@@ -141,7 +141,7 @@ pub async fn watch_health(
     count: Option<u64>,
     deadline: Option<tokio::time::Instant>,
 ) -> Result<u8> {
-    let stop = crate::transport::shutdown_signal();
+    let stop = crate::signal::shutdown();
     tokio::pin!(stop);
     let mut seq = 0u64;
     loop {

@@ -12,11 +12,11 @@ use serde::Serialize;
 use tokio::sync::broadcast;
 
 use super::{Format, Streams, list, out_err, table, timestamp, write_json, write_json_line, write_table};
-use crate::error::fmt_duration;
 use crate::kubelet_sim::control::{Answer, RemoteError};
 use crate::kubelet_sim::{
     AdmitOutcome, DeleteOutcome, EventKind, ResourceStatus, RestartReport, SimEvent, SimHandle, SimStatus,
 };
+use crate::text::fmt_duration;
 
 /// One event as a JSON line: `time`, `event`, then its fields.
 #[derive(Serialize)]
@@ -893,7 +893,7 @@ pub async fn serve(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -> crat
     // stdout nobody reads, this loop cannot see the signal, so the task
     // also tells the output to give up (`output::fd`), which ends the write.
     let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
-    let signalled = crate::transport::shutdown_signal();
+    let signalled = crate::signal::shutdown();
     let watcher = tokio::spawn(async move {
         signalled.await;
         super::fd::request_stop();

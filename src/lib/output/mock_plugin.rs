@@ -50,7 +50,7 @@ pub fn describe(kind: &EventKind) -> (&'static str, String) {
             format!(
                 "cannot register with {} yet (attempt {attempt}): {error}; retrying in {}",
                 kubelet_socket.display(),
-                crate::error::fmt_duration(std::time::Duration::from_millis(*retry_in_ms))
+                crate::text::fmt_duration(std::time::Duration::from_millis(*retry_in_ms))
             ),
         ),
         EventKind::Registered { kubelet_socket, request, registration, reason, took_ms, .. } => {
@@ -242,7 +242,7 @@ pub async fn serve(config: MockConfig, run_for: Option<Duration>, s: &mut Stream
     let dir = config.dir();
     // Catch Ctrl-C and SIGTERM from now on (the handlers are installed on
     // the first poll), so that a signal never kills us with sockets left.
-    let mut shutdown = Box::pin(crate::transport::shutdown_signal());
+    let mut shutdown = Box::pin(crate::signal::shutdown());
     tokio::select! {
         biased;
         () = &mut shutdown => return Ok(crate::error::exit::OK),

@@ -91,7 +91,7 @@ pub async fn watch(
     s: &mut Streams<'_>,
 ) -> crate::Result<u8> {
     let mut prev: Vec<Device> = Vec::new();
-    let stop = crate::transport::shutdown_signal();
+    let stop = crate::signal::shutdown();
     crate::plugin_client::watch(socket, config, limits, stop, |seq, snap| {
         snapshot(s.out, s.format, &snapshot_view(seq, &prev, &snap), true).map_err(out_err)?;
         prev = snap.devices;

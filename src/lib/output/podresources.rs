@@ -14,7 +14,6 @@ use serde::Serialize;
 use super::{
     Format, Streams, bytes_binary, numa, out_err, ranges, table, timestamp, write_json, write_json_line, write_table,
 };
-use crate::error::fmt_duration;
 use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::podresources::diff::{self, AssignmentChange, ChangeKind, Held, PodEvent};
 use crate::podresources::fake::{FakeKubelet, Served};
@@ -25,6 +24,7 @@ use crate::podresources::view::{
     AllocatableReport, AllocatableView, Filter, GetView, ListView, PodView, merge_devices,
 };
 use crate::podresources::watch::{WatchConfig, WatchUpdate};
+use crate::text::fmt_duration;
 
 /// How many device IDs a `table` cell shows before `+N more` (`wide` shows all).
 pub const MAX_IDS_IN_TABLE: usize = 8;
@@ -668,7 +668,7 @@ pub async fn watch(
         }
         WatchUpdate::BackingOff { why, wait } => s.note(format!("{why}; backing off {}", fmt_duration(wait))),
     };
-    crate::podresources::watch::watch(&client, filter, watch_config, crate::transport::shutdown_signal(), report).await
+    crate::podresources::watch::watch(&client, filter, watch_config, crate::signal::shutdown(), report).await
 }
 
 /// Runs `serve` (see [`crate::podresources::fake::serve`]): the ready line

@@ -44,8 +44,7 @@ pub async fn run(
     // Each step is shown once: in the report on stdout, or (JSON on stdout) as narration on stderr.
     let steps = io.format.is_json();
     let mut narrator = Narrator { err: &mut *io.err, quiet: io.quiet, bar: bar.as_ref(), many, not_run: None, steps };
-    let matrix =
-        smoke::run_matrix(config, versions, crate::transport::shutdown_signal(), &mut |mp| narrator.on(mp)).await;
+    let matrix = smoke::run_matrix(config, versions, crate::signal::shutdown(), &mut |mp| narrator.on(mp)).await;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

@@ -101,7 +101,7 @@ pub async fn serve(fake: &FakeKubelet, mut report: impl FnMut(Served) -> Result<
         reload_loop(path, &handle, |r| report(Served::Reload(r))).await
     };
     tokio::select! {
-        r = transport::serve(service.router_for(fake.apis), listener, transport::shutdown_signal()) => r?,
+        r = transport::serve(service.router_for(fake.apis), listener, crate::signal::shutdown()) => r?,
         r = reload => r?,
     }
     Ok(())

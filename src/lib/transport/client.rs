@@ -9,7 +9,8 @@ use hyper_util::rt::TokioIo;
 use tokio::net::UnixStream;
 use tonic::transport::{Channel, Endpoint};
 
-use crate::error::{Error, KUBELET_MAX_RECV, Result};
+use crate::error::{Error, Result};
+use crate::limits::KUBELET_MAX_RECV;
 
 /// How to dial and call.
 #[derive(Debug, Clone)]

@@ -24,7 +24,7 @@
 
 use tonic::transport::{Endpoint, Server};
 
-use crate::error::KUBELET_MAX_RECV;
+use crate::limits::KUBELET_MAX_RECV;
 
 /// Per-stream receive window: twice the kubelet's 4 MiB message limit, so a
 /// message of any size the kubelet accepts fits with room for the next.

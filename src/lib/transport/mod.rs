@@ -18,5 +18,5 @@ pub use client::{ClientConfig, connect};
 pub use http2::server_builder;
 pub use server::{
     BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard, bind,
-    incoming, incoming_with, is_stale, serve, serve_with, shutdown_signal,
+    incoming, incoming_with, is_stale, serve, serve_with,
 };

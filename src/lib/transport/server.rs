@@ -334,46 +334,13 @@ pub async fn serve_with(
     result.map_err(|e| Error::io("serving gRPC", std::io::Error::other(e)))
 }
 
-/// Completes on Ctrl-C (SIGINT) or SIGTERM. The handlers are installed
-/// when this is called, not when the future is first polled: a process
-/// that announced it is serving must not die of a SIGTERM that arrives
-/// before its signal task got to run (the default action kills it without
-/// its cleanup). Must be called inside a tokio runtime.
-pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt()).ok();
-    let mut terminate = signal(SignalKind::terminate()).ok();
-    async move {
-        let int = async {
-            match interrupt.as_mut() {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        let term = async {
-            match terminate.as_mut() {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        tokio::select! {
-            () = int => {},
-            () = term => {},
-        }
-    }
-}
-
 /// The send buffer asked for each accepted connection: a whole message of
 /// the kubelet's maximum size, so that a 2.6 MiB ListAndWatch list is
 /// written in one go instead of about 13 pieces of the 208 KiB default,
 /// each waiting for the reader. The kernel caps it at `net.core.wmem_max`
 /// (208 KiB on many nodes, where this changes nothing); it is a limit on
 /// what may be queued, not memory taken up front.
-pub const SEND_BUFFER: usize = crate::error::KUBELET_MAX_RECV;
+pub const SEND_BUFFER: usize = crate::limits::KUBELET_MAX_RECV;
 
 /// Asks for [`SEND_BUFFER`] on `conn`; a refusal is not an error (the
 /// default buffer works, only slower for large messages).
