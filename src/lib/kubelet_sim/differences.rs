@@ -151,7 +151,8 @@ Where the sim deliberately differs from a real kubelet:
     devices in the sim's file, where the kubelet's still lists the devices of
     its last write (scenario reboot-plugin-late).
   - A replaced plugin's stream end (1.34-1.36, the same resource registered
-    again): the sim and the kubelet agree in every run of the scenario
-    register-replaced-old-stream-end but one, on 1.35, where the kubelet's
-    code disconnected the new plugin and the sim kept its devices; the order
-    of the two plugins' events at that moment is a race not yet explained.";
+    again): in most runs of the scenario register-replaced-old-stream-end the
+    sim disconnects the new plugin as the kubelet does, but now and then (seen
+    on 1.34 and 1.35) it keeps the new plugin's devices where the kubelet's
+    code does not; the order of the two plugins' events at that moment is a
+    race not yet explained.";
