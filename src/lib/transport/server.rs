@@ -41,16 +41,42 @@ impl Default for BindOptions {
 }
 
 /// Removes the socket file it guards when dropped, but only while the file
-/// is still the socket that was bound (same inode): a socket that someone
-/// else has since replaced is left alone.
+/// is still the socket that was bound: a socket that someone else has since
+/// replaced is left alone.
+///
+/// "Still the socket that was bound" is decided by inode, and the guard holds
+/// an `O_PATH` descriptor of the file it bound. That keeps the inode alive
+/// after the listener has closed and after someone else unlinked the path, so
+/// its number cannot be handed to a new socket at the same path: without it,
+/// a plugin restarted at once (unlink, bind) can get the freed inode number
+/// back, and a late drop would delete the new plugin's live socket.
 #[derive(Debug)]
 pub struct SocketGuard {
     path: PathBuf,
+    /// The bound file itself (`O_PATH`: no access to the socket, only a
+    /// reference that keeps its inode from being reused).
+    file: Option<std::fs::File>,
     dev: u64,
     ino: u64,
 }
 
 impl SocketGuard {
+    /// Guards the socket just bound at `path`.
+    fn new(path: &Path) -> std::io::Result<SocketGuard> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_PATH|O_NOFOLLOW opens the socket file itself (a plain open of a
+        // socket fails with ENXIO) without following a link swapped in.
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)?;
+        let meta = file.metadata()?;
+        if !meta.file_type().is_socket() {
+            return Err(std::io::Error::other(format!("{} is no longer the socket just bound", path.display())));
+        }
+        Ok(SocketGuard { path: path.to_path_buf(), file: Some(file), dev: meta.dev(), ino: meta.ino() })
+    }
+
     /// The socket path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -58,9 +84,10 @@ impl SocketGuard {
 
     /// True while the file at the path is still this socket.
     pub fn still_ours(&self) -> bool {
-        std::fs::symlink_metadata(&self.path)
-            .map(|m| m.file_type().is_socket() && m.dev() == self.dev && m.ino() == self.ino)
-            .unwrap_or(false)
+        self.file.is_some()
+            && std::fs::symlink_metadata(&self.path)
+                .map(|m| m.file_type().is_socket() && m.dev() == self.dev && m.ino() == self.ino)
+                .unwrap_or(false)
     }
 }
 
@@ -69,6 +96,8 @@ impl Drop for SocketGuard {
         if self.still_ours() {
             let _ = std::fs::remove_file(&self.path);
         }
+        // Only now may the inode go (and its number be reused).
+        self.file.take();
     }
 }
 
@@ -168,8 +197,7 @@ fn bind_with_mode(path: &Path, mode: u32) -> std::io::Result<(UnixListener, Sock
     use socket2::{Domain, SockAddr, Socket, Type};
     let socket = Socket::new(Domain::UNIX, Type::STREAM.cloexec(), None)?;
     socket.bind(&SockAddr::unix(path)?)?;
-    let meta = std::fs::symlink_metadata(path)?;
-    let guard = SocketGuard { path: path.to_path_buf(), dev: meta.dev(), ino: meta.ino() };
+    let guard = SocketGuard::new(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
     socket.listen(1024)?;
     socket.set_nonblocking(true)?;
@@ -399,5 +427,31 @@ mod tests {
         let after = send_buffer(&a);
         assert!(after >= before, "{before} -> {after}");
         assert!(after >= 2 * SEND_BUFFER.min(max), "{before} -> {after} (wmem_max {max})");
+    }
+
+    /// A plugin restarted at once: the old process's socket is unlinked and
+    /// a new one bound at the same path before the old server's guard runs.
+    /// The late guard must leave the new, live socket alone, even though the
+    /// filesystem is free to hand the new socket the old one's inode number
+    /// once the old listener has closed (it often does).
+    #[tokio::test]
+    async fn a_late_guard_never_removes_a_socket_rebound_at_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.sock");
+        for round in 0..50 {
+            let old = bind(&path, &BindOptions::default()).await.unwrap();
+            let Listener { listener, guard } = old;
+            drop(listener);
+            std::fs::remove_file(&path).unwrap();
+            let new = bind(&path, &BindOptions::default()).await.unwrap();
+            drop(guard);
+            assert!(
+                std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket()),
+                "round {round}: the old guard removed the new socket"
+            );
+            assert!(UnixStream::connect(&path).await.is_ok(), "round {round}: the new socket does not answer");
+            drop(new);
+            assert!(std::fs::symlink_metadata(&path).is_err(), "round {round}: the new guard left its socket");
+        }
     }
 }
