@@ -149,10 +149,4 @@ Where the sim deliberately differs from a real kubelet:
   - A restart (and the one inside `reboot`) writes the checkpoint; the kubelet
     writes none then. So a plugin already stopped leaves its resource with no
     devices in the sim's file, where the kubelet's still lists the devices of
-    its last write (scenario reboot-plugin-late).
-  - A replaced plugin's stream end (1.34-1.36, the same resource registered
-    again): in most runs of the scenario register-replaced-old-stream-end the
-    sim disconnects the new plugin as the kubelet does, but now and then (seen
-    on 1.34 and 1.35) it keeps the new plugin's devices where the kubelet's
-    code does not; the order of the two plugins' events at that moment is a
-    race not yet explained.";
+    its last write (scenario reboot-plugin-late).";

@@ -398,7 +398,49 @@ impl Scenario {
     pub fn parse(text: &str, place: &str) -> Result<Scenario> {
         let s: Scenario = toml::from_str(text).map_err(|e| Error::invalid(place, e.to_string()))?;
         s.check(place)?;
+        s.check_waits_follow_changes(place)?;
         Ok(s)
+    }
+
+    /// `start`, `stop` and `set-health` reach the kubelet a moment after
+    /// their step ends. A capacity wait right after one of them that asks for
+    /// the very counts the last capacity wait saw is met at once, before the
+    /// kubelet has seen the change, so it would record the old state on a busy
+    /// machine and the new one on an idle one: refused, naming both steps.
+    fn check_waits_follow_changes(&self, place: &str) -> Result<()> {
+        let names = self.step_names();
+        let mut last: BTreeMap<&str, (Option<usize>, Option<usize>)> = BTreeMap::new();
+        let mut pending: Option<&str> = None;
+        for (step, name) in self.steps.iter().zip(&names) {
+            match &step.action {
+                Action::Start { .. } | Action::Stop { .. } | Action::SetHealth { .. } => pending = Some(name),
+                Action::Wait { until: Until::Capacity, resource: Some(r), capacity, allocatable, .. } => {
+                    let counts = (*capacity, *allocatable);
+                    if let Some(action) = pending
+                        && last.get(r.as_str()) == Some(&counts)
+                    {
+                        return Err(Error::invalid(
+                            place,
+                            format!(
+                                "step {name} waits for the counts {r} already had before step {action}, so it is met before the \
+                                 kubelet has seen {action}; wait for the state {action} leads to (a release where nothing \
+                                 changes shows as met = false at the timeout)"
+                            ),
+                        ));
+                    }
+                    last.insert(r, counts);
+                    pending = None;
+                }
+                Action::Wait { .. } => {}
+                // A kubelet restart or a reboot starts from no devices: the counts before it say nothing.
+                Action::RestartKubelet { .. } | Action::Reboot { .. } => {
+                    last.clear();
+                    pending = None;
+                }
+                _ => pending = None,
+            }
+        }
+        Ok(())
     }
 
     /// The step names, in order (`N-<do>` when unnamed).
@@ -600,6 +642,18 @@ capacity = 2
 allocatable = 2
 "#;
 
+    /// Every scenario the project ships passes the checks, so a broken one
+    /// fails here in a second rather than minutes into the conformance run.
+    #[test]
+    fn every_shipped_scenario_parses() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/scenarios");
+        let files = super::expand(&[dir]).unwrap();
+        assert!(files.len() > 50, "{} scenarios", files.len());
+        for f in files {
+            Scenario::load(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        }
+    }
+
     #[test]
     fn a_minimal_scenario_parses() {
         let s = Scenario::parse(MINIMAL, "t").unwrap();
@@ -618,6 +672,17 @@ allocatable = 2
         let e =
             Scenario::parse(&MINIMAL.replace("until = \"capacity\"", "until = \"capacity\"\ntimeout = \"1h\""), "t");
         assert!(e.unwrap_err().to_string().contains("longer than"));
+    }
+
+    /// A wait for the counts before a stop is met before the kubelet sees the
+    /// stop; a wait for the counts it leads to is not.
+    #[test]
+    fn a_wait_after_a_stop_must_wait_for_the_change() {
+        let stop = "\n[[step]]\nname = \"stop\"\ndo = \"stop\"\nplugin = \"gpu\"\n[[step]]\nname = \"after\"\ndo = \"wait\"\n\
+                    until = \"capacity\"\nresource = \"example.com/gpu\"\ncapacity = 2\nallocatable = ALLOC\n";
+        let e = Scenario::parse(&format!("{MINIMAL}{}", stop.replace("ALLOC", "2")), "t").unwrap_err().to_string();
+        assert!(e.contains("step after waits for the counts example.com/gpu already had before step stop"), "{e}");
+        Scenario::parse(&format!("{MINIMAL}{}", stop.replace("ALLOC", "0")), "t").unwrap();
     }
 
     #[test]
