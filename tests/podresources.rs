@@ -195,6 +195,34 @@ async fn filters_by_namespace_and_resource_and_socket_from_environment() {
     assert!(r.stderr.contains("no pods in namespace nowhere"), "{}", r.stderr);
 }
 
+/// A node where a DRA driver serves devices (KEP-5004: from 1.36 even pods
+/// that ask for an extended resource): PodResources names them by driver, so
+/// a filter by resource name tells of them rather than showing nothing, on
+/// stderr in every format; stdout and its JSON are unchanged.
+#[tokio::test]
+async fn a_filter_by_resource_name_tells_of_dra_devices_it_cannot_show() {
+    let sb = Sandbox::new();
+    let k = kubelet(&sb, node()).await;
+    let env = [("DPCTL_PODRESOURCES_SOCKET", k.sock())];
+    for format in ["table", "json"] {
+        let r = dpctl_env(&["podresources", "list", "--resource", "nvidia.com/gpu", "-o", format], &env).await;
+        r.expect_code(0);
+        assert!(
+            r.stderr.contains(
+                "note: 1 container holds DRA devices (driver gpu.vendor.com) that --resource nvidia.com/gpu cannot show"
+            ) && r.stderr.contains("see them with --resource gpu.vendor.com"),
+            "{format}: {}",
+            r.stderr
+        );
+        assert!(!r.stdout.contains("gpu.vendor.com"), "{format}: {}", r.stdout);
+    }
+    let r = dpctl_env(&["podresources", "list", "--resource", "gpu.vendor.com"], &env).await;
+    r.expect_code(0);
+    assert!(r.stdout.contains("gpu.vendor.com") && !r.stderr.contains("DRA devices"), "{}\n{}", r.stdout, r.stderr);
+    let r = dpctl_env(&["podresources", "list", "--resource", "nvidia.com/gpu", "-n", "ml"], &env).await;
+    assert!(!r.expect_code(0).stderr.contains("DRA devices"), "no claim in ml: {}", r.stderr);
+}
+
 #[tokio::test]
 async fn an_empty_node_says_so() {
     let sb = Sandbox::new();

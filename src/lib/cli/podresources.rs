@@ -248,8 +248,8 @@ pub async fn run(cmd: PodResourcesCommand, s: &mut Streams<'_>) -> Result<u8> {
         }
         PodResourcesCommand::List(a) => {
             let filter = a.own.filter.filter();
-            let (view, calls) = query::list(&a.conn.socket, &a.config(), &filter).await?;
-            render::listed(s, &view, &filter, &calls)?;
+            let (view, hidden, calls) = query::list(&a.conn.socket, &a.config(), &filter).await?;
+            render::listed(s, &view, &filter, hidden.as_ref(), &calls)?;
         }
         PodResourcesCommand::Get(a) => {
             let (namespace, name) = pod_name(&a.pod, a.namespace.as_deref())?;

@@ -21,7 +21,7 @@ use crate::podresources::fixture::{FixtureFile, Reload};
 use crate::podresources::free::FreeReport;
 use crate::podresources::query::Calls;
 use crate::podresources::view::{
-    AllocatableReport, AllocatableView, Filter, GetView, ListView, PodView, merge_devices,
+    AllocatableReport, AllocatableView, Filter, GetView, HiddenDra, ListView, PodView, merge_devices,
 };
 use crate::podresources::watch::{WatchConfig, WatchUpdate};
 use crate::text::fmt_duration;
@@ -595,11 +595,32 @@ fn empty_reason(filter: &Filter) -> String {
     }
 }
 
-/// Shows `list`'s answer: the notes, why nothing is listed (people only), the pods.
-pub fn listed(s: &mut Streams<'_>, view: &ListView, filter: &Filter, c: &Calls) -> crate::Result<()> {
+/// Shows `list`'s answer: the notes, why nothing is listed (people only),
+/// the DRA devices a filter by resource name hid (stderr, every format), the pods.
+pub fn listed(
+    s: &mut Streams<'_>,
+    view: &ListView,
+    filter: &Filter,
+    hidden: Option<&HiddenDra>,
+    c: &Calls,
+) -> crate::Result<()> {
     calls(s, c)?;
     if view.pod_resources.is_empty() && !s.format.is_json() {
         s.note(empty_reason(filter))?;
+    }
+    if let Some(h) = hidden {
+        s.note(format!(
+            "note: {} hold{} DRA devices (driver{} {}) that --resource {} cannot show: PodResources lists a DRA \
+             driver's devices by driver, pool and device, never by extended resource name, even for a pod that asked \
+             for {} (served by DRA from 1.36, KEP-5004); see them with --resource {}",
+            crate::text::count(u64::try_from(h.containers).unwrap_or(u64::MAX), "container", "containers"),
+            if h.containers == 1 { "s" } else { "" },
+            if h.drivers.len() == 1 { "" } else { "s" },
+            h.drivers.join(", "),
+            h.resource,
+            h.resource,
+            h.drivers.first().map_or("DRIVER", String::as_str),
+        ))?;
     }
     emit(s, |w, f| list(w, f, view))
 }

@@ -9,7 +9,8 @@ use super::client::{ApiChoice, PodResourcesClient, PodResourcesConfig};
 use super::fixture::FixtureFile;
 use super::free::{self, FreeReport};
 use super::view::{
-    AllocatableReport, AllocatableView, Api, CPU_RESOURCE, Filter, GetView, ListView, PodView, SCHEMA_VERSION,
+    AllocatableReport, AllocatableView, Api, CPU_RESOURCE, Filter, GetView, HiddenDra, ListView, PodView,
+    SCHEMA_VERSION,
 };
 use crate::error::{Error, Result};
 
@@ -37,12 +38,19 @@ impl Calls {
 }
 
 /// `list`: the pods `filter` selects (v1 List, or v1alpha1 when the kubelet has no v1).
-pub async fn list(socket: &Path, config: &PodResourcesConfig, filter: &Filter) -> Result<(ListView, Calls)> {
+/// Also the DRA devices the filter hid (see [`HiddenDra`]).
+pub async fn list(
+    socket: &Path,
+    config: &PodResourcesConfig,
+    filter: &Filter,
+) -> Result<(ListView, Option<HiddenDra>, Calls)> {
     let client = PodResourcesClient::connect(socket, config).await?;
     let listing = client.list().await?;
-    let pods = filter.apply(listing.pods.into_iter().map(PodView::from).collect());
+    let all: Vec<PodView> = listing.pods.into_iter().map(PodView::from).collect();
+    let hidden = filter.hidden_dra(&all);
+    let pods = filter.apply(all);
     let view = ListView { schema_version: SCHEMA_VERSION, api_version: listing.api, pod_resources: pods };
-    Ok((view, Calls::of(&client)))
+    Ok((view, hidden, Calls::of(&client)))
 }
 
 /// `get`: one pod (v1 Get).

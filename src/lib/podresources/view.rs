@@ -474,6 +474,47 @@ impl Filter {
     }
 }
 
+/// DRA devices that a `--resource` filter by extended resource name hid.
+///
+/// PodResources lists the devices a DRA driver prepared under
+/// `dynamic_resources`, named by driver, pool and device: never under the
+/// extended resource name, even for a pod that asked for `example.com/gpu`
+/// and was served by a DRA driver (KEP-5004, "extended resources backed by
+/// DRA": alpha in 1.34-1.35, on by default from 1.36). The API carries no link
+/// from a claim back to that name, so a filter by it cannot show them; this
+/// says they are there rather than showing nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HiddenDra {
+    /// The resource asked for.
+    pub resource: String,
+    /// Containers (in the namespace asked for) that hold DRA devices.
+    pub containers: usize,
+    /// Their drivers, sorted, once each.
+    pub drivers: Vec<String>,
+}
+
+impl Filter {
+    /// The DRA devices this filter hid from `pods` (unfiltered), when it
+    /// filters by an extended resource name (`vendor/name`; driver names
+    /// have no `/`) and some container in scope holds DRA devices.
+    pub fn hidden_dra(&self, pods: &[PodView]) -> Option<HiddenDra> {
+        let r = self.resource.as_deref().filter(|r| r.contains('/'))?;
+        let mut drivers: Vec<String> = Vec::new();
+        let mut containers = 0;
+        for p in pods.iter().filter(|p| self.namespace.as_deref().is_none_or(|ns| p.namespace == ns)) {
+            for c in &p.containers {
+                let held = c.dynamic_resources.iter().flat_map(|claim| &claim.claim_resources);
+                let before = drivers.len();
+                drivers.extend(held.map(|cr| cr.driver_name.clone()));
+                containers += usize::from(drivers.len() > before);
+            }
+        }
+        drivers.sort();
+        drivers.dedup();
+        (containers > 0).then(|| HiddenDra { resource: r.to_string(), containers, drivers })
+    }
+}
+
 /// The pod with only resource `r` left, or `None` when it does not use it.
 fn only_resource(mut p: PodView, r: &str) -> Option<PodView> {
     let cpu = r == CPU_RESOURCE;
@@ -520,6 +561,41 @@ mod tests {
             cpu_ids: vec![],
             memory: vec![],
         }
+    }
+
+    /// A pod served by a DRA driver for `x.io/gpu` (KEP-5004, 1.36+) shows
+    /// in PodResources by driver only: a filter by the resource name says
+    /// so instead of showing nothing; a filter by driver or CPU says nothing.
+    #[test]
+    fn a_filter_by_resource_name_tells_of_the_dra_devices_it_hid() {
+        let mut dra = pod("a", "p2", "unused");
+        dra.containers[0].devices.clear();
+        dra.containers[0].dynamic_resources = vec![ClaimView {
+            claim_name: "p2-gpu".into(),
+            claim_namespace: "a".into(),
+            claim_resources: ["gpu.x.io", "gpu.x.io", "nic.x.io"]
+                .into_iter()
+                .map(|d| ClaimResourceView {
+                    cdi_devices: vec![],
+                    driver_name: d.into(),
+                    pool_name: "node".into(),
+                    device_name: "dev".into(),
+                    share_id: None,
+                })
+                .collect(),
+        }];
+        let pods = vec![pod("a", "p1", "x.io/gpu"), dra, pod("b", "p3", "x.io/gpu")];
+        let f = Filter { namespace: None, resource: Some("x.io/gpu".into()) };
+        assert_eq!(f.apply(pods.clone()).len(), 2, "only the device plugin's pods match");
+        let hidden = f.hidden_dra(&pods).unwrap();
+        assert_eq!(hidden.containers, 1);
+        assert_eq!(hidden.drivers, ["gpu.x.io", "nic.x.io"]);
+        let in_b = Filter { namespace: Some("b".into()), resource: Some("x.io/gpu".into()) };
+        assert_eq!(in_b.hidden_dra(&pods), None, "no DRA devices in namespace b");
+        for r in ["gpu.x.io", "cpu"] {
+            assert_eq!(Filter { namespace: None, resource: Some(r.into()) }.hidden_dra(&pods), None, "{r}");
+        }
+        assert_eq!(Filter::default().hidden_dra(&pods), None);
     }
 
     #[test]
