@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::manager::Pod;
 use super::outcome::{AdmitOutcome, ContainerOutcome, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR};
-use super::{PodSpec, SimHandle};
+use super::{ContainerKind, PodSpec, SimHandle};
 use crate::error::{Error, Result};
 
 /// What a reboot did: every pod admitted again, in the order used.
@@ -125,7 +125,7 @@ impl SimHandle {
     /// The pod whose checkpointed devices are still there: every container's
     /// devices must belong to a registered resource with healthy devices,
     /// all of its own healthy; then it is admitted on them, no plugin called.
-    fn readmit_kept(&self, pod: Pod) -> AdmitOutcome {
+    fn readmit_kept(&self, mut pod: Pod) -> AdmitOutcome {
         let uid = pod_uid(&pod.spec);
         let mut outcome = AdmitOutcome::pending(&pod.spec, uid);
         let refusal = self.inner.lock().readmit_refusal(&pod);
@@ -152,6 +152,9 @@ impl SimHandle {
             outcome.containers.push(co);
         }
         outcome.admitted = true;
+        // Every container started afresh; the plain init containers ran to completion.
+        pod.running =
+            pod.spec.containers.iter().filter(|c| c.kind != ContainerKind::Init).map(|c| c.name.clone()).collect();
         // Nothing was allocated: the kubelet writes no checkpoint for it.
         self.inner.lock().readmit_kept(pod);
         outcome
