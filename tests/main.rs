@@ -23,6 +23,7 @@ mod interop;
 mod isolate;
 mod json_schema;
 mod kubelet_sim;
+mod lifecycle;
 mod layers;
 mod mock_plugin;
 mod plugin_cli;

@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 
 use super::engine::Engine;
 mod lifecycle;
+mod reboot;
 
 use super::isolate::{Layout, Plan};
 use super::kubelet::{Kubelet, Waited};
@@ -192,6 +193,7 @@ impl Runner {
         self.kubelet_restart().await;
         self.plugin_restart().await;
         self.health_recovery().await;
+        self.node_reboot().await;
     }
 
     async fn launch(&mut self) -> bool {
