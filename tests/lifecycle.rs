@@ -96,3 +96,29 @@ async fn restart_refuses_an_absurd_readmit_after() {
     let r = dpctl(&["kubelet-sim", "restart", "--dir", dir, "--readmit-after", "1s", "--no-readmit"]).await;
     r.expect_code(2);
 }
+
+/// A kubelet restart whose new kubelet.sock appears late (bottlerocket
+/// #4250; every release: the device manager serves it only once it has
+/// started), possibly on the inode the old one had: `dpctl mock-plugin`,
+/// whose own socket was deleted first, keeps retrying until the new
+/// kubelet.sock exists and registers once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mock_reregisters_when_a_restart_recreates_kubelet_sock_late() {
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let mut sim = Child::dpctl(&["kubelet-sim", "--dir", dir, "--kubelet-socket-delay", "700ms", "-o", "json"]);
+    sim.line_with("\"started\"").await;
+    let mut mock = Child::dpctl(&["mock-plugin", "--dir", dir, "--resource", GPU, "--devices", "2"]);
+    sim.line_with("\"snapshot\"").await;
+    let r = dpctl(&["kubelet-sim", "restart", "--dir", dir, "--wait", "10s", "-o", "json"]).await;
+    let v = r.expect_code(0).json();
+    assert_eq!(v["kubelet_socket_late_ms"], 700, "{v}");
+    assert_eq!(v["all_returned"], true, "{v}");
+    assert_eq!(v["resources"][0]["reregistered"], true);
+    let st = dpctl(&["kubelet-sim", "status", "--dir", dir, "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(st["resources"][0]["registrations"], 1, "one Register for the new kubelet.sock: {st}");
+    mock.terminate();
+    mock.wait().await;
+    sim.terminate();
+    sim.wait().await;
+}

@@ -696,3 +696,23 @@ async fn node_reboot_fails_a_plugin_that_does_not_come_back() {
     run.expect_code(0);
     assert_eq!(step(&v, "node-reboot")["outcome"], "skip");
 }
+
+// A kubelet restart whose kubelet.sock is re-created late (every release;
+// bottlerocket #4250): dpctl's mock keeps retrying and comes back; a plugin
+// that ignores the re-created socket fails kubelet-restart, and the evidence
+// says the socket came back late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_recreated_kubelet_sock_fails_a_plugin_that_does_not_register_again() {
+    let skip = "parallel-calls,plugin-restart,health-recovery,node-reboot";
+    let flags = ["--late-kubelet-socket", "500ms", "--skip", skip, "--stream-window", "300ms", "--restart-deadline", "3s"];
+    let (run, v) = smoke(&flags, &mock(&[])).await;
+    run.expect_code(0);
+    assert_eq!(step(&v, "kubelet-restart")["outcome"], "pass", "{v:#}");
+    let (run, v) = smoke(&flags, &mock(&["--no-reregister"])).await;
+    run.expect_code(1);
+    assert_failed(
+        &v,
+        "kubelet-restart",
+        &["did not register again within 3s", "kubelet.sock was re-created 500 ms after the old one"],
+    );
+}

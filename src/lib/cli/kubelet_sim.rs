@@ -77,7 +77,7 @@ pub struct ServeArgs {
     pub force: bool,
     /// Report started at once but create kubelet.sock only this long after, as a kubelet whose
     /// device manager starts late: plugins that call Register once at start and give up never
-    /// register (docs/kubelet-versions.md §10).
+    /// register (docs/kubelet-versions.md §10). A restart re-creates it just as late.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub kubelet_socket_delay: Duration,
     /// After a ListAndWatch stream ends, how long capacity is kept before it drops to 0.

@@ -240,6 +240,10 @@ pub struct RestartReport {
     /// the devices they hold; a rejected pod was killed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub readmitted: Vec<AdmitOutcome>,
+    /// How long kubelet.sock stayed away between the cleanup and its
+    /// re-creation (`--kubelet-socket-delay`; absent: at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet_socket_late_ms: Option<u64>,
 }
 
 /// The connection to a registered plugin (the manager keeps the endpoint
@@ -1030,6 +1034,12 @@ impl SimHandle {
         let restored_pods = inner.lock().pods_with_devices();
         let cleanup = inner.cleanup();
         let mut rx = self.subscribe();
+        // --kubelet-socket-delay holds at every start: the new kubelet.sock
+        // appears late after a restart too (docs/kubelet-versions.md §10).
+        let late = inner.config.kubelet_socket_delay;
+        if !late.is_zero() {
+            tokio::time::sleep(late).await;
+        }
         serve_registration(inner).await?;
         let t0 = inner.lock().socket_created();
         inner.lock().restarted();
@@ -1087,6 +1097,7 @@ impl SimHandle {
             all_returned: resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
             resources,
             readmitted,
+            kubelet_socket_late_ms: (!late.is_zero()).then(|| crate::text::millis(late)),
         };
         inner.emit(EventKind::RestartReport { report: report.clone() });
         Ok(report)

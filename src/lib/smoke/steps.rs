@@ -872,6 +872,7 @@ impl Runner {
         if !socket_back {
             evidence.push_str(&format!("; its socket {} was not served again", reg.endpoint));
         }
+        evidence.push_str(&lifecycle::late_restart_note(report.kubelet_socket_late_ms));
         evidence.push_str(
             ". A plugin must notice kubelet.sock being re-created (watch the directory), serve its socket again \
              and call Register again",
