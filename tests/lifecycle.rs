@@ -19,7 +19,10 @@ async fn two_pods(sb: &Sandbox, version: &str) -> (Child, tokio::sync::oneshot::
     let (_path, stop) = p.start(sb.path(), "gpu.sock", GPU).await;
     child.line_with("\"snapshot\"").await;
     let pods = [
-        ("a.yaml", "metadata: {name: a}\nspec:\n  containers:\n  - name: main\n    resources: {limits: {example.com/gpu: 1}}\n"),
+        (
+            "a.yaml",
+            "metadata: {name: a}\nspec:\n  containers:\n  - name: main\n    resources: {limits: {example.com/gpu: 1}}\n",
+        ),
         (
             "b.yaml",
             "metadata: {name: b}\nspec:\n  initContainers:\n  - name: init\n    resources: {limits: {example.com/gpu: 1}}\n  \
@@ -55,7 +58,10 @@ async fn restart_readmits_running_pods_and_rejects_a_completed_init_on_1_37() {
         "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices example.com/gpu, \
          which is unexpected"
     );
-    assert_eq!((pods[1]["containers"][0]["running"].as_bool(), pods[1]["containers"][1]["running"].as_bool()), (Some(false), Some(true)));
+    assert_eq!(
+        (pods[1]["containers"][0]["running"].as_bool(), pods[1]["containers"][1]["running"].as_bool()),
+        (Some(false), Some(true))
+    );
     child.line_with("\"admission_rejected\"").await;
     let st = dpctl(&["kubelet-sim", "status", "--dir", dir, "-o", "json"]).await.expect_code(0).json();
     let names: Vec<&str> = st["pods"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();

@@ -690,7 +690,11 @@ async fn node_reboot_fails_a_plugin_that_does_not_come_back() {
     let flags = ["--skip", skip, "--stream-window", "300ms", "--restart-deadline", "3s"];
     let (run, v) = smoke(&flags, &["sh", "-c", &script]).await;
     run.expect_code(1);
-    assert_failed(&v, "node-reboot", &["failed with UnexpectedAdmissionError", "exited with code 3", "cannot start twice"]);
+    assert_failed(
+        &v,
+        "node-reboot",
+        &["failed with UnexpectedAdmissionError", "exited with code 3", "cannot start twice"],
+    );
     let flags = ["--skip", skip, "--stream-window", "300ms", "--request", "0"];
     let (run, v) = smoke(&flags, &mock(&["--devices", "2"])).await;
     run.expect_code(0);
@@ -704,7 +708,8 @@ async fn node_reboot_fails_a_plugin_that_does_not_come_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_recreated_kubelet_sock_fails_a_plugin_that_does_not_register_again() {
     let skip = "parallel-calls,plugin-restart,health-recovery,node-reboot";
-    let flags = ["--late-kubelet-socket", "500ms", "--skip", skip, "--stream-window", "300ms", "--restart-deadline", "3s"];
+    let flags =
+        ["--late-kubelet-socket", "500ms", "--skip", skip, "--stream-window", "300ms", "--restart-deadline", "3s"];
     let (run, v) = smoke(&flags, &mock(&[])).await;
     run.expect_code(0);
     assert_eq!(step(&v, "kubelet-restart")["outcome"], "pass", "{v:#}");

@@ -143,10 +143,12 @@ Where the sim deliberately differs from a real kubelet:
     default) after the 5 minutes.
   - Rejected pods are not kept, so PodResources never lists them.
   - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.
-  - `reboot` (docs/kubelet-versions.md §10): the pod that keeps its checkpointed
+  - `reboot` (docs/kubelet-versions.md §10): a pod that keeps its checkpointed
     devices gets no PreStartContainer and no Topology Manager check for them
-    (the kubelet runs both when the containers start again); the others are
-    admitted as new pods.
+    (the kubelet runs both when the containers start again); a pod with none
+    is admitted as a new pod, and may get devices of a pod not admitted again
+    yet, or of one rejected meanwhile, which the kubelet keeps in use until
+    its pod sources are ready.
   - `restart`'s re-admission of running pods (docs/kubelet-versions.md §5)
     judges the device manager's part only: no Topology Manager merge, CPU
     manager or node-resources check (a kubelet runs them too; with the

@@ -6,13 +6,14 @@
 //! What the re-admission does is the kubelet's `devicesToAllocate` on a
 //! node that rebooted (pkg/kubelet/cm/devicemanager/manager.go, every
 //! release 1.34-1.37, played against the referee: docs/kubelet-versions.md
-//! §10): the first pod admitted again that asks for a device-plugin resource
-//! still finds its checkpointed devices, and the same Allocate first drops
-//! every other pod's entries (they are not active pods yet), so those are
-//! allocated afresh. Either way a resource whose plugin has not registered
-//! again (it has no healthy device) rejects the pod with
-//! `UnexpectedAdmissionError`; a pod whose kept devices are all healthy is
-//! admitted on them without an Allocate call.
+//! §10). The pods are the new kubelet's first batch from its pod sources,
+//! admitted before the sources count as ready, so the device manager drops
+//! no pod's checkpointed entries meanwhile (`UpdateAllocatedDevices` waits
+//! for ready sources): every pod admitted again still finds its devices. A
+//! resource whose plugin has not registered again (it has no healthy
+//! device) rejects the pod with `UnexpectedAdmissionError`; a pod whose kept
+//! devices are all healthy is admitted on them without an Allocate call. A
+//! pod with no kept devices is admitted as a new pod.
 
 use std::time::Duration;
 
@@ -102,17 +103,15 @@ impl SimHandle {
         // No checkpoint write here: the kubelet writes only after an
         // allocation, so a rejected re-admission leaves the file as it was.
         let mut out = Vec::new();
-        let mut first = true;
         for pod in pods {
             let asks = self.asks_for_devices(&pod.spec);
-            let outcome = if first && asks && !pod.allocs.is_empty() {
+            let outcome = if asks && !pod.allocs.is_empty() {
                 self.readmit_kept(pod)
             } else {
                 let mut spec = pod.spec;
                 spec.uid = Some(pod_uid(&spec));
                 self.admit(spec).await?
             };
-            first &= !asks;
             out.push(outcome);
         }
         Ok(RebootReport { pods: out })

@@ -11,10 +11,10 @@
 
 use std::time::{Duration, Instant};
 
+use super::SimHandle;
 use super::events::EventKind;
 use super::manager::Pod;
 use super::outcome::{AdmitOutcome, ContainerOutcome, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR};
-use super::SimHandle;
 
 impl SimHandle {
     /// Re-admits every admitted pod, in admission order, `after` past `t0`

@@ -195,6 +195,8 @@ mod tests {
     #[test]
     fn a_restart_waits_longer_than_its_wait() {
         assert_eq!(Request::Restart { wait_ms: 1000, readmit_after_ms: None }.deadline(), Duration::from_secs(31));
-        assert!(Request::Restart { wait_ms: u64::MAX, readmit_after_ms: None }.deadline() > Duration::from_millis(u64::MAX));
+        assert!(
+            Request::Restart { wait_ms: u64::MAX, readmit_after_ms: None }.deadline() > Duration::from_millis(u64::MAX)
+        );
     }
 }

@@ -140,10 +140,8 @@ mod tests {
             version: "v1beta1".into(),
         };
         let id = m.register(&who, dp::DevicePluginOptions::default(), t0).expect("registered").id;
-        let devices = ["g0", "g1"]
-            .iter()
-            .map(|d| Device { id: (*d).into(), health: health.into(), numa_nodes: None })
-            .collect();
+        let devices =
+            ["g0", "g1"].iter().map(|d| Device { id: (*d).into(), health: health.into(), numa_nodes: None }).collect();
         m.snapshot(GPU, id, devices, 64, t0);
     }
 

@@ -47,7 +47,9 @@ impl Runner {
         drop(old);
         let report = match self.kubelet.reboot(Duration::ZERO).await {
             Ok(r) => r,
-            Err(e) => return self.done_with(id, Outcome::Error, format!("{} could not reboot: {e}", self.kubelet.name()), t),
+            Err(e) => {
+                return self.done_with(id, Outcome::Error, format!("{} could not reboot: {e}", self.kubelet.name()), t);
+            }
         };
         let version = self.cfg.kubelet_version;
         let mut story = format!(
@@ -61,7 +63,8 @@ impl Runner {
             Ok(x) => x,
             Err(ev) => return self.done_with(id, Outcome::Fail, format!("{story}; {ev}"), t),
         };
-        story.push_str(&format!("; the plugin started again (pid {pid}) and registered {} ms later", after.as_millis()));
+        story
+            .push_str(&format!("; the plugin started again (pid {pid}) and registered {} ms later", after.as_millis()));
         let within = self.cfg.restart_deadline;
         let baseline = self.baseline;
         let counts = self.kubelet.wait_for_counts(|c| baseline.is_none_or(|b| c.get(&r) == Some(&b)), within).await;
@@ -138,8 +141,12 @@ impl Runner {
 
 /// Every device an admission gave, `a,b` (`none`).
 fn devices(o: &AdmitOutcome) -> String {
-    let ids: Vec<&str> =
-        o.containers.iter().flat_map(|c| c.resources.iter().flat_map(|r| r.devices.iter())).map(String::as_str).collect();
+    let ids: Vec<&str> = o
+        .containers
+        .iter()
+        .flat_map(|c| c.resources.iter().flat_map(|r| r.devices.iter()))
+        .map(String::as_str)
+        .collect();
     if ids.is_empty() { "no device".into() } else { ids.join(",") }
 }
 
