@@ -3184,7 +3184,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__restart)
-            opts="-o -v -q -h -V --dir --wait --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --dir --wait --readmit-after --no-readmit --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3195,6 +3195,10 @@ _dpctl() {
                     return 0
                     ;;
                 --wait)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --readmit-after)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -5109,7 +5113,7 @@ _dpctl() {
                     return 0
                     ;;
                 --skip)
-                    COMPREPLY=($(compgen -W "registration-request first-snapshot health-report admission pod-deletion kubelet-restart plugin-restart health-recovery options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "registration-request first-snapshot health-report admission pod-deletion kubelet-restart plugin-restart health-recovery node-reboot options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --junit)

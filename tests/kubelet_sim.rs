@@ -1116,8 +1116,8 @@ async fn reboot_with_the_plugin_late_rejects_every_pod_1_34_to_1_37() {
 }
 
 // A reboot with the plugin back in time (1.34-1.37, as the referees play it
-// in conformance/scenarios/reboot-plugin-back.toml): the first pod keeps its
-// devices, the other is allocated afresh; --seed gives a reproducible order.
+// in conformance/scenarios/reboot-plugin-back.toml): every pod keeps its
+// checkpointed devices; --seed gives a reproducible order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reboot_with_the_plugin_back_admits_every_pod_again_in_the_seeded_order() {
     let sb = Sandbox::new();

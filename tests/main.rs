@@ -24,6 +24,7 @@ mod isolate;
 mod json_schema;
 mod kubelet_sim;
 mod layers;
+mod lifecycle;
 mod mock_plugin;
 mod plugin_cli;
 mod podresources;

@@ -633,3 +633,91 @@ async fn a_late_kubelet_sock_fails_a_plugin_that_registers_once_only() {
     run.expect_code(0);
     assert_eq!(step(&v, "registration")["outcome"], "pass");
 }
+
+// A node reboot (docs/kubelet-versions.md §10; 1.34-1.37 checked against the
+// kubelet's own code by the scenario reboot-plugin-late): a pod holds
+// devices, the node reboots with the plugin down, the kubelet admits the pod
+// again before the plugin is back and rejects it with
+// UnexpectedAdmissionError (the report says why, for the release played); the
+// plugin, started again late, registers and a new pod is admitted: the step
+// passes, in the JSON, the table and JUnit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_reboot_reports_the_rejected_pod_and_passes_when_the_plugin_comes_back() {
+    let sb = Sandbox::new();
+    let junit = sb.join("smoke.xml");
+    let skip = ["--skip", "parallel-calls,kubelet-restart,plugin-restart,health-recovery", "--stream-window", "300ms"];
+    let mut flags = vec!["--kubelet-version", "1.35", "--junit", junit.to_str().unwrap()];
+    flags.extend(skip);
+    let (run, v) = smoke(&flags, &mock(&["--devices", "2"])).await;
+    run.expect_code(0);
+    let s = step(&v, "node-reboot");
+    assert_eq!(s["outcome"], "pass", "{s:#}");
+    let ev = s["evidence"].as_str().unwrap();
+    for want in [
+        "kubelet 1.35 rebooted with pod default/dpctl-smoke-reboot holding GPU-0",
+        "failed with UnexpectedAdmissionError: Allocate failed due to no healthy devices present; cannot allocate \
+         unhealthy devices example.com/gpu, which is unexpected",
+        "the plugin started again (pid ",
+        "(capacity 2, allocatable 2); a new pod was admitted on GPU-0",
+    ] {
+        assert!(ev.contains(want), "{want:?} in {ev}");
+    }
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("name=\"node-reboot\"") && xml.contains("no healthy devices present"), "{xml}");
+    let mut args = vec!["smoke"];
+    args.extend(skip);
+    args.push("--");
+    args.extend(mock(&["--devices", "2"]));
+    let mut cmd = dpctl_command();
+    cmd.args(&args);
+    let table = run_bounded(cmd, &args, SMOKE_WAIT).await;
+    assert!(table.expect_code(0).stdout.contains("node-reboot"), "{}", table.stdout);
+}
+
+// A plugin that cannot start a second time fails node-reboot with its exit
+// and output; --request 0 skips the step (no pod to admit again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_reboot_fails_a_plugin_that_does_not_come_back() {
+    let sb = Sandbox::new();
+    let marker = sb.join("started");
+    let script = format!(
+        "if [ -e {m} ]; then echo 'cannot start twice' >&2; exit 3; fi; touch {m}; exec {d} mock-plugin --dir {{dir}} \
+         --resource {GPU} --devices 2",
+        m = marker.display(),
+        d = dpctl_bin()
+    );
+    let skip = "parallel-calls,kubelet-restart,plugin-restart,health-recovery";
+    let flags = ["--skip", skip, "--stream-window", "300ms", "--restart-deadline", "3s"];
+    let (run, v) = smoke(&flags, &["sh", "-c", &script]).await;
+    run.expect_code(1);
+    assert_failed(
+        &v,
+        "node-reboot",
+        &["failed with UnexpectedAdmissionError", "exited with code 3", "cannot start twice"],
+    );
+    let flags = ["--skip", skip, "--stream-window", "300ms", "--request", "0"];
+    let (run, v) = smoke(&flags, &mock(&["--devices", "2"])).await;
+    run.expect_code(0);
+    assert_eq!(step(&v, "node-reboot")["outcome"], "skip");
+}
+
+// A kubelet restart whose kubelet.sock is re-created late (every release;
+// bottlerocket #4250): dpctl's mock keeps retrying and comes back; a plugin
+// that ignores the re-created socket fails kubelet-restart, and the evidence
+// says the socket came back late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_recreated_kubelet_sock_fails_a_plugin_that_does_not_register_again() {
+    let skip = "parallel-calls,plugin-restart,health-recovery,node-reboot";
+    let flags =
+        ["--late-kubelet-socket", "500ms", "--skip", skip, "--stream-window", "300ms", "--restart-deadline", "3s"];
+    let (run, v) = smoke(&flags, &mock(&[])).await;
+    run.expect_code(0);
+    assert_eq!(step(&v, "kubelet-restart")["outcome"], "pass", "{v:#}");
+    let (run, v) = smoke(&flags, &mock(&["--no-reregister"])).await;
+    run.expect_code(1);
+    assert_failed(
+        &v,
+        "kubelet-restart",
+        &["did not register again within 3s", "kubelet.sock was re-created 500 ms after the old one"],
+    );
+}

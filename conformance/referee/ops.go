@@ -524,7 +524,15 @@ func (r *referee) handle(req request) any {
 		if wait > 365*24*3600*1000 {
 			return errReply(exitUsage, fmt.Sprintf("bad control request: wait_ms: %d ms is more than 365 days", wait))
 		}
-		return okReply(r.restart(time.Duration(wait) * time.Millisecond))
+		var readmit *time.Duration
+		if req.ReadmitAfter != nil {
+			if *req.ReadmitAfter > 365*24*3600*1000 {
+				return errReply(exitUsage, fmt.Sprintf("bad control request: readmit_after_ms: %d ms is more than 365 days", *req.ReadmitAfter))
+			}
+			d := time.Duration(*req.ReadmitAfter) * time.Millisecond
+			readmit = &d
+		}
+		return okReply(r.restart(time.Duration(wait)*time.Millisecond, readmit))
 	case "reboot":
 		var after uint64
 		if req.ReadmitAfter != nil {

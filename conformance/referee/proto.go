@@ -94,6 +94,7 @@ type containerOutcome struct {
 	Resources  []resourceOutcome `json:"resources"`
 	Started    bool              `json:"started"`
 	StartError *string           `json:"start_error"`
+	Running    *bool             `json:"running,omitempty"`
 }
 
 type admitOutcome struct {
@@ -135,6 +136,7 @@ type restartReport struct {
 	WaitedMs       uint64           `json:"waited_ms"`
 	AllReturned    bool             `json:"all_returned"`
 	Resources      []resourceReturn `json:"resources"`
+	Readmitted     []admitOutcome   `json:"readmitted,omitempty"`
 }
 
 type restartOutcome struct {

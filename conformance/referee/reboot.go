@@ -62,6 +62,10 @@ func (r *referee) reboot(order []string, after time.Duration) (*rebootReport, *o
 		return nil, e
 	}
 	r.stop(old)
+	// The pods come back as the first batch of the new kubelet's pod
+	// sources, admitted before the sources count as ready (see readmit.go).
+	r.sources.notReady.Store(true)
+	defer r.sources.notReady.Store(false)
 	m, err := r.start(containermap.NewContainerMap(), sets.New[string]())
 	if err != nil {
 		r.logger.Error(err, "reboot failed")

@@ -104,6 +104,8 @@ type referee struct {
 	events *eventLog
 	// UIDs of the pods deleted (see status).
 	deleted sets.Set[string]
+	// The pod sources as the device, CPU and memory managers see them.
+	sources sourcesGate
 }
 
 // deviceManager is the running kubelet's device manager (nil before the first start).
@@ -183,13 +185,13 @@ func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]
 	}
 	addHintProvider(r.logger, m.tm, m.mem)
 
-	if err := startCPUManager(r.ctx, m.cpu, r.activePods, sourcesReady{}, r, runtimeStub{}, cmap.Clone()); err != nil {
+	if err := startCPUManager(r.ctx, m.cpu, r.activePods, &r.sources, r, runtimeStub{}, cmap.Clone()); err != nil {
 		return nil, fmt.Errorf("start cpu manager error: %w", err)
 	}
-	if err := m.mem.Start(r.ctx, r.activePods, sourcesReady{}, r, runtimeStub{}, cmap.Clone()); err != nil {
+	if err := m.mem.Start(r.ctx, r.activePods, &r.sources, r, runtimeStub{}, cmap.Clone()); err != nil {
 		return nil, fmt.Errorf("start memory manager error: %w", err)
 	}
-	if err := startDeviceManager(r.logger, m.dm, r.activePods, sourcesReady{}, cmap.Clone(), running); err != nil {
+	if err := startDeviceManager(r.logger, m.dm, r.activePods, &r.sources, cmap.Clone(), running); err != nil {
 		return nil, fmt.Errorf("start device manager: %w", err)
 	}
 
@@ -356,9 +358,11 @@ func (r *referee) capacity(m *managers) (map[string]counts, sets.Set[string]) {
 
 // restart stops this kubelet's managers and starts new ones as a kubelet
 // start does: admitted pods stay active and their running containers are
-// handed to the device manager's Start; then it waits up to `wait` for the
-// resources known before to have devices again.
-func (r *referee) restart(wait time.Duration) restartReport {
+// handed to the device manager's Start; with `readmit`, that long after the
+// start every pod is admitted again before the sources are ready
+// (readmit.go); then it waits up to `wait` for the resources known before
+// to have devices again.
+func (r *referee) restart(wait time.Duration, readmit *time.Duration) restartReport {
 	r.mu.RLock()
 	old := r.m
 	r.mu.RUnlock()
@@ -380,6 +384,7 @@ func (r *referee) restart(wait time.Duration) restartReport {
 	r.mu.RUnlock()
 
 	startedAt := time.Now()
+	r.sources.notReady.Store(readmit != nil)
 	m, err := r.start(cmap, running)
 	if err != nil {
 		// A kubelet that cannot start exits; so does the referee.
@@ -391,6 +396,12 @@ func (r *referee) restart(wait time.Duration) restartReport {
 	r.restarts++
 	r.mu.Unlock()
 
+	var readmitted []admitOutcome
+	if readmit != nil {
+		time.Sleep(time.Until(startedAt.Add(*readmit)))
+		readmitted = r.readmitAll(m)
+		r.sources.notReady.Store(false)
+	}
 	rep := restartReport{Result: "restart", KubeletVersion: r.release,
 		DeletedSockets: []string{}, DeletedFiles: []string{}, WouldDelete: []string{}, Resources: []resourceReturn{}}
 	after := dirEntries(devicePluginsDir)
@@ -444,6 +455,7 @@ func (r *referee) restart(wait time.Duration) restartReport {
 		rep.Resources = append(rep.Resources, rr)
 	}
 	rep.RestoredPods = r.checkpointPods()
+	rep.Readmitted = readmitted
 	return rep
 }
 

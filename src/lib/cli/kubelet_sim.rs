@@ -77,7 +77,7 @@ pub struct ServeArgs {
     pub force: bool,
     /// Report started at once but create kubelet.sock only this long after, as a kubelet whose
     /// device manager starts late: plugins that call Register once at start and give up never
-    /// register (docs/kubelet-versions.md §10).
+    /// register (docs/kubelet-versions.md §10). A restart re-creates it just as late.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
     pub kubelet_socket_delay: Duration,
     /// After a ListAndWatch stream ends, how long capacity is kept before it drops to 0.
@@ -246,7 +246,10 @@ pub enum SimCommand {
         namespace: String,
     },
     /// Restart the kubelet: delete the sockets, serve a new kubelet.sock, keep
-    /// allocations, and report which plugins registered again and how fast.
+    /// allocations, admit every pod again with its containers still running
+    /// (1.27+ skips running containers; a completed init container's devices
+    /// need their plugin back), and report which plugins registered again and
+    /// how fast. Exit 1 when a plugin is not back or a pod is rejected.
     Restart {
         /// Which sim.
         #[command(flatten)]
@@ -254,6 +257,13 @@ pub enum SimCommand {
         /// How long to wait for plugins to come back.
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
         wait: Duration,
+        /// How long after the new kubelet.sock the pods are admitted again; plugins that
+        /// register within it are back in time [default: 0s, before any plugin].
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+        readmit_after: Duration,
+        /// Do not admit the pods again (they keep their devices unchecked).
+        #[arg(long, conflicts_with = "readmit_after")]
+        no_readmit: bool,
     },
     /// Reboot the node: every container is gone, the checkpoint is kept, the
     /// kubelet starts on it (sockets deleted, a new kubelet.sock) and admits
@@ -322,7 +332,10 @@ pub async fn run(args: KubeletSimArgs, s: &mut Streams<'_>) -> Result<u8> {
             let (namespace, name) = steer::pod_ref(pod, namespace);
             (target, Request::Delete { namespace, name })
         }
-        SimCommand::Restart { target, wait } => (target, Request::Restart { wait_ms: crate::text::millis(wait) }),
+        SimCommand::Restart { target, wait, readmit_after, no_readmit } => {
+            let readmit_after_ms = (!no_readmit).then(|| crate::text::millis(readmit_after));
+            (target, Request::Restart { wait_ms: crate::text::millis(wait), readmit_after_ms })
+        }
         SimCommand::RestartContainer { target, pod, container, namespace } => {
             let (namespace, name) = steer::pod_ref(pod, namespace);
             (target, Request::RestartContainer { namespace, name, container })

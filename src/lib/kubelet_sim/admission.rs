@@ -50,7 +50,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
     if spec.uid.is_none() {
         spec.uid = Some(new_uid());
     }
-    let mut pod = Pod { spec, allocs: BTreeMap::new() };
+    let mut pod = Pod { spec, allocs: BTreeMap::new(), running: BTreeSet::new() };
     let mut outcome = AdmitOutcome::pending(&pod.spec, pod.uid().to_string());
     match allocate_pod(inner, &mut pod, &mut outcome).await {
         Ok(()) => {}
@@ -356,7 +356,10 @@ async fn start_containers(inner: &Arc<Inner>, outcome: &mut AdmitOutcome, plan: 
             }
         }
         match error {
-            None => co.started = true,
+            None => {
+                co.started = true;
+                inner.lock().container_started(&outcome.namespace, &outcome.pod, &name);
+            }
             Some(e) => {
                 inner.emit(EventKind::ContainerStartFailed {
                     pod: outcome.pod.clone(),
@@ -467,6 +470,9 @@ pub(crate) async fn restart_container(
                 out.started = false;
             }
         }
+    }
+    if out.started {
+        inner.lock().container_started(namespace, name, container);
     }
     inner.emit(EventKind::ContainerRestarted {
         pod: name.into(),

@@ -41,6 +41,11 @@ pub enum Request {
     Restart {
         /// How long to wait for re-registrations.
         wait_ms: u64,
+        /// Admit every pod again this long after the new kubelet.sock, its
+        /// containers still running, as the kubelet does with its first pod
+        /// list (absent: no re-admission).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        readmit_after_ms: Option<u64>,
     },
     /// Restart one container of an admitted pod.
     RestartContainer {
@@ -297,7 +302,8 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
     // Durations from another process get the bound flags have (365 days):
     // a raw request could set a grace period of 584 billion years.
     let (field, ms) = match &request {
-        Request::Restart { wait_ms } => ("wait_ms", *wait_ms),
+        Request::Restart { readmit_after_ms: Some(after), wait_ms } if after > wait_ms => ("readmit_after_ms", *after),
+        Request::Restart { wait_ms, .. } => ("wait_ms", *wait_ms),
         Request::SetGrace { grace_period_ms } => ("grace_period_ms", *grace_period_ms),
         Request::Reboot { readmit_after_ms, .. } => ("readmit_after_ms", *readmit_after_ms),
         _ => ("", 0),
@@ -313,7 +319,10 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
         Request::Admit { pod } => sim.admit(pod).await.map(Answer::Admit),
         Request::DryRun { pod } => sim.admit_dry_run(pod).await.map(Answer::Admit),
         Request::Delete { namespace, name } => sim.delete(&namespace, &name).await.map(Answer::Delete),
-        Request::Restart { wait_ms } => sim.restart(Duration::from_millis(wait_ms)).await.map(Answer::Restart),
+        Request::Restart { wait_ms, readmit_after_ms } => sim
+            .restart_readmit(Duration::from_millis(wait_ms), readmit_after_ms.map(Duration::from_millis))
+            .await
+            .map(Answer::Restart),
         Request::RestartContainer { namespace, name, container } => {
             sim.restart_container(&namespace, &name, &container).await.map(Answer::RestartContainer)
         }

@@ -91,8 +91,9 @@ Where the sim deliberately differs from a real kubelet:
     kubelet deletes them too); --force deletes them. `restart` deletes them
     all, as a restarting kubelet does.
   - Behaviour the versions table marks as version-specific but the sim does not
-    play: 1.31.0's sockets-only cleanup (later 1.31.x are played), skipping
-    running containers after a restart (1.27+), List of
+    play: 1.31.0's sockets-only cleanup (later 1.31.x are played), 1.26.0-1.26.4
+    (no device check at a restart's re-admission; 1.26 plays 1.26.5+), 1.34's
+    pick of a restarted container's exited instance after a restart, List of
     active pods only (1.34+; the sim keeps no terminated pods), the
     SidecarContainers gate (off by default in 1.28), the healthz check, ResourceHealthStatus
     (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when
@@ -142,10 +143,16 @@ Where the sim deliberately differs from a real kubelet:
     default) after the 5 minutes.
   - Rejected pods are not kept, so PodResources never lists them.
   - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.
-  - `reboot` (docs/kubelet-versions.md §10): the pod that keeps its checkpointed
+  - `reboot` (docs/kubelet-versions.md §10): a pod that keeps its checkpointed
     devices gets no PreStartContainer and no Topology Manager check for them
-    (the kubelet runs both when the containers start again); the others are
-    admitted as new pods.
+    (the kubelet runs both when the containers start again); a pod with none
+    is admitted as a new pod, and may get devices of a pod not admitted again
+    yet, or of one rejected meanwhile, which the kubelet keeps in use until
+    its pod sources are ready.
+  - `restart`'s re-admission of running pods (docs/kubelet-versions.md §5)
+    judges the device manager's part only: no Topology Manager merge, CPU
+    manager or node-resources check (a kubelet runs them too; with the
+    devices kept they pass under policy none).
   - A restart (and the one inside `reboot`) writes the checkpoint; the kubelet
     writes none then. So a plugin already stopped leaves its resource with no
     devices in the sim's file, where the kubelet's still lists the devices of

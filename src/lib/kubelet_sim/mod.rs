@@ -28,6 +28,7 @@ mod podres;
 mod reboot;
 mod registration;
 mod registry;
+mod restart;
 pub mod steer;
 pub mod topology;
 pub mod version;
@@ -234,6 +235,15 @@ pub struct RestartReport {
     pub all_returned: bool,
     /// Per resource known before the restart.
     pub resources: Vec<ResourceReturn>,
+    /// Every pod admitted again after the restart (when asked), in admission
+    /// order: its containers with `running` (what the runtime reported) and
+    /// the devices they hold; a rejected pod was killed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readmitted: Vec<AdmitOutcome>,
+    /// How long kubelet.sock stayed away between the cleanup and its
+    /// re-creation (`--kubelet-socket-delay`; absent: at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet_socket_late_ms: Option<u64>,
 }
 
 /// The connection to a registered plugin (the manager keeps the endpoint
@@ -985,9 +995,16 @@ impl SimHandle {
     /// (never this sim's own PodResources or control socket), serves a new
     /// kubelet.sock, then waits up to `wait` for every plugin to register
     /// again and send its devices.
-    // long: the kubelet restart in its order (stop, checkpoint write and read-back, socket
-    // cleanup, a new kubelet.sock, the wait for re-registration), as its doc says.
     pub async fn restart(&self, wait: Duration) -> Result<RestartReport> {
+        self.restart_readmit(wait, None).await
+    }
+
+    /// [`SimHandle::restart`], and with `readmit_after` the kubelet's
+    /// re-admission of every pod that long after the new kubelet.sock, pods
+    /// still running (see `restart.rs`).
+    // long: the kubelet restart in its order (stop, checkpoint write and read-back, socket
+    // cleanup, a new kubelet.sock, the re-admission, the wait for re-registration).
+    pub async fn restart_readmit(&self, wait: Duration, readmit_after: Option<Duration>) -> Result<RestartReport> {
         let inner = &self.inner;
         let turn = inner.admission.lock().await;
         if inner.is_stopped() {
@@ -1017,6 +1034,12 @@ impl SimHandle {
         let restored_pods = inner.lock().pods_with_devices();
         let cleanup = inner.cleanup();
         let mut rx = self.subscribe();
+        // --kubelet-socket-delay holds at every start: the new kubelet.sock
+        // appears late after a restart too (docs/kubelet-versions.md §10).
+        let late = inner.config.kubelet_socket_delay;
+        if !late.is_zero() {
+            tokio::time::sleep(late).await;
+        }
         serve_registration(inner).await?;
         let t0 = inner.lock().socket_created();
         inner.lock().restarted();
@@ -1032,7 +1055,11 @@ impl SimHandle {
             restored_resources: restored.iter().map(|(n, _)| n.clone()).collect(),
         });
         drop(turn);
-        let deadline = crate::duration::deadline(wait);
+        let readmitted = match readmit_after {
+            Some(after) => self.readmit_running(t0, after).await,
+            None => Vec::new(),
+        };
+        let deadline = crate::duration::deadline(wait.saturating_sub(t0.elapsed()));
         let mut announced: BTreeSet<String> = BTreeSet::new();
         loop {
             let report = self.returns(&expected, t0);
@@ -1069,6 +1096,8 @@ impl SimHandle {
             waited_ms: crate::text::millis(t0.elapsed()),
             all_returned: resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
             resources,
+            readmitted,
+            kubelet_socket_late_ms: (!late.is_zero()).then(|| crate::text::millis(late)),
         };
         inner.emit(EventKind::RestartReport { report: report.clone() });
         Ok(report)

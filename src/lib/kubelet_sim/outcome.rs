@@ -82,6 +82,10 @@ pub struct ContainerOutcome {
     pub started: bool,
     /// Why it would not start.
     pub start_error: Option<String>,
+    /// At a re-admission after a kubelet restart: whether the runtime
+    /// reported the container running (1.27+ then checks none of its devices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running: Option<bool>,
 }
 
 impl ContainerOutcome {
@@ -93,6 +97,7 @@ impl ContainerOutcome {
             resources: Vec::new(),
             started: false,
             start_error: None,
+            running: None,
         }
     }
 }

@@ -6,13 +6,14 @@
 //! What the re-admission does is the kubelet's `devicesToAllocate` on a
 //! node that rebooted (pkg/kubelet/cm/devicemanager/manager.go, every
 //! release 1.34-1.37, played against the referee: docs/kubelet-versions.md
-//! §10): the first pod admitted again that asks for a device-plugin resource
-//! still finds its checkpointed devices, and the same Allocate first drops
-//! every other pod's entries (they are not active pods yet), so those are
-//! allocated afresh. Either way a resource whose plugin has not registered
-//! again (it has no healthy device) rejects the pod with
-//! `UnexpectedAdmissionError`; a pod whose kept devices are all healthy is
-//! admitted on them without an Allocate call.
+//! §10). The pods are the new kubelet's first batch from its pod sources,
+//! admitted before the sources count as ready, so the device manager drops
+//! no pod's checkpointed entries meanwhile (`UpdateAllocatedDevices` waits
+//! for ready sources): every pod admitted again still finds its devices. A
+//! resource whose plugin has not registered again (it has no healthy
+//! device) rejects the pod with `UnexpectedAdmissionError`; a pod whose kept
+//! devices are all healthy is admitted on them without an Allocate call. A
+//! pod with no kept devices is admitted as a new pod.
 
 use std::time::Duration;
 
@@ -20,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::manager::Pod;
 use super::outcome::{AdmitOutcome, ContainerOutcome, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR};
-use super::{PodSpec, SimHandle};
+use super::{ContainerKind, PodSpec, SimHandle};
 use crate::error::{Error, Result};
 
 /// What a reboot did: every pod admitted again, in the order used.
@@ -102,17 +103,15 @@ impl SimHandle {
         // No checkpoint write here: the kubelet writes only after an
         // allocation, so a rejected re-admission leaves the file as it was.
         let mut out = Vec::new();
-        let mut first = true;
         for pod in pods {
             let asks = self.asks_for_devices(&pod.spec);
-            let outcome = if first && asks && !pod.allocs.is_empty() {
+            let outcome = if asks && !pod.allocs.is_empty() {
                 self.readmit_kept(pod)
             } else {
                 let mut spec = pod.spec;
                 spec.uid = Some(pod_uid(&spec));
                 self.admit(spec).await?
             };
-            first &= !asks;
             out.push(outcome);
         }
         Ok(RebootReport { pods: out })
@@ -125,7 +124,7 @@ impl SimHandle {
     /// The pod whose checkpointed devices are still there: every container's
     /// devices must belong to a registered resource with healthy devices,
     /// all of its own healthy; then it is admitted on them, no plugin called.
-    fn readmit_kept(&self, pod: Pod) -> AdmitOutcome {
+    fn readmit_kept(&self, mut pod: Pod) -> AdmitOutcome {
         let uid = pod_uid(&pod.spec);
         let mut outcome = AdmitOutcome::pending(&pod.spec, uid);
         let refusal = self.inner.lock().readmit_refusal(&pod);
@@ -152,6 +151,9 @@ impl SimHandle {
             outcome.containers.push(co);
         }
         outcome.admitted = true;
+        // Every container started afresh; the plain init containers ran to completion.
+        pod.running =
+            pod.spec.containers.iter().filter(|c| c.kind != ContainerKind::Init).map(|c| c.name.clone()).collect();
         // Nothing was allocated: the kubelet writes no checkpoint for it.
         self.inner.lock().readmit_kept(pod);
         outcome

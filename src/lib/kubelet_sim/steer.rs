@@ -105,7 +105,10 @@ impl Request {
         match self {
             Request::Admit { .. } | Request::DryRun { .. } => Duration::from_secs(300),
             Request::Delete { .. } => Duration::from_secs(30),
-            Request::Restart { wait_ms } => Duration::from_millis(*wait_ms).saturating_add(Duration::from_secs(30)),
+            // The re-admission (no plugin call) is within the wait, or just after it.
+            Request::Restart { wait_ms, readmit_after_ms } => Duration::from_millis(*wait_ms)
+                .max(Duration::from_millis(readmit_after_ms.unwrap_or(0)))
+                .saturating_add(Duration::from_secs(30)),
             Request::RestartContainer { .. } => Duration::from_secs(60),
             // Every pod admitted again, each perhaps calling slow plugins.
             Request::Reboot { readmit_after_ms, .. } => {
@@ -125,7 +128,7 @@ impl Answer {
                 let dry = o.topology.as_ref().is_some_and(|t| t.dry_run);
                 o.admitted && (dry || o.containers.iter().all(|c| c.started))
             }
-            Answer::Restart(r) => r.all_returned,
+            Answer::Restart(r) => r.all_returned && r.readmitted.iter().all(|p| p.admitted),
             Answer::Reboot(r) => r.rejected().next().is_none(),
             Answer::RestartContainer(r) => r.started,
             Answer::Delete(_) | Answer::Status(_) | Answer::SetGrace { .. } | Answer::Events { .. } => true,
@@ -191,7 +194,9 @@ mod tests {
 
     #[test]
     fn a_restart_waits_longer_than_its_wait() {
-        assert_eq!(Request::Restart { wait_ms: 1000 }.deadline(), Duration::from_secs(31));
-        assert!(Request::Restart { wait_ms: u64::MAX }.deadline() > Duration::from_millis(u64::MAX));
+        assert_eq!(Request::Restart { wait_ms: 1000, readmit_after_ms: None }.deadline(), Duration::from_secs(31));
+        assert!(
+            Request::Restart { wait_ms: u64::MAX, readmit_after_ms: None }.deadline() > Duration::from_millis(u64::MAX)
+        );
     }
 }

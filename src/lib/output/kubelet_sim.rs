@@ -685,7 +685,8 @@ pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Resu
         ms(r.waited_ms)
     )?;
     if r.resources.is_empty() {
-        return writeln!(w, "no resources were registered before the restart");
+        writeln!(w, "no resources were registered before the restart")?;
+        return readmitted(w, r);
     }
     let mut t = table(["RESOURCE", "BACK", "REGISTERED AFTER", "FIRST SNAPSHOT AFTER", "CAPACITY", "ALLOCATABLE"]);
     for x in &r.resources {
@@ -705,6 +706,52 @@ pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Resu
             "\n{} a plugin that does not register again after a kubelet restart stays at 0 devices, and pods \
              asking for it fail with UnexpectedAdmissionError",
             "not all plugins came back:".red().bold()
+        )?;
+    }
+    readmitted(w, r)
+}
+
+/// The pods admitted again after a restart, with their running containers.
+fn readmitted(w: &mut dyn Write, r: &RestartReport) -> io::Result<()> {
+    if r.readmitted.is_empty() {
+        return Ok(());
+    }
+    writeln!(w)?;
+    let skips = r.kubelet_version.skips_running_containers_after_restart();
+    let mut t = table(["POD", "RESULT", "CONTAINERS (DEVICES KEPT)", "WHY"]);
+    for p in &r.readmitted {
+        let containers: Vec<String> = p
+            .containers
+            .iter()
+            .filter(|c| !c.resources.is_empty())
+            .map(|c| {
+                let ids: Vec<&str> = c.resources.iter().flat_map(|x| x.devices.iter().map(String::as_str)).collect();
+                let how = match c.running {
+                    Some(true) if skips => "running, not checked",
+                    Some(true) => "running, checked",
+                    _ => "not running, checked",
+                };
+                format!("{} {} ({how})", c.name, ids.join(","))
+            })
+            .collect();
+        t.add_row([
+            format!("{}/{}", p.namespace, p.pod),
+            if p.admitted { "kept".green().to_string() } else { "rejected".red().bold().to_string() },
+            if containers.is_empty() { "-".into() } else { containers.join("; ") },
+            match (&p.reason, &p.message) {
+                (Some(r), Some(m)) => format!("{r}: {m}"),
+                _ => "-".into(),
+            },
+        ]);
+    }
+    write_table(w, &t)?;
+    if r.readmitted.iter().any(|p| !p.admitted) {
+        writeln!(
+            w,
+            "\n{} the kubelet admits every pod again after a restart; a container that is not running (a \
+             completed init container) has its devices checked, and a plugin not back yet fails the pod with \
+             UnexpectedAdmissionError, killing its running containers: see docs/kubelet-versions.md §10",
+            "rejected after the restart:".red().bold()
         )?;
     }
     Ok(())

@@ -228,6 +228,10 @@ pub enum Action {
         /// How long to wait for re-registrations [default: 10s].
         #[serde(default)]
         wait: Option<String>,
+        /// Admit every pod again this long after the new kubelet.sock, its
+        /// containers still running [default: no re-admission].
+        #[serde(default)]
+        readmit_after: Option<String>,
     },
     /// Reboot the node: containers gone, checkpoint kept, every pod admitted
     /// again (in `order`, pod names; default: admission order).
@@ -514,8 +518,8 @@ impl Scenario {
                 Action::Admit { pod } => {
                     crate::kubelet_sim::PodSpec::from_manifest(pod, &format!("{place}: step {name}"))?;
                 }
-                Action::RestartKubelet { wait } => {
-                    if let Some(w) = wait {
+                Action::RestartKubelet { wait, readmit_after } => {
+                    for w in wait.iter().chain(readmit_after) {
                         parse_wait(w, place)?;
                     }
                 }

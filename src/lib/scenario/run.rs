@@ -331,6 +331,30 @@ impl Runner<'_> {
         })
     }
 
+    /// A kubelet restart: who came back, and with `readmit_after` each pod's
+    /// re-admission (its containers: running or not, the devices they hold).
+    async fn restart_kubelet(&mut self, wait: Duration, readmit_after: Option<Duration>) -> Result<Value> {
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        let req = Request::Restart { wait_ms: ms(wait), readmit_after_ms: readmit_after.map(ms) };
+        Ok(match self.engine.call(req).await? {
+            Ok(Answer::Restart(r)) => {
+                let mut back: Vec<&str> =
+                    r.resources.iter().filter(|x| x.reregistered).map(|x| x.resource.as_str()).collect();
+                let mut missing: Vec<&str> =
+                    r.resources.iter().filter(|x| !x.reregistered).map(|x| x.resource.as_str()).collect();
+                back.sort_unstable();
+                missing.sort_unstable();
+                let mut v = json!({"all_returned": r.all_returned, "reregistered": back, "not_reregistered": missing});
+                if readmit_after.is_some() {
+                    v["pods"] = r.readmitted.iter().map(readmitted_value).collect();
+                }
+                v
+            }
+            Ok(other) => json!({"unexpected": format!("{other:?}")}),
+            Err(e) => remote(&e),
+        })
+    }
+
     /// Does one step; `Err` only when the engine cannot be reached.
     // long: one arm per `do` of the scenario format, each a few lines; split, the arms would
     // only pass the runner's state around.
@@ -374,25 +398,13 @@ impl Runner<'_> {
                     Err(e) => remote(&e),
                 }
             }
-            Action::RestartKubelet { wait } => {
+            Action::RestartKubelet { wait, readmit_after } => {
                 let wait = match wait {
                     Some(w) => parse_wait(w, "wait")?,
                     None => DEFAULT_WAIT,
                 };
-                let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
-                match self.engine.call(Request::Restart { wait_ms }).await? {
-                    Ok(Answer::Restart(r)) => {
-                        let mut back: Vec<&str> =
-                            r.resources.iter().filter(|x| x.reregistered).map(|x| x.resource.as_str()).collect();
-                        let mut missing: Vec<&str> =
-                            r.resources.iter().filter(|x| !x.reregistered).map(|x| x.resource.as_str()).collect();
-                        back.sort_unstable();
-                        missing.sort_unstable();
-                        json!({"all_returned": r.all_returned, "reregistered": back, "not_reregistered": missing})
-                    }
-                    Ok(other) => json!({"unexpected": format!("{other:?}")}),
-                    Err(e) => remote(&e),
-                }
+                let readmit_after = readmit_after.as_ref().map(|w| parse_wait(w, "readmit_after")).transpose()?;
+                self.restart_kubelet(wait, readmit_after).await?
             }
             Action::Reboot { order, readmit_after } => {
                 let after = match readmit_after {
@@ -639,6 +651,35 @@ fn remote(e: &RemoteError) -> Value {
 
 /// An admission as a user sees it: verdict, reason, message, and per
 /// container whether it started and its devices.
+/// One pod's re-admission after a kubelet restart: the verdict, and per
+/// container whether the runtime reported it running and the devices it holds.
+fn readmitted_value(o: &crate::kubelet_sim::AdmitOutcome) -> Value {
+    let containers: Vec<Value> = o
+        .containers
+        .iter()
+        .map(|c| {
+            let devices: serde_json::Map<String, Value> = c
+                .resources
+                .iter()
+                .filter(|r| !r.devices.is_empty())
+                .map(|r| {
+                    let mut ids = r.devices.clone();
+                    ids.sort();
+                    (r.resource.clone(), json!(ids))
+                })
+                .collect();
+            json!({"name": c.name, "running": c.running, "devices": devices})
+        })
+        .collect();
+    json!({
+        "pod": format!("{}/{}", o.namespace, o.pod),
+        "admitted": o.admitted,
+        "reason": o.reason,
+        "message": o.message,
+        "containers": containers,
+    })
+}
+
 fn admit_value(answer: std::result::Result<Answer, RemoteError>) -> Value {
     let o = match answer {
         Ok(Answer::Admit(o)) => o,

@@ -301,9 +301,19 @@ impl Kubelet {
 
     pub(super) async fn restart(&self, wait: Duration) -> Result<RestartReport, String> {
         let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
-        match self.ask(Request::Restart { wait_ms }).await? {
+        match self.ask(Request::Restart { wait_ms, readmit_after_ms: None }).await? {
             Answer::Restart(r) => Ok(r),
             other => Err(format!("answered restart with {other:?}")),
+        }
+    }
+
+    /// A node reboot: every pod admitted again `readmit_after` past the new
+    /// kubelet.sock, in admission order.
+    pub(super) async fn reboot(&self, readmit_after: Duration) -> Result<crate::kubelet_sim::RebootReport, String> {
+        let readmit_after_ms = u64::try_from(readmit_after.as_millis()).unwrap_or(u64::MAX);
+        match self.ask(Request::Reboot { order: Vec::new(), readmit_after_ms }).await? {
+            Answer::Reboot(r) => Ok(r),
+            other => Err(format!("answered reboot with {other:?}")),
         }
     }
 }

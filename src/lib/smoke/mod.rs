@@ -73,13 +73,16 @@ pub enum StepId {
     PluginRestart,
     /// A device fault, then its clearance: Healthy and allocatable again in time.
     HealthRecovery,
+    /// A node reboot with a pod holding devices and the plugin back late:
+    /// the kubelet's verdict on the pod, then the plugin and a new pod back.
+    NodeReboot,
     /// SIGTERM stops the plugin within the grace period.
     Shutdown,
 }
 
 impl StepId {
     /// Every step, in run order.
-    pub const ALL: [StepId; 11] = [
+    pub const ALL: [StepId; 12] = [
         StepId::Launch,
         StepId::Registration,
         StepId::RegistrationRequest,
@@ -90,6 +93,7 @@ impl StepId {
         StepId::KubeletRestart,
         StepId::PluginRestart,
         StepId::HealthRecovery,
+        StepId::NodeReboot,
         StepId::Shutdown,
     ];
 
@@ -172,6 +176,14 @@ impl Case for StepId {
                 rule: "after a fault (--fault-command, or the mock's own switch) allocatable drops; after its \
                  clearance (--recover-command) ListAndWatch sends the device Healthy again and allocatable is \
                  restored within --recovery-deadline",
+            },
+            StepId::NodeReboot => CaseInfo {
+                name: "node-reboot",
+                reason: "after a node reboot the kubelet admits its pods again, often before the plugin is back, and \
+                 rejects those asking for its devices with UnexpectedAdmissionError, for good (kubernetes #125579)",
+                rule: "the report gives the kubelet's verdict on a pod admitted again before the plugin is back; the \
+                 plugin, started again late, registers and sends its whole list within the restart deadline, and a \
+                 new pod is admitted on it",
             },
             StepId::Shutdown => CaseInfo {
                 name: "shutdown",

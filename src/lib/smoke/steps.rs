@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 
 use super::engine::Engine;
 mod lifecycle;
+mod reboot;
 
 use super::isolate::{Layout, Plan};
 use super::kubelet::{Kubelet, Waited};
@@ -192,6 +193,7 @@ impl Runner {
         self.kubelet_restart().await;
         self.plugin_restart().await;
         self.health_recovery().await;
+        self.node_reboot().await;
     }
 
     async fn launch(&mut self) -> bool {
@@ -870,6 +872,7 @@ impl Runner {
         if !socket_back {
             evidence.push_str(&format!("; its socket {} was not served again", reg.endpoint));
         }
+        evidence.push_str(&lifecycle::late_restart_note(report.kubelet_socket_late_ms));
         evidence.push_str(
             ". A plugin must notice kubelet.sock being re-created (watch the directory), serve its socket again \
              and call Register again",

@@ -22,6 +22,7 @@ mod checkpoint;
 mod podres;
 mod reboot;
 mod registration;
+mod restart;
 mod state;
 mod stream;
 #[cfg(test)]

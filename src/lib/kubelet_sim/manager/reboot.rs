@@ -3,12 +3,9 @@
 //! devices (pkg/kubelet/cm/devicemanager/manager.go `devicesToAllocate`,
 //! played against the referee: docs/kubelet-versions.md §10).
 
-use std::collections::BTreeSet;
-
 use super::Manager;
 use super::state::Pod;
 use crate::kubelet_sim::pod::PodSpec;
-use crate::kubelet_texts as T;
 
 impl Manager {
     /// The admitted pods, in admission order.
@@ -31,21 +28,11 @@ impl Manager {
     /// container's devices must belong to a registered resource with healthy
     /// devices, all of its own healthy.
     pub fn readmit_refusal(&self, pod: &Pod) -> Option<String> {
-        for c in &pod.spec.containers {
-            for (resource, alloc) in pod.allocs.get(&c.name).into_iter().flatten() {
-                let Some(r) = self.st.resources.get(resource).filter(|r| r.known()) else {
-                    return Some(T::UNREGISTERED.fill(&[&resource]));
-                };
-                let healthy: BTreeSet<&str> = r.healthy().map(|d| d.id.as_str()).collect();
-                if healthy.is_empty() {
-                    return Some(T::NO_HEALTHY.fill(&[&resource]));
-                }
-                if !alloc.ids.iter().all(|id| healthy.contains(id.as_str())) {
-                    return Some(T::PREVIOUSLY_ALLOCATED_UNHEALTHY.fill(&[&resource]));
-                }
-            }
-        }
-        None
+        pod.spec
+            .containers
+            .iter()
+            .flat_map(|c| pod.allocs.get(&c.name).into_iter().flatten())
+            .find_map(|(resource, alloc)| self.kept_devices_refusal(resource, &alloc.ids))
     }
 
     /// `pod` is admitted again on its kept devices, no plugin called and no

@@ -152,6 +152,9 @@ pub(crate) struct Pod {
     pub spec: PodSpec,
     /// Devices per container, then per resource.
     pub allocs: BTreeMap<String, BTreeMap<String, Alloc>>,
+    /// Containers running now (a plain init container runs to completion),
+    /// what the runtime reports at the next kubelet start.
+    pub running: std::collections::BTreeSet<String>,
 }
 
 impl Pod {

@@ -304,7 +304,7 @@ fn restore_gives_known_pods_their_devices_and_keeps_the_rest() {
         response: Default::default(),
     };
     let allocs = std::collections::BTreeMap::from([("c0".to_string(), [(GPU.to_string(), alloc.clone())].into())]);
-    m.st.pods.push(super::Pod { spec, allocs });
+    m.st.pods.push(super::Pod { spec, allocs, running: Default::default() });
     let mut cp = m.checkpoint();
     let mut foreign = cp.data.pod_device_entries.clone().unwrap()[0].clone();
     foreign.pod_uid = "other".into();
@@ -438,7 +438,7 @@ fn pod_with_sidecar(m: &mut Manager) {
         .iter()
         .map(|(c, id)| (c.to_string(), std::collections::BTreeMap::from([(GPU.to_string(), alloc_of(&[id]))])))
         .collect();
-    m.st.pods.push(super::Pod { spec, allocs });
+    m.st.pods.push(super::Pod { spec, allocs, running: Default::default() });
 }
 
 fn listed_containers(minor: u8) -> Vec<String> {
