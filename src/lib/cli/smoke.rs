@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::junit::JunitFile;
 use crate::duration::parse as parse_duration;
 use crate::error::Result;
 use crate::kubelet_sim::KubeletVersion;
@@ -163,5 +164,34 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         engine: args.engine,
         ..SmokeConfig::default()
     };
-    render::run(s, config, &versions, args.junit.as_deref()).await
+    run_smoke(s, config, &versions, args.junit.as_deref()).await
+}
+
+/// Runs the smoke once per release in `versions`: checks the inputs, opens
+/// the JUnit file (so a bad path is reported before anything runs), narrates
+/// on stderr (a spinner on a terminal), then writes the JUnit file and the
+/// report (one run's, or the matrix). Returns the exit code.
+async fn run_smoke(
+    io: &mut Streams<'_>,
+    config: SmokeConfig,
+    versions: &[KubeletVersion],
+    junit: Option<&std::path::Path>,
+) -> Result<u8> {
+    config.check_inputs()?;
+    let junit_file = JunitFile::create(junit)?;
+    let bar = crate::output::progress_bar(io.progress, None, "{spinner} {elapsed} {msg}");
+    let many = versions.len() > 1;
+    // Each step is shown once: in the report on stdout, or (JSON on stdout) as narration on stderr.
+    let steps = io.format.is_json();
+    let mut narrator = render::Narrator::new(&mut *io.err, io.quiet, bar.as_ref(), many, steps);
+    let matrix = smoke::run_matrix(config, versions, crate::signal::shutdown(), &mut |mp| narrator.on(mp)).await;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let matrix = matrix?;
+    if let Some(file) = junit_file {
+        file.write(|w| render::junit_report(w, &matrix))?;
+    }
+    render::finished(io, &matrix, many)?;
+    Ok(matrix.exit_code())
 }
