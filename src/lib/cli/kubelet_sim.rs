@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::args::DirArg;
+use super::args::{DirArg, NumaPolicyArgs};
 use crate::duration::parse as parse_duration;
 use crate::error::Result;
 use crate::kubelet_sim::control::{self, Request};
@@ -139,9 +139,9 @@ pub struct ServeArgs {
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Topology (the kubelet's flags)")]
 pub struct TopologyArgs {
-    /// The kubelet's --topology-manager-policy.
-    #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
-    pub topology_manager_policy: topology::Policy,
+    /// `--topology-manager-policy` and `--numa-nodes`.
+    #[command(flatten)]
+    pub numa: NumaPolicyArgs,
     /// The kubelet's --topology-manager-scope.
     #[arg(long, value_enum, value_name = "SCOPE", default_value = "container")]
     pub topology_manager_scope: topology::Scope,
@@ -154,9 +154,6 @@ pub struct TopologyArgs {
     /// The kubelet's --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one.
     #[arg(long, value_name = "CPUS", value_parser = topology::parse_cpu_list)]
     pub reserved_cpus: Option<std::collections::BTreeSet<u32>>,
-    /// NUMA nodes of the simulated machine.
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    pub numa_nodes: usize,
     /// CPUs per NUMA node (node n holds CPUs n*N .. n*N+N-1).
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub cpus_per_numa: usize,
@@ -174,13 +171,13 @@ impl TopologyArgs {
     /// The sim's configuration (checked when the sim starts).
     pub fn config(&self) -> topology::TopologyConfig {
         topology::TopologyConfig {
-            policy: self.topology_manager_policy,
+            policy: self.numa.topology_manager_policy,
             scope: self.topology_manager_scope,
             options: self.topology_manager_policy_options.clone().unwrap_or_default(),
             cpu_policy: self.cpu_manager_policy,
             reserved_cpus: self.reserved_cpus.clone().unwrap_or_default(),
             machine: topology::Machine {
-                numa_nodes: self.numa_nodes,
+                numa_nodes: self.numa.numa_nodes,
                 cpus_per_numa: self.cpus_per_numa,
                 distances: self.numa_distances.clone(),
             },
