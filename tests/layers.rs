@@ -1055,5 +1055,8 @@ fn the_runner_scanner_sees_code_not_strings_comments_or_tests() {
     assert!(runner_marks(rendering).is_empty(), "{:?}", runner_marks(rendering));
     let running = "use crate::transport::ClientConfig;\npub async fn run() {\n    let c = Client::connect(p).await;\n    \
                    tokio::select! {}\n    std::fs::File::create(p);\n}\n";
-    assert_eq!(runner_marks(running), ["async fn", ".await", "tokio", "crate::transport", "::connect(", "File::create"]);
+    assert_eq!(
+        runner_marks(running),
+        ["async fn", ".await", "tokio", "crate::transport", "::connect(", "File::create"]
+    );
 }
