@@ -2818,7 +2818,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --numa-nodes --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace help"
+            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --numa-nodes --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2868,6 +2868,10 @@ _dpctl() {
                     COMPREPLY=($(compgen -W "none best-effort restricted single-numa-node" -- "${cur}"))
                     return 0
                     ;;
+                --numa-nodes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --topology-manager-scope)
                     COMPREPLY=($(compgen -W "container pod" -- "${cur}"))
                     return 0
@@ -2881,10 +2885,6 @@ _dpctl() {
                     return 0
                     ;;
                 --reserved-cpus)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --numa-nodes)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

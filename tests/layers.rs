@@ -997,3 +997,66 @@ fn the_sim_manager_is_synchronous_and_owns_its_state() {
         problems.join("\n  ")
     );
 }
+
+/// What marks code as running a command rather than rendering it: awaiting,
+/// the runtime, sockets, signals, opening files, starting processes.
+const RUNNER_MARKS: &[&str] = &[
+    "async fn",
+    "async move",
+    ".await",
+    "tokio",
+    "crate::transport",
+    "crate::signal",
+    "::connect(",
+    "std::net",
+    "std::os::unix::net",
+    "File::create",
+    "std::process",
+];
+
+/// The runner marks found in `code` (comments, strings and test modules
+/// blanked first), in [`RUNNER_MARKS`] order.
+fn runner_marks(src: &str) -> Vec<&'static str> {
+    let code = without_tests(&code_only(src));
+    RUNNER_MARKS.iter().copied().filter(|m| code.contains(m)).collect()
+}
+
+/// The output layer only renders: it turns data into text, tables and JSON.
+/// Each command has one runner (its `cli/` module or a domain `run`) that
+/// connects, starts and stops things, waits for Ctrl-C, opens files and
+/// chooses the exit code; `output/` has no `async fn` and no transport.
+#[test]
+fn the_output_layer_only_renders() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib/output");
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    files.sort();
+    assert!(files.iter().any(|f| f.ends_with("kubelet_sim.rs")), "output/kubelet_sim.rs is gone: update this test");
+    let problems: Vec<String> = files
+        .iter()
+        .flat_map(|f| {
+            let rel = f.strip_prefix(&root).expect("under output").display().to_string();
+            let src = std::fs::read_to_string(f).expect("readable source");
+            runner_marks(&src).into_iter().map(move |m| format!("output/{rel}: {m}"))
+        })
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "output/ runs a command (move the loop, the connection or the file to the command's runner in cli/ \
+         or its domain, and pass the data in):\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn the_runner_scanner_sees_code_not_strings_comments_or_tests() {
+    let rendering = "pub fn f(w: &mut dyn Write) { let s = \"async fn .await\"; } // tokio::net\n\
+                     #[cfg(test)]\nmod tests {\n    #[tokio::test]\n    async fn t() { f().await; }\n}\n";
+    assert!(runner_marks(rendering).is_empty(), "{:?}", runner_marks(rendering));
+    let running = "use crate::transport::ClientConfig;\npub async fn run() {\n    let c = Client::connect(p).await;\n    \
+                   tokio::select! {}\n    std::fs::File::create(p);\n}\n";
+    assert_eq!(
+        runner_marks(running),
+        ["async fn", ".await", "tokio", "crate::transport", "::connect(", "File::create"]
+    );
+}

@@ -74,6 +74,15 @@ pub fn preferred_answer(resp: &dp::PreferredAllocationResponse) -> Vec<String> {
     resp.container_responses.first().map(|r| r.device_i_ds.clone()).unwrap_or_default()
 }
 
+/// The rule a health string other than `Healthy` or `Unhealthy` breaks.
+pub const HEALTH_VALUE: &str = "health-value";
+
+/// The devices whose health is neither `Healthy` nor `Unhealthy` (the
+/// kubelet counts them unhealthy): the [`HEALTH_VALUE`] rule's verdict.
+pub fn bad_health(devices: &[Device]) -> impl Iterator<Item = &Device> {
+    devices.iter().filter(|d| d.health != dp::HEALTHY && d.health != dp::UNHEALTHY)
+}
+
 /// Checks one ListAndWatch message: IDs non-empty and unique, health exactly
 /// `Healthy` or `Unhealthy`, NUMA IDs not negative, no TopologyInfo without
 /// nodes, encoded size within the kubelet's receive limit.
@@ -87,14 +96,10 @@ pub fn check_snapshot(devices: &[Device], encoded_len: usize) -> Vec<Violation> 
     if !dups.is_empty() {
         out.push(v("device-id-unique", format!("IDs listed more than once: {}", preview(&dups))));
     }
-    let bad_health: Vec<String> = devices
-        .iter()
-        .filter(|d| d.health != dp::HEALTHY && d.health != dp::UNHEALTHY)
-        .map(|d| format!("{}={:?}", d.id, d.health))
-        .collect();
+    let bad_health: Vec<String> = bad_health(devices).map(|d| format!("{}={:?}", d.id, d.health)).collect();
     if !bad_health.is_empty() {
         out.push(v(
-            "health-value",
+            HEALTH_VALUE,
             format!(
                 "health must be exactly \"Healthy\" or \"Unhealthy\" (anything else counts as unhealthy): {}",
                 preview(&bad_health)

@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::limits::KUBELET_MAX_RECV;
 use crate::paths::{DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR};
 use crate::plugin_client;
+use crate::topology;
 use crate::transport::ClientConfig;
 
 /// `--dir DIR`: the device-plugin directory, from `$DPCTL_DEVICE_PLUGIN_DIR`
@@ -67,6 +68,66 @@ impl Target {
             connect_timeout: self.connect_timeout,
             call_timeout: self.timeout.unwrap_or(default_timeout),
             max_recv_bytes: self.max_recv_bytes,
+        }
+    }
+}
+
+/// `--topology-manager-policy` and `--numa-nodes`: the policy the kubelet
+/// admits under and the simulated machine's NUMA nodes, the same flags in
+/// `kubelet-sim` and `smoke` (which sets its own help text with
+/// `#[command(mut_args(help_for(...)))]`).
+#[derive(Debug, Args, Clone)]
+pub struct NumaPolicyArgs {
+    /// The kubelet's --topology-manager-policy.
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
+    pub topology_manager_policy: topology::Policy,
+    /// NUMA nodes of the simulated machine.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub numa_nodes: usize,
+}
+
+/// For `#[command(mut_args(help_for("id", "...")))]`: gives one flag of a
+/// shared group a command's own help text, leaving the others as they are.
+pub fn help_for(id: &'static str, help: &'static str) -> impl FnMut(clap::Arg) -> clap::Arg {
+    move |a| if a.get_id() == id { a.help(help) } else { a }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NumaPolicyArgs;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    /// The NUMA group `kubelet-sim` and `smoke` share, as each parses it.
+    fn numa_of(argv: &[&str]) -> Result<NumaPolicyArgs, String> {
+        match Cli::try_parse_from(argv).map_err(|e| e.to_string())?.command {
+            Command::KubeletSim(a) => Ok(a.serve.topology.numa),
+            Command::Smoke(a) => Ok(a.numa),
+            _ => Err("another command".into()),
+        }
+    }
+
+    /// `--topology-manager-policy` and `--numa-nodes` are one definition:
+    /// the same values and defaults in both commands, and a bad value gets
+    /// the same error in each.
+    #[test]
+    fn kubelet_sim_and_smoke_read_the_numa_flags_alike() {
+        let flags = ["--topology-manager-policy", "single-numa-node", "--numa-nodes", "4"];
+        let sim = numa_of(&[&["dpctl", "kubelet-sim"][..], &flags].concat()).unwrap();
+        let smoke = numa_of(&[&["dpctl", "smoke"][..], &flags, &["--", "true"]].concat()).unwrap();
+        for n in [&sim, &smoke] {
+            assert_eq!((n.topology_manager_policy, n.numa_nodes), (crate::topology::Policy::SingleNumaNode, 4));
+        }
+        let sim = numa_of(&["dpctl", "kubelet-sim"]).unwrap();
+        let smoke = numa_of(&["dpctl", "smoke", "--", "true"]).unwrap();
+        assert_eq!((sim.topology_manager_policy, sim.numa_nodes), (smoke.topology_manager_policy, smoke.numa_nodes));
+        assert_eq!((sim.topology_manager_policy, sim.numa_nodes), (crate::topology::Policy::None, 2));
+        for bad in [["--numa-nodes", "1e20"], ["--topology-manager-policy", "best"]] {
+            let sim = numa_of(&[&["dpctl", "kubelet-sim"][..], &bad].concat()).unwrap_err();
+            let smoke = numa_of(&[&["dpctl", "smoke"][..], &bad, &["--", "true"]].concat()).unwrap_err();
+            let first = |e: &str| e.lines().next().unwrap_or_default().to_string();
+            assert_eq!(first(&sim), first(&smoke));
+            assert!(first(&sim).contains(&format!("invalid value '{}' for '{}", bad[1], bad[0])), "{sim}");
         }
     }
 }

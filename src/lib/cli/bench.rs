@@ -1,18 +1,19 @@
 //! `dpctl bench`: the flags of the load generator, turned into a
-//! [`Session`] that [`crate::output::bench::run`] runs with its progress
+//! [`Session`] that `run_bench` runs with its progress
 //! display. The load itself is [`crate::bench`].
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
 use super::args::Target;
 use crate::bench::session::Session;
-use crate::bench::{self, BenchConfig, Limit, Op, Threshold};
+use crate::bench::{self, BenchConfig, Limit, Op, Progress, Threshold};
 use crate::duration::parse as parse_duration;
-use crate::error::Result;
-use crate::output::{Streams, bench as render};
+use crate::error::{Result, exit};
+use crate::output::{Streams, bench as render, out_err};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -127,5 +128,21 @@ pub async fn run(cmd: BenchCommand, s: &mut Streams<'_>) -> Result<u8> {
     };
     let session =
         Session { config, socket: load.target.socket_path()?, compare: load.compare, churn, fail_if: load.fail_if };
-    render::run(&session, s).await
+    run_bench(&session, s).await
+}
+
+/// Runs `dpctl bench`: the session with a spinner on a terminal, then the
+/// report on stdout. Returns the exit code (1 when a `--fail-if` held).
+async fn run_bench(session: &Session, s: &mut Streams<'_>) -> Result<u8> {
+    let progress = Arc::new(Progress::default());
+    let limit = match session.config.limit {
+        crate::bench::Limit::Duration(d) => Some((session.config.warmup, d)),
+        crate::bench::Limit::Total(_) => None,
+    };
+    let spinner = s.progress.then(|| render::Spinner::start(Arc::clone(&progress), limit));
+    let report = crate::bench::session::run(session, &progress).await;
+    drop(spinner);
+    let report = report?;
+    render::report(&mut *s.out, s.format, &report).map_err(out_err)?;
+    Ok(if report.passed { exit::OK } else { exit::CHECK_FAILED })
 }

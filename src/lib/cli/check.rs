@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::args::Target;
+use super::junit::JunitFile;
 use super::out_err;
 use crate::check::{self, CheckOptions, CheckTarget, Registration};
 use crate::duration::parse as parse_duration;
@@ -90,5 +91,33 @@ pub async fn run(args: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
         probe_unadvertised: args.probe_unadvertised,
         ..CheckOptions::default()
     };
-    render::run(s, &target, &opts, args.junit.as_deref()).await
+    run_check(s, &target, &opts, args.junit.as_deref()).await
+}
+
+/// Runs the suite with a progress bar on a terminal, the report on stdout,
+/// an unreachable plugin's error on stderr, and the JUnit file (opened
+/// first, so a bad path is reported before the suite runs; written in every
+/// case but usage errors). Returns the exit code.
+async fn run_check(
+    io: &mut Streams<'_>,
+    target: &CheckTarget,
+    opts: &CheckOptions,
+    junit: Option<&std::path::Path>,
+) -> Result<u8> {
+    let junit = JunitFile::create(junit)?;
+    let bar = crate::output::progress_bar(io.progress, Some(opts.checks.len() as u64), "{spinner} [{pos}/{len}] {msg}");
+    let report = check::run_checks_with(target, opts, &mut |p| {
+        if let Some(bar) = &bar {
+            render::progress(bar, p);
+        }
+    })
+    .await;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    render::finished(io, &report)?;
+    if let Some(file) = junit {
+        file.write(|w| render::junit(w, &report))?;
+    }
+    Ok(report.exit_code())
 }

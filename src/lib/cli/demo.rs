@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::demo::DemoConfig;
+use std::io::{self, Write};
+
+use crate::demo::{self, DemoConfig, DemoEvent, STEPS};
 use crate::duration::parse as parse_duration;
-use crate::error::Result;
-use crate::output::{Streams, demo as render};
+use crate::error::{Result, exit};
+use crate::output::{Streams, demo as render, out_err};
 
 /// Pause after each step when stdout is a terminal and `--pace` is not given.
 const TTY_PACE: Duration = Duration::from_millis(300);
@@ -41,5 +43,55 @@ Exit codes: 0 every step showed what it should; 1 a step did not (the error says
 /// Runs `dpctl demo`.
 pub async fn run(args: DemoArgs, s: &mut Streams<'_>) -> Result<u8> {
     let pace = args.pace.unwrap_or(if s.out_is_tty { TTY_PACE } else { Duration::ZERO });
-    render::run(DemoConfig { pace, deadline: args.deadline }, s).await
+    run_demo(DemoConfig { pace, deadline: args.deadline }, s).await
+}
+
+/// Runs the demo: narration on stdout as each step finishes, a progress bar
+/// on stderr when allowed, the outro, and exit 1 naming the first failed step.
+async fn run_demo(config: DemoConfig, s: &mut Streams<'_>) -> Result<u8> {
+    let format = s.format;
+    let bar =
+        crate::output::progress_bar(s.progress, Some(u64::from(STEPS)), "{spinner} [{pos}/{len}] {wide_bar} {msg}");
+    let out = &mut *s.out;
+    let mut write_err: Option<io::Error> = None;
+    let mut show = |f: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>| {
+        let r = match &bar {
+            Some(b) => b.suspend(|| f(&mut *out)),
+            None => f(&mut *out),
+        };
+        if let Err(e) = r {
+            write_err.get_or_insert(e);
+        }
+    };
+    let steps = demo::run_demo(config, crate::signal::shutdown(), &mut |e| match e {
+        DemoEvent::Begin { dir } => show(&mut |w| render::intro(w, format, &dir)),
+        DemoEvent::Starting { step, title } => {
+            if let Some(b) = &bar {
+                b.set_position(u64::from(step - 1));
+                b.set_message(title);
+            }
+        }
+        DemoEvent::Done(step) => {
+            show(&mut |w| render::step(w, format, &step));
+            if let Some(b) = &bar {
+                b.set_position(u64::from(step.step));
+            }
+        }
+    })
+    .await;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let steps = steps?;
+    if let Some(e) = write_err {
+        return Err(out_err(e));
+    }
+    render::outro(&mut *s.out, format, &steps).map_err(out_err)?;
+    match steps.iter().find(|st| !st.ok) {
+        None => Ok(exit::OK),
+        Some(st) => {
+            render::step_failed(s.err, st).map_err(out_err)?;
+            Ok(exit::CHECK_FAILED)
+        }
+    }
 }

@@ -6,9 +6,9 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::args::DirArg;
-use crate::doctor::DoctorConfig;
+use crate::doctor::{DoctorConfig, Severity};
 use crate::duration::parse as parse_duration;
-use crate::error::Result;
+use crate::error::{Result, exit};
 use crate::kubelet_version::KubeletVersion;
 use crate::output::{self, Streams};
 use crate::paths::{DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_PODRESOURCES_SOCKET, ENV_ROOT};
@@ -110,7 +110,8 @@ pub struct MergeArgs {
 pub async fn run(args: DoctorArgs, s: &mut Streams<'_>) -> Result<u8> {
     if let Some(DoctorCommand::Merge(m)) = args.command {
         let merged = crate::doctor::merge::merge_files(&m.files, m.all)?;
-        return output::doctor::merged_answer(s, &merged);
+        output::doctor::merged_answer(s, &merged)?;
+        return Ok(if merged.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK });
     }
     if let Some(every) = args.every
         && every < crate::doctor::MIN_EVERY
@@ -131,5 +132,45 @@ pub async fn run(args: DoctorArgs, s: &mut Streams<'_>) -> Result<u8> {
     cfg.probe_timeout = args.timeout;
     cfg.budget = args.budget;
     cfg.kubelet_version = args.kubelet_version;
-    output::doctor::run(&cfg, args.node, args.every, s).await
+    run_doctor(&cfg, args.node, args.every, s).await
+}
+
+/// Runs `doctor` once (exit 1 on an error finding), or with `every` again
+/// and again until Ctrl-C (one report each; a JSON line each with `-o json`),
+/// saying on a terminal's stderr what it looks at.
+async fn run_doctor(
+    cfg: &DoctorConfig,
+    node: Option<String>,
+    every: Option<Duration>,
+    s: &mut Streams<'_>,
+) -> Result<u8> {
+    if s.progress {
+        s.note(format!(
+            "dpctl doctor: looking at {} (budget {})",
+            cfg.dir.display(),
+            crate::text::fmt_duration(cfg.budget)
+        ))?;
+    }
+    let Some(every) = every else {
+        let mut r = crate::doctor::run(cfg).await;
+        r.node = node;
+        output::doctor::report(s.out, s.format, &r).map_err(output::out_err)?;
+        return Ok(if r.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK });
+    };
+    let stop = crate::signal::shutdown();
+    tokio::pin!(stop);
+    loop {
+        let mut r = crate::doctor::run(cfg).await;
+        r.node.clone_from(&node);
+        if s.format.is_json() {
+            output::write_json_line(s.out, &r).map_err(output::out_err)?;
+        } else {
+            output::doctor::report(s.out, s.format, &r).map_err(output::out_err)?;
+            s.out.flush().map_err(output::out_err)?;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(every) => {}
+            _ = &mut stop => return Ok(exit::OK),
+        }
+    }
 }

@@ -14,11 +14,12 @@ use std::time::Duration;
 use clap::{Args, Subcommand, ValueEnum};
 
 use crate::dra::claims::{self, ClaimRef};
-use crate::dra::mock::{Faults, MockConfig};
+use crate::dra::client::HealthEntry;
+use crate::dra::mock::{DraEvent, Faults, MockConfig};
 use crate::dra::{self, HealthApi, NodeApi, Service};
 use crate::duration::parse as parse_duration;
-use crate::error::{Error, Result};
-use crate::output::{Streams, dra as render};
+use crate::error::{Error, Result, exit};
+use crate::output::{Streams, dra as render, out_err};
 use crate::transport::ClientConfig;
 
 const HELP: &str = "\
@@ -290,7 +291,7 @@ async fn watch(a: WatchArgs, s: &mut Streams<'_>) -> Result<u8> {
     };
     let cfg = client_config(a.target.registration.connect_timeout, Duration::from_secs(10));
     let rx = dra::client::watch_health(&socket, api, &cfg).await?;
-    render::watch_health(s, rx, a.count, a.timeout.map(crate::duration::deadline)).await
+    watch_health(s, rx, a.count, a.timeout.map(crate::duration::deadline)).await
 }
 
 const MOCK_HELP: &str = "\
@@ -427,5 +428,67 @@ async fn mock(a: MockArgs, s: &mut Streams<'_>) -> Result<u8> {
     cfg.check()?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let run = dra::mock::run(cfg, tx, crate::signal::shutdown());
-    render::mock_events(s, rx, run).await
+    mock_events(s, rx, run).await
+}
+
+/// `dra watch-health`: one table (or JSON line) per message until `count`
+/// messages, the deadline, Ctrl-C, or the stream's end (an error, exit 4).
+async fn watch_health(
+    s: &mut Streams<'_>,
+    mut rx: tokio::sync::mpsc::Receiver<Result<Vec<HealthEntry>>>,
+    count: Option<u64>,
+    deadline: Option<tokio::time::Instant>,
+) -> Result<u8> {
+    let stop = crate::signal::shutdown();
+    tokio::pin!(stop);
+    let mut seq = 0u64;
+    loop {
+        let until = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => std::future::pending().await,
+            }
+        };
+        let msg = tokio::select! {
+            m = rx.recv() => m,
+            () = until => return Ok(exit::OK),
+            () = &mut stop => return Ok(exit::OK),
+        };
+        let Some(msg) = msg else { return Ok(exit::OK) };
+        let devices = msg?;
+        seq += 1;
+        render::health_message(s, seq, &devices).map_err(out_err)?;
+        if count.is_some_and(|c| seq >= c) {
+            return Ok(exit::OK);
+        }
+    }
+}
+
+/// Runs the mock driver (`run`), showing its events as they come.
+async fn mock_events(
+    s: &mut Streams<'_>,
+    mut rx: tokio::sync::mpsc::UnboundedReceiver<DraEvent>,
+    run: impl std::future::Future<Output = Result<()>>,
+) -> Result<u8> {
+    tokio::pin!(run);
+    let mut result = None;
+    loop {
+        tokio::select! {
+            e = rx.recv() => match e {
+                Some(e) => render::mock_event(s.out, s.format.is_json(), &e).map_err(out_err)?,
+                None => break,
+            },
+            r = &mut run, if result.is_none() => { result = Some(r); }
+        }
+        if result.is_some() && rx.is_empty() {
+            break;
+        }
+    }
+    while let Ok(e) = rx.try_recv() {
+        render::mock_event(s.out, s.format.is_json(), &e).map_err(out_err)?;
+    }
+    match result {
+        Some(r) => r.map(|()| exit::OK),
+        None => run.await.map(|()| exit::OK),
+    }
 }

@@ -7,15 +7,16 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::args::DirArg;
+use super::args::{DirArg, NumaPolicyArgs};
 use crate::duration::parse as parse_duration;
 use crate::error::Result;
 use crate::kubelet_sim::control::{self, Request};
-use crate::kubelet_sim::{KubeletSim, KubeletVersion, SimConfig, steer};
-use crate::output::{Streams, kubelet_sim as render};
+use crate::kubelet_sim::{KubeletSim, KubeletVersion, SimConfig, SimEvent, SimHandle, steer};
+use crate::output::{Streams, kubelet_sim as render, out_err};
 use crate::smoke::engine::{Engine, EngineKind};
 use crate::smoke::isolate::Layout;
 use crate::topology;
+use tokio::sync::broadcast;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -138,9 +139,9 @@ pub struct ServeArgs {
 #[derive(Debug, Args, Clone)]
 #[command(next_help_heading = "Topology (the kubelet's flags)")]
 pub struct TopologyArgs {
-    /// The kubelet's --topology-manager-policy.
-    #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
-    pub topology_manager_policy: topology::Policy,
+    /// `--topology-manager-policy` and `--numa-nodes`.
+    #[command(flatten)]
+    pub numa: NumaPolicyArgs,
     /// The kubelet's --topology-manager-scope.
     #[arg(long, value_enum, value_name = "SCOPE", default_value = "container")]
     pub topology_manager_scope: topology::Scope,
@@ -153,9 +154,6 @@ pub struct TopologyArgs {
     /// The kubelet's --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one.
     #[arg(long, value_name = "CPUS", value_parser = topology::parse_cpu_list)]
     pub reserved_cpus: Option<std::collections::BTreeSet<u32>>,
-    /// NUMA nodes of the simulated machine.
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    pub numa_nodes: usize,
     /// CPUs per NUMA node (node n holds CPUs n*N .. n*N+N-1).
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub cpus_per_numa: usize,
@@ -173,13 +171,13 @@ impl TopologyArgs {
     /// The sim's configuration (checked when the sim starts).
     pub fn config(&self) -> topology::TopologyConfig {
         topology::TopologyConfig {
-            policy: self.topology_manager_policy,
+            policy: self.numa.topology_manager_policy,
             scope: self.topology_manager_scope,
             options: self.topology_manager_policy_options.clone().unwrap_or_default(),
             cpu_policy: self.cpu_manager_policy,
             reserved_cpus: self.reserved_cpus.clone().unwrap_or_default(),
             machine: topology::Machine {
-                numa_nodes: self.numa_nodes,
+                numa_nodes: self.numa.numa_nodes,
                 cpus_per_numa: self.cpus_per_numa,
                 distances: self.numa_distances.clone(),
             },
@@ -379,8 +377,115 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     config.adopt_checkpoint = args.adopt_checkpoint;
     config.topology = args.topology.config();
     let sim = KubeletSim::start(config).await?;
-    let view = render::ServeView { expects, timeout: args.timeout, live: s.progress };
-    render::serve(sim, view, s).await
+    let view = ServeView { expects, timeout: args.timeout, live: s.progress };
+    show_until_done(sim, view, s).await
+}
+
+/// What `kubelet-sim` (serving) waits for and how it shows events.
+#[derive(Debug)]
+pub struct ServeView {
+    /// `--expect`: RESOURCE and the allocatable COUNT to wait for.
+    pub expects: Vec<(String, usize)>,
+    /// When to stop [default: never; with expectations: 30s, then exit 1].
+    pub timeout: Option<Duration>,
+    /// A live view on stderr instead of event lines (a terminal, no `-o json`).
+    pub live: bool,
+}
+
+/// Runs the serving sim's view until Ctrl-C, `timeout` or, with
+/// expectations, until they all hold: shows every event, then the verdict
+/// (data: on stdout in every mode), and stops the sim. Returns the exit code
+/// (1 when an expectation was not met in time).
+async fn show_until_done(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -> Result<u8> {
+    let mut rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
+    let expects = view.expects;
+    let timeout = view.timeout.or_else(|| (!expects.is_empty()).then_some(Duration::from_secs(30)));
+    let deadline = timeout.map(crate::duration::deadline);
+    let mut display = if s.format.is_json() {
+        render::EventDisplay::Json
+    } else if view.live {
+        render::EventDisplay::live(render::terminal_width())
+    } else {
+        render::EventDisplay::Lines
+    };
+    // The signal is awaited by a task of its own: when a write blocks on a
+    // stdout nobody reads, this loop cannot see the signal, so the task
+    // also tells the output to give up (`output::fd`), which ends the write.
+    let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
+    let signalled = crate::signal::shutdown();
+    let watcher = tokio::spawn(async move {
+        signalled.await;
+        crate::output::fd::request_stop();
+        let _ = stop_tx.send(());
+    });
+    tokio::pin!(stop);
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut code = crate::error::exit::OK;
+    let result: Result<()> = async {
+        loop {
+            if !expects.is_empty() {
+                let results = steer::expect_results(&expects, &sim.counts());
+                if results.iter().all(|r| r.met) {
+                    drain(&mut rx, &mut display, s, &sim)?;
+                    return render::expect_verdict(s, results, true);
+                }
+            }
+            let until = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Ok(ev) => display.show(s.out, s.err, &|| sim.summary(), ev).map_err(out_err)?,
+                    Err(broadcast::error::RecvError::Lagged(n)) => {
+                        s.note(format!("dpctl: {n} event(s) were dropped (the output is too slow)"))?;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+                _ = tick.tick() => display.tick(s.err, &|| sim.summary()).map_err(out_err)?,
+                () = until => {
+                    drain(&mut rx, &mut display, s, &sim)?;
+                    if !expects.is_empty() {
+                        code = crate::error::exit::CHECK_FAILED;
+                        render::expect_verdict(s, steer::expect_results(&expects, &sim.counts()), false)?;
+                    }
+                    return Ok(());
+                }
+                _ = &mut stop => return Ok(()),
+            }
+        }
+    }
+    .await;
+    watcher.abort();
+    let stopped = sim.stop().await;
+    if crate::output::fd::stop_requested() && result.as_ref().is_err_and(crate::Error::is_closed_output) {
+        // Stopped by a signal while nobody read the output: the sockets are
+        // gone; there is no one to show the rest to.
+        return stopped.map(|()| code);
+    }
+    drain(&mut rx, &mut display, s, &sim)?;
+    display.finish(s.err, &|| sim.summary()).map_err(out_err)?;
+    result?;
+    stopped?;
+    Ok(code)
+}
+
+/// Shows the events already queued.
+fn drain(
+    rx: &mut broadcast::Receiver<SimEvent>,
+    display: &mut render::EventDisplay,
+    s: &mut Streams<'_>,
+    sim: &SimHandle,
+) -> Result<()> {
+    loop {
+        match rx.try_recv() {
+            Ok(ev) => display.show(s.out, s.err, &|| sim.summary(), ev).map_err(out_err)?,
+            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+            Err(_) => return Ok(()),
+        }
+    }
 }
 
 /// The sim's options a referee has no equivalent for: they are refused, not ignored.

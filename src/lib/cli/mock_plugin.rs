@@ -11,9 +11,11 @@ use super::args::DirArg;
 use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
 use crate::mock_plugin::control::{self, ControlRequest};
+use crate::mock_plugin::events::MockEvent;
 use crate::mock_plugin::options::{ServeOptions, build_config};
-use crate::mock_plugin::{ErrorSpec, Policy};
+use crate::mock_plugin::{ErrorSpec, MockConfig, MockPlugin, Policy};
 use crate::output::{Streams, mock_plugin as render};
+use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -315,7 +317,7 @@ pub async fn run(args: MockPluginArgs, s: &mut Streams<'_>) -> Result<u8> {
     let Some(cmd) = args.command else {
         let run_for = args.serve.run_for;
         let config = build_config(&ServeOptions::from(*args.serve))?;
-        return render::serve(config, run_for, s).await;
+        return serve(config, run_for, s).await;
     };
     let (target, request) = match cmd {
         MockCommand::SetHealth { target, ids, health } => (target, ControlRequest::set_health(ids, &health)),
@@ -328,4 +330,64 @@ pub async fn run(args: MockPluginArgs, s: &mut Streams<'_>) -> Result<u8> {
     let reply = control::call(&target.dir.dir, &target.resource, &request, target.timeout).await?;
     render::reply(&mut *s.out, s.format, &request, &reply).map_err(super::out_err)?;
     Ok(exit::OK)
+}
+
+/// Runs a mock plugin from `config` until Ctrl-C, SIGTERM, `run_for` or a
+/// failure: says where it serves (narration), shows every event (data,
+/// retries as narration), then stops it and removes its sockets.
+async fn serve(config: MockConfig, run_for: Option<Duration>, s: &mut Streams<'_>) -> Result<u8> {
+    let dir = config.dir();
+    // Catch Ctrl-C and SIGTERM from now on (the handlers are installed on
+    // the first poll), so that a signal never kills us with sockets left.
+    let mut shutdown = Box::pin(crate::signal::shutdown());
+    tokio::select! {
+        biased;
+        () = &mut shutdown => return Ok(exit::OK),
+        () = std::future::ready(()) => {}
+    }
+    let plugin = MockPlugin::new(config.clone())?;
+    let mut events = plugin.subscribe();
+    let mut handle = plugin.launch().await?;
+    render::serving_notes(&config, &dir, s)?;
+    let run_for = async {
+        match run_for {
+            Some(d) => tokio::time::sleep(d).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(run_for);
+    let mut failure = None;
+    let outcome: crate::Result<()> = loop {
+        tokio::select! {
+            ev = events.recv() => match ev {
+                Ok(ev) => if let Err(e) = render::show(s, &ev) { break Err(e) },
+                Err(RecvError::Lagged(n)) => if let Err(e) = s.note(format!("({n} events not shown: output too slow)")) { break Err(e) },
+                Err(RecvError::Closed) => break Ok(()),
+            },
+            e = handle.failure() => {
+                failure = Some(e);
+                break drain(s, &mut events);
+            }
+            () = &mut shutdown => break Ok(()),
+            () = &mut run_for => break Ok(()),
+        }
+    };
+    handle.stop().await?;
+    outcome?;
+    drain(s, &mut events)?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(exit::OK),
+    }
+}
+
+/// Shows the events already queued.
+fn drain(s: &mut Streams<'_>, events: &mut broadcast::Receiver<MockEvent>) -> Result<()> {
+    loop {
+        match events.try_recv() {
+            Ok(ev) => render::show(s, &ev)?,
+            Err(TryRecvError::Lagged(_)) => {}
+            Err(_) => return Ok(()),
+        }
+    }
 }

@@ -11,6 +11,7 @@ pub mod demo;
 pub mod doctor;
 pub mod dra;
 pub mod explain;
+mod junit;
 pub mod kubelet_sim;
 pub mod mock_plugin;
 pub mod plugin;

@@ -1,13 +1,16 @@
 //! `dpctl plugin`: call a device plugin's RPCs and watch its device list.
 
+use std::path::Path;
 use std::time::Duration;
 
 use clap::Subcommand;
 
 use super::args::Target;
-use crate::error::Result;
-use crate::output::{Streams, plugin as render};
-use crate::plugin_client::{Call, WatchLimits};
+use crate::error::{Result, exit};
+use crate::model::Device;
+use crate::output::{Streams, out_err, plugin as render};
+use crate::plugin_client::{Call, PluginClient, WatchLimits};
+use crate::transport::ClientConfig;
 
 /// `dpctl plugin ...`
 #[derive(Debug, Subcommand)]
@@ -106,7 +109,7 @@ pub async fn run(cmd: PluginCommand, s: &mut Streams<'_>) -> Result<u8> {
         PluginCommand::Watch { target, count } => {
             let limits = WatchLimits { count, deadline: target.timeout.map(crate::duration::deadline) };
             let socket = target.socket_path()?;
-            return render::watch(&socket, &target.client_config(Duration::from_secs(10)), limits, s).await;
+            return watch_plugin(&socket, &target.client_config(Duration::from_secs(10)), limits, s).await;
         }
         PluginCommand::Call(CallCommand::Options { target }) => (target, Call::Options),
         PluginCommand::Call(CallCommand::List { target }) => {
@@ -120,5 +123,66 @@ pub async fn run(cmd: PluginCommand, s: &mut Streams<'_>) -> Result<u8> {
         PluginCommand::Call(CallCommand::Prestart { target, devices }) => (target, Call::Prestart(devices)),
     };
     let socket = target.socket_path()?;
-    render::call(&socket, &target.client_config(Duration::from_secs(10)), call, s).await
+    call_plugin(&socket, &target.client_config(Duration::from_secs(10)), call, s).await
+}
+
+/// Makes one call to the plugin at `socket` and renders the answer; the
+/// exit code is 1 when the answer breaks the contract.
+async fn call_plugin(socket: &Path, config: &ClientConfig, call: Call, s: &mut Streams<'_>) -> Result<u8> {
+    let client = PluginClient::connect(socket, config).await?;
+    let (out, format) = (&mut *s.out, s.format);
+    let violations = match call {
+        Call::Options => {
+            let o = client.options().await?;
+            let view = render::OptionsView {
+                socket: client.path().display().to_string(),
+                pre_start_required: o.pre_start_required,
+                get_preferred_allocation_available: o.get_preferred_allocation_available,
+            };
+            render::options(out, format, &view).map_err(out_err)?;
+            0
+        }
+        Call::List(timeout) => {
+            let snap = client.list_once(timeout).await?;
+            render::snapshot(out, format, &render::snapshot_view(1, &[], &snap), false).map_err(out_err)?;
+            0
+        }
+        Call::Allocate(groups) => {
+            let view = render::allocate_view(&groups, &client.allocate(&groups).await?);
+            render::allocate(out, format, &view).map_err(out_err)?;
+            view.violations.len()
+        }
+        Call::Preferred(req) => {
+            let resp = client.preferred(vec![req.clone()]).await?;
+            let view = render::PreferredView {
+                violations: crate::contract::check_preferred_response(&req, &resp),
+                preferred: crate::contract::preferred_answer(&resp),
+                available: req.available_device_i_ds,
+                must_include: req.must_include_device_i_ds,
+                size: req.allocation_size,
+            };
+            render::preferred(out, format, &view).map_err(out_err)?;
+            view.violations.len()
+        }
+        Call::Prestart(devices) => {
+            client.pre_start(devices.clone()).await?;
+            render::prestarted(out, format, &devices).map_err(out_err)?;
+            0
+        }
+    };
+    Ok(if violations == 0 { exit::OK } else { exit::CHECK_FAILED })
+}
+
+/// Streams ListAndWatch (see [`crate::plugin_client::watch`]), rendering each
+/// message with what changed since the one before.
+async fn watch_plugin(socket: &Path, config: &ClientConfig, limits: WatchLimits, s: &mut Streams<'_>) -> Result<u8> {
+    let mut prev: Vec<Device> = Vec::new();
+    let stop = crate::signal::shutdown();
+    crate::plugin_client::watch(socket, config, limits, stop, |seq, snap| {
+        render::snapshot(s.out, s.format, &render::snapshot_view(seq, &prev, &snap), true).map_err(out_err)?;
+        prev = snap.devices;
+        Ok(())
+    })
+    .await?;
+    Ok(exit::OK)
 }

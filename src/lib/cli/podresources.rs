@@ -2,7 +2,7 @@
 //! operator needs it (list, get, allocatable, free, watch), record a node as
 //! a fixture (dump), and serve a fixture as a fake kubelet (serve).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, Subcommand, ValueEnum};
@@ -10,12 +10,12 @@ use clap::{Args, Subcommand, ValueEnum};
 use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
 use crate::output::{Streams, podresources as render};
-use crate::podresources::client::{self, ApiChoice, PodResourcesConfig};
+use crate::podresources::client::{self, ApiChoice, PodResourcesClient, PodResourcesConfig};
 use crate::podresources::fake::FakeKubelet;
-use crate::podresources::query::{self, FreeOptions};
+use crate::podresources::query::{self, Calls, FreeOptions};
 use crate::podresources::server::{RATE_BURST, RATE_QPS, ServedApis};
 use crate::podresources::view::Filter;
-use crate::podresources::watch::WatchConfig;
+use crate::podresources::watch::{WatchConfig, WatchUpdate};
 use crate::transport::ClientConfig;
 
 /// `dpctl podresources ...`
@@ -244,7 +244,7 @@ pub async fn run(cmd: PodResourcesCommand, s: &mut Streams<'_>) -> Result<u8> {
         PodResourcesCommand::List(a) if a.own.watch => {
             let watch =
                 WatchConfig { interval: Duration::from_secs(2), count: None, deadline: None, no_initial: false };
-            render::watch(&a.conn.socket, &a.config(), &a.own.filter.filter(), &watch, s).await?;
+            watch_pods(&a.conn.socket, &a.config(), &a.own.filter.filter(), &watch, s).await?;
         }
         PodResourcesCommand::List(a) => {
             let filter = a.own.filter.filter();
@@ -273,7 +273,7 @@ pub async fn run(cmd: PodResourcesCommand, s: &mut Streams<'_>) -> Result<u8> {
                 no_initial: a.no_initial,
             };
             let config = a.conn.config(Duration::from_secs(10));
-            render::watch(&a.conn.socket, &config, &a.filter.filter(), &watch, s).await?;
+            watch_pods(&a.conn.socket, &config, &a.filter.filter(), &watch, s).await?;
         }
         PodResourcesCommand::Dump(a) => {
             let (file, calls) = query::dump(&a.conn.socket, &a.config()).await?;
@@ -288,7 +288,7 @@ pub async fn run(cmd: PodResourcesCommand, s: &mut Streams<'_>) -> Result<u8> {
                 disable_get: a.disable_get,
                 force: a.force,
             };
-            render::serve(&fake, s).await?;
+            crate::podresources::fake::serve(&fake, |served| render::served(s, &fake, served)).await?;
         }
     }
     Ok(exit::OK)
@@ -306,6 +306,26 @@ fn pod_name<'a>(pod: &'a str, namespace: Option<&'a str>) -> Result<(&'a str, &'
         Some((ns, _)) if namespace.is_some_and(|n| n != ns) => bad("names another namespace than -n; give one of them"),
         Some((ns, name)) => Ok((ns, name)),
     }
+}
+
+/// Runs `watch` (see [`crate::podresources::watch::watch`]) until its
+/// limits or Ctrl-C, rendering each event and narrating back-offs.
+async fn watch_pods(
+    socket: &Path,
+    config: &PodResourcesConfig,
+    filter: &Filter,
+    watch_config: &WatchConfig,
+    s: &mut Streams<'_>,
+) -> Result<()> {
+    crate::podresources::watch::check_interval(watch_config.interval)?;
+    let mut config = config.clone();
+    config.rate_limit_retries = 0; // the watch loop backs off itself
+    let client = PodResourcesClient::connect(socket, &config).await?;
+    let report = |update: WatchUpdate<'_>| match update {
+        WatchUpdate::FirstAnswer => render::calls(s, &Calls::of(&client)),
+        other => render::watch_update(s, other),
+    };
+    crate::podresources::watch::watch(&client, filter, watch_config, crate::signal::shutdown(), report).await
 }
 
 #[cfg(test)]

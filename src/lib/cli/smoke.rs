@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::args::{NumaPolicyArgs, help_for};
+use super::junit::JunitFile;
 use crate::duration::parse as parse_duration;
 use crate::error::Result;
 use crate::kubelet_sim::KubeletVersion;
@@ -18,6 +20,14 @@ use crate::smoke::{self, SmokeConfig};
 /// `dpctl smoke` arguments (the one-line help is on `Command::Smoke`).
 #[derive(Debug, Args)]
 #[command(after_long_help = render::after_help())]
+#[command(mut_args(help_for(
+    "topology_manager_policy",
+    "Admit the test pod under this Topology Manager policy (the kubelet's --topology-manager-policy)"
+)))]
+#[command(mut_args(help_for(
+    "numa_nodes",
+    "NUMA nodes of the simulated machine (devices on other nodes never align)"
+)))]
 pub struct SmokeArgs {
     /// The plugin's command line, after `--`. `{dir}` (the device-plugin
     /// directory) and `{kubelet_socket}` are replaced in every argument; the
@@ -65,12 +75,9 @@ pub struct SmokeArgs {
     /// health-recovery: how long the fault may take to show, and its clearance to restore allocatable.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub recovery_deadline: Duration,
-    /// Admit the test pod under this Topology Manager policy (the kubelet's --topology-manager-policy).
-    #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
-    pub topology_manager_policy: crate::topology::Policy,
-    /// NUMA nodes of the simulated machine (devices on other nodes never align).
-    #[arg(long, value_name = "N", default_value_t = 2)]
-    pub numa_nodes: usize,
+    /// `--topology-manager-policy` and `--numa-nodes`.
+    #[command(flatten)]
+    pub numa: NumaPolicyArgs,
     /// How long the plugin may take to exit after SIGTERM before it gets SIGKILL.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
@@ -153,9 +160,9 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         registration: args.registration.0,
         isolate: args.isolate.then_some(smoke::isolate::IsolateConfig { binds: args.bind, helper: None }),
         topology: crate::topology::TopologyConfig {
-            policy: args.topology_manager_policy,
+            policy: args.numa.topology_manager_policy,
             machine: crate::topology::Machine {
-                numa_nodes: args.numa_nodes,
+                numa_nodes: args.numa.numa_nodes,
                 ..crate::topology::TopologyConfig::default().machine
             },
             ..Default::default()
@@ -163,5 +170,34 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         engine: args.engine,
         ..SmokeConfig::default()
     };
-    render::run(s, config, &versions, args.junit.as_deref()).await
+    run_smoke(s, config, &versions, args.junit.as_deref()).await
+}
+
+/// Runs the smoke once per release in `versions`: checks the inputs, opens
+/// the JUnit file (so a bad path is reported before anything runs), narrates
+/// on stderr (a spinner on a terminal), then writes the JUnit file and the
+/// report (one run's, or the matrix). Returns the exit code.
+async fn run_smoke(
+    io: &mut Streams<'_>,
+    config: SmokeConfig,
+    versions: &[KubeletVersion],
+    junit: Option<&std::path::Path>,
+) -> Result<u8> {
+    config.check_inputs()?;
+    let junit_file = JunitFile::create(junit)?;
+    let bar = crate::output::progress_bar(io.progress, None, "{spinner} {elapsed} {msg}");
+    let many = versions.len() > 1;
+    // Each step is shown once: in the report on stdout, or (JSON on stdout) as narration on stderr.
+    let steps = io.format.is_json();
+    let mut narrator = render::Narrator::new(&mut *io.err, io.quiet, bar.as_ref(), many, steps);
+    let matrix = smoke::run_matrix(config, versions, crate::signal::shutdown(), &mut |mp| narrator.on(mp)).await;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let matrix = matrix?;
+    if let Some(file) = junit_file {
+        file.write(|w| render::junit_report(w, &matrix))?;
+    }
+    render::finished(io, &matrix, many)?;
+    Ok(matrix.exit_code())
 }

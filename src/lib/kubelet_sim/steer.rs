@@ -22,6 +22,41 @@ pub fn parse_expect(s: &str) -> Result<(String, usize)> {
     Ok((r, usize::try_from(n).unwrap_or(usize::MAX)))
 }
 
+/// One `--expect` and what was seen.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ExpectResult {
+    /// Resource name.
+    pub resource: String,
+    /// Expected allocatable.
+    pub expected: usize,
+    /// Allocatable seen (absent when the resource is not in node status).
+    pub allocatable: Option<usize>,
+    /// Capacity seen.
+    pub capacity: Option<usize>,
+    /// The expectation holds.
+    pub met: bool,
+}
+
+/// Expectation results from counts.
+pub fn expect_results(
+    expects: &[(String, usize)],
+    counts: &std::collections::BTreeMap<String, crate::model::Counts>,
+) -> Vec<ExpectResult> {
+    expects
+        .iter()
+        .map(|(r, n)| {
+            let c = counts.get(r);
+            ExpectResult {
+                resource: r.clone(),
+                expected: *n,
+                allocatable: c.map(|c| c.allocatable),
+                capacity: c.map(|c| c.capacity),
+                met: c.is_some_and(|c| c.allocatable == *n),
+            }
+        })
+        .collect()
+}
+
 /// Reads a Pod manifest (YAML or JSON) from `path`; `-` reads stdin.
 pub fn read_manifest(path: &Path) -> Result<PodSpec> {
     let place = path.display().to_string();

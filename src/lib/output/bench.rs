@@ -9,10 +9,8 @@ use std::time::Duration;
 
 use colored::Colorize;
 
-use super::{Format, Streams, out_err, table, write_json, write_table};
-use crate::bench::session::Session;
+use super::{Format, table, write_json, write_table};
 use crate::bench::{BenchReport, Op, Progress};
-use crate::error::exit;
 
 /// Milliseconds with three decimals.
 fn ms(v: f64) -> String {
@@ -42,22 +40,6 @@ fn title(r: &BenchReport) -> String {
     };
     let warm = if r.warmup_ms > 0.0 { format!(" after {}s warm-up", r.warmup_ms / 1000.0) } else { String::new() };
     format!("{what}{load}; {limit}{warm}")
-}
-
-/// Runs `dpctl bench`: the session with a spinner on a terminal, then the
-/// report on stdout. Returns the exit code (1 when a `--fail-if` held).
-pub async fn run(session: &Session, s: &mut Streams<'_>) -> crate::Result<u8> {
-    let progress = Arc::new(Progress::default());
-    let limit = match session.config.limit {
-        crate::bench::Limit::Duration(d) => Some((session.config.warmup, d)),
-        crate::bench::Limit::Total(_) => None,
-    };
-    let spinner = s.progress.then(|| Spinner::start(Arc::clone(&progress), limit));
-    let report = crate::bench::session::run(session, &progress).await;
-    drop(spinner);
-    let report = report?;
-    self::report(&mut *s.out, s.format, &report).map_err(out_err)?;
-    Ok(if report.passed { exit::OK } else { exit::CHECK_FAILED })
 }
 
 /// Renders a report.
@@ -158,10 +140,11 @@ fn live_line(phase: &str, elapsed: Duration, limit: Option<(Duration, Duration)>
 }
 
 /// A spinner on stderr showing a running bench's counters, redrawn ten times
-/// a second; cleared when dropped.
+/// a second by a thread of its own; cleared when dropped.
 #[derive(Debug)]
 pub struct Spinner {
-    task: tokio::task::JoinHandle<()>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
     bar: indicatif::ProgressBar,
 }
 
@@ -171,22 +154,28 @@ impl Spinner {
     pub fn start(progress: Arc<Progress>, limit: Option<(Duration, Duration)>) -> Spinner {
         let bar = super::progress_bar(true, None, "{spinner} {msg}").unwrap_or_else(indicatif::ProgressBar::hidden);
         let shown = bar.clone();
-        let task = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(100));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
             let started = std::time::Instant::now();
-            loop {
-                tick.tick().await;
+            while !stopped.load(Ordering::Relaxed) {
                 let phase = if progress.measuring.load(Ordering::Relaxed) == 1 { "measuring" } else { "warming up" };
                 shown.set_message(live_line(phase, started.elapsed(), limit, &progress));
+                // Woken at once by the drop; otherwise ten frames a second.
+                std::thread::park_timeout(Duration::from_millis(100));
             }
         });
-        Spinner { task, bar }
+        Spinner { stop, thread: Some(thread), bar }
     }
 }
 
 impl Drop for Spinner {
     fn drop(&mut self) {
-        self.task.abort();
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
         self.bar.finish_and_clear();
     }
 }

@@ -3,55 +3,43 @@
 //! checks.
 
 use std::io::{self, Write};
-use std::path::Path;
 
 use colored::Colorize;
 
 use super::cases::{failures, one_line, outcome};
-use super::junit::{JunitFile, JunitSuite, testcase};
-use super::progress_bar;
+use super::junit::{JunitSuite, testcase};
 use super::{Format, table, write_json, write_table};
 use super::{Streams, out_err};
-use crate::check::{self, Case, CaseInfo, CheckId, CheckOptions, CheckTarget, Outcome, Progress, Report};
+use crate::check::{Case, CaseInfo, CheckId, Outcome, Progress, Report};
 use crate::error::Result;
 
-/// Runs `dpctl plugin check`: the suite with a progress bar on a terminal,
-/// the report on stdout, an unreachable plugin's error on stderr, and the
-/// JUnit file (opened first, so a bad path is reported before the suite
-/// runs; written in every case but usage errors). Returns the exit code.
-pub async fn run(io: &mut Streams<'_>, target: &CheckTarget, opts: &CheckOptions, junit: Option<&Path>) -> Result<u8> {
-    let junit = JunitFile::create(junit)?;
-    let bar = progress_bar(io.progress, Some(opts.checks.len() as u64), "{spinner} [{pos}/{len}] {msg}");
-    let report = check::run_checks_with(target, opts, &mut |p| {
-        if let Some(bar) = &bar {
-            match p {
-                Progress::Started(id) => bar.set_message(id.name()),
-                Progress::Finished(r) => {
-                    bar.inc(1);
-                    if r.outcome == Outcome::Fail {
-                        bar.println(format!("{} {}", outcome(r.outcome), r.name));
-                    }
-                }
-            }
-        }
-    })
-    .await;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    self::report(&mut *io.out, io.format, &report).map_err(out_err)?;
+/// The end of a check: the report on stdout, GitHub annotations and an
+/// unreachable plugin's error on stderr (as the binary prints errors: even
+/// with --quiet).
+pub fn finished(io: &mut Streams<'_>, report: &Report) -> Result<()> {
+    self::report(&mut *io.out, io.format, report).map_err(out_err)?;
     super::cases::github_errors(&mut *io.err, "dpctl plugin check", &report.checks).map_err(out_err)?;
     if let Some(u) = &report.unreachable {
-        // As the binary prints errors: even with --quiet.
         writeln!(io.err, "dpctl: error: {}", u.message).map_err(out_err)?;
         if let Some(h) = &u.hint {
             writeln!(io.err, "  hint: {h}").map_err(out_err)?;
         }
     }
-    if let Some(file) = junit {
-        file.write(|w| self::junit(w, &report))?;
+    Ok(())
+}
+
+/// The progress bar's view of a check: the check running, each failure
+/// printed above the bar.
+pub fn progress(bar: &indicatif::ProgressBar, p: Progress) {
+    match p {
+        Progress::Started(id) => bar.set_message(id.name()),
+        Progress::Finished(r) => {
+            bar.inc(1);
+            if r.outcome == Outcome::Fail {
+                bar.println(format!("{} {}", outcome(r.outcome), r.name));
+            }
+        }
     }
-    Ok(report.exit_code())
 }
 
 /// `--help`'s text after the options: the checks, outcomes and exit codes.

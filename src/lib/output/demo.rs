@@ -8,66 +8,20 @@ use std::path::Path;
 
 use colored::Colorize;
 
-use super::{Format, Streams, health, numa, out_err, progress_bar, table, write_json_line, write_table};
-use crate::demo::{self, DemoConfig, DemoEvent, DemoStep, Details, STEPS};
-use crate::error::{Result, exit};
+use super::{Format, health, numa, table, write_json_line, write_table};
+use crate::demo::{DemoStep, Details, STEPS};
 use crate::kubelet_sim::RequestOptions;
 
-/// Runs the demo: narration on stdout as each step finishes, a progress bar
-/// on stderr when allowed, the outro, and exit 1 naming the first failed step.
-pub async fn run(config: DemoConfig, s: &mut Streams<'_>) -> Result<u8> {
-    let format = s.format;
-    let bar = progress_bar(s.progress, Some(u64::from(STEPS)), "{spinner} [{pos}/{len}] {wide_bar} {msg}");
-    let out = &mut *s.out;
-    let mut write_err: Option<io::Error> = None;
-    let mut show = |f: &mut dyn FnMut(&mut dyn Write) -> io::Result<()>| {
-        let r = match &bar {
-            Some(b) => b.suspend(|| f(&mut *out)),
-            None => f(&mut *out),
-        };
-        if let Err(e) = r {
-            write_err.get_or_insert(e);
-        }
-    };
-    let steps = demo::run_demo(config, crate::signal::shutdown(), &mut |e| match e {
-        DemoEvent::Begin { dir } => show(&mut |w| intro(w, format, &dir)),
-        DemoEvent::Starting { step, title } => {
-            if let Some(b) = &bar {
-                b.set_position(u64::from(step - 1));
-                b.set_message(title);
-            }
-        }
-        DemoEvent::Done(step) => {
-            show(&mut |w| self::step(w, format, &step));
-            if let Some(b) = &bar {
-                b.set_position(u64::from(step.step));
-            }
-        }
-    })
-    .await;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    let steps = steps?;
-    if let Some(e) = write_err {
-        return Err(out_err(e));
-    }
-    outro(&mut *s.out, format, &steps).map_err(out_err)?;
-    match steps.iter().find(|st| !st.ok) {
-        None => Ok(exit::OK),
-        Some(st) => {
-            // As the binary prints errors: even with --quiet.
-            writeln!(
-                s.err,
-                "dpctl: error: demo step {}/{STEPS} ({}) failed: {}",
-                st.step,
-                st.title,
-                st.error.as_deref().unwrap_or("")
-            )
-            .map_err(out_err)?;
-            Ok(exit::CHECK_FAILED)
-        }
-    }
+/// The error line of a failed step, as the binary prints errors (so even
+/// with --quiet).
+pub fn step_failed(w: &mut dyn Write, st: &DemoStep) -> io::Result<()> {
+    writeln!(
+        w,
+        "dpctl: error: demo step {}/{STEPS} ({}) failed: {}",
+        st.step,
+        st.title,
+        st.error.as_deref().unwrap_or("")
+    )
 }
 
 /// The lines before the first step (nothing in JSON).

@@ -2,14 +2,12 @@
 //! evidence) with its hint on the line below, and a summary line; or JSON.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use colored::Colorize;
 
 use super::{Format, Streams, out_err, table, write_json, write_table};
 use crate::doctor::merge::MergedReport;
-use crate::doctor::{DoctorConfig, DoctorReport, Severity};
-use crate::error::exit;
+use crate::doctor::{DoctorReport, Severity};
 
 fn word(s: Severity) -> String {
     match s {
@@ -119,8 +117,8 @@ pub fn report(w: &mut dyn Write, format: Format, r: &DoctorReport) -> io::Result
 }
 
 /// Shows `doctor merge`'s view: what input was skipped (narration), then the
-/// merged view; exit 1 when any node has an error.
-pub fn merged_answer(s: &mut Streams<'_>, m: &MergedReport) -> crate::Result<u8> {
+/// merged view.
+pub fn merged_answer(s: &mut Streams<'_>, m: &MergedReport) -> crate::Result<()> {
     if !m.skipped.is_empty() {
         let lines: Vec<String> =
             m.skipped.iter().take(5).map(|k| format!("{} line {}: {}", k.source, k.line, k.why)).collect();
@@ -133,46 +131,5 @@ pub fn merged_answer(s: &mut Streams<'_>, m: &MergedReport) -> crate::Result<u8>
             if more > 0 { format!("; {more} more") } else { String::new() }
         ))?;
     }
-    merged(s.out, s.format, m).map_err(out_err)?;
-    Ok(if m.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK })
-}
-
-/// Runs `doctor` once (exit 1 on an error finding), or with `every` again
-/// and again until Ctrl-C (one report each; a JSON line each with `-o json`),
-/// saying on a terminal's stderr what it looks at.
-pub async fn run(
-    cfg: &DoctorConfig,
-    node: Option<String>,
-    every: Option<Duration>,
-    s: &mut Streams<'_>,
-) -> crate::Result<u8> {
-    if s.progress {
-        s.note(format!(
-            "dpctl doctor: looking at {} (budget {})",
-            cfg.dir.display(),
-            crate::text::fmt_duration(cfg.budget)
-        ))?;
-    }
-    let Some(every) = every else {
-        let mut r = crate::doctor::run(cfg).await;
-        r.node = node;
-        report(s.out, s.format, &r).map_err(out_err)?;
-        return Ok(if r.worst() == Severity::Error { exit::CHECK_FAILED } else { exit::OK });
-    };
-    let stop = crate::signal::shutdown();
-    tokio::pin!(stop);
-    loop {
-        let mut r = crate::doctor::run(cfg).await;
-        r.node.clone_from(&node);
-        if s.format.is_json() {
-            super::write_json_line(s.out, &r).map_err(out_err)?;
-        } else {
-            report(s.out, s.format, &r).map_err(out_err)?;
-            s.out.flush().map_err(out_err)?;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(every) => {}
-            _ = &mut stop => return Ok(exit::OK),
-        }
-    }
+    merged(s.out, s.format, m).map_err(out_err)
 }

@@ -133,40 +133,8 @@ fn verdict(v: &IdVerdict) -> String {
     }
 }
 
-/// `dra watch-health`: one table (or JSON line) per message until `count`
-/// messages, the deadline, Ctrl-C, or the stream's end (an error, exit 4).
-pub async fn watch_health(
-    s: &mut Streams<'_>,
-    mut rx: tokio::sync::mpsc::Receiver<Result<Vec<HealthEntry>>>,
-    count: Option<u64>,
-    deadline: Option<tokio::time::Instant>,
-) -> Result<u8> {
-    let stop = crate::signal::shutdown();
-    tokio::pin!(stop);
-    let mut seq = 0u64;
-    loop {
-        let until = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => std::future::pending().await,
-            }
-        };
-        let msg = tokio::select! {
-            m = rx.recv() => m,
-            () = until => return Ok(exit::OK),
-            () = &mut stop => return Ok(exit::OK),
-        };
-        let Some(msg) = msg else { return Ok(exit::OK) };
-        let devices = msg?;
-        seq += 1;
-        health_message(s, seq, &devices).map_err(out_err)?;
-        if count.is_some_and(|c| seq >= c) {
-            return Ok(exit::OK);
-        }
-    }
-}
-
-fn health_message(s: &mut Streams<'_>, seq: u64, devices: &[HealthEntry]) -> io::Result<()> {
+/// One health message: a table, or a JSON line with its sequence number.
+pub fn health_message(s: &mut Streams<'_>, seq: u64, devices: &[HealthEntry]) -> io::Result<()> {
     if s.format.is_json() {
         return write_json_line(s.out, &serde_json::json!({"seq": seq, "devices": devices}));
     }
@@ -192,36 +160,8 @@ fn health_message(s: &mut Streams<'_>, seq: u64, devices: &[HealthEntry]) -> io:
     s.out.flush()
 }
 
-/// Runs the mock driver (`run`), showing its events as they come.
-pub async fn mock_events(
-    s: &mut Streams<'_>,
-    mut rx: tokio::sync::mpsc::UnboundedReceiver<DraEvent>,
-    run: impl std::future::Future<Output = Result<()>>,
-) -> Result<u8> {
-    tokio::pin!(run);
-    let mut result = None;
-    loop {
-        tokio::select! {
-            e = rx.recv() => match e {
-                Some(e) => mock_event(s.out, s.format.is_json(), &e).map_err(out_err)?,
-                None => break,
-            },
-            r = &mut run, if result.is_none() => { result = Some(r); }
-        }
-        if result.is_some() && rx.is_empty() {
-            break;
-        }
-    }
-    while let Ok(e) = rx.try_recv() {
-        mock_event(s.out, s.format.is_json(), &e).map_err(out_err)?;
-    }
-    match result {
-        Some(r) => r.map(|()| exit::OK),
-        None => run.await.map(|()| exit::OK),
-    }
-}
-
-fn mock_event(w: &mut dyn Write, json: bool, e: &DraEvent) -> io::Result<()> {
+/// One event of the mock driver: a line, or a JSON line.
+pub fn mock_event(w: &mut dyn Write, json: bool, e: &DraEvent) -> io::Result<()> {
     if json {
         return write_json_line(w, e);
     }

@@ -2,20 +2,17 @@
 //! line each), the live terminal view, status, admission outcomes, deletions,
 //! restart reports and `--expect` results.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use colored::Colorize;
 use serde::Serialize;
 
-use tokio::sync::broadcast;
-
 use super::{Format, Streams, list, out_err, table, timestamp, write_json, write_json_line, write_table};
 use crate::kubelet_sim::control::{Answer, RemoteError};
-use crate::kubelet_sim::{
-    AdmitOutcome, DeleteOutcome, EventKind, ResourceStatus, RestartReport, SimEvent, SimHandle, SimStatus,
-};
+use crate::kubelet_sim::steer::ExpectResult;
+use crate::kubelet_sim::{AdmitOutcome, DeleteOutcome, EventKind, ResourceStatus, RestartReport, SimEvent, SimStatus};
 use crate::text::fmt_duration;
 
 /// One event as a JSON line: `time`, `event`, then its fields.
@@ -434,7 +431,13 @@ impl EventDisplay {
 
     /// Shows one event: a line on `out`, or a new frame on `err` (at most 10
     /// frames a second; [`EventDisplay::tick`] draws what was held back).
-    pub fn show(&mut self, out: &mut dyn Write, err: &mut dyn Write, sim: &SimHandle, ev: SimEvent) -> io::Result<()> {
+    pub fn show(
+        &mut self,
+        out: &mut dyn Write,
+        err: &mut dyn Write,
+        status: &dyn Fn() -> SimStatus,
+        ev: SimEvent,
+    ) -> io::Result<()> {
         match self {
             EventDisplay::Json => event(out, Format::Json, &ev),
             EventDisplay::Lines => event(out, Format::Table, &ev),
@@ -447,28 +450,28 @@ impl EventDisplay {
                     live.dirty = true;
                     return Ok(());
                 }
-                live.redraw(err, sim)
+                live.redraw(err, status)
             }
         }
     }
 
     /// Called every 200ms: redraws what was held back, and once a second
     /// for the countdowns.
-    pub fn tick(&mut self, err: &mut dyn Write, sim: &SimHandle) -> io::Result<()> {
+    pub fn tick(&mut self, err: &mut dyn Write, status: &dyn Fn() -> SimStatus) -> io::Result<()> {
         match self {
             EventDisplay::Live(live)
                 if live.dirty || live.drawn.is_none_or(|d| d.elapsed() >= Duration::from_secs(1)) =>
             {
-                live.redraw(err, sim)
+                live.redraw(err, status)
             }
             _ => Ok(()),
         }
     }
 
     /// Leaves the last frame of a live view on screen, followed by a newline.
-    pub fn finish(&mut self, err: &mut dyn Write, sim: &SimHandle) -> io::Result<()> {
+    pub fn finish(&mut self, err: &mut dyn Write, status: &dyn Fn() -> SimStatus) -> io::Result<()> {
         if let EventDisplay::Live(live) = self {
-            live.redraw(err, sim)?;
+            live.redraw(err, status)?;
             writeln!(err)?;
         }
         Ok(())
@@ -477,11 +480,11 @@ impl EventDisplay {
 
 impl LiveView {
     /// Redraws the view on `err`, replacing the previous frame.
-    fn redraw(&mut self, err: &mut dyn Write, sim: &SimHandle) -> io::Result<()> {
+    fn redraw(&mut self, err: &mut dyn Write, status: &dyn Fn() -> SimStatus) -> io::Result<()> {
         let recent: Vec<SimEvent> = self.recent.iter().cloned().collect();
         // The real size at every frame: a resized terminal gets a frame that fits.
         let (width, height) = terminal_size().unwrap_or((self.width, 40));
-        let frame = live_frame(&sim.summary(), &recent, width, height);
+        let frame = live_frame(&status(), &recent, width, height);
         self.drawn = Some(Instant::now());
         self.dirty = false;
         if self.lines > 0 {
@@ -799,21 +802,6 @@ pub fn reboot(w: &mut dyn Write, format: Format, r: &crate::kubelet_sim::RebootR
     Ok(())
 }
 
-/// One `--expect` and what was seen.
-#[derive(Debug, Clone, Serialize)]
-pub struct ExpectResult {
-    /// Resource name.
-    pub resource: String,
-    /// Expected allocatable.
-    pub expected: usize,
-    /// Allocatable seen (absent when the resource is not in node status).
-    pub allocatable: Option<usize>,
-    /// Capacity seen.
-    pub capacity: Option<usize>,
-    /// The expectation holds.
-    pub met: bool,
-}
-
 /// The `--expect` verdict, rendered as a final event line.
 #[derive(Debug, Clone, Serialize)]
 pub struct ExpectView {
@@ -843,26 +831,6 @@ pub fn expectations(w: &mut dyn Write, format: Format, v: &ExpectView) -> io::Re
     let word = if v.met { "expectations met".green().bold() } else { "expectations NOT met".red().bold() };
     writeln!(w, "{word}: {}", parts.join("; "))?;
     w.flush()
-}
-
-/// Expectation results from counts.
-pub fn expect_results(
-    expects: &[(String, usize)],
-    counts: &BTreeMap<String, crate::model::Counts>,
-) -> Vec<ExpectResult> {
-    expects
-        .iter()
-        .map(|(r, n)| {
-            let c = counts.get(r);
-            ExpectResult {
-                resource: r.clone(),
-                expected: *n,
-                allocatable: c.map(|c| c.allocatable),
-                capacity: c.map(|c| c.capacity),
-                met: c.is_some_and(|c| c.allocatable == *n),
-            }
-        })
-        .collect()
 }
 
 /// Renders a running sim's answer to a steering command (`admit`, `delete`, ...).
@@ -909,115 +877,8 @@ pub fn steered(s: &mut Streams<'_>, reply: std::result::Result<Answer, RemoteErr
     }
 }
 
-/// What `kubelet-sim` (serving) waits for and how it shows events.
-#[derive(Debug)]
-pub struct ServeView {
-    /// `--expect`: RESOURCE and the allocatable COUNT to wait for.
-    pub expects: Vec<(String, usize)>,
-    /// When to stop [default: never; with expectations: 30s, then exit 1].
-    pub timeout: Option<Duration>,
-    /// A live view on stderr instead of event lines (a terminal, no `-o json`).
-    pub live: bool,
-}
-
-/// Runs the serving sim's view until Ctrl-C, `timeout` or, with
-/// expectations, until they all hold: shows every event, then the verdict
-/// (data: on stdout in every mode), and stops the sim. Returns the exit code
-/// (1 when an expectation was not met in time).
-pub async fn serve(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -> crate::Result<u8> {
-    let mut rx = sim.events_from_start().unwrap_or_else(|| sim.subscribe());
-    let expects = view.expects;
-    let timeout = view.timeout.or_else(|| (!expects.is_empty()).then_some(Duration::from_secs(30)));
-    let deadline = timeout.map(crate::duration::deadline);
-    let mut display = if s.format.is_json() {
-        EventDisplay::Json
-    } else if view.live {
-        EventDisplay::live(terminal_width())
-    } else {
-        EventDisplay::Lines
-    };
-    // The signal is awaited by a task of its own: when a write blocks on a
-    // stdout nobody reads, this loop cannot see the signal, so the task
-    // also tells the output to give up (`output::fd`), which ends the write.
-    let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
-    let signalled = crate::signal::shutdown();
-    let watcher = tokio::spawn(async move {
-        signalled.await;
-        super::fd::request_stop();
-        let _ = stop_tx.send(());
-    });
-    tokio::pin!(stop);
-    let mut tick = tokio::time::interval(Duration::from_millis(200));
-    let mut code = crate::error::exit::OK;
-    let result: crate::Result<()> = async {
-        loop {
-            if !expects.is_empty() {
-                let results = expect_results(&expects, &sim.counts());
-                if results.iter().all(|r| r.met) {
-                    drain(&mut rx, &mut display, s, &sim)?;
-                    return finish_expect(s, results, true);
-                }
-            }
-            let until = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                ev = rx.recv() => match ev {
-                    Ok(ev) => display.show(s.out, s.err, &sim, ev).map_err(out_err)?,
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        s.note(format!("dpctl: {n} event(s) were dropped (the output is too slow)"))?;
-                    }
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                },
-                _ = tick.tick() => display.tick(s.err, &sim).map_err(out_err)?,
-                () = until => {
-                    drain(&mut rx, &mut display, s, &sim)?;
-                    if !expects.is_empty() {
-                        code = crate::error::exit::CHECK_FAILED;
-                        finish_expect(s, expect_results(&expects, &sim.counts()), false)?;
-                    }
-                    return Ok(());
-                }
-                _ = &mut stop => return Ok(()),
-            }
-        }
-    }
-    .await;
-    watcher.abort();
-    let stopped = sim.stop().await;
-    if super::fd::stop_requested() && result.as_ref().is_err_and(crate::Error::is_closed_output) {
-        // Stopped by a signal while nobody read the output: the sockets are
-        // gone; there is no one to show the rest to.
-        return stopped.map(|()| code);
-    }
-    drain(&mut rx, &mut display, s, &sim)?;
-    display.finish(s.err, &sim).map_err(out_err)?;
-    result?;
-    stopped?;
-    Ok(code)
-}
-
-/// Shows the events already queued.
-fn drain(
-    rx: &mut broadcast::Receiver<SimEvent>,
-    display: &mut EventDisplay,
-    s: &mut Streams<'_>,
-    sim: &SimHandle,
-) -> crate::Result<()> {
-    loop {
-        match rx.try_recv() {
-            Ok(ev) => display.show(s.out, s.err, sim, ev).map_err(out_err)?,
-            Err(broadcast::error::TryRecvError::Lagged(_)) => {}
-            Err(_) => return Ok(()),
-        }
-    }
-}
-
 /// Writes the `--expect` verdict: data, so on stdout in every mode.
-fn finish_expect(s: &mut Streams<'_>, results: Vec<ExpectResult>, met: bool) -> crate::Result<()> {
+pub fn expect_verdict(s: &mut Streams<'_>, results: Vec<ExpectResult>, met: bool) -> crate::Result<()> {
     let view = ExpectView { time: timestamp(std::time::SystemTime::now()), event: "expectations", met, results };
     let format = if s.format.is_json() { Format::Json } else { Format::Table };
     expectations(s.out, format, &view).map_err(out_err)
@@ -1033,7 +894,7 @@ fn terminal_size() -> Option<(usize, usize)> {
 }
 
 /// The terminal width from the terminal, `COLUMNS`, or 120.
-fn terminal_width() -> usize {
+pub fn terminal_width() -> usize {
     if let Some((w, _)) = terminal_size() {
         return w;
     }
@@ -1071,16 +932,26 @@ mod tests {
 
     /// The live view draws at most 10 frames a second: an event right after
     /// a frame is held back, and the tick draws it, replacing the old frame.
-    #[tokio::test]
-    async fn the_live_view_holds_back_fast_events_and_the_tick_draws_them() {
-        let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").expect("temp dir");
-        let sim = tokio::time::timeout(
-            Duration::from_secs(10),
-            crate::kubelet_sim::KubeletSim::start(crate::kubelet_sim::SimConfig::new(dir.path())),
-        )
-        .await
-        .expect("the sim starts in time")
-        .expect("the sim starts");
+    /// A running sim's status with one resource and one pod.
+    fn status_fixture() -> SimStatus {
+        serde_json::from_value(serde_json::json!({
+            "dir": "/tmp/dp", "kubelet_socket": "/tmp/dp/kubelet.sock",
+            "podresources_socket": "/tmp/dp/pod-resources.sock", "control_socket": null, "running": true,
+            "grace_period_ms": 300000, "restarts": 1,
+            "resources": [{"resource": "example.com/gpu", "state": "serving", "reported": true, "capacity": 4,
+                "allocatable": 3, "in_use": 1, "socket": "/tmp/dp/gpu.sock", "endpoint": "gpu.sock",
+                "via": "kubelet.sock", "pre_start_required": false, "get_preferred_allocation_available": true,
+                "snapshots": 2, "registrations": 1, "removal_in_ms": null, "devices": []}],
+            "pods": [{"name": "p", "namespace": "default", "uid": "u",
+                "containers": [{"name": "c0", "kind": "regular", "devices": {"example.com/gpu": ["g1"]}}]}]
+        }))
+        .expect("a status")
+    }
+
+    #[test]
+    fn the_live_view_holds_back_fast_events_and_the_tick_draws_them() {
+        let sim = status_fixture();
+        let status = || sim.clone();
         let ev = |id: &str| SimEvent {
             time: SystemTime::UNIX_EPOCH,
             kind: EventKind::HealthChanged {
@@ -1095,36 +966,24 @@ mod tests {
         colored::control::set_override(false);
         let mut display = EventDisplay::live(120);
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        display.show(&mut out, &mut err, &sim, ev("g0")).unwrap();
+        display.show(&mut out, &mut err, &status, ev("g0")).unwrap();
         let first = String::from_utf8_lossy(&err).into_owned();
         assert!(first.contains("g0: Healthy -> Unhealthy") && !first.contains("\x1b["), "{first}");
-        display.show(&mut out, &mut err, &sim, ev("g1")).unwrap();
+        display.show(&mut out, &mut err, &status, ev("g1")).unwrap();
         assert_eq!(String::from_utf8_lossy(&err), first, "held back within 100ms");
-        display.tick(&mut err, &sim).unwrap();
+        display.tick(&mut err, &status).unwrap();
         let drawn = String::from_utf8_lossy(&err).into_owned();
         let second = &drawn[first.len()..];
         assert!(second.starts_with("\x1b[") && second.contains("g1: Healthy -> Unhealthy"), "{second}");
-        display.finish(&mut err, &sim).unwrap();
+        display.finish(&mut err, &status).unwrap();
         assert!(String::from_utf8_lossy(&err).ends_with("\n\n"));
         assert!(out.is_empty(), "the live view writes nothing on stdout");
-        sim.stop().await.expect("the sim stops");
     }
 
     #[test]
     fn live_frame_shows_resources_pods_and_recent_events() {
         colored::control::set_override(false);
-        let status: SimStatus = serde_json::from_value(serde_json::json!({
-            "dir": "/tmp/dp", "kubelet_socket": "/tmp/dp/kubelet.sock",
-            "podresources_socket": "/tmp/dp/pod-resources.sock", "control_socket": null, "running": true,
-            "grace_period_ms": 300000, "restarts": 1,
-            "resources": [{"resource": "example.com/gpu", "state": "serving", "reported": true, "capacity": 4,
-                "allocatable": 3, "in_use": 1, "socket": "/tmp/dp/gpu.sock", "endpoint": "gpu.sock",
-                "via": "kubelet.sock", "pre_start_required": false, "get_preferred_allocation_available": true,
-                "snapshots": 2, "registrations": 1, "removal_in_ms": null, "devices": []}],
-            "pods": [{"name": "p", "namespace": "default", "uid": "u",
-                "containers": [{"name": "c0", "kind": "regular", "devices": {"example.com/gpu": ["g1"]}}]}]
-        }))
-        .unwrap();
+        let status = status_fixture();
         let ev =
             SimEvent { time: SystemTime::UNIX_EPOCH, kind: EventKind::ResourceRemoved { resource: "x.io/y".into() } };
         let frame = live_frame(&status, std::slice::from_ref(&ev), 200, 50);

@@ -3,17 +3,15 @@
 //! requests.
 
 use std::io::{self, Write};
-use std::time::Duration;
 
 use colored::Colorize;
 use serde_json::Value;
-use tokio::sync::broadcast::{self, error::RecvError, error::TryRecvError};
 
 use super::{Format, Streams, health, numa, out_err, table, timestamp, write_json, write_json_line, write_table};
+use crate::mock_plugin::MockConfig;
 use crate::mock_plugin::control::{ControlReply, ControlRequest};
 use crate::mock_plugin::events::{EventKind, MockEvent, RegisterView, RpcRecord};
 use crate::mock_plugin::state::ResourceStatus;
-use crate::mock_plugin::{MockConfig, MockPlugin};
 use crate::model::Change;
 
 /// Writes one event: a line for people, or a JSON line.
@@ -235,57 +233,8 @@ pub fn reply(w: &mut dyn Write, format: Format, request: &ControlRequest, reply:
     }
 }
 
-/// Runs a mock plugin from `config` until Ctrl-C, SIGTERM, `run_for` or a
-/// failure: says where it serves (narration), shows every event (data,
-/// retries as narration), then stops it and removes its sockets.
-pub async fn serve(config: MockConfig, run_for: Option<Duration>, s: &mut Streams<'_>) -> crate::Result<u8> {
-    let dir = config.dir();
-    // Catch Ctrl-C and SIGTERM from now on (the handlers are installed on
-    // the first poll), so that a signal never kills us with sockets left.
-    let mut shutdown = Box::pin(crate::signal::shutdown());
-    tokio::select! {
-        biased;
-        () = &mut shutdown => return Ok(crate::error::exit::OK),
-        () = std::future::ready(()) => {}
-    }
-    let plugin = MockPlugin::new(config.clone())?;
-    let mut events = plugin.subscribe();
-    let mut handle = plugin.launch().await?;
-    serving_notes(&config, &dir, s)?;
-    let run_for = async {
-        match run_for {
-            Some(d) => tokio::time::sleep(d).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(run_for);
-    let mut failure = None;
-    let outcome: crate::Result<()> = loop {
-        tokio::select! {
-            ev = events.recv() => match ev {
-                Ok(ev) => if let Err(e) = show(s, &ev) { break Err(e) },
-                Err(RecvError::Lagged(n)) => if let Err(e) = s.note(format!("({n} events not shown: output too slow)")) { break Err(e) },
-                Err(RecvError::Closed) => break Ok(()),
-            },
-            e = handle.failure() => {
-                failure = Some(e);
-                break drain(s, &mut events);
-            }
-            () = &mut shutdown => break Ok(()),
-            () = &mut run_for => break Ok(()),
-        }
-    };
-    handle.stop().await?;
-    outcome?;
-    drain(s, &mut events)?;
-    match failure {
-        Some(e) => Err(e),
-        None => Ok(crate::error::exit::OK),
-    }
-}
-
 /// Narration once serving: each resource's socket and how to change a device's health.
-fn serving_notes(config: &MockConfig, dir: &std::path::Path, s: &mut Streams<'_>) -> crate::Result<()> {
+pub fn serving_notes(config: &MockConfig, dir: &std::path::Path, s: &mut Streams<'_>) -> crate::Result<()> {
     for r in &config.resources {
         let first = r.initial_devices().first().map_or_else(|| "ID".to_string(), |d| d.id.clone());
         s.note(format!(
@@ -310,19 +259,8 @@ fn serving_notes(config: &MockConfig, dir: &std::path::Path, s: &mut Streams<'_>
     Ok(())
 }
 
-/// Shows the events already queued.
-fn drain(s: &mut Streams<'_>, events: &mut broadcast::Receiver<MockEvent>) -> crate::Result<()> {
-    loop {
-        match events.try_recv() {
-            Ok(ev) => show(s, &ev)?,
-            Err(TryRecvError::Lagged(_)) => {}
-            Err(_) => return Ok(()),
-        }
-    }
-}
-
 /// Retries are narration (stderr); every other event is data (stdout).
-fn show(s: &mut Streams<'_>, ev: &MockEvent) -> crate::Result<()> {
+pub fn show(s: &mut Streams<'_>, ev: &MockEvent) -> crate::Result<()> {
     if let EventKind::RegisterRetry { .. } = &ev.kind {
         let (_, text) = describe(&ev.kind);
         return s.note(format!("{}: {text}", ev.resource));

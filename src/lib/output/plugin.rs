@@ -3,67 +3,23 @@
 
 use std::collections::HashMap;
 use std::io::{self, Write};
-use std::path::Path;
 
 use colored::Colorize;
 use serde::Serialize;
 
-use super::{Format, Streams, health, list, numa, out_err, table, write_json, write_json_line, write_table};
+use super::{Format, health, list, numa, table, write_json, write_json_line, write_table};
 use crate::contract::Violation;
 use crate::model::{self, Change, ContainerAllocation, Counts, Device};
-use crate::plugin_client::{Call, PluginClient, Snapshot, WatchLimits};
+use crate::plugin_client::Snapshot;
 use crate::proto::deviceplugin::v1beta1 as dp;
-use crate::transport::ClientConfig;
 
-/// Makes one call to the plugin at `socket` and renders the answer; the
-/// exit code is 1 when the answer breaks the contract.
-pub async fn call(socket: &Path, config: &ClientConfig, call: Call, s: &mut Streams<'_>) -> crate::Result<u8> {
-    let client = PluginClient::connect(socket, config).await?;
-    let (out, format) = (&mut *s.out, s.format);
-    let violations = match call {
-        Call::Options => {
-            let o = client.options().await?;
-            let view = OptionsView {
-                socket: client.path().display().to_string(),
-                pre_start_required: o.pre_start_required,
-                get_preferred_allocation_available: o.get_preferred_allocation_available,
-            };
-            options(out, format, &view).map_err(out_err)?;
-            0
-        }
-        Call::List(timeout) => {
-            let snap = client.list_once(timeout).await?;
-            snapshot(out, format, &snapshot_view(1, &[], &snap), false).map_err(out_err)?;
-            0
-        }
-        Call::Allocate(groups) => {
-            let view = allocate_view(&groups, &client.allocate(&groups).await?);
-            allocate(out, format, &view).map_err(out_err)?;
-            view.violations.len()
-        }
-        Call::Preferred(req) => {
-            let resp = client.preferred(vec![req.clone()]).await?;
-            let view = PreferredView {
-                violations: crate::contract::check_preferred_response(&req, &resp),
-                preferred: crate::contract::preferred_answer(&resp),
-                available: req.available_device_i_ds,
-                must_include: req.must_include_device_i_ds,
-                size: req.allocation_size,
-            };
-            preferred(out, format, &view).map_err(out_err)?;
-            view.violations.len()
-        }
-        Call::Prestart(devices) => {
-            client.pre_start(devices.clone()).await?;
-            if format.is_json() {
-                write_json(out, &serde_json::json!({ "device_ids": devices, "ok": true })).map_err(out_err)?;
-            } else {
-                writeln!(out, "PreStartContainer OK for {}", devices.join(",")).map_err(out_err)?;
-            }
-            0
-        }
-    };
-    Ok(if violations == 0 { crate::error::exit::OK } else { crate::error::exit::CHECK_FAILED })
+/// PreStartContainer's answer: it has none but OK.
+pub fn prestarted(w: &mut dyn Write, format: Format, devices: &[String]) -> io::Result<()> {
+    if format.is_json() {
+        write_json(w, &serde_json::json!({ "device_ids": devices, "ok": true }))
+    } else {
+        writeln!(w, "PreStartContainer OK for {}", devices.join(","))
+    }
 }
 
 /// A ListAndWatch message as shown: message `seq`, what changed since `prev`.
@@ -80,25 +36,6 @@ pub fn snapshot_view(seq: u64, prev: &[Device], snap: &Snapshot) -> SnapshotView
         changes,
         removed,
     }
-}
-
-/// Streams ListAndWatch (see [`crate::plugin_client::watch`]), rendering each
-/// message with what changed since the one before.
-pub async fn watch(
-    socket: &Path,
-    config: &ClientConfig,
-    limits: WatchLimits,
-    s: &mut Streams<'_>,
-) -> crate::Result<u8> {
-    let mut prev: Vec<Device> = Vec::new();
-    let stop = crate::signal::shutdown();
-    crate::plugin_client::watch(socket, config, limits, stop, |seq, snap| {
-        snapshot(s.out, s.format, &snapshot_view(seq, &prev, &snap), true).map_err(out_err)?;
-        prev = snap.devices;
-        Ok(())
-    })
-    .await?;
-    Ok(crate::error::exit::OK)
 }
 
 /// GetDevicePluginOptions, as dpctl shows it.

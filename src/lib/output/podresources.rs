@@ -6,7 +6,6 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::path::Path;
 
 use colored::Colorize;
 use serde::Serialize;
@@ -14,7 +13,6 @@ use serde::Serialize;
 use super::{
     Format, Streams, bytes_binary, numa, out_err, ranges, table, timestamp, write_json, write_json_line, write_table,
 };
-use crate::podresources::client::{PodResourcesClient, PodResourcesConfig};
 use crate::podresources::diff::{self, AssignmentChange, ChangeKind, Held, PodEvent};
 use crate::podresources::fake::{FakeKubelet, Served};
 use crate::podresources::fixture::{FixtureFile, Reload};
@@ -23,7 +21,7 @@ use crate::podresources::query::Calls;
 use crate::podresources::view::{
     AllocatableReport, AllocatableView, Filter, GetView, HiddenDra, ListView, PodView, merge_devices,
 };
-use crate::podresources::watch::{WatchConfig, WatchUpdate};
+use crate::podresources::watch::WatchUpdate;
 use crate::text::fmt_duration;
 
 /// How many device IDs a `table` cell shows before `+N more` (`wide` shows all).
@@ -667,36 +665,27 @@ pub fn dumped(s: &mut Streams<'_>, file: &FixtureFile, c: &Calls) -> crate::Resu
     emit(s, |w, _| write_json(w, file))
 }
 
-/// Runs `watch` (see [`crate::podresources::watch::watch`]) until its
-/// limits or Ctrl-C, rendering each event and narrating back-offs.
-pub async fn watch(
-    socket: &Path,
-    config: &PodResourcesConfig,
-    filter: &Filter,
-    watch_config: &WatchConfig,
-    s: &mut Streams<'_>,
-) -> crate::Result<()> {
-    crate::podresources::watch::check_interval(watch_config.interval)?;
-    let mut config = config.clone();
-    config.rate_limit_retries = 0; // the watch loop backs off itself
-    let client = PodResourcesClient::connect(socket, &config).await?;
-    let report = |update: WatchUpdate<'_>| match update {
-        WatchUpdate::FirstAnswer => calls(s, &Calls::of(&client)),
+/// Shows one update of `watch` after the first answer (whose calls the
+/// runner shows with [`calls`]): each event as data, recoveries and
+/// back-offs as narration.
+pub fn watch_update(s: &mut Streams<'_>, update: WatchUpdate<'_>) -> crate::Result<()> {
+    match update {
+        WatchUpdate::FirstAnswer => Ok(()),
         WatchUpdate::Recovered => s.note("the kubelet answers again"),
         WatchUpdate::Event { time, poll, event } => {
             let time = timestamp(time);
             watch_event(s.out, s.format, &WatchLine { time: &time, poll, event }).map_err(out_err)
         }
         WatchUpdate::BackingOff { why, wait } => s.note(format!("{why}; backing off {}", fmt_duration(wait))),
-    };
-    crate::podresources::watch::watch(&client, filter, watch_config, crate::signal::shutdown(), report).await
+    }
 }
 
-/// Runs `serve` (see [`crate::podresources::fake::serve`]): the ready line
-/// (data with `-o json`, narration otherwise), then reloads as narration.
-pub async fn serve(fake: &FakeKubelet, s: &mut Streams<'_>) -> crate::Result<()> {
+/// Shows what `serve` (see [`crate::podresources::fake::serve`]) did: the
+/// ready line (data with `-o json`, narration otherwise), then reloads as
+/// narration.
+pub fn served(s: &mut Streams<'_>, fake: &FakeKubelet, served: Served) -> crate::Result<()> {
     let data = fake.data.clone().unwrap_or_default();
-    crate::podresources::fake::serve(fake, |served| match served {
+    match served {
         Served::Ready { pods } => {
             let apis = [(fake.apis.v1, "v1"), (fake.apis.v1alpha1, "v1alpha1")];
             let banner = ServingView {
@@ -716,8 +705,7 @@ pub async fn serve(fake: &FakeKubelet, s: &mut Streams<'_>) -> crate::Result<()>
         }
         Served::Reload(Reload::Reloaded { pods }) => s.note(format!("reloaded {}: {pods} pod(s)", data.display())),
         Served::Reload(Reload::Kept(e)) => s.note(format!("warning: kept the previous data: {e}")),
-    })
-    .await
+    }
 }
 
 #[cfg(test)]

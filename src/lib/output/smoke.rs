@@ -5,20 +5,18 @@
 //! narration of a finished step.
 
 use std::io::{self, Write};
-use std::path::Path;
 
 use colored::Colorize;
 
 use super::cases::{failures, one_line, outcome};
-use super::junit::{self as xml, JunitFile, JunitSuite, text};
-use super::progress_bar;
+use super::junit::{self as xml, JunitSuite, text};
 use super::{Format, table, write_json, write_table};
 use super::{Streams, out_err};
 use crate::check::{Case, CheckId, CheckResult, Outcome};
 use crate::error::Result;
 use crate::kubelet_sim::KubeletVersion;
 use crate::smoke::matrix::MatrixProgress;
-use crate::smoke::{self, MatrixReport, SmokeConfig, SmokeProgress, SmokeReport, StepId, Stream, kind_of, shell_words};
+use crate::smoke::{MatrixReport, SmokeProgress, SmokeReport, StepId, Stream, kind_of, shell_words};
 use crate::text::shorten;
 
 /// Widest DETAIL cell in the table (wide output shows everything).
@@ -27,49 +25,32 @@ const DETAIL_WIDTH: usize = 110;
 /// Lines of the plugin's output shown under a failed run's table.
 const TAIL_LINES: usize = 20;
 
-/// Runs `dpctl smoke` once per release in `versions`: checks the inputs,
-/// opens the JUnit file (so a bad path is reported before anything runs),
-/// narrates on stderr (a spinner on a terminal), then writes the JUnit file
-/// and the report (one run's, or the matrix). Returns the exit code.
-pub async fn run(
-    io: &mut Streams<'_>,
-    config: SmokeConfig,
-    versions: &[KubeletVersion],
-    junit: Option<&Path>,
-) -> Result<u8> {
-    config.check_inputs()?;
-    let junit_file = JunitFile::create(junit)?;
-    let bar = progress_bar(io.progress, None, "{spinner} {elapsed} {msg}");
-    let many = versions.len() > 1;
-    // Each step is shown once: in the report on stdout, or (JSON on stdout) as narration on stderr.
-    let steps = io.format.is_json();
-    let mut narrator = Narrator { err: &mut *io.err, quiet: io.quiet, bar: bar.as_ref(), many, not_run: None, steps };
-    let matrix = smoke::run_matrix(config, versions, crate::signal::shutdown(), &mut |mp| narrator.on(mp)).await;
-    if let Some(b) = bar {
-        b.finish_and_clear();
+/// The JUnit XML of a smoke: one run's suite, or one suite per release.
+pub fn junit_report(w: &mut dyn Write, matrix: &MatrixReport) -> io::Result<()> {
+    match matrix.runs.first().filter(|_| matrix.runs.len() == 1) {
+        Some(r) => self::junit(w, r),
+        None => junit_matrix(w, matrix),
     }
-    let matrix = matrix?;
+}
+
+/// The end of a smoke: a blank line after the narration, GitHub annotations
+/// on stderr, then the report on stdout (one run's, or the matrix; `many`
+/// when several releases were asked for).
+pub fn finished(io: &mut Streams<'_>, matrix: &MatrixReport, many: bool) -> Result<()> {
     let one = matrix.runs.first().filter(|_| !many);
-    if let Some(file) = junit_file {
-        file.write(|w| match one {
-            Some(r) => self::junit(w, r),
-            None => junit_matrix(w, &matrix),
-        })?;
-    }
     if !io.format.is_json() && !io.quiet {
         writeln!(io.err).map_err(out_err)?;
     }
-    github_annotations(&mut *io.err, &matrix).map_err(out_err)?;
+    github_annotations(&mut *io.err, matrix).map_err(out_err)?;
     match one {
         Some(r) if io.format.is_json() => write_json(
             &mut *io.out,
             &OneRun { report: r, passed: &matrix.passed, failed: &matrix.failed, runs: &matrix.runs },
         ),
         Some(r) => report(&mut *io.out, io.format, r),
-        None => self::matrix(&mut *io.out, io.format, &matrix),
+        None => self::matrix(&mut *io.out, io.format, matrix),
     }
-    .map_err(out_err)?;
-    Ok(matrix.exit_code())
+    .map_err(out_err)
 }
 
 /// A single run's JSON: the matrix's shape (`suite`, `passed`, `failed`,
@@ -94,7 +75,7 @@ pub fn github_annotations(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()>
 
 /// Tells a smoke run's progress on stderr, a line per event; on a terminal
 /// the spinner shows the step running and only what went wrong is printed.
-struct Narrator<'a> {
+pub struct Narrator<'a> {
     err: &'a mut (dyn Write + Send),
     quiet: bool,
     bar: Option<&'a indicatif::ProgressBar>,
@@ -106,7 +87,20 @@ struct Narrator<'a> {
     steps: bool,
 }
 
-impl Narrator<'_> {
+impl<'a> Narrator<'a> {
+    /// Narrates on `err` (nothing when `quiet`), through `bar` when there is
+    /// one; `many` releases get a heading each; `steps`: tell finished steps
+    /// (stdout carries JSON, not the step table).
+    pub fn new(
+        err: &'a mut (dyn Write + Send),
+        quiet: bool,
+        bar: Option<&'a indicatif::ProgressBar>,
+        many: bool,
+        steps: bool,
+    ) -> Self {
+        Narrator { err, quiet, bar, many, not_run: None, steps }
+    }
+
     fn say(&mut self, line: String) {
         if self.quiet {
             return;
@@ -119,7 +113,8 @@ impl Narrator<'_> {
         }
     }
 
-    fn on(&mut self, mp: MatrixProgress) {
+    /// Tells one event of the run.
+    pub fn on(&mut self, mp: MatrixProgress) {
         let p = match mp {
             MatrixProgress::Version { version, index, count } => {
                 if self.many {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
 
 use super::engine::Engine;
+mod judge;
 mod lifecycle;
 mod reboot;
 
@@ -408,26 +409,7 @@ impl Runner {
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
-        let mut problems = Vec::new();
-        if reg.version != dp::VERSION {
-            problems.push(format!("version is {:?}, not {:?}", reg.version, dp::VERSION));
-        }
-        if let Some(why) = crate::validate::explain_resource_name(&reg.resource) {
-            problems.push(format!("resource_name: {why}"));
-        }
-        let e = &reg.endpoint;
-        if reg.via == Via::PluginsRegistry {
-            // The plugin watcher dials GetInfo's endpoint as given: any socket path.
-            if e.is_empty() {
-                problems.push("GetInfo's endpoint is empty: the kubelet would dial the registration socket".into());
-            }
-        } else if e.is_empty() || e == "." || e == ".." || e.contains('/') {
-            problems.push(format!(
-                "endpoint {e:?} is not a bare file name: the kubelet dials filepath.Join({}, endpoint), so the \
-                 plugin socket must sit directly in the device-plugin directory and be named by its file name",
-                self.dir.as_path().display()
-            ));
-        }
+        let problems = judge::registration_problems(&reg, &self.dir);
         if reg.via == Via::PluginsRegistry {
             let seen = format!(
                 "through plugins_registry: GetInfo named {}, endpoint {} (dialled as {}), supported versions include \
@@ -518,7 +500,6 @@ impl Runner {
         }
     }
 
-    // long: every device checked against the kubelet's rules, into one evidence line.
     async fn health_report(&mut self) {
         let id = StepId::HealthReport;
         if self.skipped(id) {
@@ -528,94 +509,19 @@ impl Runner {
         let Some(reg) = self.reg.clone() else { return };
         self.kubelet.pull().await;
         let status = self.kubelet.status().await;
-        let Some(res) = status.as_ref().and_then(|s| s.resource(&reg.resource)) else {
+        let Some((status, res)) = status.as_ref().and_then(|s| Some((s, s.resource(&reg.resource)?))) else {
             let ev = format!("{} does not know {}", self.kubelet.name(), reg.resource);
             self.done(id, Outcome::Error, ev, t);
             return;
         };
-        let mut problems = Vec::new();
-        let bad: Vec<String> = res
-            .devices
-            .iter()
-            .filter(|d| d.health != dp::HEALTHY && d.health != dp::UNHEALTHY)
-            .map(|d| format!("{} reports health {:?}", d.id, d.health))
-            .collect();
-        if !bad.is_empty() {
-            problems.push(format!("{}: the kubelet counts any health but exactly \"Healthy\" as unhealthy", ids(&bad)));
-        }
-        let mut violations: Vec<String> = Vec::new();
-        let mut stream_end = None;
-        let mut later_rejections: Vec<(String, String)> = Vec::new();
-        for e in self.kubelet.seen.iter().skip(reg.index) {
-            match &e.kind {
-                EventKind::Snapshot { resource, violations: v, .. } if *resource == reg.resource => {
-                    for x in v {
-                        let s = format!("{}: {}", x.rule, x.evidence);
-                        // Bad health strings are reported above, in the kubelet's terms.
-                        let health_again = x.rule.contains("health") && !bad.is_empty();
-                        if !health_again && !violations.contains(&s) {
-                            violations.push(s);
-                        }
-                    }
-                }
-                EventKind::StreamEnded { resource, reason, .. } if *resource == reg.resource => {
-                    stream_end = Some(reason.clone());
-                }
-                EventKind::RegistrationRejected { resource, endpoint, message, .. }
-                    if *resource == reg.resource && !later_rejections.iter().any(|(_, m)| m == message) =>
-                {
-                    later_rejections.push((endpoint.clone(), message.clone()));
-                }
-                _ => {}
-            }
-        }
-        problems.extend(violations);
-        for (endpoint, message) in &later_rejections {
-            // 1.37+ (PR #135437) refuse a second client at a live (name, socket).
-            problems.push(format!(
-                "after the accepted registration, kubelet {} rejected another Register of {} (endpoint {endpoint}): \
-                 {message}",
-                status.as_ref().map(|s| s.kubelet_version).unwrap_or(self.cfg.kubelet_version),
-                reg.resource
-            ));
-        }
-        if let Some(reason) = &stream_end
-            && res.state == "stream-ended"
-        {
-            problems.push(format!(
-                "ListAndWatch ended ({reason}): the kubelet counts every device unhealthy and never reopens the \
-                 stream{}",
-                self.exit_note()
-            ));
-        }
-        let unhealthy: Vec<String> =
-            res.devices.iter().filter(|d| d.health != dp::HEALTHY).map(|d| d.id.clone()).collect();
-        let mut by_numa: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-        for d in &res.devices {
-            let key = match &d.numa_nodes {
-                Some(n) if !n.is_empty() => format!("NUMA {}", crate::text::ranges(n)),
-                _ => "no NUMA topology".into(),
-            };
-            *by_numa.entry(key).or_default() += 1;
-        }
-        let numa: Vec<String> = by_numa.iter().map(|(k, n)| format!("{k}: {n}")).collect();
-        let numa = if numa.is_empty() { String::new() } else { format!("; {}", numa.join(", ")) };
-        let mut report = format!(
-            "capacity {}, allocatable {} as the kubelet counts them ({} device(s){}); reported unhealthy: {}",
-            res.capacity,
-            res.allocatable,
-            res.devices.len(),
-            numa,
-            if unhealthy.is_empty() { "none".to_string() } else { ids(&unhealthy) }
-        );
-        if res.devices.is_empty() {
-            report.push_str("; the plugin advertises no devices");
-        }
-        if problems.is_empty() {
-            self.done(id, Outcome::Pass, report, t);
-        } else {
-            self.done(id, Outcome::Fail, format!("{}; {report}", problems.join("; ")), t);
-        }
+        let seen = judge::HealthSeen {
+            status: res,
+            events: self.kubelet.seen.get(reg.index..).unwrap_or_default(),
+            kubelet_version: status.kubelet_version,
+            exit_note: self.exit_note(),
+        };
+        let (outcome, evidence) = judge::health_report(&seen);
+        self.done(id, outcome, evidence, t);
     }
 
     async fn checks(&mut self) {
