@@ -179,7 +179,7 @@ if [[ ${1:-} == --isolated ]]; then
         out_abs=$(realpath -m "$out/isolated")
         mkdir -p "$out_abs"
         mapfile -t args < <(file_args "${pure[@]}")
-        (cd target/mutants-isolated && nice -n 19 cargo mutants --in-place -C --offline "${args[@]}" -o "$out_abs") ||
+        (cd target/mutants-isolated && nice -n 19 cargo mutants --in-place -C --offline -C --lib "${args[@]}" -o "$out_abs") ||
             status=$?
     fi
     if ((${#manager[@]})); then
@@ -188,7 +188,7 @@ if [[ ${1:-} == --isolated ]]; then
         mkdir -p "$out_abs"
         mapfile -t args < <(file_args "${manager[@]}")
         (cd target/mutants-manager && CARGO_TARGET_DIR=$root/target nice -n 19 cargo mutants --in-place -C --offline \
-            "${args[@]}" -o "$out_abs") || status=$?
+            -C --lib "${args[@]}" -o "$out_abs") || status=$?
     fi
     exit "$status"
 fi

@@ -382,3 +382,22 @@ fn readmission_after_a_reboot_needs_every_kept_device_healthy() {
     assert_eq!(m.take_pods().len(), 1);
     assert!(m.pods().is_empty());
 }
+
+/// docs/kubelet-versions.md §7 (every release): a resource restored from
+/// the checkpoint has device sets (the kubelet's `readCheckpoint` fills
+/// `healthyDevices` empty and `unhealthyDevices` with its IDs), so before
+/// its plugin is back a pod gets `no healthy devices present`, not
+/// `unregistered device`, and the next checkpoint still lists it.
+#[test]
+fn a_restored_resource_is_known_with_no_healthy_device() {
+    let t0 = Instant::now();
+    let mut m = manager(t0);
+    plugin(&mut m, &["g0", "g1"]);
+    let cp = m.checkpoint();
+    m.drop_connections();
+    m.restore(&cp, t0);
+    let e = plan(&m, &empty_pod(), 1, &[]).unwrap_err();
+    assert!(e.contains("no healthy devices present; cannot allocate unhealthy devices example.com/gpu"), "{e}");
+    let registered = m.checkpoint().data.registered_devices.unwrap_or_default();
+    assert_eq!(registered.get(GPU), Some(&Some(Vec::new())));
+}
