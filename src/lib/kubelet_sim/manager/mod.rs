@@ -29,6 +29,8 @@ mod tests;
 #[cfg(test)]
 mod tests_admission;
 #[cfg(test)]
+mod tests_registration;
+#[cfg(test)]
 mod tests_status;
 mod topology;
 
