@@ -115,6 +115,8 @@ fn status_shows_each_resource_and_the_grace_period_left() {
     m.restarted();
     let s = m.status(&paths(), true, t0);
     assert_eq!((s.restarts, s.grace_period_ms, s.dir.as_str()), (1, 300_000, "/dp"));
+    // The engine a report names when it comes from this sim (not a referee).
+    assert_eq!((s.engine.as_str(), s.running), ("kubelet-sim", true));
     let r = s.resource(GPU).expect("listed");
     assert_eq!((r.state.as_str(), r.capacity, r.allocatable, r.in_use), ("serving", 2, 1, 1));
     assert_eq!(
