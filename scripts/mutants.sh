@@ -16,35 +16,41 @@ SET=(
     src/lib/topology/merge.rs src/lib/topology/hints.rs src/lib/topology/mask.rs src/lib/topology/cpu.rs
     src/lib/checkpoint/json.rs src/lib/checkpoint/spew.rs src/lib/checkpoint/write.rs
     src/lib/validate.rs src/lib/contract.rs src/lib/quantity.rs src/lib/duration.rs
-    src/lib/kubelet_version/mod.rs src/lib/kubelet_sim/manager/{admission,checkpoint,mod,podres,registration,state,stream,topology}.rs
+    src/lib/kubelet_version/mod.rs src/lib/kubelet_sim/manager/{admission,checkpoint,mod,podres,reboot,registration,state,stream,topology}.rs
 )
 # The part of SET that builds without the rest of dpctl (see --isolated).
 ISOLATED=(
     src/lib/topology/merge.rs src/lib/topology/hints.rs src/lib/topology/mask.rs src/lib/topology/cpu.rs
     src/lib/checkpoint/json.rs src/lib/checkpoint/spew.rs src/lib/checkpoint/write.rs
     src/lib/quantity.rs src/lib/duration.rs
+    src/lib/kubelet_version/mod.rs src/lib/kubelet_sim/manager/{admission,checkpoint,mod,podres,reboot,registration,state,stream,topology}.rs
 )
 
 file_args() {
     for f in "$@"; do printf -- '-f\n%s\n' "$f"; done
 }
 
-if [[ ${1:-} == --isolated ]]; then
-    # A crate of the topology and checkpoint modules, quantity and duration,
-    # with their unit tests, a stand-in for dpctl's error type (the two
-    # constructors they call) and checkpoint's report module left out. A
-    # mutant rebuilds a few thousand lines instead of all of dpctl: about 5 s
-    # instead of 1-2 min on 2 cores. Tests elsewhere in dpctl do not run, so a
-    # survivor here may still be caught by the full run; a catch here is real.
-    h=target/mutants-isolated
+# The release table and the manager: built in a scratch crate of their own
+# with what they import (see build_manager_crate).
+MANAGER_CRATE=(src/lib/kubelet_version/ src/lib/kubelet_sim/manager/)
+
+# A crate of the topology and checkpoint modules, quantity and duration, with
+# their unit tests, a stand-in for dpctl's error type (the two constructors
+# they call) and checkpoint's report module left out. A mutant rebuilds a few
+# thousand lines instead of all of dpctl: about 5 s instead of 1-2 min on 2
+# cores. It has its own target/ (a handful of small dependencies).
+build_pure_crate() {
+    local h=$1
     rm -rf "$h/src" "$h/tests"
     mkdir -p "$h/src/lib" "$h/tests/data"
     cp Cargo.lock "$h/"
     cp -r src/lib/topology src/lib/checkpoint "$h/src/lib/"
-    cp src/lib/quantity.rs src/lib/duration.rs "$h/src/lib/"
+    cp src/lib/quantity.rs src/lib/duration.rs src/lib/kubelet_texts.rs "$h/src/lib/"
     cp -r tests/data/checkpoints "$h/tests/data/"
     sed -i 's/^pub mod report;$/#[allow(unused)] mod report_left_out {}/' "$h/src/lib/checkpoint/mod.rs"
-    cat >"$h/Cargo.toml" <<'EOF'
+    # kubelet_texts' test that reads kubelet_sim's sources finds none here.
+    mkdir -p "$h/src/lib/kubelet_sim"
+    cat >"$h/Cargo.toml" <<'TOML'
 [package]
 name = "dpctl-mutants-isolated"
 version = "0.0.0"
@@ -66,10 +72,10 @@ tokio = { version = "1.47", features = ["time"] }
 # No debug info: each mutant links faster.
 [profile.dev]
 debug = 0
-EOF
-    printf 'pub mod checkpoint;\npub mod duration;\npub mod error;\npub mod quantity;\npub mod topology;\n' \
-        >"$h/src/lib/lib.rs"
-    cat >"$h/src/lib/error.rs" <<'EOF'
+TOML
+    printf '%s\n' '#![allow(unused)]' 'pub mod checkpoint;' 'pub mod duration;' 'pub mod error;' \
+        'pub mod kubelet_texts;' 'pub mod quantity;' 'pub mod topology;' >"$h/src/lib/lib.rs"
+    cat >"$h/src/lib/error.rs" <<'RS'
 //! Stand-in for dpctl's error type: the constructors and text the isolated modules use.
 #[derive(Debug)]
 pub enum Error {
@@ -94,14 +100,97 @@ impl std::fmt::Display for Error {
 }
 impl std::error::Error for Error {}
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-EOF
+RS
+}
+
+# A crate of the release table (kubelet_version/) and the synchronous device
+# manager (kubelet_sim/manager/), with the real modules they import (error,
+# proto, model, contract, validate, input, paths, text, limits, kubelet_texts,
+# quantity, duration, topology, checkpoint without its report; kubelet_sim's
+# pod, events and outcome) and a stand-in for the rest of kubelet_sim (the
+# async shell: only the restart report's type is named). Its Cargo.toml has
+# dpctl's own dependencies and features, and it builds into this checkout's
+# target/, so no dependency is built again; a mutant rebuilds about 20,000
+# lines (the protobuf code included) instead of all of dpctl.
+build_manager_crate() {
+    local h=$1 m
+    rm -rf "$h/src" "$h/proto" "$h/tests"
+    mkdir -p "$h/src/lib/kubelet_sim" "$h/tests/data"
+    cp Cargo.lock build.rs "$h/"
+    cp -r proto "$h/"
+    cp -r tests/data/checkpoints "$h/tests/data/"
+    cp -r src/lib/topology src/lib/checkpoint src/lib/kubelet_version "$h/src/lib/"
+    for m in error text limits proto paths input kubelet_texts quantity duration model contract validate; do
+        cp "src/lib/$m.rs" "$h/src/lib/"
+    done
+    cp -r src/lib/kubelet_sim/manager "$h/src/lib/kubelet_sim/"
+    cp src/lib/kubelet_sim/{pod,events,outcome}.rs "$h/src/lib/kubelet_sim/"
+    sed -i 's/^pub mod report;$/#[allow(unused)] mod report_left_out {}/' "$h/src/lib/checkpoint/mod.rs"
+    # dpctl's [package] renamed, its dependencies and build script kept; no
+    # binary, integration tests or benches.
+    awk '/^\[\[/ || /^\[lib\]$/ {skip=1; next} /^\[/ {skip=0} !skip' Cargo.toml |
+        sed -e 's/^name = "dpctl"$/name = "dpctl-mutants-manager"/' -e '/^autotests\|^autobenches\|^autoexamples/d' \
+            >"$h/Cargo.toml"
+    cat >>"$h/Cargo.toml" <<'TOML'
+
+[lib]
+path = "src/lib/lib.rs"
+
+# Only this crate without debug info: each mutant links faster, and the
+# dependencies stay the ones dpctl's own build made.
+[profile.dev.package.dpctl-mutants-manager]
+debug = 0
+TOML
+    printf '%s\n' '#![allow(unused)]' 'pub use error::{Error, Result};' >"$h/src/lib/lib.rs"
+    for m in checkpoint contract duration error input kubelet_sim kubelet_texts kubelet_version limits model paths \
+        proto quantity text topology validate; do
+        echo "pub mod $m;" >>"$h/src/lib/lib.rs"
+    done
+    cat >"$h/src/lib/kubelet_sim/mod.rs" <<'RS'
+//! Stand-in for the simulator's async shell: the leaf modules the manager
+//! uses, and the names they take from the shell.
+pub mod events;
+pub mod manager;
+pub mod outcome;
+pub mod pod;
+pub use crate::kubelet_version::{CleanupRule, KubeletVersion};
+/// The restart report (only carried by an event here).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RestartReport {}
+RS
+}
+
+if [[ ${1:-} == --isolated ]]; then
+    # Tests elsewhere in dpctl do not run in the scratch crates, so a survivor
+    # there may still be caught by the full run; a catch there is real.
     shift
     files=("${@:-${ISOLATED[@]}}")
-    out_abs=$(realpath -m "$out/isolated")
-    mkdir -p "$out_abs"
-    cd "$h"
-    mapfile -t args < <(file_args "${files[@]}")
-    exec nice -n 19 cargo mutants --in-place -C --offline "${args[@]}" -o "$out_abs"
+    pure=() manager=()
+    for f in "${files[@]}"; do
+        case $f in
+            src/lib/kubelet_version/* | src/lib/kubelet_sim/manager/*) manager+=("$f") ;;
+            *) pure+=("$f") ;;
+        esac
+    done
+    root=$(pwd)
+    status=0
+    if ((${#pure[@]})); then
+        build_pure_crate target/mutants-isolated
+        out_abs=$(realpath -m "$out/isolated")
+        mkdir -p "$out_abs"
+        mapfile -t args < <(file_args "${pure[@]}")
+        (cd target/mutants-isolated && nice -n 19 cargo mutants --in-place -C --offline -C --lib "${args[@]}" -o "$out_abs") ||
+            status=$?
+    fi
+    if ((${#manager[@]})); then
+        build_manager_crate target/mutants-manager
+        out_abs=$(realpath -m "$out/manager")
+        mkdir -p "$out_abs"
+        mapfile -t args < <(file_args "${manager[@]}")
+        (cd target/mutants-manager && CARGO_TARGET_DIR=$root/target nice -n 19 cargo mutants --in-place -C --offline \
+            -C --lib "${args[@]}" -o "$out_abs") || status=$?
+    fi
+    exit "$status"
 fi
 
 # In place: mutants are written into this checkout's files one at a time (and

@@ -207,4 +207,18 @@ mod tests {
         let j = serde_json::to_value(Hint::nil(true).view()).unwrap();
         assert_eq!(j["numa_nodes"], serde_json::Value::Null);
     }
+
+    /// docs/topology.md §4 (every release, `generateCPUTopologyHints` in
+    /// pkg/kubelet/cm/cpumanager/policy_static.go): CPUs an init container
+    /// held are reused, so every hint holds their node; a reusable CPU on no
+    /// machine node is left out rather than failing every mask.
+    #[test]
+    fn cpu_hints_hold_the_reusable_cpus_nodes() {
+        let node_of = [0, 0, 1, 1];
+        let text = |v: Vec<Hint>| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+        assert_eq!(text(cpu_hints(&[0, 1], &node_of, &[0], &[2], 2)), ["{11 false}"]);
+        let without = text(cpu_hints(&[0, 1], &node_of, &[0, 1], &[], 1));
+        assert!(!without.is_empty());
+        assert_eq!(text(cpu_hints(&[0, 1], &node_of, &[0, 1], &[99], 1)), without);
+    }
 }

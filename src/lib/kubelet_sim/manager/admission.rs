@@ -166,6 +166,8 @@ impl Manager {
             reusable.iter().take(usize::try_from(required).unwrap_or(usize::MAX)).cloned().collect();
         let needed = required - reused.len() as u64;
         let mut available: Vec<(String, Option<Vec<i64>>)> = Vec::new();
+        // equivalent mutant: `>=` also lists the free devices when none is
+        // needed; nothing is short of 0 and plan_take ignores them then.
         if needed > 0 {
             let mut in_use = st.in_use(resource);
             for by_res in pod.allocs.values() {
@@ -189,6 +191,8 @@ impl Manager {
         }
         let ep = r.endpoint.as_ref();
         // The Topology Manager's stored hint splits the free devices (docs/topology.md §3).
+        // equivalent mutant: `||` for `&&`: split ignores has_topology without a
+        // hint, and puts devices without nodes under no affinity anyway.
         let has_topology =
             hint.is_some() && r.devices.iter().any(|d| d.numa_nodes.as_ref().is_some_and(|n| !n.is_empty()));
         let ids: Vec<String> = available.iter().map(|(id, _)| id.clone()).collect();

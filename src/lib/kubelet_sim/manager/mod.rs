@@ -27,6 +27,12 @@ mod state;
 mod stream;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_admission;
+#[cfg(test)]
+mod tests_registration;
+#[cfg(test)]
+mod tests_status;
 mod topology;
 
 use std::collections::BTreeMap;

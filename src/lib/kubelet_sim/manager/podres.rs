@@ -83,16 +83,7 @@ impl Manager {
     /// v1alpha1 `List`: regular containers only, in the v1 shape.
     pub fn podres_list_regular(&self) -> Vec<v1::PodResources> {
         let st = &self.st;
-        st.pods
-            .iter()
-            .map(|pod| {
-                let mut p = pod_v1(pod, st.exclusive_cpus.get(pod.uid()), false);
-                p.containers.retain(|c| {
-                    pod.spec.containers.iter().any(|s| s.name == c.name && s.kind == ContainerKind::Regular)
-                });
-                p
-            })
-            .collect()
+        st.pods.iter().map(|pod| pod_v1(pod, st.exclusive_cpus.get(pod.uid()), false)).collect()
     }
 
     /// The healthy devices of `GetAllocatableResources`.
