@@ -26,11 +26,11 @@ validation beyond what drivers trip over, PATCH, apply, status subresources, aut
 It writes a kubeconfig for the driver (--kubeconfig-out, default DIR/kubeconfig) and records every
 write in DIR: apiserver.json (the slices as they stand) and apiserver-writes.jsonl (each write). It
 never overwrites a file there that it did not write. Writes are printed as they happen (-o json:
-JSON Lines); at Ctrl-C or SIGTERM it prints the slices and exits 0.
+JSON Lines); at Ctrl-C or SIGTERM it prints the slices and exits 0. Start the driver with
+--kubeconfig DIR/kubeconfig (or its in-cluster equivalent) and the Node's name from the file.
 
 Examples:
   dpctl apiserver --dir /tmp/api --objects claims.yaml &
-  my-dra-driver --kubeconfig /tmp/api/kubeconfig --node-name node-1 ...
   dpctl apiserver slices --dir /tmp/api            # what the driver published (also after a stop)
   dpctl apiserver writes --dir /tmp/api -o json    # every create, update and delete";
 
