@@ -230,6 +230,14 @@ async fn a_helper_built_driver_registers_publishes_and_prepares_against_dpctl_ap
     assert!(spec.is_file());
     call("unprepare", format!("team-a/gpu/{CLAIM_UID}")).await.expect_code(0);
     assert!(!spec.exists(), "unprepare removes the CDI spec");
+    // A claim the server does not hold: the helper's client walks v1, v1beta2 and v1beta1 (each a
+    // 404 Status) and reports the last; the next call starts at v1 again and succeeds.
+    let missing = call("prepare", "team-a/none/uid-x".into()).await;
+    assert_ne!(missing.code, 0);
+    let want = "retrieve claim team-a/none: the server could not find the requested resource";
+    assert!(missing.stderr.contains(want), "{}", missing.stderr);
+    call("prepare", format!("team-a/gpu/{CLAIM_UID}")).await.expect_code(0);
+    call("unprepare", format!("team-a/gpu/{CLAIM_UID}")).await.expect_code(0);
     let replaced = call("prepare", "team-a/gpu/another-uid".into()).await;
     assert_ne!(replaced.code, 0);
     assert!(replaced.stderr.contains("claim team-a/gpu got replaced"), "{}", replaced.stderr);

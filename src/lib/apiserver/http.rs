@@ -427,10 +427,10 @@ async fn stream(
         };
         for e in &events {
             last = e.rv;
-            if let Some(l) = watch::seen(e, &sel) {
-                if tx.send(Bytes::from(l)).await.is_err() {
-                    return;
-                }
+            if let Some(l) = watch::seen(e, &sel)
+                && tx.send(Bytes::from(l)).await.is_err()
+            {
+                return;
             }
         }
         tokio::select! {

@@ -119,10 +119,9 @@ fn check(mut obj: Value, at: &str) -> Result<(&'static Kind, Value)> {
             return Err(bad(format!("{label}: a {kind_name} is cluster-scoped; remove metadata.namespace")));
         }
     }
-    if let Some(uid) = obj.pointer("/metadata/uid").filter(|u| !u.is_null()) {
-        if !uid.as_str().is_some_and(|u| !u.is_empty() && u.len() <= 128) {
-            return Err(bad(format!("{label}: metadata.uid must be a non-empty string")));
-        }
+    let uid = obj.pointer("/metadata/uid").filter(|u| !u.is_null());
+    if uid.is_some_and(|u| u.as_str().is_none_or(|u| u.is_empty() || u.len() > 128)) {
+        return Err(bad(format!("{label}: metadata.uid must be a non-empty string of at most 128 characters")));
     }
     if kind.kind == "ResourceClaim" {
         check_claim(&obj).map_err(|m| bad(format!("{label}: {m}")))?;
@@ -151,7 +150,7 @@ fn check_claim(obj: &Value) -> std::result::Result<(), String> {
         };
         for (i, r) in list.iter().enumerate() {
             for field in ["request", "driver", "pool", "device"] {
-                if !r.get(field).and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
+                if r.get(field).and_then(Value::as_str).is_none_or(|s| s.is_empty()) {
                     return Err(format!(
                         "status.allocation.devices.results[{i}].{field} is required (a non-empty string)"
                     ));
@@ -165,7 +164,7 @@ fn check_claim(obj: &Value) -> std::result::Result<(), String> {
         };
         for (i, r) in list.iter().enumerate() {
             for field in ["resource", "name", "uid"] {
-                if !r.get(field).and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
+                if r.get(field).and_then(Value::as_str).is_none_or(|s| s.is_empty()) {
                     return Err(format!("status.reservedFor[{i}].{field} is required (a non-empty string)"));
                 }
             }

@@ -30,7 +30,7 @@ JSON Lines); at Ctrl-C or SIGTERM it prints the slices and exits 0. Start the dr
 --kubeconfig DIR/kubeconfig (or its in-cluster equivalent) and the Node's name from the file.
 
 Examples:
-  dpctl apiserver --dir /tmp/api --objects claims.yaml &
+  dpctl apiserver --dir /tmp/api --objects claims.yaml   # serves until Ctrl-C
   dpctl apiserver slices --dir /tmp/api            # what the driver published (also after a stop)
   dpctl apiserver writes --dir /tmp/api -o json    # every create, update and delete";
 
