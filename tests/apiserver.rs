@@ -339,6 +339,12 @@ async fn a_malformed_objects_file_is_refused_with_exit_2() {
         assert!(r.stderr.contains(want), "case {i}: want {want:?} in {}", r.stderr);
         assert!(!dir.join("kubeconfig").exists(), "nothing written for bad input");
     }
+    // A 100k-character name is refused without echoing it whole.
+    let long = sb.join("long.yaml");
+    std::fs::write(&long, format!("apiVersion: v1\nkind: Node\nmetadata: {{name: {}}}\n", "a".repeat(100_000)))
+        .unwrap();
+    let r = dpctl(&["apiserver", "--dir", sb.join("x").to_str().unwrap(), "--objects", long.to_str().unwrap()]).await;
+    assert!(r.expect_code(2).stderr.contains("not a DNS subdomain") && r.stderr.len() < 1000, "{}", r.stderr.len());
     let r =
         dpctl(&["apiserver", "--dir", sb.join("x").to_str().unwrap(), "--objects", sb.path().to_str().unwrap()]).await;
     assert!(r.expect_code(2).stderr.contains("not a regular file"), "{}", r.stderr);
@@ -363,6 +369,8 @@ async fn bad_flags_and_foreign_files_are_refused() {
     let r = dpctl(&["apiserver", "--dir", d, "--objects", f, "--kubeconfig-out", mine.to_str().unwrap()]).await;
     assert!(r.expect_code(2).stderr.contains("was not written by dpctl apiserver"), "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(&mine).unwrap(), "apiVersion: v1\nkind: Config\n");
+    let r = dpctl(&["apiserver", "--dir", d, "--objects", f, "--kubeconfig-out", sb.path().to_str().unwrap()]).await;
+    assert!(r.expect_code(2).stderr.contains("is a directory"), "{}", r.stderr);
     let r = dpctl(&["apiserver", "slices", "--dir", sb.join("empty").to_str().unwrap()]).await;
     assert!(r.expect_code(2).stderr.contains("run `dpctl apiserver --dir"), "{}", r.stderr);
     let r = dpctl(&["apiserver", "--dir", d]).await;

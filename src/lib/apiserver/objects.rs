@@ -53,6 +53,7 @@ pub fn parse(text: &str, place: &str) -> Result<Vec<(&'static Kind, Value)>> {
         let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string();
         if !seen.insert((kind.resource, ns.clone(), name.clone())) {
             let whole = if kind.namespaced { format!("{ns}/{name}") } else { name };
+            let whole = crate::text::shorten(&whole, 120);
             return Err(Error::invalid(at, format!("{} {whole} is named twice", kind.kind)));
         }
         out.push((kind, obj));
@@ -105,7 +106,7 @@ fn check(mut obj: Value, at: &str) -> Result<(&'static Kind, Value)> {
     let Some(name) = obj.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string) else {
         return Err(bad(format!("{kind_name}: metadata.name is required")));
     };
-    let label = format!("{kind_name} {name:?}");
+    let label = format!("{kind_name} {:?}", crate::text::shorten(&name, 80));
     if !crate::validate::is_dns1123_subdomain(&name) {
         return Err(bad(format!("{label}: the name is not a DNS subdomain (lowercase letters, digits, '-', '.')")));
     }

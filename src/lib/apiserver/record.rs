@@ -66,6 +66,10 @@ fn ours(path: &Path, what: &str) -> Result<()> {
     } else {
         String::new()
     };
+    if !meta.is_file() {
+        let kind = if meta.is_dir() { "directory" } else { "special file" };
+        return Err(Error::invalid(what, format!("{} is a {kind}, not a file dpctl can write", path.display())));
+    }
     if head.contains(WRITTEN_BY) {
         return Ok(());
     }
