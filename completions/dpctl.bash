@@ -16,6 +16,9 @@ _dpctl() {
             ",$1")
                 cmd="dpctl"
                 ;;
+            dpctl,apiserver)
+                cmd="dpctl__subcmd__apiserver"
+                ;;
             dpctl,bench)
                 cmd="dpctl__subcmd__bench"
                 ;;
@@ -57,6 +60,24 @@ _dpctl() {
                 ;;
             dpctl,smoke)
                 cmd="dpctl__subcmd__smoke"
+                ;;
+            dpctl__subcmd__apiserver,help)
+                cmd="dpctl__subcmd__apiserver__subcmd__help"
+                ;;
+            dpctl__subcmd__apiserver,slices)
+                cmd="dpctl__subcmd__apiserver__subcmd__slices"
+                ;;
+            dpctl__subcmd__apiserver,writes)
+                cmd="dpctl__subcmd__apiserver__subcmd__writes"
+                ;;
+            dpctl__subcmd__apiserver__subcmd__help,help)
+                cmd="dpctl__subcmd__apiserver__subcmd__help__subcmd__help"
+                ;;
+            dpctl__subcmd__apiserver__subcmd__help,slices)
+                cmd="dpctl__subcmd__apiserver__subcmd__help__subcmd__slices"
+                ;;
+            dpctl__subcmd__apiserver__subcmd__help,writes)
+                cmd="dpctl__subcmd__apiserver__subcmd__help__subcmd__writes"
                 ;;
             dpctl__subcmd__bench,allocate)
                 cmd="dpctl__subcmd__bench__subcmd__allocate"
@@ -166,6 +187,9 @@ _dpctl() {
             dpctl__subcmd__dra__subcmd__help,watch-health)
                 cmd="dpctl__subcmd__dra__subcmd__help__subcmd__watch__subcmd__health"
                 ;;
+            dpctl__subcmd__help,apiserver)
+                cmd="dpctl__subcmd__help__subcmd__apiserver"
+                ;;
             dpctl__subcmd__help,bench)
                 cmd="dpctl__subcmd__help__subcmd__bench"
                 ;;
@@ -207,6 +231,12 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help,smoke)
                 cmd="dpctl__subcmd__help__subcmd__smoke"
+                ;;
+            dpctl__subcmd__help__subcmd__apiserver,slices)
+                cmd="dpctl__subcmd__help__subcmd__apiserver__subcmd__slices"
+                ;;
+            dpctl__subcmd__help__subcmd__apiserver,writes)
+                cmd="dpctl__subcmd__help__subcmd__apiserver__subcmd__writes"
                 ;;
             dpctl__subcmd__help__subcmd__bench,allocate)
                 cmd="dpctl__subcmd__help__subcmd__bench__subcmd__allocate"
@@ -560,12 +590,170 @@ _dpctl() {
 
     case "${cmd}" in
         dpctl)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version plugin kubelet-sim podresources mock-plugin dra apiserver smoke scenario demo checkpoint doctor explain bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__apiserver)
+            opts="-o -v -q -h -V --dir --objects --listen --kubeconfig-out --output --color --verbose --quiet --no-trunc --no-headers --help --version slices writes help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --objects)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig-out)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__apiserver__subcmd__help)
+            opts="slices writes help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__apiserver__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__apiserver__subcmd__help__subcmd__slices)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__apiserver__subcmd__help__subcmd__writes)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__apiserver__subcmd__slices)
+            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__apiserver__subcmd__writes)
+            opts="-o -v -q -h -V --dir --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
@@ -2020,8 +2208,50 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help)
-            opts="plugin kubelet-sim podresources mock-plugin dra smoke scenario demo checkpoint doctor explain bench completions help"
+            opts="plugin kubelet-sim podresources mock-plugin dra apiserver smoke scenario demo checkpoint doctor explain bench completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__apiserver)
+            opts="slices writes"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__apiserver__subcmd__slices)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__apiserver__subcmd__writes)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -1,7 +1,11 @@
 #!/bin/sh
 # Builds the referee (conformance/referee: the kubelet's own code, run) for
-# kubelet releases: dpctl-referee-1.NN into ${DPCTL_REFEREE_DIR:-<repo>/target/referee}.
-# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37]   (default: all four)
+# kubelet releases: dpctl-referee-1.NN into ${DPCTL_REFEREE_DIR:-<repo>/target/referee},
+# and the DRA driver built on the upstream kubeletplugin helper
+# (conformance/dra-driver): dpctl-dra-driver into
+# ${DPCTL_DRA_DRIVER_DIR:-<repo>/target/dra-driver}.
+# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 dra-driver]
+#        (default: all four referees and the DRA driver)
 # GOMODCACHE, GOCACHE and GOFLAGS come from the environment; the builds
 # share GOCACHE, so packages that did not change between releases compile
 # once.
@@ -18,12 +22,15 @@ if [ "${1:-}" = "--lean" ]; then
 	lean=yes
 	shift
 fi
-releases=${*:-1.34 1.35 1.36 1.37}
-for r in $releases; do
+targets=${*:-1.34 1.35 1.36 1.37 dra-driver}
+releases=
+dra_driver=no
+for r in $targets; do
 	case $r in
-	1.34 | 1.35 | 1.36 | 1.37) ;;
+	1.34 | 1.35 | 1.36 | 1.37) releases="$releases $r" ;;
+	dra-driver) dra_driver=yes ;;
 	*)
-		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37)" >&2
+		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37; or dra-driver)" >&2
 		exit 2
 		;;
 	esac
@@ -44,7 +51,7 @@ if [ $lean = yes ]; then
 		esac
 	done
 fi
-mkdir -p "$out"
+[ -z "$releases" ] || mkdir -p "$out"
 cd "$here/referee"
 for r in $releases; do
 	tag=k8s_$(echo "$r" | tr . _)
@@ -60,3 +67,16 @@ for r in $releases; do
 		go clean -cache -modcache
 	fi
 done
+if [ $dra_driver = yes ]; then
+	drv_out=${DPCTL_DRA_DRIVER_DIR:-$repo/target/dra-driver}
+	mkdir -p "$drv_out"
+	cd "$here/dra-driver"
+	if ! CGO_ENABLED=${CGO_ENABLED:-0} go build -trimpath -ldflags="-s -w" -o "$drv_out/dpctl-dra-driver" .; then
+		echo "build.sh: building the DRA driver (conformance/dra-driver) failed" >&2
+		exit 1
+	fi
+	echo "built $drv_out/dpctl-dra-driver: $("$drv_out/dpctl-dra-driver" --version)"
+	if [ $lean = yes ]; then
+		go clean -cache -modcache
+	fi
+fi

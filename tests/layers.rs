@@ -14,6 +14,7 @@ const LAYERS: &[(&str, u8)] = &[
     // The one output layer: renders domain data as tables or JSON.
     ("output", 4),
     // Domains: each behaviour dpctl has. They may use each other without cycles.
+    ("apiserver", 3),
     ("bench", 3),
     ("check", 3),
     ("checkpoint", 3),

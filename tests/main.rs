@@ -4,6 +4,7 @@
 
 mod support;
 
+mod apiserver;
 mod bench;
 mod check;
 mod checkpoint;

@@ -9,6 +9,7 @@
 
 #![warn(missing_docs)]
 
+pub mod apiserver;
 pub mod bench;
 pub mod check;
 pub mod checkpoint;

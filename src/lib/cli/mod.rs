@@ -2,6 +2,7 @@
 //! library. This is the only module that knows about clap; it writes data to
 //! the [`Term`]'s stdout and progress to its stderr, never anywhere else.
 
+pub mod apiserver;
 pub mod args;
 pub mod bench;
 pub mod check;
@@ -109,6 +110,9 @@ pub enum Command {
     /// watch-health) with the answers judged, or be a mock DRA driver.
     #[command(subcommand)]
     Dra(dra::DraCommand),
+    /// Serve the Kubernetes API a DRA driver needs (claims, Node, ResourceSlices) from a file,
+    /// with no cluster; record the slices it publishes.
+    Apiserver(apiserver::ApiserverArgs),
     /// Run a vendor's plugin against a fresh kubelet-sim and check it end to end.
     Smoke(smoke::SmokeArgs),
     /// Run scenario files on kubelet-sim or a referee (the kubelet's own code); diff the two.
@@ -142,6 +146,7 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
         Command::Podresources(cmd) => podresources::run(cmd, s).await?,
         Command::MockPlugin(args) => mock_plugin::run(args, s).await?,
         Command::Dra(cmd) => dra::run(cmd, s).await?,
+        Command::Apiserver(args) => apiserver::run(args, s).await?,
         Command::Smoke(args) => smoke::run(args, s).await?,
         Command::Scenario(cmd) => scenario::run(cmd, s).await?,
         Command::Demo(args) => demo::run(args, s).await?,

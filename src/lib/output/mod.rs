@@ -3,6 +3,7 @@
 //! write into any `Write`, so tests render into a `Vec<u8>`; nothing here
 //! decides where bytes go.
 
+pub mod apiserver;
 pub mod bench;
 pub mod cases;
 pub mod check;

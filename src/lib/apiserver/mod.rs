@@ -1,0 +1,158 @@
+//! `dpctl apiserver`: a small Kubernetes API server for DRA drivers, with
+//! no cluster. A driver built on the `kubeletplugin` helper refuses to
+//! start without a Kubernetes client, GETs every claim before it prepares
+//! it and publishes its devices as ResourceSlices (list, watch, create,
+//! update, delete; and a GET of its Node). This serves exactly that, from
+//! an objects file, to the real client-go: JSON over plain HTTP on
+//! loopback, resourceVersions and watches as the API server gives them,
+//! and its `Status` bodies for failures (a 404 for every version it does
+//! not serve, so the helper's v1 → v1beta2 → v1beta1 fallback works).
+//! Every write is recorded in the directory (see [`record`]).
+
+pub mod kinds;
+pub mod objects;
+pub mod protobuf;
+pub mod record;
+pub mod select;
+pub mod status;
+pub mod store;
+pub mod watch;
+
+mod http;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Result};
+pub use record::Record;
+pub use store::{Verb, Write};
+
+/// Where the server listens by default: loopback, a port the OS picks.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:0";
+
+/// What `dpctl apiserver` serves and where.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The directory for the record and (by default) the kubeconfig.
+    pub dir: PathBuf,
+    /// The objects file.
+    pub objects: PathBuf,
+    /// The address to listen on (loopback only).
+    pub listen: SocketAddr,
+    /// Where the kubeconfig goes [default: DIR/kubeconfig].
+    pub kubeconfig_out: Option<PathBuf>,
+}
+
+/// A bound server, not yet serving.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    state: Arc<http::State>,
+    writes: tokio::sync::mpsc::UnboundedReceiver<Write>,
+    url: String,
+    kubeconfig: PathBuf,
+    objects: usize,
+}
+
+/// Loads the objects, binds the address and writes the kubeconfig and an
+/// empty record: after this returns, clients can connect.
+pub async fn bind(config: &Config) -> Result<Server> {
+    if !config.listen.ip().is_loopback() {
+        return Err(Error::invalid(
+            "--listen",
+            format!(
+                "{} is not a loopback address: dpctl apiserver has no authentication and no TLS, so it \
+                 listens on 127.0.0.1 or ::1 only",
+                config.listen
+            ),
+        ));
+    }
+    let loaded = objects::load(&config.objects)?;
+    let count = loaded.len();
+    let kubeconfig = config.kubeconfig_out.clone().unwrap_or_else(|| config.dir.join("kubeconfig"));
+    record::check_paths(&config.dir, &kubeconfig)?;
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| Error::Bind { path: PathBuf::from(config.listen.to_string()), source })?;
+    let local = listener.local_addr().map_err(|e| Error::io("reading the bound address", e))?;
+    let url = format!("http://{local}");
+    let store = store::Store::new(loaded);
+    let recorder = record::Recorder::start(&config.dir, &url, &kubeconfig, store.slices(), store.resource_version())?;
+    let (changed, _) = tokio::sync::watch::channel(store.resource_version());
+    let (tx, writes) = tokio::sync::mpsc::unbounded_channel();
+    let state = Arc::new(http::State {
+        inner: Mutex::new((store, recorder)),
+        changed,
+        writes: tx,
+        address: local.to_string(),
+        stop: CancellationToken::new(),
+        record_error: Mutex::new(None),
+    });
+    Ok(Server { listener, state, writes, url, kubeconfig, objects: count })
+}
+
+impl Server {
+    /// The server's URL, e.g. `http://127.0.0.1:38211`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The kubeconfig written for it.
+    pub fn kubeconfig(&self) -> &std::path::Path {
+        &self.kubeconfig
+    }
+
+    /// How many objects it serves from the file.
+    pub fn objects(&self) -> usize {
+        self.objects
+    }
+
+    /// Serves until `shutdown` completes, calling `on_write` for each write
+    /// as it happens. Returns the record as it stands at the end.
+    pub async fn run(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+        mut on_write: impl FnMut(&Write) -> Result<()>,
+    ) -> Result<Record> {
+        tokio::pin!(shutdown);
+        let mut connections = tokio::task::JoinSet::new();
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                Some(w) = self.writes.recv() => on_write(&w)?,
+                accepted = self.listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let state = Arc::clone(&self.state);
+                    connections.spawn(serve_connection(stream, state));
+                }
+                Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            }
+        }
+        self.state.stop.cancel();
+        connections.abort_all();
+        while let Ok(w) = self.writes.try_recv() {
+            on_write(&w)?;
+        }
+        if let Some(e) = self.state.record_error.lock().ok().and_then(|e| e.clone()) {
+            return Err(Error::io("recording a write", std::io::Error::other(e)));
+        }
+        let inner = self
+            .state
+            .inner
+            .lock()
+            .map_err(|_| Error::io("reading the record", std::io::Error::other("poisoned lock")))?;
+        Ok(inner.1.current().clone())
+    }
+}
+
+async fn serve_connection(stream: tokio::net::TcpStream, state: Arc<http::State>) {
+    let io = hyper_util::rt::TokioIo::new(stream);
+    let service = hyper::service::service_fn(move |req| http::handle(Arc::clone(&state), req));
+    // A client that goes away mid-request is its own business.
+    let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+}
