@@ -8,6 +8,7 @@ use super::args::Target;
 use crate::error::Result;
 use crate::output::{Streams, plugin as render};
 use crate::plugin_client::{Call, WatchLimits};
+use crate::transport::ClientConfig;
 
 /// `dpctl plugin ...`
 #[derive(Debug, Subcommand)]
@@ -106,7 +107,8 @@ pub async fn run(cmd: PluginCommand, s: &mut Streams<'_>) -> Result<u8> {
         PluginCommand::Watch { target, count } => {
             let limits = WatchLimits { count, deadline: target.timeout.map(crate::duration::deadline) };
             let socket = target.socket_path()?;
-            return render::watch(&socket, &target.client_config(Duration::from_secs(10)), limits, s).await;
+            let config = ClientConfig { tap: s.wire.clone(), ..target.client_config(Duration::from_secs(10)) };
+            return render::watch(&socket, &config, limits, s).await;
         }
         PluginCommand::Call(CallCommand::Options { target }) => (target, Call::Options),
         PluginCommand::Call(CallCommand::List { target }) => {
@@ -120,5 +122,6 @@ pub async fn run(cmd: PluginCommand, s: &mut Streams<'_>) -> Result<u8> {
         PluginCommand::Call(CallCommand::Prestart { target, devices }) => (target, Call::Prestart(devices)),
     };
     let socket = target.socket_path()?;
-    render::call(&socket, &target.client_config(Duration::from_secs(10)), call, s).await
+    let config = ClientConfig { tap: s.wire.clone(), ..target.client_config(Duration::from_secs(10)) };
+    render::call(&socket, &config, call, s).await
 }

@@ -161,6 +161,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
             ..Default::default()
         },
         engine: args.engine,
+        tap: s.wire.clone(),
         ..SmokeConfig::default()
     };
     render::run(s, config, &versions, args.junit.as_deref()).await

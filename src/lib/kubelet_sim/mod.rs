@@ -139,6 +139,8 @@ pub struct SimConfig {
     /// Create kubelet.sock this long after the sim has started
     /// (`--kubelet-socket-delay`; zero: at once).
     pub kubelet_socket_delay: Duration,
+    /// Where to report the sim's calls to plugins on the wire (`smoke -v`).
+    pub tap: Option<crate::transport::Tap>,
 }
 
 impl SimConfig {
@@ -170,6 +172,7 @@ impl SimConfig {
             topology: crate::topology::TopologyConfig::default(),
             max_resources: MAX_RESOURCES,
             kubelet_socket_delay: Duration::ZERO,
+            tap: None,
         }
     }
 

@@ -21,6 +21,8 @@ pub struct ClientConfig {
     pub call_timeout: Duration,
     /// Largest message accepted from the server.
     pub max_recv_bytes: usize,
+    /// Where to report each call on the wire (`-v`); none: not reported.
+    pub tap: Option<super::wire::Tap>,
 }
 
 impl Default for ClientConfig {
@@ -29,6 +31,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(10),
             call_timeout: Duration::from_secs(10),
             max_recv_bytes: KUBELET_MAX_RECV,
+            tap: None,
         }
     }
 }
@@ -191,7 +194,7 @@ pub(crate) fn file_kind(t: &std::fs::FileType) -> &'static str {
 }
 
 /// An error and its sources on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut cur = e.source();
     while let Some(c) = cur {
