@@ -365,6 +365,7 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     config.checkpoint = !args.no_checkpoint;
     config.adopt_checkpoint = args.adopt_checkpoint;
     config.topology = args.topology.config();
+    config.tap = s.wire.clone();
     let sim = KubeletSim::start(config).await?;
     let view = render::ServeView { expects, timeout: args.timeout, live: s.progress };
     render::serve(sim, view, s).await

@@ -66,8 +66,8 @@ pub struct GlobalArgs {
     /// When to color the output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
-    /// More detail on stderr. plugin call|watch|check and smoke show each gRPC call as grpcurl
-    /// -v does: -v the method, each request and response message as JSON, the status and the
+    /// More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call
+    /// to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the
     /// latency; -vv adds the request and response headers and the trailers; -vvv prints long
     /// messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv
     /// debug, -vvv trace).

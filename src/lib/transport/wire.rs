@@ -197,7 +197,7 @@ impl tower::Service<http::Request<Body>> for WireChannel {
                     Ok(response.map(|b| Body::new(Tapped::new(b, log, Side::Response))))
                 }
                 Err(e) => {
-                    log.end("unavailable", super::client::error_chain(&e), "transport", Vec::new());
+                    log.end("unavailable", crate::text::error_chain(&e), "transport", Vec::new());
                     Err(e)
                 }
             }
