@@ -220,10 +220,23 @@ async fn smoke_v_names_who_makes_each_call() {
     ])
     .await;
     r.expect_code(0);
-    let calls: Vec<&str> = r.stderr.lines().filter(|l| l.contains(" call /")).collect();
+    // The plugin's Register comes in first (kubelet-sim serves it), with what it asked.
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert!(lines.contains(&"< #1 served /v1beta1.Registration/Register (by kubelet-sim)"), "{}", r.stderr);
+    let register = lines.iter().find(|l| l.starts_with("< #1 request ")).expect("the RegisterRequest");
+    assert!(
+        register.contains(r#""resource_name":"example.com/gpu""#) && register.contains(r#""version":"v1beta1""#),
+        "{register}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with("> #1 response 1 {} (0 bytes, ")),
+        "the empty answer goes out: {}",
+        r.stderr
+    );
+    let calls: Vec<&str> = lines.iter().copied().filter(|l| l.contains(" call /")).collect();
     assert_eq!(
         calls.first().copied(),
-        Some("> #1 call /v1beta1.DevicePlugin/GetDevicePluginOptions (by kubelet-sim)"),
+        Some("> #2 call /v1beta1.DevicePlugin/GetDevicePluginOptions (by kubelet-sim)"),
         "{}",
         r.stderr
     );
@@ -269,12 +282,12 @@ async fn kubelet_sim_v_shows_its_calls_to_the_plugin() {
     }
     let calls: Vec<&str> =
         seen.iter().filter(|e| e["event"] == "call").map(|e| e["method"].as_str().unwrap()).collect();
-    assert_eq!(
-        calls,
-        ["GetDevicePluginOptions", "ListAndWatch", "Allocate"].map(|m| format!("/v1beta1.DevicePlugin/{m}")),
-        "{seen:#?}"
-    );
-    let request = seen.iter().find(|e| e["event"] == "request" && e["call"] == 3).unwrap();
+    let mut want = vec!["/v1beta1.Registration/Register".to_string()];
+    want.extend(["GetDevicePluginOptions", "ListAndWatch", "Allocate"].map(|m| format!("/v1beta1.DevicePlugin/{m}")));
+    assert_eq!(calls, want, "{seen:#?}");
+    assert_eq!(seen[0]["served"], true, "the sim answers Register: {}", seen[0]);
+    let allocate = seen.iter().find(|e| e["event"] == "call" && e["method"] == "/v1beta1.DevicePlugin/Allocate");
+    let request = seen.iter().find(|e| e["event"] == "request" && e["call"] == allocate.unwrap()["call"]).unwrap();
     let ids = &request["message"]["json"]["container_requests"][0]["devices_ids"];
     assert_eq!(ids.as_array().map(Vec::len), Some(1), "{request}");
     assert!(sim.seen.iter().all(|l| {

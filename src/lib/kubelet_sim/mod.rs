@@ -803,7 +803,8 @@ async fn serve_registration(inner: &Arc<Inner>) -> Result<()> {
     let listener = transport::bind(&inner.paths.kubelet_socket, &opts).await?;
     inner.lock().socket_served(Instant::now());
     let service = registration::RegistrationService { inner: Arc::clone(inner) };
-    let router = transport::server_builder().add_service(RegistrationServer::new(service));
+    let service = transport::WireService::new(RegistrationServer::new(service), inner.config.tap.clone());
+    let router = transport::server_builder().add_service(service);
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let join = tokio::spawn(transport::serve(router, listener, async {
         let _ = rx.await;

@@ -41,8 +41,21 @@ pub fn tap(term: &mut Term, detail: Detail) -> Tap {
     let err = std::mem::replace(&mut term.err, Box::new(std::io::sink()));
     let shared = Shared(Arc::new(Mutex::new(err)));
     term.err = Box::new(shared.clone());
+    // The calls dpctl serves, from their `Call` to their `End`: their arrows point the other way.
+    let served = Mutex::new(std::collections::HashSet::new());
     Tap::new(move |event| {
-        let text = render(event, detail);
+        let id = event.call();
+        let is_served = served.lock().is_ok_and(|mut s| {
+            if let WireEvent::Call { served: true, .. } = event {
+                s.insert(id);
+            }
+            let is = s.contains(&id);
+            if let WireEvent::End { .. } = event {
+                s.remove(&id);
+            }
+            is
+        });
+        let text = render(event, detail, is_served);
         if let Ok(mut w) = shared.0.lock() {
             // stderr going away must not fail the call being watched.
             let _ = w.write_all(text.as_bytes()).and_then(|()| w.flush());
@@ -64,58 +77,60 @@ impl Write for Shared {
     }
 }
 
-/// One event as the lines a person reads (`>` sent, `<` received), or one JSON line.
-pub fn render(event: &WireEvent, detail: Detail) -> String {
+/// One event as the lines a person reads (`>` dpctl sends, `<` dpctl
+/// receives; `served`: dpctl answers the call), or one JSON line.
+pub fn render(event: &WireEvent, detail: Detail, served: bool) -> String {
     if detail.json {
         let mut line = serde_json::to_string(event).unwrap_or_default();
         line.push('\n');
         return line;
     }
     let mut s = String::new();
+    // The request goes out and the answer comes in, or the other way round when dpctl serves.
+    let (out, back) = if served { ('<', '>') } else { ('>', '<') };
     match event {
-        WireEvent::Call { call, method, by, headers } => {
+        WireEvent::Call { call, method, by, served, headers } => {
             let by = by.as_ref().map(|b| format!(" (by {b})")).unwrap_or_default();
-            let _ = writeln!(s, "> #{call} call {method}{by}");
+            let verb = if *served { "served" } else { "call" };
+            let _ = writeln!(s, "{out} #{call} {verb} {method}{by}");
             if detail.headers {
-                header_lines(&mut s, '>', *call, "header", headers);
+                header_lines(&mut s, out, *call, "header", headers);
             }
         }
         WireEvent::Request { call, message, .. } => {
-            let _ = writeln!(s, "> #{call} request {}", message_text(message, detail));
+            let _ = writeln!(s, "{out} #{call} request {}", message_text(message, detail));
         }
         WireEvent::Headers { call, headers, elapsed_ms, .. } => {
             if detail.headers {
-                let _ = writeln!(s, "< #{call} headers ({})", ms(*elapsed_ms));
-                header_lines(&mut s, '<', *call, "header", headers);
+                let _ = writeln!(s, "{back} #{call} headers ({})", ms(*elapsed_ms));
+                header_lines(&mut s, back, *call, "header", headers);
             }
         }
         WireEvent::Response { call, seq, message, elapsed_ms, .. } => {
             let bytes = crate::text::count(message.bytes as u64, "byte", "bytes");
-            let _ = writeln!(
-                s,
-                "< #{call} response {seq} {} ({bytes}, {})",
-                message_text(message, detail),
-                ms(*elapsed_ms)
-            );
+            let text = message_text(message, detail);
+            let _ = writeln!(s, "{back} #{call} response {seq} {text} ({bytes}, {})", ms(*elapsed_ms));
         }
         WireEvent::End {
             call, code, status_message, ended_by, trailers, trailers_only, responses, elapsed_ms, ..
         } => {
             if detail.headers && *trailers_only {
-                let _ =
-                    writeln!(s, "< #{call} trailers: none (a trailers-only response: the status came in the headers)");
+                let _ = writeln!(
+                    s,
+                    "{back} #{call} trailers: none (a trailers-only response: the status came in the headers)"
+                );
             } else if detail.headers {
-                header_lines(&mut s, '<', *call, "trailer", trailers);
+                header_lines(&mut s, back, *call, "trailer", trailers);
             }
             let code = code_text(code);
             let took = ms(*elapsed_ms);
             let _ = match *ended_by {
-                "client" => {
+                "client" if !served => {
                     let n = crate::text::count(*responses, "response", "responses");
-                    writeln!(s, "< #{call} status {code}: dpctl ended the call after {n} ({took})")
+                    writeln!(s, "{back} #{call} status {code}: dpctl ended the call after {n} ({took})")
                 }
-                _ if status_message.is_empty() => writeln!(s, "< #{call} status {code} ({took})"),
-                _ => writeln!(s, "< #{call} status {code}: {status_message} ({took})"),
+                _ if status_message.is_empty() => writeln!(s, "{back} #{call} status {code} ({took})"),
+                _ => writeln!(s, "{back} #{call} status {code}: {status_message} ({took})"),
             };
         }
     }
@@ -181,10 +196,15 @@ mod tests {
     fn a_call_reads_as_sent_and_received_lines() {
         let d = Detail { headers: false, whole: false, json: false };
         let h = vec![Header { name: "te".into(), value: "trailers".into() }];
-        let call =
-            WireEvent::Call { call: 3, method: "/v1beta1.DevicePlugin/Allocate".into(), by: None, headers: h.clone() };
-        assert_eq!(render(&call, d), "> #3 call /v1beta1.DevicePlugin/Allocate\n");
-        let with_headers = render(&call, Detail { headers: true, ..d });
+        let call = WireEvent::Call {
+            call: 3,
+            method: "/v1beta1.DevicePlugin/Allocate".into(),
+            by: None,
+            served: false,
+            headers: h.clone(),
+        };
+        assert_eq!(render(&call, d, false), "> #3 call /v1beta1.DevicePlugin/Allocate\n");
+        let with_headers = render(&call, Detail { headers: true, ..d }, false);
         assert_eq!(with_headers, "> #3 call /v1beta1.DevicePlugin/Allocate\n> #3 header te: trailers\n");
         let resp = WireEvent::Response {
             call: 3,
@@ -193,7 +213,7 @@ mod tests {
             message: msg(serde_json::json!({"a": 1})),
             elapsed_ms: 1.234,
         };
-        assert_eq!(render(&resp, d), "< #3 response 1 {\"a\":1} (2 bytes, 1.23ms)\n");
+        assert_eq!(render(&resp, d, false), "< #3 response 1 {\"a\":1} (2 bytes, 1.23ms)\n");
         let end = |by, code: &str, message: &str| WireEvent::End {
             call: 3,
             method: String::new(),
@@ -205,17 +225,19 @@ mod tests {
             responses: 1,
             elapsed_ms: 1500.0,
         };
-        assert_eq!(render(&end("server", "ok", ""), d), "< #3 status OK (1.50s)\n");
-        assert_eq!(render(&end("server", "not_found", "no dev"), d), "< #3 status NotFound: no dev (1.50s)\n");
+        assert_eq!(render(&end("server", "ok", ""), d, false), "< #3 status OK (1.50s)\n");
+        assert_eq!(render(&end("server", "not_found", "no dev"), d, false), "< #3 status NotFound: no dev (1.50s)\n");
         assert_eq!(
-            render(&end("client", "cancelled", ""), d),
+            render(&end("client", "cancelled", ""), d, false),
             "< #3 status Cancelled: dpctl ended the call after 1 response (1.50s)\n"
         );
         assert_eq!(
-            render(&end("server", "ok", ""), Detail { headers: true, ..d }),
+            render(&end("server", "ok", ""), Detail { headers: true, ..d }, false),
             "< #3 trailers: (none)\n< #3 status OK (1.50s)\n"
         );
-        let json = render(&end("server", "ok", ""), Detail { json: true, ..d });
+        // Served: the request comes in, the answer goes out.
+        assert_eq!(render(&resp, d, true), "> #3 response 1 {\"a\":1} (2 bytes, 1.23ms)\n");
+        let json = render(&end("server", "ok", ""), Detail { json: true, ..d }, false);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(
             (v["event"].as_str(), v["code"].as_str(), v["elapsed_ms"].as_f64()),

@@ -21,4 +21,4 @@ pub use server::{
     BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard, bind,
     incoming, incoming_with, is_stale, serve, serve_with,
 };
-pub use wire::{Tap, WireChannel, WireEvent};
+pub use wire::{Tap, WireChannel, WireEvent, WireService};

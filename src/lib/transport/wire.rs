@@ -63,6 +63,10 @@ pub enum WireEvent {
         /// (`smoke`: `kubelet-sim` or `plugin check`).
         #[serde(skip_serializing_if = "Option::is_none")]
         by: Option<String>,
+        /// dpctl serves this call (a plugin calls kubelet-sim's Registration):
+        /// the request is received and the response sent.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        served: bool,
         /// The request headers.
         headers: Vec<Header>,
     },
@@ -121,6 +125,19 @@ pub enum WireEvent {
         /// Time since the call started.
         elapsed_ms: f64,
     },
+}
+
+impl WireEvent {
+    /// The number of the call the event belongs to.
+    pub fn call(&self) -> u64 {
+        match self {
+            WireEvent::Call { call, .. }
+            | WireEvent::Request { call, .. }
+            | WireEvent::Headers { call, .. }
+            | WireEvent::Response { call, .. }
+            | WireEvent::End { call, .. } => *call,
+        }
+    }
 }
 
 /// Where a tapped channel reports its calls: a sink for [`WireEvent`]s,
@@ -186,7 +203,7 @@ impl tower::Service<http::Request<Body>> for WireChannel {
 
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let Some(tap) = self.tap.clone() else { return Box::pin(self.inner.call(request)) };
-        let log = CallLog::start(tap, &request);
+        let log = CallLog::start(tap, &request, false);
         let request = request.map(|b| Body::new(Tapped::new(b, Arc::clone(&log), Side::Request)));
         let sent = self.inner.call(request);
         Box::pin(async move {
@@ -205,6 +222,63 @@ impl tower::Service<http::Request<Body>> for WireChannel {
     }
 }
 
+/// A gRPC service dpctl serves, tapped or not: with a [`Tap`], each call
+/// it answers is reported as a [`WireChannel`]'s calls are (the `Call`
+/// event says `served`), so `smoke -v` shows the Register a plugin sends.
+#[derive(Debug, Clone)]
+pub struct WireService<S> {
+    inner: S,
+    tap: Option<Tap>,
+}
+
+impl<S> WireService<S> {
+    /// `inner`, reporting the calls it answers to `tap` when there is one.
+    pub fn new(inner: S, tap: Option<Tap>) -> Self {
+        WireService { inner, tap }
+    }
+}
+
+impl<S: tonic::server::NamedService> tonic::server::NamedService for WireService<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+type ServedFuture<E> = Pin<Box<dyn Future<Output = Result<http::Response<Body>, E>> + Send + 'static>>;
+
+impl<S> tower::Service<http::Request<Body>> for WireService<S>
+where
+    S: tower::Service<http::Request<Body>, Response = http::Response<Body>>,
+    S::Future: Send + 'static,
+    S::Error: std::fmt::Display + Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = S::Error;
+    type Future = ServedFuture<S::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let Some(tap) = self.tap.clone() else { return Box::pin(self.inner.call(request)) };
+        let log = CallLog::start(tap, &request, true);
+        let request = request.map(|b| Body::new(Tapped::new(b, Arc::clone(&log), Side::Request)));
+        let answered = self.inner.call(request);
+        Box::pin(async move {
+            match answered.await {
+                Ok(response) => {
+                    log.headers(response.headers());
+                    let log = Arc::clone(&log);
+                    Ok(response.map(|b| Body::new(Tapped::new(b, log, Side::Response))))
+                }
+                Err(e) => {
+                    log.end("unknown", e.to_string(), "server", Vec::new());
+                    Err(e)
+                }
+            }
+        })
+    }
+}
+
 /// One call's record, shared by its request body, its response future and
 /// its response body. When the last of them is dropped before the call
 /// ended, dpctl ended it (a deadline, or it stopped reading a stream).
@@ -215,16 +289,18 @@ struct CallLog {
     start: Instant,
     responses: AtomicU64,
     ended: AtomicBool,
+    served: bool,
     /// The status a trailers-only response carried in its headers.
     header_status: Mutex<Option<(String, String)>>,
 }
 
 impl CallLog {
-    fn start(tap: Tap, request: &http::Request<Body>) -> Arc<CallLog> {
+    fn start(tap: Tap, request: &http::Request<Body>, served: bool) -> Arc<CallLog> {
         let call = tap.next.fetch_add(1, Ordering::Relaxed);
         let method = request.uri().path().to_string();
         let by = tap.by.as_deref().map(String::from);
-        (tap.sink)(&WireEvent::Call { call, method: method.clone(), by, headers: headers(request.headers()) });
+        let headers = headers(request.headers());
+        (tap.sink)(&WireEvent::Call { call, method: method.clone(), by, served, headers });
         Arc::new(CallLog {
             tap,
             call,
@@ -232,6 +308,7 @@ impl CallLog {
             start: Instant::now(),
             responses: AtomicU64::new(0),
             ended: AtomicBool::new(false),
+            served,
             header_status: Mutex::new(None),
         })
     }
@@ -317,6 +394,9 @@ impl Drop for CallLog {
         match self.status_in_headers() {
             // tonic reads a trailers-only status from the headers and drops the body unread.
             Some((code, message)) => self.end(&code, message, "server", Vec::new()),
+            None if self.served => {
+                self.end("cancelled", "the caller ended the call before dpctl answered".into(), "client", Vec::new());
+            }
             None => self.end("cancelled", "dpctl ended the call before the server did".into(), "client", Vec::new()),
         }
     }
