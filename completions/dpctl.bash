@@ -3593,7 +3593,7 @@ _dpctl() {
                     return 0
                     ;;
                 --preferred)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "first-fit pack spread random ignore-numa lowest" -- "${cur}"))
                     return 0
                     ;;
                 --seed)
@@ -3691,7 +3691,7 @@ _dpctl() {
                     return 0
                     ;;
                 --health)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "healthy unhealthy" -- "${cur}"))
                     return 0
                     ;;
                 --numa)
@@ -3836,7 +3836,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__set__subcmd__health)
-            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version healthy unhealthy"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -5159,7 +5159,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -5249,7 +5249,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
                     return 0
                     ;;
                 --output)

@@ -80,7 +80,7 @@ async fn well_behaved_plugin_passes_every_check() {
     assert!(evidence(&v, "numa-ids-valid").contains("NUMA nodes 0-1"), "{v:#}");
     assert!(evidence(&v, "health-values").contains("3 Healthy, 1 Unhealthy"));
     assert!(evidence(&v, "message-size").contains("under the 4,194,304-byte limit"));
-    assert!(evidence(&v, "allocate-healthy").contains("2 containers [GPU-0] [GPU-1]: 2 response(s)"));
+    assert!(evidence(&v, "allocate-healthy").contains("2 containers [GPU-0] [GPU-1]: 2 responses"));
     assert!(evidence(&v, "allocate-unknown-id").contains("InvalidArgument"));
     assert!(evidence(&v, "parallel-calls").contains("still open"));
     for c in v["checks"].as_array().unwrap() {

@@ -168,3 +168,40 @@ async fn bench_json_is_as_documented_and_nothing_succeeded_shows_dashes() {
     assert_eq!(cells[6..11], ["-", "-", "-", "-", "-"], "{row}");
     h.stop().await.unwrap();
 }
+
+/// `-v -o json`: every event on stderr has the keys docs/json.md §8 lists for its kind.
+#[tokio::test]
+async fn wire_events_are_as_documented() {
+    let sb = Sandbox::new();
+    let mut r = ResourceConfig::new("example.com/gpu", 2);
+    r.faults.rpc.push(RpcFault {
+        rpc: RpcSelector::One(Rpc::Allocate),
+        error: Some(ErrorSpec { code: tonic::Code::NotFound, message: "none".into() }),
+        latency: None,
+        after: 0,
+    });
+    let cfg =
+        MockConfig { dir: Some(sb.path().to_path_buf()), register: false, resources: vec![r], ..MockConfig::default() };
+    let h = MockPlugin::start(cfg).await.expect("mock starts");
+    let sock = h.socket(&h.resources()[0]).unwrap().to_str().unwrap().to_string();
+    let mut events = Vec::new();
+    for call in [&["options"][..], &["allocate", "--devices", "GPU-0"]] {
+        let r = dpctl(&[&["plugin", "call"][..], call, &["--socket", &sock, "-o", "json", "-v"]].concat()).await;
+        events.extend(r.stderr.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()));
+    }
+    let label = |kind: &str| match kind {
+        "end" => "An end event: ".to_string(),
+        k => format!("A {k} event: "),
+    };
+    let kinds: BTreeSet<&str> = events.iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(kinds, BTreeSet::from(["call", "request", "headers", "response", "end"]));
+    for e in &events {
+        assert_eq!(keys(e), documented(&label(e["event"].as_str().unwrap())), "{e}");
+        if let Some(m) = e.get("message") {
+            assert_eq!(keys(m), documented("Each message: "), "{m}");
+        }
+        for h in e.get("headers").or(e.get("trailers")).and_then(Value::as_array).into_iter().flatten() {
+            assert_eq!(keys(h), documented("Each header and trailer: "), "{h}");
+        }
+    }
+}

@@ -13,7 +13,7 @@ use crate::model::Device;
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::deviceplugin::v1beta1::device_plugin_client::DevicePluginClient;
 use crate::transport::codec::{Reserve, Sized};
-use crate::transport::{self, ClientConfig};
+use crate::transport::{self, ClientConfig, WireChannel};
 
 /// One ListAndWatch message, with when it arrived and how big it was.
 #[derive(Debug, Clone)]
@@ -29,8 +29,8 @@ pub struct Snapshot {
 /// A connected device-plugin client.
 #[derive(Debug, Clone)]
 pub struct PluginClient {
-    inner: DevicePluginClient<Channel>,
-    channel: Channel,
+    inner: DevicePluginClient<WireChannel>,
+    channel: WireChannel,
     path: PathBuf,
     config: ClientConfig,
 }
@@ -42,8 +42,10 @@ impl PluginClient {
         Ok(Self::from_channel(channel, path, config))
     }
 
-    /// Wraps an existing channel (for callers that dial themselves).
+    /// Wraps an existing channel (for callers that dial themselves); its
+    /// calls go to the config's tap when it has one.
     pub fn from_channel(channel: Channel, path: &Path, config: &ClientConfig) -> Self {
+        let channel = WireChannel::new(channel, config.tap.clone());
         let inner = DevicePluginClient::new(channel.clone()).max_decoding_message_size(config.max_recv_bytes);
         PluginClient { inner, channel, path: path.to_path_buf(), config: config.clone() }
     }
@@ -303,10 +305,11 @@ impl Call {
 /// faster than through tonic's default codec, and its size need not be
 /// computed again).
 pub async fn open_list_and_watch(
-    channel: Channel,
+    channel: impl Into<WireChannel>,
     max_recv: usize,
 ) -> std::result::Result<tonic::Streaming<Sized<dp::ListAndWatchResponse>>, tonic::Status> {
-    transport::codec::server_streaming(channel, "v1beta1.DevicePlugin", "ListAndWatch", dp::Empty {}, max_recv).await
+    transport::codec::server_streaming(channel.into(), "v1beta1.DevicePlugin", "ListAndWatch", dp::Empty {}, max_recv)
+        .await
 }
 
 /// A list of 100,000 devices gets its 100,000 slots at once.

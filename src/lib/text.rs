@@ -65,6 +65,21 @@ pub fn fmt_duration(d: std::time::Duration) -> String {
     humantime::format_duration(std::time::Duration::from_secs(d.as_secs())).to_string()
 }
 
+/// An error and its sources on one line.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        cur = c.source();
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

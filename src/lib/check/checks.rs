@@ -14,7 +14,7 @@ use super::{CheckId, Finding};
 use crate::contract::{self, Violation};
 use crate::error::Error;
 use crate::proto::deviceplugin::v1beta1 as dp;
-use crate::text::fmt_duration;
+use crate::text::{count, fmt_duration};
 
 /// Most devices offered in one GetPreferredAllocation request.
 const PREFERRED_MAX_AVAILABLE: usize = 128;
@@ -114,10 +114,10 @@ fn register_options_note(reg: &super::Registration, answered: &dp::DevicePluginO
 async fn list_first_message_prompt(p: &mut Probe<'_>) -> Finding {
     match p.first_message().await {
         Ok(f) => Finding::pass(format!(
-            "first message after {} (deadline {}): {} device(s), {} bytes",
+            "first message after {} (deadline {}): {}, {} bytes",
             fmt_duration(f.after),
             fmt_duration(p.opts.first_message_timeout),
-            f.snapshot.devices.len(),
+            count(f.snapshot.devices.len() as u64, "device", "devices"),
             grouped(f.snapshot.encoded_len)
         )),
         Err(e) => Finding::fail(e),
@@ -147,7 +147,9 @@ async fn snapshot_rules(p: &mut Probe<'_>, id: CheckId) -> Finding {
         CheckId::DeviceIdsValid if devices.is_empty() => {
             "the first message lists no devices (capacity 0); nothing to check".to_string()
         }
-        CheckId::DeviceIdsValid => format!("{} device ID(s), all non-empty and unique", devices.len()),
+        CheckId::DeviceIdsValid => {
+            format!("{}, all non-empty and unique", count(devices.len() as u64, "device ID", "device IDs"))
+        }
         CheckId::HealthValues => {
             let healthy = devices.iter().filter(|d| d.is_healthy()).count();
             format!("{healthy} Healthy, {} Unhealthy", devices.len() - healthy)
@@ -158,12 +160,12 @@ async fn snapshot_rules(p: &mut Probe<'_>, id: CheckId) -> Finding {
             nodes.dedup();
             let without = devices.iter().filter(|d| d.numa_nodes.as_ref().is_none_or(Vec::is_empty)).count();
             if nodes.is_empty() {
-                format!("no device reports NUMA topology ({without} device(s) without)")
+                format!("no device reports NUMA topology ({} without)", count(without as u64, "device", "devices"))
             } else {
                 format!(
-                    "NUMA nodes {} on {} device(s); {without} without topology",
+                    "NUMA nodes {} on {}; {without} without topology",
                     crate::text::ranges(&nodes),
-                    devices.len() - without
+                    count((devices.len() - without) as u64, "device", "devices")
                 )
             }
         }
@@ -251,7 +253,10 @@ async fn allocate_healthy(p: &mut Probe<'_>) -> Finding {
             Ok(resp) => {
                 let v = contract::check_allocate(groups.len(), &resp);
                 if v.is_empty() {
-                    good.push(format!("{what}: {} response(s)", resp.container_responses.len()));
+                    good.push(format!(
+                        "{what}: {}",
+                        count(resp.container_responses.len() as u64, "response", "responses")
+                    ));
                 } else {
                     good.extend(v.into_iter().map(|v| {
                         format!(
@@ -417,13 +422,14 @@ async fn preferred_contract(p: &mut Probe<'_>) -> Finding {
         };
         let names: Vec<&str> = shapes.iter().map(|(w, _)| w.as_str()).collect();
         let note = if extra > 0 {
-            format!(" ({extra} answer(s) held more than one container response; the kubelet reads only the first)")
+            let (n, verb) = (count(extra as u64, "answer", "answers"), if extra == 1 { "holds" } else { "held" });
+            format!(" ({n} {verb} more than one container response; the kubelet reads only the first)")
         } else {
             String::new()
         };
         Finding::pass(format!(
-            "{} request(s) answered by the contract{capped}: {}{note}",
-            shapes.len(),
+            "{} answered by the contract{capped}: {}{note}",
+            count(shapes.len() as u64, "request", "requests"),
             names.join("; ")
         ))
     } else {
@@ -690,15 +696,16 @@ async fn list_stream_stays_open(p: &mut Probe<'_>) -> Finding {
     };
     match ended {
         Some(e) => Finding::fail(format!(
-            "the stream ended {} after the first message: {} ({messages} message(s) received)",
+            "the stream ended {} after the first message: {} ({} received)",
             fmt_duration(e.at.saturating_duration_since(first_at)),
-            e.how
+            e.how,
+            count(messages as u64, "message", "messages")
         )),
         None => Finding::pass(format!(
-            "open for {} after the first message, through the other checks (window {}); {messages} message(s) \
-             received",
+            "open for {} after the first message, through the other checks (window {}); {} received",
             fmt_duration(round_ms(first_at.elapsed())),
-            fmt_duration(window)
+            fmt_duration(window),
+            count(messages as u64, "message", "messages")
         )),
     }
 }

@@ -294,6 +294,8 @@ pub struct CheckTarget {
     pub max_message_bytes: usize,
     /// The registration, when known (`options-answer` notes options that differ from it).
     pub registration: Option<Registration>,
+    /// Where to report each call on the wire (`-v`).
+    pub tap: Option<crate::transport::Tap>,
 }
 
 impl CheckTarget {
@@ -304,6 +306,7 @@ impl CheckTarget {
             connect_timeout: Duration::from_secs(5),
             max_message_bytes: KUBELET_MAX_RECV,
             registration: None,
+            tap: None,
         }
     }
 }

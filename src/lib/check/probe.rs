@@ -92,7 +92,7 @@ impl<'a> Probe<'a> {
     /// Connects to the plugin; this is the only error that stops the suite.
     pub async fn connect(target: &'a CheckTarget, opts: &'a CheckOptions) -> Result<Probe<'a>> {
         let channel = transport::connect(&target.socket, target.connect_timeout).await?;
-        let client = PluginClient::from_channel(channel.clone(), &target.socket, &config(opts.call_timeout));
+        let client = PluginClient::from_channel(channel.clone(), &target.socket, &config(target, opts.call_timeout));
         Ok(Probe {
             target,
             opts,
@@ -109,7 +109,7 @@ impl<'a> Probe<'a> {
 
     /// A client on the same connection with another call deadline.
     pub fn client_with(&self, call_timeout: Duration) -> PluginClient {
-        PluginClient::from_channel(self.channel.clone(), &self.target.socket, &config(call_timeout))
+        PluginClient::from_channel(self.channel.clone(), &self.target.socket, &config(self.target, call_timeout))
     }
 
     /// A client whose ListAndWatch waits for the response headers as long as
@@ -204,8 +204,8 @@ impl<'a> Probe<'a> {
     }
 }
 
-fn config(call_timeout: Duration) -> ClientConfig {
-    ClientConfig { connect_timeout: call_timeout, call_timeout, max_recv_bytes: DECODE_LIMIT }
+fn config(target: &CheckTarget, call_timeout: Duration) -> ClientConfig {
+    ClientConfig { connect_timeout: call_timeout, call_timeout, max_recv_bytes: DECODE_LIMIT, tap: target.tap.clone() }
 }
 
 /// Reads ListAndWatch until it ends, recording what arrives.

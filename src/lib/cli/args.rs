@@ -68,6 +68,7 @@ impl Target {
             connect_timeout: self.connect_timeout,
             call_timeout: self.timeout.unwrap_or(default_timeout),
             max_recv_bytes: self.max_recv_bytes,
+            tap: None,
         }
     }
 }

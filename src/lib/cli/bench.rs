@@ -139,7 +139,11 @@ async fn run_bench(session: &Session, s: &mut Streams<'_>) -> Result<u8> {
         crate::bench::Limit::Duration(d) => Some((session.config.warmup, d)),
         crate::bench::Limit::Total(_) => None,
     };
-    let spinner = s.progress.then(|| render::Spinner::start(Arc::clone(&progress), limit));
+    let total = match session.config.limit {
+        crate::bench::Limit::Total(n) => n,
+        crate::bench::Limit::Duration(_) => 0,
+    };
+    let spinner = s.progress.then(|| render::Spinner::start(Arc::clone(&progress), limit, total));
     let report = crate::bench::session::run(session, &progress).await;
     drop(spinner);
     let report = report?;

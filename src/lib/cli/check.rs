@@ -80,6 +80,7 @@ pub async fn run(args: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
         registration: args
             .register_options
             .map(|o| Registration { options: Some(o), source: "--register-options".into() }),
+        tap: s.wire.clone(),
     };
     let opts = CheckOptions {
         checks,

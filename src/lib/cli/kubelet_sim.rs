@@ -376,6 +376,7 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     config.checkpoint = !args.no_checkpoint;
     config.adopt_checkpoint = args.adopt_checkpoint;
     config.topology = args.topology.config();
+    config.tap = s.wire.clone();
     let sim = KubeletSim::start(config).await?;
     let view = ServeView { expects, timeout: args.timeout, live: s.progress };
     show_until_done(sim, view, s).await

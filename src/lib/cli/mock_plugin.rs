@@ -60,6 +60,7 @@ pub enum MockCommand {
         #[arg(value_name = "ID,ID...", value_delimiter = ',', required = true, num_args = 1)]
         ids: Vec<String>,
         /// healthy or unhealthy (any other string is sent as is, which the kubelet counts as unhealthy).
+        #[arg(value_parser = super::values::health())]
         health: String,
     },
     /// Add devices.
@@ -71,7 +72,7 @@ pub enum MockCommand {
         #[arg(value_name = "ID,ID...", value_delimiter = ',', required = true, num_args = 1)]
         ids: Vec<String>,
         /// Their health.
-        #[arg(long, default_value = "healthy")]
+        #[arg(long, default_value = "healthy", value_parser = super::values::health())]
         health: String,
         /// Their NUMA nodes, comma-separated (none: no topology).
         #[arg(long, value_delimiter = ',', value_name = "N,N...")]
@@ -184,7 +185,8 @@ pub struct ServeArgs {
     pub pre_start: bool,
     /// Advertise GetPreferredAllocation, answering with POLICY (first-fit, pack,
     /// spread, random). Without it the RPC is still answered, first-fit.
-    #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "first-fit", conflicts_with = "config")]
+    #[arg(long, value_name = "POLICY", num_args = 0..=1, default_missing_value = "first-fit", conflicts_with = "config",
+          value_parser = super::values::offering(|s: &str| s.parse::<Policy>(), Policy::NAMES))]
     pub preferred: Option<Policy>,
     /// Seed of the random policy.
     #[arg(long, default_value_t = 0, conflicts_with = "config")]

@@ -68,7 +68,11 @@ pub struct GlobalArgs {
     /// When to color the output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
     pub color: ColorChoice,
-    /// More logging on stderr (-v info, -vv debug, -vvv trace).
+    /// More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call
+    /// to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the
+    /// latency; -vv adds the request and response headers and the trailers; -vvv prints long
+    /// messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv
+    /// debug, -vvv trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Only errors on stderr; no progress display.
@@ -139,7 +143,10 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
     crate::output::set_truncate(term.out_is_tty && !cli.global.no_trunc);
     crate::output::set_no_headers(cli.global.no_headers);
     crate::output::set_yaml(cli.global.output == Format::Yaml);
+    let detail = crate::output::verbose::Detail::from_flags(cli.global.verbose, cli.global.quiet, cli.global.output);
+    let wire = detail.map(|d| crate::output::verbose::tap(term, d));
     let s = &mut term.streams(cli.global.output, cli.global.quiet, cli.global.verbose);
+    s.wire = wire;
     let code = match cli.command {
         Command::Plugin(cmd) => plugin::run(cmd, s).await?,
         Command::KubeletSim(args) => kubelet_sim::run(args, s).await?,

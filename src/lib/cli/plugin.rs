@@ -109,7 +109,8 @@ pub async fn run(cmd: PluginCommand, s: &mut Streams<'_>) -> Result<u8> {
         PluginCommand::Watch { target, count } => {
             let limits = WatchLimits { count, deadline: target.timeout.map(crate::duration::deadline) };
             let socket = target.socket_path()?;
-            return watch_plugin(&socket, &target.client_config(Duration::from_secs(10)), limits, s).await;
+            let config = ClientConfig { tap: s.wire.clone(), ..target.client_config(Duration::from_secs(10)) };
+            return watch_plugin(&socket, &config, limits, s).await;
         }
         PluginCommand::Call(CallCommand::Options { target }) => (target, Call::Options),
         PluginCommand::Call(CallCommand::List { target }) => {
@@ -123,7 +124,8 @@ pub async fn run(cmd: PluginCommand, s: &mut Streams<'_>) -> Result<u8> {
         PluginCommand::Call(CallCommand::Prestart { target, devices }) => (target, Call::Prestart(devices)),
     };
     let socket = target.socket_path()?;
-    call_plugin(&socket, &target.client_config(Duration::from_secs(10)), call, s).await
+    let config = ClientConfig { tap: s.wire.clone(), ..target.client_config(Duration::from_secs(10)) };
+    call_plugin(&socket, &config, call, s).await
 }
 
 /// Makes one call to the plugin at `socket` and renders the answer; the

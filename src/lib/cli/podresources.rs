@@ -93,6 +93,7 @@ impl Conn {
                 connect_timeout: self.connect_timeout,
                 call_timeout,
                 max_recv_bytes: self.max_recv_bytes,
+                tap: None,
             },
             api: self.api,
             ..PodResourcesConfig::default()

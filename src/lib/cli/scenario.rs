@@ -50,7 +50,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "ENGINE", default_value = "sim")]
     pub engine: EngineKind,
     /// Only these releases of each scenario's, comma-separated (e.g. 1.34,1.37) [default: each scenario's].
-    #[arg(long, value_name = "VERSION,...")]
+    #[arg(long, value_name = "VERSION,...", value_parser = super::values::releases_text())]
     pub kubelet_version: Option<String>,
 }
 
@@ -64,7 +64,7 @@ pub struct DiffArgs {
     #[arg(long, value_name = "PATH")]
     pub referee: PathBuf,
     /// Only these releases of each scenario's, comma-separated [default: each scenario's].
-    #[arg(long, value_name = "VERSION,...")]
+    #[arg(long, value_name = "VERSION,...", value_parser = super::values::releases_text())]
     pub kubelet_version: Option<String>,
 }
 

@@ -168,6 +168,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
             ..Default::default()
         },
         engine: args.engine,
+        tap: s.wire.clone(),
         ..SmokeConfig::default()
     };
     run_smoke(s, config, &versions, args.junit.as_deref()).await

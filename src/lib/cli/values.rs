@@ -178,6 +178,20 @@ pub fn kubelet_versions() -> Offered<impl clap::builder::TypedValueParser<Value 
     Offered { inner, values }
 }
 
+/// A comma-separated list of releases kept as text and checked by the
+/// command (`scenario --kubelet-version` also takes the release after the
+/// newest); offers single releases.
+pub fn releases_text() -> Offered<clap::builder::StringValueParser> {
+    let values = leaked(crate::kubelet_sim::KubeletVersion::all().iter().map(ToString::to_string));
+    Offered { inner: clap::builder::StringValueParser::new(), values }
+}
+
+/// A device's health: offers `healthy` and `unhealthy`; any other string is
+/// taken as is (the kubelet counts it as unhealthy).
+pub fn health() -> Offered<clap::builder::StringValueParser> {
+    Offered { inner: clap::builder::StringValueParser::new(), values: vec!["healthy", "unhealthy"] }
+}
+
 /// `--only`/`--skip` of `plugin check`: offers the check names.
 pub fn check_names() -> Offered<clap::builder::StringValueParser> {
     Offered {

@@ -192,7 +192,8 @@ enum Probe {
 }
 
 async fn probe_plugin(path: PathBuf, timeout: Duration) -> (PathBuf, Probe) {
-    let config = ClientConfig { connect_timeout: timeout, call_timeout: timeout, max_recv_bytes: KUBELET_MAX_RECV };
+    let config =
+        ClientConfig { connect_timeout: timeout, call_timeout: timeout, max_recv_bytes: KUBELET_MAX_RECV, tap: None };
     let client = match PluginClient::connect(&path, &config).await {
         Ok(c) => c,
         Err(Error::ConnectionRefused { .. }) => return (path, Probe::Stale),
@@ -635,6 +636,7 @@ async fn probe_podresources(path: PathBuf, timeout: Duration) -> crate::Result<P
             connect_timeout: timeout,
             call_timeout: timeout,
             max_recv_bytes: PodResourcesConfig::default().transport.max_recv_bytes,
+            tap: None,
         },
         rate_limit_retries: 0,
         ..PodResourcesConfig::default()

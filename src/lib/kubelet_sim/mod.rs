@@ -140,6 +140,8 @@ pub struct SimConfig {
     /// Create kubelet.sock this long after the sim has started
     /// (`--kubelet-socket-delay`; zero: at once).
     pub kubelet_socket_delay: Duration,
+    /// Where to report the sim's calls to plugins on the wire (`smoke -v`).
+    pub tap: Option<crate::transport::Tap>,
 }
 
 impl SimConfig {
@@ -171,6 +173,7 @@ impl SimConfig {
             topology: crate::topology::TopologyConfig::default(),
             max_resources: MAX_RESOURCES,
             kubelet_socket_delay: Duration::ZERO,
+            tap: None,
         }
     }
 
@@ -810,7 +813,8 @@ async fn serve_registration(inner: &Arc<Inner>) -> Result<()> {
     let listener = transport::bind(&inner.paths.kubelet_socket, &opts).await?;
     inner.lock().socket_served(Instant::now());
     let service = registration::RegistrationService { inner: Arc::clone(inner) };
-    let router = transport::server_builder().add_service(RegistrationServer::new(service));
+    let service = transport::WireService::new(RegistrationServer::new(service), inner.config.tap.clone());
+    let router = transport::server_builder().add_service(service);
     let (stop, rx) = tokio::sync::oneshot::channel::<()>();
     let join = tokio::spawn(transport::serve(router, listener, async {
         let _ = rx.await;

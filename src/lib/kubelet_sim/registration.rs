@@ -275,6 +275,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         connect_timeout: inner.config.dial_timeout,
         call_timeout: inner.config.rpc_timeout,
         max_recv_bytes: KUBELET_MAX_RECV,
+        tap: inner.config.tap.clone(),
     };
     let client = PluginClient::from_channel(channel.clone(), &input.socket, &config);
     let pre_start = PluginClient::from_channel(

@@ -223,7 +223,7 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Attempt {
         Ok(c) => c,
         Err(e) => return ignored(format!("cannot connect within {:?}: {e}", inner.config.dial_timeout)),
     };
-    let mut client = RegistrationClient::new(channel);
+    let mut client = RegistrationClient::new(crate::transport::WireChannel::new(channel, inner.config.tap.clone()));
     let info = match tokio::time::timeout(inner.config.get_info_timeout, client.get_info(reg::InfoRequest {})).await {
         Ok(Ok(r)) => r.into_inner(),
         Ok(Err(status)) => return ignored(format!("GetInfo failed: {}: {}", status.code(), status.message())),

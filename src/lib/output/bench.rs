@@ -121,22 +121,51 @@ pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<
     Ok(())
 }
 
-/// The live line: phase, elapsed and remaining time, counters and the
-/// current rate of answers without error.
-fn live_line(phase: &str, elapsed: Duration, limit: Option<(Duration, Duration)>, p: &Progress) -> String {
-    let ok = p.ok.load(Ordering::Relaxed);
-    let secs = elapsed.as_secs_f64();
-    let rate = if secs > 0.0 { ok as f64 / secs } else { 0.0 };
-    let left = limit.map_or_else(String::new, |(warmup, run)| {
-        format!("  {}s left", (warmup + run).saturating_sub(elapsed).as_secs())
-    });
-    format!(
-        "{phase}: {:.1}s{left}  sent {}  ok {}  errors {}  {rate:.0} ok/s",
-        secs,
-        p.sent.load(Ordering::Relaxed),
-        ok,
-        p.errors.load(Ordering::Relaxed)
-    )
+/// What a running bench still has to do: time (a measured duration after
+/// a warm-up) or requests (`--total`).
+#[derive(Debug, Clone, Copy)]
+enum Left {
+    Time { warmup: Duration, run: Duration },
+    Requests(u64),
+}
+
+/// The live line: phase, elapsed and remaining time (or requests),
+/// counters, and the rate of answers without error over the last second
+/// (`rate`; none until a second has been seen).
+fn live_line(phase: &str, elapsed: Duration, left: Left, p: &Progress, rate: Option<f64>) -> String {
+    let (sent, ok, errors) =
+        (p.sent.load(Ordering::Relaxed), p.ok.load(Ordering::Relaxed), p.errors.load(Ordering::Relaxed));
+    let left = match left {
+        Left::Time { warmup, run } => format!("{}s left", (warmup + run).saturating_sub(elapsed).as_secs()),
+        Left::Requests(total) if p.measuring.load(Ordering::Relaxed) == 1 => {
+            format!("{} left", crate::text::count(total.saturating_sub(sent), "request", "requests"))
+        }
+        Left::Requests(_) => "warm-up".to_string(),
+    };
+    let rate = rate.map_or_else(|| "- ok/s".to_string(), |r| format!("{r:.0} ok/s"));
+    format!("{phase}: {:.1}s elapsed, {left}  sent {sent}  ok {ok}  errors {errors}  {rate} now", elapsed.as_secs_f64())
+}
+
+/// Answers without error per second over about the last second, from
+/// samples of the `ok` counter (which restarts from 0 when measuring starts).
+#[derive(Debug, Default)]
+struct Rate {
+    samples: std::collections::VecDeque<(std::time::Instant, u64)>,
+}
+
+impl Rate {
+    fn sample(&mut self, at: std::time::Instant, ok: u64) -> Option<f64> {
+        if self.samples.back().is_some_and(|(_, last)| ok < *last) {
+            self.samples.clear();
+        }
+        self.samples.push_back((at, ok));
+        while self.samples.len() > 2 && at.duration_since(self.samples[1].0) >= Duration::from_secs(1) {
+            self.samples.pop_front();
+        }
+        let (first_at, first_ok) = *self.samples.front()?;
+        let span = at.duration_since(first_at).as_secs_f64();
+        (span >= 0.5).then(|| (ok - first_ok) as f64 / span)
+    }
 }
 
 /// A spinner on stderr showing a running bench's counters, redrawn ten times
@@ -150,17 +179,20 @@ pub struct Spinner {
 
 impl Spinner {
     /// Starts drawing `progress`; `limit` (a measured duration after a
-    /// warm-up) gives the time remaining.
-    pub fn start(progress: Arc<Progress>, limit: Option<(Duration, Duration)>) -> Spinner {
+    /// warm-up) gives the time remaining, else `total` the requests remaining.
+    pub fn start(progress: Arc<Progress>, limit: Option<(Duration, Duration)>, total: u64) -> Spinner {
         let bar = super::progress_bar(true, None, "{spinner} {msg}").unwrap_or_else(indicatif::ProgressBar::hidden);
         let shown = bar.clone();
+        let left = limit.map_or(Left::Requests(total), |(warmup, run)| Left::Time { warmup, run });
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
         let thread = std::thread::spawn(move || {
             let started = std::time::Instant::now();
+            let mut rate = Rate::default();
             while !stopped.load(Ordering::Relaxed) {
                 let phase = if progress.measuring.load(Ordering::Relaxed) == 1 { "measuring" } else { "warming up" };
-                shown.set_message(live_line(phase, started.elapsed(), limit, &progress));
+                let now = rate.sample(std::time::Instant::now(), progress.ok.load(Ordering::Relaxed));
+                shown.set_message(live_line(phase, started.elapsed(), left, &progress, now));
                 // Woken at once by the drop; otherwise ten frames a second.
                 std::thread::park_timeout(Duration::from_millis(100));
             }
@@ -177,5 +209,50 @@ impl Drop for Spinner {
             let _ = t.join();
         }
         self.bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_live_line_shows_elapsed_remaining_and_the_rate_now() {
+        let p = Progress::default();
+        p.sent.store(120, Ordering::Relaxed);
+        p.ok.store(118, Ordering::Relaxed);
+        p.errors.store(2, Ordering::Relaxed);
+        p.measuring.store(1, Ordering::Relaxed);
+        let time = Left::Time { warmup: Duration::from_secs(2), run: Duration::from_secs(10) };
+        assert_eq!(
+            live_line("measuring", Duration::from_millis(4500), time, &p, Some(52.4)),
+            "measuring: 4.5s elapsed, 7s left  sent 120  ok 118  errors 2  52 ok/s now"
+        );
+        assert_eq!(
+            live_line("measuring", Duration::from_millis(300), Left::Requests(121), &p, None),
+            "measuring: 0.3s elapsed, 1 request left  sent 120  ok 118  errors 2  - ok/s now"
+        );
+        p.measuring.store(0, Ordering::Relaxed);
+        assert!(live_line("warming up", Duration::ZERO, Left::Requests(9), &p, None).contains(", warm-up  sent"));
+    }
+
+    #[test]
+    fn the_rate_is_over_the_last_second_and_restarts_with_the_counter() {
+        let t0 = std::time::Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut r = Rate::default();
+        assert_eq!(r.sample(at(0), 0), None);
+        assert_eq!(r.sample(at(100), 10), None, "under half a second: no rate yet");
+        // 100/s for the first second, then 1000/s: the rate follows within a second.
+        for ms in (200..=1000).step_by(100) {
+            r.sample(at(ms), ms / 10);
+        }
+        for ms in (1100..=2000).step_by(100) {
+            r.sample(at(ms), 100 + (ms - 1000));
+        }
+        let now = r.sample(at(2100), 1200).unwrap();
+        assert!((900.0..=1100.0).contains(&now), "{now}");
+        // Measuring starts: the counter restarts from 0, and so does the rate.
+        assert_eq!(r.sample(at(2200), 0), None);
     }
 }

@@ -38,7 +38,10 @@ pub fn describe(kind: &EventKind) -> (&'static str, String) {
     match kind {
         EventKind::Serving { socket, devices, generation, reason } => {
             let again = if *generation > 1 { format!(" again ({reason})") } else { String::new() };
-            ("serving", format!("on {}{again}, {devices} device(s)", socket.display()))
+            (
+                "serving",
+                format!("on {}{again}, {}", socket.display(), crate::text::count(*devices as u64, "device", "devices")),
+            )
         }
         EventKind::RegistryServing { socket } => {
             ("registry", format!("plugin-watcher registration served on {}", socket.display()))
@@ -145,7 +148,8 @@ fn rpc_summary(r: &RpcRecord) -> String {
                 });
                 let pad = resp["padding_devices"].as_u64().unwrap_or(0);
                 let pad = if pad > 0 { format!(" + {pad} padding") } else { String::new() };
-                format!("{devs} device(s), {healthy} healthy{pad}, {} bytes", resp["message_bytes"])
+                let devs = crate::text::count(devs as u64, "device", "devices");
+                format!("{devs}, {healthy} healthy{pad}, {} bytes", resp["message_bytes"])
             }
             "GetPreferredAllocation" => resp["container_responses"]
                 .as_array()
@@ -238,10 +242,10 @@ pub fn serving_notes(config: &MockConfig, dir: &std::path::Path, s: &mut Streams
     for r in &config.resources {
         let first = r.initial_devices().first().map_or_else(|| "ID".to_string(), |d| d.id.clone());
         s.note(format!(
-            "mock plugin for {} on {} ({} device(s)){}",
+            "mock plugin for {} on {} ({}){}",
             r.name,
             dir.join(r.endpoint_name()).display(),
-            r.initial_devices().len(),
+            crate::text::count(r.initial_devices().len() as u64, "device", "devices"),
             if config.register {
                 format!("; registering with {}", crate::paths::kubelet_socket(dir).display())
             } else {

@@ -21,6 +21,7 @@ pub mod podresources;
 pub mod scenario;
 pub mod smoke;
 pub mod topology;
+pub mod verbose;
 
 use std::io::{self, Write};
 
@@ -78,7 +79,15 @@ impl Term {
     /// progress display only on a terminal, not quiet, not `-v`, not JSON.
     pub fn streams(&mut self, format: Format, quiet: bool, verbose: u8) -> Streams<'_> {
         let progress = self.err_is_tty && !quiet && verbose == 0 && !format.is_json();
-        Streams { out: &mut *self.out, err: &mut *self.err, format, quiet, progress, out_is_tty: self.out_is_tty }
+        Streams {
+            out: &mut *self.out,
+            err: &mut *self.err,
+            format,
+            quiet,
+            progress,
+            out_is_tty: self.out_is_tty,
+            wire: None,
+        }
     }
 }
 
@@ -98,6 +107,8 @@ pub struct Streams<'a> {
     pub progress: bool,
     /// `out` is a terminal (a person reads the data as it comes).
     pub out_is_tty: bool,
+    /// `-v`: where the gRPC calls a command makes are reported ([`verbose`]).
+    pub wire: Option<crate::transport::Tap>,
 }
 
 impl std::fmt::Debug for Streams<'_> {

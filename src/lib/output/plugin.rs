@@ -88,7 +88,11 @@ pub fn snapshot(w: &mut dyn Write, format: Format, view: &SnapshotView, stream: 
         return if stream { write_json_line(w, view) } else { write_json(w, view) };
     }
     if stream {
-        let changed = if view.seq == 1 { String::new() } else { format!(", {} change(s)", view.changes.len()) };
+        let changed = if view.seq == 1 {
+            String::new()
+        } else {
+            format!(", {}", crate::text::count(view.changes.len() as u64, "change", "changes"))
+        };
         writeln!(
             w,
             "{} #{}  capacity {}  allocatable {}{}",

@@ -70,6 +70,7 @@ impl Default for PodResourcesConfig {
                 connect_timeout: DEFAULT_CONNECT_TIMEOUT,
                 call_timeout: Duration::from_secs(10),
                 max_recv_bytes: DEFAULT_MAX_RECV,
+                tap: None,
             },
             api: ApiChoice::Auto,
             rate_limit_retries: 3,

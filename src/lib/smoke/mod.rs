@@ -290,6 +290,8 @@ pub struct SmokeConfig {
     pub engine: engine::EngineKind,
     /// The dpctl executable a referee's namespace helper is (default: this one).
     pub helper: Option<PathBuf>,
+    /// Where to report each gRPC call the sim and the check suite make to the plugin (`-v`).
+    pub tap: Option<crate::transport::Tap>,
 }
 
 impl SmokeConfig {
@@ -350,6 +352,7 @@ impl Default for SmokeConfig {
             topology: crate::topology::TopologyConfig::default(),
             engine: engine::EngineKind::Sim,
             helper: None,
+            tap: None,
         }
     }
 }
@@ -604,6 +607,7 @@ async fn start_engine(
     sim_config.owns_dir = config.dir.is_none();
     sim_config.topology = config.topology.clone();
     sim_config.kubelet_socket_delay = config.late_kubelet_socket;
+    sim_config.tap = config.tap.as_ref().map(|t| t.by("kubelet-sim"));
     engine::Engine::start(&config.engine, sim_config, layout, config.helper.clone()).await.map_err(|e| match e {
         Error::AlreadyServing { path, .. } => Error::invalid(
             "--dir",

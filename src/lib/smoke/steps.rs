@@ -540,6 +540,7 @@ impl Runner {
         let target = CheckTarget {
             registration: (!by_registry)
                 .then(|| Registration::from_request(&request, "the RegisterRequest kubelet-sim received")),
+            tap: self.cfg.tap.as_ref().map(|t| t.by("plugin check")),
             ..CheckTarget::new(&reg.socket)
         };
         let opts = CheckOptions {

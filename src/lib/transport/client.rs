@@ -21,6 +21,8 @@ pub struct ClientConfig {
     pub call_timeout: Duration,
     /// Largest message accepted from the server.
     pub max_recv_bytes: usize,
+    /// Where to report each call on the wire (`-v`); none: not reported.
+    pub tap: Option<super::wire::Tap>,
 }
 
 impl Default for ClientConfig {
@@ -29,6 +31,7 @@ impl Default for ClientConfig {
             connect_timeout: Duration::from_secs(10),
             call_timeout: Duration::from_secs(10),
             max_recv_bytes: KUBELET_MAX_RECV,
+            tap: None,
         }
     }
 }
@@ -65,7 +68,7 @@ pub async fn connect(path: &Path, timeout: Duration) -> Result<Channel> {
     });
     let channel = match tokio::time::timeout_at(deadline, endpoint.connect_with_connector(connector)).await {
         Ok(Ok(channel)) => channel,
-        Ok(Err(e)) => return Err(Error::Connect { path: path.to_path_buf(), reason: error_chain(&e) }),
+        Ok(Err(e)) => return Err(Error::Connect { path: path.to_path_buf(), reason: crate::text::error_chain(&e) }),
         Err(_) => return Err(Error::ConnectTimeout { path: path.to_path_buf(), timeout }),
     };
     // hyper's client handshake only sends the preface: it does not wait
@@ -188,19 +191,4 @@ pub(crate) fn file_kind(t: &std::fs::FileType) -> &'static str {
     } else {
         "special file"
     }
-}
-
-/// An error and its sources on one line.
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let text = c.to_string();
-        if !s.contains(&text) {
-            s.push_str(": ");
-            s.push_str(&text);
-        }
-        cur = c.source();
-    }
-    s
 }

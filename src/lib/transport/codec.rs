@@ -16,7 +16,6 @@ use bytes::Buf;
 use http::uri::PathAndQuery;
 use prost::Message;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
-use tonic::transport::Channel;
 use tonic::{GrpcMethod, Request, Status, Streaming};
 
 /// A message that can make room for its repeated fields before it is
@@ -132,7 +131,7 @@ pub fn decode_slice<D: Reserve>(encoded: &[u8]) -> Result<D, prost::DecodeError>
 /// `request`, accepting messages of at most `max_recv` bytes, and decodes
 /// the answers with [`SliceCodec`].
 pub async fn server_streaming<E, D>(
-    channel: Channel,
+    channel: super::WireChannel,
     service: &'static str,
     method: &'static str,
     request: E,

@@ -10,6 +10,7 @@ pub mod control;
 pub mod guard;
 pub mod http2;
 mod server;
+pub mod wire;
 
 pub use authority::{
     AuthorityFix, MAX_HEADER_LIST, MAX_HUFFMAN_BYTES, MAX_HUFFMAN_STRINGS, REPLACEMENT_AUTHORITY, is_valid_authority,
@@ -20,3 +21,4 @@ pub use server::{
     BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard, bind,
     incoming, incoming_with, is_stale, serve, serve_with,
 };
+pub use wire::{Tap, WireChannel, WireEvent, WireService};
