@@ -197,7 +197,8 @@ pub(crate) async fn prepare_pod(inner: &Arc<Inner>, spec: &PodSpec) -> Option<Dr
     }
     let uid = spec.uid.clone().unwrap_or_default();
     let mut out = DraOutcome::default();
-    let begun = inner.lock().dra.begin_prepare((&spec.namespace, &spec.name, &uid), &spec.resource_claims, &spec.claim_objects);
+    let begun =
+        inner.lock().dra.begin_prepare((&spec.namespace, &spec.name, &uid), &spec.resource_claims, &spec.claim_objects);
     write_state(inner);
     let result = match begun {
         Err(e) => Err(e),
@@ -276,7 +277,8 @@ fn marker(inner: &Inner) -> PathBuf {
 }
 
 fn fnv(bytes: &[u8]) -> String {
-    let h = bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3));
+    let h =
+        bytes.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3));
     format!("{h:016x}")
 }
 
@@ -293,7 +295,9 @@ pub(crate) fn load(inner: &Inner) -> Result<(bool, usize)> {
                 "not a regular file: the DRA checkpoint must be one (kubelet-sim never follows or replaces a link)",
             ));
         }
-        Ok(_) => crate::input::read_text_within(&path, &path.display().to_string(), crate::checkpoint::MAX_CHECKPOINT_BYTES)?,
+        Ok(_) => {
+            crate::input::read_text_within(&path, &path.display().to_string(), crate::checkpoint::MAX_CHECKPOINT_BYTES)?
+        }
     };
     let report = crate::dra::state::parse(&path, &text)?;
     let restored = inner.lock().dra.restore(&report).map_err(|e| {
@@ -316,8 +320,12 @@ pub(crate) fn write_state(inner: &Inner) {
     let Some(path) = inner.config.registry_dir.as_deref().map(state_path) else { return };
     let bytes = inner.lock().dra.checkpoint_bytes();
     let temp = crate::checkpoint::Temp { tag: Some(&inner.tmp_tag), durable: true };
-    let written = crate::checkpoint::write_with(&marker(inner), fnv(&bytes).as_bytes(), &crate::checkpoint::Temp { tag: Some(&inner.tmp_tag), durable: false })
-        .and_then(|()| crate::checkpoint::write_with(&path, &bytes, &temp));
+    let written = crate::checkpoint::write_with(
+        &marker(inner),
+        fnv(&bytes).as_bytes(),
+        &crate::checkpoint::Temp { tag: Some(&inner.tmp_tag), durable: false },
+    )
+    .and_then(|()| crate::checkpoint::write_with(&path, &bytes, &temp));
     if let Err(e) = written {
         tracing::warn!(error = %e, "could not write the DRA checkpoint");
     }

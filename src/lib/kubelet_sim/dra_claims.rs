@@ -137,18 +137,22 @@ pub fn claim_object(v: &Value, namespace: &str, place: &str) -> Result<ClaimObje
     let meta = v.get("metadata").ok_or_else(|| bad("metadata", "missing".into()))?;
     let name = text(meta, "name").ok_or_else(|| bad("metadata.name", "missing".into()))?;
     let ns = text(meta, "namespace").unwrap_or(namespace);
-    let uid = text(meta, "uid").ok_or_else(|| {
-        bad(&format!("{name}: metadata.uid"), "missing (the driver's answer is keyed by it)".into())
-    })?;
+    let uid = text(meta, "uid")
+        .ok_or_else(|| bad(&format!("{name}: metadata.uid"), "missing (the driver's answer is keyed by it)".into()))?;
     let cref = crate::dra::claims::ClaimRef { namespace: ns.into(), name: name.into(), uid: uid.into() };
     cref.check(&format!("{place}: ResourceClaim {name}"))?;
     let status = v.get("status");
     let allocation = status.and_then(|s| s.get("allocation")).filter(|a| !a.is_null());
     let mut results = Vec::new();
     if let Some(list) = allocation.and_then(|a| a.get("devices")).and_then(|d| d.get("results")) {
-        let list = list.as_array().ok_or_else(|| bad(&format!("{name}: status.allocation.devices.results"), "must be a list".into()))?;
+        let list = list
+            .as_array()
+            .ok_or_else(|| bad(&format!("{name}: status.allocation.devices.results"), "must be a list".into()))?;
         if list.len() > MAX_RESULTS {
-            return Err(bad(&format!("{name}: status.allocation.devices.results"), format!("{} results; at most {MAX_RESULTS}", list.len())));
+            return Err(bad(
+                &format!("{name}: status.allocation.devices.results"),
+                format!("{} results; at most {MAX_RESULTS}", list.len()),
+            ));
         }
         for (i, r) in list.iter().enumerate() {
             let field = |k: &str| {
@@ -160,13 +164,19 @@ pub fn claim_object(v: &Value, namespace: &str, place: &str) -> Result<ClaimObje
             if !crate::validate::is_dns1123_subdomain(&driver) {
                 return Err(bad(&format!("{name}: results[{i}].driver"), format!("{driver:?} is not a DNS subdomain")));
             }
-            results.push(AllocationResult { request: field("request")?, driver, pool: field("pool")?, device: field("device")? });
+            results.push(AllocationResult {
+                request: field("request")?,
+                driver,
+                pool: field("pool")?,
+                device: field("device")?,
+            });
         }
     }
     let reserved_for = match status.and_then(|s| s.get("reservedFor")).filter(|r| !r.is_null()) {
         None => None,
         Some(list) => {
-            let list = list.as_array().ok_or_else(|| bad(&format!("{name}: status.reservedFor"), "must be a list".into()))?;
+            let list =
+                list.as_array().ok_or_else(|| bad(&format!("{name}: status.reservedFor"), "must be a list".into()))?;
             Some(list.iter().filter_map(|r| text(r, "uid").map(String::from)).collect())
         }
     };
@@ -181,12 +191,21 @@ pub fn claim_object(v: &Value, namespace: &str, place: &str) -> Result<ClaimObje
 }
 
 /// Checks that every container claim names a pod claim.
-pub fn check_container_claims(pod_claims: &[PodClaim], container: &str, claims: &[ContainerClaim], place: &str) -> Result<()> {
+pub fn check_container_claims(
+    pod_claims: &[PodClaim],
+    container: &str,
+    claims: &[ContainerClaim],
+    place: &str,
+) -> Result<()> {
     for c in claims {
         if !pod_claims.iter().any(|p| p.name == c.name) {
             return Err(Error::invalid(
                 format!("{place}: container {container}: resources.claims"),
-                format!("{:?} is not one of spec.resourceClaims ({})", c.name, pod_claims.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")),
+                format!(
+                    "{:?} is not one of spec.resourceClaims ({})",
+                    c.name,
+                    pod_claims.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
             ));
         }
     }

@@ -50,10 +50,10 @@ pub use admission::{
     ResourceOutcome, RestartOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
 };
 pub use checkpoint::CheckpointStatus;
-pub use outcome::{DraCall, DraOutcome};
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
 pub use manager::dra::{ClaimInfo, DraInstance, DraStatus, PreparedDevice};
 pub use manager::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
+pub use outcome::{DraCall, DraOutcome};
 pub use reboot::{RebootReport, seeded_order};
 pub use registration::{DIAL_FAILED, MAX_RESOURCES, go_rpc_error};
 pub use version::{CleanupRule, KubeletVersion};

@@ -216,7 +216,11 @@ pub fn event_detail(kind: &EventKind) -> String {
         EventKind::DraPrepared { pod, namespace, calls, error }
         | EventKind::DraUnprepared { pod, namespace, calls, error } => {
             let rpcs: Vec<String> = calls.iter().map(|c| format!("{} {}", c.driver, c.rpc)).collect();
-            format!("{namespace}/{pod}: {}{}", list(&rpcs), error.as_ref().map(|e| format!("; {e}")).unwrap_or_default())
+            format!(
+                "{namespace}/{pod}: {}{}",
+                list(&rpcs),
+                error.as_ref().map(|e| format!("; {e}")).unwrap_or_default()
+            )
         }
     }
 }
@@ -257,7 +261,10 @@ fn is_problem(kind: &EventKind) -> bool {
             | EventKind::CheckpointReadOnly { .. }
             | EventKind::DraRegistrationRejected { .. }
     ) || matches!(kind, EventKind::CheckpointRead { checkpoint } if checkpoint.error.is_some())
-        || matches!(kind, EventKind::DraPrepared { error: Some(_), .. } | EventKind::DraUnprepared { error: Some(_), .. })
+        || matches!(
+            kind,
+            EventKind::DraPrepared { error: Some(_), .. } | EventKind::DraUnprepared { error: Some(_), .. }
+        )
 }
 
 /// Renders one event: a JSON line, or `time  name  detail`.
@@ -291,10 +298,21 @@ pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()
             writeln!(w, "dra driver {} at {} ({})", i.driver, i.endpoint, i.service.advertised())?;
         }
         for c in &d.claims {
-            let devices: Vec<String> =
-                c.drivers.iter().flat_map(|(dr, l)| l.iter().map(move |x| format!("{dr}/{}/{}", x.pool, x.device))).collect();
+            let devices: Vec<String> = c
+                .drivers
+                .iter()
+                .flat_map(|(dr, l)| l.iter().map(move |x| format!("{dr}/{}/{}", x.pool, x.device)))
+                .collect();
             let state = if c.prepared { "prepared" } else { "restored, not prepared" };
-            writeln!(w, "dra claim {}/{} ({}): {state}; pods {}; devices {}", c.namespace, c.name, c.uid, c.pods.len(), list(&devices))?;
+            writeln!(
+                w,
+                "dra claim {}/{} ({}): {state}; pods {}; devices {}",
+                c.namespace,
+                c.name,
+                c.uid,
+                c.pods.len(),
+                list(&devices)
+            )?;
         }
     }
     Ok(())

@@ -226,7 +226,11 @@ impl DraState {
 
     /// The state for `status`.
     pub fn status(&self) -> DraStatus {
-        DraStatus { drivers: self.instances().cloned().collect(), claims: self.claims.values().cloned().collect(), checkpoint: None }
+        DraStatus {
+            drivers: self.instances().cloned().collect(),
+            claims: self.claims.values().cloned().collect(),
+            checkpoint: None,
+        }
     }
 
     /// The cache entries, by `namespace/name`.
@@ -251,10 +255,16 @@ impl DraState {
         for pc in pod_claims {
             let n = &pc.resource_claim_name;
             let Some(obj) = objects.iter().find(|o| o.namespace == namespace && &o.name == n) else {
-                return Err(format!("fetch ResourceClaim {n}: resourceclaims.resource.k8s.io {} not found", crate::validate::go_quote(n)));
+                return Err(format!(
+                    "fetch ResourceClaim {n}: resourceclaims.resource.k8s.io {} not found",
+                    crate::validate::go_quote(n)
+                ));
             };
             if obj.reserved_for.as_ref().is_some_and(|r| !r.iter().any(|u| u == pod_uid)) {
-                return Err(format!("pod {pod_name} ({pod_uid}) is not allowed to use ResourceClaim {n} ({})", obj.uid));
+                return Err(format!(
+                    "pod {pod_name} ({pod_uid}) is not allowed to use ResourceClaim {n} ({})",
+                    obj.uid
+                ));
             }
             if !obj.allocated {
                 return Err(format!("ResourceClaim {n}: not allocated"));
@@ -338,7 +348,12 @@ impl DraState {
     /// claims the cache records for it (else those its spec names); a claim
     /// other pods still use only loses the reference; the rest are batched
     /// per driver. Returns the batches and the claims to delete once they succeed.
-    pub fn begin_unprepare(&mut self, namespace: &str, pod_uid: &str, pod_claims: &[PodClaim]) -> (Vec<Batch>, Vec<String>) {
+    pub fn begin_unprepare(
+        &mut self,
+        namespace: &str,
+        pod_uid: &str,
+        pod_claims: &[PodClaim],
+    ) -> (Vec<Batch>, Vec<String>) {
         let mut names: Vec<String> =
             self.claims.values().filter(|c| c.pods.contains(pod_uid)).map(|c| c.name.clone()).collect();
         if names.is_empty() {
@@ -558,4 +573,271 @@ fn claim_json(c: &ClaimInfo, share: bool) -> String {
         pods.join(","),
         drivers.join(",")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubelet_sim::dra_claims::AllocationResult;
+
+    const DRV: &str = "gpu.example.com";
+
+    fn list(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| (*s).to_string()).collect()
+    }
+
+    fn with_driver(minor: u8) -> DraState {
+        let mut d = DraState::new(KubeletVersion::Release(minor));
+        d.register(DRV, "/p/dra.sock", "/p/dra.sock".into(), "/r/reg.sock".into(), &list(&["v1.DRAPlugin"])).unwrap();
+        d
+    }
+
+    fn claim(name: &str, uid: &str, devices: &[(&str, &str)]) -> ClaimObject {
+        ClaimObject {
+            namespace: "ns".into(),
+            name: name.into(),
+            uid: uid.into(),
+            allocated: true,
+            results: devices
+                .iter()
+                .map(|(req, dev)| AllocationResult {
+                    request: (*req).into(),
+                    driver: DRV.into(),
+                    pool: "p".into(),
+                    device: (*dev).into(),
+                })
+                .collect(),
+            reserved_for: None,
+        }
+    }
+
+    fn pod_claim(name: &str, claim: &str) -> PodClaim {
+        PodClaim { name: name.into(), resource_claim_name: claim.into() }
+    }
+
+    fn device(dev: &str, requests: &[&str], ids: &[&str]) -> PreparedDevice {
+        PreparedDevice {
+            pool: "p".into(),
+            device: dev.into(),
+            share_id: None,
+            request_names: list(requests),
+            cdi_device_ids: list(ids),
+        }
+    }
+
+    /// 1.34-1.37: the driver's order picks the node service; an empty or
+    /// unknown list is refused with the kubelet's words.
+    #[test]
+    fn validation_texts_and_plugin_order_1_34_to_1_37() {
+        for minor in 34..=37 {
+            let d = DraState::new(KubeletVersion::Release(minor));
+            assert_eq!(d.validate(DRV, "/e", &list(&["v1beta1.DRAPlugin", "v1.DRAPlugin"])), Ok(NodeApi::V1beta1));
+            assert_eq!(
+                d.validate(DRV, "/e", &[]).unwrap_err(),
+                "invalid supported gRPC versions of DRA driver plugin gpu.example.com at endpoint /e: \
+                 empty list of supported gRPC services (aka supported versions)"
+            );
+            assert_eq!(
+                d.validate(DRV, "/e", &list(&["v1alpha3.NodeService", "1.0.0"])).unwrap_err(),
+                "invalid supported gRPC versions of DRA driver plugin gpu.example.com at endpoint /e: none of \
+                 services supported by the plugin ([\"v1alpha3.NodeService\" \"1.0.0\"]) are supported by the \
+                 kubelet ([\"v1.DRAPlugin\" \"v1beta1.DRAPlugin\"])"
+            );
+        }
+        assert!(!plays_dra(KubeletVersion::Release(33)) && plays_dra(KubeletVersion::Release(34)));
+    }
+
+    /// 1.33+: several instances per driver, the newest called; a repeated
+    /// endpoint is refused; the last one gone leaves the driver unregistered.
+    #[test]
+    fn instances_per_driver_1_34() {
+        let mut d = with_driver(34);
+        let v1 = list(&["v1.DRAPlugin"]);
+        d.register(DRV, "/p/dra-2.sock", "/p/dra-2.sock".into(), "/r/reg2.sock".into(), &v1).unwrap();
+        assert_eq!(d.plugin(DRV).unwrap().endpoint, "/p/dra-2.sock");
+        assert_eq!(
+            d.register(DRV, "/p/dra.sock", "/x".into(), "/r/x".into(), &v1).unwrap_err(),
+            "endpoint /p/dra.sock already registered for DRA driver plugin gpu.example.com"
+        );
+        assert!(d.deregister(DRV, "/p/dra-2.sock"));
+        assert_eq!(d.plugin(DRV).unwrap().endpoint, "/p/dra.sock");
+        assert!(d.deregister(DRV, "/p/dra.sock"));
+        assert_eq!(d.plugin(DRV).unwrap_err(), "DRA driver gpu.example.com is not registered");
+    }
+
+    /// 1.37: the validation pass refuses a missing claim, a claim reserved
+    /// for another pod, an unallocated claim and an unregistered driver,
+    /// before anything is cached.
+    #[test]
+    fn validation_pass_texts_1_37() {
+        let mut d = with_driver(37);
+        let pod = ("ns", "web", "pod-1");
+        let pcs = [pod_claim("gpu", "c1")];
+        assert_eq!(
+            d.begin_prepare(pod, &pcs, &[]).unwrap_err(),
+            "fetch ResourceClaim c1: resourceclaims.resource.k8s.io \"c1\" not found"
+        );
+        let mut other = claim("c1", "u1", &[("r", "d0")]);
+        other.reserved_for = Some(list(&["pod-2"]));
+        assert_eq!(
+            d.begin_prepare(pod, &pcs, &[other]).unwrap_err(),
+            "pod web (pod-1) is not allowed to use ResourceClaim c1 (u1)"
+        );
+        let mut unallocated = claim("c1", "u1", &[]);
+        unallocated.allocated = false;
+        assert_eq!(d.begin_prepare(pod, &pcs, &[unallocated]).unwrap_err(), "ResourceClaim c1: not allocated");
+        let mut elsewhere = claim("c1", "u1", &[("r", "d0")]);
+        elsewhere.results[0].driver = "net.example.com".into();
+        assert_eq!(
+            d.begin_prepare(pod, &pcs, &[elsewhere]).unwrap_err(),
+            "DRA driver net.example.com is not registered"
+        );
+        assert_eq!(d.claims().count(), 0, "the validation pass changes nothing");
+    }
+
+    /// 1.34-1.37: one batch per driver; an unknown UID, a per-claim error and
+    /// a claim left out each fail with the kubelet's text.
+    #[test]
+    fn prepare_answers_are_judged_1_34_to_1_37() {
+        for minor in 34..=37 {
+            let mut d = with_driver(minor);
+            let objs = [claim("c1", "u1", &[("r", "d0")]), claim("c2", "u2", &[("r", "d1")])];
+            let pcs = [pod_claim("a", "c1"), pod_claim("b", "c2")];
+            let batches = d.begin_prepare(("ns", "web", "pod-1"), &pcs, &objs).unwrap();
+            assert_eq!(batches.len(), 1);
+            assert_eq!(batches[0].claims.iter().map(|c| c.uid.as_str()).collect::<Vec<_>>(), ["u1", "u2"]);
+            let ans = |uid: &str, error: &str| ClaimAnswer { uid: uid.into(), devices: vec![], error: error.into() };
+            let b = &batches[0];
+            assert_eq!(
+                d.prepared(b, vec![ans("zz", "")]).unwrap_err(),
+                "NodePrepareResources returned result for unknown claim UID zz"
+            );
+            assert_eq!(
+                d.prepared(b, vec![ans("u2", "boom")]).unwrap_err(),
+                "NodePrepareResources failed for ResourceClaim c2: boom"
+            );
+            assert_eq!(
+                d.prepared(b, vec![ans("u1", "")]).unwrap_err(),
+                "NodePrepareResources skipped 1 ResourceClaims"
+            );
+            assert_eq!(
+                DraState::unprepared(b, vec![ans("u1", "")]).unwrap_err(),
+                "NodeUnprepareResources skipped 1 ResourceClaims"
+            );
+            d.prepared(b, vec![ans("u1", ""), ans("u2", "")]).unwrap();
+        }
+    }
+
+    /// A claim another UID holds under the same name is refused (1.34-1.37).
+    #[test]
+    fn a_reused_name_with_a_new_uid_is_refused_1_34() {
+        let mut d = with_driver(34);
+        let pcs = [pod_claim("a", "c1")];
+        d.begin_prepare(("ns", "p1", "pod-1"), &pcs, &[claim("c1", "u1", &[("r", "d0")])]).unwrap();
+        assert_eq!(
+            d.begin_prepare(("ns", "p2", "pod-2"), &pcs, &[claim("c1", "u9", &[("r", "d0")])]).unwrap_err(),
+            "old ResourceClaim with same name c1 and different UID u1 still exists (previous pod force-deleted?!)"
+        );
+    }
+
+    /// A restored claim prepared again: 1.34-1.36 append the answer to the
+    /// devices restored from the checkpoint (no `resetDevices`), 1.37
+    /// replaces them.
+    #[test]
+    fn re_prepare_after_restart_appends_before_1_37_and_replaces_in_1_37() {
+        for (minor, expected) in [(34, 2), (36, 2), (37, 1)] {
+            let mut d = with_driver(minor);
+            let objs = [claim("c1", "u1", &[("r", "d0")])];
+            let pcs = [pod_claim("a", "c1")];
+            let answer = || {
+                vec![ClaimAnswer {
+                    uid: "u1".into(),
+                    devices: vec![device("d0", &[], &["v/c=d0"])],
+                    error: String::new(),
+                }]
+            };
+            let b = d.begin_prepare(("ns", "p", "pod-1"), &pcs, &objs).unwrap();
+            d.prepared(&b[0], answer()).unwrap();
+            d.finish_prepare("ns", &pcs);
+            let bytes = d.checkpoint_bytes();
+            let report =
+                crate::dra::state::parse(std::path::Path::new("x"), std::str::from_utf8(&bytes).unwrap()).unwrap();
+            assert!(report.checksum_ok && report.problems.is_empty(), "{:?}", report.problems);
+            let mut after = with_driver(minor);
+            assert_eq!(after.restore(&report), Ok(1));
+            let b = after.begin_prepare(("ns", "p", "pod-1"), &pcs, &objs).unwrap();
+            assert_eq!(b.len(), 1, "a restored claim is not prepared: it is prepared again");
+            after.prepared(&b[0], answer()).unwrap();
+            assert_eq!(after.claims().next().unwrap().drivers[DRV].len(), expected, "1.{minor}");
+        }
+    }
+
+    /// The checkpoint: the empty list's CRC-32 is the kubelet's 2361995144;
+    /// `ShareID` is written from 1.35 (null when unset), not in 1.34.
+    #[test]
+    fn checkpoint_bytes_per_release() {
+        let empty = String::from_utf8(DraState::new(KubeletVersion::Release(34)).checkpoint_bytes()).unwrap();
+        assert!(empty.ends_with(",\"Checksum\":2361995144}"), "{empty}");
+        for (minor, share) in [(34, false), (35, true), (37, true)] {
+            let mut d = with_driver(minor);
+            let pcs = [pod_claim("a", "c1")];
+            let b = d.begin_prepare(("ns", "p", "pod-1"), &pcs, &[claim("c1", "u1", &[("r", "d0")])]).unwrap();
+            let ans = ClaimAnswer {
+                uid: "u1".into(),
+                devices: vec![device("d0", &["r"], &["v/c=d0"])],
+                error: String::new(),
+            };
+            d.prepared(&b[0], vec![ans]).unwrap();
+            let text = String::from_utf8(d.checkpoint_bytes()).unwrap();
+            assert_eq!(text.contains("\\\"ShareID\\\":null"), share, "1.{minor}: {text}");
+            assert!(text.contains("\\\"PodUIDs\\\":{\\\"pod-1\\\":{}}"), "{text}");
+        }
+    }
+
+    /// A corrupt checkpoint stops the DRA manager (and the kubelet), 1.34-1.37.
+    #[test]
+    fn a_corrupt_checkpoint_is_refused() {
+        let d = with_driver(35);
+        let text = String::from_utf8(d.checkpoint_bytes()).unwrap().replace("2361995144", "7");
+        let report = crate::dra::state::parse(std::path::Path::new("x"), &text).unwrap();
+        assert!(with_driver(35).restore(&report).unwrap_err().starts_with("checkpoint is corrupted"));
+    }
+
+    /// CDI IDs per container (1.34-1.37): devices with no request names or
+    /// the container's request; PodResources lists every device of a used
+    /// claim with the CDI list growing within a driver.
+    #[test]
+    fn cdi_per_container_and_podresources_quirk() {
+        let mut d = with_driver(36);
+        let pcs = [pod_claim("a", "c1")];
+        let b =
+            d.begin_prepare(("ns", "p", "pod-1"), &pcs, &[claim("c1", "u1", &[("r1", "d0"), ("r2", "d1")])]).unwrap();
+        let devices = vec![device("d0", &["r1"], &["v/c=d0"]), device("d1", &["r2"], &["v/c=d1"])];
+        d.prepared(&b[0], vec![ClaimAnswer { uid: "u1".into(), devices, error: String::new() }]).unwrap();
+        let uses = |request: &str| vec![ContainerClaim { name: "a".into(), request: request.into() }];
+        assert_eq!(d.container_cdi("ns", &pcs, &uses("r2")), ["v/c=d1"]);
+        assert_eq!(d.container_cdi("ns", &pcs, &uses("")), ["v/c=d0", "v/c=d1"]);
+        let dr = d.dynamic_resources("ns", &pcs, &uses("r2"));
+        let cdi: Vec<usize> = dr[0].claim_resources.iter().map(|r| r.cdi_devices.len()).collect();
+        assert_eq!(cdi, [1, 2], "no request filtering; the CDI list accumulates within a driver");
+        assert!(d.dynamic_resources("ns", &pcs, &[]).is_empty());
+    }
+
+    /// Unprepare only for the claim's last user (1.34-1.37).
+    #[test]
+    fn unprepare_waits_for_the_last_user_1_35() {
+        let mut d = with_driver(35);
+        let pcs = [pod_claim("a", "shared")];
+        let objs = [claim("shared", "u1", &[("r", "d0")])];
+        let b = d.begin_prepare(("ns", "p1", "pod-1"), &pcs, &objs).unwrap();
+        d.prepared(&b[0], vec![ClaimAnswer { uid: "u1".into(), devices: vec![], error: String::new() }]).unwrap();
+        d.finish_prepare("ns", &pcs);
+        assert!(d.begin_prepare(("ns", "p2", "pod-2"), &pcs, &objs).unwrap().is_empty(), "prepared already");
+        let (batches, last) = d.begin_unprepare("ns", "pod-1", &pcs);
+        assert!(batches.is_empty() && last.is_empty());
+        let (batches, last) = d.begin_unprepare("ns", "pod-2", &pcs);
+        assert_eq!((batches.len(), last.as_slice()), (1, ["shared".to_string()].as_slice()));
+        d.finish_unprepare("ns", &last);
+        assert_eq!(d.claims().count(), 0);
+    }
 }

@@ -100,7 +100,13 @@ impl Manager {
         topology: TopologyConfig,
         now: Instant,
     ) -> Self {
-        Manager { st: State::new(grace_period, now), version, max_resources, topology, dra: dra::DraState::new(version) }
+        Manager {
+            st: State::new(grace_period, now),
+            version,
+            max_resources,
+            topology,
+            dra: dra::DraState::new(version),
+        }
     }
 
     /// Sets the grace period (running timers ask [`Manager::grace_deadline`] again).

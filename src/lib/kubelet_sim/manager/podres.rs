@@ -83,7 +83,8 @@ impl Manager {
     pub fn podres_get(&self, name: &str, namespace: &str) -> Option<v1::PodResources> {
         let sidecars = self.sidecars();
         let st = &self.st;
-        st.pod_index(namespace, name).map(|i| pod_v1(&st.pods[i], st.exclusive_cpus.get(st.pods[i].uid()), sidecars, &self.dra))
+        st.pod_index(namespace, name)
+            .map(|i| pod_v1(&st.pods[i], st.exclusive_cpus.get(st.pods[i].uid()), sidecars, &self.dra))
     }
 
     /// v1alpha1 `List`: regular containers only, in the v1 shape.
