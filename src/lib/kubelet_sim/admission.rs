@@ -93,7 +93,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
     // keeps every container from starting.
     if let Some(dra) = super::dra::prepare_pod(inner, &pod_spec).await {
         let failed = dra.error.clone();
-        outcome.dra = Some(dra);
+        outcome.dra = Some(Box::new(dra));
         if let Some(e) = failed {
             for c in &mut outcome.containers {
                 c.start_error = Some(e.clone());
@@ -513,7 +513,7 @@ pub struct DeleteOutcome {
     pub freed: BTreeMap<String, Vec<String>>,
     /// The DRA manager's Unprepare, for a pod with `resourceClaims`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dra: Option<super::outcome::DraOutcome>,
+    pub dra: Option<Box<super::outcome::DraOutcome>>,
 }
 
 /// Deletes a pod and frees its devices.
@@ -544,7 +544,7 @@ pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> R
     inner.dirty();
     inner.emit(EventKind::PodDeleted { pod: name.into(), namespace: namespace.into(), freed: freed.clone() });
     // The kubelet unprepares in SyncTerminatingPod, once the containers stopped.
-    let dra = super::dra::unprepare_pod(inner, &pod.spec, pod.uid()).await;
+    let dra = super::dra::unprepare_pod(inner, &pod.spec, pod.uid()).await.map(Box::new);
     Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed, dra })
 }
 

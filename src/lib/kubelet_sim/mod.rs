@@ -933,7 +933,7 @@ impl SimHandle {
             // again): its claims are unprepared, as the kubelet's reconcile
             // loop does for pods that are gone.
             let spec = PodSpec::shorthand(name, namespace, &[]);
-            let dra = dra::unprepare_pod(&self.inner, &spec, name).await;
+            let dra = dra::unprepare_pod(&self.inner, &spec, name).await.map(Box::new);
             return Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed: BTreeMap::new(), dra });
         }
         deleted
@@ -947,7 +947,7 @@ impl SimHandle {
         inner.dirty();
         let ns = "(checkpoint)".to_string();
         inner.emit(EventKind::PodDeleted { pod: uid.into(), namespace: ns.clone(), freed: freed.clone() });
-        let dra = dra::unprepare_pod(inner, &PodSpec::shorthand(uid, namespace, &[]), uid).await;
+        let dra = dra::unprepare_pod(inner, &PodSpec::shorthand(uid, namespace, &[]), uid).await.map(Box::new);
         Some(DeleteOutcome { pod: uid.into(), namespace: ns, freed, dra })
     }
 
@@ -962,13 +962,13 @@ impl SimHandle {
     }
 
     /// The DRA manager's part of the status, when it plays one.
-    fn dra_status(&self) -> Option<DraStatus> {
+    fn dra_status(&self) -> Option<Box<DraStatus>> {
         if !dra::enabled(&self.inner) {
             return None;
         }
         let mut st = self.inner.lock().dra.status();
         st.checkpoint = self.inner.config.registry_dir.as_deref().map(|r| dra::state_path(r).display().to_string());
-        Some(st)
+        Some(Box::new(st))
     }
 
     /// Like [`SimHandle::status`] without the device lists (cheap with many devices).

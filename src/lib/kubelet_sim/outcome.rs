@@ -124,7 +124,7 @@ pub struct AdmitOutcome {
     pub kept_in: Option<String>,
     /// The DRA manager's part, for a pod with `resourceClaims`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dra: Option<DraOutcome>,
+    pub dra: Option<Box<DraOutcome>>,
 }
 
 /// What the DRA manager did for a pod: its calls, the first error (the

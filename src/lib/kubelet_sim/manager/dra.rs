@@ -456,7 +456,6 @@ impl DraState {
                 claim_name: info.name.clone(),
                 claim_namespace: info.namespace.clone(),
                 claim_resources,
-                ..Default::default()
             });
         }
         out

@@ -418,7 +418,7 @@ pub struct SimStatus {
     pub refused_over_limit: u64,
     /// The DRA manager (1.34+ with a plugins_registry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dra: Option<super::dra::DraStatus>,
+    pub dra: Option<Box<super::dra::DraStatus>>,
 }
 
 /// A pod known only from the checkpoint.
