@@ -193,3 +193,45 @@ async fn bad_claim_input_names_the_field() {
         assert!(r.expect_code(2).stderr.contains(want), "case {i}: {}", r.stderr);
     }
 }
+
+fn vector(name: &str) -> String {
+    format!("{}/tests/data/checkpoints/dra/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// 1.34: a dra_manager_state the sim did not write (the kubelet's own test
+/// vector) is restored (not prepared) and never changed; a pod using its
+/// claim while the driver is away fails the kubelet's way. A corrupt one
+/// stops the start, as it stops the kubelet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_checkpoint_is_restored_read_only_and_a_corrupt_one_stops_the_start_1_34() {
+    let sb = Sandbox::new();
+    let state = sb.join("dra_manager_state");
+    std::fs::copy(vector("v1.34-one-claim.json"), &state).unwrap();
+    let before = std::fs::read(&state).unwrap();
+    let dir = sb.join("device-plugins");
+    let (dir, registry) = (dir.to_str().unwrap(), sb.join("plugins_registry"));
+    let args = ["kubelet-sim", "--dir", dir, "--registry-dir", registry.to_str().unwrap(), "--kubelet-version", "1.34"];
+    let mut sim = Child::dpctl(&[&args[..], &["-o", "json"]].concat());
+    sim.event("started").await;
+    let st = dpctl(&["kubelet-sim", "status", "--dir", dir, "-o", "json"]).await;
+    let v = st.expect_code(0).json();
+    assert_eq!(v["dra"]["claims"][0]["name"], "example", "{v}");
+    assert_eq!(v["dra"]["claims"][0]["prepared"], false);
+    let pod = POD
+        .replace("gpu-claim", "example")
+        .replace("claim-uid-1", "067798be-454e-4be4-9047-1aa06aea63f7")
+        .replace("driver: gpu.example.com", "driver: test-driver.cdi.k8s.io");
+    let f = sb.join("pod.yaml");
+    std::fs::write(&f, pod).unwrap();
+    let r = dpctl(&["kubelet-sim", "admit", "--dir", dir, f.to_str().unwrap()]).await;
+    let out = &r.expect_code(1).stdout;
+    assert!(out.contains("prepare dynamic resources: DRA driver test-driver.cdi.k8s.io is not registered"), "{out}");
+    assert_eq!(std::fs::read(&state).unwrap(), before, "a file the sim did not write is never changed");
+    sim.terminate();
+    assert_eq!(sim.wait().await, 0);
+
+    std::fs::copy(vector("v1.34-corrupt-entries.json"), &state).unwrap();
+    let r = dpctl(&[&args[..], &["--timeout", "1s"]].concat()).await;
+    assert!(r.expect_code(2).stderr.contains("checkpoint is corrupted"), "{}", r.stderr);
+    assert!(r.stderr.contains("drain the node and remove the file"), "{}", r.stderr);
+}
