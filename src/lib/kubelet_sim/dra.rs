@@ -56,6 +56,13 @@ pub(crate) fn check_pod(inner: &Inner, spec: &PodSpec) -> Result<()> {
             ),
         ));
     }
+    if inner.config.registry_dir.is_none() {
+        return Err(Error::invalid(
+            format!("pod {}/{} spec.resourceClaims", spec.namespace, spec.name),
+            "this sim plays no DRA manager: DRA drivers register on plugins_registry; \
+             hint: start the sim with --registry-dir DIR (a kubelet's is /var/lib/kubelet/plugins_registry)",
+        ));
+    }
     Ok(())
 }
 
