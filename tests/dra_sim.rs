@@ -117,6 +117,9 @@ async fn a_claim_is_prepared_shown_checkpointed_prepared_again_and_unprepared_1_
     assert_eq!(rv["dra_prepared"][0]["calls"][0]["claims"], serde_json::json!(["default/gpu-claim"]));
     let prepares = rpcs(&n.record).iter().filter(|r| r.ends_with("NodePrepareResources")).count();
     assert_eq!(prepares, 2, "the restored claim is prepared again: {:?}", rpcs(&n.record));
+    let st = dpctl(&["kubelet-sim", "status", "--dir", &n.dir, "-o", "json"]).await;
+    let sv = st.expect_code(0).json();
+    assert_eq!(sv["dra"]["claims"][0]["drivers"][DRIVER].as_array().map(Vec::len), Some(1), "1.37 resets: {sv}");
 
     let d = dpctl(&["kubelet-sim", "delete", "--dir", &n.dir, "trainer"]).await;
     let out = &d.expect_code(0).stdout;
@@ -234,4 +237,40 @@ async fn a_foreign_checkpoint_is_restored_read_only_and_a_corrupt_one_stops_the_
     let r = dpctl(&[&args[..], &["--timeout", "1s"]].concat()).await;
     assert!(r.expect_code(2).stderr.contains("checkpoint is corrupted"), "{}", r.stderr);
     assert!(r.stderr.contains("drain the node and remove the file"), "{}", r.stderr);
+}
+
+/// 1.36: a restored claim prepared again after a restart gets the answer
+/// appended to its restored devices (no `resetDevices` before 1.37), so the
+/// checkpoint and PodResources list the device twice; a driver failing the
+/// call reads as Go prints a gRPC status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn re_prepare_after_restart_lists_devices_twice_and_grpc_errors_read_as_go_1_36() {
+    let sb = Sandbox::new();
+    let mut n = node(&sb, "1.36", &[]).await;
+    n.sim.event("dra_registered").await;
+    dpctl(&["kubelet-sim", "admit", "--dir", &n.dir, &n.pod]).await.expect_code(0);
+    let r = dpctl(&["kubelet-sim", "restart", "--dir", &n.dir, "--wait", "20s", "-o", "json"]).await;
+    r.expect_code(0);
+    let sock = format!("{}/pod-resources.sock", n.dir);
+    let pr = dpctl(&["podresources", "get", "--socket", &sock, "trainer", "-o", "json"]).await;
+    let pv = pr.expect_code(0).json();
+    let devices = &pv["pod_resources"]["containers"][0]["dynamic_resources"][0]["claim_resources"];
+    assert_eq!(devices.as_array().map(Vec::len), Some(2), "{pv}");
+    assert_eq!(devices[1]["cdi_devices"].as_array().map(Vec::len), Some(2), "the CDI list accumulates: {pv}");
+    let ck = dpctl(&["checkpoint", "show", "--dra", &format!("{}/dra_manager_state", n.root), "-o", "json"]).await;
+    let cv = ck.expect_code(0).json();
+    assert_eq!(cv["claims"][0]["DriverState"][DRIVER]["Devices"].as_array().map(Vec::len), Some(2), "{cv}");
+    n.sim.terminate();
+    drop(n);
+
+    let sb = Sandbox::new();
+    let mut n = node(&sb, "1.36", &["--prepare-status", "unavailable"]).await;
+    n.sim.event("dra_registered").await;
+    let r = dpctl(&["kubelet-sim", "admit", "--dir", &n.dir, &n.pod]).await;
+    let out = &r.expect_code(1).stdout;
+    assert!(
+        out.contains("prepare dynamic resources: NodePrepareResources: rpc error: code = Unavailable desc = "),
+        "{out}"
+    );
+    n.sim.terminate();
 }
