@@ -37,7 +37,7 @@ status:
 
 /// A node: the mock driver (recording its calls) and a sim watching its plugins_registry.
 struct Node {
-    _mock: Child,
+    mock: Child,
     sim: Child,
     root: String,
     dir: String,
@@ -67,7 +67,7 @@ async fn node(sb: &Sandbox, version: &str, mock_args: &[&str]) -> Node {
     ]);
     let pod = sb.join("pod.yaml");
     std::fs::write(&pod, POD).unwrap();
-    Node { _mock: mock, sim, root, dir, record, pod: pod.to_str().unwrap().to_string() }
+    Node { mock, sim, root, dir, record, pod: pod.to_str().unwrap().to_string() }
 }
 
 /// The RPCs the mock recorded, in order.
@@ -127,6 +127,12 @@ async fn a_claim_is_prepared_shown_checkpointed_prepared_again_and_unprepared_1_
     assert_eq!(rpcs(&n.record).last().map(String::as_str), Some("v1.DRAPlugin/NodeUnprepareResources"));
     let ck = dpctl(&["checkpoint", "verify", "--dra", &state, "-o", "json"]).await;
     assert_eq!(ck.expect_code(0).json()["claims"], serde_json::json!([]));
+    // The driver stops and removes its registration socket: deregistered.
+    n.mock.terminate();
+    let gone = n.sim.event("dra_deregistered").await;
+    assert_eq!(gone["driver"], DRIVER);
+    let st = dpctl(&["kubelet-sim", "status", "--dir", &n.dir, "-o", "json"]).await;
+    assert_eq!(st.expect_code(0).json()["dra"]["drivers"], serde_json::json!([]));
     n.sim.terminate();
 }
 
