@@ -194,12 +194,17 @@ async fn bad_claim_input_names_the_field() {
         (POD.replace("resourceClaimName: gpu-claim", "resourceClaimTemplateName: t"), "resourceClaimTemplateName"),
         (POD.replace("driver: gpu.example.com", "driver: \"Not A Name\""), "is not a DNS subdomain"),
         (POD.replace("kind: Pod", "kind: ResourceClaim"), "no Pod in the manifest"),
+        (
+            POD.replace("resourceClaimName: gpu-claim", &format!("resourceClaimName: {}", "a".repeat(100_000))),
+            "...\" is not",
+        ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let f = sb.join(&format!("bad-{i}.yaml"));
         std::fs::write(&f, text).unwrap();
         let r = dpctl(&["kubelet-sim", "admit", "--dir", sb.path().to_str().unwrap(), f.to_str().unwrap()]).await;
         assert!(r.expect_code(2).stderr.contains(want), "case {i}: {}", r.stderr);
+        assert!(r.stderr.len() < 1000, "case {i}: the error echoes no huge value");
     }
 }
 

@@ -70,6 +70,11 @@ pub struct ClaimObject {
     pub reserved_for: Option<Vec<String>>,
 }
 
+/// `s` quoted, cut to 64 characters (a 100,000-character name is not echoed whole).
+fn shown(s: &str) -> String {
+    if s.chars().count() > 64 { format!("{:?}...", s.chars().take(64).collect::<String>()) } else { format!("{s:?}") }
+}
+
 fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
@@ -87,10 +92,10 @@ pub fn pod_claims(spec: &Value, place: &str) -> Result<Vec<PodClaim>> {
         let at = format!("spec.resourceClaims[{i}]");
         let name = text(c, "name").ok_or_else(|| bad(format!("{at}.name"), "missing".into()))?;
         if !crate::validate::is_dns1123_subdomain(name) || name.contains('.') {
-            return Err(bad(format!("{at}.name"), format!("{name:?} is not a DNS label")));
+            return Err(bad(format!("{at}.name"), format!("{} is not a DNS label", shown(name))));
         }
         if out.iter().any(|p| p.name == name) {
-            return Err(bad(format!("{at}.name"), format!("{name:?} is used twice")));
+            return Err(bad(format!("{at}.name"), format!("{} is used twice", shown(name))));
         }
         let claim = match (text(c, "resourceClaimName"), text(c, "resourceClaimTemplateName")) {
             (Some(n), None) => n,
@@ -107,7 +112,7 @@ pub fn pod_claims(spec: &Value, place: &str) -> Result<Vec<PodClaim>> {
             }
         };
         if !crate::validate::is_dns1123_subdomain(claim) {
-            return Err(bad(format!("{at}.resourceClaimName"), format!("{claim:?} is not a DNS subdomain")));
+            return Err(bad(format!("{at}.resourceClaimName"), format!("{} is not a DNS subdomain", shown(claim))));
         }
         out.push(PodClaim { name: name.to_string(), resource_claim_name: claim.to_string() });
     }
@@ -162,7 +167,10 @@ pub fn claim_object(v: &Value, namespace: &str, place: &str) -> Result<ClaimObje
             };
             let driver = field("driver")?;
             if !crate::validate::is_dns1123_subdomain(&driver) {
-                return Err(bad(&format!("{name}: results[{i}].driver"), format!("{driver:?} is not a DNS subdomain")));
+                return Err(bad(
+                    &format!("{name}: results[{i}].driver"),
+                    format!("{} is not a DNS subdomain", shown(&driver)),
+                ));
             }
             results.push(AllocationResult {
                 request: field("request")?,
@@ -202,8 +210,8 @@ pub fn check_container_claims(
             return Err(Error::invalid(
                 format!("{place}: container {container}: resources.claims"),
                 format!(
-                    "{:?} is not one of spec.resourceClaims ({})",
-                    c.name,
+                    "{} is not one of spec.resourceClaims ({})",
+                    shown(&c.name),
                     pod_claims.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")
                 ),
             ));
