@@ -196,7 +196,7 @@ async fn bad_claim_input_names_the_field() {
         (POD.replace("kind: Pod", "kind: ResourceClaim"), "no Pod in the manifest"),
         (
             POD.replace("resourceClaimName: gpu-claim", &format!("resourceClaimName: {}", "a".repeat(100_000))),
-            "...\" is not",
+            "\"... is not a DNS subdomain",
         ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
