@@ -511,3 +511,21 @@ fn dra_protos_match_the_kubelets_wire_vectors() {
     .unwrap();
     assert_eq!(share.claims["u-1"].devices[0].share_id.as_deref(), Some("aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"));
 }
+
+/// `--claims` also reads ResourceClaim documents (a kubelet-sim pod
+/// manifest): the claims it holds are prepared, other documents skipped.
+#[tokio::test]
+async fn a_claims_file_of_resource_claim_documents_names_the_claims() {
+    let sb = Sandbox::new();
+    let m = mock(&sb, &[]).await;
+    let f = sb.join("pod.yaml");
+    std::fs::write(
+        &f,
+        "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}]}\n---\nkind: ResourceClaim\nmetadata: {name: gpu, namespace: team-a, uid: uid-9}\n",
+    )
+    .unwrap();
+    let f = f.to_str().unwrap();
+    let r = dpctl(&["dra", "prepare", "--socket", &m.endpoint, "--claims", f, "--cdi-dir", &m.cdi, "-o", "json"]).await;
+    let v = r.expect_code(0).json();
+    assert_eq!((v["claims"][0]["claim"].as_str(), v["claims"][0]["uid"].as_str()), (Some("team-a/gpu"), Some("uid-9")));
+}

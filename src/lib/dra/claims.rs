@@ -1,5 +1,6 @@
 //! The claims a user names for a call: `--claim NAMESPACE/NAME/UID` flags or
-//! a claims file (a JSON or YAML list of `{namespace, name, uid}`). The
+//! a claims file (a JSON or YAML list of `{namespace, name, uid}`, or
+//! ResourceClaim documents such as a pod manifest for kubelet-sim holds). The
 //! kubelet sends exactly these three fields; the driver reads the rest of
 //! the ResourceClaim from the API server itself (docs/dra.md §1).
 
@@ -86,18 +87,47 @@ pub fn read_file(path: &Path) -> Result<Vec<ClaimRef>> {
     let place = format!("--claims {}", path.display());
     let text = crate::input::read_text(path, &place)?;
     crate::input::check_depth(&text, &place, 16)?;
-    let claims: Vec<ClaimRef> = serde_norway::from_str(&text).map_err(|e| {
-        Error::invalid(
-            &place,
-            format!(
-                "{e}; want a list of {{namespace, name, uid}}, e.g. [{{namespace: default, name: gpu, uid: 1234}}]"
-            ),
-        )
-    })?;
+    let claims: Vec<ClaimRef> = match serde_norway::from_str(&text) {
+        Ok(c) => c,
+        Err(e) => resource_claims(&text).filter(|c| !c.is_empty()).ok_or_else(|| {
+            Error::invalid(
+                &place,
+                format!(
+                    "{e}; want a list of {{namespace, name, uid}}, e.g. [{{namespace: default, name: gpu, uid: 1234}}], \
+                     or ResourceClaim documents (as kubelet-sim admit reads them, docs/dra.md §6)"
+                ),
+            )
+        })?,
+    };
     for (i, c) in claims.iter().enumerate() {
         c.check(&format!("{place}: claim {}", i + 1))?;
     }
     Ok(claims)
+}
+
+/// The identities of the ResourceClaim documents in `text` (YAML documents
+/// or the items of a `kind: List`; other kinds, such as a Pod, are skipped):
+/// the same files `kubelet-sim admit` reads. `None` when it is not YAML.
+fn resource_claims(text: &str) -> Option<Vec<ClaimRef>> {
+    use serde::Deserialize as _;
+    let mut out = Vec::new();
+    for d in serde_norway::Deserializer::from_str(text) {
+        let v = serde_json::Value::deserialize(d).ok()?;
+        let items = match v.get("kind").and_then(|k| k.as_str()) {
+            Some("List") => v.get("items").and_then(|i| i.as_array()).cloned().unwrap_or_default(),
+            _ => vec![v],
+        };
+        for item in items.iter().filter(|i| i.get("kind").and_then(|k| k.as_str()) == Some("ResourceClaim")) {
+            let meta = item.get("metadata")?;
+            let field = |k: &str| meta.get(k).and_then(|x| x.as_str()).map(String::from);
+            out.push(ClaimRef {
+                namespace: field("namespace").unwrap_or_else(|| "default".into()),
+                name: field("name").unwrap_or_default(),
+                uid: field("uid").unwrap_or_default(),
+            });
+        }
+    }
+    Some(out)
 }
 
 /// Joins flags and file, refusing an empty set, too many claims and a UID
@@ -138,6 +168,13 @@ mod tests {
         assert!(parse_flag("a/b/c/d").is_err_and(|e| e.contains("NAMESPACE/NAME/UID")));
         assert!(parse_flag("Bad/x/u").is_err_and(|e| e.contains("namespace")));
         assert!(parse_flag(&format!("x/{}", "u".repeat(200))).is_err_and(|e| e.contains("UID")));
+    }
+
+    #[test]
+    fn resource_claim_documents_name_the_claims() {
+        let text = "kind: Pod\nmetadata: {name: p}\n---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: gpu, uid: u1}\n";
+        let c = resource_claims(text).unwrap();
+        assert_eq!(c, [ClaimRef { namespace: "default".into(), name: "gpu".into(), uid: "u1".into() }]);
     }
 
     #[test]

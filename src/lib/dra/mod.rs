@@ -37,7 +37,7 @@ pub const DEFAULT_PLUGINS_DIR: &str = "/var/lib/kubelet/plugins";
 pub const MAX_SOCKET_PATH: usize = crate::paths::MAX_SOCKET_PATH_LEN;
 
 /// A `DRAPlugin` node service version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeApi {
     /// `k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin`, advertised as `v1.DRAPlugin` (1.34+).
@@ -65,7 +65,7 @@ impl NodeApi {
 }
 
 /// A `DRAResourceHealth` version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HealthApi {
     /// `v1alpha1.DRAResourceHealth` (1.34+).
@@ -85,7 +85,7 @@ impl HealthApi {
 }
 
 /// Any service a DRA driver may advertise in `supported_versions`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Service {
     /// A node service.

@@ -36,6 +36,7 @@ fn new_uid() -> String {
 /// Admits `spec`: see the module docs.
 pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<AdmitOutcome> {
     spec.validate()?;
+    super::dra::check_pod(inner, &spec)?;
     let _turn = inner.admission.lock().await;
     if inner.is_stopped() {
         return Err(Error::invalid("kubelet-sim", "the sim has stopped"));
@@ -73,6 +74,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
     // Admitted: the devices are the pod's from now on.
     let views = super::manager::container_views(&pod);
     let pre_start = plan_pre_start(inner, &pod);
+    let pod_spec = pod.spec.clone();
     inner.lock().admit(pod, &outcome);
     // Every container's devices are on disk already (written after its
     // allocation, see `record`): the answer below is the acknowledgement.
@@ -86,6 +88,20 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         containers: views,
         kept_in: Some(kept_in),
     });
+    // The kubelet prepares the pod's claims in SyncPod before the sandbox
+    // exists (pkg/kubelet/kuberuntime/kuberuntime_manager.go); a failure
+    // keeps every container from starting.
+    if let Some(dra) = super::dra::prepare_pod(inner, &pod_spec).await {
+        let failed = dra.error.clone();
+        outcome.dra = Some(Box::new(dra));
+        if let Some(e) = failed {
+            for c in &mut outcome.containers {
+                c.start_error = Some(e.clone());
+            }
+            outcome.took_ms = crate::text::millis(started.elapsed());
+            return Ok(outcome);
+        }
+    }
     start_containers(inner, &mut outcome, pre_start).await;
     outcome.took_ms = crate::text::millis(started.elapsed());
     Ok(outcome)
@@ -501,6 +517,9 @@ pub struct DeleteOutcome {
     pub namespace: String,
     /// Freed device IDs per resource.
     pub freed: BTreeMap<String, Vec<String>>,
+    /// The DRA manager's Unprepare, for a pod with `resourceClaims`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dra: Option<Box<super::outcome::DraOutcome>>,
 }
 
 /// Deletes a pod and frees its devices.
@@ -530,7 +549,9 @@ pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> R
     }
     inner.dirty();
     inner.emit(EventKind::PodDeleted { pod: name.into(), namespace: namespace.into(), freed: freed.clone() });
-    Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed })
+    // The kubelet unprepares in SyncTerminatingPod, once the containers stopped.
+    let dra = super::dra::unprepare_pod(inner, &pod.spec, pod.uid()).await.map(Box::new);
+    Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed, dra })
 }
 
 #[cfg(test)]

@@ -64,6 +64,16 @@ Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
   - --topology-manager-policy-options: max-allowable-numa-nodes exists from
     1.31 (before: unknown option); prefer-closest-numa-nodes is alpha (off by
     default) in 1.26-1.27, so those kubelets refuse it at startup, as the sim does.
+  - DRA (docs/dra.md §6), with --registry-dir: 1.34+ play the kubelet's DRA
+    manager: DRAPlugin registration (the driver's order picks v1.DRAPlugin or
+    v1beta1.DRAPlugin; several instances per driver), pods with
+    resourceClaims prepared per driver before their containers start (45 s),
+    unprepared when the claim's last user is deleted, dra_manager_state in the
+    parent of --registry-dir, PodResources dynamic_resources. ShareID is
+    checkpointed from 1.35; a restored claim prepared again after a restart
+    gets its devices appended in 1.34-1.36 (listed twice), replaced in 1.37.
+    1.26-1.33 (DRA off by default) answer a DRAPlugin with \"no handler
+    registered for plugin type: DRAPlugin\" and refuse pods with claims.
   Every version: the endpoint is joined like Go's filepath.Join (an absolute
   endpoint is appended to the directory); a pod arriving before the first
   ListAndWatch message is admitted with the request stripped (node status
@@ -97,8 +107,7 @@ Where the sim deliberately differs from a real kubelet:
     active pods only (1.34+; the sim keeps no terminated pods), the
     SidecarContainers gate (off by default in 1.28), the healthz check, ResourceHealthStatus
     (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when
-    a plugin disconnects after its endpoint was dropped, dynamic_resources (the sim has
-    no DRA: always empty), GetAllocatableResources' 1.26-1.27 feature gate
+    a plugin disconnects after its endpoint was dropped, GetAllocatableResources' 1.26-1.27 feature gate
     (always on here). Pod-level cpu_ids/memory in PodResources (1.37+) are
     filled only with gate PodLevelResourceManagers (beta, off by default), so
     they stay empty here as on a default node. No observable difference, so not played: the checksum
@@ -156,4 +165,11 @@ Where the sim deliberately differs from a real kubelet:
   - A restart (and the one inside `reboot`) writes the checkpoint; the kubelet
     writes none then. So a plugin already stopped leaves its resource with no
     devices in the sim's file, where the kubelet's still lists the devices of
-    its last write (scenario reboot-plugin-late).";
+    its last write (scenario reboot-plugin-late).
+  - DRA: claims are read from the pod's manifest, not an API server (a claim
+    without status.reservedFor counts as reserved for the pod); drivers are
+    called in name order (the kubelet: random map order) and the newest
+    instance is used whether connected or not; a failed prepare is not retried
+    (the kubelet retries at its next sync); no health stream is opened and
+    no ResourceSlice is published or wiped; KEP-5004 pods
+    (extendedResourceClaimStatus) are not played.";

@@ -354,6 +354,58 @@ pub enum EventKind {
         /// Why, and how to change it.
         reason: String,
     },
+    /// A DRA driver's kubelet plugin registered (plugins_registry).
+    DraRegistered {
+        /// The driver.
+        driver: String,
+        /// Its service socket.
+        endpoint: String,
+        /// The node service chosen (`v1.DRAPlugin`, `v1beta1.DRAPlugin`).
+        service: String,
+        /// What it advertised, in its order.
+        supported_versions: Vec<String>,
+        /// The registration socket.
+        registration: String,
+    },
+    /// A DRA driver's registration was refused; the text the plugin was sent.
+    DraRegistrationRejected {
+        /// The driver (GetInfo `name`).
+        driver: String,
+        /// The registration socket.
+        socket: String,
+        /// The kubelet's text.
+        message: String,
+    },
+    /// A DRA driver instance's registration socket went away.
+    DraDeregistered {
+        /// The driver.
+        driver: String,
+        /// The instance's endpoint.
+        endpoint: String,
+    },
+    /// A pod's claims were prepared (or the preparation failed: the
+    /// kubelet's `FailedPrepareDynamicResources`).
+    DraPrepared {
+        /// Pod name.
+        pod: String,
+        /// Namespace.
+        namespace: String,
+        /// The calls made.
+        calls: Vec<super::outcome::DraCall>,
+        /// The kubelet's error text.
+        error: Option<String>,
+    },
+    /// A deleted pod's claims were unprepared (those it was the last user of).
+    DraUnprepared {
+        /// Pod name.
+        pod: String,
+        /// Namespace.
+        namespace: String,
+        /// The calls made.
+        calls: Vec<super::outcome::DraCall>,
+        /// The kubelet's error text.
+        error: Option<String>,
+    },
     /// The sim stopped and removed its sockets.
     Stopped {},
 }

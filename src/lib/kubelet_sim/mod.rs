@@ -19,6 +19,8 @@ pub mod admission;
 pub mod checkpoint;
 pub mod control;
 pub mod differences;
+mod dra;
+mod dra_claims;
 pub mod events;
 mod late_socket;
 mod manager;
@@ -50,7 +52,9 @@ pub use admission::{
 };
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
+pub use manager::dra::{ClaimInfo, DraInstance, DraStatus, PreparedDevice};
 pub use manager::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
+pub use outcome::{DraCall, DraOutcome};
 pub use reboot::{RebootReport, seeded_order};
 pub use registration::{DIAL_FAILED, MAX_RESOURCES, go_rpc_error};
 pub use version::{CleanupRule, KubeletVersion};
@@ -247,6 +251,12 @@ pub struct RestartReport {
     /// re-creation (`--kubelet-socket-delay`; absent: at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kubelet_socket_late_ms: Option<u64>,
+    /// Claims read back from `dra_manager_state`.
+    #[serde(default)]
+    pub dra_restored_claims: usize,
+    /// The pods with claims synced again: their restored claims prepared again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dra_prepared: Vec<outcome::DraOutcome>,
 }
 
 /// The connection to a registered plugin (the manager keeps the endpoint
@@ -303,6 +313,8 @@ pub(crate) struct Inner {
     /// [`checkpoint::clean_temps`]).
     tmp_tag: String,
     registry_rescan: Notify,
+    /// The sim may write `dra_manager_state` (see [`dra`]).
+    dra_writes: std::sync::atomic::AtomicBool,
     /// `<dir>/.dpctl`, removed at stop when the sim created it and it is empty.
     control_dir: Mutex<Option<ControlDir>>,
     shutdown: watch::Sender<bool>,
@@ -337,6 +349,7 @@ impl Inner {
             checkpoint_dirty: Notify::new(),
             checkpoint_write: std::sync::Mutex::new(()),
             registry_rescan: Notify::new(),
+            dra_writes: std::sync::atomic::AtomicBool::new(false),
             control_dir: Mutex::new(None),
             shutdown,
             registration: tokio::sync::Mutex::new(None),
@@ -547,6 +560,12 @@ impl KubeletSim {
         };
         let inner = Arc::new(Inner::new(config, paths));
         let handle = SimHandle { inner: Arc::clone(&inner) };
+        if dra::enabled(&inner) && inner.config.checkpoint {
+            // The kubelet's DRA manager reads (or creates) its checkpoint at start.
+            let (writes, _) = dra::load(&inner)?;
+            inner.dra_writes.store(writes, std::sync::atomic::Ordering::Relaxed);
+            dra::write_state(&inner);
+        }
         let restored = load_checkpoint(&inner);
         let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
         let mut services = spawn_services(&handle, podres_listener, control_listener);
@@ -922,7 +941,16 @@ impl SimHandle {
         if let Some(freed) = self.release_restored(namespace, name).await {
             return Ok(freed);
         }
-        admission::delete(&self.inner, namespace, name).await
+        let deleted = admission::delete(&self.inner, namespace, name).await;
+        if deleted.is_err() && self.inner.lock().dra.claims().any(|c| c.pods.contains(name)) {
+            // A pod known only from dra_manager_state (the sim was started
+            // again): its claims are unprepared, as the kubelet's reconcile
+            // loop does for pods that are gone.
+            let spec = PodSpec::shorthand(name, namespace, &[]);
+            let dra = dra::unprepare_pod(&self.inner, &spec, name).await.map(Box::new);
+            return Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed: BTreeMap::new(), dra });
+        }
+        deleted
     }
 
     /// Frees the checkpoint entries of the restored pod with UID `uid`.
@@ -933,7 +961,8 @@ impl SimHandle {
         inner.dirty();
         let ns = "(checkpoint)".to_string();
         inner.emit(EventKind::PodDeleted { pod: uid.into(), namespace: ns.clone(), freed: freed.clone() });
-        Some(DeleteOutcome { pod: uid.into(), namespace: ns, freed })
+        let dra = dra::unprepare_pod(inner, &PodSpec::shorthand(uid, namespace, &[]), uid).await.map(Box::new);
+        Some(DeleteOutcome { pod: uid.into(), namespace: ns, freed, dra })
     }
 
     /// The state: resources, plugins, pods.
@@ -942,7 +971,18 @@ impl SimHandle {
         s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
+        s.dra = self.dra_status();
         s
+    }
+
+    /// The DRA manager's part of the status, when it plays one.
+    fn dra_status(&self) -> Option<Box<DraStatus>> {
+        if !dra::enabled(&self.inner) {
+            return None;
+        }
+        let mut st = self.inner.lock().dra.status();
+        st.checkpoint = self.inner.config.registry_dir.as_deref().map(|r| dra::state_path(r).display().to_string());
+        Some(Box::new(st))
     }
 
     /// Like [`SimHandle::status`] without the device lists (cheap with many devices).
@@ -951,6 +991,7 @@ impl SimHandle {
         s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
+        s.dra = self.dra_status();
         s
     }
 
@@ -1036,6 +1077,7 @@ impl SimHandle {
         };
         let restored = restore(inner, &checkpoint);
         let restored_pods = inner.lock().pods_with_devices();
+        let dra_restored_claims = dra::restart(inner)?;
         let cleanup = inner.cleanup();
         let mut rx = self.subscribe();
         // --kubelet-socket-delay holds at every start: the new kubelet.sock
@@ -1089,6 +1131,8 @@ impl SimHandle {
             }
         }
         let resources = self.returns(&expected, t0);
+        let dra_prepared = dra::prepare_again(inner, deadline).await;
+        let dra_ok = dra_prepared.iter().all(|d| d.error.is_none());
         let report = RestartReport {
             kubelet_version: inner.config.kubelet_version,
             cleanup_rule: inner.config.kubelet_version.cleanup_rule(),
@@ -1098,10 +1142,12 @@ impl SimHandle {
             restored_pods,
             checkpoint: inner.config.checkpoint.then(|| inner.paths.checkpoint.display().to_string()),
             waited_ms: crate::text::millis(t0.elapsed()),
-            all_returned: resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
+            all_returned: dra_ok && resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
             resources,
             readmitted,
             kubelet_socket_late_ms: (!late.is_zero()).then(|| crate::text::millis(late)),
+            dra_restored_claims,
+            dra_prepared,
         };
         inner.emit(EventKind::RestartReport { report: report.clone() });
         Ok(report)

@@ -127,6 +127,40 @@ pub struct AdmitOutcome {
     /// Where the admitted pod's devices were recorded before the answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept_in: Option<String>,
+    /// The DRA manager's part, for a pod with `resourceClaims`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dra: Option<Box<DraOutcome>>,
+}
+
+/// What the DRA manager did for a pod: its calls, the first error (the
+/// kubelet's text; the containers do not start) and each container's CDI IDs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DraOutcome {
+    /// The calls made, in order (one per driver).
+    pub calls: Vec<DraCall>,
+    /// The error, as the kubelet reports it (`prepare dynamic resources: ...`).
+    pub error: Option<String>,
+    /// Container name -> the CDI device IDs the runtime gets.
+    #[serde(default)]
+    pub cdi_devices: BTreeMap<String, Vec<String>>,
+    /// Claims whose last user went and that were unprepared (delete only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unprepared: Vec<String>,
+}
+
+/// One NodePrepareResources or NodeUnprepareResources call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DraCall {
+    /// The driver.
+    pub driver: String,
+    /// The service socket called.
+    pub endpoint: String,
+    /// `<advertised service>/<method>`.
+    pub rpc: String,
+    /// The claims sent, `namespace/name`.
+    pub claims: Vec<String>,
+    /// Time to the answer.
+    pub took_ms: u64,
 }
 
 impl AdmitOutcome {
@@ -143,6 +177,7 @@ impl AdmitOutcome {
             took_ms: 0,
             topology: None,
             kept_in: None,
+            dra: None,
         }
     }
 

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::dra_claims::{ClaimObject, ContainerClaim, PodClaim};
 use crate::error::{Error, Result};
 use crate::quantity::QuantityError;
 use crate::topology::Compute;
@@ -39,6 +40,9 @@ pub struct ContainerSpec {
     /// CPU and memory requests and limits (QoS class, exclusive CPUs).
     #[serde(default, skip_serializing_if = "Compute::is_empty")]
     pub compute: Compute,
+    /// `resources.claims`: the pod's DRA claims (and requests) it uses.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<ContainerClaim>,
 }
 
 /// A pod as the simulated kubelet admits it.
@@ -54,6 +58,12 @@ pub struct PodSpec {
     pub uid: Option<String>,
     /// Init containers (plain and sidecars) in spec order, then regular containers.
     pub containers: Vec<ContainerSpec>,
+    /// `spec.resourceClaims` (DRA).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resource_claims: Vec<PodClaim>,
+    /// The ResourceClaim objects given with the pod (further documents of its manifest).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claim_objects: Vec<ClaimObject>,
 }
 
 fn default_namespace() -> String {
@@ -72,7 +82,10 @@ impl PodSpec {
                 kind: ContainerKind::Regular,
                 limits: limits.iter().cloned().collect(),
                 compute: Compute::default(),
+                claims: Vec::new(),
             }],
+            resource_claims: Vec::new(),
+            claim_objects: Vec::new(),
         }
     }
 
@@ -94,14 +107,50 @@ impl PodSpec {
     }
 
     /// Parses a Pod manifest (YAML or JSON). `place` names the file in errors.
+    /// Besides the Pod, the manifest may hold the ResourceClaims its
+    /// `spec.resourceClaims` name: further YAML documents (`---`), or the
+    /// items of a JSON or YAML `kind: List` (docs/dra.md §6).
     pub fn from_manifest(text: &str, place: &str) -> Result<PodSpec> {
         crate::input::check_depth(text, place, crate::input::MAX_MANIFEST_DEPTH)?;
-        let value: Value = if text.trim_start().starts_with('{') {
-            serde_json::from_str(text).map_err(|e| Error::invalid(place, format!("not valid JSON: {e}")))?
+        let docs: Vec<Value> = if text.trim_start().starts_with('{') {
+            vec![serde_json::from_str(text).map_err(|e| Error::invalid(place, format!("not valid JSON: {e}")))?]
         } else {
-            serde_norway::from_str(text).map_err(|e| Error::invalid(place, format!("not valid YAML: {e}")))?
+            let mut docs = Vec::new();
+            for d in serde_norway::Deserializer::from_str(text) {
+                let v = Value::deserialize(d).map_err(|e| Error::invalid(place, format!("not valid YAML: {e}")))?;
+                if !v.is_null() {
+                    docs.push(v);
+                }
+            }
+            docs
         };
-        from_value(&value, place)
+        let docs: Vec<Value> = docs
+            .into_iter()
+            .flat_map(|d| match d.get("kind").and_then(Value::as_str) {
+                Some("List") => d.get("items").and_then(Value::as_array).cloned().unwrap_or_default(),
+                _ => vec![d],
+            })
+            .collect();
+        let is_claim = |d: &Value| d.get("kind").and_then(Value::as_str) == Some("ResourceClaim");
+        let mut pods = docs.iter().filter(|d| !is_claim(d));
+        let Some(pod_doc) = pods.next() else {
+            return Err(Error::invalid(place, "no Pod in the manifest"));
+        };
+        if pods.next().is_some() {
+            return Err(Error::invalid(place, "more than one Pod in the manifest: admit one pod at a time"));
+        }
+        let mut pod = from_value(pod_doc, place)?;
+        for d in docs.iter().filter(|d| is_claim(d)) {
+            let c = super::dra_claims::claim_object(d, &pod.namespace, place)?;
+            if pod.claim_objects.iter().any(|o| o.namespace == c.namespace && o.name == c.name) {
+                return Err(Error::invalid(place, format!("ResourceClaim {}/{} is given twice", c.namespace, c.name)));
+            }
+            pod.claim_objects.push(c);
+        }
+        if pod.claim_objects.len() > super::dra_claims::MAX_POD_CLAIMS * 2 {
+            return Err(Error::invalid(place, "too many ResourceClaims in the manifest"));
+        }
+        Ok(pod)
     }
 
     /// Checks names and container order.
@@ -194,13 +243,25 @@ fn from_value(v: &Value, place: &str) -> Result<PodSpec> {
                 }
             }
             let compute = compute_of(c, &at, place)?;
-            containers.push(ContainerSpec { name: cname.to_string(), kind, limits, compute });
+            let claims = super::dra_claims::container_claims(c, &at, place)?;
+            containers.push(ContainerSpec { name: cname.to_string(), kind, limits, compute, claims });
         }
     }
     if !containers.iter().any(|c| c.kind == ContainerKind::Regular) {
         return Err(bad("spec.containers", "missing or empty"));
     }
-    let pod = PodSpec { name: name.to_string(), namespace: namespace.to_string(), uid, containers };
+    let resource_claims = super::dra_claims::pod_claims(spec, place)?;
+    for c in &containers {
+        super::dra_claims::check_container_claims(&resource_claims, &c.name, &c.claims, place)?;
+    }
+    let pod = PodSpec {
+        name: name.to_string(),
+        namespace: namespace.to_string(),
+        uid,
+        containers,
+        resource_claims,
+        claim_objects: Vec::new(),
+    };
     pod.validate()?;
     Ok(pod)
 }

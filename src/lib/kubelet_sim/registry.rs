@@ -9,7 +9,8 @@
 //! (dial-back, GetDevicePluginOptions) is retried only from 1.36 (PR
 //! #133335); 1.26-1.35 leave it unregistered until the socket is re-created.
 //! The texts sent back follow the kubelet's plugin watcher
-//! (`RegisterPlugin error -- ...`).
+//! (`RegisterPlugin error -- ...`). Type `DRAPlugin` goes to the DRA
+//! manager (`dra.rs`) from 1.34; older releases have no handler for it.
 
 use std::collections::HashMap;
 use std::os::unix::fs::FileTypeExt;
@@ -70,6 +71,7 @@ pub(crate) fn start(inner: &Arc<Inner>, dir: &Path) -> Result<tokio::task::JoinH
                                 if let Some((resource, socket)) = registered {
                                     deregister(&inner, &resource, &socket, &path);
                                 }
+                                super::dra::socket_removed(&inner, &path);
                             }
                             _ => {}
                         }
@@ -117,6 +119,9 @@ enum Attempt {
     /// the actual state, where it stays: never retried until the socket is
     /// re-created (the (resource, socket) is what a deletion deregisters).
     Stuck(String, PathBuf),
+    /// A DRA driver, registered (or refused for good) by the DRA manager,
+    /// which keeps it by its registration socket.
+    Dra,
 }
 
 /// True while `path` is still wanted by the attempt loop holding `token`
@@ -183,6 +188,7 @@ fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
         let mut backoff = RETRY_INITIAL;
         loop {
             let wait = match handle(&inner2, &dir, &path).await {
+                Attempt::Dra => return,
                 Attempt::Registered(resource, socket) | Attempt::Stuck(resource, socket) => {
                     if let Ok(mut s) = seen.lock()
                         && let Some(slot) = s.get_mut(&path).filter(|slot| slot.token == token)
@@ -237,6 +243,12 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Attempt {
             matches!(tokio::time::timeout(std::time::Duration::from_secs(5), call).await, Ok(Ok(_)))
         }
     };
+    if info.r#type == reg::DRA_PLUGIN_TYPE && super::dra::enabled(inner) {
+        return match super::dra::register(inner, path, &info, &client).await {
+            super::dra::DraAttempt::Done => Attempt::Dra,
+            super::dra::DraAttempt::Retry => Attempt::Retry,
+        };
+    }
     if info.r#type != reg::DEVICE_PLUGIN_TYPE {
         let msg = format!(
             "RegisterPlugin error -- no handler registered for plugin type: {} at socket {}",

@@ -205,6 +205,7 @@ mod tests {
             took_ms: 0,
             topology: None,
             kept_in: None,
+            dra: None,
         }
     }
 

@@ -207,6 +207,18 @@ pub fn event_detail(kind: &EventKind) -> String {
         EventKind::CheckpointRead { checkpoint } => checkpoint_line(checkpoint),
         EventKind::CheckpointReadOnly { path, reason } => format!("{path}: {reason}"),
         EventKind::Stopped {} => "sockets removed".into(),
+        EventKind::DraRegistered { driver, endpoint, service, .. } => format!("{driver} at {endpoint} ({service})"),
+        EventKind::DraRegistrationRejected { socket, message, .. } => format!("{socket}: {message}"),
+        EventKind::DraDeregistered { driver, endpoint } => format!("{driver} at {endpoint}"),
+        EventKind::DraPrepared { pod, namespace, calls, error }
+        | EventKind::DraUnprepared { pod, namespace, calls, error } => {
+            let rpcs: Vec<String> = calls.iter().map(|c| format!("{} {}", c.driver, c.rpc)).collect();
+            format!(
+                "{namespace}/{pod}: {}{}",
+                list(&rpcs),
+                error.as_ref().map(|e| format!("; {e}")).unwrap_or_default()
+            )
+        }
     }
 }
 
@@ -244,7 +256,12 @@ fn is_problem(kind: &EventKind) -> bool {
             | EventKind::ContainerStartFailed { .. }
             | EventKind::RegistryPluginIgnored { .. }
             | EventKind::CheckpointReadOnly { .. }
+            | EventKind::DraRegistrationRejected { .. }
     ) || matches!(kind, EventKind::CheckpointRead { checkpoint } if checkpoint.error.is_some())
+        || matches!(
+            kind,
+            EventKind::DraPrepared { error: Some(_), .. } | EventKind::DraUnprepared { error: Some(_), .. }
+        )
 }
 
 /// Renders one event: a JSON line, or `time  name  detail`.
@@ -272,6 +289,28 @@ pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()
     writeln!(w, "kubelet {} ({by}){}", s.kubelet_version, if s.running { "" } else { ", stopped" })?;
     for line in status_lines(s, format == Format::Wide) {
         writeln!(w, "{line}")?;
+    }
+    if let Some(d) = &s.dra {
+        for i in &d.drivers {
+            writeln!(w, "dra driver {} at {} ({})", i.driver, i.endpoint, i.service.advertised())?;
+        }
+        for c in &d.claims {
+            let devices: Vec<String> = c
+                .drivers
+                .iter()
+                .flat_map(|(dr, l)| l.iter().map(move |x| format!("{dr}/{}/{}", x.pool, x.device)))
+                .collect();
+            let state = if c.prepared { "prepared" } else { "restored, not prepared" };
+            writeln!(
+                w,
+                "dra claim {}/{} ({}): {state}; pods {}; devices {}",
+                c.namespace,
+                c.name,
+                c.uid,
+                c.pods.len(),
+                list(&devices)
+            )?;
+        }
     }
     Ok(())
 }
@@ -622,6 +661,9 @@ pub fn admit(w: &mut dyn Write, format: Format, o: &AdmitOutcome) -> io::Result<
     if let Some(topo) = &o.topology {
         super::topology::report(w, topo)?;
     }
+    if let Some(d) = &o.dra {
+        dra_lines(w, d)?;
+    }
     for c in &o.containers {
         if let Some(e) = &c.start_error {
             writeln!(w, "{} container {}: {e}", "not started:".red().bold(), c.name)?;
@@ -648,7 +690,28 @@ pub fn delete(w: &mut dyn Write, format: Format, d: &DeleteOutcome) -> io::Resul
         d.namespace,
         d.pod,
         if devs.is_empty() { "no devices".to_string() } else { devs.join(" ") }
-    )
+    )?;
+    if let Some(x) = &d.dra {
+        dra_lines(w, x)?;
+        if !x.unprepared.is_empty() {
+            writeln!(w, "unprepared {}", list(&x.unprepared))?;
+        }
+    }
+    Ok(())
+}
+
+/// The DRA manager's calls, its error and the CDI IDs per container.
+fn dra_lines(w: &mut dyn Write, d: &crate::kubelet_sim::DraOutcome) -> io::Result<()> {
+    for c in &d.calls {
+        writeln!(w, "dra: {} {} {} ({})", c.driver, c.rpc, list(&c.claims), ms(c.took_ms))?;
+    }
+    for (container, ids) in &d.cdi_devices {
+        writeln!(w, "cdi: container {container}: {}", list(ids))?;
+    }
+    if let Some(e) = &d.error {
+        writeln!(w, "{} {e}", "dra failed:".red().bold())?;
+    }
+    Ok(())
 }
 
 /// Renders a container restart.
@@ -687,6 +750,12 @@ pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Resu
         r.restored_pods,
         ms(r.waited_ms)
     )?;
+    if r.dra_restored_claims > 0 || !r.dra_prepared.is_empty() {
+        writeln!(w, "dra: {} claim(s) restored from dra_manager_state", r.dra_restored_claims)?;
+    }
+    for d in &r.dra_prepared {
+        dra_lines(w, d)?;
+    }
     if r.resources.is_empty() {
         writeln!(w, "no resources were registered before the restart")?;
         return readmitted(w, r);

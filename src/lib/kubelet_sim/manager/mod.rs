@@ -19,6 +19,7 @@
 
 mod admission;
 mod checkpoint;
+pub(crate) mod dra;
 mod podres;
 mod reboot;
 mod registration;
@@ -93,6 +94,8 @@ pub(crate) struct Manager {
     max_resources: usize,
     /// Topology Manager, CPU manager and the simulated machine.
     topology: TopologyConfig,
+    /// The DRA manager (registered drivers, claim-info cache).
+    pub(crate) dra: dra::DraState,
 }
 
 impl Manager {
@@ -104,7 +107,13 @@ impl Manager {
         topology: TopologyConfig,
         now: Instant,
     ) -> Self {
-        Manager { st: State::new(grace_period, now), version, max_resources, topology }
+        Manager {
+            st: State::new(grace_period, now),
+            version,
+            max_resources,
+            topology,
+            dra: dra::DraState::new(version),
+        }
     }
 
     /// Sets the grace period (running timers ask [`Manager::grace_deadline`] again).

@@ -34,7 +34,12 @@ fn container_devices(pod: &Pod, container: &str) -> Vec<v1::ContainerDevices> {
 
 /// A pod as v1 `List` shows it: sidecars first (when `sidecars`), then
 /// regular containers.
-fn pod_v1(pod: &Pod, cpus: Option<&BTreeMap<String, Vec<u32>>>, sidecars: bool) -> v1::PodResources {
+fn pod_v1(
+    pod: &Pod,
+    cpus: Option<&BTreeMap<String, Vec<u32>>>,
+    sidecars: bool,
+    dra: &super::dra::DraState,
+) -> v1::PodResources {
     let order: &[ContainerKind] =
         if sidecars { &[ContainerKind::Sidecar, ContainerKind::Regular] } else { &[ContainerKind::Regular] };
     let containers = order
@@ -47,6 +52,7 @@ fn pod_v1(pod: &Pod, cpus: Option<&BTreeMap<String, Vec<u32>>>, sidecars: bool) 
                 .and_then(|m| m.get(&c.name))
                 .map(|v| v.iter().map(|x| i64::from(*x)).collect())
                 .unwrap_or_default(),
+            dynamic_resources: dra.dynamic_resources(&pod.spec.namespace, &pod.spec.resource_claims, &c.claims),
             ..Default::default()
         })
         .collect();
@@ -70,20 +76,21 @@ impl Manager {
     pub fn podres_list(&self) -> Vec<v1::PodResources> {
         let sidecars = self.sidecars();
         let st = &self.st;
-        st.pods.iter().map(|p| pod_v1(p, st.exclusive_cpus.get(p.uid()), sidecars)).collect()
+        st.pods.iter().map(|p| pod_v1(p, st.exclusive_cpus.get(p.uid()), sidecars, &self.dra)).collect()
     }
 
     /// v1 `Get` of one pod.
     pub fn podres_get(&self, name: &str, namespace: &str) -> Option<v1::PodResources> {
         let sidecars = self.sidecars();
         let st = &self.st;
-        st.pod_index(namespace, name).map(|i| pod_v1(&st.pods[i], st.exclusive_cpus.get(st.pods[i].uid()), sidecars))
+        st.pod_index(namespace, name)
+            .map(|i| pod_v1(&st.pods[i], st.exclusive_cpus.get(st.pods[i].uid()), sidecars, &self.dra))
     }
 
     /// v1alpha1 `List`: regular containers only, in the v1 shape.
     pub fn podres_list_regular(&self) -> Vec<v1::PodResources> {
         let st = &self.st;
-        st.pods.iter().map(|pod| pod_v1(pod, st.exclusive_cpus.get(pod.uid()), false)).collect()
+        st.pods.iter().map(|pod| pod_v1(pod, st.exclusive_cpus.get(pod.uid()), false, &self.dra)).collect()
     }
 
     /// The healthy devices of `GetAllocatableResources`.

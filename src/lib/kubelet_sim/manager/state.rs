@@ -316,6 +316,7 @@ impl State {
             checkpoint: self.checkpoint.clone().map(Box::new),
             resource_limit: 0,
             refused_over_limit: self.refused_over_limit,
+            dra: None,
         }
     }
 }
@@ -418,6 +419,9 @@ pub struct SimStatus {
     /// Register calls refused for that limit.
     #[serde(default)]
     pub refused_over_limit: u64,
+    /// The DRA manager (1.34+ with a plugins_registry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dra: Option<Box<super::dra::DraStatus>>,
 }
 
 /// A pod known only from the checkpoint.

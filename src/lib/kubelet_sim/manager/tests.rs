@@ -432,6 +432,7 @@ fn pod_with_sidecar(m: &mut Manager) {
             kind,
             limits: [(GPU.to_string(), 1)].into(),
             compute: Default::default(),
+            claims: Vec::new(),
         })
         .collect();
     let allocs = [("side", "g0"), ("main", "g1")]
