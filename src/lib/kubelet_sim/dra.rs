@@ -15,8 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use tonic::transport::Channel;
-
 use super::Inner;
 use super::events::EventKind;
 use super::manager::dra::{Batch, ClaimAnswer, DraState, PreparedDevice, plays_dra};
@@ -82,7 +80,7 @@ pub(crate) async fn register(
     inner: &Arc<Inner>,
     path: &Path,
     info: &reg::PluginInfo,
-    client: &RegistrationClient<Channel>,
+    client: &RegistrationClient<crate::transport::WireChannel>,
 ) -> DraAttempt {
     let notify = |registered: bool, error: String| {
         let mut c = client.clone();

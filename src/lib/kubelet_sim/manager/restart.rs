@@ -99,7 +99,13 @@ mod tests {
     }
 
     fn container(name: &str, kind: ContainerKind) -> ContainerSpec {
-        ContainerSpec { name: name.into(), kind, limits: [(GPU.to_string(), 1)].into(), compute: Default::default() }
+        ContainerSpec {
+            name: name.into(),
+            kind,
+            limits: [(GPU.to_string(), 1)].into(),
+            compute: Default::default(),
+            claims: Vec::new(),
+        }
     }
 
     fn alloc(id: &str) -> BTreeMap<String, Alloc> {
@@ -115,6 +121,8 @@ mod tests {
             namespace: "default".into(),
             uid: Some("uid-p".into()),
             containers: vec![container("init", ContainerKind::Init), container("main", ContainerKind::Regular)],
+            resource_claims: Vec::new(),
+            claim_objects: Vec::new(),
         };
         let allocs = [("init".to_string(), alloc("g0")), ("main".to_string(), alloc("g1"))].into();
         Pod { spec, allocs, running: ["main".to_string()].into() }

@@ -61,6 +61,7 @@ fn container(name: &str, kind: ContainerKind, limits: &[(&str, u64)]) -> Contain
         kind,
         limits: limits.iter().map(|(r, n)| (r.to_string(), *n)).collect(),
         compute: Default::default(),
+        claims: Vec::new(),
     }
 }
 
@@ -70,7 +71,7 @@ fn pod_holding(name: &str, ids: &[&str]) -> Pod {
     spec.uid = Some(format!("uid-{name}"));
     let allocs =
         if ids.is_empty() { BTreeMap::new() } else { [("c0".into(), [(GPU.into(), alloc(ids))].into())].into() };
-    Pod { spec, allocs }
+    Pod { spec, allocs, running: Default::default() }
 }
 
 fn empty_pod() -> Pod {

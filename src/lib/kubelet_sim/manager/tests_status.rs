@@ -78,6 +78,7 @@ fn three_container_pod(m: &mut Manager) {
                 kind: *kind,
                 limits: [(GPU.to_string(), 1)].into(),
                 compute: Default::default(),
+                claims: Vec::new(),
             })
             .collect();
     let a = |id: &str, node: i64| Alloc {
@@ -89,7 +90,7 @@ fn three_container_pod(m: &mut Manager) {
         .into_iter()
         .map(|(c, al)| (c.to_string(), BTreeMap::from([(GPU.to_string(), al)])))
         .collect();
-    m.st.pods.push(Pod { spec, allocs });
+    m.st.pods.push(Pod { spec, allocs, running: Default::default() });
     m.st.exclusive_cpus.insert("uid-p".into(), [("main".to_string(), vec![2, 3])].into());
 }
 
@@ -111,6 +112,7 @@ fn status_shows_each_resource_and_the_grace_period_left() {
             .into(),
         )]
         .into(),
+        running: Default::default(),
     });
     m.restarted();
     let s = m.status(&paths(), true, t0);
