@@ -1061,3 +1061,23 @@ fn the_runner_scanner_sees_code_not_strings_comments_or_tests() {
         ["async fn", ".await", "tokio", "crate::transport", "::connect(", "File::create"]
     );
 }
+
+/// The judgements of `doctor` and `smoke` are pure functions over what the
+/// probes and steps saw, so each verdict is unit-tested on data: no
+/// runtime, socket, signal, process or file system in them.
+#[test]
+fn the_doctor_and_smoke_judgements_touch_nothing() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib");
+    let mut problems = Vec::new();
+    for rel in ["doctor/judge.rs", "smoke/steps/judge.rs"] {
+        let src =
+            std::fs::read_to_string(root.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e} (moved? update this test)"));
+        let fs = without_tests(&code_only(&src)).contains("std::fs").then_some("std::fs");
+        problems.extend(runner_marks(&src).into_iter().chain(fs).map(|m| format!("{rel}: {m}")));
+    }
+    assert!(
+        problems.is_empty(),
+        "a judgement does I/O (move it to the probe or the step):\n  {}",
+        problems.join("\n  ")
+    );
+}
