@@ -31,7 +31,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_needs_command" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_needs_command" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_needs_command" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_needs_command" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_needs_command" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_needs_command" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -59,7 +59,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and not __fish_seen_subcommand_from call watch check help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -76,7 +76,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from call" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -102,7 +102,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from watch" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -155,7 +155,7 @@ always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l probe-unadvertised -d 'Call GetPreferredAllocation even when the plugin does not advertise it (preferred-not-advertised then says whether it answers). A kubelet never does, and a plugin may crash in a handler it never expects to run'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l list -d 'List the checks (name and why it matters; -o wide adds the rule) and exit'
-complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -166,7 +166,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "check" -d 'Run the sanity suite: does the plugin behave as the kubelet needs?'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l dir -d 'The device-plugin directory: kubelet.sock, plugin sockets, the checkpoint' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l kubelet-socket-delay -d 'Report started at once but create kubelet.sock only this long after, as a kubelet whose device manager starts late: plugins that call Register once at start and give up never register (docs/kubelet-versions.md §10)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l kubelet-socket-delay -d 'Report started at once but create kubelet.sock only this long after, as a kubelet whose device manager starts late: plugins that call Register once at start and give up never register (docs/kubelet-versions.md §10). A restart re-creates it just as late' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l grace-period -d 'After a ListAndWatch stream ends, how long capacity is kept before it drops to 0' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l podresources-socket -d 'Where to serve PodResources [default: <DIR>/pod-resources.sock]' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l registry-dir -d 'Also accept plugins through this plugins_registry directory (the plugin watcher\'s way)' -r -F
@@ -214,7 +214,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-checkpoint -d 'Do not read or write kubelet_internal_checkpoint'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l emulate-cleanup -d 'At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported. The checkpoint is never deleted'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l adopt-checkpoint -d 'Let the sim rewrite a kubelet_internal_checkpoint it did not write (a real kubelet\'s). Without it such a file is read, verified and restored, never changed'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -243,7 +243,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l dry-run -d 'Only judge the pod: would it be admitted, and where? Nothing is allocated, no plugin is called'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from admit" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -258,7 +258,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from delete" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -275,7 +275,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-readmit -d 'Do not admit the pods again (they keep their devices unchecked)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -292,7 +292,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from reboot" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -307,7 +307,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart-container" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -321,7 +321,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from status" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -335,7 +335,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from set-grace" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -356,7 +356,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and not __fish_seen_subcommand_from list get allocatable free watch dump serve help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -388,7 +388,7 @@ always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s A -l all-namespaces -d 'Every namespace (the default; as kubectl\'s -A)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s w -l watch -d 'After the list, watch for changes (as `watch`, every 2s, until Ctrl-C)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from list" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -409,7 +409,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from get" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -429,7 +429,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from allocatable" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -451,7 +451,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from free" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -477,7 +477,7 @@ always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s A -l all-namespaces -d 'Every namespace (the default; as kubectl\'s -A)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l no-initial -d 'Do not print the pods present at the start; only changes'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from watch" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -497,7 +497,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from dump" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -519,7 +519,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l disable-get -d 'Answer Get like a kubelet with the feature gate KubeletPodResourcesGet off'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l no-rate-limit -d 'Do not rate-limit (a kubelet allows 100 calls/s, burst 10)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l force -d 'Take the socket over even if a live process serves it'
-complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand podresources; and __fish_seen_subcommand_from serve" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -541,7 +541,12 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l id-prefix -d 'Prefix of device IDs [default: the resource\'s last part upper-cased, e.g. GPU-]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l numa-nodes -d 'Spread devices over N NUMA nodes (0: no topology)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l unhealthy -d 'Devices that start unhealthy, comma-separated' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l preferred -d 'Advertise GetPreferredAllocation, answering with POLICY (first-fit, pack, spread, random). Without it the RPC is still answered, first-fit' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l preferred -d 'Advertise GetPreferredAllocation, answering with POLICY (first-fit, pack, spread, random). Without it the RPC is still answered, first-fit' -r -f -a "first-fit\t''
+pack\t''
+spread\t''
+random\t''
+ignore-numa\t''
+lowest\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l seed -d 'Seed of the random policy' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l env -d 'Allocate answer env var; {ids}, {id}, {index}, {count}, {resource} are substituted' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l cdi -d 'Allocate answer CDI device name, e.g. example.com/gpu={id} (one per device)' -r
@@ -576,7 +581,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-control -d 'Do not serve the control socket (<dir>/.dpctl/<resource>.sock)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l force -d 'Take the sockets over even if a live process serves them'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l hide-rpcs -d 'Do not show each RPC as an event (less work under heavy load; --record still gets them)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -596,7 +601,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -604,7 +609,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from set-health" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l dir -d 'The device-plugin directory the mock serves in' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l timeout -d 'How long to wait for the mock to answer' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l health -d 'Their health' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l health -d 'Their health' -r -f -a "healthy\t''
+unhealthy\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l numa -d 'Their NUMA nodes, comma-separated (none: no topology)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
@@ -613,7 +619,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from add-device" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -628,7 +634,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from remove-device" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -643,7 +649,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and __fish_seen_subcommand_from status" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -661,7 +667,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and not __fish_seen_subcommand_from info prepare unprepare watch-health check mock help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -685,7 +691,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from info" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -710,7 +716,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l no-cdi-check -d 'Do not resolve CDI IDs (they are still parsed)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -735,7 +741,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l no-cdi-check -d 'Do not resolve CDI IDs (they are still parsed)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -757,7 +763,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from watch-health" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -777,7 +783,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -809,7 +815,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -833,7 +839,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and not __fish_seen_subcommand_from slices writes help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and not __fish_seen_subcommand_from slices writes help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and not __fish_seen_subcommand_from slices writes help" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and not __fish_seen_subcommand_from slices writes help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and not __fish_seen_subcommand_from slices writes help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and not __fish_seen_subcommand_from slices writes help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -850,7 +856,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from slices" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from slices" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from slices" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from slices" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from slices" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from slices" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -864,7 +870,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from writes" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from writes" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from writes" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from writes" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from writes" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand apiserver; and __fish_seen_subcommand_from writes" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -944,7 +950,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l keep -d 'Keep the fresh directory afterwards (checkpoint, leftover sockets)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l show-output -d 'Copy the plugin\'s output to stderr as it runs'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l isolate -d 'Run the plugin unmodified in a private mount namespace where the sim\'s fresh directories are bind-mounted at /var/lib/kubelet/device-plugins, /var/lib/kubelet/plugins_registry and /var/lib/kubelet/pod-resources (the host\'s mounts never change; see below)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -957,7 +963,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -967,7 +973,19 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -f -a "diff" -d 'Run scenarios on kubelet-sim and on a referee; show every difference'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l engine -d 'sim (kubelet-sim, in-process) or referee:PATH (a referee binary, or a directory of dpctl-referee-1.NN binaries built by conformance/build.sh)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated (e.g. 1.34,1.37) [default: each scenario\'s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated (e.g. 1.34,1.37) [default: each scenario\'s]' -r -f -a "1.26\t''
+1.27\t''
+1.28\t''
+1.29\t''
+1.30\t''
+1.31\t''
+1.32\t''
+1.33\t''
+1.34\t''
+1.35\t''
+1.36\t''
+1.37\t''
+master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'
@@ -975,14 +993,26 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l referee -d 'A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated [default: each scenario\'s]' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated [default: each scenario\'s]' -r -f -a "1.26\t''
+1.27\t''
+1.28\t''
+1.29\t''
+1.30\t''
+1.31\t''
+1.32\t''
+1.33\t''
+1.34\t''
+1.35\t''
+1.36\t''
+1.37\t''
+master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'
@@ -990,7 +1020,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1008,7 +1038,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand demo" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1021,7 +1051,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and not __fish_seen_subcommand_from show verify help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1040,7 +1070,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l dra -d 'The DRA manager\'s checkpoint [default file: dra_manager_state in the parent of --dir]'
-complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from show" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1056,7 +1086,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l dra -d 'The DRA manager\'s checkpoint [default file: dra_manager_state in the parent of --dir]'
-complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from verify" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1094,7 +1124,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1110,7 +1140,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subc
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l all -d 'Also list the findings that are ok'
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and __fish_seen_subcommand_from merge" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1125,7 +1155,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand explain" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1138,7 +1168,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and not __fish_seen_subcommand_from allocate preferred options prestart list help" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1172,7 +1202,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from allocate" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1200,7 +1230,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from preferred" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1228,7 +1258,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from options" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1256,7 +1286,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from prestart" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1285,7 +1315,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subco
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l churn -d 'Flip one device Unhealthy and back, one change at a time, and time each change until its message is decoded. Needs a `dpctl mock-plugin` (health is changed through its control socket)'
-complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand bench; and __fish_seen_subcommand_from list" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
@@ -1304,7 +1334,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s v -l verbose -d 'More logging on stderr (-v info, -vv debug, -vvv trace)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand completions" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'

@@ -41,5 +41,6 @@ pub mod text;
 pub mod topology;
 pub mod transport;
 pub mod validate;
+pub mod wire_events;
 
 pub use error::{Error, Result};

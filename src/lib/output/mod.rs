@@ -108,7 +108,7 @@ pub struct Streams<'a> {
     /// `out` is a terminal (a person reads the data as it comes).
     pub out_is_tty: bool,
     /// `-v`: where the gRPC calls a command makes are reported ([`verbose`]).
-    pub wire: Option<crate::transport::Tap>,
+    pub wire: Option<crate::wire_events::Tap>,
 }
 
 impl std::fmt::Debug for Streams<'_> {

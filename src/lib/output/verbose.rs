@@ -10,8 +10,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use super::{Format, Term};
-use crate::transport::wire::{Header, WireMessage};
-use crate::transport::{Tap, WireEvent};
+use crate::wire_events::{Header, Tap, WireEvent, WireMessage};
 
 /// Characters of a message's JSON shown below `-vvv`.
 pub const MESSAGE_CHARS: usize = 4000;

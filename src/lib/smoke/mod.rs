@@ -108,6 +108,7 @@ impl Case for StepId {
         &StepId::ALL
     }
 
+    // long: the step table, one row (name, reason, rule) per step; split, the table would scatter.
     fn info(self) -> CaseInfo {
         match self {
             StepId::Launch => CaseInfo {
