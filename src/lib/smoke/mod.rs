@@ -108,6 +108,7 @@ impl Case for StepId {
         &StepId::ALL
     }
 
+    // long: one CaseInfo per step (name, why it matters, the rule), the texts the reports show.
     fn info(self) -> CaseInfo {
         match self {
             StepId::Launch => CaseInfo {
