@@ -108,7 +108,7 @@ impl Case for StepId {
         &StepId::ALL
     }
 
-    // long: the step table, one row (name, reason, rule) per step; split, the table would scatter.
+    // long: one CaseInfo per step (name, why it matters, the rule), the texts the reports show.
     fn info(self) -> CaseInfo {
         match self {
             StepId::Launch => CaseInfo {
