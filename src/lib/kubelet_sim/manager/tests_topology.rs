@@ -151,3 +151,43 @@ fn dry_run_reuses_init_devices_and_keeps_regular_ones_apart() {
     assert_eq!(devices(&outcome), [vec!["g0".to_string()], vec!["g1".to_string()]]);
     assert!(!m.is_admitted("default", "p"), "a dry run keeps nothing");
 }
+
+fn dry_run_err(m: &Manager, spec: &PodSpec) -> String {
+    let mut outcome = AdmitOutcome::pending(spec, "uid-p".into());
+    let e = m.dry_run(spec, &mut outcome).expect_err("rejected");
+    format!("{}: {}", e.reason, e.message)
+}
+
+/// `kubelet-sim admit --dry-run` refuses as an admission would
+/// (`devicesToAllocate`): too few free devices (other pods' are not free),
+/// no healthy device, an unregistered resource pods still hold; a resource
+/// that is not the device manager's, or a limit of 0, takes nothing.
+#[test]
+fn dry_run_refuses_as_an_admission_would() {
+    let t0 = Instant::now();
+    let mut m = manager(config(CpuPolicy::None, Scope::Container));
+    let one = |name: &str, n: u64| {
+        pod(vec![ContainerSpec {
+            limits: [(name.to_string(), n)].into(),
+            ..container("a", ContainerKind::Regular, 0, 0)
+        }])
+    };
+    assert!(dry_run_err(&m, &one(GPU, 3)).contains("Requested: 3, Available: 2"));
+    let outcome = dry_run(&m, &one("example.com/other", 1));
+    assert!(outcome.containers[0].resources.is_empty());
+    assert!(dry_run(&m, &one(GPU, 0)).containers[0].resources.is_empty());
+    let mut held = pod(vec![container("c", ContainerKind::Regular, 0, 1)]);
+    held.uid = Some("uid-old".into());
+    let alloc =
+        super::Alloc { ids: vec!["g0".into()], by_numa: [(0, vec!["g0".into()])].into(), response: Default::default() };
+    m.st.pods.push(super::Pod { spec: held, allocs: [("c".to_string(), [(GPU.to_string(), alloc)].into())].into() });
+    let outcome = dry_run(&m, &one(GPU, 1));
+    assert_eq!(outcome.containers[0].resources[0].devices, ["g1"], "g0 is another pod's");
+    assert!(dry_run_err(&m, &one(GPU, 2)).contains("Requested: 2, Available: 1"));
+    let id = m.st.resources[GPU].endpoint.as_ref().unwrap().id;
+    m.stream_ended(GPU, id, "EOF".into(), t0);
+    assert!(dry_run_err(&m, &one(GPU, 1)).contains("no healthy devices present"));
+    let generation = m.st.resources[GPU].generation;
+    m.grace_expired(GPU, generation, t0 + Duration::from_secs(300));
+    assert!(dry_run_err(&m, &one(GPU, 1)).contains("cannot allocate unregistered device example.com/gpu"));
+}
