@@ -191,3 +191,16 @@ fn dry_run_refuses_as_an_admission_would() {
     m.grace_expired(GPU, generation, t0 + Duration::from_secs(300));
     assert!(dry_run_err(&m, &one(GPU, 1)).contains("cannot allocate unregistered device example.com/gpu"));
 }
+
+/// docs/topology.md §3: the stored hint picks the device on its node even
+/// when the plugin lists another node's device first.
+#[test]
+fn dry_run_takes_the_device_on_the_hints_node() {
+    let mut m = manager(config(CpuPolicy::None, Scope::Container));
+    let id = m.st.resources[GPU].endpoint.as_ref().unwrap().id;
+    let dev = |id: &str, node: i64| Device { id: id.into(), health: "Healthy".into(), numa_nodes: Some(vec![node]) };
+    m.snapshot(GPU, id, vec![dev("g1", 1), dev("g0", 0)], 64, Instant::now());
+    let outcome = dry_run(&m, &pod(vec![container("a", ContainerKind::Regular, 0, 1)]));
+    assert_eq!(outcome.topology.as_ref().unwrap().decisions[0].best.hint, "{01 true}");
+    assert_eq!(outcome.containers[0].resources[0].devices, ["g0"]);
+}
