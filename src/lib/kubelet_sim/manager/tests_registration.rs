@@ -245,3 +245,20 @@ fn a_stale_grace_timer_does_nothing_after_a_second_stop() {
     assert!(m.grace_expired(GPU, first, t1 + GRACE).is_empty());
     assert_eq!(m.grace_deadline(GPU, second), Some(t1 + GRACE));
 }
+
+/// docs/kubelet-versions.md §2, 1.26-1.36: a replaced plugin whose stream
+/// still runs is a live client of the name, so a failed Register leaves it
+/// untracked even after the current plugin disconnected: its own stream
+/// end then disconnects nothing.
+#[test]
+fn failed_register_leaves_a_replaced_live_plugin_untracked_1_26_to_1_36() {
+    for minor in 26..=36 {
+        let mut m = manager(minor);
+        let a = plugin(&mut m, "a.sock");
+        let b = plugin(&mut m, "b.sock");
+        m.stream_ended(GPU, b, "EOF".into(), Instant::now());
+        m.register_failed(GPU, &PathBuf::from("/dp/other.sock"));
+        let fx = m.stream_ended(GPU, a, "EOF".into(), Instant::now());
+        assert_eq!(words(&fx), [format!("close:{a}"), "stream_ended_untracked".into()], "1.{minor}");
+    }
+}
