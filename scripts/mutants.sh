@@ -3,7 +3,7 @@
 #
 #   scripts/mutants.sh               the whole set, in this checkout, against the lib's unit tests
 #   scripts/mutants.sh FILE...       only these files
-#   scripts/mutants.sh --isolated    the same set in two scratch crates of their own (about an hour, not a day):
+#   scripts/mutants.sh --isolated    the same set in two scratch crates of their own (1 to 2 hours, not days):
 #                                    topology/checkpoint/quantity/duration, and the release table, the
 #                                    device manager, validate and contract
 #   scripts/mutants.sh --isolated FILE...   only these files, isolated
