@@ -3,7 +3,10 @@
 #
 #   scripts/mutants.sh               the whole set, in this checkout, against the lib's unit tests
 #   scripts/mutants.sh FILE...       only these files
-#   scripts/mutants.sh --isolated    the pure modules in a scratch crate of their own (minutes, not hours)
+#   scripts/mutants.sh --isolated    the same set in two scratch crates of their own (1 to 2 hours, not days):
+#                                    topology/checkpoint/quantity/duration, and the release table, the
+#                                    device manager, validate and contract
+#   scripts/mutants.sh --isolated FILE...   only these files, isolated
 #
 # Needs cargo-mutants (`cargo install cargo-mutants --locked`). Reports land in
 # $MUTANTS_OUT (default target/mutants); each run's mutants.out/missed.txt lists the survivors.
@@ -18,21 +21,13 @@ SET=(
     src/lib/validate.rs src/lib/contract.rs src/lib/quantity.rs src/lib/duration.rs
     src/lib/kubelet_version/mod.rs src/lib/kubelet_sim/manager/{admission,checkpoint,mod,podres,reboot,registration,state,stream,topology}.rs
 )
-# The part of SET that builds without the rest of dpctl (see --isolated).
-ISOLATED=(
-    src/lib/topology/merge.rs src/lib/topology/hints.rs src/lib/topology/mask.rs src/lib/topology/cpu.rs
-    src/lib/checkpoint/json.rs src/lib/checkpoint/spew.rs src/lib/checkpoint/write.rs
-    src/lib/quantity.rs src/lib/duration.rs
-    src/lib/kubelet_version/mod.rs src/lib/kubelet_sim/manager/{admission,checkpoint,mod,podres,reboot,registration,state,stream,topology}.rs
-)
+# --isolated covers all of SET: validate.rs and contract.rs build in the
+# manager's scratch crate (they need the protobuf code), the rest in the small one.
+ISOLATED=("${SET[@]}")
 
 file_args() {
     for f in "$@"; do printf -- '-f\n%s\n' "$f"; done
 }
-
-# The release table and the manager: built in a scratch crate of their own
-# with what they import (see build_manager_crate).
-MANAGER_CRATE=(src/lib/kubelet_version/ src/lib/kubelet_sim/manager/)
 
 # A crate of the topology and checkpoint modules, quantity and duration, with
 # their unit tests, a stand-in for dpctl's error type (the two constructors
@@ -168,7 +163,9 @@ if [[ ${1:-} == --isolated ]]; then
     pure=() manager=()
     for f in "${files[@]}"; do
         case $f in
-            src/lib/kubelet_version/* | src/lib/kubelet_sim/manager/*) manager+=("$f") ;;
+            src/lib/kubelet_version/* | src/lib/kubelet_sim/manager/* | src/lib/validate.rs | src/lib/contract.rs)
+                manager+=("$f")
+                ;;
             *) pure+=("$f") ;;
         esac
     done

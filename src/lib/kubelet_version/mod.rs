@@ -495,6 +495,17 @@ mod tests {
         assert_eq!(m.device_hints_only_on_device_nodes(), r.device_hints_only_on_device_nodes());
     }
 
+    /// A referee running the kubelet's own code may play the release after
+    /// the newest one the sim names (today 1.38): read as `master`; any
+    /// other release as itself, and past that an error.
+    #[test]
+    fn deserializes_releases_and_the_next_release_as_master() {
+        let read = |s: String| serde_json::from_str::<KubeletVersion>(&format!("\"{s}\""));
+        assert_eq!(read("1.30".into()).unwrap(), KubeletVersion::Release(30));
+        assert_eq!(read(format!("1.{}", NEWEST_MINOR + 1)).unwrap(), KubeletVersion::Master);
+        assert!(read(format!("1.{}", NEWEST_MINOR + 2)).is_err());
+    }
+
     #[test]
     fn serde_uses_the_display_form() {
         let j = serde_json::to_string(&KubeletVersion::Release(30)).unwrap();

@@ -34,6 +34,8 @@ mod tests_admission;
 mod tests_registration;
 #[cfg(test)]
 mod tests_status;
+#[cfg(test)]
+mod tests_topology;
 mod topology;
 
 use std::collections::BTreeMap;

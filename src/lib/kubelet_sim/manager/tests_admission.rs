@@ -402,3 +402,60 @@ fn a_restored_resource_is_known_with_no_healthy_device() {
     let registered = m.checkpoint().data.registered_devices.unwrap_or_default();
     assert_eq!(registered.get(GPU), Some(&Some(Vec::new())));
 }
+
+/// The device provider's hints per resource in a best-effort dry run of
+/// `spec` (a two-node machine).
+fn dry_run_device_hints(m: &Manager, spec: &PodSpec) -> Vec<(String, Vec<String>)> {
+    let mut outcome = crate::kubelet_sim::outcome::AdmitOutcome::pending(spec, "uid".into());
+    m.dry_run(spec, &mut outcome).expect("admitted");
+    let report = outcome.topology.expect("a topology report");
+    report.decisions[0]
+        .hints
+        .iter()
+        .filter(|h| h.provider == "device")
+        .map(|h| {
+            let hints = h.hints.iter().flatten().map(|v| v.hint.clone()).collect();
+            (h.resource.clone().unwrap_or_default(), hints)
+        })
+        .collect()
+}
+
+fn best_effort_manager() -> Manager {
+    let topology = crate::topology::TopologyConfig {
+        policy: crate::topology::Policy::BestEffort,
+        ..crate::topology::TopologyConfig::default()
+    };
+    Manager::new(KubeletVersion::NEWEST, GRACE, 1024, topology, Instant::now())
+}
+
+/// docs/topology.md §1 (`GetTopologyHints`, every release): devices other
+/// pods hold are not available, so only the node with a free device is
+/// preferred; a resource no plugin registered gets no device hints at all.
+#[test]
+fn device_hints_count_free_devices_of_device_plugin_resources_only() {
+    let mut m = best_effort_manager();
+    plugin_with(&mut m, GPU, Default::default(), vec![dev("g0", Some(&[0])), dev("g1", Some(&[1]))]);
+    m.st.pods.push(pod_holding("old", &["g0"]));
+    let spec = PodSpec::shorthand("p", "default", &[(GPU.into(), 1), ("example.com/other".into(), 1)]);
+    let hints = dry_run_device_hints(&m, &spec);
+    assert_eq!(hints, [(GPU.to_string(), vec!["{10 true}".to_string(), "{11 false}".to_string()])]);
+}
+
+/// docs/kubelet-versions.md §2 (1.26-1.36): the stream end of a plugin
+/// whose client a failed Register dropped names its socket and the
+/// unchanged counts; a stream the manager does not know changes nothing.
+#[test]
+fn an_untracked_stream_end_names_its_socket_and_counts_1_26_to_1_36() {
+    let t0 = Instant::now();
+    let mut m = Manager::new(KubeletVersion::Release(36), GRACE, 1024, Default::default(), t0);
+    let id = plugin(&mut m, &["g0", "g1"]);
+    m.register_failed(GPU, &PathBuf::from("/dp/other.sock"));
+    assert!(m.stream_ended(GPU, id + 100, "EOF".into(), t0).is_empty());
+    let fx = m.stream_ended(GPU, id, "EOF".into(), t0);
+    let [super::Effect::Emit(kind)] = fx.as_slice() else { panic!("{fx:?}") };
+    let event = serde_json::to_value(kind).unwrap();
+    assert_eq!(event["event"], "stream_ended_untracked");
+    assert_eq!(event["socket"], "/dp/a.sock");
+    assert_eq!((event["capacity"].as_u64(), event["allocatable"].as_u64()), (Some(2), Some(2)));
+    assert!(!m.st.resources[GPU].endpoint.as_ref().unwrap().streaming, "its stream is done");
+}

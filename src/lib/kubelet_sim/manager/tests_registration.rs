@@ -224,3 +224,41 @@ fn a_repeated_device_id_takes_the_last_entrys_topology() {
     m.snapshot(GPU, id, vec![on(0), on(1)], 64, Instant::now());
     assert_eq!(m.numa_of(GPU, &["g0".to_string()]), [(1, vec!["g0".to_string()])].into());
 }
+
+/// docs/kubelet-versions.md §3 (every release): a grace timer of an earlier
+/// stop does nothing once the plugin registered and stopped again; only
+/// the last stop's timer removes the resource.
+#[test]
+fn a_stale_grace_timer_does_nothing_after_a_second_stop() {
+    let t0 = Instant::now();
+    let mut m = manager(37);
+    let stop = |m: &mut Manager, id: u64, at: Instant| match m.stream_ended(GPU, id, "EOF".into(), at).pop() {
+        Some(Effect::StartGrace { generation, .. }) => generation,
+        other => panic!("no grace timer: {other:?}"),
+    };
+    let a = plugin(&mut m, "a.sock");
+    let first = stop(&mut m, a, t0);
+    let b = plugin(&mut m, "a.sock");
+    let t1 = t0 + Duration::from_secs(10);
+    let second = stop(&mut m, b, t1);
+    assert_eq!(m.grace_deadline(GPU, first), None);
+    assert!(m.grace_expired(GPU, first, t1 + GRACE).is_empty());
+    assert_eq!(m.grace_deadline(GPU, second), Some(t1 + GRACE));
+}
+
+/// docs/kubelet-versions.md §2, 1.26-1.36: a replaced plugin whose stream
+/// still runs is a live client of the name, so a failed Register leaves it
+/// untracked even after the current plugin disconnected: its own stream
+/// end then disconnects nothing.
+#[test]
+fn failed_register_leaves_a_replaced_live_plugin_untracked_1_26_to_1_36() {
+    for minor in 26..=36 {
+        let mut m = manager(minor);
+        let a = plugin(&mut m, "a.sock");
+        let b = plugin(&mut m, "b.sock");
+        m.stream_ended(GPU, b, "EOF".into(), Instant::now());
+        m.register_failed(GPU, &PathBuf::from("/dp/other.sock"));
+        let fx = m.stream_ended(GPU, a, "EOF".into(), Instant::now());
+        assert_eq!(words(&fx), [format!("close:{a}"), "stream_ended_untracked".into()], "1.{minor}");
+    }
+}

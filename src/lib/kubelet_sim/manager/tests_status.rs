@@ -165,19 +165,17 @@ fn restored_pods_are_grouped_by_uid_and_container() {
         entry("u1", "a", &["g3"]),
     ];
     let s = m.status(&paths(), false, t0);
-    let view: Vec<(String, Vec<(String, Vec<String>)>)> = s
+    // One line per pod: `UID container=IDs ...`.
+    let view: Vec<String> = s
         .restored_pods
         .iter()
-        .map(|p| (p.uid.clone(), p.containers.iter().map(|c| (c.name.clone(), c.devices[GPU].clone())).collect()))
+        .map(|p| {
+            let containers: Vec<String> =
+                p.containers.iter().map(|c| format!("{}={}", c.name, c.devices[GPU].join(","))).collect();
+            format!("{} {}", p.uid, containers.join(" "))
+        })
         .collect();
-    let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    assert_eq!(
-        view,
-        [
-            ("u1".to_string(), vec![("a".to_string(), v(&["g0", "g3"])), ("b".to_string(), v(&["g2"]))]),
-            ("u2".to_string(), vec![("a".to_string(), v(&["g1"]))]),
-        ]
-    );
+    assert_eq!(view, ["u1 a=g0,g3 b=g2", "u2 a=g1"]);
     assert_eq!(m.st.in_use(GPU).len(), 4);
     assert!(m.st.any_allocated(GPU) && !m.st.any_allocated("example.com/other"));
 }

@@ -359,6 +359,7 @@ fn dry_run_resource(
         .filter(|d| !reuse.get(resource).is_some_and(|x| x.contains(&d.id)))
         .map(|d| (d.id.clone(), d.numa_nodes.clone()))
         .collect();
+    // equivalent mutant: `>=` for `>`: nothing is short of 0 devices.
     if needed > 0 && (avail.len() as u64) < needed {
         return Err(unexpected(crate::kubelet_texts::UNAVAILABLE.fill(&[&resource, &needed, &avail.len()])));
     }
