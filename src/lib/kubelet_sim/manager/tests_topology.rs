@@ -57,7 +57,7 @@ fn container(name: &str, kind: ContainerKind, cpus: u64, gpus: u64) -> Container
         }
     };
     let limits = if gpus == 0 { BTreeMap::new() } else { [(GPU.to_string(), gpus)].into() };
-    ContainerSpec { name: name.into(), kind, limits, compute }
+    ContainerSpec { name: name.into(), kind, limits, compute, claims: Vec::new() }
 }
 
 fn pod(containers: Vec<ContainerSpec>) -> PodSpec {
@@ -89,7 +89,7 @@ fn exclusive_cpus_avoid_reserved_taken_and_earlier_ones() {
     let cpu_view = report.decisions[0].hints.iter().find(|h| h.provider == "cpu").unwrap();
     assert_eq!((cpu_view.resource.as_deref(), cpu_view.request), (Some("cpu"), 2));
     assert!(report.placements.iter().any(|p| p.container == "a" && p.resource == "cpu"));
-    m.admit(super::Pod { spec, allocs: BTreeMap::new() }, &outcome);
+    m.admit(super::Pod { spec, allocs: BTreeMap::new(), running: Default::default() }, &outcome);
     assert_eq!(m.podres_list()[0].containers[1].cpu_ids, [5, 6]);
 }
 
@@ -116,7 +116,7 @@ fn no_exclusive_cpus_without_static_policy_or_guaranteed_pod() {
         let report = outcome.topology.as_ref().unwrap();
         let cpu_view = report.decisions[0].hints.iter().find(|h| h.provider == "cpu").unwrap();
         assert_eq!(cpu_view.resource, None, "{policy:?} {n}: no preference");
-        m.admit(super::Pod { spec, allocs: BTreeMap::new() }, &outcome);
+        m.admit(super::Pod { spec, allocs: BTreeMap::new(), running: Default::default() }, &outcome);
         assert!(m.st.exclusive_cpus.is_empty());
     }
 }
@@ -180,7 +180,11 @@ fn dry_run_refuses_as_an_admission_would() {
     held.uid = Some("uid-old".into());
     let alloc =
         super::Alloc { ids: vec!["g0".into()], by_numa: [(0, vec!["g0".into()])].into(), response: Default::default() };
-    m.st.pods.push(super::Pod { spec: held, allocs: [("c".to_string(), [(GPU.to_string(), alloc)].into())].into() });
+    m.st.pods.push(super::Pod {
+        spec: held,
+        allocs: [("c".to_string(), [(GPU.to_string(), alloc)].into())].into(),
+        running: Default::default(),
+    });
     let outcome = dry_run(&m, &one(GPU, 1));
     assert_eq!(outcome.containers[0].resources[0].devices, ["g1"], "g0 is another pod's");
     assert!(dry_run_err(&m, &one(GPU, 2)).contains("Requested: 2, Available: 1"));
