@@ -89,6 +89,22 @@ pub struct ContainerOutcome {
 }
 
 impl ContainerOutcome {
+    /// Records the devices `c` already holds (restored from the checkpoint,
+    /// kept across a restart or a reboot): no Allocate, no preference, no
+    /// PreStartContainer.
+    pub fn keep(&mut self, c: &ContainerSpec, resource: &str, ids: &[String]) {
+        self.resources.push(ResourceOutcome {
+            resource: resource.to_string(),
+            requested: c.limits.get(resource).copied().unwrap_or_default(),
+            reused: Vec::new(),
+            preferred: None,
+            devices: ids.to_vec(),
+            allocation: None,
+            warnings: Vec::new(),
+            pre_start: None,
+        });
+    }
+
     /// A container not started yet, with no resources handled.
     pub fn new(c: &ContainerSpec) -> Self {
         ContainerOutcome {

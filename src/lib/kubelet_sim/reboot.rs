@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::manager::Pod;
-use super::outcome::{AdmitOutcome, ContainerOutcome, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR};
+use super::outcome::{AdmitOutcome, ContainerOutcome, UNEXPECTED_ADMISSION_ERROR};
 use super::{ContainerKind, PodSpec, SimHandle};
 use crate::error::{Error, Result};
 
@@ -136,16 +136,7 @@ impl SimHandle {
         for c in &pod.spec.containers {
             let mut co = ContainerOutcome::new(c);
             for (resource, alloc) in pod.allocs.get(&c.name).into_iter().flatten() {
-                co.resources.push(ResourceOutcome {
-                    resource: resource.clone(),
-                    requested: c.limits.get(resource).copied().unwrap_or_default(),
-                    reused: Vec::new(),
-                    preferred: None,
-                    devices: alloc.ids.clone(),
-                    allocation: None,
-                    warnings: Vec::new(),
-                    pre_start: None,
-                });
+                co.keep(c, resource, &alloc.ids);
             }
             co.started = true;
             outcome.containers.push(co);

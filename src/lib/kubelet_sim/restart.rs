@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use super::SimHandle;
 use super::events::EventKind;
 use super::manager::Pod;
-use super::outcome::{AdmitOutcome, ContainerOutcome, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR};
+use super::outcome::{AdmitOutcome, ContainerOutcome, UNEXPECTED_ADMISSION_ERROR};
 
 impl SimHandle {
     /// Re-admits every admitted pod, in admission order, `after` past `t0`
@@ -57,16 +57,7 @@ fn readmission_outcome(pod: &Pod) -> AdmitOutcome {
         let mut co = ContainerOutcome::new(c);
         co.running = Some(pod.running.contains(&c.name));
         for (resource, alloc) in pod.allocs.get(&c.name).into_iter().flatten() {
-            co.resources.push(ResourceOutcome {
-                resource: resource.clone(),
-                requested: c.limits.get(resource).copied().unwrap_or_default(),
-                reused: Vec::new(),
-                preferred: None,
-                devices: alloc.ids.clone(),
-                allocation: None,
-                warnings: Vec::new(),
-                pre_start: None,
-            });
+            co.keep(c, resource, &alloc.ids);
         }
         outcome.containers.push(co);
     }

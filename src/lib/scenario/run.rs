@@ -649,27 +649,28 @@ fn remote(e: &RemoteError) -> Value {
     json!({"error": e.message, "exit_code": e.exit_code})
 }
 
-/// An admission as a user sees it: verdict, reason, message, and per
-/// container whether it started and its devices.
+/// The devices a container holds, per resource, IDs sorted. A resource with
+/// no devices (stripped, zero, unknown) is left out: engines differ in
+/// whether they list it, a user sees no device either way.
+fn held_devices(c: &crate::kubelet_sim::ContainerOutcome) -> serde_json::Map<String, Value> {
+    c.resources
+        .iter()
+        .filter(|r| !r.devices.is_empty())
+        .map(|r| {
+            let mut ids = r.devices.clone();
+            ids.sort();
+            (r.resource.clone(), json!(ids))
+        })
+        .collect()
+}
+
 /// One pod's re-admission after a kubelet restart: the verdict, and per
 /// container whether the runtime reported it running and the devices it holds.
 fn readmitted_value(o: &crate::kubelet_sim::AdmitOutcome) -> Value {
     let containers: Vec<Value> = o
         .containers
         .iter()
-        .map(|c| {
-            let devices: serde_json::Map<String, Value> = c
-                .resources
-                .iter()
-                .filter(|r| !r.devices.is_empty())
-                .map(|r| {
-                    let mut ids = r.devices.clone();
-                    ids.sort();
-                    (r.resource.clone(), json!(ids))
-                })
-                .collect();
-            json!({"name": c.name, "running": c.running, "devices": devices})
-        })
+        .map(|c| json!({"name": c.name, "running": c.running, "devices": held_devices(c)}))
         .collect();
     json!({
         "pod": format!("{}/{}", o.namespace, o.pod),
@@ -680,6 +681,8 @@ fn readmitted_value(o: &crate::kubelet_sim::AdmitOutcome) -> Value {
     })
 }
 
+/// An admission as a user sees it: verdict, reason, message, and per
+/// container whether it started and its devices.
 fn admit_value(answer: std::result::Result<Answer, RemoteError>) -> Value {
     let o = match answer {
         Ok(Answer::Admit(o)) => o,
@@ -696,21 +699,9 @@ fn admit_value(answer: std::result::Result<Answer, RemoteError>) -> Value {
     let containers: Vec<Value> = o
         .containers
         .iter()
-        .map(|c| {
-            // A resource with no devices (stripped, zero, unknown) is left out:
-            // engines differ in whether they list it, a user sees no device either way.
-            let devices: serde_json::Map<String, Value> = c
-                .resources
-                .iter()
-                .filter(|r| !r.devices.is_empty())
-                .map(|r| {
-                    let mut ids = r.devices.clone();
-                    ids.sort();
-                    (r.resource.clone(), json!(ids))
-                })
-                .collect();
-            json!({"name": c.name, "started": c.started, "start_error": c.start_error, "devices": devices})
-        })
+        .map(
+            |c| json!({"name": c.name, "started": c.started, "start_error": c.start_error, "devices": held_devices(c)}),
+        )
         .collect();
     json!({"admitted": true, "reason": o.reason, "message": o.message, "containers": containers})
 }

@@ -35,6 +35,8 @@ mod tests_registration;
 #[cfg(test)]
 mod tests_status;
 #[cfg(test)]
+mod tests_support;
+#[cfg(test)]
 mod tests_topology;
 mod topology;
 

@@ -7,31 +7,18 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use super::{Alloc, Manager, Pod, Registrant};
-use crate::kubelet_sim::events::Via;
+use super::tests_support::{GPU, GRACE, registrant as who};
+use super::{Alloc, Manager, Pod};
 use crate::kubelet_sim::pod::{ContainerKind, ContainerSpec, PodSpec};
 use crate::kubelet_version::KubeletVersion;
 use crate::model::Device;
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::topology::Mask;
 
-const GPU: &str = "example.com/gpu";
-const GRACE: Duration = Duration::from_secs(300);
-
 fn manager(t0: Instant) -> Manager {
     Manager::new(KubeletVersion::NEWEST, GRACE, 1024, Default::default(), t0)
-}
-
-fn who(resource: &str, socket: &str) -> Registrant {
-    Registrant {
-        resource: resource.into(),
-        endpoint: socket.into(),
-        socket: PathBuf::from("/dp").join(socket),
-        via: Via::KubeletSock,
-        version: "v1beta1".into(),
-    }
 }
 
 fn dev(id: &str, numa: Option<&[i64]>) -> Device {

@@ -8,24 +8,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::{Effect, Effects, Manager, Registrant};
-use crate::kubelet_sim::events::Via;
+use super::tests_support::{GPU, GRACE, who, words};
+use super::{Effect, Manager};
 use crate::kubelet_version::KubeletVersion;
 use crate::model::Device;
 use crate::proto::deviceplugin::v1beta1 as dp;
-
-const GPU: &str = "example.com/gpu";
-const GRACE: Duration = Duration::from_secs(300);
-
-fn who(socket: &str) -> Registrant {
-    Registrant {
-        resource: GPU.into(),
-        endpoint: socket.into(),
-        socket: PathBuf::from("/dp").join(socket),
-        via: Via::KubeletSock,
-        version: "v1beta1".into(),
-    }
-}
 
 fn register(m: &mut Manager, socket: &str) -> Result<u64, String> {
     m.register(&who(socket), dp::DevicePluginOptions::default(), Instant::now()).map(|r| r.id)
@@ -40,20 +27,6 @@ fn plugin(m: &mut Manager, socket: &str) -> u64 {
 
 fn manager(minor: u8) -> Manager {
     Manager::new(KubeletVersion::Release(minor), GRACE, 1024, Default::default(), Instant::now())
-}
-
-/// The effects as short words: an event's name, `write`, `stop:ID`, `close:ID`, `grace`.
-fn words(effects: &Effects) -> Vec<String> {
-    effects
-        .iter()
-        .map(|e| match e {
-            Effect::Emit(kind) => serde_json::to_value(kind).unwrap()["event"].as_str().unwrap().to_string(),
-            Effect::WriteCheckpoint => "write".into(),
-            Effect::StopStream(id) => format!("stop:{id}"),
-            Effect::Close(id) => format!("close:{id}"),
-            Effect::StartGrace { .. } => "grace".into(),
-        })
-        .collect()
 }
 
 fn deregister(m: &mut Manager, socket: &str) -> Vec<String> {

@@ -5,10 +5,10 @@
 //! mutation testing (docs/testing.md, "Mutation testing") found unpinned.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::{Alloc, Effect, Manager, Pod, Registrant, StatusPaths};
+use super::tests_support::{GPU, GRACE, who};
+use super::{Alloc, Effect, Manager, Pod, StatusPaths};
 use crate::checkpoint::{DeviceIds, PodDevicesEntry};
 use crate::kubelet_sim::events::Via;
 use crate::kubelet_sim::pod::{ContainerKind, ContainerSpec, PodSpec};
@@ -17,21 +17,8 @@ use crate::model::{Counts, Device};
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::podresources::v1;
 
-const GPU: &str = "example.com/gpu";
-const GRACE: Duration = Duration::from_secs(300);
-
 fn manager(t0: Instant) -> Manager {
     Manager::new(KubeletVersion::NEWEST, GRACE, 1024, Default::default(), t0)
-}
-
-fn who(socket: &str) -> Registrant {
-    Registrant {
-        resource: GPU.into(),
-        endpoint: socket.into(),
-        socket: PathBuf::from("/dp").join(socket),
-        via: Via::KubeletSock,
-        version: "v1beta1".into(),
-    }
 }
 
 fn dev(id: &str, health: &str, numa: Option<&[i64]>) -> Device {
