@@ -242,7 +242,7 @@ async fn extra_allocate_responses_pass_as_the_kubelet_reads_the_first() {
         ),
         "{e}"
     );
-    assert!(e.contains("3 container response(s) for 2 container request(s) (not a failure"), "{e}");
+    assert!(e.contains("3 container responses for 2 container requests (not a failure"), "{e}");
 }
 
 /// docs/protocol.md §3.6 (every version): the kubelet sends one container request
@@ -273,7 +273,7 @@ async fn one_response_for_two_containers_is_reported_not_failed() {
     let e = evidence(&v, "allocate-healthy");
     assert!(
         e.contains(
-            "Allocate 2 containers [GPU-0] [GPU-1]: 1 container response(s) for 2 container request(s) (not a \
+            "Allocate 2 containers [GPU-0] [GPU-1]: 1 container response for 2 container requests (not a \
              failure: the kubelet never sends two containers in one call)"
         ),
         "{e}"
@@ -355,7 +355,7 @@ async fn allocate_of_unknown_id_succeeding_fails() {
         f,
         &[],
         &["allocate-unknown-id"],
-        &[("allocate-unknown-id", "which the plugin never advertised, succeeded with 1 container response(s)")],
+        &[("allocate-unknown-id", "which the plugin never advertised, succeeded with 1 container response")],
     )
     .await;
 }
@@ -433,7 +433,7 @@ async fn duplicate_ids_fail_device_ids_valid() {
         Behaviour::conformant(),
         &[],
         &["device-ids-valid"],
-        &[("device-ids-valid", "1 device(s) with an empty ID; IDs listed more than once: GPU-0")],
+        &[("device-ids-valid", "1 device with an empty ID; IDs listed more than once: GPU-0")],
     )
     .await;
 }

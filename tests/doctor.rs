@@ -87,9 +87,9 @@ async fn healthy_node_gives_no_warnings() {
     let r = node.doctor().await;
     let bad: Vec<&Finding> = r.findings.iter().filter(|f| f.severity != Severity::Ok).collect();
     assert!(bad.is_empty(), "{bad:#?}");
-    assert!(find(&r, "socket", "gpu.sock").evidence.contains("live: 2 device(s), 2 healthy, NUMA 0,1"));
+    assert!(find(&r, "socket", "gpu.sock").evidence.contains("live: 2 devices, 2 healthy, NUMA 0,1"));
     assert!(find(&r, "checkpoint", "kubelet_internal_checkpoint").evidence.contains("verifies"));
-    assert!(find(&r, "podresources", "kubelet.sock").evidence.contains("1 pod(s)"));
+    assert!(find(&r, "podresources", "kubelet.sock").evidence.contains("(1 pod)"));
     let run = dpctl(&["doctor", "--root", node.root().to_str().unwrap(), "-o", "json"]).await;
     run.expect_code(0);
     assert_eq!(run.json()["findings"].as_array().unwrap().len(), r.findings.len());
@@ -354,7 +354,7 @@ async fn plugins_registry_getinfo_and_a_broken_cdi_spec() {
     assert_eq!(stale.severity, Severity::Warning);
     assert!(stale.evidence.contains("stale"), "{stale:?}");
     let live = find(&r, "socket", "example-gpu.sock");
-    assert!(live.evidence.starts_with("live: 3 device(s)"), "{live:?}");
+    assert!(live.evidence.starts_with("live: 3 devices"), "{live:?}");
     let broken = find(&r, "cdi", "broken.yaml");
     assert!(broken.evidence.starts_with("does not parse"), "{broken:?}");
     mock.stop().await.unwrap();
@@ -462,7 +462,7 @@ async fn stream_ended_plugin_is_healthy_but_the_kubelet_lists_nothing() {
         .unwrap_or_else(|| panic!("no kubelet-view finding: {json:#}"));
     assert_eq!(f["severity"], "error", "{f:#}");
     let evidence = f["evidence"].as_str().unwrap();
-    assert!(evidence.contains("reports 2 healthy device(s) of example.com/gpu"), "{evidence}");
+    assert!(evidence.contains("reports 2 healthy devices of example.com/gpu"), "{evidence}");
     assert!(evidence.contains("lists none of them as allocatable"), "{evidence}");
     let hint = f["hint"].as_str().unwrap();
     assert!(hint.contains("stream to this plugin ended") && hint.contains("restart the plugin"), "{hint}");

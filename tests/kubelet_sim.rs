@@ -1111,7 +1111,7 @@ async fn reboot_with_the_plugin_late_rejects_every_pod_1_34_to_1_37() {
     // Rejected pods are gone: a second reboot has none to admit.
     let run = dpctl(&["kubelet-sim", "reboot", "--dir", dir]).await;
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("0 pod(s) admitted again, 0 rejected"), "{}", run.stdout);
+    assert!(run.stdout.contains("0 pods admitted again, 0 rejected"), "{}", run.stdout);
     sim.stop().await;
 }
 
@@ -1134,7 +1134,7 @@ async fn reboot_with_the_plugin_back_admits_every_pod_again_in_the_seeded_order(
     assert!(v["pods"].as_array().unwrap().iter().all(|p| p["admitted"] == true), "{v:#}");
     let run = dpctl(&["kubelet-sim", "reboot", "--dir", dir, "--readmit-after", "2s"]).await;
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("2 pod(s) admitted again, 0 rejected"), "{}", run.stdout);
+    assert!(run.stdout.contains("2 pods admitted again, 0 rejected"), "{}", run.stdout);
     assert!(run.stdout.contains("default/a") && run.stdout.contains("admitted"), "{}", run.stdout);
     mock.stop().await;
     sim.stop().await;

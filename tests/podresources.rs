@@ -549,7 +549,7 @@ async fn one_shot_commands_back_off_when_rate_limited() {
     let k = rejecting_kubelet(&sb, node(), |n| n == 2 || n == 3).await;
     let r = dpctl(&["podresources", "free", "--socket", k.sock()]).await;
     r.expect_code(0);
-    assert!(r.stderr.contains("rate-limited 2 call(s)") && r.stderr.contains("retried"), "{}", r.stderr);
+    assert!(r.stderr.contains("rate-limited 2 calls") && r.stderr.contains("retried"), "{}", r.stderr);
     assert!(r.stdout.contains("GPU-3"), "{}", r.stdout);
 
     // A kubelet that stays rate-limited: the error explains the limit.
@@ -728,7 +728,7 @@ async fn serve_narrates_its_banner_on_stderr_in_table_mode() {
     let s = socket.to_str().unwrap();
     let mut child = Child::dpctl(&["podresources", "serve", "--socket", s]);
     let line = child.stderr_line().await.expect("a banner line");
-    assert!(line.starts_with(&format!("serving PodResources v1, v1alpha1 on {s}: 0 pod(s)")), "{line}");
+    assert!(line.starts_with(&format!("serving PodResources v1, v1alpha1 on {s}: 0 pods")), "{line}");
     // It answers, and stdout (data only) stays empty.
     dpctl(&["podresources", "list", "--socket", s]).await.expect_code(0);
     child.kill().await;

@@ -460,7 +460,7 @@ async fn an_oversize_list_fails_message_size_first_snapshot_and_admission() {
         "first-snapshot",
         &["code = ResourceExhausted desc = grpc: received message larger than max (", " vs. 4194304)"],
     );
-    assert_failed(&v, "health-report", &["capacity 0, allocatable 0 as the kubelet counts them (0 device(s)); "]);
+    assert_failed(&v, "health-report", &["capacity 0, allocatable 0 as the kubelet counts them (0 devices); "]);
     assert_failed(&v, "admission", &["OutOfexample.com/gpu: Node didn't have enough resource: example.com/gpu"]);
 }
 

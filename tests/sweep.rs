@@ -466,7 +466,7 @@ async fn the_control_socket_cannot_grow_a_resource_past_the_device_limit() {
     write.write_all(format!("{request}\n").as_bytes()).await.unwrap();
     let reply = within("the reply", BufReader::new(read).lines().next_line()).await.unwrap().unwrap();
     assert!(
-        reply.contains("adding 100000 device(s) to 1 would be over the limit of 100000"),
+        reply.contains("adding 100000 devices to 1 would be over the limit of 100000"),
         "{}",
         &reply[..300.min(reply.len())]
     );

@@ -29,7 +29,14 @@ pub fn check_preferred(req: &dp::ContainerPreferredAllocationRequest, answer: &[
     let mut out = Vec::new();
     let size = usize::try_from(req.allocation_size).unwrap_or(0);
     if answer.len() != size {
-        out.push(v("preferred-size", format!("returned {} device(s), {} were requested", answer.len(), size)));
+        out.push(v(
+            "preferred-size",
+            format!(
+                "returned {}, {} requested",
+                crate::text::count(answer.len(), "device", "devices"),
+                if size == 1 { "1 was".to_string() } else { format!("{size} were") }
+            ),
+        ));
     }
     let available: HashSet<&str> = req.available_device_i_ds.iter().map(String::as_str).collect();
     let outside: Vec<&str> = answer.iter().map(String::as_str).filter(|id| !available.contains(id)).collect();
@@ -62,7 +69,7 @@ pub fn check_preferred_response(
     if n != 1 {
         out.push(v(
             "preferred-one-response-per-container",
-            format!("{n} container response(s) for 1 container request"),
+            format!("{} for 1 container request", crate::text::count(n, "container response", "container responses")),
         ));
     }
     out.extend(check_preferred(req, &preferred_answer(resp)));
@@ -90,7 +97,10 @@ pub fn check_snapshot(devices: &[Device], encoded_len: usize) -> Vec<Violation> 
     let mut out = Vec::new();
     let empty = devices.iter().filter(|d| d.id.is_empty()).count();
     if empty > 0 {
-        out.push(v("device-id-non-empty", format!("{empty} device(s) with an empty ID")));
+        out.push(v(
+            "device-id-non-empty",
+            format!("{} with an empty ID", crate::text::count(empty, "device", "devices")),
+        ));
     }
     let dups = duplicates(devices.iter().map(|d| d.id.as_str()).filter(|id| !id.is_empty()));
     if !dups.is_empty() {
@@ -147,7 +157,11 @@ pub fn check_allocate(requests: usize, resp: &dp::AllocateResponse) -> Vec<Viola
     }
     vec![v(
         "allocate-one-response-per-container",
-        format!("{} container response(s) for {requests} container request(s)", resp.container_responses.len()),
+        format!(
+            "{} for {}",
+            crate::text::count(resp.container_responses.len(), "container response", "container responses"),
+            crate::text::count(requests, "container request", "container requests")
+        ),
     )]
 }
 
@@ -240,7 +254,7 @@ pub(crate) mod tests {
         assert!(check_preferred_response(&r, &resp(&[&["b"]])).is_empty());
         let two = check_preferred_response(&r, &resp(&[&["a"], &["b"]]));
         assert_eq!(two.iter().map(|v| v.rule).collect::<Vec<_>>(), ["preferred-one-response-per-container"]);
-        assert_eq!(two[0].evidence, "2 container response(s) for 1 container request");
+        assert_eq!(two[0].evidence, "2 container responses for 1 container request");
         let none = check_preferred_response(&r, &resp(&[]));
         assert_eq!(
             none.iter().map(|v| v.rule).collect::<Vec<_>>(),
@@ -260,7 +274,11 @@ pub(crate) mod tests {
             let got = check_allocate(requests, &resp(n));
             assert_eq!(got.len(), 1, "{requests} {n}");
             assert_eq!(got[0].rule, "allocate-one-response-per-container");
-            assert_eq!(got[0].evidence, format!("{n} container response(s) for {requests} container request(s)"));
+            let plural = |k: usize, w: &str| if k == 1 { format!("1 {w}") } else { format!("{k} {w}s") };
+            assert_eq!(
+                got[0].evidence,
+                format!("{} for {}", plural(n, "container response"), plural(requests, "container request"))
+            );
         }
     }
 

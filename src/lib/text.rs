@@ -6,8 +6,8 @@
 use std::time::{Duration, SystemTime};
 
 /// `1 check`, `2 checks`: a count with the right form of its noun.
-pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
-    let n = n.into();
+pub fn count<N: TryInto<u64>>(n: N, one: &str, many: &str) -> String {
+    let n: u64 = n.try_into().unwrap_or(u64::MAX);
     format!("{n} {}", if n == 1 { one } else { many })
 }
 

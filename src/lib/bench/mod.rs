@@ -150,12 +150,12 @@ impl Prepared {
             return Err(Error::invalid(
                 "--devices-per-request",
                 format!(
-                    "{} asks for {} device(s) per request but the plugin at {} lists {} healthy device(s) \
+                    "{} asks for {} per request but the plugin at {} lists {} \
                      (hint: lower --devices-per-request)",
                     cfg.op.rpc(),
-                    cfg.devices_per_request,
+                    crate::text::count(cfg.devices_per_request, "device", "devices"),
                     socket.display(),
-                    healthy.len()
+                    crate::text::count(healthy.len(), "healthy device", "healthy devices")
                 ),
             ));
         }

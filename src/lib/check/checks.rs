@@ -296,8 +296,8 @@ async fn allocate_unknown_id(p: &mut Probe<'_>) -> Finding {
     let t = Instant::now();
     match p.client.allocate(&[vec![id.clone()]]).await {
         Ok(resp) => Finding::fail(format!(
-            "Allocate of {id}, which the plugin never advertised, succeeded with {} container response(s)",
-            resp.container_responses.len()
+            "Allocate of {id}, which the plugin never advertised, succeeded with {}",
+            crate::text::count(resp.container_responses.len(), "container response", "container responses")
         )),
         Err(Error::DeadlineExceeded { timeout, .. }) => Finding::fail(format!(
             "Allocate of {id}, which the plugin never advertised, got no answer within {}: a kubelet would wait \

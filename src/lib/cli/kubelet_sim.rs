@@ -441,7 +441,7 @@ async fn show_until_done(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -
                 ev = rx.recv() => match ev {
                     Ok(ev) => display.show(s.out, s.err, &|| sim.summary(), ev).map_err(out_err)?,
                     Err(broadcast::error::RecvError::Lagged(n)) => {
-                        s.note(format!("dpctl: {n} event(s) were dropped (the output is too slow)"))?;
+                        s.note(format!("dpctl: {} dropped (the output is too slow)", if n == 1 { "1 event was".to_string() } else { format!("{n} events were") }))?;
                     }
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 },

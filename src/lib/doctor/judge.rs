@@ -131,8 +131,8 @@ pub(super) fn report_live(
                 (true, true) => "options: PreStartContainer, GetPreferredAllocation",
             };
             let evidence = format!(
-                "live: {} device(s), {healthy} healthy, {numa}; first message {} bytes of {KUBELET_MAX_RECV}; {opts}",
-                snap.devices.len(),
+                "live: {}, {healthy} healthy, {numa}; first message {} bytes of {KUBELET_MAX_RECV}; {opts}",
+                crate::text::count(snap.devices.len(), "device", "devices"),
                 snap.encoded_len,
             );
             if snap.encoded_len > KUBELET_MAX_RECV / 4 * 3 {
@@ -198,7 +198,12 @@ pub(super) fn report_podresources(
                 Severity::Ok,
                 ("podresources", "podresources-ok"),
                 podres_path.display().to_string(),
-                format!("reachable: List answered over {} ({} pod(s)); Get {}", p.api, p.pods.len(), p.get),
+                format!(
+                    "reachable: List answered over {} ({}); Get {}",
+                    p.api,
+                    crate::text::count(p.pods.len(), "pod", "pods"),
+                    p.get
+                ),
             );
             Some(p)
         }
@@ -556,7 +561,11 @@ pub(super) fn check_cdi(
             Severity::Ok,
             ("cdi", "cdi-ok"),
             where_,
-            format!("all {} CDI name(s) in the checkpoint are defined", wanted.len()),
+            format!(
+                "{} in the checkpoint {} defined",
+                crate::text::count(wanted.len(), "CDI name", "CDI names"),
+                if wanted.len() == 1 { "is" } else { "are all" }
+            ),
         );
     } else if wanted.is_empty() && !cdi.specs.is_empty() {
         out.add(
@@ -564,9 +573,10 @@ pub(super) fn check_cdi(
             ("cdi", "cdi-ok"),
             where_,
             format!(
-                "{} spec file(s) define {} device name(s); the checkpoint's Allocate answers name none",
-                cdi.specs.len(),
-                cdi.names.len()
+                "{} {} {}; the checkpoint's Allocate answers name none",
+                crate::text::count(cdi.specs.len(), "spec file", "spec files"),
+                if cdi.specs.len() == 1 { "defines" } else { "define" },
+                crate::text::count(cdi.names.len(), "device name", "device names")
             ),
         );
     }
@@ -711,7 +721,7 @@ mod tests {
         assert_eq!(
             out.0[0].evidence,
             format!(
-                "live: 2 device(s), 1 healthy, NUMA 0,1; first message 120 bytes of {KUBELET_MAX_RECV}; \
+                "live: 2 devices, 1 healthy, NUMA 0,1; first message 120 bytes of {KUBELET_MAX_RECV}; \
                  options: GetPreferredAllocation"
             )
         );

@@ -117,9 +117,9 @@ fn judge_plugin(
             ("kubelet-view", "stream-ended"),
             subject.clone(),
             format!(
-                "the plugin reports {} healthy device(s) of {name}; the kubelet lists none of them as allocatable \
+                "the plugin reports {} of {name}; the kubelet lists none of them as allocatable \
                  (GetAllocatableResources){}",
-                healthy.len(),
+                crate::text::count(healthy.len(), "healthy device", "healthy devices"),
                 if resource.is_some() { "" } else { ", and no checkpoint names the resource" }
             ),
             format!(
@@ -136,8 +136,8 @@ fn judge_plugin(
             ("kubelet-view", "kubelet-view-lagging"),
             subject.clone(),
             format!(
-                "the plugin reports {} healthy device(s) of {name}; the kubelet does not list {} as allocatable",
-                healthy.len(),
+                "the plugin reports {} of {name}; the kubelet does not list {} as allocatable",
+                crate::text::count(healthy.len(), "healthy device", "healthy devices"),
                 missing.join(",")
             ),
             "the kubelet's view lags the plugin's: the plugin sends updates only on its first stream, \
@@ -148,7 +148,13 @@ fn judge_plugin(
             Severity::Ok,
             ("kubelet-view", "kubelet-view-ok"),
             subject.clone(),
-            format!("the kubelet lists all {} healthy device(s) of {name} as allocatable", healthy.len()),
+            format!(
+                "the kubelet lists {} of {name} as allocatable",
+                match healthy.len() {
+                    1 => "the 1 healthy device".to_string(),
+                    n => format!("all {n} healthy devices"),
+                }
+            ),
         );
     }
     allocate_note(&subject, resource.as_deref(), &healthy, checkpoint, out);
@@ -171,7 +177,10 @@ fn allocate_note(
     let seen = if answers == 0 {
         "the checkpoint holds no Allocate answer for it".to_string()
     } else {
-        format!("the checkpoint holds {answers} Allocate answer(s) for it, so Allocate worked before")
+        format!(
+            "the checkpoint holds {} for it, so Allocate worked before",
+            crate::text::count(answers, "Allocate answer", "Allocate answers")
+        )
     };
     let id = healthy.first().copied().unwrap_or("ID");
     out.hint(

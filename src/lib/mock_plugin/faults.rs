@@ -52,7 +52,11 @@ impl FaultPlan {
                 v.error = f.error.clone().or_else(|| {
                     f.latency.is_none().then(|| ErrorSpec {
                         code: tonic::Code::Internal,
-                        message: format!("injected failure: {} fails after {} call(s)", rpc.name(), f.after),
+                        message: format!(
+                            "injected failure: {} fails after {}",
+                            rpc.name(),
+                            crate::text::count(f.after, "call", "calls")
+                        ),
                     })
                 });
             }

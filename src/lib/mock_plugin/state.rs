@@ -436,8 +436,8 @@ impl Resource {
         self.mutate(cause, |devs, index| {
             if devs.len().saturating_add(new.len()) > super::config::MAX_DEVICES {
                 return Err(format!(
-                    "adding {} device(s) to {} would be over the limit of {} per resource",
-                    new.len(),
+                    "adding {} to {} would be over the limit of {} per resource",
+                    crate::text::count(new.len(), "device", "devices"),
                     devs.len(),
                     super::config::MAX_DEVICES
                 ));

@@ -138,9 +138,9 @@ impl AllocateTemplate {
         }
         if budget.over {
             return Err(format!(
-                "the Allocate answer templates expand to over {MAX_ANSWER_BYTES} bytes for {} device(s) \
+                "the Allocate answer templates expand to over {MAX_ANSWER_BYTES} bytes for {} \
                  (the kubelet accepts 4 MiB); per-device entries with {{ids}} grow with the square of the devices",
-                ids.len()
+                crate::text::count(ids.len(), "device", "devices")
             ));
         }
         Ok(dp::ContainerAllocateResponse { envs, mounts, devices, annotations, cdi_devices })
@@ -191,7 +191,7 @@ mod tests {
         let t = AllocateTemplate::compile(&c).unwrap();
         let many: Vec<String> = (0..10_000).map(|i| format!("GPU-{i}")).collect();
         let e = t.render(&many, "example.com/gpu", &mut Budget::default()).unwrap_err();
-        assert!(e.contains("over 67108864 bytes for 10000 device(s)"), "{e}");
+        assert!(e.contains("over 67108864 bytes for 10000 devices"), "{e}");
         // The budget is per call: it covers every container of one request.
         let mut b = Budget::default();
         let few = &many[..1000];

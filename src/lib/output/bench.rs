@@ -24,14 +24,22 @@ fn title(r: &BenchReport) -> String {
     } else if r.op == Op::List {
         "ListAndWatch open -> first message decoded".to_string()
     } else {
-        format!("{} ({} device(s) per request)", r.op.rpc(), r.devices_per_request)
+        format!("{} ({} per request)", r.op.rpc(), crate::text::count(r.devices_per_request, "device", "devices"))
     };
     let load = match r.rate {
         _ if r.mode == "churn" => String::new(),
         Some(rate) => {
-            format!("; open-loop {rate}/s, at most {} in flight over {} connection(s)", r.concurrency, r.connections)
+            format!(
+                "; open-loop {rate}/s, at most {} in flight over {}",
+                r.concurrency,
+                crate::text::count(r.connections, "connection", "connections")
+            )
         }
-        None => format!("; closed-loop, {} in flight over {} connection(s)", r.concurrency, r.connections),
+        None => format!(
+            "; closed-loop, {} in flight over {}",
+            r.concurrency,
+            crate::text::count(r.connections, "connection", "connections")
+        ),
     };
     let limit = match (r.duration_ms, r.total) {
         (Some(d), _) => format!("{}s measured", d / 1000.0),
@@ -95,7 +103,12 @@ pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<
             }
         }
         for (rule, c) in &x.violations_by_rule {
-            writeln!(w, "{who}violation {rule}: {} answer(s), e.g. {}", c.count, c.example)?;
+            writeln!(
+                w,
+                "{who}violation {rule}: {}, e.g. {}",
+                crate::text::count(c.count, "answer", "answers"),
+                c.example
+            )?;
         }
         writeln!(w, "{who}client CPU {:.3}s over {:.3}s", x.client_cpu_ms / 1000.0, x.elapsed_ms / 1000.0)?;
     }

@@ -233,7 +233,10 @@ fn restart(w: &mut dyn Write, d: &Details) -> io::Result<()> {
     kv(
         w,
         "allocations kept",
-        format!("{ns}/{pod} holds {kept} ({restored_pods} pod(s) restored from the checkpoint)"),
+        format!(
+            "{ns}/{pod} holds {kept} ({} restored from the checkpoint)",
+            crate::text::count(*restored_pods, "pod", "pods")
+        ),
     )?;
     kv(w, "node status", format!("capacity {capacity}, allocatable {allocatable}"))
 }

@@ -81,7 +81,7 @@ pub fn merged(w: &mut dyn Write, format: Format, m: &MergedReport) -> io::Result
         write_table(w, &t)?;
     }
     let bad = m.nodes.iter().filter(|n| n.worst != Severity::Ok).count();
-    writeln!(w, "\n{} node(s): {bad} with warnings or errors", m.nodes.len())
+    writeln!(w, "\n{}: {bad} with warnings or errors", crate::text::count(m.nodes.len(), "node", "nodes"))
 }
 
 /// Renders the report. In the table, paths inside the device-plugin

@@ -117,7 +117,7 @@ pub fn event_detail(kind: &EventKind) -> String {
                 "{resource} #{seq}: capacity {capacity}, allocatable {allocatable} ({devices} devices, {message_bytes} bytes"
             );
             if *seq > 1 {
-                s.push_str(&format!(", {changes} change(s)"));
+                s.push_str(&format!(", {}", crate::text::count(*changes, "change", "changes")));
             }
             s.push(')');
             for v in violations {
@@ -196,8 +196,8 @@ pub fn event_detail(kind: &EventKind) -> String {
         EventKind::RestartReport { report } => {
             let back = report.resources.iter().filter(|r| r.reregistered).count();
             format!(
-                "{back}/{} plugin(s) back after {}{}",
-                report.resources.len(),
+                "{back}/{} back after {}{}",
+                crate::text::count(report.resources.len(), "plugin", "plugins"),
                 ms(report.waited_ms),
                 if report.all_returned { "" } else { " (not all)" }
             )
@@ -412,8 +412,9 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
     if s.refused_over_limit > 0 {
         out.push(String::new());
         out.push(format!(
-            "refused {} Register call(s): the sim tracks at most {} distinct resource names",
-            s.refused_over_limit, s.resource_limit
+            "refused {}: the sim tracks at most {} distinct resource names",
+            crate::text::count(s.refused_over_limit, "Register call", "Register calls"),
+            s.resource_limit
         ));
     }
     if let Some(c) = &s.checkpoint {
@@ -743,15 +744,19 @@ pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Resu
     }
     writeln!(
         w,
-        "restarted kubelet {}: deleted sockets {}{}; {} pod(s) kept their devices; waited {}",
+        "restarted kubelet {}: deleted sockets {}{}; {} their devices; waited {}",
         r.kubelet_version,
         list(&r.deleted_sockets),
         cleanup_extra(&r.deleted_files, &r.would_delete),
-        r.restored_pods,
+        if r.restored_pods == 1 { "1 pod kept".to_string() } else { format!("{} pods kept", r.restored_pods) },
         ms(r.waited_ms)
     )?;
     if r.dra_restored_claims > 0 || !r.dra_prepared.is_empty() {
-        writeln!(w, "dra: {} claim(s) restored from dra_manager_state", r.dra_restored_claims)?;
+        writeln!(
+            w,
+            "dra: {} restored from dra_manager_state",
+            crate::text::count(r.dra_restored_claims, "claim", "claims")
+        )?;
     }
     for d in &r.dra_prepared {
         dra_lines(w, d)?;
@@ -838,8 +843,8 @@ pub fn reboot(w: &mut dyn Write, format: Format, r: &crate::kubelet_sim::RebootR
     let rejected = r.rejected().count();
     writeln!(
         w,
-        "rebooted the node: containers gone, checkpoint kept; {} pod(s) admitted again, {rejected} rejected",
-        r.pods.len() - rejected
+        "rebooted the node: containers gone, checkpoint kept; {} admitted again, {rejected} rejected",
+        crate::text::count(r.pods.len() - rejected, "pod", "pods")
     )?;
     if r.pods.is_empty() {
         return Ok(());

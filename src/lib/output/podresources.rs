@@ -540,10 +540,10 @@ pub fn serving_text(v: &ServingView) -> String {
         _ => "no rate limit".into(),
     };
     format!(
-        "serving PodResources {} on {}: {} pod(s), Get {}, {}",
+        "serving PodResources {} on {}: {}, Get {}, {}",
         v.apis.join(", "),
         v.socket,
-        v.pods,
+        crate::text::count(v.pods, "pod", "pods"),
         if v.get_enabled { "enabled" } else { "disabled" },
         limit
     )
@@ -577,8 +577,9 @@ pub fn calls(s: &mut Streams<'_>, calls: &Calls) -> crate::Result<()> {
     let n = calls.rate_limited;
     if n > 0 {
         s.note(format!(
-            "note: the kubelet rate-limited {n} call(s) (100 calls/s, burst 10, shared by every client on \
-             the node); dpctl backed off and retried"
+            "note: the kubelet rate-limited {} (100 calls/s, burst 10, shared by every client on the node); \
+             dpctl backed off and retried",
+            crate::text::count(n, "call", "calls")
         ))?;
     }
     Ok(())
@@ -703,7 +704,9 @@ pub fn served(s: &mut Streams<'_>, fake: &FakeKubelet, served: Served) -> crate:
                 s.note(serving_text(&banner))
             }
         }
-        Served::Reload(Reload::Reloaded { pods }) => s.note(format!("reloaded {}: {pods} pod(s)", data.display())),
+        Served::Reload(Reload::Reloaded { pods }) => {
+            s.note(format!("reloaded {}: {}", data.display(), crate::text::count(pods, "pod", "pods")))
+        }
         Served::Reload(Reload::Kept(e)) => s.note(format!("warning: kept the previous data: {e}")),
     }
 }

@@ -23,7 +23,13 @@ pub fn run_progress<'a>(err: &'a mut (dyn Write + Send), show: bool) -> impl FnM
 pub fn diff_progress<'a>(err: &'a mut (dyn Write + Send), show: bool) -> impl FnMut(&ScenarioDiff) + Send + 'a {
     move |d: &ScenarioDiff| {
         if show {
-            let _ = writeln!(err, "{} {}: {} difference(s)", d.scenario, d.release, d.entries.len());
+            let _ = writeln!(
+                err,
+                "{} {}: {}",
+                d.scenario,
+                d.release,
+                crate::text::count(d.entries.len(), "difference", "differences")
+            );
         }
     }
 }
@@ -60,7 +66,7 @@ fn write_run(w: &mut dyn Write, json: bool, r: &RunReport) -> io::Result<()> {
         writeln!(w, "skipped {sk}")?;
     }
     let failed = r.runs.iter().filter(|x| !x.passed()).count();
-    writeln!(w, "{} run(s), {} failed", r.runs.len(), failed)
+    writeln!(w, "{}, {} failed", crate::text::count(r.runs.len(), "run", "runs"), failed)
 }
 
 /// `scenario diff`: exit 0 when every difference is declared, else 1.
@@ -94,5 +100,10 @@ fn write_diff(w: &mut dyn Write, json: bool, r: &DiffReport) -> io::Result<()> {
     }
     let unexplained: usize = r.diffs.iter().map(ScenarioDiff::unexplained).sum();
     let declared: usize = r.diffs.iter().map(|d| d.entries.len()).sum::<usize>() - unexplained;
-    writeln!(w, "{} comparison(s): {unexplained} unexplained difference(s), {declared} declared", r.diffs.len())
+    writeln!(
+        w,
+        "{}: {}, {declared} declared",
+        crate::text::count(r.diffs.len(), "comparison", "comparisons"),
+        crate::text::count(unexplained, "unexplained difference", "unexplained differences")
+    )
 }

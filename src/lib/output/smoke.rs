@@ -136,7 +136,7 @@ impl<'a> Narrator<'a> {
                 self.say(format!("{engine}: serving {} in {}", kubelet_socket.display(), dir.display()));
             }
             SmokeProgress::Isolated(r) => {
-                self.say(format!("isolate: {} namespace(s), private mounts:", r.namespaces));
+                self.say(format!("isolate: {} namespaces, private mounts:", r.namespaces));
                 for m in &r.mounts {
                     self.say(format!("  {} <- {} ({})", m.target, m.source, m.kind));
                 }

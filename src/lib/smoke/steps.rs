@@ -162,7 +162,12 @@ impl Runner {
             let o = p.output(s);
             let lines = o.last_lines(QUOTED_LINES);
             if !lines.is_empty() {
-                parts.push(format!("last {} line(s) of its {}: {}", lines.len(), s.as_str(), lines.join(" | ")));
+                parts.push(format!(
+                    "last {} of its {}: {}",
+                    crate::text::count(lines.len(), "line", "lines"),
+                    s.as_str(),
+                    lines.join(" | ")
+                ));
             }
         }
         if parts.is_empty() { "it printed nothing".into() } else { parts.join("; ") }
@@ -465,11 +470,15 @@ impl Runner {
                     EventKind::Snapshot { capacity, allocatable, devices, message_bytes, .. } => {
                         let evidence = if self.kubelet.is_referee() {
                             // The kubelet logs the count ("State pushed for device plugin"), not the message.
-                            format!("{after} ms after registration: {devices} device(s) (the kubelet's log)")
+                            format!(
+                                "{after} ms after registration: {} (the kubelet's log)",
+                                crate::text::count(devices, "device", "devices")
+                            )
                         } else {
                             format!(
-                                "{after} ms after registration: {devices} device(s), {message_bytes} bytes; \
-                                 capacity {capacity}, allocatable {allocatable}"
+                                "{after} ms after registration: {}, {message_bytes} bytes; \
+                                 capacity {capacity}, allocatable {allocatable}",
+                                crate::text::count(devices, "device", "devices")
                             )
                         };
                         self.done(id, Outcome::Pass, evidence, t);
@@ -658,7 +667,11 @@ impl Runner {
                 let status = self.kubelet.status().await;
                 let in_use = status.as_ref().and_then(|s| s.resource(&reg.resource)).map(|r| r.in_use).unwrap_or(0);
                 if in_use > 0 {
-                    let evidence = format!("freed {}, but {in_use} device(s) are still in use", ids(&freed));
+                    let evidence = format!(
+                        "freed {}, but {} still in use",
+                        ids(&freed),
+                        if in_use == 1 { "1 device is".to_string() } else { format!("{in_use} devices are") }
+                    );
                     self.done(id, Outcome::Fail, evidence, t);
                 } else {
                     let allocatable =
@@ -765,8 +778,8 @@ impl Runner {
         }
         let socket_back = std::fs::symlink_metadata(&reg.socket).is_ok();
         let mut evidence = format!(
-            "restarted the kubelet: deleted {deleted}; restored {} pod(s) from the checkpoint; ",
-            report.restored_pods
+            "restarted the kubelet: deleted {deleted}; restored {} from the checkpoint; ",
+            crate::text::count(report.restored_pods, "pod", "pods")
         );
         if bad.is_empty() {
             evidence.push_str(&good.join("; "));
@@ -1021,13 +1034,13 @@ fn describe_resource(r: &ResourceOutcome, reg: &Reg) -> Vec<String> {
                 what.push(format!("envs {}", a.envs.keys().cloned().collect::<Vec<_>>().join(",")));
             }
             if !a.devices.is_empty() {
-                what.push(format!("{} device node(s)", a.devices.len()));
+                what.push(crate::text::count(a.devices.len(), "device node", "device nodes"));
             }
             if !a.mounts.is_empty() {
-                what.push(format!("{} mount(s)", a.mounts.len()));
+                what.push(crate::text::count(a.mounts.len(), "mount", "mounts"));
             }
             if !a.annotations.is_empty() {
-                what.push(format!("{} annotation(s)", a.annotations.len()));
+                what.push(crate::text::count(a.annotations.len(), "annotation", "annotations"));
             }
             if !a.cdi_devices.is_empty() {
                 what.push(format!("CDI {}", a.cdi_devices.join(",")));

@@ -132,10 +132,10 @@ fn health_counts(res: &ResourceStatus) -> String {
     let numa: Vec<String> = by_numa.iter().map(|(k, n)| format!("{k}: {n}")).collect();
     let numa = if numa.is_empty() { String::new() } else { format!("; {}", numa.join(", ")) };
     let mut report = format!(
-        "capacity {}, allocatable {} as the kubelet counts them ({} device(s){}); reported unhealthy: {}",
+        "capacity {}, allocatable {} as the kubelet counts them ({}{}); reported unhealthy: {}",
         res.capacity,
         res.allocatable,
-        res.devices.len(),
+        crate::text::count(res.devices.len(), "device", "devices"),
         numa,
         if unhealthy.is_empty() { "none".to_string() } else { ids(&unhealthy) }
     );
@@ -224,7 +224,7 @@ mod tests {
         assert_eq!(outcome, Outcome::Pass, "{evidence}");
         assert_eq!(
             evidence,
-            "capacity 3, allocatable 3 as the kubelet counts them (3 device(s); NUMA 0: 1, NUMA 1: 1, \
+            "capacity 3, allocatable 3 as the kubelet counts them (3 devices; NUMA 0: 1, NUMA 1: 1, \
              no NUMA topology: 1); reported unhealthy: none"
         );
         let (outcome, evidence) = judge(&resource("serving", Vec::new()), &[]);
