@@ -1015,6 +1015,7 @@ const RUNNER_MARKS: &[&str] = &[
     "std::os::unix::net",
     "File::create",
     "std::process",
+    "exit::",
 ];
 
 /// The runner marks found in `code` (comments, strings and test modules
@@ -1027,7 +1028,8 @@ fn runner_marks(src: &str) -> Vec<&'static str> {
 /// The output layer only renders: it turns data into text, tables and JSON.
 /// Each command has one runner (its `cli/` module or a domain `run`) that
 /// connects, starts and stops things, waits for Ctrl-C, opens files and
-/// chooses the exit code; `output/` has no `async fn` and no transport.
+/// chooses the exit code; `output/` has no `async fn`, no transport and no
+/// `exit::` code.
 #[test]
 fn the_output_layer_only_renders() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib/output");
@@ -1045,8 +1047,8 @@ fn the_output_layer_only_renders() {
         .collect();
     assert!(
         problems.is_empty(),
-        "output/ runs a command (move the loop, the connection or the file to the command's runner in cli/ \
-         or its domain, and pass the data in):\n  {}",
+        "output/ runs a command (move the loop, the connection, the file or the exit code to the command's \
+         runner in cli/ or its domain, and pass the data in):\n  {}",
         problems.join("\n  ")
     );
 }
@@ -1057,10 +1059,10 @@ fn the_runner_scanner_sees_code_not_strings_comments_or_tests() {
                      #[cfg(test)]\nmod tests {\n    #[tokio::test]\n    async fn t() { f().await; }\n}\n";
     assert!(runner_marks(rendering).is_empty(), "{:?}", runner_marks(rendering));
     let running = "use crate::transport::ClientConfig;\npub async fn run() {\n    let c = Client::connect(p).await;\n    \
-                   tokio::select! {}\n    std::fs::File::create(p);\n}\n";
+                   tokio::select! {}\n    std::fs::File::create(p);\n    Ok(exit::CHECK_FAILED)\n}\n";
     assert_eq!(
         runner_marks(running),
-        ["async fn", ".await", "tokio", "crate::transport", "::connect(", "File::create"]
+        ["async fn", ".await", "tokio", "crate::transport", "::connect(", "File::create", "exit::"]
     );
 }
 

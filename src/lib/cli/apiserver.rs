@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use crate::apiserver::{self, Config};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, exit};
 use crate::output::{Streams, apiserver as render};
 
 const HELP: &str = "\
@@ -77,10 +77,14 @@ pub struct RecordArgs {
 /// Runs `dpctl apiserver ...`.
 pub async fn run(a: ApiserverArgs, s: &mut Streams<'_>) -> Result<u8> {
     match a.query {
-        Some(ApiserverQuery::Slices(r)) => return render::slices(s, &apiserver::record::read(&r.dir)?),
+        Some(ApiserverQuery::Slices(r)) => {
+            render::slices(s, &apiserver::record::read(&r.dir)?)?;
+            return Ok(exit::OK);
+        }
         Some(ApiserverQuery::Writes(r)) => {
             apiserver::record::read(&r.dir)?;
-            return render::writes(s, &apiserver::record::read_writes(&r.dir)?);
+            render::writes(s, &apiserver::record::read_writes(&r.dir)?)?;
+            return Ok(exit::OK);
         }
         None => {}
     }
@@ -95,5 +99,6 @@ pub async fn run(a: ApiserverArgs, s: &mut Streams<'_>) -> Result<u8> {
     let server = apiserver::bind(&config).await?;
     render::serving(s, server.url(), server.kubeconfig(), server.objects())?;
     let record = server.run(shutdown, |w| render::write(s, w)).await?;
-    render::stopped(s, &record)
+    render::stopped(s, &record)?;
+    Ok(exit::OK)
 }

@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use super::args::DirArg;
 use crate::checkpoint::report::CheckpointReport;
 use crate::dra;
-use crate::error::Result;
+use crate::error::{Result, exit};
 use crate::output::{Streams, checkpoint as render};
 use crate::paths::{CHECKPOINT_FILE_NAME, ENV_ROOT};
 
@@ -95,14 +95,30 @@ pub fn run(cmd: CheckpointCommand, s: &mut Streams<'_>) -> Result<u8> {
         CheckpointCommand::Show(a) | CheckpointCommand::Verify(a) if a.is_dra(&a.path()) => {
             let report = dra::state::read(&a.path())?;
             return match cmd {
-                CheckpointCommand::Show(_) => crate::output::dra::state_shown(s, &report),
-                CheckpointCommand::Verify(_) => crate::output::dra::state_verified(s, &report),
+                CheckpointCommand::Show(_) => {
+                    crate::output::dra::state_shown(s, &report)?;
+                    Ok(exit::OK)
+                }
+                CheckpointCommand::Verify(_) => {
+                    crate::output::dra::state_verified(s, &report)?;
+                    Ok(if report.problems.is_empty() { exit::OK } else { exit::CHECK_FAILED })
+                }
             };
         }
         _ => {}
     }
     match cmd {
-        CheckpointCommand::Show(args) => render::shown(s, &CheckpointReport::read(&args.path())?),
-        CheckpointCommand::Verify(args) => render::verified(s, &CheckpointReport::read(&args.path())?),
+        CheckpointCommand::Show(args) => {
+            let report = CheckpointReport::read(&args.path())?;
+            render::shown(s, &report)?;
+            // Exit 2 when the file does not parse.
+            Ok(if report.error.is_some() { exit::USAGE } else { exit::OK })
+        }
+        CheckpointCommand::Verify(args) => {
+            let report = CheckpointReport::read(&args.path())?;
+            render::verified(s, &report)?;
+            // Exit 1 unless the kubelet accepts the file.
+            Ok(if report.verifies { exit::OK } else { exit::CHECK_FAILED })
+        }
     }
 }

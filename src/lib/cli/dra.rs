@@ -208,7 +208,10 @@ pub async fn run(cmd: DraCommand, s: &mut Streams<'_>) -> Result<u8> {
                 ));
             };
             let cfg = client_config(a.target.connect_timeout, Duration::from_secs(1));
-            render::info(s, &dra::client::info(&socket, &cfg).await?)
+            let report = dra::client::info(&socket, &cfg).await?;
+            render::info(s, &report)?;
+            // Exit 1 when the kubelet would refuse or stumble.
+            Ok(if report.problems.is_empty() { exit::OK } else { exit::CHECK_FAILED })
         }
         DraCommand::Prepare(a) => call(a, true, s).await,
         DraCommand::Unprepare(a) => call(a, false, s).await,
@@ -231,7 +234,9 @@ async fn check(a: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
     let dirs =
         if a.cdi_dir.is_empty() { vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")] } else { a.cdi_dir };
     let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT));
-    render::check(s, &dra::check::run(&socket, claim, &cfg, &dirs).await?)
+    let report = dra::check::run(&socket, claim, &cfg, &dirs).await?;
+    render::check(s, &report)?;
+    Ok(if crate::check::any_failure(&report.results) { exit::CHECK_FAILED } else { exit::OK })
 }
 
 fn client_config(connect: Duration, call: Duration) -> ClientConfig {
@@ -274,7 +279,9 @@ async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
     } else {
         dra::client::unprepare(&socket, api, &claims, &cfg).await?
     };
-    render::call(s, &report)
+    render::call(s, &report)?;
+    // Exit 1 when the kubelet would fail the pod.
+    Ok(if report.ok() { exit::OK } else { exit::CHECK_FAILED })
 }
 
 async fn watch(a: WatchArgs, s: &mut Streams<'_>) -> Result<u8> {

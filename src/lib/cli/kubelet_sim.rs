@@ -351,7 +351,12 @@ pub async fn run(args: KubeletSimArgs, s: &mut Streams<'_>) -> Result<u8> {
         }
     };
     let reply = control::call(&target.dir.dir, &request, request.deadline()).await?;
-    render::steered(s, reply)
+    render::steered(s, &reply)?;
+    // The answer's own code, or the one the sim's error carries.
+    Ok(match &reply {
+        Ok(a) => a.exit_code(),
+        Err(remote) => remote.exit_code,
+    })
 }
 
 async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {

@@ -79,7 +79,8 @@ pub async fn run(cmd: ScenarioCommand, s: &mut Streams<'_>) -> Result<u8> {
                 let mut each = render::run_progress(&mut *s.err, show);
                 run_plan(plan, &a.engine, None, &mut each).await?
             };
-            render::ran(s, &report)
+            render::ran(s, &report)?;
+            Ok(report.exit_code())
         }
         ScenarioCommand::Diff(a) => {
             let versions = a.kubelet_version.as_deref().map(parse_releases).transpose()?;
@@ -89,7 +90,8 @@ pub async fn run(cmd: ScenarioCommand, s: &mut Streams<'_>) -> Result<u8> {
                 let mut each = render::diff_progress(&mut *s.err, show);
                 diff_plan(plan, &a.referee, None, &mut each).await?
             };
-            render::diffed(s, &report)
+            render::diffed(s, &report)?;
+            Ok(report.exit_code())
         }
     }
 }

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::{Streams, out_err, table, write_json, write_json_line, write_table};
 use crate::apiserver::{Record, Write};
-use crate::error::{Result, exit};
+use crate::error::Result;
 
 /// The server is up: where, and its kubeconfig (a JSON line for programs).
 pub fn serving(s: &mut Streams<'_>, url: &str, kubeconfig: &std::path::Path, objects: usize) -> Result<()> {
@@ -61,33 +61,28 @@ fn slices_table(s: &mut Streams<'_>, slices: &[Value]) -> Result<()> {
 }
 
 /// The run ended: the slices as they stand (JSON: the whole record).
-pub fn stopped(s: &mut Streams<'_>, r: &Record) -> Result<u8> {
+pub fn stopped(s: &mut Streams<'_>, r: &Record) -> Result<()> {
     if s.format.is_json() {
         let mut v = serde_json::to_value(r).map_err(|e| out_err(e.into()))?;
         v["event"] = json!("stopped");
-        write_json_line(s.out, &v).map_err(out_err)?;
-        return Ok(exit::OK);
+        return write_json_line(s.out, &v).map_err(out_err);
     }
     s.note(format!("dpctl apiserver: stopped after {} writes; {} ResourceSlices:", r.writes, r.slices.len()))?;
-    slices_table(s, &r.slices)?;
-    Ok(exit::OK)
+    slices_table(s, &r.slices)
 }
 
 /// `dpctl apiserver slices`: the published slices (JSON: the objects as stored).
-pub fn slices(s: &mut Streams<'_>, r: &Record) -> Result<u8> {
+pub fn slices(s: &mut Streams<'_>, r: &Record) -> Result<()> {
     if s.format.is_json() {
-        write_json(s.out, &r.slices).map_err(out_err)?;
-    } else {
-        slices_table(s, &r.slices)?;
+        return write_json(s.out, &r.slices).map_err(out_err);
     }
-    Ok(exit::OK)
+    slices_table(s, &r.slices)
 }
 
 /// `dpctl apiserver writes`: every recorded write, in order.
-pub fn writes(s: &mut Streams<'_>, writes: &[Value]) -> Result<u8> {
+pub fn writes(s: &mut Streams<'_>, writes: &[Value]) -> Result<()> {
     if s.format.is_json() {
-        write_json(s.out, writes).map_err(out_err)?;
-        return Ok(exit::OK);
+        return write_json(s.out, writes).map_err(out_err);
     }
     let mut t = table(["RESOURCEVERSION", "VERB", "RESOURCE", "NAME"]);
     for w in writes {
@@ -98,6 +93,5 @@ pub fn writes(s: &mut Streams<'_>, writes: &[Value]) -> Result<u8> {
             text(w, "/name").to_string(),
         ]);
     }
-    write_table(s.out, &t).map_err(out_err)?;
-    Ok(exit::OK)
+    write_table(s.out, &t).map_err(out_err)
 }

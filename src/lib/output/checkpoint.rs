@@ -8,7 +8,6 @@ use colored::Colorize;
 
 use super::{Format, Streams, out_err, table, write_json, write_table};
 use crate::checkpoint::report::CheckpointReport;
-use crate::error::exit;
 
 /// The longest ID a table cell shows, and the longest cell. The table
 /// layout costs more than linear time in a cell's length (a 2 MiB device ID
@@ -79,16 +78,14 @@ fn verdict(w: &mut dyn Write, r: &CheckpointReport) -> io::Result<()> {
     writeln!(w, "  meaning   {}", r.meaning)
 }
 
-/// Answers `checkpoint show` on stdout: exit 0, or 2 when the file does not parse.
-pub fn shown(s: &mut Streams<'_>, r: &CheckpointReport) -> crate::Result<u8> {
-    show(&mut *s.out, s.format, r).map_err(out_err)?;
-    Ok(if r.error.is_some() { exit::USAGE } else { exit::OK })
+/// Answers `checkpoint show` on stdout.
+pub fn shown(s: &mut Streams<'_>, r: &CheckpointReport) -> crate::Result<()> {
+    show(&mut *s.out, s.format, r).map_err(out_err)
 }
 
-/// Answers `checkpoint verify` on stdout: exit 0 when the kubelet accepts the file, else 1.
-pub fn verified(s: &mut Streams<'_>, r: &CheckpointReport) -> crate::Result<u8> {
-    verify(&mut *s.out, s.format, r).map_err(out_err)?;
-    Ok(if r.verifies { exit::OK } else { exit::CHECK_FAILED })
+/// Answers `checkpoint verify` on stdout.
+pub fn verified(s: &mut Streams<'_>, r: &CheckpointReport) -> crate::Result<()> {
+    verify(&mut *s.out, s.format, r).map_err(out_err)
 }
 
 /// `checkpoint verify`: the verdict only.

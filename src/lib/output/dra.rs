@@ -11,7 +11,7 @@ use crate::dra::cdi::IdVerdict;
 use crate::dra::client::{CallReport, HealthEntry, InfoReport};
 use crate::dra::mock::{DraEvent, DraEventKind};
 use crate::dra::state::StateReport;
-use crate::error::{Result, exit};
+use crate::error::Result;
 
 /// Writes each problem as a `problem:` line.
 fn problems(w: &mut dyn Write, list: &[String]) -> io::Result<()> {
@@ -21,8 +21,8 @@ fn problems(w: &mut dyn Write, list: &[String]) -> io::Result<()> {
     Ok(())
 }
 
-/// `dra info`: exit 1 when the kubelet would refuse or stumble.
-pub fn info(s: &mut Streams<'_>, r: &InfoReport) -> Result<u8> {
+/// `dra info`: the plugin, its services and any problem.
+pub fn info(s: &mut Streams<'_>, r: &InfoReport) -> Result<()> {
     if s.format.is_json() {
         write_json(s.out, r).map_err(out_err)?;
     } else {
@@ -46,17 +46,16 @@ pub fn info(s: &mut Streams<'_>, r: &InfoReport) -> Result<u8> {
         write_table(s.out, &t).map_err(out_err)?;
         problems(s.out, &r.problems).map_err(out_err)?;
     }
-    Ok(if r.problems.is_empty() { exit::OK } else { exit::CHECK_FAILED })
+    Ok(())
 }
 
-/// `dra prepare|unprepare`: exit 1 when the kubelet would fail the pod.
-pub fn call(s: &mut Streams<'_>, r: &CallReport) -> Result<u8> {
-    let code = if r.ok() { exit::OK } else { exit::CHECK_FAILED };
+/// `dra prepare|unprepare`: each claim and its result.
+pub fn call(s: &mut Streams<'_>, r: &CallReport) -> Result<()> {
     if s.format.is_json() {
         let mut v = serde_json::to_value(r).map_err(|e| out_err(e.into()))?;
         v["ok"] = serde_json::Value::Bool(r.ok());
         write_json(s.out, &v).map_err(out_err)?;
-        return Ok(code);
+        return Ok(());
     }
     let unprepare = r.rpc.ends_with("NodeUnprepareResources");
     let mut t = if unprepare {
@@ -121,7 +120,7 @@ pub fn call(s: &mut Streams<'_>, r: &CallReport) -> Result<u8> {
         r.timeout_ms
     )
     .map_err(out_err)?;
-    Ok(code)
+    Ok(())
 }
 
 fn verdict(v: &IdVerdict) -> String {
@@ -189,15 +188,14 @@ pub fn mock_event(w: &mut dyn Write, json: bool, e: &DraEvent) -> io::Result<()>
     w.flush()
 }
 
-/// `dra check`: a results table, each failure in full; exit 1 on any failure.
-pub fn check(s: &mut Streams<'_>, r: &crate::dra::check::DraCheckReport) -> Result<u8> {
+/// `dra check`: a results table, each failure in full.
+pub fn check(s: &mut Streams<'_>, r: &crate::dra::check::DraCheckReport) -> Result<()> {
     let failed = crate::check::any_failure(&r.results);
-    let code = if failed { exit::CHECK_FAILED } else { exit::OK };
     if s.format.is_json() {
         let totals = crate::check::Totals::of(&r.results);
         write_json(s.out, &serde_json::json!({"registration": r.registration, "claim": r.claim, "results": r.results, "totals": totals, "ok": !failed}))
             .map_err(out_err)?;
-        return Ok(code);
+        return Ok(());
     }
     let mut t = table(["CHECK", "RESULT", "EVIDENCE"]);
     for c in &r.results {
@@ -212,14 +210,14 @@ pub fn check(s: &mut Streams<'_>, r: &crate::dra::check::DraCheckReport) -> Resu
         totals.passed, totals.failed, totals.skipped, r.claim.namespace, r.claim.name, r.claim.uid
     )
     .map_err(out_err)?;
-    Ok(code)
+    Ok(())
 }
 
 /// `checkpoint show` for `dra_manager_state`.
-pub fn state_shown(s: &mut Streams<'_>, r: &StateReport) -> Result<u8> {
+pub fn state_shown(s: &mut Streams<'_>, r: &StateReport) -> Result<()> {
     if s.format.is_json() {
         write_json(s.out, r).map_err(out_err)?;
-        return Ok(exit::OK);
+        return Ok(());
     }
     writeln!(s.out, "{} ({} claims; written by kubelet {})", r.file.display(), r.claims.len(), r.written_by)
         .map_err(out_err)?;
@@ -254,17 +252,16 @@ pub fn state_shown(s: &mut Streams<'_>, r: &StateReport) -> Result<u8> {
     }
     write_table(s.out, &t).map_err(out_err)?;
     problems(s.out, &r.problems).map_err(out_err)?;
-    Ok(exit::OK)
+    Ok(())
 }
 
-/// `checkpoint verify` for `dra_manager_state`: exit 1 on any problem.
-pub fn state_verified(s: &mut Streams<'_>, r: &StateReport) -> Result<u8> {
-    let code = if r.problems.is_empty() { exit::OK } else { exit::CHECK_FAILED };
+/// `checkpoint verify` for `dra_manager_state`.
+pub fn state_verified(s: &mut Streams<'_>, r: &StateReport) -> Result<()> {
     if s.format.is_json() {
         let mut v = serde_json::to_value(r).map_err(|e| out_err(e.into()))?;
         v["ok"] = serde_json::Value::Bool(r.problems.is_empty());
         write_json(s.out, &v).map_err(out_err)?;
-        return Ok(code);
+        return Ok(());
     }
     let mut t = table(["FIELD", "VALUE"]);
     t.add_row(["file".to_string(), r.file.display().to_string()]);
@@ -278,5 +275,5 @@ pub fn state_verified(s: &mut Streams<'_>, r: &StateReport) -> Result<u8> {
         writeln!(s.out, "{}", "ok: a kubelet (1.34-1.37) restores these claims at its next start".green())
             .map_err(out_err)?;
     }
-    Ok(code)
+    Ok(())
 }

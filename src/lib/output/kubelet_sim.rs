@@ -934,19 +934,16 @@ pub fn answer(w: &mut dyn Write, format: Format, a: &Answer) -> io::Result<()> {
 }
 
 /// Shows a running sim's answer, or the error it sent back (on stderr, as
-/// dpctl's own errors read); returns the exit code either means.
-pub fn steered(s: &mut Streams<'_>, reply: std::result::Result<Answer, RemoteError>) -> crate::Result<u8> {
+/// dpctl's own errors read).
+pub fn steered(s: &mut Streams<'_>, reply: &std::result::Result<Answer, RemoteError>) -> crate::Result<()> {
     match reply {
-        Ok(a) => {
-            answer(s.out, s.format, &a).map_err(out_err)?;
-            Ok(a.exit_code())
-        }
+        Ok(a) => answer(s.out, s.format, a).map_err(out_err),
         Err(remote) => {
             writeln!(s.err, "dpctl: error: {}", remote.message).map_err(out_err)?;
-            if let Some(h) = remote.hint {
+            if let Some(h) = &remote.hint {
                 writeln!(s.err, "  hint: {h}").map_err(out_err)?;
             }
-            Ok(remote.exit_code)
+            Ok(())
         }
     }
 }

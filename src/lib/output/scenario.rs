@@ -34,10 +34,9 @@ pub fn diff_progress<'a>(err: &'a mut (dyn Write + Send), show: bool) -> impl Fn
     }
 }
 
-/// `scenario run`: exit 0 when every run met its expectations, else 1.
-pub fn ran(s: &mut Streams<'_>, r: &RunReport) -> crate::Result<u8> {
-    write_run(&mut *s.out, s.format.is_json(), r).map_err(out_err)?;
-    Ok(r.exit_code())
+/// `scenario run`: each run's verdict, steps and failures.
+pub fn ran(s: &mut Streams<'_>, r: &RunReport) -> crate::Result<()> {
+    write_run(&mut *s.out, s.format.is_json(), r).map_err(out_err)
 }
 
 fn write_run(w: &mut dyn Write, json: bool, r: &RunReport) -> io::Result<()> {
@@ -69,10 +68,9 @@ fn write_run(w: &mut dyn Write, json: bool, r: &RunReport) -> io::Result<()> {
     writeln!(w, "{}, {} failed", crate::text::count(r.runs.len(), "run", "runs"), failed)
 }
 
-/// `scenario diff`: exit 0 when every difference is declared, else 1.
-pub fn diffed(s: &mut Streams<'_>, r: &DiffReport) -> crate::Result<u8> {
-    write_diff(&mut *s.out, s.format.is_json(), r).map_err(out_err)?;
-    Ok(r.exit_code())
+/// `scenario diff`: each comparison and its differences.
+pub fn diffed(s: &mut Streams<'_>, r: &DiffReport) -> crate::Result<()> {
+    write_diff(&mut *s.out, s.format.is_json(), r).map_err(out_err)
 }
 
 fn write_diff(w: &mut dyn Write, json: bool, r: &DiffReport) -> io::Result<()> {
