@@ -50,6 +50,34 @@ fn title(r: &BenchReport) -> String {
     format!("{what}{load}; {limit}{warm}")
 }
 
+/// Under the table, per target: the send rate asked for, errors by code
+/// with the first one, contract violations, and the client's CPU time.
+fn target_notes(w: &mut dyn Write, r: &BenchReport) -> io::Result<()> {
+    for x in &r.targets {
+        let who = if r.targets.len() > 1 { format!("{}: ", x.socket) } else { String::new() };
+        if r.rate.is_some() {
+            writeln!(w, "{who}sent {:.1}/s (asked {}/s)", x.send_rate, r.rate.unwrap_or(0.0))?;
+        }
+        if !x.errors_by_code.is_empty() {
+            let by: Vec<String> = x.errors_by_code.iter().map(|(c, n)| format!("{c} {n}")).collect();
+            writeln!(w, "{who}errors by code: {}", by.join(", "))?;
+            if let Some(e) = &x.first_error {
+                writeln!(w, "{who}first error: {e}")?;
+            }
+        }
+        for (rule, c) in &x.violations_by_rule {
+            writeln!(
+                w,
+                "{who}violation {rule}: {}, e.g. {}",
+                crate::text::count(c.count, "answer", "answers"),
+                c.example
+            )?;
+        }
+        writeln!(w, "{who}client CPU {:.3}s over {:.3}s", x.client_cpu_ms / 1000.0, x.elapsed_ms / 1000.0)?;
+    }
+    Ok(())
+}
+
 /// Renders a report.
 pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<()> {
     if format.is_json() {
@@ -90,28 +118,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<
         ]);
     }
     write_table(w, &t)?;
-    for x in &r.targets {
-        let who = if r.targets.len() > 1 { format!("{}: ", x.socket) } else { String::new() };
-        if r.rate.is_some() {
-            writeln!(w, "{who}sent {:.1}/s (asked {}/s)", x.send_rate, r.rate.unwrap_or(0.0))?;
-        }
-        if !x.errors_by_code.is_empty() {
-            let by: Vec<String> = x.errors_by_code.iter().map(|(c, n)| format!("{c} {n}")).collect();
-            writeln!(w, "{who}errors by code: {}", by.join(", "))?;
-            if let Some(e) = &x.first_error {
-                writeln!(w, "{who}first error: {e}")?;
-            }
-        }
-        for (rule, c) in &x.violations_by_rule {
-            writeln!(
-                w,
-                "{who}violation {rule}: {}, e.g. {}",
-                crate::text::count(c.count, "answer", "answers"),
-                c.example
-            )?;
-        }
-        writeln!(w, "{who}client CPU {:.3}s over {:.3}s", x.client_cpu_ms / 1000.0, x.elapsed_ms / 1000.0)?;
-    }
+    target_notes(w, r)?;
     if let (Some(ratio), [a, b]) = (&r.ratio, r.targets.as_slice()) {
         let none = [a, b].iter().filter(|x| x.ok == 0).map(|x| x.socket.as_str()).collect::<Vec<_>>().join(" and ");
         let f = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
