@@ -19,7 +19,7 @@ SET=(
     src/lib/topology/merge.rs src/lib/topology/hints.rs src/lib/topology/mask.rs src/lib/topology/cpu.rs
     src/lib/checkpoint/json.rs src/lib/checkpoint/spew.rs src/lib/checkpoint/write.rs
     src/lib/validate.rs src/lib/contract.rs src/lib/quantity.rs src/lib/duration.rs
-    src/lib/kubelet_version/mod.rs src/lib/kubelet_sim/manager/{admission,checkpoint,mod,podres,reboot,registration,state,stream,topology}.rs
+    src/lib/kubelet_version/mod.rs src/lib/kubelet_sim/manager/{admission,checkpoint,dra,mod,podres,reboot,registration,restart,state,stream,topology}.rs
 )
 # --isolated covers all of SET: validate.rs and contract.rs build in the
 # manager's scratch crate (they need the protobuf code), the rest in the small one.
@@ -119,7 +119,12 @@ build_manager_crate() {
         cp "src/lib/$m.rs" "$h/src/lib/"
     done
     cp -r src/lib/kubelet_sim/manager "$h/src/lib/kubelet_sim/"
-    cp src/lib/kubelet_sim/{pod,events,outcome}.rs "$h/src/lib/kubelet_sim/"
+    cp src/lib/kubelet_sim/{pod,events,outcome,dra_claims}.rs "$h/src/lib/kubelet_sim/"
+    # The DRA manager's pure inputs: the service choice (dra/mod.rs), claim
+    # references and the dra_manager_state format; not the clients or the mock.
+    mkdir -p "$h/src/lib/dra"
+    cp src/lib/dra/{mod,claims,state}.rs "$h/src/lib/dra/"
+    sed -i -E 's/^pub mod (cdi|check|client|mock);$/#[allow(unused)] mod \1_left_out {}/' "$h/src/lib/dra/mod.rs"
     sed -i 's/^pub mod report;$/#[allow(unused)] mod report_left_out {}/' "$h/src/lib/checkpoint/mod.rs"
     # dpctl's [package] renamed, its dependencies and build script kept; no
     # binary, integration tests or benches.
@@ -137,13 +142,14 @@ path = "src/lib/lib.rs"
 debug = 0
 TOML
     printf '%s\n' '#![allow(unused)]' 'pub use error::{Error, Result};' >"$h/src/lib/lib.rs"
-    for m in checkpoint contract duration error input kubelet_sim kubelet_texts kubelet_version limits model paths \
-        proto quantity text topology validate; do
+    for m in checkpoint contract dra duration error input kubelet_sim kubelet_texts kubelet_version limits model \
+        paths proto quantity text topology validate; do
         echo "pub mod $m;" >>"$h/src/lib/lib.rs"
     done
     cat >"$h/src/lib/kubelet_sim/mod.rs" <<'RS'
 //! Stand-in for the simulator's async shell: the leaf modules the manager
 //! uses, and the names they take from the shell.
+pub mod dra_claims;
 pub mod events;
 pub mod manager;
 pub mod outcome;
