@@ -664,6 +664,24 @@ mod tests {
         assert_eq!(d.plugin(DRV).unwrap_err(), "DRA driver gpu.example.com is not registered");
     }
 
+    /// `status` lists every registered instance, by driver, oldest first; a
+    /// kubelet restart (1.34-1.37) starts the plugin manager empty, so every
+    /// driver must register again before its claims can be prepared.
+    #[test]
+    fn status_lists_the_instances_and_a_restart_forgets_them_1_36() {
+        let mut d = with_driver(36);
+        let v1 = list(&["v1.DRAPlugin"]);
+        d.register("nic.example.com", "/p/nic.sock", "/p/nic.sock".into(), "/r/nic.sock".into(), &v1).unwrap();
+        d.register(DRV, "/p/dra-2.sock", "/p/dra-2.sock".into(), "/r/reg2.sock".into(), &v1).unwrap();
+        let endpoints = |d: &DraState| d.status().drivers.iter().map(|i| i.endpoint.clone()).collect::<Vec<_>>();
+        assert_eq!(endpoints(&d), ["/p/dra.sock", "/p/dra-2.sock", "/p/nic.sock"]);
+        assert_eq!(d.instances().count(), 3);
+        assert!(d.status().claims.is_empty() && d.status().checkpoint.is_none());
+        d.drop_instances();
+        assert!(endpoints(&d).is_empty());
+        assert_eq!(d.plugin(DRV).unwrap_err(), "DRA driver gpu.example.com is not registered");
+    }
+
     /// 1.37: the validation pass refuses a missing claim, a claim reserved
     /// for another pod, an unallocated claim and an unregistered driver,
     /// before anything is cached.
@@ -820,6 +838,46 @@ mod tests {
         let cdi: Vec<usize> = dr[0].claim_resources.iter().map(|r| r.cdi_devices.len()).collect();
         assert_eq!(cdi, [1, 2], "no request filtering; the CDI list accumulates within a driver");
         assert!(d.dynamic_resources("ns", &pcs, &[]).is_empty());
+    }
+
+    /// A kubelet restart (1.34-1.37): the restored entries count as not
+    /// prepared, so the next sync of a pod using them calls the driver again.
+    #[test]
+    fn after_a_restart_a_prepared_claim_is_prepared_again_1_37() {
+        let mut d = with_driver(37);
+        let pcs = [pod_claim("a", "c")];
+        let objs = [claim("c", "u1", &[("r", "d0")])];
+        let b = d.begin_prepare(("ns", "p1", "pod-1"), &pcs, &objs).unwrap();
+        d.prepared(&b[0], vec![ClaimAnswer { uid: "u1".into(), devices: vec![], error: String::new() }]).unwrap();
+        d.finish_prepare("ns", &pcs);
+        assert!(d.begin_prepare(("ns", "p1", "pod-1"), &pcs, &objs).unwrap().is_empty(), "prepared already");
+        d.unprepare_all_in_memory();
+        let again = d.begin_prepare(("ns", "p1", "pod-1"), &pcs, &objs).unwrap();
+        assert_eq!(again.len(), 1, "restored, not prepared: called again");
+        assert_eq!(again[0].claims[0].uid, "u1");
+    }
+
+    /// NodeUnprepareResources answers are judged as Prepare's are (1.34-1.37):
+    /// every claim answered under its own UID, no per-claim error, none skipped.
+    #[test]
+    fn unprepare_answers_are_judged_1_34_to_1_37() {
+        let cref = |name: &str, uid: &str| ClaimRef { namespace: "ns".into(), name: name.into(), uid: uid.into() };
+        let batch = Batch { driver: DRV.into(), claims: vec![cref("a", "u1"), cref("b", "u2")] };
+        let ok = |uid: &str| ClaimAnswer { uid: uid.into(), devices: vec![], error: String::new() };
+        assert_eq!(DraState::unprepared(&batch, vec![ok("u2"), ok("u1")]), Ok(()));
+        assert_eq!(
+            DraState::unprepared(&batch, vec![ok("u1"), ok("u9")]).unwrap_err(),
+            "NodeUnprepareResources returned result for unknown claim UID u9"
+        );
+        let failed = ClaimAnswer { error: "busy".into(), ..ok("u2") };
+        assert_eq!(
+            DraState::unprepared(&batch, vec![ok("u1"), failed]).unwrap_err(),
+            "NodeUnprepareResources failed for ResourceClaim b: busy"
+        );
+        assert_eq!(
+            DraState::unprepared(&batch, vec![ok("u1")]).unwrap_err(),
+            "NodeUnprepareResources skipped 1 ResourceClaims"
+        );
     }
 
     /// Unprepare only for the claim's last user (1.34-1.37).
