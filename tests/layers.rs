@@ -1085,3 +1085,61 @@ fn the_doctor_and_smoke_judgements_touch_nothing() {
         problems.join("\n  ")
     );
 }
+
+/// The names an `after_long_help = NAME` or `after_help = NAME()` attribute
+/// gives, as written (`HELP`, `sim_help`, `render::after_help`).
+fn help_sources(code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for key in ["after_long_help", "after_help", "long_about"] {
+        for (at, _) in code.match_indices(key) {
+            let rest = code[at + key.len()..].trim_start();
+            let Some(rest) = rest.strip_prefix('=') else { continue };
+            let name: String =
+                rest.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+            if !name.is_empty() {
+                found.push(name);
+            }
+        }
+    }
+    found
+}
+
+/// A command's `--help` is written where its flags are defined: every
+/// `after_long_help` in `cli/` names a text or function of `cli/` itself (a
+/// bare name, not a path into `output/` or a domain), and `output/` builds
+/// no help text, so the renderers hold only what a run shows.
+#[test]
+fn help_texts_live_with_their_commands() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib");
+    let mut files = Vec::new();
+    rust_files(&root.join("cli"), &mut files);
+    files.sort();
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    for f in &files {
+        let rel = f.strip_prefix(&root).expect("under src/lib").display().to_string();
+        for name in help_sources(&code_only(&std::fs::read_to_string(f).expect("readable source"))) {
+            seen += 1;
+            if name.contains("::") {
+                problems.push(format!("{rel}: help built elsewhere: {name}"));
+            }
+        }
+    }
+    assert!(seen > 10, "only {seen} help attributes found in cli/: is the scan reading them?");
+    let mut out_files = Vec::new();
+    rust_files(&root.join("output"), &mut out_files);
+    for f in &out_files {
+        let code = without_tests(&code_only(&std::fs::read_to_string(f).expect("readable source")));
+        if code.contains("fn after_help") || code.contains("fn after_long_help") {
+            let rel = f.strip_prefix(&root).expect("under src/lib").display().to_string();
+            problems.push(format!("{rel}: builds a --help text"));
+        }
+    }
+    assert!(problems.is_empty(), "move --help texts into the command's cli/ module:\n  {}", problems.join("\n  "));
+}
+
+#[test]
+fn the_help_scanner_reads_names_and_paths() {
+    let code = "#[command(after_long_help = HELP)]\n#[command(x, after_long_help = render::after_help())]\n";
+    assert_eq!(help_sources(code), ["HELP", "render::after_help"]);
+}

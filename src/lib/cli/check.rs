@@ -9,7 +9,7 @@ use clap::Args;
 use super::args::Target;
 use super::junit::JunitFile;
 use super::out_err;
-use crate::check::{self, CheckOptions, CheckTarget, Registration};
+use crate::check::{self, Case, CheckId, CheckOptions, CheckTarget, Registration};
 use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
 use crate::output::{Streams, check as render};
@@ -17,7 +17,7 @@ use crate::proto::deviceplugin::v1beta1 as dp;
 
 /// `dpctl plugin check` arguments (the help text is on `PluginCommand::Check`).
 #[derive(Debug, Args)]
-#[command(after_long_help = render::after_help())]
+#[command(after_long_help = check_help())]
 pub struct CheckArgs {
     /// Which plugin.
     #[command(flatten)]
@@ -121,4 +121,22 @@ async fn run_check(
         file.write(|w| render::junit(w, &report))?;
     }
     Ok(report.exit_code())
+}
+
+/// `--help`'s text after the options: the checks, outcomes and exit codes.
+fn check_help() -> String {
+    format!(
+        "Checks, in run order (--list says why each matters): {}.\n\n\
+         Outcomes: pass; fail (the plugin broke the rule: evidence and rule shown); skip (does not apply, \
+         e.g. PreStartContainer not required); error (could not run, e.g. no device list to work with).\n\
+         --timeout is the deadline of each call (default 10s).\n\n\
+         Exit codes:\n  \
+         0  every check passed or was skipped\n  \
+         1  a check failed or could not run\n  \
+         2  bad usage (e.g. an unknown check name in --only/--skip, or a --junit file that cannot be written)\n  \
+         3  the plugin could not be reached at all (no socket, nothing listening, ...): nothing was checked\n  \
+         5  connecting timed out: nothing was checked\n\
+         The JUnit file is written in every case but usage errors.",
+        CheckId::names().join(", ")
+    )
 }

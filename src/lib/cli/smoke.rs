@@ -9,17 +9,18 @@ use clap::Args;
 
 use super::args::{NumaPolicyArgs, help_for};
 use super::junit::JunitFile;
+use crate::check::{Case, CheckId};
 use crate::duration::parse as parse_duration;
 use crate::error::Result;
 use crate::kubelet_sim::KubeletVersion;
 use crate::kubelet_sim::Via;
 use crate::output::{Streams, smoke as render};
 use crate::smoke::engine::{EngineKind, referee_binary, referee_version};
-use crate::smoke::{self, SmokeConfig};
+use crate::smoke::{self, SmokeConfig, StepId};
 
 /// `dpctl smoke` arguments (the one-line help is on `Command::Smoke`).
 #[derive(Debug, Args)]
-#[command(after_long_help = render::after_help())]
+#[command(after_long_help = smoke_help())]
 #[command(mut_args(help_for(
     "topology_manager_policy",
     "Admit the test pod under this Topology Manager policy (the kubelet's --topology-manager-policy)"
@@ -201,4 +202,56 @@ async fn run_smoke(
     }
     render::finished(io, &matrix, many)?;
     Ok(matrix.exit_code())
+}
+
+/// `--help`'s text after the options: steps, examples, placeholders,
+/// `--isolate`, releases and exit codes.
+fn smoke_help() -> String {
+    format!(
+        "Steps, in order: {} (the `plugin check` suite runs after registration-request: {}).\n\
+         --skip takes any of them but launch, registration and shutdown.\n\n\
+         Examples:\n  \
+         dpctl smoke -- ./my-device-plugin --socket-dir {{dir}}\n  \
+         dpctl smoke --junit smoke.xml --log-dir logs -- ./my-plugin --kubelet-socket {{kubelet_socket}}\n  \
+         dpctl smoke --request 2 --restart-deadline 5s -- python3 plugin.py --dir {{dir}}\n  \
+         dpctl smoke --isolate -- ./vendor-device-plugin            # uses /var/lib/kubelet/... as is\n  \
+         dpctl smoke --isolate --bind ./cdi:/etc/cdi -- ./vendor-device-plugin\n  \
+         dpctl smoke -- ./my-plugin --registry-dir {{registry_dir}}   # registers through plugins_registry\n  \
+         dpctl smoke -- docker run --rm -v {{dir}}:/var/lib/kubelet/device-plugins:z IMAGE\n\n\
+         Placeholders: {{dir}} (device-plugin directory), {{kubelet_socket}}, {{registry_dir}} (plugins_registry); \
+         also in the environment as DPCTL_SMOKE_DIR, DPCTL_KUBELET_SOCKET, DPCTL_REGISTRY_DIR, and \
+         DPCTL_PODRESOURCES_SOCKET. The sim accepts registrations on kubelet.sock and through its plugins_registry \
+         directory; --registration insists on one.\n\n\
+         --isolate: dpctl re-runs itself as a small helper that enters a new mount namespace (as root; as \
+         another user, a user namespace too, where the kernel allows one), makes every mount private, bind-mounts \
+         the sim's directories at the kubelet's paths, then execs the plugin. A mountpoint missing on this machine \
+         (no /var/lib/kubelet) is made inside the namespace only, on a tmpfs copy of its nearest existing parent \
+         with every entry bind-mounted back: nothing is created on the host, nothing is left behind. The setup is \
+         tried before the sim starts; a refusal (no privilege, AppArmor, a sysctl) exits 2 with the fix before \
+         the plugin starts. The report lists what was mounted where.\n\n\
+         dpctl smoke --kubelet-version 1.28,1.32,1.36 --junit smoke.xml -- ./my-plugin --socket-dir {{dir}}\n\n\
+         With several --kubelet-version values the whole smoke runs once per release against a fresh kubelet-sim \
+         playing it (see dpctl kubelet-sim --help for what changes between releases); the table shows each \
+         release's report and then one row per release, -o json gives {{\"passed\":[…],\"failed\":[…],\"runs\":[…]}}, \
+         and the JUnit file has one <testsuite> per release. Exit 1 when any release fails.\n\n\
+         dpctl smoke --engine referee:target/referee --kubelet-version 1.34,1.37 -- ./my-plugin --dir {{dir}}\n\n\
+         --engine referee:PATH runs the same steps against the kubelet's own code (conformance/build.sh builds \
+         target/referee/dpctl-referee-1.NN; PATH is that directory, each release picking its binary, or one \
+         binary). The referee runs in a private mount namespace on the kubelet's paths (root, or a user \
+         namespace); the report names it with its exact version (\"engine\": \"referee v1.37.2\"). What it cannot \
+         see (the RegisterRequest's options, a message's size) the evidence says. A missing referee, one that \
+         cannot run or one of another release exits 2 before the plugin starts, with the build command.\n\n\
+         The plugin runs in its own process group with stdin closed; it is stopped at the end whatever happens \
+         (SIGTERM, --grace, SIGKILL; also on Ctrl-C), and the fresh directory is removed (unless --keep). \
+         Progress goes to stderr, the report to stdout.\n\n\
+         Exit codes:\n  \
+         0  every step and check passed (or was skipped)\n  \
+         1  a step or check failed (the report says which and why), or the run was interrupted\n  \
+         2  bad usage (no command, unknown --skip name, unwritable --junit, a --dir a live kubelet serves), or \
+         --isolate refused (the message says why and how to fix it), a referee missing, unusable or of \
+         another release\n  \
+         3  kubelet-sim could not bind its sockets (permissions, path too long)",
+        StepId::names().join(", "),
+        CheckId::names().join(", ")
+    )
 }

@@ -42,24 +42,6 @@ pub fn progress(bar: &indicatif::ProgressBar, p: Progress) {
     }
 }
 
-/// `--help`'s text after the options: the checks, outcomes and exit codes.
-pub fn after_help() -> String {
-    format!(
-        "Checks, in run order (--list says why each matters): {}.\n\n\
-         Outcomes: pass; fail (the plugin broke the rule: evidence and rule shown); skip (does not apply, \
-         e.g. PreStartContainer not required); error (could not run, e.g. no device list to work with).\n\
-         --timeout is the deadline of each call (default 10s).\n\n\
-         Exit codes:\n  \
-         0  every check passed or was skipped\n  \
-         1  a check failed or could not run\n  \
-         2  bad usage (e.g. an unknown check name in --only/--skip, or a --junit file that cannot be written)\n  \
-         3  the plugin could not be reached at all (no socket, nothing listening, ...): nothing was checked\n  \
-         5  connecting timed out: nothing was checked\n\
-         The JUnit file is written in every case but usage errors.",
-        CheckId::names().join(", ")
-    )
-}
-
 /// Widest DETAIL cell in the table (wide output shows everything).
 const DETAIL_WIDTH: usize = 110;
 
