@@ -20,7 +20,7 @@ use super::{
     SmokeReport, StepId, shell_words, substitute,
 };
 use crate::check::{self, Case, CheckId, CheckOptions, CheckResult, CheckTarget, Outcome, Progress, Registration};
-use crate::kubelet_sim::{AdmitOutcome, EventKind, PodSpec, RequestOptions, ResourceOutcome, Via};
+use crate::kubelet_sim::{EventKind, PodSpec, RequestOptions, Via};
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 /// Name and namespace of the test pod.
@@ -462,50 +462,21 @@ impl Runner {
             EventKind::Snapshot { resource, .. } | EventKind::StreamEnded { resource, .. } => *resource == r,
             _ => false,
         };
-        match self.kubelet.wait_for(reg.index, pred, deadline, self.process.as_ref()).await {
+        let waited = self.kubelet.wait_for(reg.index, pred, deadline, self.process.as_ref()).await;
+        let wait = match &waited {
             Waited::Found(i) => {
-                let ev = self.kubelet.seen[i].clone();
-                let after = ev.time.duration_since(reg.at).unwrap_or_default().as_millis();
-                match ev.kind {
-                    EventKind::Snapshot { capacity, allocatable, devices, message_bytes, .. } => {
-                        let evidence = if self.kubelet.is_referee() {
-                            // The kubelet logs the count ("State pushed for device plugin"), not the message.
-                            format!(
-                                "{after} ms after registration: {} (the kubelet's log)",
-                                crate::text::count(devices, "device", "devices")
-                            )
-                        } else {
-                            format!(
-                                "{after} ms after registration: {}, {message_bytes} bytes; \
-                                 capacity {capacity}, allocatable {allocatable}",
-                                crate::text::count(devices, "device", "devices")
-                            )
-                        };
-                        self.done(id, Outcome::Pass, evidence, t);
-                    }
-                    EventKind::StreamEnded { reason, .. } => {
-                        let evidence = format!(
-                            "ListAndWatch ended {after} ms after registration before its first message: {reason}{}",
-                            self.exit_note()
-                        );
-                        self.done(id, Outcome::Fail, evidence, t);
-                    }
-                    _ => {}
-                }
+                let ev = &self.kubelet.seen[*i];
+                let after_ms = ev.time.duration_since(reg.at).unwrap_or_default().as_millis();
+                judge::FirstWait::Event { kind: &ev.kind, after_ms }
             }
             Waited::Exited(exit) => {
-                let evidence =
-                    format!("the plugin {exit} before its first ListAndWatch message; {}", self.last_output());
-                self.done(id, Outcome::Fail, evidence, t);
+                judge::FirstWait::Exited { exit: exit.to_string(), last_output: self.last_output() }
             }
-            Waited::TimedOut => {
-                let evidence = format!(
-                    "no ListAndWatch message within {} of registration: the node shows no capacity for {}",
-                    humantime::format_duration(self.cfg.first_list_timeout),
-                    reg.resource
-                );
-                self.done(id, Outcome::Fail, evidence, t);
-            }
+            Waited::TimedOut => judge::FirstWait::TimedOut { timeout: self.cfg.first_list_timeout },
+        };
+        let verdict = judge::first_snapshot(wait, &reg.resource, self.kubelet.is_referee(), &self.exit_note());
+        if let Some((outcome, evidence)) = verdict {
+            self.done(id, outcome, evidence, t);
         }
     }
 
@@ -597,58 +568,25 @@ impl Runner {
                 return;
             }
         };
-        let head = format!(
-            "pod {POD_NAMESPACE}/{POD_NAME} ({} × {}; allocatable {})",
-            self.cfg.request, reg.resource, before.allocatable
-        );
-        let calls = describe_admission(&outcome, &reg);
-        if !outcome.admitted {
-            let mut evidence = format!(
-                "{head} rejected: {}: {}",
-                outcome.reason.as_deref().unwrap_or("?"),
-                outcome.message.as_deref().unwrap_or("")
-            );
-            if !calls.is_empty() {
-                evidence.push_str(&format!("; calls: {calls}"));
-            }
+        let stream_ended = if outcome.admitted {
+            false
+        } else {
             let status = self.kubelet.status().await;
             let state = status.as_ref().and_then(|s| s.resource(&reg.resource)).map(|r| r.state.clone());
-            if state.as_deref() == Some("stream-ended") {
-                evidence.push_str("; the plugin's ListAndWatch stream had ended, so no device was allocatable");
-            }
-            evidence.push_str(&self.exit_note());
-            self.done(id, Outcome::Fail, evidence, t);
-            return;
-        }
-        self.admitted = true;
-        if let Some(c) = outcome.containers.iter().find(|c| !c.started) {
-            let evidence = format!(
-                "{head} admitted, but container {} would not start: {}; calls: {calls}",
-                c.name,
-                c.start_error.as_deref().unwrap_or("PreStartContainer failed")
-            );
-            self.done(id, Outcome::Fail, evidence, t);
-            return;
-        }
-        if let Some(c) = cdi_only_container(&outcome, &reg) {
-            // docs/protocol.md §1.2: cdi_devices (field 5) exist from 1.28; 1.26-1.27
-            // drop them and 1.28 passes them on only with its alpha gate
-            // DevicePluginCDIDevices (off by default), so an answer with
-            // nothing else gives the container nothing from the plugin. With
-            // anything else, a warning is enough.
-            let evidence = format!(
-                "{head} admitted, but kubelet {} gives container {c} nothing from the plugin: its Allocate \
-                 answer carries only cdi_devices (ContainerAllocateResponse field 5), which kubelets 1.26-1.27 \
-                 drop and kubelet 1.28 passes to the runtime only with feature gate DevicePluginCDIDevices on \
-                 (alpha, off by default; on from 1.29); for those versions also return device nodes \
-                 (DeviceSpec) or env vars (or mounts) naming the devices; calls: {calls}",
-                self.cfg.kubelet_version
-            );
-            self.done(id, Outcome::Fail, evidence, t);
-            return;
-        }
-        let evidence = format!("{head} admitted in {} ms: {calls}", outcome.took_ms);
-        self.done(id, Outcome::Pass, evidence, t);
+            state.as_deref() == Some("stream-ended")
+        };
+        self.admitted |= outcome.admitted;
+        let seen = judge::AdmissionSeen {
+            outcome: &outcome,
+            reg: &reg,
+            request: self.cfg.request,
+            allocatable_before: before.allocatable,
+            stream_ended,
+            kubelet_version: self.cfg.kubelet_version,
+            exit_note: self.exit_note(),
+        };
+        let (outcome, evidence) = judge::admission(&seen);
+        self.done(id, outcome, evidence, t);
     }
 
     async fn pod_deletion(&mut self) {
@@ -722,83 +660,27 @@ impl Runner {
             }
         }
         let tally = super::RestartTally::new(n, back);
-        self.restarts = Some(tally.clone());
-        let head = if n == 1 { String::new() } else { format!("{}; ", tally.summary) };
-        match first_bad {
-            None => self.done(id, Outcome::Pass, format!("{head}{last_good}"), t),
-            Some(bad) => self.done(id, Outcome::Fail, format!("{head}{bad}"), t),
-        };
+        let (outcome, evidence) = judge::restarts(&tally, first_bad, last_good);
+        self.restarts = Some(tally);
+        self.done(id, outcome, evidence, t);
     }
 
     /// One kubelet restart: `Ok(Ok(evidence))` when every resource came
     /// back, `Ok(Err(evidence))` when one did not.
-    // long: the restart report turned into evidence, resource by resource.
     async fn restart_once(&mut self, reg: &Reg) -> Result<Result<String, String>, String> {
         self.kubelet.pull().await;
         let from = self.kubelet.seen.len();
         let report = self.kubelet.restart(self.cfg.restart_deadline).await?;
         self.kubelet.pull().await;
-        let deleted = crate::text::list(&report.deleted_sockets);
-        let mut good = Vec::new();
-        let mut bad = Vec::new();
-        for r in &report.resources {
-            match (r.reregistered, r.register_after_ms, r.first_snapshot_after_ms) {
-                (true, Some(reg_ms), Some(snap_ms)) => good.push(format!(
-                    "{} registered again {reg_ms} ms after the new kubelet.sock, first list after {snap_ms} ms \
-                     (capacity {}, allocatable {})",
-                    r.resource, r.capacity, r.allocatable
-                )),
-                (true, reg_ms, _) => bad.push(format!(
-                    "{} registered again after {} ms but sent no device list within {}",
-                    r.resource,
-                    reg_ms.unwrap_or(0),
-                    humantime::format_duration(self.cfg.restart_deadline)
-                )),
-                (false, _, _) => {
-                    let rejected: Vec<String> = self.kubelet.seen[from..]
-                        .iter()
-                        .filter_map(|e| match &e.kind {
-                            EventKind::RegistrationRejected { resource, message, .. } if *resource == r.resource => {
-                                Some(message.clone())
-                            }
-                            _ => None,
-                        })
-                        .collect();
-                    let mut s = format!(
-                        "{} did not register again within {} of the restart",
-                        r.resource,
-                        humantime::format_duration(self.cfg.restart_deadline)
-                    );
-                    if let Some(m) = rejected.last() {
-                        s.push_str(&format!(" (the kubelet rejected its new Register: {m})"));
-                    }
-                    bad.push(s);
-                }
-            }
-        }
-        let socket_back = std::fs::symlink_metadata(&reg.socket).is_ok();
-        let mut evidence = format!(
-            "restarted the kubelet: deleted {deleted}; restored {} from the checkpoint; ",
-            crate::text::count(report.restored_pods, "pod", "pods")
-        );
-        if bad.is_empty() {
-            evidence.push_str(&good.join("; "));
-            return Ok(Ok(evidence));
-        }
-        evidence.push_str(&bad.join("; "));
-        if !good.is_empty() {
-            evidence.push_str(&format!("; {}", good.join("; ")));
-        }
-        if !socket_back {
-            evidence.push_str(&format!("; its socket {} was not served again", reg.endpoint));
-        }
-        evidence.push_str(&lifecycle::late_restart_note(report.kubelet_socket_late_ms));
-        evidence.push_str(
-            ". A plugin must notice kubelet.sock being re-created (watch the directory), serve its socket again \
-             and call Register again",
-        );
-        evidence.push_str(&self.exit_note());
-        Ok(Err(evidence))
+        let seen = judge::RestartSeen {
+            report: &report,
+            events: self.kubelet.seen.get(from..).unwrap_or_default(),
+            deadline: self.cfg.restart_deadline,
+            socket_back: std::fs::symlink_metadata(&reg.socket).is_ok(),
+            endpoint: &reg.endpoint,
+            exit_note: self.exit_note(),
+        };
+        Ok(judge::restart(&seen))
     }
 
     /// Marks every step that did not run (interrupted or stopped early) as skipped.
@@ -959,107 +841,4 @@ fn ids(list: &[String]) -> String {
         return list.join(", ");
     }
     format!("{}, … and {} more", list[..MAX_IDS].join(", "), list.len() - MAX_IDS)
-}
-
-/// The first container whose Allocate answer for the plugin's resource had
-/// only cdi_devices, which this kubelet dropped (`cdi-devices-unknown`,
-/// 1.26-1.27) or does not pass to the runtime (`cdi-devices-gated`, 1.28):
-/// nothing of it is left for the container.
-fn cdi_only_container(outcome: &AdmitOutcome, reg: &Reg) -> Option<String> {
-    outcome.containers.iter().find_map(|c| {
-        c.resources
-            .iter()
-            .filter(|r| r.resource == reg.resource)
-            .any(|r| {
-                use crate::kubelet_sim::admission::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
-                let dropped = r.warnings.iter().any(|w| w.rule == CDI_DEVICES_UNKNOWN || w.rule == CDI_DEVICES_GATED);
-                let left = r.allocation.as_ref().is_some_and(|a| {
-                    !(a.envs.is_empty() && a.devices.is_empty() && a.mounts.is_empty() && a.annotations.is_empty())
-                });
-                dropped && !left
-            })
-            .then(|| c.name.clone())
-    })
-}
-
-/// The calls admission made to the plugin, in words.
-fn describe_admission(outcome: &AdmitOutcome, reg: &Reg) -> String {
-    let mut parts = Vec::new();
-    for c in &outcome.containers {
-        for r in c.resources.iter().filter(|r| r.resource == reg.resource) {
-            parts.extend(describe_resource(r, reg));
-        }
-    }
-    if let Some(t) = outcome.topology.as_deref() {
-        for d in &t.decisions {
-            let dev = d.hints.iter().find(|h| h.resource.as_deref() == Some(reg.resource.as_str()));
-            let hints = match dev.and_then(|h| h.hints.as_ref()) {
-                None => "nil".to_string(),
-                Some(l) => format!("[{}]", l.iter().map(|x| x.hint.as_str()).collect::<Vec<_>>().join(" ")),
-            };
-            parts.push(format!(
-                "topology {}: hints {hints} → best {} ({})",
-                t.policy,
-                d.best.hint,
-                if d.admit { "admit" } else { "reject" }
-            ));
-        }
-    }
-    parts.join("; ")
-}
-
-fn describe_resource(r: &ResourceOutcome, reg: &Reg) -> Vec<String> {
-    let mut parts = Vec::new();
-    match &r.preferred {
-        Some(p) => {
-            let mut s = format!(
-                "GetPreferredAllocation(available {}, must_include {}, size {}) → [{}]",
-                p.available.len(),
-                p.must_include.len(),
-                p.size,
-                ids(&p.answer)
-            );
-            for w in &p.warnings {
-                s.push_str(&format!(" (warning {}: {})", w.rule, w.evidence));
-            }
-            parts.push(s);
-        }
-        None if reg.options.get_preferred_allocation_available => {}
-        None => parts.push("GetPreferredAllocation not advertised (not called)".into()),
-    }
-    match &r.allocation {
-        Some(a) => {
-            let mut what = Vec::new();
-            if !a.envs.is_empty() {
-                what.push(format!("envs {}", a.envs.keys().cloned().collect::<Vec<_>>().join(",")));
-            }
-            if !a.devices.is_empty() {
-                what.push(crate::text::count(a.devices.len(), "device node", "device nodes"));
-            }
-            if !a.mounts.is_empty() {
-                what.push(crate::text::count(a.mounts.len(), "mount", "mounts"));
-            }
-            if !a.annotations.is_empty() {
-                what.push(crate::text::count(a.annotations.len(), "annotation", "annotations"));
-            }
-            if !a.cdi_devices.is_empty() {
-                what.push(format!("CDI {}", a.cdi_devices.join(",")));
-            }
-            if what.is_empty() {
-                what.push("an empty response".into());
-            }
-            parts.push(format!("Allocate([{}]) → {}", ids(&r.devices), what.join(", ")));
-        }
-        None if !r.devices.is_empty() => parts.push(format!("devices [{}] reused", ids(&r.devices))),
-        None => {}
-    }
-    for w in &r.warnings {
-        parts.push(format!("warning {}: {}", w.rule, w.evidence));
-    }
-    match &r.pre_start {
-        Some(s) => parts.push(format!("PreStartContainer: {s}")),
-        None if reg.options.pre_start_required => {}
-        None => {}
-    }
-    parts
 }

@@ -274,16 +274,3 @@ impl Runner {
         )
     }
 }
-
-/// With `--late-kubelet-socket`, after a restart that a plugin did not come
-/// back from: the new kubelet.sock appeared late (empty otherwise).
-pub(super) fn late_restart_note(late_ms: Option<u64>) -> String {
-    match late_ms {
-        Some(ms) => format!(
-            " (kubelet.sock was re-created {ms} ms after the old one and the plugin's socket were deleted, \
-             possibly with the same inode: a plugin must keep retrying Register, or watch the directory, until the \
-             new kubelet.sock exists, and not take an inode it knows for the old kubelet)"
-        ),
-        None => String::new(),
-    }
-}
