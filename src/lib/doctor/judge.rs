@@ -270,7 +270,8 @@ pub(super) fn non_socket(path: &Path, name: &str, kind: Entry, version: KubeletV
     let symlink = matches!(kind, Entry::Symlink(_));
     let rule = version.cleanup_rule();
     let (what, deleted) = if let Entry::Symlink(target) = kind {
-        // §4: 1.26-1.32 Lstat: the link itself goes; 1.33+ Stat: only a link whose target is a socket.
+        // docs/kubelet-versions.md §4: 1.26-1.32 Lstat: the link itself goes;
+        // 1.33+ Stat: only a link whose target is a socket.
         let what = match target {
             Target::Socket => "a symlink to a socket",
             Target::Directory => "a symlink to a directory",
@@ -340,6 +341,48 @@ pub(super) fn read_checkpoint(
             None
         }
     }
+}
+
+/// What the checkpoint check has to judge: the file as read, and what it
+/// is held against.
+pub(super) struct CheckpointSeen<'a> {
+    /// The checkpoint's path (the findings' subject).
+    pub(super) path: &'a Path,
+    /// What reading and parsing it gave.
+    pub(super) read: crate::Result<CheckpointReport>,
+    /// Every device a live plugin reports.
+    pub(super) live_devices: &'a BTreeSet<String>,
+    /// Some socket besides kubelet.sock is in the directory.
+    pub(super) any_plugin: bool,
+    /// What PodResources lists, when it answered.
+    pub(super) pods: Option<&'a [crate::proto::podresources::v1::PodResources]>,
+    /// The release the checkpoint is judged by.
+    pub(super) version: KubeletVersion,
+}
+
+/// The checkpoint: checksum and format (judged by the chosen kubelet),
+/// devices no plugin reports, pods PodResources does not list (and the other
+/// way round). Returns the checkpoint and the pod names PodResources gave
+/// when it can be read.
+pub(super) fn checkpoint(
+    seen: CheckpointSeen<'_>,
+    out: &mut Out,
+) -> Option<(CheckpointReport, BTreeMap<String, String>)> {
+    let subject = seen.path.display().to_string();
+    let report = read_checkpoint(seen.path, seen.read, seen.any_plugin, out)?;
+    if !judge_checkpoint_format(&report, subject, seen.version, out) {
+        // Its Allocate answers still name CDI devices when the JSON parsed.
+        return Some((report, BTreeMap::new()));
+    }
+    let listed = listed_devices(seen.pods.unwrap_or_default());
+    let names = pod_names(&report, &listed);
+    if seen.any_plugin {
+        check_gone_devices(&report, seen.live_devices, &names, out);
+    }
+    if seen.pods.is_some() {
+        check_against_podresources(&report, &listed, &names, out);
+    }
+    Some((report, names))
 }
 
 /// Checksum and layout, judged by the chosen kubelet. Returns whether the
@@ -904,6 +947,55 @@ mod tests {
             assert!(read_checkpoint(path, missing(), any_plugin, &mut out).is_none());
             assert_eq!(codes(&out), [(severity, "no-checkpoint")]);
         }
+    }
+
+    /// The whole checkpoint check on data: a readable checkpoint is judged
+    /// by the release, then held against the live plugins (only when one is
+    /// there) and PodResources (only when it answered); one the release
+    /// does not restore from is not compared, and an unreadable one gives
+    /// nothing to compare.
+    #[test]
+    fn the_checkpoint_check_judges_then_compares_what_the_probes_saw() {
+        use crate::checkpoint::Format;
+        let path = Path::new("/dp/kubelet_internal_checkpoint");
+        let live = BTreeSet::from(["g1".to_string()]);
+        let pods = [listed_pod("default", "train", "c0", &["g0"])];
+        let judge = |read, any_plugin, pods: Option<&[_]>, release: &str| {
+            let mut out = Out(Vec::new());
+            let seen = CheckpointSeen { path, read, live_devices: &live, any_plugin, pods, version: v(release) };
+            let kept = super::checkpoint(seen, &mut out);
+            (kept, out)
+        };
+        let (kept, out) = judge(Ok(checkpoint(Format::Current, true)), true, Some(&pods), "1.37");
+        assert_eq!(
+            codes(&out),
+            [
+                (Severity::Ok, "checkpoint-ok"),
+                (Severity::Warning, "checkpoint-device-gone"),
+                (Severity::Warning, "checkpoint-pod-not-listed"),
+            ]
+        );
+        assert_eq!(out.0[0].subject, "/dp/kubelet_internal_checkpoint");
+        let (report, names) = kept.expect("a readable checkpoint is kept");
+        assert_eq!(report.entries.len(), 2);
+        assert_eq!(names, BTreeMap::from([("uid-1".to_string(), "default/train".to_string())]));
+        // No plugin and no PodResources: the format alone.
+        let (_, out) = judge(Ok(checkpoint(Format::Current, true)), false, None, "1.37");
+        assert_eq!(codes(&out), [(Severity::Ok, "checkpoint-ok")]);
+        // docs/kubelet-versions.md §7: 1.30 reads the v1 layout (and compares), 1.31 does not.
+        let (_, out) = judge(Ok(checkpoint(Format::V1, true)), true, Some(&pods), "1.30");
+        assert_eq!(codes(&out)[0], (Severity::Warning, "checkpoint-v1-layout"));
+        assert_eq!(out.0.len(), 3);
+        let (kept, out) = judge(Ok(checkpoint(Format::V1, true)), true, Some(&pods), "1.31");
+        assert_eq!(codes(&out), [(Severity::Error, "checkpoint-v1-unreadable")]);
+        assert!(kept.expect("kept for its CDI names").1.is_empty());
+        let (kept, out) = judge(Ok(checkpoint(Format::Current, false)), true, Some(&pods), "1.37");
+        assert_eq!(codes(&out), [(Severity::Error, "checkpoint-corrupt")]);
+        assert!(kept.is_some());
+        let denied = Err(Error::PermissionDenied { path: path.into(), op: "read" });
+        let (kept, out) = judge(denied, true, Some(&pods), "1.37");
+        assert!(kept.is_none());
+        assert_eq!(codes(&out), [(Severity::Error, "checkpoint-unreadable")]);
     }
 
     #[test]

@@ -21,13 +21,12 @@ mod kubelet_view;
 pub mod merge;
 mod probe;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::report::CheckpointReport;
 use crate::kubelet_version::KubeletVersion;
 use crate::transport;
 
@@ -217,7 +216,16 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     };
 
     // The checkpoint, against the plugins and PodResources.
-    let checkpoint = check_checkpoint(&dir, &live_devices, !sockets.is_empty(), pods.as_deref(), cfg, &mut out);
+    let (path, read) = probe::read_checkpoint(&dir);
+    let seen = judge::CheckpointSeen {
+        path: &path,
+        read,
+        live_devices: &live_devices,
+        any_plugin: !sockets.is_empty(),
+        pods: pods.as_deref(),
+        version: cfg.kubelet_version,
+    };
+    let checkpoint = judge::checkpoint(seen, &mut out);
     // CDI: spec files, and the names the checkpoint's Allocate answers use.
     let cdi_dirs: Vec<PathBuf> = cfg.cdi_dirs.iter().map(|d| cfg.host(d)).collect();
     judge::check_cdi(checkpoint.as_ref(), &cdi_dirs, &cdi::read_dirs(&cdi_dirs), &mut out);
@@ -244,33 +252,4 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
         findings: out.0,
         took_ms,
     }
-}
-
-/// The checkpoint: checksum and format (judged by the chosen kubelet),
-/// devices no plugin reports, pods PodResources does not list (and the other
-/// way round). Returns the checkpoint when it can be read.
-fn check_checkpoint(
-    dir: &Path,
-    live_devices: &BTreeSet<String>,
-    any_plugin: bool,
-    pods: Option<&[crate::proto::podresources::v1::PodResources]>,
-    cfg: &DoctorConfig,
-    out: &mut Out,
-) -> Option<(CheckpointReport, BTreeMap<String, String>)> {
-    let path = dir.join(crate::paths::CHECKPOINT_FILE_NAME);
-    let subject = path.display().to_string();
-    let report = judge::read_checkpoint(&path, CheckpointReport::read(&path), any_plugin, out)?;
-    if !judge::judge_checkpoint_format(&report, subject, cfg.kubelet_version, out) {
-        // Its Allocate answers still name CDI devices when the JSON parsed.
-        return Some((report, BTreeMap::new()));
-    }
-    let listed = judge::listed_devices(pods.unwrap_or_default());
-    let names = judge::pod_names(&report, &listed);
-    if any_plugin {
-        judge::check_gone_devices(&report, live_devices, &names, out);
-    }
-    if pods.is_some() {
-        judge::check_against_podresources(&report, &listed, &names, out);
-    }
-    Some((report, names))
 }

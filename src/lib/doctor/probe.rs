@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::kubelet_view;
+use crate::checkpoint::report::CheckpointReport;
 use crate::error::Error;
 use crate::limits::KUBELET_MAX_RECV;
 use crate::plugin_client::PluginClient;
@@ -26,6 +27,15 @@ pub(super) struct DirSeen {
     pub(super) label: Option<String>,
     /// Its entries can be listed.
     pub(super) listable: bool,
+}
+
+/// The kubelet's checkpoint in the device-plugin directory: its path, and
+/// what reading and parsing it gave (a missing file is an error the judge
+/// tells apart).
+pub(super) fn read_checkpoint(dir: &Path) -> (PathBuf, crate::Result<CheckpointReport>) {
+    let path = dir.join(crate::paths::CHECKPOINT_FILE_NAME);
+    let read = CheckpointReport::read(&path);
+    (path, read)
 }
 
 /// A directory entry that is neither a socket nor a directory.
