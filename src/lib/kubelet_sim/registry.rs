@@ -307,25 +307,81 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Attempt {
         request_options: None,
     };
     let resource = input.resource.clone();
-    // PR #133335 (1.36, pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go):
-    // a refusal by the device manager takes the plugin out of the actual state again.
-    let retried = inner.config.kubelet_version.retries_refused_registry_plugins();
-    match register(inner, input).await {
+    let version = inner.config.kubelet_version;
+    let registered = match register(inner, input).await {
         Ok(()) => {
-            if notify(true, String::new()).await || !retried {
-                // 1.26-1.35 return the notification's error but keep the plugin registered.
-                return Attempt::Registered(resource, socket);
-            }
-            // 1.36+: an undelivered success removes and deregisters the plugin;
-            // the error brings the backoff.
-            deregister(inner, &resource, &socket, path);
-            Attempt::Retry
+            let delivered = notify(true, String::new()).await;
+            Ok(delivered)
         }
         Err(e) => {
             // notifyPlugin returns the failure text as an error whether or not
             // the plugin took it, so the operation fails: backoff.
             let _ = notify(false, format!("RegisterPlugin error -- plugin registration failed with err: {e}")).await;
-            if retried { Attempt::Retry } else { Attempt::Stuck(resource, socket) }
+            Err(())
         }
+    };
+    match after_register(version, registered) {
+        AfterRegister::Keep => Attempt::Registered(resource, socket),
+        AfterRegister::DeregisterAndRetry => {
+            deregister(inner, &resource, &socket, path);
+            Attempt::Retry
+        }
+        AfterRegister::Retry => Attempt::Retry,
+        AfterRegister::Stuck => Attempt::Stuck(resource, socket),
+    }
+}
+
+/// What the plugin manager does after the device manager answered a
+/// plugins_registry plugin's registration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AfterRegister {
+    /// The plugin stays registered in the actual state.
+    Keep,
+    /// Taken out of the actual state and deregistered; tried again after the backoff.
+    DeregisterAndRetry,
+    /// Refused and not in the actual state: tried again after the backoff.
+    Retry,
+    /// Refused but left in the actual state: never tried again until its
+    /// registration socket is re-created.
+    Stuck,
+}
+
+/// The plugin manager's rule after `RegisterPlugin` (`registered`: the
+/// device manager took it, and whether the success notification reached
+/// the plugin; `Err`: it refused). PR #133335 (1.36,
+/// pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go)
+/// takes a plugin out of the actual state again when the device manager
+/// refused it or its success notification failed, so it is retried;
+/// 1.26-1.35 keep it in the actual state either way (a refused one is
+/// stuck; an undelivered success is only an error returned).
+fn after_register(version: crate::kubelet_version::KubeletVersion, registered: Result<bool, ()>) -> AfterRegister {
+    let retried = version.retries_refused_registry_plugins();
+    match registered {
+        Ok(delivered) if delivered || !retried => AfterRegister::Keep,
+        Ok(_) => AfterRegister::DeregisterAndRetry,
+        Err(()) if retried => AfterRegister::Retry,
+        Err(()) => AfterRegister::Stuck,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AfterRegister, after_register};
+    use crate::kubelet_version::KubeletVersion;
+
+    /// PR #133335: a plugins_registry plugin the device manager refused, or
+    /// whose success notification failed, is tried again from 1.36 only.
+    #[test]
+    fn refused_registry_plugins_stay_stuck_1_26_to_1_35_and_are_retried_from_1_36() {
+        for minor in 26..=37 {
+            let v = KubeletVersion::Release(minor);
+            let retried = minor >= 36;
+            assert_eq!(after_register(v, Ok(true)), AfterRegister::Keep, "1.{minor}");
+            let undelivered = if retried { AfterRegister::DeregisterAndRetry } else { AfterRegister::Keep };
+            assert_eq!(after_register(v, Ok(false)), undelivered, "1.{minor}");
+            let refused = if retried { AfterRegister::Retry } else { AfterRegister::Stuck };
+            assert_eq!(after_register(v, Err(())), refused, "1.{minor}");
+        }
+        assert_eq!(after_register(KubeletVersion::Master, Err(())), AfterRegister::Retry);
     }
 }

@@ -132,7 +132,7 @@ impl KubeletVersion {
         self.minor() >= minor
     }
 
-    /// §2: up to 1.36 a second `Register` of a registered resource replaces
+    /// docs/kubelet-versions.md §2: up to 1.36 a second `Register` of a registered resource replaces
     /// the client in a map keyed by name, and the old stream's end then
     /// disconnects the new client (issue #121994). 1.37 (PR #135437,
     /// `pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go`) keeps a list
@@ -149,7 +149,7 @@ impl KubeletVersion {
         self.at_least(37)
     }
 
-    /// §4: what the kubelet deletes from the device-plugins directory at
+    /// docs/kubelet-versions.md §4: what the kubelet deletes from the device-plugins directory at
     /// start. 1.26–1.32 (including later 1.31.x, after the PR #126976
     /// revert): every non-directory; 1.33 and later: sockets only (PR
     /// #130187; 1.33 rather than 1.34 is inferred). 1.31.0's brief
@@ -158,7 +158,7 @@ impl KubeletVersion {
         if self.at_least(33) { CleanupRule::SocketsOnly } else { CleanupRule::AllNonDirectories }
     }
 
-    /// §5: the text after `no containers return in allocation response `
+    /// docs/kubelet-versions.md §5: the text after `no containers return in allocation response `
     /// for an empty `AllocateResponse`: the gogo `String()` dump up to 1.33,
     /// nothing from 1.34 (protoc-gen-go, KL `3c7be05`).
     pub fn empty_allocate_text(self) -> &'static str {
@@ -182,59 +182,59 @@ impl KubeletVersion {
         self.at_least(29)
     }
 
-    /// §5: up to 1.28 a restartable init container's (sidecar's) devices go
+    /// docs/kubelet-versions.md §5: up to 1.28 a restartable init container's (sidecar's) devices go
     /// into the reuse pool like a plain init container's; 1.29+ keeps them
     /// out (PR #120461).
     pub fn reuses_sidecar_devices(self) -> bool {
         !self.at_least(29)
     }
 
-    /// §5: 1.27+ (`isContainerAlreadyRunning`): while sources are not ready
+    /// docs/kubelet-versions.md §5: 1.27+ (`isContainerAlreadyRunning`): while sources are not ready
     /// after a kubelet restart, a running container gets neither
     /// GetPreferredAllocation nor Allocate. 1.26 allocates again.
     pub fn skips_running_containers_after_restart(self) -> bool {
         self.at_least(27)
     }
 
-    /// §7: up to 1.30 a checkpoint that is not v2 is read as the pre-1.20 v1
+    /// docs/kubelet-versions.md §7: up to 1.30 a checkpoint that is not v2 is read as the pre-1.20 v1
     /// format; 1.31+ has no fallback.
     pub fn reads_v1_checkpoint(self) -> bool {
         !self.at_least(31)
     }
 
-    /// §8: PodResources `Get` is served by default (gate
+    /// docs/kubelet-versions.md §8: PodResources `Get` is served by default (gate
     /// `KubeletPodResourcesGet` beta and on from 1.34, GA in 1.36, no gate on
     /// master; alpha and off 1.27–1.33; absent in 1.26).
     pub fn podresources_get_default(self) -> bool {
         self.at_least(34)
     }
 
-    /// §8: the v1 PodResources service has a `Get` method (added in 1.27;
+    /// docs/kubelet-versions.md §8: the v1 PodResources service has a `Get` method (added in 1.27;
     /// the summary table's "–" for 1.26).
     pub fn podresources_has_get(self) -> bool {
         self.at_least(27)
     }
 
-    /// §8: the PodResources rate limit (100 qps, burst 10) exists from 1.27
+    /// docs/kubelet-versions.md §8: the PodResources rate limit (100 qps, burst 10) exists from 1.27
     /// (PR #116459; a 1.26.x backport is unverified).
     pub fn podresources_rate_limited(self) -> bool {
         self.at_least(27)
     }
 
-    /// §8: `List`/`Get` include restartable init containers: 1.30–1.32 when
+    /// docs/kubelet-versions.md §8: `List`/`Get` include restartable init containers: 1.30–1.32 when
     /// `SidecarContainers` is on (beta, on by default), always from 1.33.
     pub fn list_includes_sidecars(self) -> bool {
         self.at_least(30)
     }
 
-    /// §8: `List` returns active pods only from 1.34
+    /// docs/kubelet-versions.md §8: `List` returns active pods only from 1.34
     /// (`KubeletPodResourcesListUseActivePods`, default true); before, every
     /// pod the pod manager knows, terminated ones included.
     pub fn list_active_pods_only(self) -> bool {
         self.at_least(34)
     }
 
-    /// §1: from 1.35 (PR #134293; read in the 1.34.4 and 1.35.4 code) the Register
+    /// docs/kubelet-versions.md §1: from 1.35 (PR #134293; read in the 1.34.4 and 1.35.4 code) the Register
     /// call's context bounds the dial-back and GetDevicePluginOptions, so a
     /// plugin's Register deadline aborts the kubelet's side. Before, the
     /// kubelet used a background context.
@@ -242,12 +242,12 @@ impl KubeletVersion {
         self.at_least(35)
     }
 
-    /// §9: the `device-plugin` healthz check exists from 1.32 (PR #128432).
+    /// docs/kubelet-versions.md §9: the `device-plugin` healthz check exists from 1.32 (PR #128432).
     pub fn has_device_plugin_healthz(self) -> bool {
         self.at_least(32)
     }
 
-    /// §6: `DeRegisterPlugin` of a deleted plugins_registry socket goes by
+    /// docs/kubelet-versions.md §6: `DeRegisterPlugin` of a deleted plugins_registry socket goes by
     /// name up to 1.36 (it can disconnect a same-named client registered
     /// through kubelet.sock), by (name, endpoint) from 1.37 (PR #135437).
     pub fn deregisters_by_endpoint(self) -> bool {
@@ -274,7 +274,7 @@ impl KubeletVersion {
         self.at_least(36)
     }
 
-    /// §6: 1.32+ detects a re-created plugins_registry socket by a per-event
+    /// docs/kubelet-versions.md §6: 1.32+ detects a re-created plugins_registry socket by a per-event
     /// UUID, earlier releases by timestamp (either way: deregister, register).
     pub fn registry_detects_by_uuid(self) -> bool {
         self.at_least(32)
