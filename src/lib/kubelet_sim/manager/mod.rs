@@ -31,6 +31,8 @@ mod tests;
 #[cfg(test)]
 mod tests_admission;
 #[cfg(test)]
+mod tests_dra;
+#[cfg(test)]
 mod tests_registration;
 #[cfg(test)]
 mod tests_status;
