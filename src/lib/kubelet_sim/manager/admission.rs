@@ -9,24 +9,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Manager;
+use super::rejection::{Rejection, unexpected};
 use super::state::{Alloc, Pod, numa_map};
-use crate::kubelet_sim::outcome::{AdmitOutcome, UNEXPECTED_ADMISSION_ERROR, Warning};
+use crate::kubelet_sim::outcome::{AdmitOutcome, Warning};
 use crate::kubelet_sim::pod::{ContainerKind, ContainerSpec};
 use crate::proto::deviceplugin::v1beta1 as dp;
-
-/// A rejection: reason and message as the kubelet reports them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Rejection {
-    /// `UnexpectedAdmissionError`, `TopologyAffinityError`, `OutOf<resource>`.
-    pub reason: String,
-    /// The kubelet's text.
-    pub message: String,
-}
-
-/// `UnexpectedAdmissionError` wrapping a device manager error.
-pub(crate) fn unexpected(err: impl std::fmt::Display) -> Rejection {
-    Rejection { reason: UNEXPECTED_ADMISSION_ERROR.into(), message: crate::kubelet_texts::WRAPPER.fill(&[&err]) }
-}
 
 /// The choice made from the state before any call, for one (container,
 /// resource): the devices reused from init containers, the free ones (split

@@ -23,6 +23,7 @@ pub(crate) mod dra;
 mod podres;
 mod reboot;
 mod registration;
+mod rejection;
 mod restart;
 mod state;
 mod stream;
@@ -45,9 +46,10 @@ mod topology;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-pub(crate) use admission::{AllocationPlan, Rejection, unexpected};
+pub(crate) use admission::AllocationPlan;
 pub use admission::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
 pub(crate) use registration::Registrant;
+pub(crate) use rejection::{Rejection, unexpected};
 use state::State;
 #[cfg(test)]
 pub(crate) use state::numa_map;

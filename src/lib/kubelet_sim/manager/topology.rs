@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::Manager;
-use super::admission::Rejection;
+use super::rejection::Rejection;
 use super::state::State;
 use crate::kubelet_sim::outcome::{
     AdmitOutcome, ContainerOutcome, Placement, PreferredCall, ProviderHintsView, ResourceOutcome, TopologyDecision,
@@ -56,7 +56,7 @@ fn affinity_error() -> Rejection {
 }
 
 fn unexpected(err: impl std::fmt::Display) -> Rejection {
-    super::admission::unexpected(err)
+    super::rejection::unexpected(err)
 }
 
 /// The device manager's view of one resource for hint generation.
