@@ -1158,3 +1158,63 @@ fn the_help_scanner_reads_names_and_paths() {
     let code = "#[command(after_long_help = HELP)]\n#[command(x, after_long_help = render::after_help())]\n";
     assert_eq!(help_sources(code), ["HELP", "render::after_help"]);
 }
+
+/// The backticked names in `page` that end in `.rs` and stand for a file of
+/// `src/lib/` (relative to it): not a path under `tests/` or `src/`, not a
+/// pattern (`tests_*.rs`, `cli/<command>.rs`).
+fn named_lib_files(page: &str) -> BTreeSet<String> {
+    page.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| t.ends_with(".rs") && !t.contains(['*', '<', ' ']))
+        .filter(|t| !t.starts_with("tests/") && !t.starts_with("src/"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// docs/layout.md is the map of `src/lib/` a newcomer reads first, so it
+/// cannot drift: every file of `src/lib/` is named in it, every file it
+/// names exists, its layer table says what `LAYERS` says, and README's
+/// Development section links it.
+#[test]
+fn the_layout_map_names_every_module_and_layer() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/layout.md")).expect("docs/layout.md");
+    let lib = root.join("src/lib");
+    let mut files = Vec::new();
+    rust_files(&lib, &mut files);
+    let on_disk: BTreeSet<String> =
+        files.iter().map(|f| f.strip_prefix(&lib).expect("under src/lib").display().to_string()).collect();
+    let named = named_lib_files(&page);
+    let mut problems: Vec<String> =
+        on_disk.difference(&named).map(|f| format!("src/lib/{f} is not named in docs/layout.md §3")).collect();
+    problems.extend(named.difference(&on_disk).map(|f| format!("docs/layout.md names {f}, which does not exist")));
+    for &(module, layer) in LAYERS {
+        let row = page.lines().find(|l| l.starts_with(&format!("| {layer} |")));
+        if !row.is_some_and(|r| r.contains(&format!("`{module}`"))) {
+            problems.push(format!("docs/layout.md §1: `{module}` is not in the row of layer {layer}"));
+        }
+    }
+    for row in page.lines().filter(|l| l.starts_with("| ") && l.as_bytes().get(2).is_some_and(u8::is_ascii_digit)) {
+        let layer: u8 = row[2..].split(' ').next().and_then(|n| n.parse().ok()).expect("a layer number");
+        let cell = row.rsplit('|').nth(1).unwrap_or_default();
+        for module in cell.split('`').skip(1).step_by(2) {
+            if !LAYERS.contains(&(module, layer)) {
+                problems.push(format!("docs/layout.md §1 puts `{module}` in layer {layer}; LAYERS does not"));
+            }
+        }
+    }
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let development = readme.split("## Development").nth(1).unwrap_or_default();
+    if !development.contains("(docs/layout.md)") {
+        problems.push("README's Development section does not link docs/layout.md".into());
+    }
+    assert!(on_disk.len() > 150, "only {} files under src/lib: is the scan reading the tree?", on_disk.len());
+    assert!(problems.is_empty(), "docs/layout.md is out of date:\n  {}", problems.join("\n  "));
+}
+
+#[test]
+fn the_layout_scanner_reads_file_names_not_paths_or_patterns() {
+    let page = "`cli/mod.rs` and `lib.rs`; `tests/layers.rs`, `src/bin/dpctl.rs`, `tests_*.rs`, `cli/<x>.rs`, `cli`";
+    assert_eq!(named_lib_files(page), BTreeSet::from(["cli/mod.rs".to_string(), "lib.rs".to_string()]));
+}
