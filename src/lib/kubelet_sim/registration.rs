@@ -136,18 +136,18 @@ impl Registration for RegistrationService {
         let r = req.into_inner();
         // docs/kubelet-versions.md §1 (every version): filepath.Join, not Path::join.
         let socket = go_join(&self.inner.paths.dir, &r.endpoint);
-        let input = RegisterInput {
-            version: r.version,
+        let who = Registrant {
             resource: r.resource_name,
             endpoint: r.endpoint,
             socket,
             via: Via::KubeletSock,
-            request_options: r.options,
+            version: r.version,
         };
-        if crate::validate::check_registration(&input.version, &input.resource).is_ok() {
-            let over = self.inner.lock().over_limit(&input.resource);
+        let input = RegisterInput { who, request_options: r.options };
+        if crate::validate::check_registration(&input.who.version, &input.who.resource).is_ok() {
+            let over = self.inner.lock().over_limit(&input.who.resource);
             if let Some(text) = over {
-                self.inner.emit(input.who().rejected(text.clone()));
+                self.inner.emit(input.who.rejected(text.clone()));
                 return Err(Status::resource_exhausted(text));
             }
         }
@@ -195,9 +195,10 @@ struct GivenUp<'a> {
 
 impl<'a> GivenUp<'a> {
     fn arm(inner: &'a Arc<Inner>, input: &RegisterInput) -> Self {
-        let valid = input.via != Via::KubeletSock
-            || crate::validate::check_registration(&input.version, &input.resource).is_ok();
-        GivenUp { inner, pending: valid.then(|| input.who()) }
+        let who = &input.who;
+        let valid =
+            who.via != Via::KubeletSock || crate::validate::check_registration(&who.version, &who.resource).is_ok();
+        GivenUp { inner, pending: valid.then(|| who.clone()) }
     }
 
     fn disarm(mut self) {
@@ -220,25 +221,10 @@ const GIVEN_UP: &str = "the plugin ended its Register call before the dial-back 
 
 /// A registration, from either way of registering.
 pub(crate) struct RegisterInput {
-    pub version: String,
-    pub resource: String,
-    pub endpoint: String,
-    pub socket: PathBuf,
-    pub via: Via,
-    pub request_options: Option<dp::DevicePluginOptions>,
-}
-
-impl RegisterInput {
     /// Who registers, as every event about it names them.
-    fn who(&self) -> Registrant {
-        Registrant {
-            resource: self.resource.clone(),
-            endpoint: self.endpoint.clone(),
-            socket: self.socket.clone(),
-            via: self.via,
-            version: self.version.clone(),
-        }
-    }
+    pub who: Registrant,
+    /// The options the RegisterRequest carried (none through plugins_registry).
+    pub request_options: Option<dp::DevicePluginOptions>,
 }
 
 /// Validates, dials back, asks for the options, stores the endpoint and
@@ -248,15 +234,15 @@ impl RegisterInput {
 // with its own rejection; split, the order would be spread over helpers.
 pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result<(), String> {
     let started = Instant::now();
-    let who = input.who();
+    let RegisterInput { who, request_options } = input;
     let reject = |message: String| {
         inner.emit(who.rejected(message.clone()));
         message
     };
-    if input.via == Via::KubeletSock {
-        crate::validate::check_registration(&input.version, &input.resource).map_err(reject)?;
+    if who.via == Via::KubeletSock {
+        crate::validate::check_registration(&who.version, &who.resource).map_err(reject)?;
     }
-    let over = inner.lock().over_limit(&input.resource);
+    let over = inner.lock().over_limit(&who.resource);
     if let Some(text) = over {
         return Err(reject(text));
     }
@@ -264,10 +250,10 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         inner.lock().register_failed(&who.resource, &who.socket);
         reject(message)
     };
-    let channel = match dial(&input.socket, inner.config.dial_timeout).await {
+    let channel = match dial(&who.socket, inner.config.dial_timeout).await {
         Ok(c) => c,
         Err(last) => {
-            tracing::info!(socket = %input.socket.display(), error = %last, "dial-back failed");
+            tracing::info!(socket = %who.socket.display(), error = %last, "dial-back failed");
             return Err(failed(DIAL_FAILED.to_string()));
         }
     };
@@ -277,17 +263,17 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         max_recv_bytes: KUBELET_MAX_RECV,
         tap: inner.config.tap.clone(),
     };
-    let client = PluginClient::from_channel(channel.clone(), &input.socket, &config);
+    let client = PluginClient::from_channel(channel.clone(), &who.socket, &config);
     let pre_start = PluginClient::from_channel(
         channel,
-        &input.socket,
+        &who.socket,
         &ClientConfig { call_timeout: inner.config.pre_start_timeout, ..config },
     );
     let options = client
         .options()
         .await
         .map_err(|e| failed(format!("failed to get device plugin options: {}", go_rpc_error(&e))))?;
-    let differ = input.request_options.is_some_and(|o| o != options);
+    let differ = request_options.is_some_and(|o| o != options);
     let stored = inner.lock().register(&who, options, Instant::now());
     let stored = stored.map_err(reject)?;
     inner.apply(stored.effects);
@@ -297,7 +283,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
         socket: who.socket.display().to_string(),
         via: who.via,
         version: who.version.clone(),
-        request_options: input.request_options.map(Into::into),
+        request_options: request_options.map(Into::into),
         pre_start_required: options.pre_start_required,
         get_preferred_allocation_available: options.get_preferred_allocation_available,
         request_options_differ: differ,

@@ -21,6 +21,7 @@ use notify::Watcher;
 
 use super::Inner;
 use super::events::{EventKind, Via};
+use super::manager::Registrant;
 use super::registration::{RegisterInput, deregister, dial, register};
 use crate::error::{Error, Result};
 use crate::proto::deviceplugin::v1beta1 as dp;
@@ -298,15 +299,15 @@ async fn handle(inner: &Arc<Inner>, _dir: &Path, path: &Path) -> Attempt {
         let exists = |q: &Path| std::fs::symlink_metadata(q).is_ok();
         if mapped != p && (exists(&mapped) || !exists(&p)) { mapped } else { p }
     };
-    let input = RegisterInput {
-        version: dp::VERSION.into(),
+    let who = Registrant {
         resource: info.name.clone(),
         endpoint,
         socket: socket.clone(),
         via: Via::PluginsRegistry,
-        request_options: None,
+        version: dp::VERSION.into(),
     };
-    let resource = input.resource.clone();
+    let resource = who.resource.clone();
+    let input = RegisterInput { who, request_options: None };
     let version = inner.config.kubelet_version;
     let registered = match register(inner, input).await {
         Ok(()) => {
