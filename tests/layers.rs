@@ -846,6 +846,22 @@ fn every_reference_citation_resolves_inside_the_repo() {
             }
         }
     }
+    // The reference pages, the referee and the scripts cite each other by
+    // page name; what they must not do either is point outside the clone.
+    let mut others = Vec::new();
+    for dir in ["docs", "conformance", "scripts", ".ci"] {
+        text_files(&root.join(dir), &mut others);
+    }
+    assert!(others.len() > 10, "only {} reference, referee and script files found", others.len());
+    for (path, text) in &others {
+        let shown = path.strip_prefix(root).unwrap_or(path).display().to_string();
+        for needle in &outside {
+            for (at, _) in text.match_indices(needle.as_str()) {
+                problems
+                    .push(format!("{shown}:{}: points outside the repo ({needle})", text[..at].lines().count().max(1)));
+            }
+        }
+    }
     assert!(cited > 100, "the scan found only {cited} citations: is it reading the tree?");
     assert!(problems.is_empty(), "{} dangling citation(s):\n{}", problems.len(), problems.join("\n"));
 }
