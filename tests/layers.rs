@@ -32,6 +32,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("transport", 2),
     ("rpc", 2),
     // Ground: errors, paths, parsers, protocol types and pure rules.
+    ("cdi_spec", 1),
     ("contract", 1),
     ("duration", 1),
     ("error", 1),
