@@ -232,6 +232,20 @@ async fn a_driver_registering_outside_a_relocated_root_is_reported_1_37() {
     seen.terminate();
 }
 
+/// Bad `dra mock --device-node` templates are refused with the flag named
+/// (exit 2), before any socket is made.
+#[tokio::test]
+async fn a_bad_device_node_template_is_refused() {
+    let sb = Sandbox::new();
+    let long = format!("/dev/{}", "a".repeat(100_000));
+    for value in ["dev/gpu{index}", "", "/dev/a\nb", long.as_str()] {
+        let run = dpctl(&["dra", "mock", DRIVER, "--dir", &s(sb.path()), "--device-node", value]).await;
+        assert!(run.expect_code(2).stderr.contains("--device-node"), "{value:.20}: {}", run.stderr);
+        assert!(run.stderr.contains("an absolute path of at most 4096 bytes"), "{}", run.stderr);
+    }
+    assert!(!sb.join("plugins_registry").exists());
+}
+
 /// Bad `--kubelet-root-dir` values are refused with the flag named (exit 2).
 #[tokio::test]
 async fn a_bad_kubelet_root_dir_is_refused() {

@@ -25,11 +25,19 @@ const MAX_CMDLINE: u64 = 1024 * 1024;
 
 /// The kubelet processes in `proc_dir`, lowest PID first.
 fn read_kubelets(proc_dir: &Path) -> Result<Vec<KubeletProc>, String> {
-    let rd = std::fs::read_dir(proc_dir).map_err(|e| e.to_string())?;
+    let rd = std::fs::read_dir(proc_dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "no such directory".to_string(),
+        _ => e.to_string(),
+    })?;
     let mut procs = Vec::new();
     for e in rd.filter_map(std::result::Result::ok) {
         let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
-        let Ok(f) = std::fs::File::open(e.path().join("cmdline")) else { continue };
+        // A regular file only: opening a FIFO planted under --root would block.
+        let path = e.path().join("cmdline");
+        if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let Ok(f) = std::fs::File::open(&path) else { continue };
         let mut bytes = Vec::new();
         if f.take(MAX_CMDLINE).read_to_end(&mut bytes).is_err() {
             continue;
@@ -224,6 +232,10 @@ mod tests {
             std::fs::create_dir_all(dir.path().join(pid)).unwrap();
             std::fs::write(dir.path().join(pid).join("cmdline"), cmd).unwrap();
         }
+        std::fs::create_dir_all(dir.path().join("99")).unwrap();
+        let fifo = std::ffi::CString::new(dir.path().join("99/cmdline").to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         let procs = read_kubelets(dir.path()).unwrap();
         assert_eq!(procs.len(), 1);
         assert_eq!((procs[0].pid, procs[0].args[2].as_str()), (12, "/data/kubelet"));
