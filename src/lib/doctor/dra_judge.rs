@@ -345,7 +345,7 @@ pub(super) fn judge_state(
                 (check, "no-dra-state"),
                 subject,
                 "absent, yet DRA drivers are registered: a kubelet with DRA on writes it when it starts",
-                "is this the running kubelet's root dir? (--kubelet-root-dir)",
+                "is this the running kubelet's root dir (--kubelet-root-dir), or is the file not mounted in this pod?",
             );
             return None;
         }
