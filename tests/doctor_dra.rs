@@ -180,8 +180,9 @@ async fn a_dra_node_is_healthy_until_a_device_plugin_hands_out_the_same_device_1
 /// 1.37: the kubelet runs with `--root-dir /data/kubelet` (its command line
 /// in `<root>/proc`); a driver registering in the default
 /// /var/lib/kubelet/plugins_registry is never seen: an error naming the
-/// path, the root and where to register; a driver under the real root is
-/// judged as usual. `--kubelet-root-dir` overrides the look-up.
+/// path, the root and where to register; drivers under the real root are
+/// judged as usual (one served, one advertising no node service the
+/// kubelet knows, refused with the kubelet's words). `--kubelet-root-dir` overrides the look-up.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_registering_outside_a_relocated_root_is_reported_1_37() {
     let sb = Sandbox::new();
@@ -194,6 +195,10 @@ async fn a_driver_registering_outside_a_relocated_root_is_reported_1_37() {
     let mut seen =
         Child::dpctl(&["dra", "mock", "nic.example.com", "--dir", &s(&sb.join("data/kubelet")), "-o", "json"]);
     seen.event("serving").await;
+    let args =
+        ["dra", "mock", "tpu.example.com", "--dir", &s(&sb.join("data/kubelet")), "--service", "health-v1alpha1"];
+    let mut refused = Child::dpctl(&[&args[..], &["-o", "json"]].concat());
+    refused.event("serving").await;
 
     let run = dpctl(&["doctor", "--root", &root, "--timeout", "500ms", "-o", "json"]).await;
     let v = run.expect_code(1).json();
@@ -220,6 +225,10 @@ async fn a_driver_registering_outside_a_relocated_root_is_reported_1_37() {
         ),
         "{ok}"
     );
+    let no = finding(&v, "dra-refused");
+    assert_eq!(no["severity"], "error");
+    let evidence = no["evidence"].as_str().unwrap();
+    assert!(evidence.ends_with("a 1.37 kubelet refuses it: none of services supported by the plugin ([\"v1alpha1.DRAResourceHealth\"]) are supported by the kubelet ([\"v1.DRAPlugin\" \"v1beta1.DRAPlugin\"])"), "{evidence}");
     let table = dpctl(&["doctor", "--root", &root, "--timeout", "500ms"]).await;
     println!("{}", table.expect_code(1).stdout);
 
@@ -230,6 +239,7 @@ async fn a_driver_registering_outside_a_relocated_root_is_reported_1_37() {
     assert!(finding(&v, "dra-registered")["evidence"].as_str().unwrap().starts_with("driver gpu.example.com"));
     lost.terminate();
     seen.terminate();
+    refused.terminate();
 }
 
 /// Bad `dra mock --device-node` templates are refused with the flag named

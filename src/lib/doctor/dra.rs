@@ -59,7 +59,22 @@ fn read_kubelets(proc_dir: &Path) -> Result<Vec<KubeletProc>, String> {
 pub(super) fn kubelet_root(cfg: &DoctorConfig, out: &mut Out) -> KubeletRoot {
     let proc_dir = cfg.host(Path::new("/proc"));
     let procs = if cfg.kubelet_root_dir.is_some() { Ok(Vec::new()) } else { read_kubelets(&proc_dir) };
-    dra_judge::judge_root(cfg.kubelet_root_dir.as_deref(), procs, &proc_dir, out)
+    let mut root = dra_judge::judge_root(cfg.kubelet_root_dir.as_deref(), procs, &proc_dir, out);
+    let default = Path::new(dra_judge::DEFAULT_ROOT_DIR);
+    if root.dir != default && same_dir(&cfg.host(&root.dir), &cfg.host(default)) {
+        root.aliases.push(default.to_path_buf());
+    }
+    root
+}
+
+/// Both paths name one directory (a symbolic link, a bind mount): the same
+/// device and inode.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.is_dir() && x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
 }
 
 /// A path a driver sent (a host path) as doctor reaches it: under `--root`,
@@ -125,11 +140,12 @@ pub(super) async fn check_registrations(
     }))
     .await;
     for r in &probes {
-        dra_judge::judge_registration(r, &root.dir, cfg.kubelet_version, out);
+        dra_judge::judge_registration(r, root, cfg.kubelet_version, out);
     }
     let watched = cfg.host(&watched_registry(cfg, root));
     let default = cfg.host(Path::new(crate::dra::DEFAULT_REGISTRY_DIR));
-    if default != watched {
+    // The default plugins_registry, when it is not the watched one under another name.
+    if default != watched && !same_dir(&default, &watched) {
         let other = tokio::time::timeout_at(budget_end, super::probe::probe_registry(default.clone(), timeout)).await;
         if let Ok(Some(sockets)) = other {
             dra_judge::judge_hidden(Path::new(crate::dra::DEFAULT_REGISTRY_DIR), &root.dir, sockets, out);
@@ -240,6 +256,22 @@ mod tests {
         assert_eq!(procs.len(), 1);
         assert_eq!((procs[0].pid, procs[0].args[2].as_str()), (12, "/data/kubelet"));
         assert!(read_kubelets(&dir.path().join("missing")).is_err());
+    }
+
+    /// A default root that is a symbolic link to the real one is the same
+    /// directory: its plugins_registry is the watched one.
+    #[test]
+    fn a_symlinked_default_root_is_an_alias() {
+        let sb = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(sb.path().join("data/kubelet/plugins_registry")).unwrap();
+        std::fs::create_dir_all(sb.path().join("var/lib")).unwrap();
+        std::os::unix::fs::symlink("../../data/kubelet", sb.path().join("var/lib/kubelet")).unwrap();
+        let mut cfg = DoctorConfig::new(sb.path());
+        cfg.kubelet_root_dir = Some("/data/kubelet".into());
+        let root = kubelet_root(&cfg, &mut Out(Vec::new()));
+        assert_eq!(root.aliases, [PathBuf::from("/var/lib/kubelet")]);
+        cfg.kubelet_root_dir = Some("/elsewhere".into());
+        assert!(kubelet_root(&cfg, &mut Out(Vec::new())).aliases.is_empty());
     }
 
     #[test]

@@ -45,6 +45,9 @@ pub(super) struct KubeletRoot {
     pub dir: PathBuf,
     /// How it was learnt.
     pub source: RootSource,
+    /// Other paths naming the same directory (the default root, when it is
+    /// a symbolic link to this one or the same mount); filled by the probe.
+    pub aliases: Vec<PathBuf>,
 }
 
 /// True for a kubelet's command line: `argv[0]`'s file name is `kubelet`.
@@ -84,7 +87,7 @@ pub(super) fn judge_root(
     if let Some(dir) = given {
         let evidence = format!("{} (--kubelet-root-dir; the running kubelet was not looked up)", dir.display());
         out.add(Severity::Ok, (check, "kubelet-root-given"), dir.display().to_string(), evidence);
-        return KubeletRoot { dir: dir.to_path_buf(), source: RootSource::Given };
+        return KubeletRoot { dir: dir.to_path_buf(), source: RootSource::Given, aliases: Vec::new() };
     }
     let default = PathBuf::from(DEFAULT_ROOT_DIR);
     let procs = match procs {
@@ -102,7 +105,7 @@ pub(super) fn judge_root(
                 "if the kubelet runs with another --root-dir, pass it as --kubelet-root-dir \
                  (from a pod, share the host's PID namespace: kubectl debug node/NAME does)",
             );
-            return KubeletRoot { dir: default, source: RootSource::NotSeen };
+            return KubeletRoot { dir: default, source: RootSource::NotSeen, aliases: Vec::new() };
         }
     };
     let roots: BTreeSet<Option<String>> = procs.iter().map(|p| root_dir_flag(&p.args)).collect();
@@ -139,7 +142,7 @@ pub(super) fn judge_root(
         _ => format!("kubelet (pid {}) runs without --root-dir: the default {DEFAULT_ROOT_DIR}", first.pid),
     };
     out.add(Severity::Ok, (check, "kubelet-root"), subject, evidence);
-    KubeletRoot { dir, source }
+    KubeletRoot { dir, source, aliases: Vec::new() }
 }
 
 /// What doctor saw of a registration's service socket.
@@ -180,7 +183,8 @@ fn under(path: &Path, root: &Path) -> bool {
 /// One `dra` finding per registration: what the kubelet (`version`) makes
 /// of it, with driver, endpoint, service socket and versions; and a
 /// warning when its service socket sits outside the kubelet's root.
-pub(super) fn judge_registration(r: &DraRegistration, root: &Path, version: KubeletVersion, out: &mut Out) {
+pub(super) fn judge_registration(r: &DraRegistration, root: &KubeletRoot, version: KubeletVersion, out: &mut Out) {
+    let (aliases, root) = (&root.aliases, root.dir.as_path());
     let subject = r.socket.display().to_string();
     let i = &r.info;
     let versions = if i.supported_versions.is_empty() { "none".into() } else { i.supported_versions.join(", ") };
@@ -207,7 +211,7 @@ pub(super) fn judge_registration(r: &DraRegistration, root: &Path, version: Kube
     } else {
         judge_service(r, &base, &subject, version, out);
     }
-    if !under(&r.endpoint, root) {
+    if !under(&r.endpoint, root) && !aliases.iter().any(|a| under(&r.endpoint, a)) {
         out.hint(
             Severity::Warning,
             (check, "dra-endpoint-outside-root"),
@@ -420,7 +424,7 @@ mod tests {
         let p = Path::new("/proc");
         let mut out = Out(Vec::new());
         let r = judge_root(None, Ok(vec![proc(7, &["/usr/bin/kubelet", "--root-dir=/data/kubelet"])]), p, &mut out);
-        assert_eq!(r, KubeletRoot { dir: "/data/kubelet".into(), source: RootSource::Flag(7) });
+        assert_eq!(r, KubeletRoot { dir: "/data/kubelet".into(), source: RootSource::Flag(7), aliases: vec![] });
         assert!(out.0[0].evidence.starts_with(
             "kubelet (pid 7) runs with --root-dir /data/kubelet: it watches /data/kubelet/plugins_registry"
         ));
@@ -455,7 +459,8 @@ mod tests {
 
     fn judged(r: &DraRegistration, root: &str, v: KubeletVersion) -> Vec<super::super::Finding> {
         let mut out = Out(Vec::new());
-        judge_registration(r, Path::new(root), v, &mut out);
+        let root = KubeletRoot { dir: root.into(), source: RootSource::Given, aliases: vec![] };
+        judge_registration(r, &root, v, &mut out);
         out.0
     }
 
@@ -503,6 +508,15 @@ mod tests {
         assert!(f[1].evidence.contains("outside the kubelet's root /data/kubelet"));
         assert!(f[1].hint.as_deref().unwrap().contains("/data/kubelet/plugins/gpu.example.com"));
         assert!(!under(Path::new("/var/lib/kubelet2/x"), Path::new("/var/lib/kubelet")));
+        // /var/lib/kubelet a symbolic link to the real root: not outside.
+        let root = KubeletRoot {
+            dir: "/data/kubelet".into(),
+            source: RootSource::Given,
+            aliases: vec![DEFAULT_ROOT_DIR.into()],
+        };
+        let mut out = Out(Vec::new());
+        judge_registration(&registration(&["v1.DRAPlugin"], EP, None), &root, KubeletVersion::Release(37), &mut out);
+        assert!(out.0.iter().all(|f| f.code != "dra-endpoint-outside-root"), "{:#?}", out.0);
     }
 
     #[test]
