@@ -102,8 +102,8 @@ pub(super) fn judge_root(
                 (check, "kubelet-root-not-seen"),
                 DEFAULT_ROOT_DIR,
                 format!("{why}: assuming the default {DEFAULT_ROOT_DIR}"),
-                "if the kubelet runs with another --root-dir, pass it as --kubelet-root-dir \
-                 (from a pod, share the host's PID namespace: kubectl debug node/NAME does)",
+                "if the kubelet runs with another --root-dir, pass it as --kubelet-root-dir (doctor reads the \
+                 kubelet's command line in <root>/proc: a pod needs the host's /proc there)",
             );
             return KubeletRoot { dir: default, source: RootSource::NotSeen, aliases: Vec::new() };
         }
@@ -419,6 +419,8 @@ mod tests {
         assert!(!is_kubelet(&[]));
     }
 
+    /// 1.34-1.37: `--root-dir` (a flag only, default /var/lib/kubelet) holds
+    /// plugins_registry, pod-resources and dra_manager_state.
     #[test]
     fn the_root_is_given_flagged_defaulted_or_assumed_and_the_finding_says_which() {
         let p = Path::new("/proc");
@@ -519,6 +521,7 @@ mod tests {
         assert!(out.0.iter().all(|f| f.code != "dra-endpoint-outside-root"), "{:#?}", out.0);
     }
 
+    /// 1.34-1.37: the plugin watcher lists `<root>/plugins_registry` only.
     #[test]
     fn a_registration_outside_the_root_is_never_seen_by_the_kubelet() {
         let r = registration(&["v1.DRAPlugin"], EP, None);
@@ -538,6 +541,7 @@ mod tests {
         assert_eq!(out.0[1].code, "stale-registration-outside-root");
     }
 
+    /// 1.34-1.37: CRC-32 over Data; a kubelet with DRA on writes the file at start.
     #[test]
     fn the_dra_checkpoint_is_verified_and_its_drivers_compared() {
         let mut data = r#"{"kind":"DRACheckpoint","apiVersion":"checkpoint.dra.kubelet.k8s.io/v1","ClaimInfoStateList":[{"ClaimUID":"u","ClaimName":"c","Namespace":"default","PodUIDs":{"p":{}},"DriverState":{"gone.example.com":{"Devices":[]}}}]}"#.to_string();
