@@ -131,6 +131,9 @@ pub(super) async fn check_registrations(
         let (host, open) = from_driver(cfg, &named);
         let seen = if crate::dra::chosen_node_api(&info.supported_versions).is_none() {
             None
+        } else if !named.is_absolute() {
+            let why = "not an absolute path: the kubelet dials it relative to its own working directory";
+            Some(EndpointSeen::Failed(why.into()))
         } else {
             let probe = tokio::time::timeout_at(budget_end, probe_endpoint(&open, info, timeout)).await;
             Some(probe.unwrap_or_else(|_| EndpointSeen::Failed("not probed within the budget".into())))
