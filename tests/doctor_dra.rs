@@ -95,7 +95,8 @@ async fn wait_allocatable(dir: &str) {
 /// 1.37: a node with the mock DRA driver registered and one claim prepared
 /// is healthy (its registration, service socket, versions and checkpoint
 /// shown); once a device plugin hands out the device node the driver
-/// prepared, doctor reports both sides of it as an error and exits 1.
+/// prepared, doctor reports both sides of it as an error and exits 1; with
+/// the claim gone and the node only in the driver's spec, a warning.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dra_node_is_healthy_until_a_device_plugin_hands_out_the_same_device_1_37() {
     let sb = Sandbox::new();
@@ -172,6 +173,20 @@ async fn a_dra_node_is_healthy_until_a_device_plugin_hands_out_the_same_device_1
     let table = dpctl(&["doctor", "--root", &root, "--timeout", "500ms"]).await;
     assert!(table.expect_code(1).stdout.contains("dp-dra"), "{}", table.stdout);
     println!("{}", table.stdout);
+
+    // The claim goes (unprepared, its spec removed); a spec the driver keeps for all its devices
+    // (as drivers that write one at start do) still names the node: the driver can hand it out.
+    dpctl(&["kubelet-sim", "delete", "--dir", &dir, "trainer"]).await.expect_code(0);
+    let spec = r#"{"cdiVersion":"0.6.0","kind":"gpu.example.com/gpu","devices":[{"name":"gpu0","containerEdits":{"deviceNodes":[{"path":"/dev/dpctl-gpu0"}]}}]}"#;
+    std::fs::write(sb.join("var/run/cdi/gpu.example.com.json"), spec).unwrap();
+    let run = dpctl(&["doctor", "--root", &root, "--timeout", "500ms", "-o", "json"]).await;
+    let v = run.expect_code(0).json();
+    assert_eq!(bad(&v), vec![("dp-dra-same-hardware".to_string(), "/dev/dpctl-gpu0".to_string())], "{v:#}");
+    let evidence = finding(&v, "dp-dra-same-hardware")["evidence"].as_str().unwrap().to_string();
+    assert!(
+        evidence.contains("DRA driver gpu.example.com can hand it out: CDI device gpu.example.com/gpu=gpu0 of spec"),
+        "{evidence}"
+    );
     plugin.stop().await;
     sim.terminate();
     driver.terminate();
