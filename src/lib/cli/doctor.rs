@@ -22,8 +22,10 @@ Findings are ok, warning or error, each with its evidence and a hint; exit 1
 when any is an error. Doctor only reads: it connects to kubelet.sock without
 calling it, calls GetDevicePluginOptions and reads the first ListAndWatch
 message of each plugin, List and Get on PodResources, GetInfo on
-plugins_registry sockets, and reads the checkpoint and CDI specs. It never
-registers, allocates or calls PreStartContainer.
+plugins_registry sockets, an empty NodePrepareResources (no claim: nothing
+is prepared) on DRA drivers' service sockets, and reads the checkpoints,
+CDI specs and the kubelet's command line. It never registers, allocates,
+prepares or calls PreStartContainer.
 
 --kubelet-version (default 1.37) picks the kubelet rules findings are judged
 by: which non-socket files its start-up cleanup deletes (1.26-1.32: every
