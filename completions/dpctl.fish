@@ -808,6 +808,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-status -d 'Fail Prepare as a whole with this gRPC code (e.g. unavailable)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l unprepare-error -d 'Answer every claim of Unprepare with this error' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l record -d 'Write every call as a JSON line to FILE (only an empty file or a record dpctl wrote is replaced)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l device-node -d 'The host device node each device\'s CDI entry adds, e.g. /dev/gpu{index} ({index}: the device\'s number, {device}: its name) [default: none, env only]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'
@@ -1097,8 +1098,9 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand checkpoint; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l root -d 'Prefix of every host path (the host\'s / as mounted in a pod, e.g. /host)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l dir -d 'The device-plugin directory (a host path)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l podresources-socket -d 'The kubelet\'s PodResources socket (a host path)' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l registry-dir -d 'The plugin watcher\'s directory (a host path)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l podresources-socket -d 'The kubelet\'s PodResources socket (a host path) [default: <kubelet root>/pod-resources/kubelet.sock]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l registry-dir -d 'The plugin watcher\'s directory (a host path) [default: <kubelet root>/plugins_registry]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l kubelet-root-dir -d 'The kubelet\'s --root-dir (a host path) [default: read from the running kubelet\'s command line in <root>/proc, else /var/lib/kubelet]' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l cdi-dir -d 'CDI spec directories (host paths; repeatable) [default: /etc/cdi, /var/run/cdi]' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l timeout -d 'Deadline of each probe (connect, one call, the first ListAndWatch message)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge help" -l budget -d 'Total time for the whole run' -r

@@ -23,6 +23,7 @@ fn expected_host_paths() -> BTreeSet<String> {
     s.insert(dpctl::paths::DEFAULT_DEVICE_PLUGIN_DIR.into());
     s.insert(std::path::Path::new(dpctl::paths::DEFAULT_PODRESOURCES_SOCKET).parent().unwrap().display().to_string());
     s.insert(dpctl::paths::DEFAULT_PLUGINS_REGISTRY_DIR.into());
+    s.insert(dpctl::dra::DEFAULT_PLUGINS_DIR.into());
     s
 }
 

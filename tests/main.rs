@@ -15,6 +15,7 @@ mod crash;
 mod demo;
 mod deploy;
 mod doctor;
+mod doctor_dra;
 mod dra;
 mod dra_sim;
 mod exit_codes;

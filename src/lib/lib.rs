@@ -11,6 +11,7 @@
 
 pub mod apiserver;
 pub mod bench;
+pub mod cdi_spec;
 pub mod check;
 pub mod checkpoint;
 pub mod cli;

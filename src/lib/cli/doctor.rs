@@ -11,7 +11,7 @@ use crate::duration::parse as parse_duration;
 use crate::error::{Result, exit};
 use crate::kubelet_version::KubeletVersion;
 use crate::output::{self, Streams};
-use crate::paths::{DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET, ENV_PODRESOURCES_SOCKET, ENV_ROOT};
+use crate::paths::{ENV_PODRESOURCES_SOCKET, ENV_ROOT};
 
 const HELP: &str = "\
 Examples:
@@ -22,15 +22,52 @@ Findings are ok, warning or error, each with its evidence and a hint; exit 1
 when any is an error. Doctor only reads: it connects to kubelet.sock without
 calling it, calls GetDevicePluginOptions and reads the first ListAndWatch
 message of each plugin, List and Get on PodResources, GetInfo on
-plugins_registry sockets, and reads the checkpoint and CDI specs. It never
-registers, allocates or calls PreStartContainer.
+plugins_registry sockets, an empty NodePrepareResources (no claim: nothing
+is prepared) on DRA drivers' service sockets, and reads the checkpoints,
+CDI specs and the kubelet's command line. It never registers, allocates,
+prepares or calls PreStartContainer.
 
 --kubelet-version (default 1.37) picks the kubelet rules findings are judged
 by: which non-socket files its start-up cleanup deletes (1.26-1.32: every
 non-directory but the checkpoint; 1.33+: sockets only, so other files stay)
 and whether it reads a pre-1.20 checkpoint (up to 1.30). Doctor does not ask
 the kubelet its version: pass the node's (`kubectl get node NAME -o
-jsonpath='{.status.nodeInfo.kubeletVersion}'`).";
+jsonpath='{.status.nodeInfo.kubeletVersion}'`).
+
+The kubelet's root directory is its --root-dir, read from the running
+kubelet's command line in <root>/proc (default /var/lib/kubelet; a
+kubelet-root finding says where it came from; --kubelet-root-dir skips the
+look-up). plugins_registry, the PodResources socket and dra_manager_state
+sit under it; the device-plugin directory does not move with it.
+
+DRA drivers: each DRAPlugin registration in the kubelet's plugins_registry
+with its driver, endpoint, service socket (live, stale or missing), the
+versions it advertises and the one this --kubelet-version uses or why it
+refuses them (1.34-1.37: the first it knows, in the driver's order); a
+registration socket in /var/lib/kubelet/plugins_registry while the kubelet
+watches another root's (never seen: an error), and a service socket outside
+the root (a warning); dra_manager_state verified (CRC-32 over Data).
+
+A device plugin and a DRA driver serving the same hardware: an error when a
+host device node (or CDI device name) in the checkpoint's Allocate answers
+is also in a CDI device a DRA driver prepared (CDI IDs of dra_manager_state
+and PodResources, resolved in the CDI specs' per-device deviceNodes); a
+warning when it is in a CDI device of a registered driver's spec (vendor =
+driver name or a subdomain) not prepared now; a weaker warning when only a
+resource's domain and a driver name match. Doctor sees a device plugin's
+device nodes only in Allocate answers the kubelet checkpointed.";
+
+/// `--kubelet-root-dir`: an absolute path (the kubelet's root is a host path).
+fn absolute_dir(s: &str) -> std::result::Result<PathBuf, String> {
+    if s.len() > 4096 {
+        return Err(format!("{} bytes is longer than any path (4096)", s.len()));
+    }
+    let p = PathBuf::from(s);
+    if !p.is_absolute() {
+        return Err(format!("{s:?} is not an absolute path (the kubelet's --root-dir, e.g. /var/lib/kubelet)"));
+    }
+    Ok(p)
+}
 
 /// Check a node's device-plugin setup (read-only): kubelet.sock, plugin sockets, checkpoint,
 /// PodResources, plugins_registry, CDI.
@@ -47,12 +84,16 @@ pub struct DoctorArgs {
     /// `--dir`.
     #[command(flatten)]
     pub dir: DirArg,
-    /// The kubelet's PodResources socket (a host path).
-    #[arg(long, value_name = "PATH", env = ENV_PODRESOURCES_SOCKET, default_value = DEFAULT_PODRESOURCES_SOCKET)]
-    pub podresources_socket: PathBuf,
-    /// The plugin watcher's directory (a host path).
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_PLUGINS_REGISTRY_DIR)]
-    pub registry_dir: PathBuf,
+    /// The kubelet's PodResources socket (a host path) [default: <kubelet root>/pod-resources/kubelet.sock].
+    #[arg(long, value_name = "PATH", env = ENV_PODRESOURCES_SOCKET)]
+    pub podresources_socket: Option<PathBuf>,
+    /// The plugin watcher's directory (a host path) [default: <kubelet root>/plugins_registry].
+    #[arg(long, value_name = "DIR")]
+    pub registry_dir: Option<PathBuf>,
+    /// The kubelet's --root-dir (a host path) [default: read from the running kubelet's command
+    /// line in <root>/proc, else /var/lib/kubelet].
+    #[arg(long, value_name = "DIR", value_parser = absolute_dir)]
+    pub kubelet_root_dir: Option<PathBuf>,
     /// CDI spec directories (host paths; repeatable) [default: /etc/cdi, /var/run/cdi].
     #[arg(long, value_name = "DIR")]
     pub cdi_dir: Vec<PathBuf>,
@@ -126,6 +167,7 @@ pub async fn run(args: DoctorArgs, s: &mut Streams<'_>) -> Result<u8> {
     cfg.dir = args.dir.dir;
     cfg.podresources_socket = args.podresources_socket;
     cfg.registry_dir = args.registry_dir;
+    cfg.kubelet_root_dir = args.kubelet_root_dir;
     if !args.cdi_dir.is_empty() {
         cfg.cdi_dirs = args.cdi_dir;
     }

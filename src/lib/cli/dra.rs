@@ -376,6 +376,10 @@ pub struct MockArgs {
     /// Write every call as a JSON line to FILE (only an empty file or a record dpctl wrote is replaced).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// The host device node each device's CDI entry adds, e.g. /dev/gpu{index} ({index}: the
+    /// device's number, {device}: its name) [default: none, env only].
+    #[arg(long, value_name = "PATH")]
+    pub device_node: Option<String>,
 }
 
 /// `--fault`.
@@ -427,6 +431,7 @@ fn mock_config(a: MockArgs) -> Result<MockConfig> {
             .map_err(|e| Error::invalid("--health-interval", e))?,
         faults,
         record: a.record,
+        device_node: a.device_node,
     })
 }
 

@@ -7,7 +7,10 @@
 //! the checkpoint (checksum, format, devices no plugin reports, pods
 //! PodResources does not list and the other way round), PodResources
 //! (reachable, API version, Get enabled), `plugins_registry` (GetInfo) and
-//! CDI specs. Doctor never registers anything and never calls a method that
+//! CDI specs; on a node with DRA drivers (`dra.rs`) the kubelet's real root
+//! directory, each `DRAPlugin` registration and its service socket,
+//! registrations outside that root, `dra_manager_state`, and a device
+//! plugin and a DRA driver handing out the same hardware (`overlap.rs`). Doctor never registers anything and never calls a method that
 //! changes kubelet or plugin state. Every probe has a deadline, all run at
 //! once, and the whole run stays within a total budget.
 //!
@@ -16,9 +19,12 @@
 //! so each finding is unit-tested on data; [`run`] wires one to the other.
 
 pub mod cdi;
+mod dra;
+mod dra_judge;
 mod judge;
 mod kubelet_view;
 pub mod merge;
+mod overlap;
 mod probe;
 
 use std::collections::BTreeSet;
@@ -73,10 +79,15 @@ pub struct DoctorConfig {
     pub root: PathBuf,
     /// The device-plugin directory (a host path).
     pub dir: PathBuf,
-    /// The kubelet's PodResources socket (a host path).
-    pub podresources_socket: PathBuf,
-    /// The plugin watcher's directory (a host path).
-    pub registry_dir: PathBuf,
+    /// The kubelet's PodResources socket (a host path; `None`:
+    /// `<kubelet root>/pod-resources/kubelet.sock`).
+    pub podresources_socket: Option<PathBuf>,
+    /// The plugin watcher's directory (a host path; `None`:
+    /// `<kubelet root>/plugins_registry`).
+    pub registry_dir: Option<PathBuf>,
+    /// The kubelet's `--root-dir` (a host path; `None`: read from the
+    /// running kubelet's command line in `<root>/proc`, else the default).
+    pub kubelet_root_dir: Option<PathBuf>,
     /// CDI spec directories (host paths).
     pub cdi_dirs: Vec<PathBuf>,
     /// Deadline of each probe (connect, one call, first message).
@@ -94,8 +105,9 @@ impl DoctorConfig {
         DoctorConfig {
             root: root.into(),
             dir: PathBuf::from(crate::paths::DEFAULT_DEVICE_PLUGIN_DIR),
-            podresources_socket: PathBuf::from(crate::paths::DEFAULT_PODRESOURCES_SOCKET),
-            registry_dir: PathBuf::from(crate::paths::DEFAULT_PLUGINS_REGISTRY_DIR),
+            podresources_socket: None,
+            registry_dir: None,
+            kubelet_root_dir: None,
             cdi_dirs: vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")],
             probe_timeout: Duration::from_secs(1),
             budget: Duration::from_secs(5),
@@ -187,6 +199,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     let dir = cfg.host(&cfg.dir);
     let mut out = Out(Vec::new());
     let dir_ok = judge::check_dir(&dir, probe::probe_dir(&dir), &mut out);
+    let root = dra::kubelet_root(cfg, &mut out);
 
     // kubelet.sock: connect only.
     let kubelet_sock = crate::paths::kubelet_socket(&dir);
@@ -200,9 +213,10 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     let probes = futures_util::future::join_all(
         sockets.iter().cloned().map(|p| tokio::time::timeout_at(budget_end, probe::probe_plugin(p, timeout))),
     );
-    let podres_path = cfg.host(&cfg.podresources_socket);
+    let podres_default = root.dir.join("pod-resources").join(crate::paths::KUBELET_SOCKET_NAME);
+    let podres_path = cfg.host(cfg.podresources_socket.as_ref().unwrap_or(&podres_default));
     let podres = tokio::time::timeout_at(budget_end, probe::probe_podresources(podres_path.clone(), timeout));
-    let registry_dir = cfg.host(&cfg.registry_dir);
+    let registry_dir = cfg.host(&dra::watched_registry(cfg, &root));
     let registry = tokio::time::timeout_at(budget_end, probe::probe_registry(registry_dir.clone(), timeout));
     let (kubelet, probes, podres, registry) = tokio::join!(kubelet, probes, podres, registry);
 
@@ -228,20 +242,21 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     let checkpoint = judge::checkpoint(seen, &mut out);
     // CDI: spec files, and the names the checkpoint's Allocate answers use.
     let cdi_dirs: Vec<PathBuf> = cfg.cdi_dirs.iter().map(|d| cfg.host(d)).collect();
-    judge::check_cdi(checkpoint.as_ref(), &cdi_dirs, &cdi::read_dirs(&cdi_dirs), &mut out);
+    let cdi_specs = cdi::read_dirs(&cdi_dirs);
+    judge::check_cdi(checkpoint.as_ref(), &cdi_dirs, &cdi_specs, &mut out);
     // The kubelet's view (GetAllocatableResources) against each plugin's own.
     kubelet_view::check(&live, allocatable.as_ref(), checkpoint.as_ref().map(|(r, _)| r), &mut out);
 
-    // plugins_registry.
-    match registry {
-        Err(_) => out.add(
-            Severity::Warning,
-            ("registry", "registry-budget"),
-            registry_dir.display().to_string(),
-            "GetInfo probes did not finish within the budget",
-        ),
-        Ok(found) => judge::report_registry(&registry_dir, found, &mut out),
-    }
+    // plugins_registry, then DRA: registrations, dra_manager_state, and
+    // device plugins against DRA drivers.
+    let found = report_registry(&registry_dir, registry.ok(), &mut out);
+    let drivers = dra::check_registrations(cfg, &root, &found, budget_end, &mut out).await;
+    let handed = dra::Handed {
+        checkpoint: checkpoint.as_ref().map(|(r, _)| r),
+        names: checkpoint.as_ref().map(|(_, n)| n),
+        pods: pods.as_deref(),
+    };
+    dra::check_state_and_overlap(cfg, &root, &drivers, &handed, &cdi_specs, &mut out);
 
     let took_ms = crate::text::millis(started.elapsed());
     DoctorReport {
@@ -252,4 +267,26 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
         findings: out.0,
         took_ms,
     }
+}
+
+/// The plugins_registry findings (`None`: the budget ran out first);
+/// returns the registrations that answered GetInfo.
+fn report_registry(
+    registry_dir: &Path,
+    registry: Option<probe::Registry>,
+    out: &mut Out,
+) -> Vec<(PathBuf, crate::proto::pluginregistration::PluginInfo)> {
+    let Some(found) = registry else {
+        out.add(
+            Severity::Warning,
+            ("registry", "registry-budget"),
+            registry_dir.display().to_string(),
+            "GetInfo probes did not finish within the budget",
+        );
+        return Vec::new();
+    };
+    let answered =
+        found.iter().flatten().filter_map(|(p, r)| r.as_ref().ok().map(|i| (p.clone(), i.clone()))).collect();
+    judge::report_registry(registry_dir, found, out);
+    answered
 }

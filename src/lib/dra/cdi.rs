@@ -66,6 +66,12 @@ pub fn spec_path(dir: &Path, driver: &str, claim_uid: &str) -> PathBuf {
 /// over the spec); a file already there that dpctl did not write is never
 /// replaced.
 pub fn write_spec(path: &Path, kind: &str, names: &[String]) -> Result<()> {
+    let entries: Vec<(String, Option<String>)> = names.iter().map(|n| (n.clone(), None)).collect();
+    write_spec_nodes(path, kind, &entries)
+}
+
+/// [`write_spec`], each device also adding its host device node when it has one.
+pub fn write_spec_nodes(path: &Path, kind: &str, devices: &[(String, Option<String>)]) -> Result<()> {
     if let Ok(meta) = std::fs::symlink_metadata(path)
         && !(meta.is_file() && is_own_spec(path))
     {
@@ -74,9 +80,15 @@ pub fn write_spec(path: &Path, kind: &str, names: &[String]) -> Result<()> {
             "exists and is not a CDI spec dpctl wrote; it is not replaced (choose another --cdi-dir)",
         ));
     }
-    let devices: Vec<_> = names
+    let devices: Vec<_> = devices
         .iter()
-        .map(|n| json!({"name": n, "containerEdits": {"env": [format!("DPCTL_DRA_DEVICE={n}")]}}))
+        .map(|(n, node)| {
+            let mut edits = json!({"env": [format!("DPCTL_DRA_DEVICE={n}")]});
+            if let Some(node) = node {
+                edits["deviceNodes"] = json!([{"path": node}]);
+            }
+            json!({"name": n, "containerEdits": edits})
+        })
         .collect();
     let spec = json!({"cdiVersion": "0.6.0", "kind": kind, "annotations": {"dpctl.dev/written-by": "dpctl dra mock"}, "devices": devices});
     let text = serde_json::to_vec_pretty(&spec).map_err(|e| Error::io("encoding a CDI spec", e.into()))?;
@@ -125,7 +137,7 @@ pub enum IdVerdict {
 /// Judges `ids` against the spec files in `dirs` (missing dirs are
 /// skipped; none given: parsed only).
 pub fn judge(ids: &[String], dirs: &[PathBuf]) -> Vec<CdiCheck> {
-    let registry = crate::doctor::cdi::read_dirs(dirs);
+    let registry = crate::cdi_spec::read_dirs(dirs);
     ids.iter()
         .map(|id| {
             let verdict = match parse_id(id) {

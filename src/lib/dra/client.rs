@@ -523,7 +523,9 @@ fn registration_problems(info: &reg::PluginInfo, registration: &Path) -> Vec<Str
     p
 }
 
-async fn probe(endpoint: &Path, svc: Service, cfg: &ClientConfig) -> String {
+/// Whether `endpoint` serves `svc`: `served`, `unimplemented`, or why not
+/// (an empty NodePrepareResources, or the first health message).
+pub(crate) async fn probe(endpoint: &Path, svc: Service, cfg: &ClientConfig) -> String {
     let ch = match crate::transport::connect(endpoint, cfg.connect_timeout).await {
         Ok(ch) => ch,
         Err(e) => return format!("cannot connect: {e}"),

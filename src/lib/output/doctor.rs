@@ -34,6 +34,15 @@ fn short_subject<'a>(dir: &str, subject: &'a str) -> &'a str {
         .unwrap_or(subject)
 }
 
+/// A finding's subject as the table shows it: DRA findings whole (they
+/// compare paths against the kubelet's root, which need not be the one the
+/// device-plugin directory sits in), others by [`short_subject`].
+fn shown_subject<'a>(dir: &str, f: &'a crate::doctor::Finding) -> &'a str {
+    let whole = matches!(f.check.as_str(), "kubelet-root" | "dra" | "dra-checkpoint" | "dp-dra")
+        || f.code.ends_with("outside-root");
+    if whole { &f.subject } else { short_subject(dir, &f.subject) }
+}
+
 /// `hint: …` for a finding that has one (an ok finding has one only when
 /// it names the next command, as `allocate` does).
 fn hint_line(f: &crate::doctor::Finding) -> Option<String> {
@@ -71,7 +80,7 @@ pub fn merged(w: &mut dyn Write, format: Format, m: &MergedReport) -> io::Result
                 nf.node.clone(),
                 word(f.severity),
                 f.check.clone(),
-                short_subject(dir, &f.subject).to_string(),
+                shown_subject(dir, f).to_string(),
                 f.evidence.clone(),
             ]);
             if let Some(hint) = hint_line(f) {
@@ -93,12 +102,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &DoctorReport) -> io::Result
     }
     let mut t = table(["RESULT", "CHECK", "SUBJECT", "EVIDENCE"]);
     for f in &r.findings {
-        t.add_row([
-            word(f.severity),
-            f.check.clone(),
-            short_subject(&r.dir, &f.subject).to_string(),
-            f.evidence.clone(),
-        ]);
+        t.add_row([word(f.severity), f.check.clone(), shown_subject(&r.dir, f).to_string(), f.evidence.clone()]);
         if let Some(hint) = hint_line(f) {
             t.add_row([String::new(), String::new(), String::new(), hint]);
         }

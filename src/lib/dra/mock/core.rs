@@ -51,7 +51,9 @@ impl Shared {
         let names: Vec<String> = devices.iter().map(|d| format!("{}-{d}", self.cfg.pool)).collect();
         if !self.cfg.faults.unresolvable_cdi && !self.cfg.faults.bad_cdi_id {
             let path = cdi::spec_path(&self.cfg.cdi_dir, &self.cfg.driver, &claim.uid);
-            if let Err(e) = cdi::write_spec(&path, &kind, &names) {
+            let entries: Vec<(String, Option<String>)> =
+                names.iter().zip(&devices).map(|(n, d)| (n.clone(), self.cfg.device_node_of(d))).collect();
+            if let Err(e) = cdi::write_spec_nodes(&path, &kind, &entries) {
                 return err(format!("writing CDI spec: {e}"));
             }
         }

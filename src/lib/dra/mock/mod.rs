@@ -76,6 +76,9 @@ pub struct MockConfig {
     pub faults: Faults,
     /// JSON Lines record of every call.
     pub record: Option<PathBuf>,
+    /// The host device node each device's CDI entry adds (`{index}`: the
+    /// device's number, `{device}`: its name); none when unset.
+    pub device_node: Option<String>,
 }
 
 impl MockConfig {
@@ -127,6 +130,17 @@ impl MockConfig {
                 "no services: a driver advertises at least one (e.g. --service v1)",
             ));
         }
+        if let Some(t) = &self.device_node
+            && (!t.starts_with('/') || t.len() > 4096 || t.chars().any(char::is_control))
+        {
+            let shown: String = t.chars().take(64).collect();
+            return Err(Error::invalid(
+                "--device-node",
+                format!(
+                    "{shown:?}: an absolute path of at most 4096 bytes, no control characters (e.g. /dev/gpu{{index}})"
+                ),
+            ));
+        }
         if let Some(bad) = self.unhealthy.iter().find(|d| !self.device_names().contains(d)) {
             return Err(Error::invalid(
                 "--unhealthy",
@@ -140,6 +154,12 @@ impl MockConfig {
             }
         }
         Ok(())
+    }
+
+    /// The device node of device `name` (`dev-<i>`), from `--device-node`.
+    pub fn device_node_of(&self, name: &str) -> Option<String> {
+        let index = name.strip_prefix("dev-").unwrap_or(name);
+        self.device_node.as_ref().map(|t| t.replace("{index}", index).replace("{device}", name))
     }
 
     /// The device names, `dev-0` ... `dev-<n-1>`.
