@@ -17,6 +17,7 @@ mod deploy;
 mod doctor;
 mod dra;
 mod dra_sim;
+mod dra_smoke;
 mod exit_codes;
 mod fuzz;
 mod help;

@@ -172,6 +172,8 @@ async fn call(inner: &Arc<Inner>, batch: &Batch, prepare: bool) -> (Option<DraCa
         Ok(Ok(r)) => Ok(r
             .claims
             .into_iter()
+            // The report lists claims left out of the answer too; the kubelet counts only those answered.
+            .filter(|c| !c.problems.iter().any(|p| p == crate::dra::client::NOT_ANSWERED))
             .map(|c| ClaimAnswer {
                 uid: c.uid,
                 error: c.error,

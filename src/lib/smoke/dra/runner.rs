@@ -339,7 +339,8 @@ impl Runner<'_> {
 
     /// `dra check`'s verdicts on the registered driver's GetInfo.
     async fn registration_rows(&mut self, reg: &Registered, took: Duration) {
-        let cfg = ClientConfig { call_timeout: Duration::from_secs(1), ..self.client() };
+        // GetInfo was the sim's, within the kubelet's 1 s; the probes of each service get the call deadline.
+        let cfg = self.client();
         let prefix = format!(
             "kubelet-sim {} registered {} at {} ({})",
             self.cfg.kubelet_version,
@@ -652,8 +653,13 @@ impl Runner<'_> {
                                 crate::text::count(wiped, "spec file", "spec files"),
                                 row.evidence
                             )
+                        } else if row.evidence.contains("no spec in") {
+                            format!(
+                                "after the reboot emptied the CDI directory: {} (kubernetes/kubernetes#141433)",
+                                row.evidence
+                            )
                         } else {
-                            format!("{} (kubernetes/kubernetes#141433)", row.evidence)
+                            row.evidence
                         };
                         row
                     },
@@ -792,7 +798,13 @@ impl Runner<'_> {
             RegWait::Registered(r) => r,
             other => {
                 let why = match other {
-                    RegWait::Exited(e) => format!("the second instance {e}"),
+                    RegWait::Exited(e) => {
+                        let said = last_lines(&self.procs[second_index].output(Stream::Stderr));
+                        match said.iter().rev().find(|l| l.contains("error")).or(said.last()) {
+                            Some(l) => format!("the second instance {e}: {}", l.trim()),
+                            None => format!("the second instance {e}"),
+                        }
+                    }
                     RegWait::Rejected(m) => format!("the kubelet refused the second instance: {m}"),
                     _ => format!("no second instance registered within {} ms", self.cfg.register_timeout.as_millis()),
                 };
