@@ -534,9 +534,8 @@ driver: a call over half of it is slow, over it fails, and the output says the d
 
 Examples:
   dpctl dra smoke -- dpctl dra mock gpu.example.com --dir {dir} --cdi-dir {cdi_dir}
-  dpctl dra smoke --junit smoke.xml -- ./my-driver --kubeconfig {kubeconfig} --node-name {node} \\
-      --registry-dir {registry_dir} --plugin-dir {plugin_dir}/gpu.example.com --cdi-dir {cdi_dir}
-  dpctl dra smoke --timeout 2s -o json -- dpctl dra mock gpu.example.com --dir {dir} --prepare-delay 3s
+  dpctl dra smoke --junit smoke.xml -- ./my-driver --kubeconfig {kubeconfig} --cdi-dir {cdi_dir}
+  dpctl dra smoke --timeout 1s -- dpctl dra mock gpu.example.com --dir {dir} --prepare-delay 2s
   dpctl dra smoke --kubelet-version 1.34 --skip long-socket-path -- ./my-driver ...
 
 Exit codes:

@@ -4,6 +4,7 @@
 //! check` has a verdict for the same rule, the runner uses that one.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -380,6 +381,32 @@ pub fn parallel(
     )
 }
 
+/// The rolling-update verdict once the first instance stopped: the
+/// kubelet's error preparing a pod's claim, and whether the second
+/// instance's endpoint served it.
+pub fn rolling(error: Option<&str>, served: bool, first: &Path, second: &Path, took: Duration) -> CheckResult {
+    let step = StepId::RollingUpdate;
+    match error {
+        Some(e) => verdict(step, false, e, took),
+        None if !served => verdict(
+            step,
+            false,
+            format!("the pod's claim was not prepared by the second instance at {}", second.display()),
+            took,
+        ),
+        None => verdict(
+            step,
+            true,
+            format!(
+                "a second instance registered at {} beside {}; with the first stopped it prepared a pod's claim",
+                second.display(),
+                first.display()
+            ),
+            took,
+        ),
+    }
+}
+
 /// How the driver fared under a kubelet root with long socket paths.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LongPathOutcome {
@@ -440,5 +467,181 @@ pub fn long_path(outcome: &LongPathOutcome, root: &str, lengths: &str, took: Dur
                 ),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kubelet_sim::{DraCall, DraOutcome};
+
+    fn slice(driver: &str, node: &str, pool: &str, devices: &[&str]) -> Value {
+        let devices: Vec<Value> = devices.iter().map(|d| json!({"name": d})).collect();
+        json!({"metadata": {"name": format!("{node}-{pool}")}, "spec": {"driver": driver, "nodeName": node, "pool": {"name": pool}, "devices": devices}})
+    }
+
+    fn dev(name: &str, requests: &[&str], ids: &[&str]) -> PreparedDevice {
+        PreparedDevice {
+            pool: "p".into(),
+            device: name.into(),
+            share_id: None,
+            request_names: requests.iter().map(|s| s.to_string()).collect(),
+            cdi_device_ids: ids.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn slices_are_judged_per_driver_and_node() {
+        let ok = [slice("d.example", "n", "p", &["gpu-0", "gpu-1"]), slice("other", "n", "q", &["x"])];
+        let r = published_slices(&ok, "d.example", "n", Duration::ZERO, &[]);
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.evidence);
+        assert!(r.evidence.contains("1 slice, devices p/gpu-0, p/gpu-1"), "{}", r.evidence);
+        let bad =
+            [slice("d.example", "elsewhere", "p", &["gpu-0"]), slice("d.example", "n", "p", &["GPU_0", "a", "a"])];
+        let r = published_slices(&bad, "d.example", "n", Duration::ZERO, &[]);
+        assert_eq!(r.outcome, Outcome::Fail);
+        for needle in ["nodeName Some(\"elsewhere\")", "\"GPU_0\" is not a DNS label", "p/a published twice"] {
+            assert!(r.evidence.contains(needle), "{needle}: {}", r.evidence);
+        }
+        let none = published_slices(&ok[1..], "d.example", "n", Duration::from_millis(5), &made_up(2));
+        assert_eq!(none.outcome, Outcome::Skip);
+        assert!(none.evidence.contains("made-up devices (dpctl-smoke-pool/dev-0, dpctl-smoke-pool/dev-1)"));
+    }
+
+    #[test]
+    fn claims_take_published_devices_in_turn_and_carry_the_subrequest() {
+        let devs = vec![("p".to_string(), "a".to_string()), ("p".to_string(), "b".to_string())];
+        assert_eq!(device_for(&devs, 3).1, "b");
+        assert_eq!(device_for(&[], 0), made_up(1)[0]);
+        let c = claim_object("c", "d.example", &devs[0], ("pod", "uid-1"), true);
+        assert_eq!(c.pointer("/status/allocation/devices/results/0/request").unwrap(), "gpu/large");
+        assert_eq!(c.pointer("/status/reservedFor/0/uid").unwrap(), "uid-1");
+        let mut stored = c.clone();
+        stored["metadata"]["uid"] = json!("claim-uid");
+        let text = pod_manifest(("pod", "uid-1"), &stored);
+        let spec = crate::kubelet_sim::PodSpec::from_manifest(&text, "test").unwrap();
+        assert_eq!(spec.claim_objects[0].uid, "claim-uid");
+        assert_eq!(spec.claim_objects[0].results[0].request, "gpu/large");
+        assert_eq!(spec.resource_claims[0].name, "gpu");
+    }
+
+    fn outcome_with(error: Option<&str>) -> AdmitOutcome {
+        let mut o = AdmitOutcome::pending(&crate::kubelet_sim::PodSpec::shorthand("p", NAMESPACE, &[]), "u".into());
+        o.admitted = true;
+        let call = DraCall {
+            driver: "d".into(),
+            endpoint: "/e".into(),
+            rpc: "v1.DRAPlugin/NodePrepareResources".into(),
+            claims: vec!["ns/c".into()],
+            took_ms: 7,
+        };
+        let mut dra = DraOutcome { calls: vec![call], error: error.map(String::from), ..Default::default() };
+        dra.cdi_devices.insert("main".into(), vec!["v.example/c=x".into()]);
+        o.dra = Some(Box::new(dra));
+        o
+    }
+
+    /// 1.34-1.37: the kubelet's error text is the evidence.
+    #[test]
+    fn admission_reports_the_kubelets_words() {
+        let r =
+            admission(&outcome_with(Some("prepare dynamic resources: NodePrepareResources skipped 1 ResourceClaims")));
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert!(r.evidence.ends_with("NodePrepareResources skipped 1 ResourceClaims"), "{}", r.evidence);
+        let r = admission(&outcome_with(None));
+        assert_eq!(r.outcome, Outcome::Pass);
+        assert!(r.evidence.contains("for 1 claim in 7 ms; container main gets CDI [v.example/c=x]"), "{}", r.evidence);
+    }
+
+    #[test]
+    fn cdi_needs_ids_that_resolve_and_device_nodes_that_exist() {
+        let ok = CdiCheck { id: "v.example/c=x".into(), verdict: IdVerdict::Resolved };
+        let missing = CdiCheck { id: "v.example/c=y".into(), verdict: IdVerdict::Unresolved };
+        let node = |exists| DeviceNode { id: "v.example/c=x".into(), path: "/dev/x".into(), exists };
+        assert_eq!(cdi(StepId::Cdi, &[ok.clone()], &[node(true)], "/d").outcome, Outcome::Pass);
+        let r = cdi(StepId::Cdi, &[ok.clone()], &[node(false)], "/d");
+        assert!(r.evidence.contains("device node /dev/x does not exist"), "{}", r.evidence);
+        let r = cdi(StepId::Cdi, &[ok, missing], &[], "/d");
+        assert!(r.evidence.contains("v.example/c=y: no spec in /d defines it"), "{}", r.evidence);
+        assert_eq!(cdi(StepId::Cdi, &[], &[], "/d").outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn request_names_with_a_slash_fail_and_stripped_ones_pass() {
+        let r = request_names(&[dev("a", &["gpu/large"], &["v/c=a"])], &["v/c=a".into()], Duration::ZERO);
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert!(r.evidence.contains("a: \"gpu/large\""), "{}", r.evidence);
+        let r = request_names(&[dev("a", &["gpu"], &["v/c=a"])], &["v/c=a".into()], Duration::ZERO);
+        assert_eq!(r.outcome, Outcome::Pass, "{}", r.evidence);
+        assert_eq!(request_names(&[dev("a", &[], &[])], &[], Duration::ZERO).outcome, Outcome::Fail);
+    }
+
+    /// 1.34-1.36 append a claim's devices when it is prepared again; the
+    /// comparison takes each once.
+    #[test]
+    fn devices_listed_twice_after_a_restart_on_1_34_count_once() {
+        let before = answer_of(&[dev("a", &[], &["v/c=a"])]);
+        let after = answer_of(&[dev("a", &[], &["v/c=a"]), dev("a", &[], &["v/c=a"])]);
+        assert_eq!(same_devices(StepId::KubeletRestart, &before, &after, "x", Duration::ZERO).outcome, Outcome::Pass);
+        let other = answer_of(&[dev("b", &[], &["v/c=b"])]);
+        let r = same_devices(StepId::KubeletRestart, &before, &other, "x", Duration::ZERO);
+        assert_eq!(r.outcome, Outcome::Fail);
+        assert!(r.evidence.contains("first [(\"p/a\""), "{}", r.evidence);
+    }
+
+    #[test]
+    fn restart_and_unprepare_verdicts() {
+        let w = Duration::from_secs(2);
+        assert!(prepared_again(StepId::KubeletRestart, &[], 1, w).is_none());
+        let r = prepared_again(StepId::KubeletRestart, &[], 0, w).unwrap();
+        assert!(r.evidence.contains("did not register again within 2000 ms"), "{}", r.evidence);
+        assert_eq!(prepared_again(StepId::NodeReboot, &["boom".into()], 1, w).unwrap().evidence, "boom");
+        assert_eq!(unprepare(None, Ok(vec![]), w).outcome, Outcome::Pass);
+        let r = unprepare(Some("unprepare dynamic resources: x"), Err("gone".into()), w);
+        assert!(r.evidence.contains("on deletion: unprepare") && r.evidence.contains("second Unprepare failed: gone"));
+    }
+
+    #[test]
+    fn parallel_pods_fail_on_any_error_or_a_shared_device() {
+        let ok = [Ok("a".to_string()), Ok("b".to_string())];
+        let devs = vec![vec!["p/x".to_string()], vec!["p/y".to_string()]];
+        assert_eq!(parallel(&ok, &devs, true, Duration::ZERO).outcome, Outcome::Pass);
+        let same = vec![vec!["p/x".to_string()], vec!["p/x".to_string()]];
+        assert_eq!(parallel(&ok, &same, true, Duration::ZERO).outcome, Outcome::Fail);
+        assert_eq!(parallel(&ok, &same, false, Duration::ZERO).outcome, Outcome::Pass);
+        let bad = [Ok("a".to_string()), Err("pod b: boom".to_string())];
+        assert_eq!(parallel(&bad, &devs, true, Duration::ZERO).evidence, "pod b: boom");
+    }
+
+    #[test]
+    fn a_second_instance_must_serve_once_the_first_stops() {
+        let (a, b) = (Path::new("/a.sock"), Path::new("/b.sock"));
+        assert_eq!(rolling(None, true, a, b, Duration::ZERO).outcome, Outcome::Pass);
+        assert!(
+            rolling(None, false, a, b, Duration::ZERO)
+                .evidence
+                .contains("not prepared by the second instance at /b.sock")
+        );
+        assert_eq!(rolling(Some("prepare dynamic resources: x"), true, a, b, Duration::ZERO).outcome, Outcome::Fail);
+    }
+
+    #[test]
+    fn a_long_root_passes_only_when_reachable_or_named() {
+        let z = Duration::ZERO;
+        let root = "/tmp/long-root-xxx";
+        let stopped =
+            |line: &str| LongPathOutcome::Stopped { exit: "exited with code 1".into(), lines: vec![line.into()] };
+        assert_eq!(long_path(&LongPathOutcome::Reachable, root, "L", z).outcome, Outcome::Pass);
+        let named = long_path(
+            &stopped("listen unix /tmp/long-root-xxx/plugins/d/dra.sock: bind: invalid argument"),
+            root,
+            "L",
+            z,
+        );
+        assert_eq!(named.outcome, Outcome::Pass, "{}", named.evidence);
+        assert_eq!(long_path(&stopped("panic: oops"), root, "L", z).outcome, Outcome::Fail);
+        assert_eq!(long_path(&LongPathOutcome::Silent, root, "L", z).outcome, Outcome::Fail);
+        let r = long_path(&LongPathOutcome::Unreachable("NodePrepareResources: dial".into()), root, "L", z);
+        assert!(r.outcome == Outcome::Fail && r.evidence.contains("registered, but NodePrepareResources"));
     }
 }

@@ -162,8 +162,8 @@ impl Case for StepId {
             },
             StepId::NodeReboot => CaseInfo {
                 name: "node-reboot",
-                reason: "a reboot empties /var/run/cdi (a tmpfs) while the kubelet's checkpoint keeps the claims: a driver \
-                         that trusts its own record of prepared claims writes no spec again (kubernetes/kubernetes#141433)",
+                reason: "a reboot empties /var/run/cdi (a tmpfs) while the kubelet's checkpoint keeps the claims: the \
+                         driver must write the specs again when the kubelet prepares them again (kubernetes/kubernetes#141433)",
                 rule: "driver and kubelet start again with the CDI directory empty; each restored claim is prepared \
                        again and its CDI IDs resolve",
             },

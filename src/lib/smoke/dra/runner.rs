@@ -818,37 +818,21 @@ impl Runner<'_> {
         }
         self.current = Some(second_index);
         self.reg = Some(reg.clone());
-        let row = match self.admit(false).await {
+        let row = self.rolling_served(&first, &reg, t0).await;
+        self.push(row);
+    }
+
+    /// With the first instance stopped, a pod's claim must be prepared by the second.
+    async fn rolling_served(&mut self, first: &Registered, reg: &Registered, t0: Instant) -> CheckResult {
+        match self.admit(false).await {
             Err(e) => judge::result(StepId::RollingUpdate, Outcome::Error, e, t0.elapsed()),
             Ok((tp, out)) => {
                 let dra = out.dra.clone().unwrap_or_default();
                 let _ = self.sim.delete(NAMESPACE, &tp.pod).await;
                 let served = dra.calls.iter().any(|c| Path::new(&c.endpoint) == reg.endpoint);
-                match dra.error {
-                    Some(e) => judge::verdict(StepId::RollingUpdate, false, e, t0.elapsed()),
-                    None if !served => judge::verdict(
-                        StepId::RollingUpdate,
-                        false,
-                        format!(
-                            "the pod's claim was not prepared by the second instance at {}",
-                            reg.endpoint.display()
-                        ),
-                        t0.elapsed(),
-                    ),
-                    None => judge::verdict(
-                        StepId::RollingUpdate,
-                        true,
-                        format!(
-                            "a second instance registered at {} beside {}; with the first stopped it prepared a pod's claim",
-                            reg.endpoint.display(),
-                            first.endpoint.display()
-                        ),
-                        t0.elapsed(),
-                    ),
-                }
+                judge::rolling(dra.error.as_deref(), served, &first.endpoint, &reg.endpoint, t0.elapsed())
             }
-        };
-        self.push(row);
+        }
     }
 
     fn call_time(&mut self) {
