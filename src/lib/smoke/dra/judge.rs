@@ -558,8 +558,8 @@ mod tests {
         let ok = CdiCheck { id: "v.example/c=x".into(), verdict: IdVerdict::Resolved };
         let missing = CdiCheck { id: "v.example/c=y".into(), verdict: IdVerdict::Unresolved };
         let node = |exists| DeviceNode { id: "v.example/c=x".into(), path: "/dev/x".into(), exists };
-        assert_eq!(cdi(StepId::Cdi, &[ok.clone()], &[node(true)], "/d").outcome, Outcome::Pass);
-        let r = cdi(StepId::Cdi, &[ok.clone()], &[node(false)], "/d");
+        assert_eq!(cdi(StepId::Cdi, std::slice::from_ref(&ok), &[node(true)], "/d").outcome, Outcome::Pass);
+        let r = cdi(StepId::Cdi, std::slice::from_ref(&ok), &[node(false)], "/d");
         assert!(r.evidence.contains("device node /dev/x does not exist"), "{}", r.evidence);
         let r = cdi(StepId::Cdi, &[ok, missing], &[], "/d");
         assert!(r.evidence.contains("v.example/c=y: no spec in /d defines it"), "{}", r.evidence);

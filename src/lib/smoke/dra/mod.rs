@@ -296,10 +296,7 @@ impl DraSmokeConfig {
         if self.timeout < Duration::from_millis(10) || self.timeout > crate::dra::KUBELET_CALL_TIMEOUT {
             return Err(Error::invalid(
                 "--timeout",
-                format!(
-                    "{}: from 10ms up to the kubelet's 45s (it can only be lowered)",
-                    format!("{}ms", self.timeout.as_millis())
-                ),
+                format!("{}ms: from 10ms up to the kubelet's 45s (it can only be lowered)", self.timeout.as_millis()),
             ));
         }
         if let Some(dir) = &self.log_dir {

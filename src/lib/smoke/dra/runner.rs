@@ -35,7 +35,8 @@ enum RegWait {
     Registered(Registered),
     Rejected(String),
     Exited(String),
-    TimedOut,
+    /// None in time; the other drivers that registered meanwhile.
+    TimedOut(Vec<String>),
 }
 
 /// The pod whose claim the middle steps follow.
@@ -190,6 +191,19 @@ async fn spawn(cfg: &DraSmokeConfig, sb: &Sandbox, instance: u32, logs: bool) ->
     .await
 }
 
+/// Why nothing registered: the timeout, and the drivers that did register
+/// when `--driver` named another.
+fn not_registered(want: Option<&str>, other: &RegWait, timeout: Duration) -> String {
+    let base = match want {
+        Some(w) => format!("no DRA driver {w} registered within {} ms", timeout.as_millis()),
+        None => format!("no DRA driver registered within {} ms", timeout.as_millis()),
+    };
+    match other {
+        RegWait::TimedOut(seen) if !seen.is_empty() => format!("{base}; registered instead: {}", seen.join(", ")),
+        _ => base,
+    }
+}
+
 /// Waits for the sim to register an instance of the driver (another than
 /// `not`), a refusal, the process's end, or `timeout`.
 async fn wait_registered(
@@ -200,16 +214,17 @@ async fn wait_registered(
     timeout: Duration,
 ) -> RegWait {
     let deadline = crate::duration::deadline(timeout);
+    let mut others = Vec::new();
     loop {
         let ev = tokio::select! {
             ev = events.recv() => ev,
             exit = proc.exited() => return RegWait::Exited(exit.text),
-            () = tokio::time::sleep_until(deadline) => return RegWait::TimedOut,
+            () = tokio::time::sleep_until(deadline) => return RegWait::TimedOut(others),
         };
         let kind = match ev {
             Ok(e) => e.kind,
             Err(broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(broadcast::error::RecvError::Closed) => return RegWait::TimedOut,
+            Err(broadcast::error::RecvError::Closed) => return RegWait::TimedOut(others),
         };
         match kind {
             EventKind::DraRegistered { driver, endpoint, service, registration, .. }
@@ -234,6 +249,7 @@ async fn wait_registered(
             EventKind::DraRegistrationRejected { driver, message, .. } if want.is_none_or(|w| w == driver) => {
                 return RegWait::Rejected(message);
             }
+            EventKind::DraRegistered { driver, .. } if !others.contains(&driver) => others.push(driver),
             _ => {}
         }
     }
@@ -320,9 +336,7 @@ impl Runner<'_> {
                 let (launch_ok, why) = match other {
                     RegWait::Exited(exit) => (false, format!("the driver {exit} before registering")),
                     RegWait::Rejected(m) => (true, format!("the kubelet refused the registration: {m}")),
-                    _ => {
-                        (true, format!("no DRA driver registered within {} ms", self.cfg.register_timeout.as_millis()))
-                    }
+                    _ => (true, not_registered(self.cfg.driver.as_deref(), &other, self.cfg.register_timeout)),
                 };
                 let launch_ev = if launch_ok { format!("pid {pid} running") } else { why.clone() };
                 self.push(judge::verdict(StepId::Launch, launch_ok, launch_ev, took));
@@ -926,21 +940,18 @@ impl Runner<'_> {
                     [Stream::Stderr, Stream::Stdout].into_iter().flat_map(|s| last_lines(&proc.output(s))).collect();
                 LongPathOutcome::Stopped { exit, lines }
             }
-            RegWait::TimedOut => LongPathOutcome::Silent,
+            RegWait::TimedOut(_) => LongPathOutcome::Silent,
             RegWait::Rejected(m) => LongPathOutcome::Unreachable(format!("the kubelet refused it: {m}")),
-            RegWait::Registered(_) => {
-                let outcome = match self.test_pod(false) {
-                    Err(e) => LongPathOutcome::Unreachable(e),
-                    Ok(tp) => match sim.admit(tp.spec).await {
-                        Err(e) => LongPathOutcome::Unreachable(e.to_string()),
-                        Ok(o) => match o.dra.and_then(|d| d.error) {
-                            Some(e) => LongPathOutcome::Unreachable(e),
-                            None => LongPathOutcome::Reachable,
-                        },
+            RegWait::Registered(_) => match self.test_pod(false) {
+                Err(e) => LongPathOutcome::Unreachable(e),
+                Ok(tp) => match sim.admit(tp.spec).await {
+                    Err(e) => LongPathOutcome::Unreachable(e.to_string()),
+                    Ok(o) => match o.dra.and_then(|d| d.error) {
+                        Some(e) => LongPathOutcome::Unreachable(e),
+                        None => LongPathOutcome::Reachable,
                     },
-                };
-                outcome
-            }
+                },
+            },
         };
         proc.terminate(self.cfg.grace).await;
         outcome
