@@ -210,7 +210,8 @@ fn driver_or_skip() -> Option<PathBuf> {
 }
 
 /// The driver on the real kubeletplugin helper (1.37): it publishes its
-/// slice, reads each claim from the API server, strips the subrequest.
+/// slice, reads each claim from the API server, strips the subrequest, and
+/// runs a second instance beside the first (the helper's RollingUpdate).
 #[tokio::test]
 async fn the_go_driver_on_the_real_helper_passes() {
     let Some(bin) = driver_or_skip() else { return };
@@ -228,11 +229,29 @@ async fn the_go_driver_on_the_real_helper_passes() {
         "--cdi-dir",
         "{cdi_dir}",
     ];
-    let run = smoke(&["--slice-timeout", "10s"], &cmd).await;
+    // A driver built before --rolling-update-uid cannot run twice: say so, and fail under CI.
+    let help = std::process::Command::new(bin).arg("--help").output().unwrap();
+    let rolls = String::from_utf8_lossy(&help.stderr).contains("rolling-update-uid");
+    if !rolls {
+        let why = "the driver has no --rolling-update-uid: rebuild it (conformance/build.sh dra-driver)";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
+        eprintln!("SKIPPED dra_smoke rolling-update: {why}");
+    }
+    let mut cmd = cmd.to_vec();
+    let mut flags = vec!["--slice-timeout", "10s"];
+    if rolls {
+        cmd.extend(["--rolling-update-uid", "pod-{instance}"]);
+        flags.push("--rolling");
+    }
+    let run = smoke(&flags, &cmd).await;
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let r = run.json();
     assert_passes(&r);
     assert_eq!(r["resource"], "gpu.dpctl.example");
+    if rolls {
+        assert_eq!(outcome(&r, "rolling-update"), "pass", "{r:#}");
+        assert!(evidence(&r, "rolling-update").contains("dra-pod-2.sock beside"), "{r:#}");
+    }
     assert!(evidence(&r, "published-slices").contains("gpu-0"), "{r:#}");
     assert!(evidence(&r, "request-names").contains("request_names gpu;"), "{r:#}");
     assert!(evidence(&r, "long-socket-path").contains("bind: invalid argument"), "{r:#}");
