@@ -113,7 +113,8 @@ async fn fails(extra: &[&'static str], flags: &[&str], failed: &str, evidence_ha
     r
 }
 
-/// A claim left out of the answer: the kubelet (1.37) fails the pod with its words.
+/// A claim left out of the answer: kubelets 1.34-1.37 fail the pod with these words
+/// (`pkg/kubelet/cm/dra/manager.go`); the run plays 1.37.
 #[tokio::test]
 async fn a_missing_claim_uid_fails_admission_in_the_kubelets_words() {
     let r = fails(
