@@ -204,7 +204,7 @@ pub struct DeviceNode {
 /// The CDI verdict on the IDs a container gets: each parses and resolves
 /// (`checks`, from `dra::cdi::judge`), and the device nodes their specs
 /// name exist (`nodes`).
-pub fn cdi(step: StepId, checks: &[CdiCheck], nodes: &[DeviceNode], dir: &str) -> CheckResult {
+pub fn cdi(step: StepId, checks: &[CdiCheck], nodes: &[DeviceNode], dir: &str, specs: usize) -> CheckResult {
     if checks.is_empty() {
         return verdict(step, false, "the container gets no CDI ID: the runtime gives it no device", Duration::ZERO);
     }
@@ -221,6 +221,11 @@ pub fn cdi(step: StepId, checks: &[CdiCheck], nodes: &[DeviceNode], dir: &str) -
     problems
         .extend(nodes.iter().filter(|n| !n.exists).map(|n| format!("{}: device node {} does not exist", n.id, n.path)));
     if !problems.is_empty() {
+        if specs == 0 {
+            problems.push(format!(
+                "{dir} holds no spec file at all: does the driver write its specs there? pass {{cdi_dir}} to it"
+            ));
+        }
         return verdict(step, false, problems.join("; "), Duration::ZERO);
     }
     let ids: Vec<&str> = checks.iter().map(|c| c.id.as_str()).collect();
@@ -558,12 +563,15 @@ mod tests {
         let ok = CdiCheck { id: "v.example/c=x".into(), verdict: IdVerdict::Resolved };
         let missing = CdiCheck { id: "v.example/c=y".into(), verdict: IdVerdict::Unresolved };
         let node = |exists| DeviceNode { id: "v.example/c=x".into(), path: "/dev/x".into(), exists };
-        assert_eq!(cdi(StepId::Cdi, std::slice::from_ref(&ok), &[node(true)], "/d").outcome, Outcome::Pass);
-        let r = cdi(StepId::Cdi, std::slice::from_ref(&ok), &[node(false)], "/d");
+        assert_eq!(cdi(StepId::Cdi, std::slice::from_ref(&ok), &[node(true)], "/d", 1).outcome, Outcome::Pass);
+        let r = cdi(StepId::Cdi, std::slice::from_ref(&ok), &[node(false)], "/d", 1);
         assert!(r.evidence.contains("device node /dev/x does not exist"), "{}", r.evidence);
-        let r = cdi(StepId::Cdi, &[ok, missing], &[], "/d");
+        let r = cdi(StepId::Cdi, &[ok.clone(), missing.clone()], &[], "/d", 1);
         assert!(r.evidence.contains("v.example/c=y: no spec in /d defines it"), "{}", r.evidence);
-        assert_eq!(cdi(StepId::Cdi, &[], &[], "/d").outcome, Outcome::Fail);
+        assert!(!r.evidence.contains("no spec file at all"), "{}", r.evidence);
+        let r = cdi(StepId::Cdi, &[ok, missing], &[], "/d", 0);
+        assert!(r.evidence.contains("/d holds no spec file at all"), "{}", r.evidence);
+        assert_eq!(cdi(StepId::Cdi, &[], &[], "/d", 0).outcome, Outcome::Fail);
     }
 
     #[test]

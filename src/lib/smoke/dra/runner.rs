@@ -444,7 +444,8 @@ impl Runner<'_> {
         let dirs = [self.sb.cdi_dir.clone()];
         let checks = crate::dra::cdi::judge(ids, &dirs);
         let nodes = device_nodes(&self.sb.cdi_dir, ids);
-        judge::cdi(step, &checks, &nodes, &self.sb.cdi_dir.display().to_string())
+        let specs = std::fs::read_dir(&self.sb.cdi_dir).map(|d| d.flatten().count()).unwrap_or(0);
+        judge::cdi(step, &checks, &nodes, &self.sb.cdi_dir.display().to_string(), specs)
     }
 
     async fn admission(&mut self) -> bool {
