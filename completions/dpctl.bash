@@ -160,6 +160,9 @@ _dpctl() {
             dpctl__subcmd__dra,prepare)
                 cmd="dpctl__subcmd__dra__subcmd__prepare"
                 ;;
+            dpctl__subcmd__dra,smoke)
+                cmd="dpctl__subcmd__dra__subcmd__smoke"
+                ;;
             dpctl__subcmd__dra,unprepare)
                 cmd="dpctl__subcmd__dra__subcmd__unprepare"
                 ;;
@@ -180,6 +183,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__dra__subcmd__help,prepare)
                 cmd="dpctl__subcmd__dra__subcmd__help__subcmd__prepare"
+                ;;
+            dpctl__subcmd__dra__subcmd__help,smoke)
+                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__smoke"
                 ;;
             dpctl__subcmd__dra__subcmd__help,unprepare)
                 cmd="dpctl__subcmd__dra__subcmd__help__subcmd__unprepare"
@@ -273,6 +279,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help__subcmd__dra,prepare)
                 cmd="dpctl__subcmd__help__subcmd__dra__subcmd__prepare"
+                ;;
+            dpctl__subcmd__help__subcmd__dra,smoke)
+                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__smoke"
                 ;;
             dpctl__subcmd__help__subcmd__dra,unprepare)
                 cmd="dpctl__subcmd__help__subcmd__dra__subcmd__unprepare"
@@ -1676,7 +1685,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version info prepare unprepare watch-health check mock help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version info prepare unprepare watch-health check mock smoke help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1756,7 +1765,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__help)
-            opts="info prepare unprepare watch-health check mock help"
+            opts="info prepare unprepare watch-health check mock smoke help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1826,6 +1835,20 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__help__subcmd__prepare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help__subcmd__smoke)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -2043,6 +2066,72 @@ _dpctl() {
                     return 0
                     ;;
                 --cdi-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__smoke)
+            opts="-o -v -q -h -V --driver --kubelet-version --register-timeout --slice-timeout --timeout --parallel --rolling --grace --skip --junit --log-dir --keep --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --driver)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubelet-version)
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
+                    return 0
+                    ;;
+                --register-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --slice-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --junit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2454,7 +2543,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__dra)
-            opts="info prepare unprepare watch-health check mock"
+            opts="info prepare unprepare watch-health check mock smoke"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2510,6 +2599,20 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__dra__subcmd__prepare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__dra__subcmd__smoke)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -18,6 +18,7 @@ mod doctor;
 mod doctor_dra;
 mod dra;
 mod dra_sim;
+mod dra_smoke;
 mod exit_codes;
 mod fuzz;
 mod help;

@@ -38,6 +38,7 @@ type config struct {
 	pluginDir   string
 	cdiDir      string
 	devices     int
+	rollingUID  string
 }
 
 func main() {
@@ -49,6 +50,7 @@ func main() {
 	flag.StringVar(&c.pluginDir, "plugin-dir", "", "directory of the DRA service socket (default /var/lib/kubelet/plugins/<driver>)")
 	flag.StringVar(&c.cdiDir, "cdi-dir", "/var/run/cdi", "where prepared claims' CDI spec files go")
 	flag.IntVar(&c.devices, "devices", 2, "devices published in the node's pool (gpu-0 ...)")
+	flag.StringVar(&c.rollingUID, "rolling-update-uid", "", "run beside another instance (a rolling update): the helper's RollingUpdate option with this pod UID, which names the sockets")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	klog.InitFlags(nil)
 	flag.Parse()
@@ -102,6 +104,9 @@ func run(c config) error {
 		}
 	}
 	opts = append(opts, kubeletplugin.PluginDataDirectoryPath(c.pluginDir))
+	if c.rollingUID != "" {
+		opts = append(opts, kubeletplugin.RollingUpdate(types.UID(c.rollingUID)))
+	}
 	helper, err := kubeletplugin.Start(ctx, d, opts...)
 	if err != nil {
 		return fmt.Errorf("start the kubeletplugin helper: %w", err)

@@ -300,7 +300,10 @@ fn list(
 }
 
 /// Runs a write on the store, records it and wakes the watches.
-fn write(state: &State, op: impl FnOnce(&mut Store) -> Result<(Value, Write), ApiError>) -> Result<Value, ApiError> {
+pub(super) fn write(
+    state: &State,
+    op: impl FnOnce(&mut Store) -> Result<(Value, Write), ApiError>,
+) -> Result<Value, ApiError> {
     let mut inner = state.inner.lock().map_err(|_| poisoned())?;
     let (store, recorder) = &mut *inner;
     let (object, write) = op(store)?;

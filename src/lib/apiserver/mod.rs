@@ -112,6 +112,11 @@ impl Server {
         self.objects
     }
 
+    /// A handle on the store that outlives [`Server::run`]'s borrow.
+    pub fn handle(&self) -> Handle {
+        Handle(Arc::clone(&self.state))
+    }
+
     /// Serves until `shutdown` completes, calling `on_write` for each write
     /// as it happens. Returns the record as it stands at the end.
     pub async fn run(
@@ -147,6 +152,37 @@ impl Server {
             .lock()
             .map_err(|_| Error::io("reading the record", std::io::Error::other("poisoned lock")))?;
         Ok(inner.1.current().clone())
+    }
+}
+
+/// The store of a running server, for a program that plays the control
+/// plane beside it: `dra smoke` creates the ResourceClaims it allocates
+/// from the slices a driver published, as the scheduler would have.
+#[derive(Debug, Clone)]
+pub struct Handle(Arc<http::State>);
+
+impl Handle {
+    /// Creates an object of a served kind (from its `apiVersion` and
+    /// `kind`), recorded and seen by watches as any write; returns it as
+    /// stored (with its new UID and resourceVersion).
+    pub fn create(&self, obj: serde_json::Value) -> Result<serde_json::Value> {
+        let text = |k: &str| obj.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+        let Some(kind) = kinds::Kind::of_object(&text("apiVersion"), &text("kind")) else {
+            return Err(Error::invalid("object", format!("{} {} is not served", text("apiVersion"), text("kind"))));
+        };
+        let ns = obj.pointer("/metadata/namespace").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+        http::write(&self.0, |store| store.create(kind, &ns, obj))
+            .map_err(|e| Error::invalid(format!("{} {}", kind.kind, ns), e.message))
+    }
+
+    /// Wakes on every write (its value: the resourceVersion after it).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.changed.subscribe()
+    }
+
+    /// Every ResourceSlice as it stands.
+    pub fn slices(&self) -> Vec<serde_json::Value> {
+        self.0.inner.lock().map(|inner| inner.0.slices()).unwrap_or_default()
     }
 }
 

@@ -63,6 +63,11 @@ pub enum DraCommand {
     /// health; misbehave on request (--fault, --prepare-delay, --prepare-error ...).
     #[command(after_long_help = MOCK_HELP)]
     Mock(Box<MockArgs>),
+    /// CI for a DRA driver: run it unmodified against a fresh kubelet-sim (the DRA manager) and API
+    /// server, take it through registration, slices, pods with claims, a kubelet restart, a reboot with
+    /// the CDI directory wiped, parallel pods and long socket paths; table, JSON or JUnit.
+    #[command(after_long_help = SMOKE_HELP)]
+    Smoke(Box<SmokeArgs>),
 }
 
 /// Which registration socket.
@@ -218,6 +223,7 @@ pub async fn run(cmd: DraCommand, s: &mut Streams<'_>) -> Result<u8> {
         DraCommand::WatchHealth(a) => watch(a, s).await,
         DraCommand::Check(a) => check(a, s).await,
         DraCommand::Mock(a) => mock(*a, s).await,
+        DraCommand::Smoke(a) => smoke(*a, s).await,
     }
 }
 
@@ -503,4 +509,131 @@ async fn mock_events(
         Some(r) => r.map(|()| exit::OK),
         None => run.await.map(|()| exit::OK),
     }
+}
+
+const SMOKE_HELP: &str = "\
+The driver runs in a fresh kubelet root under /tmp (removed afterwards unless --keep), with these
+placeholders replaced in every argument and set as environment variables:
+  {dir}           the kubelet root (DPCTL_DRA_DIR); dpctl dra mock's --dir
+  {registry_dir}  <dir>/plugins_registry, watched by kubelet-sim (DPCTL_REGISTRY_DIR)
+  {plugin_dir}    <dir>/plugins: service sockets go in <plugin_dir>/<driver>/ (DPCTL_PLUGIN_DIR)
+  {cdi_dir}       <dir>/cdi, the node's /var/run/cdi (DPCTL_CDI_DIR)
+  {kubeconfig}    the in-process API server's kubeconfig (KUBECONFIG)
+  {node}          the Node it serves, dpctl-smoke-node (NODE_NAME)
+  {instance}      1, or 2 for the second instance of --rolling (DPCTL_DRA_INSTANCE)
+
+The API server serves the Node and the ResourceClaims smoke allocates from the slices the driver
+publishes (made-up devices when it publishes none); kubelet-sim gets the same claims in each pod's
+manifest. Steps: launch, registration, advertised-served, socket-paths, published-slices, admission,
+cdi, request-names, prepare-idempotent, kubelet-restart, node-reboot, unprepare-idempotent,
+parallel-pods, rolling-update (only with --rolling), long-socket-path, call-time, shutdown. Each row
+gives the rule and the evidence; a failure gives the kubelet's words. The verdicts on registration,
+request names, idempotence and call times are dra check's.
+
+long-socket-path starts the driver again under a kubelet root whose socket paths pass 107 bytes (a
+unix socket cannot hold them): it passes when the driver is still reachable there, or stops with an
+error naming the path; it fails when it hangs silently or registers an endpoint the kubelet cannot dial.
+
+--timeout lowers the kubelet's 45 s deadline on each Prepare and Unprepare (for quick CI of a slow
+driver: a call over half of it is slow, over it fails, and the output says the deadline was lowered).
+
+Examples:
+  dpctl dra smoke -- dpctl dra mock gpu.example.com --dir {dir} --cdi-dir {cdi_dir}
+  dpctl dra smoke --junit smoke.xml -- ./my-driver --kubeconfig {kubeconfig} --cdi-dir {cdi_dir}
+  dpctl dra smoke --timeout 1s -- dpctl dra mock gpu.example.com --dir {dir} --prepare-delay 2s
+  dpctl dra smoke --kubelet-version 1.34 --skip long-socket-path -- ./my-driver ...
+
+Exit codes:
+  0  every step passed (or was skipped)
+  1  a step failed (the report says which and why), or the run was interrupted
+  2  bad usage (no command, unknown --skip name, unwritable --junit, --kubelet-version before 1.34)
+  3  kubelet-sim or the API server could not bind their sockets";
+
+/// `dpctl dra smoke`.
+#[derive(Debug, Args)]
+pub struct SmokeArgs {
+    /// The driver's command line, after `--` (placeholders below).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+    /// The driver to test when several register [default: the first].
+    #[arg(long, value_name = "NAME")]
+    pub driver: Option<String>,
+    /// The kubelet release whose DRA manager kubelet-sim plays (1.34 or later).
+    #[arg(long, value_name = "VERSION", default_value = "1.37", value_parser = super::values::kubelet_version())]
+    pub kubelet_version: crate::kubelet_sim::KubeletVersion,
+    /// How long the driver may take to start and register (also again after a restart).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]
+    pub register_timeout: Duration,
+    /// How long to wait for the driver's first ResourceSlice.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "3s")]
+    pub slice_timeout: Duration,
+    /// Deadline of each Prepare and Unprepare: the kubelet's 45s, or lower.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "45s")]
+    pub timeout: Duration,
+    /// Pods admitted at once in parallel-pods.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub parallel: usize,
+    /// Start a second instance ({instance} = 2) beside the first: a rolling update.
+    #[arg(long)]
+    pub rolling: bool,
+    /// How long the driver may take to exit after SIGTERM before it gets SIGKILL.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub grace: Duration,
+    /// Leave out these steps (comma-separated): published-slices, request-names, prepare-idempotent,
+    /// kubelet-restart, node-reboot, parallel-pods, rolling-update, long-socket-path.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
+    pub skip: Vec<String>,
+    /// Also write the report as JUnit XML to FILE (testsuite "dpctl dra smoke").
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write the driver's whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log.
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+    /// Keep the fresh kubelet root afterwards (checkpoint, CDI specs, API server record).
+    #[arg(long)]
+    pub keep: bool,
+}
+
+async fn smoke(a: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
+    use crate::smoke::dra::{DraSmokeConfig, select_skips};
+    let config = DraSmokeConfig {
+        command: a.command,
+        keep: a.keep,
+        driver: a.driver,
+        register_timeout: crate::duration::check(a.register_timeout)
+            .map_err(|e| Error::invalid("--register-timeout", e))?,
+        slice_timeout: crate::duration::check(a.slice_timeout).map_err(|e| Error::invalid("--slice-timeout", e))?,
+        timeout: a.timeout,
+        parallel: a.parallel,
+        rolling: a.rolling,
+        grace: crate::duration::check(a.grace).map_err(|e| Error::invalid("--grace", e))?,
+        skip: select_skips(&a.skip)?,
+        kubelet_version: a.kubelet_version,
+        log_dir: a.log_dir,
+        ..DraSmokeConfig::default()
+    };
+    config.check_inputs()?;
+    let junit_file = super::junit::JunitFile::create(a.junit.as_deref())?;
+    let bar = crate::output::progress_bar(s.progress, None, "{spinner} {elapsed} {msg}");
+    let steps = s.format.is_json();
+    let mut narrator = crate::output::smoke::Narrator::new(&mut *s.err, s.quiet, bar.as_ref(), false, steps);
+    let report = crate::smoke::dra::run(config, crate::signal::shutdown(), &mut |p| {
+        narrator.on(crate::smoke::matrix::MatrixProgress::Run(p));
+    })
+    .await;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let report = report?;
+    let (passed, failed) = if report.passed() {
+        (vec![report.kubelet_version], Vec::new())
+    } else {
+        (Vec::new(), vec![report.kubelet_version])
+    };
+    let matrix = crate::smoke::MatrixReport { suite: report.suite.clone(), passed, failed, runs: vec![report] };
+    if let Some(file) = junit_file {
+        file.write(|w| crate::output::smoke::junit_report(w, &matrix))?;
+    }
+    crate::output::smoke::finished(s, &matrix, false)?;
+    Ok(matrix.exit_code())
 }

@@ -118,7 +118,9 @@ pub async fn run(
     Ok(DraCheckReport { registration: registration.into(), claim, results })
 }
 
-fn registration_results(registration: &Path, info: &InfoReport, took: Duration) -> Vec<CheckResult> {
+/// The registration, advertised-served and socket-paths verdicts on a
+/// driver's GetInfo (also `dra smoke`'s).
+pub fn registration_results(registration: &Path, info: &InfoReport, took: Duration) -> Vec<CheckResult> {
     let served: Vec<&String> = info.problems.iter().filter(|p| p.starts_with("advertises ")).collect();
     let other: Vec<&String> =
         info.problems.iter().filter(|p| !p.starts_with("advertises ") && !p.contains("bytes long")).collect();
@@ -206,7 +208,7 @@ fn call_results(
 
 /// The kubelet's own verdicts on an answer (the map rules and per-claim
 /// errors), without what the other cases judge (CDI, request names, time).
-fn map_problems(r: &CallReport) -> Vec<String> {
+pub fn map_problems(r: &CallReport) -> Vec<String> {
     r.problems
         .iter()
         .chain(r.claims.iter().flat_map(|c| c.problems.iter()))
@@ -267,9 +269,15 @@ fn unprepare_result(un1: &Result<CallReport>, un2: &Result<CallReport>) -> Check
 
 fn call_time(calls: [&Result<CallReport>; 4]) -> CheckResult {
     let times: Vec<u64> = calls.iter().filter_map(|r| r.as_ref().ok()).map(|r| r.duration_ms).collect();
-    let worst = times.iter().copied().max().unwrap_or(0);
-    let limit = u64::try_from(super::KUBELET_CALL_TIMEOUT.as_millis() / 2).unwrap_or(u64::MAX);
     let deadline_hit = calls.iter().any(|r| matches!(r, Err(crate::error::Error::DeadlineExceeded { .. })));
+    call_times(&times, deadline_hit, super::KUBELET_CALL_TIMEOUT)
+}
+
+/// The call-time verdict (also `dra smoke`'s): no call hit `deadline`
+/// and the slowest took at most half of it.
+pub fn call_times(times: &[u64], deadline_hit: bool, deadline: Duration) -> CheckResult {
+    let worst = times.iter().copied().max().unwrap_or(0);
+    let limit = u64::try_from(deadline.as_millis() / 2).unwrap_or(u64::MAX);
     let ok = worst <= limit && !deadline_hit;
     let ev = if deadline_hit {
         "a call hit the deadline".to_string()

@@ -59,6 +59,10 @@ pub fn endpoint_of(info: &reg::PluginInfo, registration: &Path) -> PathBuf {
     if info.endpoint.is_empty() { registration.to_path_buf() } else { PathBuf::from(&info.endpoint) }
 }
 
+/// The problem of a claim asked for and left out of the answer (the
+/// report lists it so that a reader sees it; it was not answered).
+pub const NOT_ANSWERED: &str = "not answered: the driver left this claim out";
+
 /// One claim of an answer, judged.
 #[derive(Debug, Clone, Serialize)]
 pub struct ClaimVerdict {
@@ -242,7 +246,7 @@ fn judge(
                 claim: c.key(),
                 devices: vec![],
                 error: String::new(),
-                problems: vec!["not answered: the driver left this claim out".into()],
+                problems: vec![NOT_ANSWERED.into()],
             });
             continue;
         };

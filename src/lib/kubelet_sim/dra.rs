@@ -20,7 +20,6 @@ use super::events::EventKind;
 use super::manager::dra::{Batch, ClaimAnswer, DraState, PreparedDevice, plays_dra};
 use super::outcome::{DraCall, DraOutcome};
 use super::pod::PodSpec;
-use crate::dra::KUBELET_CALL_TIMEOUT;
 use crate::error::{Error, Result};
 use crate::proto::pluginregistration as reg;
 use crate::proto::pluginregistration::registration_client::RegistrationClient;
@@ -148,13 +147,11 @@ async fn call(inner: &Arc<Inner>, batch: &Batch, prepare: bool) -> (Option<DraCa
         Ok(i) => i,
         Err(e) => return (None, Err(e)),
     };
-    let cfg = crate::transport::ClientConfig {
-        connect_timeout: KUBELET_CALL_TIMEOUT,
-        call_timeout: KUBELET_CALL_TIMEOUT,
-        ..Default::default()
-    };
+    let deadline = inner.config.dra_call_timeout;
+    let cfg =
+        crate::transport::ClientConfig { connect_timeout: deadline, call_timeout: deadline, ..Default::default() };
     let started = Instant::now();
-    let report = tokio::time::timeout(KUBELET_CALL_TIMEOUT, async {
+    let report = tokio::time::timeout(deadline, async {
         if prepare {
             crate::dra::client::prepare(&inst.socket, inst.service, &batch.claims, &cfg, &[]).await
         } else {
@@ -175,6 +172,8 @@ async fn call(inner: &Arc<Inner>, batch: &Batch, prepare: bool) -> (Option<DraCa
         Ok(Ok(r)) => Ok(r
             .claims
             .into_iter()
+            // The report lists claims left out of the answer too; the kubelet counts only those answered.
+            .filter(|c| !c.problems.iter().any(|p| p == crate::dra::client::NOT_ANSWERED))
             .map(|c| ClaimAnswer {
                 uid: c.uid,
                 error: c.error,

@@ -146,6 +146,9 @@ pub struct SimConfig {
     pub kubelet_socket_delay: Duration,
     /// Where to report the sim's calls to plugins on the wire (`smoke -v`).
     pub tap: Option<crate::transport::Tap>,
+    /// Deadline of each NodePrepareResources and NodeUnprepareResources
+    /// call: the kubelet's 45 s unless a user lowers it (`dra smoke --timeout`).
+    pub dra_call_timeout: Duration,
 }
 
 impl SimConfig {
@@ -178,6 +181,7 @@ impl SimConfig {
             max_resources: MAX_RESOURCES,
             kubelet_socket_delay: Duration::ZERO,
             tap: None,
+            dra_call_timeout: crate::dra::KUBELET_CALL_TIMEOUT,
         }
     }
 

@@ -68,7 +68,7 @@ struct OneRun<'a> {
 /// GitHub Actions annotations for every failed step of every run.
 pub fn github_annotations(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
     for r in &m.runs {
-        super::cases::github_errors(w, &format!("dpctl smoke (kubelet-{})", r.kubelet_version), &r.steps)?;
+        super::cases::github_errors(w, &format!("{} (kubelet-{})", r.suite, r.kubelet_version), &r.steps)?;
     }
     Ok(())
 }

@@ -18,6 +18,7 @@
 //! private mount namespace where the sim's directories sit at the kubelet's
 //! standard paths.
 
+pub mod dra;
 pub mod engine;
 pub mod isolate;
 mod kubelet;
