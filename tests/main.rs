@@ -16,6 +16,7 @@ mod demo;
 mod deploy;
 mod doctor;
 mod dra;
+mod dra_e2e;
 mod dra_sim;
 mod exit_codes;
 mod fuzz;

@@ -96,6 +96,46 @@ pub async fn bind(config: &Config) -> Result<Server> {
     Ok(Server { listener, state, writes, url, kubeconfig, objects: count })
 }
 
+/// In-process access to a bound server's objects, for a program that
+/// embeds the server (kubelet-sim reads the claims it prepares from it and
+/// adds those it is given with a pod). Writes through it are recorded and
+/// seen by watches, as a client's are.
+#[derive(Debug, Clone)]
+pub struct Handle(Arc<http::State>);
+
+impl Handle {
+    /// One object of `resource` (plural, e.g. `resourceclaims`); `None` when absent.
+    pub fn get(&self, resource: &str, ns: &str, name: &str) -> Result<Option<serde_json::Value>> {
+        let Some(kind) = kinds::KINDS.iter().find(|k| k.resource == resource) else {
+            return Err(Error::invalid(resource, "not a resource dpctl's API server serves"));
+        };
+        let inner = self.0.inner.lock().map_err(|_| poisoned())?;
+        Ok(inner.0.get(kind, ns, name).ok())
+    }
+
+    /// Stores `obj` (one object as an objects file holds it, checked the
+    /// same way), created or replaced, and records the write.
+    pub fn put(&self, obj: serde_json::Value, place: &str) -> Result<Write> {
+        let text = serde_json::to_string(&obj).map_err(|e| Error::invalid(place, e.to_string()))?;
+        let mut checked = objects::parse(&text, place)?;
+        let Some((kind, obj)) = checked.pop() else { return Err(Error::invalid(place, "no object")) };
+        let mut inner = self.0.inner.lock().map_err(|_| poisoned())?;
+        let (store, recorder) = &mut *inner;
+        let write = store.put(kind, obj);
+        let recorded = recorder.record(&write, store.slices());
+        let rv = store.resource_version();
+        drop(inner);
+        self.0.changed.send_replace(rv);
+        let _ = self.0.writes.send(write.clone());
+        recorded.map_err(|e| Error::io("recording a write", e))?;
+        Ok(write)
+    }
+}
+
+fn poisoned() -> Error {
+    Error::io("reading the API objects", std::io::Error::other("poisoned lock"))
+}
+
 impl Server {
     /// The server's URL, e.g. `http://127.0.0.1:38211`.
     pub fn url(&self) -> &str {
@@ -105,6 +145,11 @@ impl Server {
     /// The kubeconfig written for it.
     pub fn kubeconfig(&self) -> &std::path::Path {
         &self.kubeconfig
+    }
+
+    /// In-process access to its objects (see [`Handle`]).
+    pub fn handle(&self) -> Handle {
+        Handle(Arc::clone(&self.state))
     }
 
     /// How many objects it serves from the file.

@@ -96,6 +96,13 @@ pub struct ServeArgs {
     /// Also accept plugins through this plugins_registry directory (the plugin watcher's way).
     #[arg(long, value_name = "DIR")]
     pub registry_dir: Option<PathBuf>,
+    /// Serve these API objects (YAML or JSON: ResourceClaims, the Node, Pods, DeviceClasses,
+    /// ResourceSlices) on loopback, as `dpctl apiserver` does, with its kubeconfig and record
+    /// written in the kubelet's root (the parent of --registry-dir): point a helper-built DRA
+    /// driver at ROOT/kubeconfig. `admit` looks the pod's claims up there; a claim given in the
+    /// pod's manifest wins and is stored there first, so the driver reads the same claim.
+    #[arg(long, value_name = "FILE", requires = "registry_dir")]
+    pub api_objects: Option<PathBuf>,
     /// How long Register keeps dialing the plugin's socket before it fails.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub dial_timeout: Duration,
@@ -376,6 +383,7 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
         config.podresources.rate_limit = None;
     }
     config.registry_dir = args.registry_dir;
+    config.api_objects = args.api_objects;
     config.dial_timeout = args.dial_timeout;
     config.rpc_timeout = args.rpc_timeout;
     config.checkpoint = !args.no_checkpoint;
@@ -507,6 +515,7 @@ fn sim_only_options(args: &ServeArgs) -> Vec<&'static str> {
         (args.emulate_cleanup, "--emulate-cleanup"),
         (args.adopt_checkpoint, "--adopt-checkpoint"),
         (!args.expect.is_empty(), "--expect"),
+        (args.api_objects.is_some(), "--api-objects"),
     ];
     for (set, name) in given {
         if set {

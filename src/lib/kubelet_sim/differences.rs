@@ -166,8 +166,11 @@ Where the sim deliberately differs from a real kubelet:
     writes none then. So a plugin already stopped leaves its resource with no
     devices in the sim's file, where the kubelet's still lists the devices of
     its last write (scenario reboot-plugin-late).
-  - DRA: claims are read from the pod's manifest, not an API server (a claim
-    without status.reservedFor counts as reserved for the pod); drivers are
+  - DRA: claims are read from the pod's manifest or, with --api-objects, from
+    the sim's own in-process API server; a claim in the manifest wins over the
+    objects file and is stored there first (the kubelet reads only the API
+    server). A claim without status.reservedFor counts as reserved for the
+    pod; drivers are
     called in name order (the kubelet: random map order) and the newest
     instance is used whether connected or not; a failed prepare is not retried
     (the kubelet retries at its next sync); no health stream is opened and

@@ -64,6 +64,63 @@ pub(crate) fn check_pod(inner: &Inner, spec: &PodSpec) -> Result<()> {
     Ok(())
 }
 
+/// Binds the embedded API server of `--api-objects` (docs/dra.md §6): its
+/// record and kubeconfig in the kubelet's root directory (the parent of
+/// plugins_registry), served until the sim stops.
+pub(crate) async fn start_api(inner: &Arc<Inner>) -> Result<Option<tokio::task::JoinHandle<()>>> {
+    let Some(objects) = inner.config.api_objects.clone() else { return Ok(None) };
+    let Some(registry) = inner.config.registry_dir.as_deref() else {
+        return Err(Error::invalid(
+            "--api-objects",
+            "serves the API objects DRA drivers read, and DRA drivers register on plugins_registry; \
+             hint: add --registry-dir DIR",
+        ));
+    };
+    let dir = registry.parent().unwrap_or(registry).to_path_buf();
+    let config = crate::apiserver::Config {
+        kubeconfig_out: Some(dir.join("kubeconfig")),
+        dir,
+        objects,
+        listen: crate::apiserver::DEFAULT_LISTEN.parse().map_err(|_| Error::invalid("--api-objects", "bad address"))?,
+    };
+    let server = crate::apiserver::bind(&config).await?;
+    tracing::info!(server = server.url(), kubeconfig = %server.kubeconfig().display(), "serving the API objects");
+    let _ = inner.api.set(server.handle());
+    let stop = inner.shutdown_future();
+    Ok(Some(tokio::spawn(async move {
+        if let Err(e) = server.run(stop, |_| Ok(())).await {
+            tracing::warn!(error = %e, "the embedded API server stopped");
+        }
+    })))
+}
+
+/// The pod's claims from the embedded API server, as the kubelet GETs them
+/// (`fetch ResourceClaim`): the claims given with the pod are stored there
+/// first (the manifest wins over the objects file, so the driver reads what
+/// the sim prepares), then each claim the pod names and the manifest does
+/// not carry is read from it. Without `--api-objects`, nothing changes.
+pub(crate) fn resolve_claims(inner: &Inner, spec: &mut PodSpec) -> Result<()> {
+    let Some(api) = inner.api.get() else { return Ok(()) };
+    for c in &spec.claim_objects {
+        if let Some(obj) = c.object.clone() {
+            api.put(obj, &format!("pod {}/{}: ResourceClaim {}", spec.namespace, spec.name, c.name))?;
+        }
+    }
+    for pc in &spec.resource_claims {
+        let n = &pc.resource_claim_name;
+        if spec.claim_objects.iter().any(|o| o.namespace == spec.namespace && &o.name == n) {
+            continue;
+        }
+        if let Some(v) = api.get("resourceclaims", &spec.namespace, n)? {
+            let place = format!("the API server's ResourceClaim {}/{n}", spec.namespace);
+            let mut obj = super::dra_claims::claim_object(&v, &spec.namespace, &place)?;
+            obj.object = None;
+            spec.claim_objects.push(obj);
+        }
+    }
+    Ok(())
+}
+
 /// How one DRA registration attempt ended, in the plugin manager's terms.
 pub(crate) enum DraAttempt {
     /// Registered (or refused after entering the actual state, not retried).

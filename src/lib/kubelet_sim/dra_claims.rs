@@ -22,8 +22,13 @@ pub const MAX_RESULTS: usize = 1024;
 pub struct PodClaim {
     /// The name containers use in `resources.claims`.
     pub name: String,
-    /// `resourceClaimName`: the ResourceClaim in the pod's namespace.
+    /// `resourceClaimName`: the ResourceClaim in the pod's namespace (for a
+    /// template, the name `status.resourceClaimStatuses` gives the claim made from it).
     pub resource_claim_name: String,
+    /// Made from `resourceClaimTemplateName`: the claim must be controlled by
+    /// the pod (`resourceclaim.IsForPod` in k8s.io/dynamic-resource-allocation).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_template: bool,
 }
 
 /// One entry of a container's `resources.claims`.
@@ -68,6 +73,12 @@ pub struct ClaimObject {
     /// it, as the scheduler would have).
     #[serde(default)]
     pub reserved_for: Option<Vec<String>>,
+    /// The UID of its controlling owner (`metadata.ownerReferences[controller: true]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller_uid: Option<String>,
+    /// The document as given, served to drivers by the sim's embedded API server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<Value>,
 }
 
 /// `s` quoted, cut to 64 characters (a 100,000-character name is not echoed whole).
@@ -79,8 +90,31 @@ fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// Reads `spec.resourceClaims` of a Pod document (`place` names the file).
-pub fn pod_claims(spec: &Value, place: &str) -> Result<Vec<PodClaim>> {
+/// The claim name `status.resourceClaimStatuses` gives the template entry
+/// `name`, as `resourceclaim.Name` finds it (k8s.io/dynamic-resource-allocation).
+fn generated_name(status: Option<&Value>, name: &str, namespace_name: &str, place: &str) -> Result<String> {
+    let list = status.and_then(|s| s.get("resourceClaimStatuses")).and_then(Value::as_array);
+    let entry = list.into_iter().flatten().find(|e| text(e, "name") == Some(name));
+    match entry.map(|e| text(e, "resourceClaimName")) {
+        Some(Some(n)) => Ok(n.to_string()),
+        Some(None) => Err(Error::invalid(
+            format!("{place}: status.resourceClaimStatuses[{name}]"),
+            "no resourceClaimName: the kubelet skips such a claim (none was made); kubelet-sim does not play it, \
+             remove the entry and the containers' use of it",
+        )),
+        None => Err(Error::invalid(
+            format!("{place}: spec.resourceClaims[{name}].resourceClaimTemplateName"),
+            format!(
+                "pod \"{namespace_name}\": ResourceClaim not created yet (the kubelet's words); hint: give the \
+                 generated claim's name in status.resourceClaimStatuses[{{name: {name}, resourceClaimName: ...}}]"
+            ),
+        )),
+    }
+}
+
+/// Reads `spec.resourceClaims` of a Pod document (`place` names the file);
+/// template entries are named by `status.resourceClaimStatuses`.
+pub fn pod_claims(spec: &Value, status: Option<&Value>, namespace_name: &str, place: &str) -> Result<Vec<PodClaim>> {
     let bad = |key: String, msg: String| Error::invalid(format!("{place}: {key}"), msg);
     let Some(list) = spec.get("resourceClaims").filter(|v| !v.is_null()) else { return Ok(Vec::new()) };
     let list = list.as_array().ok_or_else(|| bad("spec.resourceClaims".into(), "must be a list".into()))?;
@@ -97,24 +131,17 @@ pub fn pod_claims(spec: &Value, place: &str) -> Result<Vec<PodClaim>> {
         if out.iter().any(|p| p.name == name) {
             return Err(bad(format!("{at}.name"), format!("{} is used twice", shown(name))));
         }
-        let claim = match (text(c, "resourceClaimName"), text(c, "resourceClaimTemplateName")) {
-            (Some(n), None) => n,
-            (None, Some(_)) => {
-                return Err(bad(
-                    format!("{at}.resourceClaimTemplateName"),
-                    "kubelet-sim reads claims made from templates by their generated name: give \
-                     resourceClaimName (the claim the controller created) instead"
-                        .into(),
-                ));
-            }
+        let (claim, from_template) = match (text(c, "resourceClaimName"), text(c, "resourceClaimTemplateName")) {
+            (Some(n), None) => (n.to_string(), false),
+            (None, Some(_)) => (generated_name(status, name, namespace_name, place)?, true),
             _ => {
                 return Err(bad(at, "needs exactly one of resourceClaimName and resourceClaimTemplateName".into()));
             }
         };
-        if !crate::validate::is_dns1123_subdomain(claim) {
-            return Err(bad(format!("{at}.resourceClaimName"), format!("{} is not a DNS subdomain", shown(claim))));
+        if !crate::validate::is_dns1123_subdomain(&claim) {
+            return Err(bad(format!("{at}.resourceClaimName"), format!("{} is not a DNS subdomain", shown(&claim))));
         }
-        out.push(PodClaim { name: name.to_string(), resource_claim_name: claim.to_string() });
+        out.push(PodClaim { name: name.to_string(), resource_claim_name: claim, from_template });
     }
     Ok(out)
 }
@@ -188,6 +215,14 @@ pub fn claim_object(v: &Value, namespace: &str, place: &str) -> Result<ClaimObje
             Some(list.iter().filter_map(|r| text(r, "uid").map(String::from)).collect())
         }
     };
+    let controller_uid = meta
+        .get("ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|o| text(o, "uid"))
+        .map(String::from);
     Ok(ClaimObject {
         namespace: ns.to_string(),
         name: name.to_string(),
@@ -195,6 +230,8 @@ pub fn claim_object(v: &Value, namespace: &str, place: &str) -> Result<ClaimObje
         allocated: allocation.is_some(),
         results,
         reserved_for,
+        controller_uid,
+        object: Some(v.clone()),
     })
 }
 

@@ -146,6 +146,10 @@ pub struct SimConfig {
     pub kubelet_socket_delay: Duration,
     /// Where to report the sim's calls to plugins on the wire (`smoke -v`).
     pub tap: Option<crate::transport::Tap>,
+    /// Serve these API objects in-process (`--api-objects`): the claims
+    /// `admit` looks up, and the API a helper-built DRA driver needs
+    /// (docs/dra.md §6). Needs `registry_dir`.
+    pub api_objects: Option<PathBuf>,
 }
 
 impl SimConfig {
@@ -178,6 +182,7 @@ impl SimConfig {
             max_resources: MAX_RESOURCES,
             kubelet_socket_delay: Duration::ZERO,
             tap: None,
+            api_objects: None,
         }
     }
 
@@ -315,6 +320,8 @@ pub(crate) struct Inner {
     registry_rescan: Notify,
     /// The sim may write `dra_manager_state` (see [`dra`]).
     dra_writes: std::sync::atomic::AtomicBool,
+    /// The embedded API server's objects, with `--api-objects`.
+    api: std::sync::OnceLock<crate::apiserver::Handle>,
     /// `<dir>/.dpctl`, removed at stop when the sim created it and it is empty.
     control_dir: Mutex<Option<ControlDir>>,
     shutdown: watch::Sender<bool>,
@@ -350,6 +357,7 @@ impl Inner {
             checkpoint_write: std::sync::Mutex::new(()),
             registry_rescan: Notify::new(),
             dra_writes: std::sync::atomic::AtomicBool::new(false),
+            api: std::sync::OnceLock::new(),
             control_dir: Mutex::new(None),
             shutdown,
             registration: tokio::sync::Mutex::new(None),
@@ -560,15 +568,19 @@ impl KubeletSim {
         };
         let inner = Arc::new(Inner::new(config, paths));
         let handle = SimHandle { inner: Arc::clone(&inner) };
+        let api_task = dra::start_api(&inner).await?;
         if dra::enabled(&inner) && inner.config.checkpoint {
             // The kubelet's DRA manager reads (or creates) its checkpoint at start.
-            let (writes, _) = dra::load(&inner)?;
+            let (writes, _) = dra::load(&inner).inspect_err(|_| {
+                inner.shutdown.send_replace(true);
+            })?;
             inner.dra_writes.store(writes, std::sync::atomic::Ordering::Relaxed);
             dra::write_state(&inner);
         }
         let restored = load_checkpoint(&inner);
         let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
         let mut services = spawn_services(&handle, podres_listener, control_listener);
+        services.extend(api_task);
         let serving = async {
             late_socket::serve_registration_at(&inner).await?;
             match inner.config.registry_dir.clone() {

@@ -250,7 +250,7 @@ fn from_value(v: &Value, place: &str) -> Result<PodSpec> {
     if !containers.iter().any(|c| c.kind == ContainerKind::Regular) {
         return Err(bad("spec.containers", "missing or empty"));
     }
-    let resource_claims = super::dra_claims::pod_claims(spec, place)?;
+    let resource_claims = super::dra_claims::pod_claims(spec, v.get("status"), &format!("{namespace}/{name}"), place)?;
     for c in &containers {
         super::dra_claims::check_container_claims(&resource_claims, &c.name, &c.claims, place)?;
     }

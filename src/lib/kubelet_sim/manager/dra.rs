@@ -260,6 +260,13 @@ impl DraState {
                     crate::validate::go_quote(n)
                 ));
             };
+            if pc.from_template && obj.controller_uid.as_deref() != Some(pod_uid) {
+                // resourceclaim.IsForPod: 1.36 spells Pod with a capital.
+                let p = if self.version.at_least(36) { "Pod" } else { "pod" };
+                return Err(format!(
+                    "ResourceClaim {namespace}/{n} was not created for {p} {namespace}/{pod_name} ({p} is not owner)"
+                ));
+            }
             if obj.reserved_for.as_ref().is_some_and(|r| !r.iter().any(|u| u == pod_uid)) {
                 return Err(format!(
                     "pod {pod_name} ({pod_uid}) is not allowed to use ResourceClaim {n} ({})",
@@ -607,11 +614,13 @@ mod tests {
                 })
                 .collect(),
             reserved_for: None,
+            controller_uid: None,
+            object: None,
         }
     }
 
     fn pod_claim(name: &str, claim: &str) -> PodClaim {
-        PodClaim { name: name.into(), resource_claim_name: claim.into() }
+        PodClaim { name: name.into(), resource_claim_name: claim.into(), from_template: false }
     }
 
     fn device(dev: &str, requests: &[&str], ids: &[&str]) -> PreparedDevice {
