@@ -274,3 +274,77 @@ async fn a_template_claim_is_read_by_its_generated_name_and_owner_checked_1_35_a
     let r = dpctl(&["kubelet-sim", "admit", "--dir", &node.dir, &bare]).await;
     assert!(r.expect_code(2).stderr.contains("pod \"team-a/trainer\": ResourceClaim not created yet"), "{}", r.stderr);
 }
+
+const MOCK: &str = "gpu.example.com";
+
+fn mock_driver(node: &Node, extra: &[&str]) -> Child {
+    let root = node.root.to_str().unwrap().to_string();
+    let kc = node.kubeconfig();
+    let mut args =
+        vec!["dra", "mock", MOCK, "--dir", &root, "--kubeconfig", &kc, "--node-name", "node-1", "-o", "json"];
+    args.extend_from_slice(extra);
+    Child::dpctl(&args)
+}
+
+/// 1.34: `dra mock --kubeconfig` publishes its pool as a slice owned by the
+/// Node (created; current on a restart; updated when its devices change),
+/// registers, and is prepared under the sim with the device the claim's
+/// allocation names (not one it picks); PodResources and the checkpoint
+/// show it, the CRC verifies, deletion unprepares it. Its refusals are the
+/// helper's: a missing claim, an unallocated one, a replaced UID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_driver_publishes_and_is_prepared_from_the_sims_api_1_34() {
+    let sb = Sandbox::new();
+    let idle = "---\napiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: idle, namespace: team-a, uid: idle-uid}\n";
+    let mut node = Node::start(&sb, "1.34", &(objects(MOCK, "pool-0", "dev-2") + idle)).await;
+    let mut mock = mock_driver(&node, &[]);
+    let published = mock.event("published").await;
+    assert_eq!(published["writes"][0][0], "create", "{published}");
+    mock.event("serving").await;
+    node.sim.event("dra_registered").await;
+    let slices = node.slices().await;
+    assert_eq!(slices.as_array().map(Vec::len), Some(1), "{slices}");
+    let s = &slices[0];
+    assert_eq!(s["metadata"]["ownerReferences"][0]["uid"], NODE_UID, "{s}");
+    assert!(s["metadata"]["name"].as_str().unwrap().starts_with("00000-gpu.example.com-node-1-"), "{s}");
+    assert_eq!(s["spec"]["devices"].as_array().map(Vec::len), Some(4), "{s}");
+
+    let pod = node.file("pod.yaml", POD);
+    let v = node.admit_and_check(&pod, MOCK, "dev-2").await;
+    assert_eq!(v["dra"]["cdi_devices"]["main"], json!(["gpu.example.com/claim=pool-0-dev-2"]), "{v}");
+    let d = dpctl(&["kubelet-sim", "delete", "--dir", &node.dir, "-n", "team-a", "trainer"]).await;
+    assert!(d.expect_code(0).stdout.contains("unprepared team-a/gpu-claim"), "{}", d.stdout);
+
+    let reg = node.registry.clone();
+    let prepare = |claim: &'static str| {
+        let reg = reg.clone();
+        async move { dpctl(&["dra", "prepare", "--driver", MOCK, "--registry-dir", &reg, "--claim", claim]).await }
+    };
+    for (claim, want) in [
+        (
+            "team-a/none/u-1",
+            "get resource claims: retrieve claim team-a/none: the server could not find the requested resource",
+        ),
+        ("team-a/idle/idle-uid", "get resource claims: claim team-a/idle not allocated"),
+        ("team-a/gpu-claim/other-uid", "get resource claims: claim team-a/gpu-claim got replaced"),
+    ] {
+        let r = prepare(claim).await;
+        assert_ne!(r.code, 0, "{claim}");
+        assert!(r.stderr.contains(want) || r.stdout.contains(want), "{claim}: {} {}", r.stdout, r.stderr);
+    }
+
+    // A restart publishes nothing new; other devices update the slice (pool generation bumped).
+    mock.stop().await;
+    let mut again = mock_driver(&node, &[]);
+    let published = again.event("published").await;
+    assert_eq!(published["writes"], json!([]), "{published}");
+    again.stop().await;
+    let mut fewer = mock_driver(&node, &["--devices", "2"]);
+    let published = fewer.event("published").await;
+    assert_eq!(published["writes"][0][0], "update", "{published}");
+    let slices = node.slices().await;
+    assert_eq!(slices[0]["spec"]["pool"]["generation"], 2, "{slices}");
+    assert_eq!(slices[0]["spec"]["devices"].as_array().map(Vec::len), Some(2), "{slices}");
+    fewer.stop().await;
+    node.sim.terminate();
+}

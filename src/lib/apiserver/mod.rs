@@ -9,6 +9,7 @@
 //! not serve, so the helper's v1 → v1beta2 → v1beta1 fallback works).
 //! Every write is recorded in the directory (see [`record`]).
 
+pub mod client;
 pub mod kinds;
 pub mod objects;
 pub mod protobuf;
