@@ -348,3 +348,105 @@ async fn the_mock_driver_publishes_and_is_prepared_from_the_sims_api_1_34() {
     fewer.stop().await;
     node.sim.terminate();
 }
+
+/// A KEP-5004 pod: it asks for `example.com/gpu`, and its status names the
+/// claim the scheduler made for it, whose request `gpu-req` serves the container.
+const EXT_POD: &str = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: ext, namespace: team-a, uid: pod-uid-2}
+spec:
+  containers:
+  - name: main
+    resources: {limits: {example.com/gpu: 1}}
+status:
+  extendedResourceClaimStatus:
+    resourceClaimName: ext-claim
+    requestMappings: [{containerName: main, resourceName: example.com/gpu, requestName: gpu-req}]
+";
+
+/// The claim of [`EXT_POD`], allocated on `driver`'s `pool`/`device`.
+fn ext_claim(driver: &str, pool: &str, device: &str) -> String {
+    format!(
+        "---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {{name: ext-claim, namespace: team-a, uid: claim-uid-1}}
+status:
+  allocation:
+    devices:
+      results: [{{request: gpu-req, driver: {driver}, pool: {pool}, device: {device}}}]
+  reservedFor: [{{resource: pods, name: ext, uid: pod-uid-2}}]
+"
+    )
+}
+
+/// The Node alone (the KEP-5004 claim reuses claim-uid-1 so that the checks of `admit_and_check` hold).
+fn node_only() -> String {
+    objects(MOCK, "p", "d").split("---\n").next().unwrap().to_string()
+}
+
+/// 1.36 (beta, on) and 1.37 (GA): a KEP-5004 pod is served by the DRA
+/// manager: the mock driver is prepared for the claim of
+/// `extendedResourceClaimStatus`, the container gets the CDI IDs of its
+/// mapped request, and the device plugin serving `example.com/gpu` gets no
+/// Allocate (the device manager skips a mapped resource). 1.35 (alpha, off)
+/// ignores the status: the device plugin allocates and no driver is called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kep_5004_pod_is_served_by_the_mock_driver_from_1_36_and_by_the_device_plugin_in_1_35() {
+    for version in ["1.35", "1.36", "1.37"] {
+        let sb = Sandbox::new();
+        let mut node = Node::start(&sb, version, &(node_only() + &ext_claim(MOCK, "pool-0", "dev-1"))).await;
+        let record = sb.join("calls.jsonl");
+        let mut mock = mock_driver(&node, &["--record", record.to_str().unwrap()]);
+        mock.event("serving").await;
+        node.sim.event("dra_registered").await;
+        let mut plugin =
+            Child::dpctl(&["mock-plugin", "--dir", &node.dir, "--resource", "example.com/gpu", "-o", "json"]);
+        plugin.event("registered").await;
+        let pod = node.file("ext.yaml", EXT_POD);
+        if version == "1.35" {
+            let r = dpctl(&["kubelet-sim", "admit", "--dir", &node.dir, &pod, "-o", "json"]).await;
+            let v = r.expect_code(0).json();
+            assert_eq!(v["dra"], Value::Null, "{version}: no DRA on 1.35: {v}");
+            assert_eq!(v["containers"][0]["resources"][0]["resource"], "example.com/gpu", "{version}: {v}");
+            assert!(!std::fs::read_to_string(&record).unwrap_or_default().contains("NodePrepareResources"));
+        } else {
+            let v = node.admit_and_check(&pod, MOCK, "dev-1").await;
+            assert_eq!(v["dra"]["cdi_devices"]["main"], json!(["gpu.example.com/claim=pool-0-dev-1"]), "{v}");
+            assert_eq!(
+                v["containers"][0]["resources"],
+                json!([]),
+                "{version}: the device manager allocates nothing: {v}"
+            );
+            let calls = std::fs::read_to_string(&record).unwrap();
+            assert!(calls.contains("\"gpu-req\""), "{version}: the device carries its request: {calls}");
+            let d = dpctl(&["kubelet-sim", "delete", "--dir", &node.dir, "-n", "team-a", "ext"]).await;
+            assert!(d.expect_code(0).stdout.contains("unprepared team-a/ext-claim"), "{version}: {}", d.stdout);
+        }
+        plugin.stop().await;
+        mock.stop().await;
+        node.sim.terminate();
+    }
+}
+
+/// 1.37: the Go driver on the real helper serves a KEP-5004 pod under the
+/// sim: prepared for the claim of `extendedResourceClaimStatus`, the
+/// container gets its CDI ID, PodResources and the checkpoint show it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_go_driver_serves_a_kep_5004_pod_1_37() {
+    let Some(bin) = go_driver_or_skip() else { return };
+    let sb = Sandbox::new();
+    let mut node = Node::start(&sb, "1.37", &(node_only() + &ext_claim(GO_DRIVER, "node-1", "gpu-0"))).await;
+    let mut driver = go_driver(&bin, &node);
+    driver.line_with("started").await;
+    node.sim.event("dra_registered").await;
+    node.slices_until("the driver's slice", |s| s.as_array().is_some_and(|a| a.len() == 1)).await;
+    let pod = node.file("ext.yaml", EXT_POD);
+    let v = node.admit_and_check(&pod, GO_DRIVER, "gpu-0").await;
+    assert_eq!(v["dra"]["cdi_devices"]["main"], json!([format!("{GO_DRIVER}/gpu=claim-uid-1-gpu-0")]), "{v}");
+    let d = dpctl(&["kubelet-sim", "delete", "--dir", &node.dir, "-n", "team-a", "ext"]).await;
+    assert!(d.expect_code(0).stdout.contains("unprepared team-a/ext-claim"), "{}", d.stdout);
+    driver.stop().await;
+    node.sim.terminate();
+}

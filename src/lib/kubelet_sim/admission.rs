@@ -36,6 +36,7 @@ fn new_uid() -> String {
 /// Admits `spec`: see the module docs.
 pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<AdmitOutcome> {
     spec.validate()?;
+    super::dra::apply_extended_claim(inner, &mut spec);
     super::dra::check_pod(inner, &spec)?;
     let _turn = inner.admission.lock().await;
     if inner.is_stopped() {

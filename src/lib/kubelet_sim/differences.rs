@@ -72,6 +72,9 @@ Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
     parent of --registry-dir, PodResources dynamic_resources. ShareID is
     checkpointed from 1.35; a restored claim prepared again after a restart
     gets its devices appended in 1.34-1.36 (listed twice), replaced in 1.37.
+    KEP-5004 pods (status.extendedResourceClaimStatus): 1.36+ prepare the
+    claim it names and skip the mapped extended resources in the device
+    manager; 1.34-1.35 (DRAExtendedResource off) ignore the status.
     1.26-1.33 (DRA off by default) answer a DRAPlugin with \"no handler
     registered for plugin type: DRAPlugin\" and refuse pods with claims.
   Every version: the endpoint is joined like Go's filepath.Join (an absolute
@@ -174,5 +177,7 @@ Where the sim deliberately differs from a real kubelet:
     called in name order (the kubelet: random map order) and the newest
     instance is used whether connected or not; a failed prepare is not retried
     (the kubelet retries at its next sync); no health stream is opened and
-    no ResourceSlice is published or wiped; KEP-5004 pods
-    (extendedResourceClaimStatus) are not played.";
+    no ResourceSlice is wiped. KEP-5004 pods (extendedResourceClaimStatus)
+    are played from 1.36 (docs/dra.md §8); a mapped resource is dropped from
+    the pod's limits before the device manager sees it, so status and
+    PodResources show no device-plugin entry for it.";

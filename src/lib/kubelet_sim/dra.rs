@@ -39,6 +39,38 @@ pub(crate) fn state_path(registry_dir: &Path) -> PathBuf {
     registry_dir.parent().unwrap_or(registry_dir).join(crate::dra::state::FILE_NAME)
 }
 
+/// KEP-5004, where `DRAExtendedResource` is on (beta and on by default in
+/// 1.36, GA in 1.37; alpha and off in 1.34-1.35, where the status is ignored
+/// and the device manager handles the resource as any other): the claim of
+/// `status.extendedResourceClaimStatus` joins the pod's claims (no name, as
+/// `PrepareResources` in pkg/kubelet/cm/dra/manager.go adds it), each
+/// container the mappings name uses its mapped requests for the extended
+/// resources it asks for (`GetResources`), and the device manager skips a
+/// resource mapped for the container (`isDRAExtendedResource` in
+/// pkg/kubelet/cm/devicemanager/manager.go), as the admission predicate does.
+pub(crate) fn apply_extended_claim(inner: &Inner, spec: &mut PodSpec) {
+    let Some(ext) = spec.extended_claim.clone() else { return };
+    let v = inner.config.kubelet_version;
+    if !plays_dra(v) || !v.at_least(36) || spec.resource_claims.iter().any(|p| p.name.is_empty()) {
+        return;
+    }
+    for c in &mut spec.containers {
+        let mapped: Vec<&super::dra_claims::RequestMapping> =
+            ext.request_mappings.iter().filter(|m| m.container_name == c.name).collect();
+        for m in &mapped {
+            if c.limits.get(&m.resource_name).is_some_and(|n| *n > 0) {
+                c.claims.push(super::pod::ContainerClaim { name: String::new(), request: m.request_name.clone() });
+            }
+        }
+        c.limits.retain(|r, _| !mapped.iter().any(|m| &m.resource_name == r));
+    }
+    spec.resource_claims.push(super::pod::PodClaim {
+        name: String::new(),
+        resource_claim_name: ext.resource_claim_name,
+        from_template: false,
+    });
+}
+
 /// Refuses a pod with claims the played release cannot prepare.
 pub(crate) fn check_pod(inner: &Inner, spec: &PodSpec) -> Result<()> {
     if spec.resource_claims.is_empty() {

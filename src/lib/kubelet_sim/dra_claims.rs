@@ -81,6 +81,61 @@ pub struct ClaimObject {
     pub object: Option<Value>,
 }
 
+/// One entry of `status.extendedResourceClaimStatus.requestMappings`: the
+/// request of the special claim that serves a container's extended resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestMapping {
+    /// `containerName`.
+    pub container_name: String,
+    /// `resourceName`, e.g. `example.com/gpu`.
+    pub resource_name: String,
+    /// `requestName`: the claim's request that holds its devices.
+    pub request_name: String,
+}
+
+/// `status.extendedResourceClaimStatus` (KEP-5004): the claim the scheduler
+/// made for a pod's extended resources that a DRA driver serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtendedClaim {
+    /// `resourceClaimName`.
+    pub resource_claim_name: String,
+    /// `requestMappings`.
+    #[serde(default)]
+    pub request_mappings: Vec<RequestMapping>,
+}
+
+/// Reads `status.extendedResourceClaimStatus` of a Pod document.
+pub fn extended_claim(status: Option<&Value>, place: &str) -> Result<Option<ExtendedClaim>> {
+    let Some(v) = status.and_then(|s| s.get("extendedResourceClaimStatus")).filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let at = "status.extendedResourceClaimStatus";
+    let bad = |key: String, msg: String| Error::invalid(format!("{place}: {at}{key}"), msg);
+    let name = text(v, "resourceClaimName").ok_or_else(|| bad(".resourceClaimName".into(), "missing".into()))?;
+    if !crate::validate::is_dns1123_subdomain(name) {
+        return Err(bad(".resourceClaimName".into(), format!("{} is not a DNS subdomain", shown(name))));
+    }
+    let list = v.get("requestMappings").and_then(Value::as_array).cloned().unwrap_or_default();
+    if list.len() > MAX_RESULTS {
+        return Err(bad(".requestMappings".into(), format!("{} entries; at most {MAX_RESULTS}", list.len())));
+    }
+    let mut request_mappings = Vec::new();
+    for (i, m) in list.iter().enumerate() {
+        let field = |k: &str| {
+            text(m, k)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .ok_or_else(|| bad(format!(".requestMappings[{i}].{k}"), "missing".into()))
+        };
+        request_mappings.push(RequestMapping {
+            container_name: field("containerName")?,
+            resource_name: field("resourceName")?,
+            request_name: field("requestName")?,
+        });
+    }
+    Ok(Some(ExtendedClaim { resource_claim_name: name.to_string(), request_mappings }))
+}
+
 /// `s` quoted, cut to 64 characters (a 100,000-character name is not echoed whole).
 fn shown(s: &str) -> String {
     if s.chars().count() > 64 { format!("{:?}...", s.chars().take(64).collect::<String>()) } else { format!("{s:?}") }
