@@ -450,3 +450,53 @@ async fn the_go_driver_serves_a_kep_5004_pod_1_37() {
     driver.stop().await;
     node.sim.terminate();
 }
+
+/// The DRA manager's health streams (docs/dra.md §2): 1.37 opens the
+/// service it prefers among those advertised and shows each device's
+/// health in events and `status`; 1.36 opens v1alpha1 even when the driver
+/// does not advertise it (the failure reported, retried every 5 s); 1.35
+/// (ResourceHealthStatus off by default) opens none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_streams_open_where_the_release_opens_them_1_35_to_1_37() {
+    let sb = Sandbox::new();
+    let mut node = Node::start(&sb, "1.37", &node_only()).await;
+    let args = ["--unhealthy", "dev-1", "--health-interval", "100ms"];
+    let mut mock = mock_driver(&node, &args);
+    mock.event("serving").await;
+    let opened = node.sim.event("dra_health_stream").await;
+    assert_eq!((opened["service"].as_str(), &opened["error"]), (Some("v1alpha1.DRAResourceHealth"), &Value::Null));
+    let bad = loop {
+        let ev = node.sim.event("dra_device_health").await;
+        if ev["device"] == "dev-1" {
+            break ev;
+        }
+    };
+    assert_eq!(bad["health"], "Unhealthy", "{bad}");
+    let st = dpctl(&["kubelet-sim", "status", "--dir", &node.dir]).await;
+    assert!(st.expect_code(0).stdout.contains("dra device gpu.example.com pool-0/dev-1: Unhealthy"), "{}", st.stdout);
+    mock.stop().await;
+    node.sim.terminate();
+
+    // 1.36: a driver advertising no health service still gets a v1alpha1 stream, refused.
+    let sb = Sandbox::new();
+    let mut node = Node::start(&sb, "1.36", &node_only()).await;
+    let mut mock = mock_driver(&node, &["--service", "v1"]);
+    mock.event("serving").await;
+    let failed = node.sim.event("dra_health_stream").await;
+    assert_eq!(failed["service"], "v1alpha1.DRAResourceHealth", "{failed}");
+    assert!(failed["error"].as_str().is_some_and(|e| e.contains("Unimplemented")), "{failed}");
+    mock.stop().await;
+    node.sim.terminate();
+
+    // 1.35: advertised, but no stream.
+    let sb = Sandbox::new();
+    let mut node = Node::start(&sb, "1.35", &node_only()).await;
+    let mut mock = mock_driver(&node, &[]);
+    mock.event("serving").await;
+    node.sim.event("dra_registered").await;
+    let st = dpctl(&["kubelet-sim", "status", "--dir", &node.dir, "-o", "json"]).await;
+    let v = st.expect_code(0).json();
+    assert_eq!(v["dra"]["drivers"][0]["health"], Value::Null, "{v}");
+    mock.stop().await;
+    node.sim.terminate();
+}

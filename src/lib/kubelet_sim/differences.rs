@@ -72,6 +72,9 @@ Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
     parent of --registry-dir, PodResources dynamic_resources. ShareID is
     checkpointed from 1.35; a restored claim prepared again after a restart
     gets its devices appended in 1.34-1.36 (listed twice), replaced in 1.37.
+    Health streams (NodeWatchResources): none by default in 1.34-1.35
+    (ResourceHealthStatus off), v1alpha1 for every driver in 1.36, the
+    preferred advertised service in 1.37; reopened every 5 s.
     KEP-5004 pods (status.extendedResourceClaimStatus): 1.36+ prepare the
     claim it names and skip the mapped extended resources in the device
     manager; 1.34-1.35 (DRAExtendedResource off) ignore the status.
@@ -109,7 +112,7 @@ Where the sim deliberately differs from a real kubelet:
     pick of a restarted container's exited instance after a restart, List of
     active pods only (1.34+; the sim keeps no terminated pods), the
     SidecarContainers gate (off by default in 1.28), the healthz check, ResourceHealthStatus
-    (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when
+    (1.31+ alpha, on from 1.36: device health in pod status), the <=1.28 kubelet panic when
     a plugin disconnects after its endpoint was dropped, GetAllocatableResources' 1.26-1.27 feature gate
     (always on here). Pod-level cpu_ids/memory in PodResources (1.37+) are
     filled only with gate PodLevelResourceManagers (beta, off by default), so
@@ -176,8 +179,9 @@ Where the sim deliberately differs from a real kubelet:
     pod; drivers are
     called in name order (the kubelet: random map order) and the newest
     instance is used whether connected or not; a failed prepare is not retried
-    (the kubelet retries at its next sync); no health stream is opened and
-    no ResourceSlice is wiped. KEP-5004 pods (extendedResourceClaimStatus)
+    (the kubelet retries at its next sync); device health from the health
+    streams shows in status and events, not in pod status; no ResourceSlice
+    is wiped. KEP-5004 pods (extendedResourceClaimStatus)
     are played from 1.36 (docs/dra.md §8); a mapped resource is dropped from
     the pod's limits before the device manager sees it, so status and
     PodResources show no device-plugin entry for it.";

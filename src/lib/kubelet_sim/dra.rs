@@ -201,6 +201,7 @@ pub(crate) async fn register(
                 inner.lock().dra.deregister(&inst.driver, &inst.endpoint);
                 return DraAttempt::Retry;
             }
+            spawn_health(inner, &inst);
             inner.emit(EventKind::DraRegistered {
                 driver: inst.driver,
                 endpoint: inst.endpoint,
@@ -216,6 +217,97 @@ pub(crate) async fn register(
             let _ = notify(false, msg).await;
             if retried { DraAttempt::Retry } else { DraAttempt::Done }
         }
+    }
+}
+
+/// The kubelet's wait between two attempts at a health stream
+/// (`wait.UntilWithContext(..., 5*time.Second)` in
+/// pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go).
+const HEALTH_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Streams the instance's device health while it stays registered, where
+/// the release opens a stream (`DraInstance::health`): each message updates
+/// the devices' health (status, events); a failed or ended stream is opened
+/// again 5 s later, as the kubelet does.
+fn spawn_health(inner: &Arc<Inner>, inst: &super::manager::dra::DraInstance) {
+    let Some(api) = inst.health else { return };
+    let (inner2, inst) = (Arc::clone(inner), inst.clone());
+    let stop = inner.shutdown_future();
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            () = stop => {}
+            () = health_loop(&inner2, &inst, api) => {}
+        }
+    });
+    inner.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(task);
+}
+
+async fn health_loop(inner: &Arc<Inner>, inst: &super::manager::dra::DraInstance, api: crate::dra::HealthApi) {
+    let cfg = crate::transport::ClientConfig { connect_timeout: KUBELET_CALL_TIMEOUT, ..Default::default() };
+    let event = |error: Option<String>| EventKind::DraHealthStream {
+        driver: inst.driver.clone(),
+        endpoint: inst.endpoint.clone(),
+        service: api.advertised().to_string(),
+        error,
+    };
+    let mut last_error = None;
+    let mut events = inner.events.subscribe();
+    let gone = |ev: &super::SimEvent| {
+        matches!(&ev.kind, EventKind::DraDeregistered { driver, endpoint }
+            if *driver == inst.driver && *endpoint == inst.endpoint)
+    };
+    while inner.lock().dra.is_registered(&inst.driver, &inst.endpoint) {
+        let error = match crate::dra::client::watch_health(&inst.socket, api, &cfg).await {
+            Err(e) => super::registration::go_rpc_error(&e),
+            Ok(mut rx) => {
+                inner.emit(event(None));
+                last_error = None;
+                loop {
+                    tokio::select! {
+                        m = rx.recv() => match m {
+                            Some(Ok(entries)) => health_message(inner, &inst.driver, entries),
+                            Some(Err(e)) => break super::registration::go_rpc_error(&e),
+                            None => break "the stream ended".to_string(),
+                        },
+                        // The kubelet cancels the stream when the instance goes.
+                        ev = events.recv() => match ev {
+                            Ok(ev) if gone(&ev) => return,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                            _ => {}
+                        },
+                    }
+                }
+            }
+        };
+        // A driver answering Unimplemented every 5 s is reported once, not every time.
+        if last_error.as_ref() != Some(&error) {
+            inner.emit(event(Some(error.clone())));
+            last_error = Some(error);
+        }
+        tokio::time::sleep(HEALTH_RETRY).await;
+    }
+}
+
+fn health_message(inner: &Arc<Inner>, driver: &str, entries: Vec<crate::dra::client::HealthEntry>) {
+    let devices = entries
+        .into_iter()
+        .map(|e| super::manager::dra::DeviceHealthView {
+            driver: driver.to_string(),
+            pool: e.pool,
+            device: e.device,
+            health: e.health,
+            message: e.message,
+        })
+        .collect();
+    let changed = inner.lock().dra.set_health(driver, devices);
+    for d in changed {
+        inner.emit(EventKind::DraDeviceHealth {
+            driver: d.driver,
+            pool: d.pool,
+            device: d.device,
+            health: d.health,
+            message: d.message,
+        });
     }
 }
 

@@ -376,6 +376,31 @@ pub enum EventKind {
         /// The kubelet's text.
         message: String,
     },
+    /// The DRA manager opened (or failed to open) a driver's health stream
+    /// (`NodeWatchResources`); it tries again every 5 s, as the kubelet does.
+    DraHealthStream {
+        /// The driver.
+        driver: String,
+        /// The instance's endpoint.
+        endpoint: String,
+        /// The health service.
+        service: String,
+        /// Why it failed or ended (absent: opened).
+        error: Option<String>,
+    },
+    /// A device's health changed on a driver's health stream.
+    DraDeviceHealth {
+        /// The driver.
+        driver: String,
+        /// The pool.
+        pool: String,
+        /// The device.
+        device: String,
+        /// `Healthy`, `Unhealthy` or `Unknown`.
+        health: String,
+        /// The driver's message.
+        message: String,
+    },
     /// A DRA driver instance's registration socket went away.
     DraDeregistered {
         /// The driver.
