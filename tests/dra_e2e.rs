@@ -500,3 +500,91 @@ async fn health_streams_open_where_the_release_opens_them_1_35_to_1_37() {
     mock.stop().await;
     node.sim.terminate();
 }
+
+/// ResourceSlice wiping against the sim's API (the same 1.34-1.37,
+/// `wipeResourceSlices` in pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go):
+/// at start the node's slices go (a stale one from the file); when the
+/// driver's last instance deregisters its slices go after the wiping delay
+/// (30 s in the kubelet; shortened here with --dra-wiping-delay), unless it
+/// registers again first. 1.35 and 1.37 are played.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slices_are_wiped_at_start_and_after_the_last_instance_goes_1_35_and_1_37() {
+    let stale = "---\napiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: stale}\n\
+                 spec: {driver: gpu.example.com, nodeName: node-1, pool: {name: pool-0, generation: 1, resourceSliceCount: 1}, devices: []}\n";
+    for version in ["1.35", "1.37"] {
+        let sb = Sandbox::new();
+        let root = sb.path().to_str().unwrap().to_string();
+        let file = sb.join("objects.yaml");
+        std::fs::write(&file, node_only() + stale).unwrap();
+        let (dir, registry) = (format!("{root}/device-plugins"), format!("{root}/plugins_registry"));
+        std::fs::create_dir_all(&registry).unwrap();
+        let args = ["kubelet-sim", "--dir", &dir, "--registry-dir", &registry, "--api-objects"];
+        let mut sim = Child::dpctl(
+            &[
+                &args[..],
+                &[file.to_str().unwrap(), "--dra-wiping-delay", "5s", "--kubelet-version", version, "-o", "json"],
+            ]
+            .concat(),
+        );
+        let wiped = sim.event("dra_slices_wiped").await;
+        assert_eq!(
+            (wiped["reason"].as_str(), &wiped["slices"]),
+            (Some("start"), &json!(["stale"])),
+            "{version}: {wiped}"
+        );
+        sim.event("started").await;
+        let node = Node { sim, root: sb.path().to_path_buf(), dir, registry };
+        assert_eq!(node.slices().await, json!([]), "{version}");
+        let mut node = node;
+        // Published, then the driver goes and comes back within the delay: nothing is wiped.
+        let mut mock = mock_driver(&node, &[]);
+        mock.event("serving").await;
+        node.sim.event("dra_registered").await;
+        mock.stop().await;
+        node.sim.event("dra_deregistered").await;
+        let mut back = mock_driver(&node, &[]);
+        back.event("serving").await;
+        node.sim.event("dra_registered").await;
+        assert_eq!(node.slices().await.as_array().map(Vec::len), Some(1), "{version}: back in time, kept");
+        // Gone for good: its slice goes after the delay.
+        back.stop().await;
+        node.sim.event("dra_deregistered").await;
+        let wiped = node.sim.event("dra_slices_wiped").await;
+        assert_eq!((wiped["reason"].as_str(), wiped["driver"].as_str()), (Some("deregistered"), Some(MOCK)), "{wiped}");
+        assert_eq!(node.slices().await, json!([]), "{version}");
+        node.sim.terminate();
+    }
+}
+
+/// Bad `--api-objects` input is refused at start with exit 2, naming the
+/// flag: a missing file, a directory, an objects file that is not one, no
+/// --registry-dir, and a kubeconfig in the root that dpctl did not write
+/// (never replaced).
+#[tokio::test]
+async fn bad_api_objects_are_refused_with_exit_2() {
+    let sb = Sandbox::new();
+    let root = sb.path().to_str().unwrap().to_string();
+    let (dir, registry) = (format!("{root}/device-plugins"), format!("{root}/plugins_registry"));
+    std::fs::create_dir_all(&registry).unwrap();
+    let bad = sb.join("bad.yaml");
+    std::fs::write(&bad, "apiVersion: v1\nkind: Secret\nmetadata: {name: x}\n").unwrap();
+    let good = sb.join("good.yaml");
+    std::fs::write(&good, node_only()).unwrap();
+    let missing = sb.join("missing.yaml");
+    for (file, want) in [
+        (missing.to_str().unwrap(), "--api-objects"),
+        (root.as_str(), "--api-objects"),
+        (bad.to_str().unwrap(), "v1 Secret is not served"),
+    ] {
+        let r = dpctl(&["kubelet-sim", "--dir", &dir, "--registry-dir", &registry, "--api-objects", file]).await;
+        assert!(r.expect_code(2).stderr.contains(want), "{file}: {}", r.stderr);
+    }
+    let r = dpctl(&["kubelet-sim", "--dir", &dir, "--api-objects", good.to_str().unwrap()]).await;
+    assert!(r.expect_code(2).stderr.contains("--registry-dir"), "{}", r.stderr);
+    std::fs::write(sb.join("kubeconfig"), "apiVersion: v1\nkind: Config\n").unwrap();
+    let r =
+        dpctl(&["kubelet-sim", "--dir", &dir, "--registry-dir", &registry, "--api-objects", good.to_str().unwrap()])
+            .await;
+    assert!(r.expect_code(2).stderr.contains("not written by dpctl apiserver"), "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(sb.join("kubeconfig")).unwrap(), "apiVersion: v1\nkind: Config\n");
+}

@@ -133,6 +133,51 @@ impl Handle {
     }
 }
 
+impl Handle {
+    /// The name of the one Node the objects hold (`None`: none, or several).
+    pub fn only_node(&self) -> Result<Option<String>> {
+        let inner = self.0.inner.lock().map_err(|_| poisoned())?;
+        let nodes = inner.0.list(kinds::Kind::nodes(), None, &select::Selector::default());
+        Ok(match nodes.as_slice() {
+            [one] => one.pointer("/metadata/name").and_then(serde_json::Value::as_str).map(String::from),
+            _ => None,
+        })
+    }
+
+    /// DeleteCollection of ResourceSlices by field selector (e.g.
+    /// `spec.nodeName=n,spec.driver=d`), each delete recorded and seen by
+    /// watches; returns the names deleted.
+    pub fn delete_slices(&self, field_selector: &str) -> Result<Vec<String>> {
+        let kind = kinds::Kind::slices();
+        let sel = select::Selector::parse(kind, Some(field_selector), None)
+            .map_err(|e| Error::invalid(field_selector, e.message))?;
+        let mut inner = self.0.inner.lock().map_err(|_| poisoned())?;
+        let (store, recorder) = &mut *inner;
+        let names: Vec<String> = store
+            .list(kind, None, &sel)
+            .iter()
+            .filter_map(|o| o.pointer("/metadata/name").and_then(serde_json::Value::as_str).map(String::from))
+            .collect();
+        let mut writes = Vec::new();
+        for n in &names {
+            if let Ok((_, w)) = store.delete(kind, "", n, &serde_json::json!({})) {
+                let recorded = recorder.record(&w, store.slices());
+                writes.push(w);
+                recorded.map_err(|e| Error::io("recording a write", e))?;
+            }
+        }
+        let rv = store.resource_version();
+        drop(inner);
+        if !writes.is_empty() {
+            self.0.changed.send_replace(rv);
+        }
+        for w in writes {
+            let _ = self.0.writes.send(w);
+        }
+        Ok(names)
+    }
+}
+
 fn poisoned() -> Error {
     Error::io("reading the API objects", std::io::Error::other("poisoned lock"))
 }

@@ -103,6 +103,10 @@ pub struct ServeArgs {
     /// pod's manifest wins and is stored there first, so the driver reads the same claim.
     #[arg(long, value_name = "FILE", requires = "registry_dir")]
     pub api_objects: Option<PathBuf>,
+    /// With --api-objects: how long a DRA driver has to register again after its last instance
+    /// went before the sim deletes its ResourceSlices (the kubelet's fixed 30 s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s", requires = "api_objects")]
+    pub dra_wiping_delay: Duration,
     /// How long Register keeps dialing the plugin's socket before it fails.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub dial_timeout: Duration,
@@ -384,6 +388,8 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     }
     config.registry_dir = args.registry_dir;
     config.api_objects = args.api_objects;
+    config.dra_wiping_delay =
+        crate::duration::check(args.dra_wiping_delay).map_err(|e| crate::Error::invalid("--dra-wiping-delay", e))?;
     config.dial_timeout = args.dial_timeout;
     config.rpc_timeout = args.rpc_timeout;
     config.checkpoint = !args.no_checkpoint;
@@ -516,6 +522,7 @@ fn sim_only_options(args: &ServeArgs) -> Vec<&'static str> {
         (args.adopt_checkpoint, "--adopt-checkpoint"),
         (!args.expect.is_empty(), "--expect"),
         (args.api_objects.is_some(), "--api-objects"),
+        (args.dra_wiping_delay != crate::kubelet_sim::DEFAULT_DRA_WIPING_DELAY, "--dra-wiping-delay"),
     ];
     for (set, name) in given {
         if set {

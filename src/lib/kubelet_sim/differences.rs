@@ -180,8 +180,10 @@ Where the sim deliberately differs from a real kubelet:
     called in name order (the kubelet: random map order) and the newest
     instance is used whether connected or not; a failed prepare is not retried
     (the kubelet retries at its next sync); device health from the health
-    streams shows in status and events, not in pod status; no ResourceSlice
-    is wiped. KEP-5004 pods (extendedResourceClaimStatus)
+    streams shows in status and events, not in pod status. With
+    --api-objects the node's ResourceSlices are deleted at start and restart,
+    and a driver's --dra-wiping-delay (the kubelet's fixed 30 s) after its
+    last registration socket went. KEP-5004 pods (extendedResourceClaimStatus)
     are played from 1.36 (docs/dra.md §8); a mapped resource is dropped from
     the pod's limits before the device manager sees it, so status and
     PodResources show no device-plugin entry for it.";

@@ -108,6 +108,8 @@ pub(crate) async fn start_api(inner: &Arc<Inner>) -> Result<Option<tokio::task::
              hint: add --registry-dir DIR",
         ));
     };
+    // Checked here first so that errors name the sim's flag.
+    crate::apiserver::objects::load_as(&objects, "--api-objects")?;
     let dir = registry.parent().unwrap_or(registry).to_path_buf();
     let config = crate::apiserver::Config {
         kubeconfig_out: Some(dir.join("kubeconfig")),
@@ -118,6 +120,9 @@ pub(crate) async fn start_api(inner: &Arc<Inner>) -> Result<Option<tokio::task::
     let server = crate::apiserver::bind(&config).await?;
     tracing::info!(server = server.url(), kubeconfig = %server.kubeconfig().display(), "serving the API objects");
     let _ = inner.api.set(server.handle());
+    // The kubelet's DRA plugin manager deletes the node's slices at start:
+    // no driver has registered yet.
+    wipe(inner, None, "start");
     let stop = inner.shutdown_future();
     Ok(Some(tokio::spawn(async move {
         if let Err(e) = server.run(stop, |_| Ok(())).await {
@@ -201,6 +206,7 @@ pub(crate) async fn register(
                 inner.lock().dra.deregister(&inst.driver, &inst.endpoint);
                 return DraAttempt::Retry;
             }
+            inner.lock().dra.bump_wipe(&inst.driver); // back in time: no wipe
             spawn_health(inner, &inst);
             inner.emit(EventKind::DraRegistered {
                 driver: inst.driver,
@@ -311,13 +317,65 @@ fn health_message(inner: &Arc<Inner>, driver: &str, entries: Vec<crate::dra::cli
     }
 }
 
-/// A registration socket was deleted: its instance is deregistered.
+/// A registration socket was deleted: its instance is deregistered; the
+/// driver's last instance gone, its slices are wiped after the delay.
 pub(crate) fn socket_removed(inner: &Arc<Inner>, path: &Path) {
     let found = inner.lock().dra.instances().find(|i| i.registration == path).cloned();
     if let Some(inst) = found {
         inner.lock().dra.deregister(&inst.driver, &inst.endpoint);
-        inner.emit(EventKind::DraDeregistered { driver: inst.driver, endpoint: inst.endpoint });
+        let last = inner.lock().dra.plugin(&inst.driver).is_err();
+        inner.emit(EventKind::DraDeregistered { driver: inst.driver.clone(), endpoint: inst.endpoint });
+        if last {
+            schedule_wipe(inner, &inst.driver);
+        }
     }
+}
+
+/// Deletes the node's ResourceSlices (all, or `driver`'s) in the sim's API
+/// server, as `wipeResourceSlices` in
+/// pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go does (a DeleteCollection
+/// by `spec.nodeName` and `spec.driver`). The node is the one Node of the
+/// objects file; with none (or several) nothing is wiped, as the kubelet
+/// waits for its Node.
+fn wipe(inner: &Inner, driver: Option<&str>, reason: &str) {
+    let Some(api) = inner.api.get() else { return };
+    let Ok(Some(node)) = api.only_node() else { return };
+    let selector = match driver {
+        Some(d) => format!("spec.nodeName={node},spec.driver={d}"),
+        None => format!("spec.nodeName={node}"),
+    };
+    match api.delete_slices(&selector) {
+        Ok(slices) => inner.emit(EventKind::DraSlicesWiped {
+            node,
+            driver: driver.map(String::from),
+            slices,
+            reason: reason.to_string(),
+        }),
+        Err(e) => tracing::warn!(error = %e, "could not delete the ResourceSlices"),
+    }
+}
+
+/// The driver's last instance went: its slices go after `--dra-wiping-delay`
+/// (30 s, the same 1.34-1.37) unless an instance registers first.
+fn schedule_wipe(inner: &Arc<Inner>, driver: &str) {
+    if inner.api.get().is_none() {
+        return;
+    }
+    let generation = inner.lock().dra.bump_wipe(driver);
+    let (inner2, driver) = (Arc::clone(inner), driver.to_string());
+    let stop = inner.shutdown_future();
+    let delay = inner.config.dra_wiping_delay;
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            () = stop => {}
+            () = tokio::time::sleep(delay) => {
+                if inner2.lock().dra.wipe_due(&driver, generation) {
+                    wipe(&inner2, Some(&driver), "deregistered");
+                }
+            }
+        }
+    });
+    inner.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(task);
 }
 
 /// Calls NodePrepareResources or NodeUnprepareResources for `batch` on the
@@ -526,6 +584,8 @@ pub(crate) fn restart(inner: &Arc<Inner>) -> Result<usize> {
     }
     write_state(inner);
     inner.lock().dra.drop_instances();
+    // A new DRA plugin manager: the node's slices go, as at start.
+    wipe(inner, None, "restart");
     let (writes, restored) = load(inner)?;
     inner.dra_writes.store(writes, std::sync::atomic::Ordering::Relaxed);
     inner.lock().dra.unprepare_all_in_memory();

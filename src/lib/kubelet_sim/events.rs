@@ -401,6 +401,19 @@ pub enum EventKind {
         /// The driver's message.
         message: String,
     },
+    /// The DRA manager deleted ResourceSlices of the node in the sim's API
+    /// server: all of them at start and at a restart, a driver's 30 s after its
+    /// last instance went (unless it came back).
+    DraSlicesWiped {
+        /// The node.
+        node: String,
+        /// The driver (absent: every driver).
+        driver: Option<String>,
+        /// The slices deleted.
+        slices: Vec<String>,
+        /// `start`, `restart` or `deregistered`.
+        reason: String,
+    },
     /// A DRA driver instance's registration socket went away.
     DraDeregistered {
         /// The driver.

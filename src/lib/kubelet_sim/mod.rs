@@ -69,6 +69,8 @@ use manager::{Effect, Effects, Manager, StatusPaths};
 
 /// The kubelet's `endpointStopGracePeriod`.
 pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(5 * 60);
+/// The kubelet's `defaultWipingDelay` (pkg/kubelet/cm/dra/manager.go, 1.34-1.37).
+pub const DEFAULT_DRA_WIPING_DELAY: Duration = Duration::from_secs(30);
 /// The kubelet's dial-back timeout inside `Register`.
 pub const DEFAULT_DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// `KubeletPreStartContainerRPCTimeoutInSecs`.
@@ -150,6 +152,9 @@ pub struct SimConfig {
     /// `admit` looks up, and the API a helper-built DRA driver needs
     /// (docs/dra.md §6). Needs `registry_dir`.
     pub api_objects: Option<PathBuf>,
+    /// How long a DRA driver has to come back after its last instance went
+    /// before its ResourceSlices are deleted (the kubelet's 30 s `defaultWipingDelay`).
+    pub dra_wiping_delay: Duration,
 }
 
 impl SimConfig {
@@ -183,6 +188,7 @@ impl SimConfig {
             kubelet_socket_delay: Duration::ZERO,
             tap: None,
             api_objects: None,
+            dra_wiping_delay: DEFAULT_DRA_WIPING_DELAY,
         }
     }
 

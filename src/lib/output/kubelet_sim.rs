@@ -210,6 +210,11 @@ pub fn event_detail(kind: &EventKind) -> String {
         EventKind::DraRegistered { driver, endpoint, service, .. } => format!("{driver} at {endpoint} ({service})"),
         EventKind::DraRegistrationRejected { socket, message, .. } => format!("{socket}: {message}"),
         EventKind::DraDeregistered { driver, endpoint } => format!("{driver} at {endpoint}"),
+        EventKind::DraSlicesWiped { node, driver, slices, reason } => format!(
+            "ResourceSlices of node {node}{} deleted ({reason}): {}",
+            driver.as_ref().map(|d| format!(" and driver {d}")).unwrap_or_default(),
+            if slices.is_empty() { "none".to_string() } else { slices.join(", ") }
+        ),
         EventKind::DraHealthStream { driver, endpoint, service, error } => match error {
             None => format!("{driver} at {endpoint}: {service}/NodeWatchResources open"),
             Some(e) => format!("{driver} at {endpoint}: {service}/NodeWatchResources: {e} (tried again every 5 s)"),

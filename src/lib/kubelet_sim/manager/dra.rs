@@ -145,6 +145,9 @@ pub(crate) struct DraState {
     claims: BTreeMap<String, ClaimInfo>,
     /// (driver, pool, device) -> the health last streamed.
     health: BTreeMap<(String, String, String), DeviceHealthView>,
+    /// Driver -> the generation of its pending ResourceSlice wipe (a
+    /// registration or a newer wipe moves it on, cancelling the older one).
+    wipes: BTreeMap<String, u64>,
 }
 
 fn key(namespace: &str, name: &str) -> String {
@@ -158,7 +161,13 @@ fn quote_list(items: &[String]) -> String {
 impl DraState {
     /// An empty manager playing `version`.
     pub fn new(version: KubeletVersion) -> Self {
-        DraState { version, instances: BTreeMap::new(), claims: BTreeMap::new(), health: BTreeMap::new() }
+        DraState {
+            version,
+            instances: BTreeMap::new(),
+            claims: BTreeMap::new(),
+            health: BTreeMap::new(),
+            wipes: BTreeMap::new(),
+        }
     }
 
     /// `ValidatePlugin` (1.34-1.37, `dra_plugin_manager.go`): the node
@@ -256,6 +265,20 @@ impl DraState {
             checkpoint: None,
             device_health: self.health.values().cloned().collect(),
         }
+    }
+
+    /// Moves the driver's wipe generation on (cancelling a pending wipe) and returns it.
+    pub fn bump_wipe(&mut self, driver: &str) -> u64 {
+        let g = self.wipes.entry(driver.to_string()).or_default();
+        *g += 1;
+        *g
+    }
+
+    /// True when the wipe of `generation` is still due: no newer one, no
+    /// registration since, and no instance of the driver left (`sync` in
+    /// pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go).
+    pub fn wipe_due(&self, driver: &str, generation: u64) -> bool {
+        self.wipes.get(driver) == Some(&generation) && self.instances.get(driver).is_none_or(Vec::is_empty)
     }
 
     /// True while the instance at `endpoint` of `driver` is registered.
