@@ -588,3 +588,94 @@ async fn bad_api_objects_are_refused_with_exit_2() {
     assert!(r.expect_code(2).stderr.contains("not written by dpctl apiserver"), "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(sb.join("kubeconfig")).unwrap(), "apiVersion: v1\nkind: Config\n");
 }
+
+/// 1.37: `kubelet-sim --kubeconfig` reads the claims from a separate API
+/// server (here `dpctl apiserver`; `kubectl proxy` serves a real cluster the
+/// same way) and writes nothing there: the mock driver, pointed at the same
+/// server, is prepared for the claim only the server holds; a claim the
+/// server lacks fails with the kubelet's `fetch ResourceClaim` text; an
+/// https:// server is refused at start (exit 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sim_reads_claims_from_another_api_server_with_kubeconfig_1_37() {
+    let sb = Sandbox::new();
+    let root = sb.path().to_str().unwrap().to_string();
+    let file = sb.join("objects.yaml");
+    std::fs::write(&file, objects(MOCK, "pool-0", "dev-3")).unwrap();
+    let api_dir = sb.join("api");
+    let mut api = Child::dpctl(&[
+        "apiserver",
+        "--dir",
+        api_dir.to_str().unwrap(),
+        "--objects",
+        file.to_str().unwrap(),
+        "-o",
+        "json",
+    ]);
+    let serving = api.event("serving").await;
+    let kc = serving["kubeconfig"].as_str().unwrap().to_string();
+    let (dir, registry) = (format!("{root}/device-plugins"), format!("{root}/plugins_registry"));
+    std::fs::create_dir_all(&registry).unwrap();
+    let mut sim = Child::dpctl(&[
+        "kubelet-sim",
+        "--dir",
+        &dir,
+        "--registry-dir",
+        &registry,
+        "--kubeconfig",
+        &kc,
+        "--kubelet-version",
+        "1.37",
+        "-o",
+        "json",
+    ]);
+    sim.event("started").await;
+    let mut mock = Child::dpctl(&[
+        "dra",
+        "mock",
+        MOCK,
+        "--dir",
+        &root,
+        "--kubeconfig",
+        &kc,
+        "--node-name",
+        "node-1",
+        "-o",
+        "json",
+    ]);
+    mock.event("serving").await;
+    sim.event("dra_registered").await;
+    let pod = sb.join("pod.yaml");
+    std::fs::write(&pod, POD).unwrap();
+    let r = dpctl(&["kubelet-sim", "admit", "--dir", &dir, pod.to_str().unwrap(), "-o", "json"]).await;
+    let v = r.expect_code(0).json();
+    assert_eq!(v["dra"]["cdi_devices"]["main"], json!(["gpu.example.com/claim=pool-0-dev-3"]), "{v}");
+    let missing = sb.join("missing.yaml");
+    std::fs::write(
+        &missing,
+        POD.replace("name: trainer", "name: other").replace("resourceClaimName: gpu-claim", "resourceClaimName: nope"),
+    )
+    .unwrap();
+    let r = dpctl(&["kubelet-sim", "admit", "--dir", &dir, missing.to_str().unwrap()]).await;
+    assert!(
+        r.expect_code(1).stdout.contains("fetch ResourceClaim nope: resourceclaims.resource.k8s.io \"nope\" not found"),
+        "{}",
+        r.stdout
+    );
+    // Only the mock's slice was written there: the sim wrote nothing.
+    let w = dpctl(&["apiserver", "writes", "--dir", api_dir.to_str().unwrap(), "-o", "json"]).await;
+    let writes = w.expect_code(0).json();
+    assert!(writes.as_array().unwrap().iter().all(|x| x["resource"] == "resourceslices"), "{writes}");
+    mock.stop().await;
+    sim.terminate();
+    api.terminate();
+    let tls = sb.join("tls-kubeconfig");
+    std::fs::write(
+        &tls,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://10.0.0.1:6443\"}}]\n",
+    )
+    .unwrap();
+    let dir2 = format!("{root}/dp2");
+    let r = dpctl(&["kubelet-sim", "--dir", &dir2, "--registry-dir", &registry, "--kubeconfig", tls.to_str().unwrap()])
+        .await;
+    assert!(r.expect_code(2).stderr.contains("uses TLS"), "{}", r.stderr);
+}

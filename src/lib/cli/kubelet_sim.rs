@@ -103,6 +103,11 @@ pub struct ServeArgs {
     /// pod's manifest wins and is stored there first, so the driver reads the same claim.
     #[arg(long, value_name = "FILE", requires = "registry_dir")]
     pub api_objects: Option<PathBuf>,
+    /// Read the claims `admit` looks up from this kubeconfig's API server instead of
+    /// --api-objects (GET only, nothing written: no claim stored, no slice wiped). Plain HTTP only,
+    /// e.g. `kubectl proxy` in front of a real cluster; an https:// server is refused.
+    #[arg(long, value_name = "FILE", conflicts_with = "api_objects", requires = "registry_dir")]
+    pub kubeconfig: Option<PathBuf>,
     /// With --api-objects: how long a DRA driver has to register again after its last instance
     /// went before the sim deletes its ResourceSlices (the kubelet's fixed 30 s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s", requires = "api_objects")]
@@ -388,6 +393,7 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     }
     config.registry_dir = args.registry_dir;
     config.api_objects = args.api_objects;
+    config.api_kubeconfig = args.kubeconfig;
     config.dra_wiping_delay =
         crate::duration::check(args.dra_wiping_delay).map_err(|e| crate::Error::invalid("--dra-wiping-delay", e))?;
     config.dial_timeout = args.dial_timeout;
@@ -522,6 +528,7 @@ fn sim_only_options(args: &ServeArgs) -> Vec<&'static str> {
         (args.adopt_checkpoint, "--adopt-checkpoint"),
         (!args.expect.is_empty(), "--expect"),
         (args.api_objects.is_some(), "--api-objects"),
+        (args.kubeconfig.is_some(), "--kubeconfig"),
         (args.dra_wiping_delay != crate::kubelet_sim::DEFAULT_DRA_WIPING_DELAY, "--dra-wiping-delay"),
     ];
     for (set, name) in given {

@@ -173,7 +173,8 @@ Where the sim deliberately differs from a real kubelet:
     devices in the sim's file, where the kubelet's still lists the devices of
     its last write (scenario reboot-plugin-late).
   - DRA: claims are read from the pod's manifest or, with --api-objects, from
-    the sim's own in-process API server; a claim in the manifest wins over the
+    the sim's own in-process API server (or, read-only, a plain-HTTP API
+    server with --kubeconfig: no TLS); a claim in the manifest wins over the
     objects file and is stored there first (the kubelet reads only the API
     server). A claim without status.reservedFor counts as reserved for the
     pod; drivers are

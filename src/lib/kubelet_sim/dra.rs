@@ -136,7 +136,10 @@ pub(crate) async fn start_api(inner: &Arc<Inner>) -> Result<Option<tokio::task::
 /// first (the manifest wins over the objects file, so the driver reads what
 /// the sim prepares), then each claim the pod names and the manifest does
 /// not carry is read from it. Without `--api-objects`, nothing changes.
-pub(crate) fn resolve_claims(inner: &Inner, spec: &mut PodSpec) -> Result<()> {
+pub(crate) async fn resolve_claims(inner: &Inner, spec: &mut PodSpec) -> Result<()> {
+    if let Some(client) = &inner.api_client {
+        return read_claims(client, spec).await;
+    }
     let Some(api) = inner.api.get() else { return Ok(()) };
     for c in &spec.claim_objects {
         if let Some(obj) = c.object.clone() {
@@ -153,6 +156,37 @@ pub(crate) fn resolve_claims(inner: &Inner, spec: &mut PodSpec) -> Result<()> {
             let mut obj = super::dra_claims::claim_object(&v, &spec.namespace, &place)?;
             obj.object = None;
             spec.claim_objects.push(obj);
+        }
+    }
+    Ok(())
+}
+
+/// `--kubeconfig`: each claim the pod names and its manifest does not carry
+/// is read from that API server (GET, never a write: the sim changes
+/// nothing in a cluster); a 404 leaves it missing, which fails the
+/// preparation with the kubelet's `fetch ResourceClaim` text.
+async fn read_claims(client: &crate::apiserver::client::Client, spec: &mut PodSpec) -> Result<()> {
+    let ns = spec.namespace.clone();
+    for pc in spec.resource_claims.clone() {
+        let n = &pc.resource_claim_name;
+        if spec.claim_objects.iter().any(|o| o.namespace == ns && &o.name == n) {
+            continue;
+        }
+        let path = format!("/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{n}");
+        match client.request("GET", &path, None).await {
+            Ok(v) => {
+                let place = format!("{}: ResourceClaim {ns}/{n}", client.server());
+                let mut obj = super::dra_claims::claim_object(&v, &ns, &place)?;
+                obj.object = None;
+                spec.claim_objects.push(obj);
+            }
+            Err(e) if e.code == 404 => {}
+            Err(e) => {
+                return Err(Error::invalid(
+                    "--kubeconfig",
+                    format!("fetch ResourceClaim {n} from {}: {e}", client.server()),
+                ));
+            }
         }
     }
     Ok(())

@@ -155,6 +155,10 @@ pub struct SimConfig {
     /// How long a DRA driver has to come back after its last instance went
     /// before its ResourceSlices are deleted (the kubelet's 30 s `defaultWipingDelay`).
     pub dra_wiping_delay: Duration,
+    /// Read the claims `admit` looks up from this kubeconfig's API server
+    /// instead (`--kubeconfig`; plain HTTP, e.g. `kubectl proxy`); nothing is
+    /// written there.
+    pub api_kubeconfig: Option<PathBuf>,
 }
 
 impl SimConfig {
@@ -189,6 +193,7 @@ impl SimConfig {
             tap: None,
             api_objects: None,
             dra_wiping_delay: DEFAULT_DRA_WIPING_DELAY,
+            api_kubeconfig: None,
         }
     }
 
@@ -328,6 +333,8 @@ pub(crate) struct Inner {
     dra_writes: std::sync::atomic::AtomicBool,
     /// The embedded API server's objects, with `--api-objects`.
     api: std::sync::OnceLock<crate::apiserver::Handle>,
+    /// The API server of `--kubeconfig`, read only.
+    api_client: Option<crate::apiserver::client::Client>,
     /// `<dir>/.dpctl`, removed at stop when the sim created it and it is empty.
     control_dir: Mutex<Option<ControlDir>>,
     shutdown: watch::Sender<bool>,
@@ -364,6 +371,7 @@ impl Inner {
             registry_rescan: Notify::new(),
             dra_writes: std::sync::atomic::AtomicBool::new(false),
             api: std::sync::OnceLock::new(),
+            api_client: None,
             control_dir: Mutex::new(None),
             shutdown,
             registration: tokio::sync::Mutex::new(None),
@@ -572,7 +580,11 @@ impl KubeletSim {
             journal: checkpoint::journal_path(&dir),
             dir: dir.clone(),
         };
-        let inner = Arc::new(Inner::new(config, paths));
+        let api_client = match &config.api_kubeconfig {
+            Some(k) => Some(crate::apiserver::client::Client::from_kubeconfig(k, "--kubeconfig")?),
+            None => None,
+        };
+        let inner = Arc::new(Inner { api_client, ..Inner::new(config, paths) });
         let handle = SimHandle { inner: Arc::clone(&inner) };
         let api_task = dra::start_api(&inner).await?;
         if dra::enabled(&inner) && inner.config.checkpoint {
