@@ -137,14 +137,15 @@ pub(crate) async fn start_api(inner: &Arc<Inner>) -> Result<Option<tokio::task::
 /// the sim prepares), then each claim the pod names and the manifest does
 /// not carry is read from it. Without `--api-objects`, nothing changes.
 pub(crate) async fn resolve_claims(inner: &Inner, spec: &mut PodSpec) -> Result<()> {
+    // The documents as given are needed once, to store them: the pod keeps the parsed claims.
+    let given: Vec<(String, serde_json::Value)> =
+        spec.claim_objects.iter_mut().filter_map(|c| c.object.take().map(|o| (c.name.clone(), o))).collect();
     if let Some(client) = &inner.api_client {
         return read_claims(client, spec).await;
     }
     let Some(api) = inner.api.get() else { return Ok(()) };
-    for c in &spec.claim_objects {
-        if let Some(obj) = c.object.clone() {
-            api.put(obj, &format!("pod {}/{}: ResourceClaim {}", spec.namespace, spec.name, c.name))?;
-        }
+    for (name, obj) in given {
+        api.put(obj, &format!("pod {}/{}: ResourceClaim {name}", spec.namespace, spec.name))?;
     }
     for pc in &spec.resource_claims {
         let n = &pc.resource_claim_name;
@@ -271,18 +272,24 @@ const HEALTH_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 /// again 5 s later, as the kubelet does.
 fn spawn_health(inner: &Arc<Inner>, inst: &super::manager::dra::DraInstance) {
     let Some(api) = inst.health else { return };
+    let generation = inner.lock().dra.new_stream(&inst.driver, &inst.endpoint);
     let (inner2, inst) = (Arc::clone(inner), inst.clone());
     let stop = inner.shutdown_future();
     let task = tokio::spawn(async move {
         tokio::select! {
             () = stop => {}
-            () = health_loop(&inner2, &inst, api) => {}
+            () = health_loop(&inner2, &inst, api, generation) => {}
         }
     });
     inner.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(task);
 }
 
-async fn health_loop(inner: &Arc<Inner>, inst: &super::manager::dra::DraInstance, api: crate::dra::HealthApi) {
+async fn health_loop(
+    inner: &Arc<Inner>,
+    inst: &super::manager::dra::DraInstance,
+    api: crate::dra::HealthApi,
+    generation: u64,
+) {
     let cfg = crate::transport::ClientConfig { connect_timeout: KUBELET_CALL_TIMEOUT, ..Default::default() };
     let event = |error: Option<String>| EventKind::DraHealthStream {
         driver: inst.driver.clone(),
@@ -296,7 +303,8 @@ async fn health_loop(inner: &Arc<Inner>, inst: &super::manager::dra::DraInstance
         matches!(&ev.kind, EventKind::DraDeregistered { driver, endpoint }
             if *driver == inst.driver && *endpoint == inst.endpoint)
     };
-    while inner.lock().dra.is_registered(&inst.driver, &inst.endpoint) {
+    let current = || inner.lock().dra.stream_current(&inst.driver, &inst.endpoint, generation);
+    while current() {
         let error = match crate::dra::client::watch_health(&inst.socket, api, &cfg).await {
             Err(e) => super::registration::go_rpc_error(&e),
             Ok(mut rx) => {
@@ -305,6 +313,8 @@ async fn health_loop(inner: &Arc<Inner>, inst: &super::manager::dra::DraInstance
                 loop {
                     tokio::select! {
                         m = rx.recv() => match m {
+                            // A restart or a new registration of the endpoint took over.
+                            Some(Ok(_)) if !current() => return,
                             Some(Ok(entries)) => health_message(inner, &inst.driver, entries),
                             Some(Err(e)) => break super::registration::go_rpc_error(&e),
                             None => break "the stream ended".to_string(),

@@ -148,6 +148,9 @@ pub(crate) struct DraState {
     /// Driver -> the generation of its pending ResourceSlice wipe (a
     /// registration or a newer wipe moves it on, cancelling the older one).
     wipes: BTreeMap<String, u64>,
+    /// (driver, endpoint) -> the generation of its health stream: a new
+    /// registration of the endpoint starts a new stream and ends the old one.
+    streams: BTreeMap<(String, String), u64>,
 }
 
 fn key(namespace: &str, name: &str) -> String {
@@ -167,6 +170,7 @@ impl DraState {
             claims: BTreeMap::new(),
             health: BTreeMap::new(),
             wipes: BTreeMap::new(),
+            streams: BTreeMap::new(),
         }
     }
 
@@ -281,9 +285,18 @@ impl DraState {
         self.wipes.get(driver) == Some(&generation) && self.instances.get(driver).is_none_or(Vec::is_empty)
     }
 
-    /// True while the instance at `endpoint` of `driver` is registered.
-    pub fn is_registered(&self, driver: &str, endpoint: &str) -> bool {
-        self.instances.get(driver).is_some_and(|l| l.iter().any(|i| i.endpoint == endpoint))
+    /// A new health stream for the instance at `endpoint`; returns its generation.
+    pub fn new_stream(&mut self, driver: &str, endpoint: &str) -> u64 {
+        let g = self.streams.entry((driver.to_string(), endpoint.to_string())).or_default();
+        *g += 1;
+        *g
+    }
+
+    /// True while the health stream of `generation` is the instance's
+    /// current one and the instance is registered.
+    pub fn stream_current(&self, driver: &str, endpoint: &str, generation: u64) -> bool {
+        self.streams.get(&(driver.to_string(), endpoint.to_string())) == Some(&generation)
+            && self.instances.get(driver).is_some_and(|l| l.iter().any(|i| i.endpoint == endpoint))
     }
 
     /// One health message of `driver`: each device listed takes the health
