@@ -314,6 +314,13 @@ async fn the_mock_driver_publishes_and_is_prepared_from_the_sims_api_1_34() {
     assert_eq!(v["dra"]["cdi_devices"]["main"], json!(["gpu.example.com/claim=pool-0-dev-2"]), "{v}");
     let d = dpctl(&["kubelet-sim", "delete", "--dir", &node.dir, "-n", "team-a", "trainer"]).await;
     assert!(d.expect_code(0).stdout.contains("unprepared team-a/gpu-claim"), "{}", d.stdout);
+    // A kubelet restart wipes the node's slices; the mock publishes its own again (bounded wait).
+    dpctl(&["kubelet-sim", "restart", "--dir", &node.dir, "--wait", "20s"]).await.expect_code(0);
+    let wiped = node.sim.event("dra_slices_wiped").await;
+    assert_eq!((wiped["reason"].as_str(), wiped["slices"].as_array().map(Vec::len)), (Some("restart"), Some(1)));
+    let again = mock.event("published").await;
+    assert_eq!(again["writes"][0][0], "create", "{again}");
+    node.slices_until("the slice published again", |s| s.as_array().is_some_and(|a| a.len() == 1)).await;
 
     let reg = node.registry.clone();
     let prepare = |claim: &'static str| {

@@ -312,7 +312,7 @@ Without an API server the mock allocates by itself: each new claim gets --device
 devices (dev-0 ...) of --pool, the same ones again when prepared again, until unprepared. With
 --kubeconfig and --node-name it does what a driver on the kubeletplugin helper does: publishes its
 pool as one ResourceSlice of the node (created, updated or deleted as the helper's controller does,
-owned by the Node) before it registers, and at each Prepare GETs every claim and prepares the
+owned by the Node) before it registers and checks it again every 5 s, and at each Prepare GETs every claim and prepares the
 devices of its allocation for this driver, failing the call with the helper's words (`retrieve
 claim NS/NAME: ...`, `claim NS/NAME not allocated`, `claim NS/NAME got replaced`). Every call is
 shown as an event (-o json: JSON Lines) and, with --record, written to a file.

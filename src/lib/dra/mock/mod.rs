@@ -298,5 +298,32 @@ pub async fn run_with_api(
     let free = cfg.device_names().into_iter().collect();
     let state = Mutex::new(Allocation { free, ..Default::default() });
     let shared = Arc::new(Shared { cfg, state, api, events, recorder });
-    wire::serve(shared, shutdown).await
+    let resync = republish(Arc::clone(&shared));
+    tokio::select! {
+        served = wire::serve(shared, shutdown) => served,
+        () = resync => Ok(()),
+    }
+}
+
+/// How often the mock checks its slice again (the helper's controller
+/// watches instead; a slice deleted under it, as a kubelet wipes them at its
+/// start, is recreated within this).
+pub const REPUBLISH_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Publishes the pool again every [`REPUBLISH_INTERVAL`] while serving,
+/// reporting only what it had to write; without an API server, never ends.
+async fn republish(shared: Arc<Shared>) {
+    let Some(api) = shared.api.clone() else { return std::future::pending().await };
+    loop {
+        tokio::time::sleep(REPUBLISH_INTERVAL).await;
+        match api.publish(&shared.cfg).await {
+            Ok(writes) if !writes.is_empty() => shared.emit(DraEventKind::Published {
+                server: api.client.server().to_string(),
+                node: api.node.clone(),
+                writes,
+            }),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not publish the ResourceSlice again"),
+        }
+    }
 }
