@@ -220,6 +220,8 @@ async fn a_manifest_claim_wins_and_is_stored_in_the_sims_api_1_36() {
             .nth(1)
             .unwrap()
             .replace("claim-uid-1", "claim-uid-2")
+            // No namespace in the document: it is the pod's (team-a), in the API too.
+            .replace("namespace: team-a, ", "")
     );
     let pod = node.file("pod.yaml", &given);
     // No driver registered: the preparation fails, but the claim is stored first.
@@ -234,6 +236,7 @@ async fn a_manifest_claim_wins_and_is_stored_in_the_sims_api_1_36() {
         "{writes}"
     );
     assert_eq!(last["object"]["metadata"]["uid"], "claim-uid-2", "{last}");
+    assert_eq!(last["object"]["metadata"]["namespace"], "team-a", "{last}");
     assert_eq!(last["object"]["status"]["allocation"]["devices"]["results"][0]["device"], "dev-3");
 }
 

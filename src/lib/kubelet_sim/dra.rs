@@ -138,8 +138,18 @@ pub(crate) async fn start_api(inner: &Arc<Inner>) -> Result<Option<tokio::task::
 /// not carry is read from it. Without `--api-objects`, nothing changes.
 pub(crate) async fn resolve_claims(inner: &Inner, spec: &mut PodSpec) -> Result<()> {
     // The documents as given are needed once, to store them: the pod keeps the parsed claims.
-    let given: Vec<(String, serde_json::Value)> =
-        spec.claim_objects.iter_mut().filter_map(|c| c.object.take().map(|o| (c.name.clone(), o))).collect();
+    let given: Vec<(String, serde_json::Value)> = spec
+        .claim_objects
+        .iter_mut()
+        .filter_map(|c| {
+            let mut o = c.object.take()?;
+            // A claim document without a namespace is the pod's, as the sim reads it.
+            if o.pointer("/metadata/namespace").is_none_or(serde_json::Value::is_null) {
+                o["metadata"]["namespace"] = serde_json::Value::from(c.namespace.clone());
+            }
+            Some((c.name.clone(), o))
+        })
+        .collect();
     if let Some(client) = &inner.api_client {
         return read_claims(client, spec).await;
     }
