@@ -160,9 +160,6 @@ _dpctl() {
             dpctl__subcmd__dra,prepare)
                 cmd="dpctl__subcmd__dra__subcmd__prepare"
                 ;;
-            dpctl__subcmd__dra,smoke)
-                cmd="dpctl__subcmd__dra__subcmd__smoke"
-                ;;
             dpctl__subcmd__dra,unprepare)
                 cmd="dpctl__subcmd__dra__subcmd__unprepare"
                 ;;
@@ -183,9 +180,6 @@ _dpctl() {
                 ;;
             dpctl__subcmd__dra__subcmd__help,prepare)
                 cmd="dpctl__subcmd__dra__subcmd__help__subcmd__prepare"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,smoke)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__smoke"
                 ;;
             dpctl__subcmd__dra__subcmd__help,unprepare)
                 cmd="dpctl__subcmd__dra__subcmd__help__subcmd__unprepare"
@@ -279,9 +273,6 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help__subcmd__dra,prepare)
                 cmd="dpctl__subcmd__help__subcmd__dra__subcmd__prepare"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,smoke)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__smoke"
                 ;;
             dpctl__subcmd__help__subcmd__dra,unprepare)
                 cmd="dpctl__subcmd__help__subcmd__dra__subcmd__unprepare"
@@ -1547,7 +1538,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__doctor)
-            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --kubelet-root-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --no-trunc --no-headers --help --version merge help"
+            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --no-trunc --no-headers --help --version merge help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1566,10 +1557,6 @@ _dpctl() {
                     return 0
                     ;;
                 --registry-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --kubelet-root-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1685,7 +1672,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version info prepare unprepare watch-health check mock smoke help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version info prepare unprepare watch-health check mock help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1765,7 +1752,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__help)
-            opts="info prepare unprepare watch-health check mock smoke help"
+            opts="info prepare unprepare watch-health check mock help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1835,20 +1822,6 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__help__subcmd__prepare)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__smoke)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1933,7 +1906,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__mock)
-            opts="-o -v -q -h -V --dir --cdi-dir --service --devices --devices-per-claim --pool --request-name --unhealthy --health-interval --fault --prepare-delay --prepare-error --prepare-status --unprepare-error --record --device-node --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --dir --cdi-dir --service --devices --devices-per-claim --pool --request-name --unhealthy --health-interval --fault --prepare-delay --prepare-error --prepare-status --unprepare-error --record --kubeconfig --node-name --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1999,7 +1972,11 @@ _dpctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --device-node)
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --node-name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2066,72 +2043,6 @@ _dpctl() {
                     return 0
                     ;;
                 --cdi-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --output)
-                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
-                    return 0
-                    ;;
-                -o)
-                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__smoke)
-            opts="-o -v -q -h -V --driver --kubelet-version --register-timeout --slice-timeout --timeout --parallel --rolling --grace --skip --junit --log-dir --keep --output --color --verbose --quiet --no-trunc --no-headers --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --driver)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --kubelet-version)
-                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
-                    return 0
-                    ;;
-                --register-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --slice-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --parallel)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --grace)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --skip)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --junit)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --log-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2543,7 +2454,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__dra)
-            opts="info prepare unprepare watch-health check mock smoke"
+            opts="info prepare unprepare watch-health check mock"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2599,20 +2510,6 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__dra__subcmd__prepare)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__smoke)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3159,7 +3056,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --numa-nodes --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace help"
+            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --api-objects --kubeconfig --dra-wiping-delay --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --numa-nodes --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3182,6 +3079,18 @@ _dpctl() {
                     return 0
                     ;;
                 --registry-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --api-objects)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --dra-wiping-delay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -17,6 +17,7 @@ mod deploy;
 mod doctor;
 mod doctor_dra;
 mod dra;
+mod dra_e2e;
 mod dra_sim;
 mod dra_smoke;
 mod exit_codes;

@@ -99,6 +99,11 @@ impl Kind {
         KINDS.iter().find(|k| k.group == group && k.version == version && k.resource == resource)
     }
 
+    /// The resource Nodes are.
+    pub fn nodes() -> &'static Kind {
+        KINDS.iter().find(|k| k.resource == "nodes").expect("nodes is served")
+    }
+
     /// The resource ResourceSlices are.
     pub fn slices() -> &'static Kind {
         KINDS.iter().find(|k| k.resource == "resourceslices").expect("resourceslices is served")

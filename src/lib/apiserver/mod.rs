@@ -9,6 +9,7 @@
 //! not serve, so the helper's v1 → v1beta2 → v1beta1 fallback works).
 //! Every write is recorded in the directory (see [`record`]).
 
+pub mod client;
 pub mod kinds;
 pub mod objects;
 pub mod protobuf;
@@ -96,6 +97,116 @@ pub async fn bind(config: &Config) -> Result<Server> {
     Ok(Server { listener, state, writes, url, kubeconfig, objects: count })
 }
 
+/// In-process access to a bound server's objects, for a program that
+/// embeds the server or plays the control plane beside it (kubelet-sim reads
+/// the claims it prepares from it and adds those it is given with a pod;
+/// `dra smoke` creates the claims it allocates from the published slices, as
+/// the scheduler would). Writes through it are recorded and seen by watches,
+/// as a client's are.
+#[derive(Debug, Clone)]
+pub struct Handle(Arc<http::State>);
+
+impl Handle {
+    /// One object of `resource` (plural, e.g. `resourceclaims`); `None` when absent.
+    pub fn get(&self, resource: &str, ns: &str, name: &str) -> Result<Option<serde_json::Value>> {
+        let Some(kind) = kinds::KINDS.iter().find(|k| k.resource == resource) else {
+            return Err(Error::invalid(resource, "not a resource dpctl's API server serves"));
+        };
+        let inner = self.0.inner.lock().map_err(|_| poisoned())?;
+        Ok(inner.0.get(kind, ns, name).ok())
+    }
+
+    /// Stores `obj` (one object as an objects file holds it, checked the
+    /// same way), created or replaced, and records the write.
+    pub fn put(&self, obj: serde_json::Value, place: &str) -> Result<Write> {
+        let text = serde_json::to_string(&obj).map_err(|e| Error::invalid(place, e.to_string()))?;
+        let mut checked = objects::parse(&text, place)?;
+        let Some((kind, obj)) = checked.pop() else { return Err(Error::invalid(place, "no object")) };
+        let mut inner = self.0.inner.lock().map_err(|_| poisoned())?;
+        let (store, recorder) = &mut *inner;
+        let write = store.put(kind, obj);
+        let recorded = recorder.record(&write, store.slices());
+        let rv = store.resource_version();
+        drop(inner);
+        self.0.changed.send_replace(rv);
+        let _ = self.0.writes.send(write.clone());
+        recorded.map_err(|e| Error::io("recording a write", e))?;
+        Ok(write)
+    }
+
+    /// Creates an object of a served kind (from its `apiVersion` and
+    /// `kind`), recorded and seen by watches as any write; returns it as
+    /// stored (with its new UID and resourceVersion).
+    pub fn create(&self, obj: serde_json::Value) -> Result<serde_json::Value> {
+        let text = |k: &str| obj.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+        let Some(kind) = kinds::Kind::of_object(&text("apiVersion"), &text("kind")) else {
+            return Err(Error::invalid("object", format!("{} {} is not served", text("apiVersion"), text("kind"))));
+        };
+        let ns = obj.pointer("/metadata/namespace").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+        http::write(&self.0, |store| store.create(kind, &ns, obj))
+            .map_err(|e| Error::invalid(format!("{} {}", kind.kind, ns), e.message))
+    }
+
+    /// Wakes on every write (its value: the resourceVersion after it).
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.changed.subscribe()
+    }
+
+    /// Every ResourceSlice as it stands.
+    pub fn slices(&self) -> Vec<serde_json::Value> {
+        self.0.inner.lock().map(|inner| inner.0.slices()).unwrap_or_default()
+    }
+}
+
+impl Handle {
+    /// The name of the one Node the objects hold (`None`: none, or several).
+    pub fn only_node(&self) -> Result<Option<String>> {
+        let inner = self.0.inner.lock().map_err(|_| poisoned())?;
+        let nodes = inner.0.list(kinds::Kind::nodes(), None, &select::Selector::default());
+        Ok(match nodes.as_slice() {
+            [one] => one.pointer("/metadata/name").and_then(serde_json::Value::as_str).map(String::from),
+            _ => None,
+        })
+    }
+
+    /// DeleteCollection of ResourceSlices by field selector (e.g.
+    /// `spec.nodeName=n,spec.driver=d`), each delete recorded and seen by
+    /// watches; returns the names deleted.
+    pub fn delete_slices(&self, field_selector: &str) -> Result<Vec<String>> {
+        let kind = kinds::Kind::slices();
+        let sel = select::Selector::parse(kind, Some(field_selector), None)
+            .map_err(|e| Error::invalid(field_selector, e.message))?;
+        let mut inner = self.0.inner.lock().map_err(|_| poisoned())?;
+        let (store, recorder) = &mut *inner;
+        let names: Vec<String> = store
+            .list(kind, None, &sel)
+            .iter()
+            .filter_map(|o| o.pointer("/metadata/name").and_then(serde_json::Value::as_str).map(String::from))
+            .collect();
+        let mut writes = Vec::new();
+        for n in &names {
+            if let Ok((_, w)) = store.delete(kind, "", n, &serde_json::json!({})) {
+                let recorded = recorder.record(&w, store.slices());
+                writes.push(w);
+                recorded.map_err(|e| Error::io("recording a write", e))?;
+            }
+        }
+        let rv = store.resource_version();
+        drop(inner);
+        if !writes.is_empty() {
+            self.0.changed.send_replace(rv);
+        }
+        for w in writes {
+            let _ = self.0.writes.send(w);
+        }
+        Ok(names)
+    }
+}
+
+fn poisoned() -> Error {
+    Error::io("reading the API objects", std::io::Error::other("poisoned lock"))
+}
+
 impl Server {
     /// The server's URL, e.g. `http://127.0.0.1:38211`.
     pub fn url(&self) -> &str {
@@ -107,14 +218,14 @@ impl Server {
         &self.kubeconfig
     }
 
+    /// In-process access to its objects (see [`Handle`]).
+    pub fn handle(&self) -> Handle {
+        Handle(Arc::clone(&self.state))
+    }
+
     /// How many objects it serves from the file.
     pub fn objects(&self) -> usize {
         self.objects
-    }
-
-    /// A handle on the store that outlives [`Server::run`]'s borrow.
-    pub fn handle(&self) -> Handle {
-        Handle(Arc::clone(&self.state))
     }
 
     /// Serves until `shutdown` completes, calling `on_write` for each write
@@ -152,37 +263,6 @@ impl Server {
             .lock()
             .map_err(|_| Error::io("reading the record", std::io::Error::other("poisoned lock")))?;
         Ok(inner.1.current().clone())
-    }
-}
-
-/// The store of a running server, for a program that plays the control
-/// plane beside it: `dra smoke` creates the ResourceClaims it allocates
-/// from the slices a driver published, as the scheduler would have.
-#[derive(Debug, Clone)]
-pub struct Handle(Arc<http::State>);
-
-impl Handle {
-    /// Creates an object of a served kind (from its `apiVersion` and
-    /// `kind`), recorded and seen by watches as any write; returns it as
-    /// stored (with its new UID and resourceVersion).
-    pub fn create(&self, obj: serde_json::Value) -> Result<serde_json::Value> {
-        let text = |k: &str| obj.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
-        let Some(kind) = kinds::Kind::of_object(&text("apiVersion"), &text("kind")) else {
-            return Err(Error::invalid("object", format!("{} {} is not served", text("apiVersion"), text("kind"))));
-        };
-        let ns = obj.pointer("/metadata/namespace").and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
-        http::write(&self.0, |store| store.create(kind, &ns, obj))
-            .map_err(|e| Error::invalid(format!("{} {}", kind.kind, ns), e.message))
-    }
-
-    /// Wakes on every write (its value: the resourceVersion after it).
-    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.0.changed.subscribe()
-    }
-
-    /// Every ResourceSlice as it stands.
-    pub fn slices(&self) -> Vec<serde_json::Value> {
-        self.0.inner.lock().map(|inner| inner.0.slices()).unwrap_or_default()
     }
 }
 

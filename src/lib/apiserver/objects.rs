@@ -20,7 +20,12 @@ pub const MAX_OBJECTS: usize = 10_000;
 
 /// Reads and checks the objects file at `path`.
 pub fn load(path: &Path) -> Result<Vec<(&'static Kind, Value)>> {
-    let place = format!("--objects {}", path.display());
+    load_as(path, "--objects")
+}
+
+/// [`load`], naming the file by `flag` in errors.
+pub fn load_as(path: &Path, flag: &str) -> Result<Vec<(&'static Kind, Value)>> {
+    let place = format!("{flag} {}", path.display());
     let text = crate::input::read_text(path, &place)?;
     crate::input::check_depth(&text, &place, 64)?;
     parse(&text, &place)

@@ -267,6 +267,32 @@ impl Store {
         Ok((write.object.clone(), write))
     }
 
+    /// Stores `obj` of a kind clients cannot write (a claim the sim was
+    /// given with a pod) as its owner would: created when absent, else
+    /// replaced; its UID kept (a new one when it has none), its
+    /// creationTimestamp and generation kept from the stored object.
+    pub fn put(&mut self, kind: &'static Kind, mut obj: Value) -> Write {
+        let ns =
+            if kind.namespaced { meta_str(&obj, "namespace").unwrap_or("default").to_string() } else { String::new() };
+        let name = meta_str(&obj, "name").unwrap_or_default().to_string();
+        let key = (kind.resource, ns.clone(), name);
+        let old = self.objects.get(&key).cloned();
+        obj["kind"] = json!(kind.kind);
+        obj["apiVersion"] = json!(kind.api_version());
+        if kind.namespaced {
+            obj["metadata"]["namespace"] = json!(ns);
+        }
+        if meta_str(&obj, "uid").is_none() {
+            obj["metadata"]["uid"] = json!(new_uid());
+        }
+        let created = old.as_ref().and_then(|o| meta_str(o, "creationTimestamp")).map_or_else(now, str::to_string);
+        if meta_str(&obj, "creationTimestamp").is_none() {
+            obj["metadata"]["creationTimestamp"] = json!(created);
+        }
+        let verb = if old.is_some() { Verb::Update } else { Verb::Create };
+        self.commit(verb, key, old, obj)
+    }
+
     /// Every ResourceSlice, by name.
     pub fn slices(&self) -> Vec<Value> {
         self.list(Kind::slices(), None, &Selector::default())

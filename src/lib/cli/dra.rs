@@ -315,8 +315,13 @@ Layout under --dir (a kubelet root directory):
                                              /var/run/cdi only if you name it)
 
 Without an API server the mock allocates by itself: each new claim gets --devices-per-claim free
-devices (dev-0 ...) of --pool, the same ones again when prepared again, until unprepared. Every
-call is shown as an event (-o json: JSON Lines) and, with --record, written to a file.
+devices (dev-0 ...) of --pool, the same ones again when prepared again, until unprepared. With
+--kubeconfig and --node-name it does what a driver on the kubeletplugin helper does: publishes its
+pool as one ResourceSlice of the node (created, updated or deleted as the helper's controller does,
+owned by the Node) before it registers and checks it again every 5 s, and at each Prepare GETs every claim and prepares the
+devices of its allocation for this driver, failing the call with the helper's words (`retrieve
+claim NS/NAME: ...`, `claim NS/NAME not allocated`, `claim NS/NAME got replaced`). Every call is
+shown as an event (-o json: JSON Lines) and, with --record, written to a file.
 
 Faults (--fault, repeatable):
   missing-uid       the first claim of each Prepare is left out of the answer
@@ -386,6 +391,15 @@ pub struct MockArgs {
     /// device's number, {device}: its name) [default: none, env only].
     #[arg(long, value_name = "PATH")]
     pub device_node: Option<String>,
+    /// Use the API server of this kubeconfig (plain HTTP: `dpctl apiserver`'s, or kubelet-sim
+    /// --api-objects' ROOT/kubeconfig) as a helper-built driver does: publish the pool as a
+    /// ResourceSlice of --node-name, and prepare the devices each claim's allocation names (the
+    /// claim GET first; the helper's errors for a missing, unallocated or replaced claim).
+    #[arg(long, value_name = "FILE", requires = "node_name")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The node the mock runs on (its Node must be in the API; needs --kubeconfig).
+    #[arg(long, value_name = "NAME", requires = "kubeconfig")]
+    pub node_name: Option<String>,
 }
 
 /// `--fault`.
@@ -441,11 +455,15 @@ fn mock_config(a: MockArgs) -> Result<MockConfig> {
     })
 }
 
-async fn mock(a: MockArgs, s: &mut Streams<'_>) -> Result<u8> {
+async fn mock(mut a: MockArgs, s: &mut Streams<'_>) -> Result<u8> {
+    let api = match (a.kubeconfig.take(), a.node_name.take()) {
+        (Some(kubeconfig), Some(node_name)) => Some(dra::mock::ApiOptions { kubeconfig, node_name }),
+        _ => None,
+    };
     let cfg = mock_config(a)?;
     cfg.check()?;
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = dra::mock::run(cfg, tx, crate::signal::shutdown());
+    let run = dra::mock::run_with_api(cfg, api, tx, crate::signal::shutdown());
     mock_events(s, rx, run).await
 }
 

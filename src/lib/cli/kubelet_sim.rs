@@ -96,6 +96,22 @@ pub struct ServeArgs {
     /// Also accept plugins through this plugins_registry directory (the plugin watcher's way).
     #[arg(long, value_name = "DIR")]
     pub registry_dir: Option<PathBuf>,
+    /// Serve these API objects (YAML or JSON: ResourceClaims, the Node, Pods, DeviceClasses,
+    /// ResourceSlices) on loopback, as `dpctl apiserver` does, with its kubeconfig and record
+    /// written in the kubelet's root (the parent of --registry-dir): point a helper-built DRA
+    /// driver at ROOT/kubeconfig. `admit` looks the pod's claims up there; a claim given in the
+    /// pod's manifest wins and is stored there first, so the driver reads the same claim.
+    #[arg(long, value_name = "FILE", requires = "registry_dir")]
+    pub api_objects: Option<PathBuf>,
+    /// Read the claims `admit` looks up from this kubeconfig's API server instead of
+    /// --api-objects (GET only, nothing written: no claim stored, no slice wiped). Plain HTTP only,
+    /// e.g. `kubectl proxy` in front of a real cluster; an https:// server is refused.
+    #[arg(long, value_name = "FILE", conflicts_with = "api_objects", requires = "registry_dir")]
+    pub kubeconfig: Option<PathBuf>,
+    /// With --api-objects: how long a DRA driver has to register again after its last instance
+    /// went before the sim deletes its ResourceSlices (the kubelet's fixed 30 s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s", requires = "api_objects")]
+    pub dra_wiping_delay: Duration,
     /// How long Register keeps dialing the plugin's socket before it fails.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub dial_timeout: Duration,
@@ -376,6 +392,10 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
         config.podresources.rate_limit = None;
     }
     config.registry_dir = args.registry_dir;
+    config.api_objects = args.api_objects;
+    config.api_kubeconfig = args.kubeconfig;
+    config.dra_wiping_delay =
+        crate::duration::check(args.dra_wiping_delay).map_err(|e| crate::Error::invalid("--dra-wiping-delay", e))?;
     config.dial_timeout = args.dial_timeout;
     config.rpc_timeout = args.rpc_timeout;
     config.checkpoint = !args.no_checkpoint;
@@ -507,6 +527,9 @@ fn sim_only_options(args: &ServeArgs) -> Vec<&'static str> {
         (args.emulate_cleanup, "--emulate-cleanup"),
         (args.adopt_checkpoint, "--adopt-checkpoint"),
         (!args.expect.is_empty(), "--expect"),
+        (args.api_objects.is_some(), "--api-objects"),
+        (args.kubeconfig.is_some(), "--kubeconfig"),
+        (args.dra_wiping_delay != crate::kubelet_sim::DEFAULT_DRA_WIPING_DELAY, "--dra-wiping-delay"),
     ];
     for (set, name) in given {
         if set {

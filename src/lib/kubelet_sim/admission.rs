@@ -36,6 +36,7 @@ fn new_uid() -> String {
 /// Admits `spec`: see the module docs.
 pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<AdmitOutcome> {
     spec.validate()?;
+    super::dra::apply_extended_claim(inner, &mut spec);
     super::dra::check_pod(inner, &spec)?;
     let _turn = inner.admission.lock().await;
     if inner.is_stopped() {
@@ -51,6 +52,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
     if spec.uid.is_none() {
         spec.uid = Some(new_uid());
     }
+    super::dra::resolve_claims(inner, &mut spec).await?;
     let mut pod = Pod { spec, allocs: BTreeMap::new(), running: BTreeSet::new() };
     let mut outcome = AdmitOutcome::pending(&pod.spec, pod.uid().to_string());
     match allocate_pod(inner, &mut pod, &mut outcome).await {

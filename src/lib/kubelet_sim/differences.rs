@@ -72,6 +72,12 @@ Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
     parent of --registry-dir, PodResources dynamic_resources. ShareID is
     checkpointed from 1.35; a restored claim prepared again after a restart
     gets its devices appended in 1.34-1.36 (listed twice), replaced in 1.37.
+    Health streams (NodeWatchResources): none by default in 1.34-1.35
+    (ResourceHealthStatus off), v1alpha1 for every driver in 1.36, the
+    preferred advertised service in 1.37; reopened every 5 s.
+    KEP-5004 pods (status.extendedResourceClaimStatus): 1.36+ prepare the
+    claim it names and skip the mapped extended resources in the device
+    manager; 1.34-1.35 (DRAExtendedResource off) ignore the status.
     1.26-1.33 (DRA off by default) answer a DRAPlugin with \"no handler
     registered for plugin type: DRAPlugin\" and refuse pods with claims.
   Every version: the endpoint is joined like Go's filepath.Join (an absolute
@@ -106,7 +112,7 @@ Where the sim deliberately differs from a real kubelet:
     pick of a restarted container's exited instance after a restart, List of
     active pods only (1.34+; the sim keeps no terminated pods), the
     SidecarContainers gate (off by default in 1.28), the healthz check, ResourceHealthStatus
-    (1.31+ alpha: device health in pod status), the <=1.28 kubelet panic when
+    (1.31+ alpha, on from 1.36: device health in pod status), the <=1.28 kubelet panic when
     a plugin disconnects after its endpoint was dropped, GetAllocatableResources' 1.26-1.27 feature gate
     (always on here). Pod-level cpu_ids/memory in PodResources (1.37+) are
     filled only with gate PodLevelResourceManagers (beta, off by default), so
@@ -166,10 +172,19 @@ Where the sim deliberately differs from a real kubelet:
     writes none then. So a plugin already stopped leaves its resource with no
     devices in the sim's file, where the kubelet's still lists the devices of
     its last write (scenario reboot-plugin-late).
-  - DRA: claims are read from the pod's manifest, not an API server (a claim
-    without status.reservedFor counts as reserved for the pod); drivers are
+  - DRA: claims are read from the pod's manifest or, with --api-objects, from
+    the sim's own in-process API server (or, read-only, a plain-HTTP API
+    server with --kubeconfig: no TLS); a claim in the manifest wins over the
+    objects file and is stored there first (the kubelet reads only the API
+    server). A claim without status.reservedFor counts as reserved for the
+    pod; drivers are
     called in name order (the kubelet: random map order) and the newest
     instance is used whether connected or not; a failed prepare is not retried
-    (the kubelet retries at its next sync); no health stream is opened and
-    no ResourceSlice is published or wiped; KEP-5004 pods
-    (extendedResourceClaimStatus) are not played.";
+    (the kubelet retries at its next sync); device health from the health
+    streams shows in status and events, not in pod status. With
+    --api-objects the node's ResourceSlices are deleted at start and restart,
+    and a driver's --dra-wiping-delay (the kubelet's fixed 30 s) after its
+    last registration socket went. KEP-5004 pods (extendedResourceClaimStatus)
+    are played from 1.36 (docs/dra.md §8); a mapped resource is dropped from
+    the pod's limits before the device manager sees it, so status and
+    PodResources show no device-plugin entry for it.";

@@ -38,6 +38,38 @@ pub(crate) fn state_path(registry_dir: &Path) -> PathBuf {
     registry_dir.parent().unwrap_or(registry_dir).join(crate::dra::state::FILE_NAME)
 }
 
+/// KEP-5004, where `DRAExtendedResource` is on (beta and on by default in
+/// 1.36, GA in 1.37; alpha and off in 1.34-1.35, where the status is ignored
+/// and the device manager handles the resource as any other): the claim of
+/// `status.extendedResourceClaimStatus` joins the pod's claims (no name, as
+/// `PrepareResources` in pkg/kubelet/cm/dra/manager.go adds it), each
+/// container the mappings name uses its mapped requests for the extended
+/// resources it asks for (`GetResources`), and the device manager skips a
+/// resource mapped for the container (`isDRAExtendedResource` in
+/// pkg/kubelet/cm/devicemanager/manager.go), as the admission predicate does.
+pub(crate) fn apply_extended_claim(inner: &Inner, spec: &mut PodSpec) {
+    let Some(ext) = spec.extended_claim.clone() else { return };
+    let v = inner.config.kubelet_version;
+    if !plays_dra(v) || !v.at_least(36) || spec.resource_claims.iter().any(|p| p.name.is_empty()) {
+        return;
+    }
+    for c in &mut spec.containers {
+        let mapped: Vec<&super::dra_claims::RequestMapping> =
+            ext.request_mappings.iter().filter(|m| m.container_name == c.name).collect();
+        for m in &mapped {
+            if c.limits.get(&m.resource_name).is_some_and(|n| *n > 0) {
+                c.claims.push(super::pod::ContainerClaim { name: String::new(), request: m.request_name.clone() });
+            }
+        }
+        c.limits.retain(|r, _| !mapped.iter().any(|m| &m.resource_name == r));
+    }
+    spec.resource_claims.push(super::pod::PodClaim {
+        name: String::new(),
+        resource_claim_name: ext.resource_claim_name,
+        from_template: false,
+    });
+}
+
 /// Refuses a pod with claims the played release cannot prepare.
 pub(crate) fn check_pod(inner: &Inner, spec: &PodSpec) -> Result<()> {
     if spec.resource_claims.is_empty() {
@@ -59,6 +91,113 @@ pub(crate) fn check_pod(inner: &Inner, spec: &PodSpec) -> Result<()> {
             "this sim plays no DRA manager: DRA drivers register on plugins_registry; \
              hint: start the sim with --registry-dir DIR (a kubelet's is /var/lib/kubelet/plugins_registry)",
         ));
+    }
+    Ok(())
+}
+
+/// Binds the embedded API server of `--api-objects` (docs/dra.md §6): its
+/// record and kubeconfig in the kubelet's root directory (the parent of
+/// plugins_registry), served until the sim stops.
+pub(crate) async fn start_api(inner: &Arc<Inner>) -> Result<Option<tokio::task::JoinHandle<()>>> {
+    let Some(objects) = inner.config.api_objects.clone() else { return Ok(None) };
+    let Some(registry) = inner.config.registry_dir.as_deref() else {
+        return Err(Error::invalid(
+            "--api-objects",
+            "serves the API objects DRA drivers read, and DRA drivers register on plugins_registry; \
+             hint: add --registry-dir DIR",
+        ));
+    };
+    // Checked here first so that errors name the sim's flag.
+    crate::apiserver::objects::load_as(&objects, "--api-objects")?;
+    let dir = registry.parent().unwrap_or(registry).to_path_buf();
+    let config = crate::apiserver::Config {
+        kubeconfig_out: Some(dir.join("kubeconfig")),
+        dir,
+        objects,
+        listen: crate::apiserver::DEFAULT_LISTEN.parse().map_err(|_| Error::invalid("--api-objects", "bad address"))?,
+    };
+    let server = crate::apiserver::bind(&config).await?;
+    tracing::info!(server = server.url(), kubeconfig = %server.kubeconfig().display(), "serving the API objects");
+    let _ = inner.api.set(server.handle());
+    // The kubelet's DRA plugin manager deletes the node's slices at start:
+    // no driver has registered yet.
+    wipe(inner, None, "start");
+    let stop = inner.shutdown_future();
+    Ok(Some(tokio::spawn(async move {
+        if let Err(e) = server.run(stop, |_| Ok(())).await {
+            tracing::warn!(error = %e, "the embedded API server stopped");
+        }
+    })))
+}
+
+/// The pod's claims from the embedded API server, as the kubelet GETs them
+/// (`fetch ResourceClaim`): the claims given with the pod are stored there
+/// first (the manifest wins over the objects file, so the driver reads what
+/// the sim prepares), then each claim the pod names and the manifest does
+/// not carry is read from it. Without `--api-objects`, nothing changes.
+pub(crate) async fn resolve_claims(inner: &Inner, spec: &mut PodSpec) -> Result<()> {
+    // The documents as given are needed once, to store them: the pod keeps the parsed claims.
+    let given: Vec<(String, serde_json::Value)> = spec
+        .claim_objects
+        .iter_mut()
+        .filter_map(|c| {
+            let mut o = c.object.take()?;
+            // A claim document without a namespace is the pod's, as the sim reads it.
+            if o.pointer("/metadata/namespace").is_none_or(serde_json::Value::is_null) {
+                o["metadata"]["namespace"] = serde_json::Value::from(c.namespace.clone());
+            }
+            Some((c.name.clone(), o))
+        })
+        .collect();
+    if let Some(client) = &inner.api_client {
+        return read_claims(client, spec).await;
+    }
+    let Some(api) = inner.api.get() else { return Ok(()) };
+    for (name, obj) in given {
+        api.put(obj, &format!("pod {}/{}: ResourceClaim {name}", spec.namespace, spec.name))?;
+    }
+    for pc in &spec.resource_claims {
+        let n = &pc.resource_claim_name;
+        if spec.claim_objects.iter().any(|o| o.namespace == spec.namespace && &o.name == n) {
+            continue;
+        }
+        if let Some(v) = api.get("resourceclaims", &spec.namespace, n)? {
+            let place = format!("the API server's ResourceClaim {}/{n}", spec.namespace);
+            let mut obj = super::dra_claims::claim_object(&v, &spec.namespace, &place)?;
+            obj.object = None;
+            spec.claim_objects.push(obj);
+        }
+    }
+    Ok(())
+}
+
+/// `--kubeconfig`: each claim the pod names and its manifest does not carry
+/// is read from that API server (GET, never a write: the sim changes
+/// nothing in a cluster); a 404 leaves it missing, which fails the
+/// preparation with the kubelet's `fetch ResourceClaim` text.
+async fn read_claims(client: &crate::apiserver::client::Client, spec: &mut PodSpec) -> Result<()> {
+    let ns = spec.namespace.clone();
+    for pc in spec.resource_claims.clone() {
+        let n = &pc.resource_claim_name;
+        if spec.claim_objects.iter().any(|o| o.namespace == ns && &o.name == n) {
+            continue;
+        }
+        let path = format!("/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{n}");
+        match client.request("GET", &path, None).await {
+            Ok(v) => {
+                let place = format!("{}: ResourceClaim {ns}/{n}", client.server());
+                let mut obj = super::dra_claims::claim_object(&v, &ns, &place)?;
+                obj.object = None;
+                spec.claim_objects.push(obj);
+            }
+            Err(e) if e.code == 404 => {}
+            Err(e) => {
+                return Err(Error::invalid(
+                    "--kubeconfig",
+                    format!("fetch ResourceClaim {n} from {}: {e}", client.server()),
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -111,6 +250,8 @@ pub(crate) async fn register(
                 inner.lock().dra.deregister(&inst.driver, &inst.endpoint);
                 return DraAttempt::Retry;
             }
+            inner.lock().dra.bump_wipe(&inst.driver); // back in time: no wipe
+            spawn_health(inner, &inst);
             inner.emit(EventKind::DraRegistered {
                 driver: inst.driver,
                 endpoint: inst.endpoint,
@@ -129,13 +270,165 @@ pub(crate) async fn register(
     }
 }
 
-/// A registration socket was deleted: its instance is deregistered.
+/// The kubelet's wait between two attempts at a health stream
+/// (`wait.UntilWithContext(..., 5*time.Second)` in
+/// pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go).
+const HEALTH_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Streams the instance's device health while it stays registered, where
+/// the release opens a stream (`DraInstance::health`): each message updates
+/// the devices' health (status, events); a failed or ended stream is opened
+/// again 5 s later, as the kubelet does.
+fn spawn_health(inner: &Arc<Inner>, inst: &super::manager::dra::DraInstance) {
+    let Some(api) = inst.health else { return };
+    let generation = inner.lock().dra.new_stream(&inst.driver, &inst.endpoint);
+    let (inner2, inst) = (Arc::clone(inner), inst.clone());
+    let stop = inner.shutdown_future();
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            () = stop => {}
+            () = health_loop(&inner2, &inst, api, generation) => {}
+        }
+    });
+    inner.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(task);
+}
+
+async fn health_loop(
+    inner: &Arc<Inner>,
+    inst: &super::manager::dra::DraInstance,
+    api: crate::dra::HealthApi,
+    generation: u64,
+) {
+    let cfg = crate::transport::ClientConfig { connect_timeout: crate::dra::KUBELET_CALL_TIMEOUT, ..Default::default() };
+    let event = |error: Option<String>| EventKind::DraHealthStream {
+        driver: inst.driver.clone(),
+        endpoint: inst.endpoint.clone(),
+        service: api.advertised().to_string(),
+        error,
+    };
+    let mut last_error = None;
+    let mut events = inner.events.subscribe();
+    let gone = |ev: &super::SimEvent| {
+        matches!(&ev.kind, EventKind::DraDeregistered { driver, endpoint }
+            if *driver == inst.driver && *endpoint == inst.endpoint)
+    };
+    let current = || inner.lock().dra.stream_current(&inst.driver, &inst.endpoint, generation);
+    while current() {
+        let error = match crate::dra::client::watch_health(&inst.socket, api, &cfg).await {
+            Err(e) => super::registration::go_rpc_error(&e),
+            Ok(mut rx) => {
+                inner.emit(event(None));
+                last_error = None;
+                loop {
+                    tokio::select! {
+                        m = rx.recv() => match m {
+                            // A restart or a new registration of the endpoint took over.
+                            Some(Ok(_)) if !current() => return,
+                            Some(Ok(entries)) => health_message(inner, &inst.driver, entries),
+                            Some(Err(e)) => break super::registration::go_rpc_error(&e),
+                            None => break "the stream ended".to_string(),
+                        },
+                        // The kubelet cancels the stream when the instance goes.
+                        ev = events.recv() => match ev {
+                            Ok(ev) if gone(&ev) => return,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                            _ => {}
+                        },
+                    }
+                }
+            }
+        };
+        // A driver answering Unimplemented every 5 s is reported once, not every time.
+        if last_error.as_ref() != Some(&error) {
+            inner.emit(event(Some(error.clone())));
+            last_error = Some(error);
+        }
+        tokio::time::sleep(HEALTH_RETRY).await;
+    }
+}
+
+fn health_message(inner: &Arc<Inner>, driver: &str, entries: Vec<crate::dra::client::HealthEntry>) {
+    let devices = entries
+        .into_iter()
+        .map(|e| super::manager::dra::DeviceHealthView {
+            driver: driver.to_string(),
+            pool: e.pool,
+            device: e.device,
+            health: e.health,
+            message: e.message,
+        })
+        .collect();
+    let changed = inner.lock().dra.set_health(driver, devices);
+    for d in changed {
+        inner.emit(EventKind::DraDeviceHealth {
+            driver: d.driver,
+            pool: d.pool,
+            device: d.device,
+            health: d.health,
+            message: d.message,
+        });
+    }
+}
+
+/// A registration socket was deleted: its instance is deregistered; the
+/// driver's last instance gone, its slices are wiped after the delay.
 pub(crate) fn socket_removed(inner: &Arc<Inner>, path: &Path) {
     let found = inner.lock().dra.instances().find(|i| i.registration == path).cloned();
     if let Some(inst) = found {
         inner.lock().dra.deregister(&inst.driver, &inst.endpoint);
-        inner.emit(EventKind::DraDeregistered { driver: inst.driver, endpoint: inst.endpoint });
+        let last = inner.lock().dra.plugin(&inst.driver).is_err();
+        inner.emit(EventKind::DraDeregistered { driver: inst.driver.clone(), endpoint: inst.endpoint });
+        if last {
+            schedule_wipe(inner, &inst.driver);
+        }
     }
+}
+
+/// Deletes the node's ResourceSlices (all, or `driver`'s) in the sim's API
+/// server, as `wipeResourceSlices` in
+/// pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go does (a DeleteCollection
+/// by `spec.nodeName` and `spec.driver`). The node is the one Node of the
+/// objects file; with none (or several) nothing is wiped, as the kubelet
+/// waits for its Node.
+fn wipe(inner: &Inner, driver: Option<&str>, reason: &str) {
+    let Some(api) = inner.api.get() else { return };
+    let Ok(Some(node)) = api.only_node() else { return };
+    let selector = match driver {
+        Some(d) => format!("spec.nodeName={node},spec.driver={d}"),
+        None => format!("spec.nodeName={node}"),
+    };
+    match api.delete_slices(&selector) {
+        Ok(slices) => inner.emit(EventKind::DraSlicesWiped {
+            node,
+            driver: driver.map(String::from),
+            slices,
+            reason: reason.to_string(),
+        }),
+        Err(e) => tracing::warn!(error = %e, "could not delete the ResourceSlices"),
+    }
+}
+
+/// The driver's last instance went: its slices go after `--dra-wiping-delay`
+/// (30 s, the same 1.34-1.37) unless an instance registers first.
+fn schedule_wipe(inner: &Arc<Inner>, driver: &str) {
+    if inner.api.get().is_none() {
+        return;
+    }
+    let generation = inner.lock().dra.bump_wipe(driver);
+    let (inner2, driver) = (Arc::clone(inner), driver.to_string());
+    let stop = inner.shutdown_future();
+    let delay = inner.config.dra_wiping_delay;
+    let task = tokio::spawn(async move {
+        tokio::select! {
+            () = stop => {}
+            () = tokio::time::sleep(delay) => {
+                if inner2.lock().dra.wipe_due(&driver, generation) {
+                    wipe(&inner2, Some(&driver), "deregistered");
+                }
+            }
+        }
+    });
+    inner.tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(task);
 }
 
 /// Calls NodePrepareResources or NodeUnprepareResources for `batch` on the
@@ -344,6 +637,8 @@ pub(crate) fn restart(inner: &Arc<Inner>) -> Result<usize> {
     }
     write_state(inner);
     inner.lock().dra.drop_instances();
+    // A new DRA plugin manager: the node's slices go, as at start.
+    wipe(inner, None, "restart");
     let (writes, restored) = load(inner)?;
     inner.dra_writes.store(writes, std::sync::atomic::Ordering::Relaxed);
     inner.lock().dra.unprepare_all_in_memory();

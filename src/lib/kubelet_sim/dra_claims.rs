@@ -22,8 +22,13 @@ pub const MAX_RESULTS: usize = 1024;
 pub struct PodClaim {
     /// The name containers use in `resources.claims`.
     pub name: String,
-    /// `resourceClaimName`: the ResourceClaim in the pod's namespace.
+    /// `resourceClaimName`: the ResourceClaim in the pod's namespace (for a
+    /// template, the name `status.resourceClaimStatuses` gives the claim made from it).
     pub resource_claim_name: String,
+    /// Made from `resourceClaimTemplateName`: the claim must be controlled by
+    /// the pod (`resourceclaim.IsForPod` in k8s.io/dynamic-resource-allocation).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_template: bool,
 }
 
 /// One entry of a container's `resources.claims`.
@@ -68,6 +73,67 @@ pub struct ClaimObject {
     /// it, as the scheduler would have).
     #[serde(default)]
     pub reserved_for: Option<Vec<String>>,
+    /// The UID of its controlling owner (`metadata.ownerReferences[controller: true]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller_uid: Option<String>,
+    /// The document as given, served to drivers by the sim's embedded API server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object: Option<Value>,
+}
+
+/// One entry of `status.extendedResourceClaimStatus.requestMappings`: the
+/// request of the special claim that serves a container's extended resource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestMapping {
+    /// `containerName`.
+    pub container_name: String,
+    /// `resourceName`, e.g. `example.com/gpu`.
+    pub resource_name: String,
+    /// `requestName`: the claim's request that holds its devices.
+    pub request_name: String,
+}
+
+/// `status.extendedResourceClaimStatus` (KEP-5004): the claim the scheduler
+/// made for a pod's extended resources that a DRA driver serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtendedClaim {
+    /// `resourceClaimName`.
+    pub resource_claim_name: String,
+    /// `requestMappings`.
+    #[serde(default)]
+    pub request_mappings: Vec<RequestMapping>,
+}
+
+/// Reads `status.extendedResourceClaimStatus` of a Pod document.
+pub fn extended_claim(status: Option<&Value>, place: &str) -> Result<Option<ExtendedClaim>> {
+    let Some(v) = status.and_then(|s| s.get("extendedResourceClaimStatus")).filter(|v| !v.is_null()) else {
+        return Ok(None);
+    };
+    let at = "status.extendedResourceClaimStatus";
+    let bad = |key: String, msg: String| Error::invalid(format!("{place}: {at}{key}"), msg);
+    let name = text(v, "resourceClaimName").ok_or_else(|| bad(".resourceClaimName".into(), "missing".into()))?;
+    if !crate::validate::is_dns1123_subdomain(name) {
+        return Err(bad(".resourceClaimName".into(), format!("{} is not a DNS subdomain", shown(name))));
+    }
+    let list = v.get("requestMappings").and_then(Value::as_array).cloned().unwrap_or_default();
+    if list.len() > MAX_RESULTS {
+        return Err(bad(".requestMappings".into(), format!("{} entries; at most {MAX_RESULTS}", list.len())));
+    }
+    let mut request_mappings = Vec::new();
+    for (i, m) in list.iter().enumerate() {
+        let field = |k: &str| {
+            text(m, k)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .ok_or_else(|| bad(format!(".requestMappings[{i}].{k}"), "missing".into()))
+        };
+        request_mappings.push(RequestMapping {
+            container_name: field("containerName")?,
+            resource_name: field("resourceName")?,
+            request_name: field("requestName")?,
+        });
+    }
+    Ok(Some(ExtendedClaim { resource_claim_name: name.to_string(), request_mappings }))
 }
 
 /// `s` quoted, cut to 64 characters (a 100,000-character name is not echoed whole).
@@ -79,8 +145,31 @@ fn text<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }
 
-/// Reads `spec.resourceClaims` of a Pod document (`place` names the file).
-pub fn pod_claims(spec: &Value, place: &str) -> Result<Vec<PodClaim>> {
+/// The claim name `status.resourceClaimStatuses` gives the template entry
+/// `name`, as `resourceclaim.Name` finds it (k8s.io/dynamic-resource-allocation).
+fn generated_name(status: Option<&Value>, name: &str, namespace_name: &str, place: &str) -> Result<String> {
+    let list = status.and_then(|s| s.get("resourceClaimStatuses")).and_then(Value::as_array);
+    let entry = list.into_iter().flatten().find(|e| text(e, "name") == Some(name));
+    match entry.map(|e| text(e, "resourceClaimName")) {
+        Some(Some(n)) => Ok(n.to_string()),
+        Some(None) => Err(Error::invalid(
+            format!("{place}: status.resourceClaimStatuses[{name}]"),
+            "no resourceClaimName: the kubelet skips such a claim (none was made); kubelet-sim does not play it, \
+             remove the entry and the containers' use of it",
+        )),
+        None => Err(Error::invalid(
+            format!("{place}: spec.resourceClaims[{name}].resourceClaimTemplateName"),
+            format!(
+                "pod \"{namespace_name}\": ResourceClaim not created yet (the kubelet's words); hint: give the \
+                 generated claim's name in status.resourceClaimStatuses[{{name: {name}, resourceClaimName: ...}}]"
+            ),
+        )),
+    }
+}
+
+/// Reads `spec.resourceClaims` of a Pod document (`place` names the file);
+/// template entries are named by `status.resourceClaimStatuses`.
+pub fn pod_claims(spec: &Value, status: Option<&Value>, namespace_name: &str, place: &str) -> Result<Vec<PodClaim>> {
     let bad = |key: String, msg: String| Error::invalid(format!("{place}: {key}"), msg);
     let Some(list) = spec.get("resourceClaims").filter(|v| !v.is_null()) else { return Ok(Vec::new()) };
     let list = list.as_array().ok_or_else(|| bad("spec.resourceClaims".into(), "must be a list".into()))?;
@@ -97,24 +186,17 @@ pub fn pod_claims(spec: &Value, place: &str) -> Result<Vec<PodClaim>> {
         if out.iter().any(|p| p.name == name) {
             return Err(bad(format!("{at}.name"), format!("{} is used twice", shown(name))));
         }
-        let claim = match (text(c, "resourceClaimName"), text(c, "resourceClaimTemplateName")) {
-            (Some(n), None) => n,
-            (None, Some(_)) => {
-                return Err(bad(
-                    format!("{at}.resourceClaimTemplateName"),
-                    "kubelet-sim reads claims made from templates by their generated name: give \
-                     resourceClaimName (the claim the controller created) instead"
-                        .into(),
-                ));
-            }
+        let (claim, from_template) = match (text(c, "resourceClaimName"), text(c, "resourceClaimTemplateName")) {
+            (Some(n), None) => (n.to_string(), false),
+            (None, Some(_)) => (generated_name(status, name, namespace_name, place)?, true),
             _ => {
                 return Err(bad(at, "needs exactly one of resourceClaimName and resourceClaimTemplateName".into()));
             }
         };
-        if !crate::validate::is_dns1123_subdomain(claim) {
-            return Err(bad(format!("{at}.resourceClaimName"), format!("{} is not a DNS subdomain", shown(claim))));
+        if !crate::validate::is_dns1123_subdomain(&claim) {
+            return Err(bad(format!("{at}.resourceClaimName"), format!("{} is not a DNS subdomain", shown(&claim))));
         }
-        out.push(PodClaim { name: name.to_string(), resource_claim_name: claim.to_string() });
+        out.push(PodClaim { name: name.to_string(), resource_claim_name: claim, from_template });
     }
     Ok(out)
 }
@@ -188,6 +270,14 @@ pub fn claim_object(v: &Value, namespace: &str, place: &str) -> Result<ClaimObje
             Some(list.iter().filter_map(|r| text(r, "uid").map(String::from)).collect())
         }
     };
+    let controller_uid = meta
+        .get("ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+        .and_then(|o| text(o, "uid"))
+        .map(String::from);
     Ok(ClaimObject {
         namespace: ns.to_string(),
         name: name.to_string(),
@@ -195,6 +285,8 @@ pub fn claim_object(v: &Value, namespace: &str, place: &str) -> Result<ClaimObje
         allocated: allocation.is_some(),
         results,
         reserved_for,
+        controller_uid,
+        object: Some(v.clone()),
     })
 }
 

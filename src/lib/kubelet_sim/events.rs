@@ -376,6 +376,44 @@ pub enum EventKind {
         /// The kubelet's text.
         message: String,
     },
+    /// The DRA manager opened (or failed to open) a driver's health stream
+    /// (`NodeWatchResources`); it tries again every 5 s, as the kubelet does.
+    DraHealthStream {
+        /// The driver.
+        driver: String,
+        /// The instance's endpoint.
+        endpoint: String,
+        /// The health service.
+        service: String,
+        /// Why it failed or ended (absent: opened).
+        error: Option<String>,
+    },
+    /// A device's health changed on a driver's health stream.
+    DraDeviceHealth {
+        /// The driver.
+        driver: String,
+        /// The pool.
+        pool: String,
+        /// The device.
+        device: String,
+        /// `Healthy`, `Unhealthy` or `Unknown`.
+        health: String,
+        /// The driver's message.
+        message: String,
+    },
+    /// The DRA manager deleted ResourceSlices of the node in the sim's API
+    /// server: all of them at start and at a restart, a driver's 30 s after its
+    /// last instance went (unless it came back).
+    DraSlicesWiped {
+        /// The node.
+        node: String,
+        /// The driver (absent: every driver).
+        driver: Option<String>,
+        /// The slices deleted.
+        slices: Vec<String>,
+        /// `start`, `restart` or `deregistered`.
+        reason: String,
+    },
     /// A DRA driver instance's registration socket went away.
     DraDeregistered {
         /// The driver.

@@ -69,6 +69,8 @@ use manager::{Effect, Effects, Manager, StatusPaths};
 
 /// The kubelet's `endpointStopGracePeriod`.
 pub const DEFAULT_GRACE_PERIOD: Duration = Duration::from_secs(5 * 60);
+/// The kubelet's `defaultWipingDelay` (pkg/kubelet/cm/dra/manager.go, 1.34-1.37).
+pub const DEFAULT_DRA_WIPING_DELAY: Duration = Duration::from_secs(30);
 /// The kubelet's dial-back timeout inside `Register`.
 pub const DEFAULT_DIAL_TIMEOUT: Duration = Duration::from_secs(10);
 /// `KubeletPreStartContainerRPCTimeoutInSecs`.
@@ -149,6 +151,17 @@ pub struct SimConfig {
     /// Deadline of each NodePrepareResources and NodeUnprepareResources
     /// call: the kubelet's 45 s unless a user lowers it (`dra smoke --timeout`).
     pub dra_call_timeout: Duration,
+    /// Serve these API objects in-process (`--api-objects`): the claims
+    /// `admit` looks up, and the API a helper-built DRA driver needs
+    /// (docs/dra.md §6). Needs `registry_dir`.
+    pub api_objects: Option<PathBuf>,
+    /// How long a DRA driver has to come back after its last instance went
+    /// before its ResourceSlices are deleted (the kubelet's 30 s `defaultWipingDelay`).
+    pub dra_wiping_delay: Duration,
+    /// Read the claims `admit` looks up from this kubeconfig's API server
+    /// instead (`--kubeconfig`; plain HTTP, e.g. `kubectl proxy`); nothing is
+    /// written there.
+    pub api_kubeconfig: Option<PathBuf>,
 }
 
 impl SimConfig {
@@ -182,6 +195,9 @@ impl SimConfig {
             kubelet_socket_delay: Duration::ZERO,
             tap: None,
             dra_call_timeout: crate::dra::KUBELET_CALL_TIMEOUT,
+            api_objects: None,
+            dra_wiping_delay: DEFAULT_DRA_WIPING_DELAY,
+            api_kubeconfig: None,
         }
     }
 
@@ -319,6 +335,10 @@ pub(crate) struct Inner {
     registry_rescan: Notify,
     /// The sim may write `dra_manager_state` (see [`dra`]).
     dra_writes: std::sync::atomic::AtomicBool,
+    /// The embedded API server's objects, with `--api-objects`.
+    api: std::sync::OnceLock<crate::apiserver::Handle>,
+    /// The API server of `--kubeconfig`, read only.
+    api_client: Option<crate::apiserver::client::Client>,
     /// `<dir>/.dpctl`, removed at stop when the sim created it and it is empty.
     control_dir: Mutex<Option<ControlDir>>,
     shutdown: watch::Sender<bool>,
@@ -354,6 +374,8 @@ impl Inner {
             checkpoint_write: std::sync::Mutex::new(()),
             registry_rescan: Notify::new(),
             dra_writes: std::sync::atomic::AtomicBool::new(false),
+            api: std::sync::OnceLock::new(),
+            api_client: None,
             control_dir: Mutex::new(None),
             shutdown,
             registration: tokio::sync::Mutex::new(None),
@@ -562,17 +584,25 @@ impl KubeletSim {
             journal: checkpoint::journal_path(&dir),
             dir: dir.clone(),
         };
-        let inner = Arc::new(Inner::new(config, paths));
+        let api_client = match &config.api_kubeconfig {
+            Some(k) => Some(crate::apiserver::client::Client::from_kubeconfig(k, "--kubeconfig")?),
+            None => None,
+        };
+        let inner = Arc::new(Inner { api_client, ..Inner::new(config, paths) });
         let handle = SimHandle { inner: Arc::clone(&inner) };
+        let api_task = dra::start_api(&inner).await?;
         if dra::enabled(&inner) && inner.config.checkpoint {
             // The kubelet's DRA manager reads (or creates) its checkpoint at start.
-            let (writes, _) = dra::load(&inner)?;
+            let (writes, _) = dra::load(&inner).inspect_err(|_| {
+                inner.shutdown.send_replace(true);
+            })?;
             inner.dra_writes.store(writes, std::sync::atomic::Ordering::Relaxed);
             dra::write_state(&inner);
         }
         let restored = load_checkpoint(&inner);
         let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
         let mut services = spawn_services(&handle, podres_listener, control_listener);
+        services.extend(api_task);
         let serving = async {
             late_socket::serve_registration_at(&inner).await?;
             match inner.config.registry_dir.clone() {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use super::dra_claims::{ClaimObject, ContainerClaim, PodClaim};
+pub use super::dra_claims::{ClaimObject, ContainerClaim, ExtendedClaim, PodClaim};
 use crate::error::{Error, Result};
 use crate::quantity::QuantityError;
 use crate::topology::Compute;
@@ -64,6 +64,9 @@ pub struct PodSpec {
     /// The ResourceClaim objects given with the pod (further documents of its manifest).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claim_objects: Vec<ClaimObject>,
+    /// `status.extendedResourceClaimStatus` (KEP-5004: extended resources served by DRA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extended_claim: Option<ExtendedClaim>,
 }
 
 fn default_namespace() -> String {
@@ -86,6 +89,7 @@ impl PodSpec {
             }],
             resource_claims: Vec::new(),
             claim_objects: Vec::new(),
+            extended_claim: None,
         }
     }
 
@@ -250,7 +254,7 @@ fn from_value(v: &Value, place: &str) -> Result<PodSpec> {
     if !containers.iter().any(|c| c.kind == ContainerKind::Regular) {
         return Err(bad("spec.containers", "missing or empty"));
     }
-    let resource_claims = super::dra_claims::pod_claims(spec, place)?;
+    let resource_claims = super::dra_claims::pod_claims(spec, v.get("status"), &format!("{namespace}/{name}"), place)?;
     for c in &containers {
         super::dra_claims::check_container_claims(&resource_claims, &c.name, &c.claims, place)?;
     }
@@ -261,6 +265,7 @@ fn from_value(v: &Value, place: &str) -> Result<PodSpec> {
         containers,
         resource_claims,
         claim_objects: Vec::new(),
+        extended_claim: super::dra_claims::extended_claim(v.get("status"), place)?,
     };
     pod.validate()?;
     Ok(pod)

@@ -182,6 +182,14 @@ pub fn mock_event(w: &mut dyn Write, json: bool, e: &DraEvent) -> io::Result<()>
             };
             format!("rpc  {rpc}  {request} -> {answer}  ({duration_ms} ms)")
         }
+        DraEventKind::Published { server, node, writes } => {
+            let done = if writes.is_empty() {
+                "current, nothing written".to_string()
+            } else {
+                writes.iter().map(|(verb, name)| format!("{verb} {name}")).collect::<Vec<_>>().join(", ")
+            };
+            format!("published  ResourceSlices of node {node} at {server}: {done}")
+        }
         DraEventKind::Stopped { reason } => format!("stopped ({reason})"),
     };
     writeln!(w, "{}  {}  {detail}", timestamp(e.time).dimmed(), e.resource)?;

@@ -210,6 +210,19 @@ pub fn event_detail(kind: &EventKind) -> String {
         EventKind::DraRegistered { driver, endpoint, service, .. } => format!("{driver} at {endpoint} ({service})"),
         EventKind::DraRegistrationRejected { socket, message, .. } => format!("{socket}: {message}"),
         EventKind::DraDeregistered { driver, endpoint } => format!("{driver} at {endpoint}"),
+        EventKind::DraSlicesWiped { node, driver, slices, reason } => format!(
+            "ResourceSlices of node {node}{} deleted ({reason}): {}",
+            driver.as_ref().map(|d| format!(" and driver {d}")).unwrap_or_default(),
+            if slices.is_empty() { "none".to_string() } else { slices.join(", ") }
+        ),
+        EventKind::DraHealthStream { driver, endpoint, service, error } => match error {
+            None => format!("{driver} at {endpoint}: {service}/NodeWatchResources open"),
+            Some(e) => format!("{driver} at {endpoint}: {service}/NodeWatchResources: {e} (tried again every 5 s)"),
+        },
+        EventKind::DraDeviceHealth { driver, pool, device, health, message } => {
+            let note = if message.is_empty() { String::new() } else { format!(" ({message})") };
+            format!("{driver} {pool}/{device}: {health}{note}")
+        }
         EventKind::DraPrepared { pod, namespace, calls, error }
         | EventKind::DraUnprepared { pod, namespace, calls, error } => {
             let rpcs: Vec<String> = calls.iter().map(|c| format!("{} {}", c.driver, c.rpc)).collect();
@@ -292,7 +305,12 @@ pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()
     }
     if let Some(d) = &s.dra {
         for i in &d.drivers {
-            writeln!(w, "dra driver {} at {} ({})", i.driver, i.endpoint, i.service.advertised())?;
+            let health = i.health.map_or_else(|| "no health stream".to_string(), |h| h.advertised().to_string());
+            writeln!(w, "dra driver {} at {} ({}; {health})", i.driver, i.endpoint, i.service.advertised())?;
+        }
+        for h in &d.device_health {
+            let note = if h.message.is_empty() { String::new() } else { format!(" ({})", h.message) };
+            writeln!(w, "dra device {} {}/{}: {}{note}", h.driver, h.pool, h.device, h.health)?;
         }
         for c in &d.claims {
             let devices: Vec<String> = c

@@ -26,44 +26,73 @@ impl Shared {
             self.record(rpc, request, None, Some(status.to_string()), started);
             return Err(status);
         }
+        let allocated = match &self.api {
+            None => None,
+            Some(api) => match api.claims(&req.claims, &self.cfg.driver).await {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    // The helper fails the whole call; gRPC carries a Go error as Unknown.
+                    let status = tonic::Status::unknown(format!("get resource claims: {e}"));
+                    self.record(rpc, request, None, Some(status.to_string()), started);
+                    return Err(status);
+                }
+            },
+        };
         let mut claims = std::collections::HashMap::new();
         for (i, claim) in req.claims.iter().enumerate() {
             if i == 0 && self.cfg.faults.missing_uid {
                 continue;
             }
-            claims.insert(claim.uid.clone(), self.prepare_one(claim));
+            let from_api = allocated.as_ref().map(|a| a.get(&claim.uid).cloned().unwrap_or_default());
+            claims.insert(claim.uid.clone(), self.prepare_one(claim, from_api));
         }
         let resp = pb::NodePrepareResourcesResponse { claims };
         self.record(rpc, request, Some(prepare_json(&resp)), None, started);
         Ok(resp)
     }
 
-    fn prepare_one(&self, claim: &pb::Claim) -> pb::NodePrepareResourceResponse {
+    /// One claim: the devices of its allocation (`from_api`, read from the
+    /// API server), or devices the mock picks itself.
+    fn prepare_one(
+        &self,
+        claim: &pb::Claim,
+        from_api: Option<Vec<super::api::Allocated>>,
+    ) -> pb::NodePrepareResourceResponse {
         let err = |error: String| pb::NodePrepareResourceResponse { devices: vec![], error };
         if let Some(e) = &self.cfg.faults.prepare_error {
             return err(e.clone());
         }
-        let devices = match self.allocate(&claim.uid) {
-            Ok(d) => d,
-            Err(e) => return err(e),
+        let allocated = match from_api {
+            Some(a) => a,
+            None => match self.allocate(&claim.uid) {
+                Ok(d) => d
+                    .into_iter()
+                    .map(|device| super::api::Allocated { request: String::new(), pool: self.cfg.pool.clone(), device })
+                    .collect(),
+                Err(e) => return err(e),
+            },
         };
         let kind = cdi::mock_kind(&self.cfg.driver);
-        let names: Vec<String> = devices.iter().map(|d| format!("{}-{d}", self.cfg.pool)).collect();
+        let names: Vec<String> = allocated.iter().map(|a| format!("{}-{}", a.pool, a.device)).collect();
         if !self.cfg.faults.unresolvable_cdi && !self.cfg.faults.bad_cdi_id {
             let path = cdi::spec_path(&self.cfg.cdi_dir, &self.cfg.driver, &claim.uid);
             let entries: Vec<(String, Option<String>)> =
-                names.iter().zip(&devices).map(|(n, d)| (n.clone(), self.cfg.device_node_of(d))).collect();
+                names.iter().zip(&allocated).map(|(n, a)| (n.clone(), self.cfg.device_node_of(&a.device))).collect();
             if let Err(e) = cdi::write_spec_nodes(&path, &kind, &entries) {
                 return err(format!("writing CDI spec: {e}"));
             }
         }
-        let devices = devices
+        let devices = allocated
             .iter()
             .zip(&names)
-            .map(|(d, n)| pb::Device {
-                request_names: self.cfg.request_names.clone(),
-                pool_name: self.cfg.pool.clone(),
-                device_name: d.clone(),
+            .map(|(a, n)| pb::Device {
+                request_names: if self.cfg.request_names.is_empty() && !a.request.is_empty() {
+                    vec![a.request.clone()]
+                } else {
+                    self.cfg.request_names.clone()
+                },
+                pool_name: a.pool.clone(),
+                device_name: a.device.clone(),
                 cdi_device_ids: vec![if self.cfg.faults.bad_cdi_id { n.clone() } else { format!("{kind}={n}") }],
                 share_id: None,
             })

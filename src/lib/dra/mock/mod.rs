@@ -7,10 +7,16 @@
 //!
 //! Without an API server the mock cannot read a claim's allocation, so it
 //! allocates itself: each new claim gets `devices_per_claim` free devices of
-//! its one pool, and keeps them until it is unprepared.
+//! its one pool, and keeps them until it is unprepared. With one
+//! ([`ApiOptions`], `--kubeconfig`) it publishes its pool as a ResourceSlice
+//! and prepares the devices of each claim's allocation, as a driver on the
+//! `kubeletplugin` helper does (see `api`).
 
+mod api;
 mod core;
 mod wire;
+
+pub use api::SliceWrite;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -168,6 +174,15 @@ impl MockConfig {
     }
 }
 
+/// The API server the mock uses, as a helper-built driver does.
+#[derive(Debug, Clone)]
+pub struct ApiOptions {
+    /// The kubeconfig (its current context's server; plain HTTP).
+    pub kubeconfig: PathBuf,
+    /// The node the mock runs on (its Node must be in the API).
+    pub node_name: String,
+}
+
 /// What the mock driver reports.
 #[derive(Debug, Clone, Serialize)]
 pub struct DraEvent {
@@ -213,6 +228,15 @@ pub enum DraEventKind {
         /// Time spent answering.
         duration_ms: u64,
     },
+    /// Its pool was published as a ResourceSlice of its node.
+    Published {
+        /// The API server.
+        server: String,
+        /// The node.
+        node: String,
+        /// What was written: `create`, `update` or `delete`, and the slice (none: it was current).
+        writes: Vec<SliceWrite>,
+    },
     /// The mock stopped serving.
     Stopped {
         /// Why.
@@ -224,6 +248,7 @@ pub enum DraEventKind {
 pub(crate) struct Shared {
     pub(crate) cfg: MockConfig,
     pub(crate) state: Mutex<Allocation>,
+    pub(crate) api: Option<api::Api>,
     events: mpsc::UnboundedSender<DraEvent>,
     recorder: Option<Recorder>,
 }
@@ -256,11 +281,69 @@ pub async fn run(
     events: mpsc::UnboundedSender<DraEvent>,
     shutdown: impl std::future::Future<Output = ()> + Send,
 ) -> Result<()> {
+    run_with_api(cfg, None, events, shutdown).await
+}
+
+/// [`run`], with an API server when `api` is given: the pool is published
+/// before the sockets are served (a mock that cannot reach its API exits
+/// with the reason), and each Prepare reads its claims from it.
+pub async fn run_with_api(
+    cfg: MockConfig,
+    api: Option<ApiOptions>,
+    events: mpsc::UnboundedSender<DraEvent>,
+    shutdown: impl std::future::Future<Output = ()> + Send,
+) -> Result<()> {
     cfg.check()?;
+    let api = match api {
+        None => None,
+        Some(o) => {
+            if !crate::validate::is_dns1123_subdomain(&o.node_name) {
+                let shown: String = o.node_name.chars().take(64).collect();
+                return Err(Error::invalid(
+                    "--node-name",
+                    format!("{shown:?} is not a DNS subdomain, as node names must be"),
+                ));
+            }
+            let client = crate::apiserver::client::Client::from_kubeconfig(&o.kubeconfig, "--kubeconfig")?;
+            Some(api::Api { client, node: o.node_name })
+        }
+    };
     crate::input::create_dir(&cfg.cdi_dir, 0o755)?;
     let recorder = cfg.record.as_deref().map(Recorder::create).transpose()?;
+    if let Some(a) = &api {
+        let writes = a.publish(&cfg).await?;
+        let kind = DraEventKind::Published { server: a.client.server().to_string(), node: a.node.clone(), writes };
+        let _ = events.send(DraEvent { time: SystemTime::now(), resource: cfg.driver.clone(), kind });
+    }
     let free = cfg.device_names().into_iter().collect();
-    let shared =
-        Arc::new(Shared { cfg, state: Mutex::new(Allocation { free, ..Default::default() }), events, recorder });
-    wire::serve(shared, shutdown).await
+    let state = Mutex::new(Allocation { free, ..Default::default() });
+    let shared = Arc::new(Shared { cfg, state, api, events, recorder });
+    let resync = republish(Arc::clone(&shared));
+    tokio::select! {
+        served = wire::serve(shared, shutdown) => served,
+        () = resync => Ok(()),
+    }
+}
+
+/// How often the mock checks its slice again (the helper's controller
+/// watches instead; a slice deleted under it, as a kubelet wipes them at its
+/// start, is recreated within this).
+pub const REPUBLISH_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Publishes the pool again every [`REPUBLISH_INTERVAL`] while serving,
+/// reporting only what it had to write; without an API server, never ends.
+async fn republish(shared: Arc<Shared>) {
+    let Some(api) = shared.api.clone() else { return std::future::pending().await };
+    loop {
+        tokio::time::sleep(REPUBLISH_INTERVAL).await;
+        match api.publish(&shared.cfg).await {
+            Ok(writes) if !writes.is_empty() => shared.emit(DraEventKind::Published {
+                server: api.client.server().to_string(),
+                node: api.node.clone(),
+                writes,
+            }),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not publish the ResourceSlice again"),
+        }
+    }
 }

@@ -49,8 +49,24 @@ pub struct DraInstance {
     pub registration: PathBuf,
     /// The node service chosen.
     pub service: NodeApi,
-    /// The health service the release would stream from (none is opened by the sim).
+    /// The health service the sim streams from, as the release does (none: no stream).
     pub health: Option<HealthApi>,
+}
+
+/// A device's health as the last `NodeWatchResources` message reported it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceHealthView {
+    /// The driver.
+    pub driver: String,
+    /// `pool_name`.
+    pub pool: String,
+    /// `device_name`.
+    pub device: String,
+    /// `Healthy`, `Unhealthy` or `Unknown`.
+    pub health: String,
+    /// The driver's message (may be empty).
+    #[serde(default)]
+    pub message: String,
 }
 
 /// One device a driver prepared for a claim, as checkpointed.
@@ -114,6 +130,9 @@ pub struct DraStatus {
     pub claims: Vec<ClaimInfo>,
     /// The checkpoint file.
     pub checkpoint: Option<String>,
+    /// Device health from the drivers' health streams (1.36+), by driver, pool, device.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_health: Vec<DeviceHealthView>,
 }
 
 /// The DRA manager's state.
@@ -124,6 +143,14 @@ pub(crate) struct DraState {
     instances: BTreeMap<String, Vec<DraInstance>>,
     /// `namespace/name` -> claim info.
     claims: BTreeMap<String, ClaimInfo>,
+    /// (driver, pool, device) -> the health last streamed.
+    health: BTreeMap<(String, String, String), DeviceHealthView>,
+    /// Driver -> the generation of its pending ResourceSlice wipe (a
+    /// registration or a newer wipe moves it on, cancelling the older one).
+    wipes: BTreeMap<String, u64>,
+    /// (driver, endpoint) -> the generation of its health stream: a new
+    /// registration of the endpoint starts a new stream and ends the old one.
+    streams: BTreeMap<(String, String), u64>,
 }
 
 fn key(namespace: &str, name: &str) -> String {
@@ -137,7 +164,14 @@ fn quote_list(items: &[String]) -> String {
 impl DraState {
     /// An empty manager playing `version`.
     pub fn new(version: KubeletVersion) -> Self {
-        DraState { version, instances: BTreeMap::new(), claims: BTreeMap::new() }
+        DraState {
+            version,
+            instances: BTreeMap::new(),
+            claims: BTreeMap::new(),
+            health: BTreeMap::new(),
+            wipes: BTreeMap::new(),
+            streams: BTreeMap::new(),
+        }
     }
 
     /// `ValidatePlugin` (1.34-1.37, `dra_plugin_manager.go`): the node
@@ -173,12 +207,15 @@ impl DraState {
         if list.iter().any(|i| i.endpoint == endpoint) {
             return Err(format!("endpoint {endpoint} already registered for DRA driver plugin {driver}"));
         }
-        // 1.37 picks its own preference among the advertised health services;
-        // 1.34-1.36 open v1alpha1 whether advertised or not (docs/dra.md §2).
+        // The ResourceHealthStatus gate is off by default in 1.34-1.35 (no
+        // stream), on from 1.36; 1.36 opens v1alpha1 whether advertised or
+        // not, 1.37 picks its own preference among the advertised (docs/dra.md §2).
         let health = if self.version.at_least(37) {
             crate::dra::chosen_health_api(supported)
-        } else {
+        } else if self.version.at_least(36) {
             Some(HealthApi::V1alpha1)
+        } else {
+            None
         };
         let inst = DraInstance {
             driver: driver.to_string(),
@@ -230,7 +267,52 @@ impl DraState {
             drivers: self.instances().cloned().collect(),
             claims: self.claims.values().cloned().collect(),
             checkpoint: None,
+            device_health: self.health.values().cloned().collect(),
         }
+    }
+
+    /// Moves the driver's wipe generation on (cancelling a pending wipe) and returns it.
+    pub fn bump_wipe(&mut self, driver: &str) -> u64 {
+        let g = self.wipes.entry(driver.to_string()).or_default();
+        *g += 1;
+        *g
+    }
+
+    /// True when the wipe of `generation` is still due: no newer one, no
+    /// registration since, and no instance of the driver left (`sync` in
+    /// pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go).
+    pub fn wipe_due(&self, driver: &str, generation: u64) -> bool {
+        self.wipes.get(driver) == Some(&generation) && self.instances.get(driver).is_none_or(Vec::is_empty)
+    }
+
+    /// A new health stream for the instance at `endpoint`; returns its generation.
+    pub fn new_stream(&mut self, driver: &str, endpoint: &str) -> u64 {
+        let g = self.streams.entry((driver.to_string(), endpoint.to_string())).or_default();
+        *g += 1;
+        *g
+    }
+
+    /// True while the health stream of `generation` is the instance's
+    /// current one and the instance is registered.
+    pub fn stream_current(&self, driver: &str, endpoint: &str, generation: u64) -> bool {
+        self.streams.get(&(driver.to_string(), endpoint.to_string())) == Some(&generation)
+            && self.instances.get(driver).is_some_and(|l| l.iter().any(|i| i.endpoint == endpoint))
+    }
+
+    /// One health message of `driver`: each device listed takes the health
+    /// reported (`HandleWatchResourcesStream` in pkg/kubelet/cm/dra/manager.go
+    /// keeps the latest per device). Returns the devices whose health changed.
+    pub fn set_health(&mut self, driver: &str, devices: Vec<DeviceHealthView>) -> Vec<DeviceHealthView> {
+        let mut changed = Vec::new();
+        for mut d in devices {
+            d.driver = driver.to_string();
+            let k = (d.driver.clone(), d.pool.clone(), d.device.clone());
+            if self.health.get(&k).is_none_or(|old| old.health != d.health || old.message != d.message) {
+                changed.push(d.clone());
+            }
+            self.health.insert(k, d);
+        }
+        changed
     }
 
     /// The cache entries, by `namespace/name`.
@@ -260,6 +342,13 @@ impl DraState {
                     crate::validate::go_quote(n)
                 ));
             };
+            if pc.from_template && obj.controller_uid.as_deref() != Some(pod_uid) {
+                // resourceclaim.IsForPod: 1.36 spells Pod with a capital.
+                let p = if self.version.at_least(36) { "Pod" } else { "pod" };
+                return Err(format!(
+                    "ResourceClaim {namespace}/{n} was not created for {p} {namespace}/{pod_name} ({p} is not owner)"
+                ));
+            }
             if obj.reserved_for.as_ref().is_some_and(|r| !r.iter().any(|u| u == pod_uid)) {
                 return Err(format!(
                     "pod {pod_name} ({pod_uid}) is not allowed to use ResourceClaim {n} ({})",
@@ -607,11 +696,13 @@ mod tests {
                 })
                 .collect(),
             reserved_for: None,
+            controller_uid: None,
+            object: None,
         }
     }
 
     fn pod_claim(name: &str, claim: &str) -> PodClaim {
-        PodClaim { name: name.into(), resource_claim_name: claim.into() }
+        PodClaim { name: name.into(), resource_claim_name: claim.into(), from_template: false }
     }
 
     fn device(dev: &str, requests: &[&str], ids: &[&str]) -> PreparedDevice {
@@ -648,6 +739,39 @@ mod tests {
 
     /// 1.33+: several instances per driver, the newest called; a repeated
     /// endpoint is refused; the last one gone leaves the driver unregistered.
+    /// The health stream per release: none in 1.34-1.35 (ResourceHealthStatus
+    /// off by default), v1alpha1 in 1.36 advertised or not, 1.37 the kubelet's
+    /// preference among the advertised (none when none is).
+    #[test]
+    fn the_health_service_follows_the_gate_and_the_release_1_34_to_1_37() {
+        let node_only = list(&["v1.DRAPlugin"]);
+        let both = list(&["v1.DRAPlugin", "v1alpha1.DRAResourceHealth", "v1.DRAResourceHealth"]);
+        for (minor, supported, want) in [
+            (34, &both, None),
+            (35, &both, None),
+            (36, &node_only, Some(HealthApi::V1alpha1)),
+            (36, &both, Some(HealthApi::V1alpha1)),
+            (37, &node_only, None),
+            (37, &both, Some(HealthApi::V1)),
+        ] {
+            let mut d = DraState::new(KubeletVersion::Release(minor));
+            let inst = d.register(DRV, "/e", "/e".into(), "/r".into(), supported).unwrap();
+            assert_eq!(inst.health, want, "1.{minor} {supported:?}");
+        }
+        let mut d = with_driver(37);
+        let dev = |h: &str| DeviceHealthView {
+            driver: String::new(),
+            pool: "p".into(),
+            device: "d0".into(),
+            health: h.into(),
+            message: String::new(),
+        };
+        assert_eq!(d.set_health(DRV, vec![dev("Healthy")]).len(), 1);
+        assert!(d.set_health(DRV, vec![dev("Healthy")]).is_empty(), "unchanged health is no change");
+        assert_eq!(d.set_health(DRV, vec![dev("Unhealthy")])[0].health, "Unhealthy");
+        assert_eq!(d.status().device_health[0].driver, DRV);
+    }
+
     #[test]
     fn instances_per_driver_1_34() {
         let mut d = with_driver(34);

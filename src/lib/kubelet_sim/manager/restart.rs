@@ -123,6 +123,7 @@ mod tests {
             containers: vec![container("init", ContainerKind::Init), container("main", ContainerKind::Regular)],
             resource_claims: Vec::new(),
             claim_objects: Vec::new(),
+            extended_claim: None,
         };
         let allocs = [("init".to_string(), alloc("g0")), ("main".to_string(), alloc("g1"))].into();
         Pod { spec, allocs, running: ["main".to_string()].into() }
