@@ -160,6 +160,9 @@ _dpctl() {
             dpctl__subcmd__dra,prepare)
                 cmd="dpctl__subcmd__dra__subcmd__prepare"
                 ;;
+            dpctl__subcmd__dra,smoke)
+                cmd="dpctl__subcmd__dra__subcmd__smoke"
+                ;;
             dpctl__subcmd__dra,unprepare)
                 cmd="dpctl__subcmd__dra__subcmd__unprepare"
                 ;;
@@ -180,6 +183,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__dra__subcmd__help,prepare)
                 cmd="dpctl__subcmd__dra__subcmd__help__subcmd__prepare"
+                ;;
+            dpctl__subcmd__dra__subcmd__help,smoke)
+                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__smoke"
                 ;;
             dpctl__subcmd__dra__subcmd__help,unprepare)
                 cmd="dpctl__subcmd__dra__subcmd__help__subcmd__unprepare"
@@ -273,6 +279,9 @@ _dpctl() {
                 ;;
             dpctl__subcmd__help__subcmd__dra,prepare)
                 cmd="dpctl__subcmd__help__subcmd__dra__subcmd__prepare"
+                ;;
+            dpctl__subcmd__help__subcmd__dra,smoke)
+                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__smoke"
                 ;;
             dpctl__subcmd__help__subcmd__dra,unprepare)
                 cmd="dpctl__subcmd__help__subcmd__dra__subcmd__unprepare"
@@ -1538,7 +1547,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__doctor)
-            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --no-trunc --no-headers --help --version merge help"
+            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --kubelet-root-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --no-trunc --no-headers --help --version merge help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1557,6 +1566,10 @@ _dpctl() {
                     return 0
                     ;;
                 --registry-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubelet-root-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1672,7 +1685,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version info prepare unprepare watch-health check mock help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version info prepare unprepare watch-health check mock smoke help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1752,7 +1765,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__help)
-            opts="info prepare unprepare watch-health check mock help"
+            opts="info prepare unprepare watch-health check mock smoke help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1822,6 +1835,20 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__help__subcmd__prepare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__help__subcmd__smoke)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1906,7 +1933,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__mock)
-            opts="-o -v -q -h -V --dir --cdi-dir --service --devices --devices-per-claim --pool --request-name --unhealthy --health-interval --fault --prepare-delay --prepare-error --prepare-status --unprepare-error --record --kubeconfig --node-name --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --dir --cdi-dir --service --devices --devices-per-claim --pool --request-name --unhealthy --health-interval --fault --prepare-delay --prepare-error --prepare-status --unprepare-error --record --device-node --kubeconfig --node-name --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1969,6 +1996,10 @@ _dpctl() {
                     return 0
                     ;;
                 --record)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --device-node)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2043,6 +2074,72 @@ _dpctl() {
                     return 0
                     ;;
                 --cdi-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__dra__subcmd__smoke)
+            opts="-o -v -q -h -V --driver --kubelet-version --register-timeout --slice-timeout --timeout --parallel --rolling --grace --skip --junit --log-dir --keep --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --driver)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubelet-version)
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
+                    return 0
+                    ;;
+                --register-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --slice-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --skip)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --junit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -2454,7 +2551,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__dra)
-            opts="info prepare unprepare watch-health check mock"
+            opts="info prepare unprepare watch-health check mock smoke"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2510,6 +2607,20 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help__subcmd__dra__subcmd__prepare)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dpctl__subcmd__help__subcmd__dra__subcmd__smoke)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -32,8 +32,6 @@ mod tests;
 #[cfg(test)]
 mod tests_admission;
 #[cfg(test)]
-mod tests_dra;
-#[cfg(test)]
 mod tests_registration;
 #[cfg(test)]
 mod tests_status;
