@@ -204,8 +204,16 @@ impl DraState {
     ) -> Result<DraInstance, String> {
         let service = self.validate(driver, endpoint, supported)?;
         let list = self.instances.entry(driver.to_string()).or_default();
-        if list.iter().any(|i| i.endpoint == endpoint) {
-            return Err(format!("endpoint {endpoint} already registered for DRA driver plugin {driver}"));
+        if let Some(pos) = list.iter().position(|i| i.endpoint == endpoint) {
+            // The same registration socket again means it was re-created: the
+            // kubelet's plugin reconciler, one operation per socket path at a
+            // time, deregisters the old registration before registering the new
+            // one (`pkg/kubelet/pluginmanager/reconciler`, 1.34-1.37). Another
+            // socket claiming a live endpoint is refused.
+            if list[pos].registration != registration {
+                return Err(format!("endpoint {endpoint} already registered for DRA driver plugin {driver}"));
+            }
+            list.remove(pos);
         }
         // The ResourceHealthStatus gate is off by default in 1.34-1.35 (no
         // stream), on from 1.36; 1.36 opens v1alpha1 whether advertised or
@@ -782,6 +790,10 @@ mod tests {
             d.register(DRV, "/p/dra.sock", "/x".into(), "/r/x".into(), &v1).unwrap_err(),
             "endpoint /p/dra.sock already registered for DRA driver plugin gpu.example.com"
         );
+        // A re-created registration socket registering its endpoint again
+        // replaces its instance (the reconciler deregistered it first).
+        d.register(DRV, "/p/dra-2.sock", "/p/dra-2.sock".into(), "/r/reg2.sock".into(), &v1).unwrap();
+        assert_eq!(d.status().drivers.len(), 2, "{:?}", d.status());
         assert!(d.deregister(DRV, "/p/dra-2.sock"));
         assert_eq!(d.plugin(DRV).unwrap().endpoint, "/p/dra.sock");
         assert!(d.deregister(DRV, "/p/dra.sock"));
