@@ -219,6 +219,10 @@ pub async fn unprepare(socket: &Path, api: NodeApi, claims: &[ClaimRef], cfg: &C
     Ok(judge("NodeUnprepareResources", &rpc, socket, claims, answers, started.elapsed(), t))
 }
 
+/// The problem of a claim the driver left out of its answer (its verdict is
+/// listed with the claim's UID, though the answer has no such entry).
+pub const NOT_ANSWERED: &str = "not answered: the driver left this claim out";
+
 /// The kubelet's rules for an answer map (1.34-1.37, `cm/dra/manager.go`):
 /// an entry for an unknown UID fails the pod; a per-claim error fails it;
 /// a claim left out fails it (`skipped N ResourceClaims`).
@@ -242,7 +246,7 @@ fn judge(
                 claim: c.key(),
                 devices: vec![],
                 error: String::new(),
-                problems: vec!["not answered: the driver left this claim out".into()],
+                problems: vec![NOT_ANSWERED.into()],
             });
             continue;
         };

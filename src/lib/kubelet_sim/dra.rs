@@ -172,9 +172,12 @@ async fn call(inner: &Arc<Inner>, batch: &Batch, prepare: bool) -> (Option<DraCa
     let answers = match report {
         Err(_) => Err(format!("{method}: rpc error: code = DeadlineExceeded desc = context deadline exceeded")),
         Ok(Err(e)) => Err(format!("{method}: {}", super::registration::go_rpc_error(&e))),
+        // A claim the driver left out is listed in the report, but the
+        // kubelet only sees the answer map: it counts it as skipped.
         Ok(Ok(r)) => Ok(r
             .claims
             .into_iter()
+            .filter(|c| !c.problems.iter().any(|p| p == crate::dra::client::NOT_ANSWERED))
             .map(|c| ClaimAnswer {
                 uid: c.uid,
                 error: c.error,
