@@ -107,8 +107,32 @@ impl Driver {
         v
     }
 
+    /// Waits (polling, at most `deadline`) until every GetInfo the kubelet
+    /// made has its NotifyRegistrationStatus: an observation must not see a
+    /// registration half done (how far it got would be the machine's load).
+    pub(super) async fn settle(&mut self, deadline: tokio::time::Instant) {
+        if self.running.is_none() {
+            return;
+        }
+        loop {
+            let events = self.events();
+            let count = |m: &str| {
+                events.iter().filter(|e| matches!(&e.kind, DraEventKind::Rpc { rpc, .. } if method(rpc) == m)).count()
+            };
+            if count("GetInfo") <= count("NotifyRegistrationStatus") || tokio::time::Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
     /// Waits (polling, at most `timeout`) until `count` events match.
-    pub(super) async fn wait(&mut self, pred: &dyn Fn(&DraEvent) -> bool, count: u64, timeout: Duration) -> bool {
+    pub(super) async fn wait(
+        &mut self,
+        pred: &(dyn Fn(&DraEvent) -> bool + Sync),
+        count: u64,
+        timeout: Duration,
+    ) -> bool {
         let deadline = crate::duration::deadline(timeout);
         loop {
             if self.events().iter().filter(|e| pred(e)).count() as u64 >= count {

@@ -604,6 +604,10 @@ impl Runner<'_> {
         observed["podresources"] = observe::podresources(&self.layout.podresources_socket(), &self.pods).await;
         if !self.drivers.is_empty() {
             let mut drivers = serde_json::Map::new();
+            let deadline = crate::duration::deadline(HANDSHAKE_MAX);
+            for d in &mut self.drivers {
+                d.settle(deadline).await;
+            }
             for d in &mut self.drivers {
                 drivers.insert(d.def.id.clone(), d.observe());
             }
