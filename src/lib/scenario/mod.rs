@@ -805,6 +805,31 @@ allocatable = 2
     }
 
     #[test]
+    fn dra_drivers_are_checked_and_named_like_plugins() {
+        let driver = "\n[[dra_driver]]\nid = \"ID\"\ndriver = \"gpu.example.com\"\nSERVICES\n";
+        let with = |id: &str, services: &str| {
+            Scenario::parse(&format!("{MINIMAL}{}", driver.replace("ID", id).replace("SERVICES", services)), "t")
+        };
+        let s = with("dra", "services = [\"v1beta1\", \"v1\"]").unwrap();
+        assert_eq!(s.drivers[0].services, ["v1beta1", "v1"]);
+        let e = with("gpu", "").unwrap_err().to_string();
+        assert!(e.contains("plugin \"gpu\" is defined twice"), "{e}");
+        let e = with("dra", "services = [\"v9\"]").unwrap_err().to_string();
+        assert!(e.contains("services") && e.contains("v9"), "{e}");
+        let e = with("dra", "devices = 0").unwrap_err().to_string();
+        assert!(e.contains("--devices"), "{e}");
+        let stop = "\n[[step]]\ndo = \"stop\"\nplugin = \"dra\"\n";
+        Scenario::parse(&format!("{MINIMAL}{}{stop}", driver.replace("ID", "dra").replace("SERVICES", "")), "t")
+            .unwrap();
+        let health = "\n[[step]]\ndo = \"set-health\"\nplugin = \"dra\"\nids = [\"x\"]\nhealth = \"Unhealthy\"\n";
+        let e =
+            Scenario::parse(&format!("{MINIMAL}{}{health}", driver.replace("ID", "dra").replace("SERVICES", "")), "t")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("DRA driver \"dra\" where only a device plugin"), "{e}");
+    }
+
+    #[test]
     fn a_stated_difference_must_be_in_the_help() {
         let d = "\n[[difference]]\npath = \"/result\"\nreason = \"x\"\nstatus = \"stated\"\nstated_as = \"WORDS\"\n";
         let e = Scenario::parse(&format!("{MINIMAL}{d}"), "t").unwrap_err().to_string();

@@ -116,6 +116,18 @@ impl Received {
 }
 
 impl Plugin {
+    fn new(def: PluginDef) -> Self {
+        Plugin {
+            def,
+            handle: None,
+            events: Mutex::default(),
+            changed: Arc::default(),
+            wakers: Vec::new(),
+            shown: 0,
+            settled: Vec::new(),
+        }
+    }
+
     fn received(&self) -> std::sync::MutexGuard<'_, Received> {
         let mut r = self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         r.drain();
@@ -166,19 +178,7 @@ pub async fn run(scenario: &Scenario, config: &RunConfig) -> Result<ScenarioRun>
         scenario,
         engine: &engine,
         layout: &layout,
-        plugins: scenario
-            .plugins
-            .iter()
-            .map(|d| Plugin {
-                def: d.clone(),
-                handle: None,
-                events: Mutex::default(),
-                changed: Arc::default(),
-                wakers: Vec::new(),
-                shown: 0,
-                settled: Vec::new(),
-            })
-            .collect(),
+        plugins: scenario.plugins.iter().cloned().map(Plugin::new).collect(),
         drivers: scenario.drivers.iter().cloned().map(Driver::new).collect(),
         names,
         pods: Vec::new(),
