@@ -4,7 +4,7 @@ package main
 // pkg/kubelet/cm/container_manager_linux.go wires it: created from the
 // checkpoint in the kubelet's root directory, started with the active pods,
 // its plugin handler registered for DRAPlugin with the plugin manager. The
-// API server it reads ResourceClaims from is client-go's fake clientset,
+// API server it reads ResourceClaims from is the referee's (apiserver.go),
 // holding the ResourceClaims of every admitted pod's manifest. The pod
 // worker's part is glue: PrepareResources before the containers start
 // (SyncPod), GetResources at each container start (the CDI devices),
@@ -19,11 +19,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 	"k8s.io/kubernetes/pkg/kubelet/cm/dra"
 	draplugin "k8s.io/kubernetes/pkg/kubelet/cm/dra/plugin"
@@ -70,13 +67,10 @@ func newDRAOutcome() *draOutcome {
 	return &draOutcome{Calls: []jsonRaw{}, CDIDevices: map[string][]string{}}
 }
 
-// newAPIClient is the API server the DRA manager reads claims from.
-func newAPIClient() kubernetes.Interface { return fake.NewClientset() }
-
 // storeClaims puts the claims of a pod's manifest into the API server, as
 // the scheduler and the resource claim controller left them: a claim
 // without reservedFor is reserved for the pod that names it.
-func (r *referee) storeClaims(pod *podSpec) error {
+func (r *referee) storeClaims(pod *podSpec) {
 	for _, c := range pod.ClaimObjects {
 		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, UID: types.UID(c.UID)}}
 		if c.Allocated {
@@ -94,23 +88,12 @@ func (r *referee) storeClaims(pod *podSpec) error {
 				claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", UID: types.UID(uid)})
 			}
 		}
-		claims := r.api.ResourceV1().ResourceClaims(c.Namespace)
-		old, err := claims.Get(r.ctx, c.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			_, err = claims.Create(r.ctx, claim, metav1.CreateOptions{})
-		case err == nil && c.ReservedFor == nil && old.UID == claim.UID:
+		if old, ok := r.api.get(c.Namespace, c.Name); ok && c.ReservedFor == nil && old.UID == claim.UID {
 			// A second pod sharing the claim: the scheduler adds it to reservedFor.
 			claim.Status.ReservedFor = append(old.Status.ReservedFor, claim.Status.ReservedFor...)
-			_, err = claims.Update(r.ctx, claim, metav1.UpdateOptions{})
-		case err == nil:
-			_, err = claims.Update(r.ctx, claim, metav1.UpdateOptions{})
 		}
-		if err != nil {
-			return fmt.Errorf("ResourceClaim %s/%s: %w", c.Namespace, c.Name, err)
-		}
+		r.api.put(claim)
 	}
-	return nil
 }
 
 // startDRA creates the DRA manager from the checkpoint in the state

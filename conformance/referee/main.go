@@ -170,7 +170,7 @@ func main() {
 		os.Exit(exitFailure)
 	}
 	r := &referee{cfg: cfg, module: module, release: release(module), machine: buildMachine(cfg), stateDir: stateDir,
-		ctx: ctx, logger: logger, node: &v1.Node{}, events: events, deleted: sets.New[string](), api: newAPIClient()}
+		ctx: ctx, logger: logger, node: &v1.Node{}, events: events, deleted: sets.New[string](), api: newAPIServer()}
 	r.node.Name = "dpctl-referee"
 	events.dm = r.deviceManager
 	m, err := r.start(containermap.NewContainerMap(), sets.New[string]())

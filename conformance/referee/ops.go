@@ -212,9 +212,7 @@ func (r *referee) admit(spec podSpec) (*admitOutcome, *opError) {
 		spec.UID = strp(uuid.NewString())
 	}
 	began := time.Now()
-	if err := r.storeClaims(&spec); err != nil {
-		return nil, invalid(fmt.Sprintf("pod %s/%s", spec.Namespace, spec.Name), "%v", err)
-	}
+	r.storeClaims(&spec)
 	pod := toPod(&spec)
 	r.mu.Lock()
 	m := r.m

@@ -19,7 +19,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	pluginregistration "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
@@ -112,7 +111,7 @@ type referee struct {
 	// The pod sources as the device, CPU and memory managers see them.
 	sources sourcesGate
 	// The API server the DRA manager reads ResourceClaims from.
-	api kubernetes.Interface
+	api *apiServer
 }
 
 // deviceManager is the running kubelet's device manager (nil before the first start).
