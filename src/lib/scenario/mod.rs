@@ -247,7 +247,16 @@ impl DraDriverDef {
         } else {
             self.services
                 .iter()
-                .map(|s| crate::dra::Service::parse(s).map_err(|e| Error::invalid(format!("{place}: services"), e)))
+                .map(|s| {
+                    let bad = |e: String| Error::invalid(format!("{place}: services"), e);
+                    if s.chars().count() > 64 {
+                        let shown: String = s.chars().take(64).collect();
+                        return Err(bad(format!(
+                            "{shown:?}... is not a DRA service (v1, v1beta1, health-v1alpha1, health-v1)"
+                        )));
+                    }
+                    crate::dra::Service::parse(s).map_err(bad)
+                })
                 .collect::<Result<Vec<_>>>()?
         };
         let f = &self.faults;
@@ -580,6 +589,20 @@ impl Scenario {
             ids.push(p.id.clone());
         }
         for d in &self.drivers {
+            let short = |s: &str| s.chars().take(64).collect::<String>();
+            if d.id.is_empty() || d.id.len() > 63 || !d.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                return Err(bad(format!(
+                    "dra_driver id {:?}: 1 to 63 letters, digits or '-' (it names the driver's socket directory)",
+                    short(&d.id)
+                )));
+            }
+            if d.driver.len() > 253 {
+                return Err(bad(format!(
+                    "dra_driver {:?}: driver {:?}...: at most 253 characters",
+                    d.id,
+                    short(&d.driver)
+                )));
+            }
             if ids.contains(&d.id) {
                 return Err(bad(format!("plugin {:?} is defined twice", d.id)));
             }
