@@ -161,6 +161,36 @@ fn every_scenario_diffs_empty_or_declared_against_the_referee() {
     assert!(problems.is_empty(), "undeclared differences from the kubelet's code:\n  {}", problems.join("\n  "));
 }
 
+/// The referee plays the kubelet's own DRA manager, 1.34-1.37: the mock
+/// driver is called by it (NodePrepareResources at admission, with the
+/// claim; NodeUnprepareResources at deletion), the containers get the CDI
+/// IDs the kubelet's GetResources hands out, its `dra_manager_state` holds
+/// the claim with the pod and verifies, and PodResources lists the claim.
+#[test]
+fn the_referee_prepares_and_unprepares_claims_with_the_kubelets_dra_manager_1_34_1_37() {
+    let Some((dir, versions)) = referees_or_skip() else { return };
+    let s = dpctl::scenario::Scenario::load(&corpus().join("dra-prepare-cdi-by-request.toml")).expect("it loads");
+    let jobs = versions.iter().map(|v| (s.clone(), *v, EngineKind::Referee(dir.clone()))).collect();
+    for run in run_all(jobs) {
+        assert!(run.engine.starts_with("referee v1.3"), "{}", run.engine);
+        let step = |name: &str| &run.steps.iter().find(|x| x.step == name).expect("the step ran").observed;
+        let admit = step("admit");
+        let call = &admit["drivers"]["gpu"]["calls"][0];
+        assert_eq!(call["rpc"], "v1.DRAPlugin/NodePrepareResources", "{} {admit:#}", run.release);
+        assert_eq!(call["request"]["claims"][0]["uid"], "claim-uid-1");
+        let ids = serde_json::json!(["gpu.example.com/claim=pool-0-dev-0", "gpu.example.com/claim=pool-0-dev-1"]);
+        assert_eq!(admit["result"]["dra"]["cdi_devices"]["main"], ids, "{admit:#}");
+        assert_eq!(admit["result"]["dra"]["cdi_devices"]["other"], serde_json::json!([]));
+        assert_eq!(admit["dra_state"]["checksum_ok"], true, "{admit:#}");
+        assert!(admit["dra_state"]["claims"][0]["PodUIDs"].get("uid-default-trainer").is_some(), "{admit:#}");
+        let dynamic = &admit["podresources"]["list"][0]["containers"][0]["dynamic_resources"][0];
+        assert_eq!(dynamic["claim"], "default/gpu-claim", "{admit:#}");
+        let delete = step("delete");
+        assert_eq!(delete["drivers"]["gpu"]["calls"][0]["rpc"], "v1.DRAPlugin/NodeUnprepareResources", "{delete:#}");
+        assert_eq!(delete["dra_state"]["claims"], serde_json::json!([]), "{delete:#}");
+    }
+}
+
 fn scenario_cli(args: &[&str]) -> (i32, String) {
     let out = crate::support::dpctl_command().args(args).output().expect("dpctl runs");
     (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())

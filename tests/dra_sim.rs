@@ -152,6 +152,30 @@ async fn a_failed_prepare_reads_as_the_kubelets_error_1_34() {
     n.sim.terminate();
 }
 
+/// 1.34 (the referee shows the same for 1.34-1.37, conformance/scenarios/
+/// dra-prepare-missing-claim.toml): a claim the driver leaves out of its
+/// Prepare answer is skipped, so no container starts; and a pod holding no
+/// device-plugin devices writes no device-manager checkpoint, neither when
+/// it is deleted nor at a restart (the device manager never held anything).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_left_out_of_the_answer_fails_the_pod_and_no_device_checkpoint_appears_1_34() {
+    let sb = Sandbox::new();
+    let mut n = node(&sb, "1.34", &["--fault", "missing-uid"]).await;
+    n.sim.event("dra_registered").await;
+    let r = dpctl(&["kubelet-sim", "admit", "--dir", &n.dir, &n.pod, "-o", "json"]).await;
+    let v = r.expect_code(1).json();
+    let text = "prepare dynamic resources: NodePrepareResources skipped 1 ResourceClaims";
+    assert_eq!(v["dra"]["error"], text, "{v}");
+    assert_eq!(v["containers"][0]["started"], false, "{v}");
+    let checkpoint = std::path::Path::new(&n.dir).join("kubelet_internal_checkpoint");
+    let r = dpctl(&["kubelet-sim", "restart", "--dir", &n.dir, "--wait", "20s", "-o", "json"]).await;
+    r.expect_code(1);
+    assert!(!checkpoint.exists(), "a restart created {}", checkpoint.display());
+    dpctl(&["kubelet-sim", "delete", "--dir", &n.dir, "trainer"]).await.expect_code(0);
+    assert!(!checkpoint.exists(), "deleting a pod without devices created {}", checkpoint.display());
+    n.sim.terminate();
+}
+
 /// 1.35: a driver advertising no node service the kubelet knows is told so
 /// at registration; 1.33 has no DRA handler (DRA off by default) and refuses
 /// a pod with claims.

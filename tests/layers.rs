@@ -1105,7 +1105,9 @@ fn the_runner_scanner_sees_code_not_strings_comments_or_tests() {
 fn the_doctor_and_smoke_judgements_touch_nothing() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib");
     let mut problems = Vec::new();
-    for rel in ["doctor/judge.rs", "doctor/dra_judge.rs", "doctor/overlap.rs", "smoke/steps/judge.rs", "smoke/dra/judge.rs"] {
+    for rel in
+        ["doctor/judge.rs", "doctor/dra_judge.rs", "doctor/overlap.rs", "smoke/steps/judge.rs", "smoke/dra/judge.rs"]
+    {
         let src =
             std::fs::read_to_string(root.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e} (moved? update this test)"));
         let fs = without_tests(&code_only(&src)).contains("std::fs").then_some("std::fs");

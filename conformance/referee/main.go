@@ -96,6 +96,7 @@ func main() {
 	flag.StringVar(&cfg.controlSocket, "control-socket", filepath.Join(devicePluginsDir, ".dpctl", "kubelet-sim.sock"), "the control socket")
 	flag.StringVar(&cfg.podresourcesSocket, "podresources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "the PodResources socket")
 	flag.StringVar(&cfg.registryDir, "registry-dir", "/var/lib/kubelet/plugins_registry", "the plugin manager's directory")
+	flag.StringVar(&cfg.draStateDir, "dra-state-dir", "", "where the DRA manager keeps dra_manager_state (default: the parent of --registry-dir, the kubelet's root)")
 	flag.StringVar(&cfg.tmPolicy, "topology-manager-policy", "none", "none|best-effort|restricted|single-numa-node")
 	flag.StringVar(&cfg.tmScope, "topology-manager-scope", "container", "container|pod")
 	flag.StringVar(&tmOptions, "topology-manager-policy-options", "", "KEY=VALUE,...")
@@ -121,6 +122,9 @@ func main() {
 		if err := utilfeature.DefaultMutableFeatureGate.Set(featureGates); err != nil {
 			usageExit("--feature-gates %s: %v", featureGates, err)
 		}
+	}
+	if cfg.draStateDir == "" {
+		cfg.draStateDir = filepath.Dir(filepath.Clean(cfg.registryDir))
 	}
 	cfg.tmOptions = parseKV(tmOptions, "--topology-manager-policy-options")
 	if reserved != "" {
@@ -166,7 +170,7 @@ func main() {
 		os.Exit(exitFailure)
 	}
 	r := &referee{cfg: cfg, module: module, release: release(module), machine: buildMachine(cfg), stateDir: stateDir,
-		ctx: ctx, logger: logger, node: &v1.Node{}, events: events, deleted: sets.New[string]()}
+		ctx: ctx, logger: logger, node: &v1.Node{}, events: events, deleted: sets.New[string](), api: newAPIServer()}
 	r.node.Name = "dpctl-referee"
 	events.dm = r.deviceManager
 	m, err := r.start(containermap.NewContainerMap(), sets.New[string]())

@@ -46,6 +46,9 @@ func toPod(spec *podSpec) *v1.Pod {
 		Status:     v1.PodStatus{Phase: v1.PodPending},
 	}
 	always := v1.ContainerRestartPolicyAlways
+	for _, pc := range spec.ResourceClaims {
+		pod.Spec.ResourceClaims = append(pod.Spec.ResourceClaims, v1.PodResourceClaim{Name: pc.Name, ResourceClaimName: strp(pc.ResourceClaimName)})
+	}
 	for _, c := range spec.Containers {
 		limits, requests := v1.ResourceList{}, v1.ResourceList{}
 		for name, n := range c.Limits {
@@ -73,6 +76,9 @@ func toPod(spec *podSpec) *v1.Pod {
 		set(v1.ResourceCPU, c.Compute.CPURequestMillis, c.Compute.CPULimitMillis, true)
 		set(v1.ResourceMemory, c.Compute.MemoryRequest, c.Compute.MemoryLimit, false)
 		vc := v1.Container{Name: c.Name, Image: "referee", Resources: v1.ResourceRequirements{Limits: limits, Requests: requests}}
+		for _, cl := range c.Claims {
+			vc.Resources.Claims = append(vc.Resources.Claims, v1.ResourceClaim{Name: cl.Name, Request: cl.Request})
+		}
 		switch c.Kind {
 		case "regular":
 			pod.Spec.Containers = append(pod.Spec.Containers, vc)
@@ -206,6 +212,7 @@ func (r *referee) admit(spec podSpec) (*admitOutcome, *opError) {
 		spec.UID = strp(uuid.NewString())
 	}
 	began := time.Now()
+	r.storeClaims(&spec)
 	pod := toPod(&spec)
 	r.mu.Lock()
 	m := r.m
@@ -241,10 +248,17 @@ func (r *referee) admit(spec podSpec) (*admitOutcome, *opError) {
 		return out, nil
 	}
 	allocs := allocations(pod.UID)
+	// SyncPod prepares the pod's claims before any container starts; a
+	// failure keeps them all from starting.
+	if len(spec.ResourceClaims) > 0 {
+		out.Dra = r.prepare(m, ap)
+	}
 	initFailed := false
 	for _, c := range spec.Containers {
 		co := r.containerOutcome(m, ap, c, allocs[c.Name])
-		if c.Kind == "regular" || !initFailed {
+		if out.Dra != nil && out.Dra.Error != nil {
+			co.StartError = out.Dra.Error
+		} else if c.Kind == "regular" || !initFailed {
 			r.startContainer(m, ap, c, &co)
 			if !co.Started && c.Kind != "regular" {
 				initFailed = true
@@ -353,6 +367,10 @@ func (r *referee) del(namespace, name string) (*deleteOutcome, *opError) {
 	}
 	for _, id := range ap.ids {
 		_ = containerStopped(r.logger, m, id)
+	}
+	// SyncTerminatedPod unprepares the pod's claims once its containers stopped.
+	if len(ap.spec.ResourceClaims) > 0 {
+		out.Dra = r.unprepare(m, ap)
 	}
 	r.mu.Lock()
 	r.pods = append(r.pods[:i], r.pods[i+1:]...)

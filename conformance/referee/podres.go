@@ -25,7 +25,7 @@ func (r *referee) servePodResources(m *managers) (*grpc.Server, error) {
 		Devices:          devicesProvider{r, m},
 		Cpus:             cpusProvider{r, m},
 		Memory:           memoryProvider{r, m},
-		DynamicResources: dynamicProvider{},
+		DynamicResources: dynamicProvider{m},
 	}
 	srv := grpc.NewServer(apisgrpc.WithRateLimiter(r.ctx, "podresources", podresources.DefaultQPS, podresources.DefaultBurstTokens))
 	podresourcesv1alpha1.RegisterPodResourcesListerServer(srv, podresources.NewV1alpha1PodResourcesServer(providers))
@@ -69,8 +69,8 @@ type memoryProvider struct {
 	m *managers
 }
 
-// dynamicProvider: DRA is not played; no claims.
-type dynamicProvider struct{}
+// dynamicProvider hands the DRA manager's claims through (dra.go).
+type dynamicProvider struct{ m *managers }
 
 // containerDevices turns the device manager's devices into the API's
 // entries: one per device and NUMA node (a device without topology gets

@@ -35,13 +35,16 @@ type containerSpec struct {
 	Kind    string            `json:"kind"` // init, sidecar, regular
 	Limits  map[string]uint64 `json:"limits"`
 	Compute compute           `json:"compute"`
+	Claims  []containerClaim  `json:"claims,omitempty"`
 }
 
 type podSpec struct {
-	Name       string          `json:"name"`
-	Namespace  string          `json:"namespace"`
-	UID        *string         `json:"uid"`
-	Containers []containerSpec `json:"containers"`
+	Name           string          `json:"name"`
+	Namespace      string          `json:"namespace"`
+	UID            *string         `json:"uid"`
+	Containers     []containerSpec `json:"containers"`
+	ResourceClaims []podClaimRef   `json:"resource_claims,omitempty"`
+	ClaimObjects   []claimObject   `json:"claim_objects,omitempty"`
 }
 
 type remoteError struct {
@@ -107,6 +110,7 @@ type admitOutcome struct {
 	Message    *string            `json:"message"`
 	Containers []containerOutcome `json:"containers"`
 	TookMs     uint64             `json:"took_ms"`
+	Dra        *draOutcome        `json:"dra,omitempty"`
 }
 
 type deleteOutcome struct {
@@ -114,6 +118,7 @@ type deleteOutcome struct {
 	Pod       string              `json:"pod"`
 	Namespace string              `json:"namespace"`
 	Freed     map[string][]string `json:"freed"`
+	Dra       *draOutcome         `json:"dra,omitempty"`
 }
 
 type resourceReturn struct {
@@ -137,6 +142,8 @@ type restartReport struct {
 	AllReturned    bool             `json:"all_returned"`
 	Resources      []resourceReturn `json:"resources"`
 	Readmitted     []admitOutcome   `json:"readmitted,omitempty"`
+	// The pods with claims synced again after the restart.
+	DraPrepared []draOutcome `json:"dra_prepared,omitempty"`
 }
 
 type restartOutcome struct {

@@ -25,6 +25,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/devicemanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/dra"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
@@ -44,6 +45,7 @@ type refConfig struct {
 	controlSocket      string
 	podresourcesSocket string
 	registryDir        string
+	draStateDir        string
 	tmPolicy           string
 	tmScope            string
 	tmOptions          map[string]string
@@ -68,6 +70,8 @@ type managers struct {
 	pmStop    chan struct{}
 	admitters []lifecycle.PodAdmitHandler
 	podres    *grpc.Server
+	dra       *dra.Manager
+	draStop   context.CancelFunc
 }
 
 // A pod the referee admitted: active until deleted.
@@ -106,6 +110,8 @@ type referee struct {
 	deleted sets.Set[string]
 	// The pod sources as the device, CPU and memory managers see them.
 	sources sourcesGate
+	// The API server the DRA manager reads ResourceClaims from.
+	api *apiServer
 }
 
 // deviceManager is the running kubelet's device manager (nil before the first start).
@@ -204,8 +210,15 @@ func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]
 	// referee's pods unconditionally.
 	m.admitters = []lifecycle.PodAdmitHandler{m.tm, newPredicateHandler(r.cachedNode, m.dm.UpdatePluginResources)}
 
+	// The DRA manager after the others, as container_manager_linux.go
+	// starts it; its plugin handler is the plugin manager's for DRAPlugin
+	// (kubelet.go adds it beside the device manager's).
+	if err := r.startDRA(m); err != nil {
+		return nil, err
+	}
 	m.pm = pluginmanager.NewPluginManager(r.cfg.registryDir, nil)
 	m.pm.AddHandler(pluginregistration.DevicePlugin, m.dm.GetWatcherHandler())
+	m.pm.AddHandler(pluginregistration.DRAPlugin, m.dra.GetWatcherHandler())
 	m.pmStop = make(chan struct{})
 	go runPluginManager(r.ctx, m.pm, sourcesReady{}, m.pmStop)
 
@@ -224,6 +237,7 @@ func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]
 // PodResources socket goes away. The CPU and memory managers have no stop.
 func (r *referee) stop(m *managers) {
 	close(m.pmStop)
+	r.stopDRA(m)
 	if err := stopDeviceManager(r.logger, m.dm); err != nil {
 		r.logger.Error(err, "stopping the device manager")
 	}
@@ -455,6 +469,7 @@ func (r *referee) restart(wait time.Duration, readmit *time.Duration) restartRep
 		rep.Resources = append(rep.Resources, rr)
 	}
 	rep.RestoredPods = r.checkpointPods()
+	rep.DraPrepared = r.prepareAgain(m, deadline)
 	rep.Readmitted = readmitted
 	return rep
 }

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"k8s.io/kubernetes/pkg/kubelet/cm/dra"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -67,6 +68,9 @@ func (memoryProvider) GetAllocatableMemory() []*podresourcesv1.ContainerMemory {
 	return []*podresourcesv1.ContainerMemory{}
 }
 
-func (dynamicProvider) GetDynamicResources(*v1.Pod, *v1.Container) []*podresourcesv1.DynamicResource {
-	return []*podresourcesv1.DynamicResource{}
+func (p dynamicProvider) GetDynamicResources(pod *v1.Pod, c *v1.Container) []*podresourcesv1.DynamicResource {
+	return dynamicResources(p.m, pod, c)
 }
+
+// stopDRAManager: before 1.37 the DRA manager has no Stop; its context ends it.
+func stopDRAManager(*dra.Manager) {}

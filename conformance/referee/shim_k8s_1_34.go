@@ -7,6 +7,9 @@ package main
 
 import (
 	"context"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+	"k8s.io/kubernetes/pkg/kubelet/cm/dra"
+	drastate "k8s.io/kubernetes/pkg/kubelet/cm/dra/state"
 
 	cadvisorapi "github.com/google/cadvisor/info/v1"
 	v1 "k8s.io/api/core/v1"
@@ -75,3 +78,11 @@ func containerStarted(_ klog.Logger, m *managers, pod *v1.Pod, c *v1.Container, 
 	m.mem.AddContainer(context.Background(), pod, c, id)
 	m.tm.AddContainer(pod, c, id)
 }
+
+// startDRAManager: the DRA manager's node getter takes no context in this release.
+func startDRAManager(ctx context.Context, mgr *dra.Manager, pods func() []*v1.Pod, node func(context.Context) (*v1.Node, error), sr config.SourcesReady) error {
+	return mgr.Start(ctx, pods, func() (*v1.Node, error) { return node(ctx) }, sr)
+}
+
+// setShareID: 1.34's DRA checkpoint has no ShareID.
+func setShareID(*podresourcesv1.ClaimResource, drastate.Device) {}

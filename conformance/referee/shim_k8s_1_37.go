@@ -7,6 +7,8 @@ package main
 
 import (
 	"context"
+	"k8s.io/kubernetes/pkg/kubelet/cm/dra"
+	"k8s.io/kubernetes/pkg/kubelet/config"
 
 	cadvisorapi "github.com/google/cadvisor/lib/model"
 	v1 "k8s.io/api/core/v1"
@@ -108,6 +110,14 @@ func (memoryProvider) GetAllocatableMemory(klog.Logger) []*podresourcesv1.Contai
 	return []*podresourcesv1.ContainerMemory{}
 }
 
-func (dynamicProvider) GetDynamicResources(klog.Logger, *v1.Pod, *v1.Container) []*podresourcesv1.DynamicResource {
-	return []*podresourcesv1.DynamicResource{}
+func (p dynamicProvider) GetDynamicResources(_ klog.Logger, pod *v1.Pod, c *v1.Container) []*podresourcesv1.DynamicResource {
+	return dynamicResources(p.m, pod, c)
 }
+
+// startDRAManager: the DRA manager's node getter takes a context from 1.36.
+func startDRAManager(ctx context.Context, mgr *dra.Manager, pods func() []*v1.Pod, node func(context.Context) (*v1.Node, error), sr config.SourcesReady) error {
+	return mgr.Start(ctx, pods, node, sr)
+}
+
+// stopDRAManager: 1.37's DRA manager stops its plugin manager and waits for it.
+func stopDRAManager(mgr *dra.Manager) { mgr.Stop() }

@@ -7,6 +7,8 @@ package main
 
 import (
 	"context"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+	drastate "k8s.io/kubernetes/pkg/kubelet/cm/dra/state"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -54,4 +56,9 @@ func newPredicateHandler(node func(context.Context) (*v1.Node, error), update fu
 
 func runContainerOptions(ctx context.Context, dm *devicemanager.ManagerImpl, pod *v1.Pod, c *v1.Container) (*devicemanager.DeviceRunContainerOptions, error) {
 	return dm.GetDeviceRunContainerOptions(ctx, pod, c)
+}
+
+// setShareID: the PodResources ShareId from the DRA checkpoint (1.35+).
+func setShareID(res *podresourcesv1.ClaimResource, d drastate.Device) {
+	res.ShareId = (*string)(d.ShareID)
 }

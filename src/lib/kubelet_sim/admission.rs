@@ -549,7 +549,12 @@ pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> R
             }
         }
     }
-    inner.dirty();
+    // The device manager writes its checkpoint when it drops a pod it held
+    // devices for (UpdateAllocatedDevices in pkg/kubelet/cm/devicemanager/manager.go);
+    // a pod with none (a pod with only DRA claims) changes nothing.
+    if freed.values().any(|ids| !ids.is_empty()) {
+        inner.dirty();
+    }
     inner.emit(EventKind::PodDeleted { pod: name.into(), namespace: namespace.into(), freed: freed.clone() });
     // The kubelet unprepares in SyncTerminatingPod, once the containers stopped.
     let dra = super::dra::unprepare_pod(inner, &pod.spec, pod.uid()).await.map(Box::new);

@@ -299,7 +299,8 @@ async fn health_loop(
     api: crate::dra::HealthApi,
     generation: u64,
 ) {
-    let cfg = crate::transport::ClientConfig { connect_timeout: crate::dra::KUBELET_CALL_TIMEOUT, ..Default::default() };
+    let cfg =
+        crate::transport::ClientConfig { connect_timeout: crate::dra::KUBELET_CALL_TIMEOUT, ..Default::default() };
     let event = |error: Option<String>| EventKind::DraHealthStream {
         driver: inst.driver.clone(),
         endpoint: inst.endpoint.clone(),
@@ -462,6 +463,8 @@ async fn call(inner: &Arc<Inner>, batch: &Batch, prepare: bool) -> (Option<DraCa
     let answers = match report {
         Err(_) => Err(format!("{method}: rpc error: code = DeadlineExceeded desc = context deadline exceeded")),
         Ok(Err(e)) => Err(format!("{method}: {}", super::registration::go_rpc_error(&e))),
+        // A claim the driver left out is listed in the report, but the
+        // kubelet only sees the answer map: it counts it as skipped.
         Ok(Ok(r)) => Ok(r
             .claims
             .into_iter()

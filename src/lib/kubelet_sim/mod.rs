@@ -1097,7 +1097,12 @@ impl SimHandle {
         let snapshot = inner.lock().checkpoint();
         // The kubelet writes its checkpoint and the new one reads it back; a
         // checkpoint the sim may not write is left alone and the state carries over.
-        let checkpoint = if inner.writes_checkpoint() {
+        // A device manager that never held a device or a registration never
+        // wrote one, and a restart does not create it (the referee shows no
+        // file after restarting a kubelet with only DRA drivers, 1.34-1.37).
+        let empty = snapshot.data.pod_device_entries.as_ref().is_none_or(Vec::is_empty)
+            && snapshot.data.registered_devices.as_ref().is_none_or(BTreeMap::is_empty);
+        let checkpoint = if inner.writes_checkpoint() && (!empty || inner.paths.checkpoint.exists()) {
             {
                 let _write = inner.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
                 checkpoint::write_owned(&snapshot, &inner.paths.checkpoint, &inner.paths.marker, &inner.tmp_tag, true)?;

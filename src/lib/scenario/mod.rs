@@ -5,6 +5,7 @@
 //! compared ([`diff`]).
 
 pub mod diff;
+pub mod dra;
 pub mod observe;
 pub mod run;
 
@@ -40,6 +41,9 @@ pub struct Scenario {
     /// The mock plugins.
     #[serde(default, rename = "plugin")]
     pub plugins: Vec<PluginDef>,
+    /// The mock DRA drivers (plugins of the kind `DRAPlugin`; steps name them like plugins).
+    #[serde(default, rename = "dra_driver")]
+    pub drivers: Vec<DraDriverDef>,
     /// The steps, in order.
     #[serde(rename = "step")]
     pub steps: Vec<StepDef>,
@@ -179,6 +183,108 @@ pub struct PluginDef {
     /// Its resources: `dpctl mock-plugin --config`'s `[[resource]]` tables.
     #[serde(rename = "resource")]
     pub resources: Vec<ResourceConfig>,
+}
+
+/// One mock DRA driver (an in-process `dpctl dra mock`): registers on
+/// plugins_registry as a `DRAPlugin` and answers the kubelet's
+/// NodePrepareResources/NodeUnprepareResources calls (docs/scenarios.md).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DraDriverDef {
+    /// The name steps use (shared with `[[plugin]]` ids).
+    pub id: String,
+    /// The driver name it registers under, as claims' allocation results name it.
+    pub driver: String,
+    /// Start it before the first step (otherwise a `start` step does).
+    #[serde(default = "yes")]
+    pub start: bool,
+    /// `supported_versions` in this order (`dra mock --service`: `v1`, `v1beta1`,
+    /// `health-v1alpha1`, `health-v1`) [default: `["v1"]`].
+    #[serde(default)]
+    pub services: Vec<String>,
+    /// The pool of its devices [default: `pool-0`].
+    #[serde(default)]
+    pub pool: Option<String>,
+    /// How many devices (`dev-0` ...) [default: 4].
+    #[serde(default)]
+    pub devices: Option<usize>,
+    /// Devices per prepared claim [default: 1].
+    #[serde(default)]
+    pub devices_per_claim: Option<usize>,
+    /// `request_names` of every device it answers (empty: all requests).
+    #[serde(default)]
+    pub request_names: Vec<String>,
+    /// What to break (`dra mock`'s faults).
+    #[serde(default)]
+    pub faults: DraFaults,
+}
+
+/// The mock DRA driver's faults a scenario can ask for.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DraFaults {
+    /// Leave the first claim of each Prepare out of the answer.
+    #[serde(default)]
+    pub missing_uid: bool,
+    /// A claim prepared again gets other devices.
+    #[serde(default)]
+    pub not_idempotent: bool,
+    /// Answer every claim of Prepare with this error.
+    #[serde(default)]
+    pub prepare_error: Option<String>,
+    /// Answer every claim of Unprepare with this error.
+    #[serde(default)]
+    pub unprepare_error: Option<String>,
+}
+
+impl DraDriverDef {
+    /// The mock's configuration in the run's directories: its service socket
+    /// in `<root>/plugins/<id>/`, its CDI specs in `<root>/cdi/<id>/`.
+    pub fn mock_config(&self, registry_dir: &Path, root: &Path) -> Result<crate::dra::mock::MockConfig> {
+        let place = format!("dra_driver {:?}", self.id);
+        let services = if self.services.is_empty() {
+            vec![crate::dra::Service::Node(crate::dra::NodeApi::V1)]
+        } else {
+            self.services
+                .iter()
+                .map(|s| {
+                    let bad = |e: String| Error::invalid(format!("{place}: services"), e);
+                    if s.chars().count() > 64 {
+                        let shown: String = s.chars().take(64).collect();
+                        return Err(bad(format!(
+                            "{shown:?}... is not a DRA service (v1, v1beta1, health-v1alpha1, health-v1)"
+                        )));
+                    }
+                    crate::dra::Service::parse(s).map_err(bad)
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+        let f = &self.faults;
+        let cfg = crate::dra::mock::MockConfig {
+            driver: self.driver.clone(),
+            registry_dir: registry_dir.to_path_buf(),
+            endpoint: root.join("plugins").join(&self.id).join("dra.sock"),
+            cdi_dir: root.join("cdi").join(&self.id),
+            services,
+            pool: self.pool.clone().unwrap_or_else(|| "pool-0".into()),
+            devices: self.devices.unwrap_or(4),
+            devices_per_claim: self.devices_per_claim.unwrap_or(1),
+            request_names: self.request_names.clone(),
+            unhealthy: Default::default(),
+            health_interval: Duration::from_secs(5),
+            faults: crate::dra::mock::Faults {
+                missing_uid: f.missing_uid,
+                not_idempotent: f.not_idempotent,
+                prepare_error: f.prepare_error.clone(),
+                unprepare_error: f.unprepare_error.clone(),
+                ..Default::default()
+            },
+            record: None,
+            device_node: None,
+        };
+        cfg.check().map_err(|e| Error::invalid(&place, e.to_string()))?;
+        Ok(cfg)
+    }
 }
 
 /// A step as written: what to do, an optional name and expectations.
@@ -483,10 +589,43 @@ impl Scenario {
             }
             ids.push(p.id.clone());
         }
+        for d in &self.drivers {
+            let short = |s: &str| s.chars().take(64).collect::<String>();
+            if d.id.is_empty() || d.id.len() > 63 || !d.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                return Err(bad(format!(
+                    "dra_driver id {:?}: 1 to 63 letters, digits or '-' (it names the driver's socket directory)",
+                    short(&d.id)
+                )));
+            }
+            if d.driver.len() > 253 {
+                return Err(bad(format!(
+                    "dra_driver {:?}: driver {:?}...: at most 253 characters",
+                    d.id,
+                    short(&d.driver)
+                )));
+            }
+            if ids.contains(&d.id) {
+                return Err(bad(format!("plugin {:?} is defined twice", d.id)));
+            }
+            d.mock_config(Path::new("/r/plugins_registry"), Path::new("/r")).map_err(|e| bad(e.to_string()))?;
+            ids.push(d.id.clone());
+        }
+        let known = |id: &str| {
+            if ids.iter().any(|i| i == id) {
+                Ok(())
+            } else {
+                Err(bad(format!(
+                    "step names plugin {id:?}, which is not defined (plugins: {})",
+                    crate::text::list(&ids)
+                )))
+            }
+        };
         let plugin = |id: &str| {
-            self.plugins.iter().find(|p| p.id == id).ok_or_else(|| {
-                bad(format!("step names plugin {id:?}, which is not defined (plugins: {})", crate::text::list(&ids)))
-            })
+            known(id)?;
+            self.plugins
+                .iter()
+                .find(|p| p.id == id)
+                .ok_or_else(|| bad(format!("step names DRA driver {id:?} where only a device plugin can be named")))
         };
         if self.steps.is_empty() {
             return Err(bad("give at least one [[step]]".into()));
@@ -505,7 +644,7 @@ impl Scenario {
             }
             match &step.action {
                 Action::Start { plugin: p } | Action::Stop { plugin: p } => {
-                    plugin(p)?;
+                    known(p)?;
                 }
                 Action::SetHealth { plugin: p, resource, .. } => {
                     let def = plugin(p)?;
@@ -532,7 +671,7 @@ impl Scenario {
                             let Some(p) = p else {
                                 return Err(bad(format!("step {name}: wait until {until:?} needs plugin")));
                             };
-                            plugin(p)?;
+                            known(p)?;
                             if *until == Until::Calls && rpc.is_none() {
                                 return Err(bad(format!("step {name}: wait until calls needs rpc")));
                             }
@@ -687,6 +826,31 @@ allocatable = 2
         let e = Scenario::parse(&format!("{MINIMAL}{}", stop.replace("ALLOC", "2")), "t").unwrap_err().to_string();
         assert!(e.contains("step after waits for the counts example.com/gpu already had before step stop"), "{e}");
         Scenario::parse(&format!("{MINIMAL}{}", stop.replace("ALLOC", "0")), "t").unwrap();
+    }
+
+    #[test]
+    fn dra_drivers_are_checked_and_named_like_plugins() {
+        let driver = "\n[[dra_driver]]\nid = \"ID\"\ndriver = \"gpu.example.com\"\nSERVICES\n";
+        let with = |id: &str, services: &str| {
+            Scenario::parse(&format!("{MINIMAL}{}", driver.replace("ID", id).replace("SERVICES", services)), "t")
+        };
+        let s = with("dra", "services = [\"v1beta1\", \"v1\"]").unwrap();
+        assert_eq!(s.drivers[0].services, ["v1beta1", "v1"]);
+        let e = with("gpu", "").unwrap_err().to_string();
+        assert!(e.contains("plugin \"gpu\" is defined twice"), "{e}");
+        let e = with("dra", "services = [\"v9\"]").unwrap_err().to_string();
+        assert!(e.contains("services") && e.contains("v9"), "{e}");
+        let e = with("dra", "devices = 0").unwrap_err().to_string();
+        assert!(e.contains("--devices"), "{e}");
+        let stop = "\n[[step]]\ndo = \"stop\"\nplugin = \"dra\"\n";
+        Scenario::parse(&format!("{MINIMAL}{}{stop}", driver.replace("ID", "dra").replace("SERVICES", "")), "t")
+            .unwrap();
+        let health = "\n[[step]]\ndo = \"set-health\"\nplugin = \"dra\"\nids = [\"x\"]\nhealth = \"Unhealthy\"\n";
+        let e =
+            Scenario::parse(&format!("{MINIMAL}{}{health}", driver.replace("ID", "dra").replace("SERVICES", "")), "t")
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("DRA driver \"dra\" where only a device plugin"), "{e}");
     }
 
     #[test]

@@ -308,12 +308,40 @@ fn pod_value(p: &v1::PodResources) -> Value {
         .map(|c| {
             let mut cpus = c.cpu_ids.clone();
             cpus.sort_unstable();
-            json!({"name": c.name, "devices": devices_value(&c.devices), "cpu_ids": cpus})
+            let mut v = json!({"name": c.name, "devices": devices_value(&c.devices), "cpu_ids": cpus});
+            if !c.dynamic_resources.is_empty() {
+                v["dynamic_resources"] = dynamic_value(&c.dynamic_resources);
+            }
+            v
         })
         .collect();
     // The kubelet lists containers in spec order: kept.
     containers.iter_mut().for_each(sort_scalar_lists);
     json!({"name": p.name, "namespace": p.namespace, "containers": containers})
+}
+
+/// A container's DRA claims as PodResources lists them (claims and their
+/// devices in the kubelet's order; each device's CDI IDs as sent).
+fn dynamic_value(claims: &[v1::DynamicResource]) -> Value {
+    claims
+        .iter()
+        .map(|d| {
+            let resources: Vec<Value> = d
+                .claim_resources
+                .iter()
+                .map(|r| {
+                    json!({
+                        "driver": r.driver_name,
+                        "pool": r.pool_name,
+                        "device": r.device_name,
+                        "share_id": r.share_id,
+                        "cdi_devices": r.cdi_devices.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+                    })
+                })
+                .collect();
+            json!({"claim": format!("{}/{}", d.claim_namespace, d.claim_name), "resources": resources})
+        })
+        .collect()
 }
 
 /// Devices per resource: IDs sorted, with the NUMA nodes each set reports.

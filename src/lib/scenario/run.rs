@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
+use super::dra::Driver;
 use super::observe::{self, Names};
 use super::{Action, DEFAULT_WAIT, PluginDef, Registration, Scenario, Until, parse_wait};
 use crate::error::{Error, Result};
@@ -115,6 +116,18 @@ impl Received {
 }
 
 impl Plugin {
+    fn new(def: PluginDef) -> Self {
+        Plugin {
+            def,
+            handle: None,
+            events: Mutex::default(),
+            changed: Arc::default(),
+            wakers: Vec::new(),
+            shown: 0,
+            settled: Vec::new(),
+        }
+    }
+
     fn received(&self) -> std::sync::MutexGuard<'_, Received> {
         let mut r = self.events.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         r.drain();
@@ -165,19 +178,8 @@ pub async fn run(scenario: &Scenario, config: &RunConfig) -> Result<ScenarioRun>
         scenario,
         engine: &engine,
         layout: &layout,
-        plugins: scenario
-            .plugins
-            .iter()
-            .map(|d| Plugin {
-                def: d.clone(),
-                handle: None,
-                events: Mutex::default(),
-                changed: Arc::default(),
-                wakers: Vec::new(),
-                shown: 0,
-                settled: Vec::new(),
-            })
-            .collect(),
+        plugins: scenario.plugins.iter().cloned().map(Plugin::new).collect(),
+        drivers: scenario.drivers.iter().cloned().map(Driver::new).collect(),
         names,
         pods: Vec::new(),
         failures: Vec::new(),
@@ -193,6 +195,9 @@ pub async fn run(scenario: &Scenario, config: &RunConfig) -> Result<ScenarioRun>
         for w in p.wakers.drain(..) {
             w.abort();
         }
+    }
+    for d in &mut runner.drivers {
+        let _ = d.stop().await;
     }
     let engine_name = engine.name().to_string();
     if let Err(e) = engine.stop().await {
@@ -216,6 +221,7 @@ struct Runner<'a> {
     engine: &'a Engine,
     layout: &'a Layout,
     plugins: Vec<Plugin>,
+    drivers: Vec<Driver>,
     names: Names,
     /// (namespace, name) of every pod admitted or asked for, in order.
     pods: Vec<(String, String)>,
@@ -230,6 +236,15 @@ impl Runner<'_> {
                 let id = self.plugins[i].def.id.clone();
                 if let Err(e) = self.start_plugin(&id).await {
                     self.failures.push(format!("plugin {id}: could not start: {e}"));
+                    return Ok(());
+                }
+            }
+        }
+        for i in 0..self.drivers.len() {
+            if self.drivers[i].def.start {
+                let id = self.drivers[i].def.id.clone();
+                if let Err(e) = self.start_driver(i).await {
+                    self.failures.push(format!("dra_driver {id}: could not start: {e}"));
                     return Ok(());
                 }
             }
@@ -261,6 +276,48 @@ impl Runner<'_> {
             self.steps.push(StepObservation { step: name, action: step.action.word().into(), observed });
         }
         Ok(())
+    }
+
+    fn driver(&self, id: &str) -> Option<usize> {
+        self.drivers.iter().position(|d| d.def.id == id)
+    }
+
+    async fn start_driver(&mut self, i: usize) -> Result<()> {
+        let (registry, root) = (self.layout.plugins_registry.clone(), self.layout.root.clone());
+        self.drivers[i].start(&registry, &root).await
+    }
+
+    /// A `start` or `stop` of a DRA driver; `None` when `id` names a device plugin.
+    async fn start_stop_driver(&mut self, id: &str, start: bool) -> Option<Value> {
+        let i = self.driver(id)?;
+        let r = if start { self.start_driver(i).await } else { self.drivers[i].stop().await };
+        Some(match r {
+            Ok(()) => json!(if start { "started" } else { "stopped" }),
+            Err(e) => json!({"error": e.to_string()}),
+        })
+    }
+
+    /// A `wait` on a DRA driver's registrations or calls; `None` when `id` names a device plugin.
+    async fn wait_driver(
+        &mut self,
+        id: &str,
+        until: Until,
+        rpc: Option<&str>,
+        count: u64,
+        t: Duration,
+    ) -> Option<bool> {
+        let i = self.driver(id)?;
+        let rpc = rpc.map(str::to_string);
+        let pred = move |e: &crate::dra::mock::DraEvent| match until {
+            Until::Registered => super::dra::registration(e, true),
+            Until::Rejected => super::dra::registration(e, false),
+            Until::Calls => match &e.kind {
+                crate::dra::mock::DraEventKind::Rpc { rpc: r, .. } => rpc.as_deref() == Some(super::dra::method(r)),
+                _ => false,
+            },
+            Until::Capacity => false,
+        };
+        Some(self.drivers[i].wait(&pred, count, t).await)
     }
 
     fn plugin(&mut self, id: &str) -> Result<&mut Plugin> {
@@ -348,6 +405,9 @@ impl Runner<'_> {
                 if readmit_after.is_some() {
                     v["pods"] = r.readmitted.iter().map(readmitted_value).collect();
                 }
+                if !r.dra_prepared.is_empty() {
+                    v["dra_prepared"] = r.dra_prepared.iter().map(super::dra::outcome).collect();
+                }
                 v
             }
             Ok(other) => json!({"unexpected": format!("{other:?}")}),
@@ -360,6 +420,12 @@ impl Runner<'_> {
     // only pass the runner's state around.
     async fn act(&mut self, action: &Action) -> Result<Value> {
         Ok(match action {
+            Action::Start { plugin } if self.driver(plugin).is_some() => {
+                self.start_stop_driver(plugin, true).await.unwrap_or_default()
+            }
+            Action::Stop { plugin } if self.driver(plugin).is_some() => {
+                self.start_stop_driver(plugin, false).await.unwrap_or_default()
+            }
             Action::Start { plugin } => match self.start_plugin(plugin).await {
                 Ok(()) => json!("started"),
                 Err(e) => json!({"error": e.to_string()}),
@@ -394,6 +460,10 @@ impl Runner<'_> {
                 let answer =
                     self.engine.call(Request::Delete { namespace: namespace.clone(), name: pod.clone() }).await?;
                 match answer {
+                    // A pod with claims: whether UnprepareResources failed (the calls show in the drivers' records).
+                    Ok(Answer::Delete(d)) if d.dra.is_some() => {
+                        json!({"deleted": true, "dra_error": d.dra.as_ref().and_then(|x| x.error.clone())})
+                    }
                     Ok(_) => json!("deleted"),
                     Err(e) => remote(&e),
                 }
@@ -450,6 +520,12 @@ impl Runner<'_> {
                     Until::Capacity => {
                         let r = resource.clone().unwrap_or_default();
                         self.wait_capacity(&r, *capacity, *allocatable, timeout).await?
+                    }
+                    Until::Registered | Until::Rejected | Until::Calls
+                        if self.driver(plugin.as_deref().unwrap_or_default()).is_some() =>
+                    {
+                        let id = plugin.as_deref().unwrap_or_default();
+                        self.wait_driver(id, *until, rpc.as_deref(), count, timeout).await.unwrap_or(false)
                     }
                     Until::Registered | Until::Rejected | Until::Calls => {
                         let p = self.plugin(plugin.as_deref().unwrap_or_default())?;
@@ -526,6 +602,18 @@ impl Runner<'_> {
         let cp = self.layout.device_plugins.join(crate::paths::CHECKPOINT_FILE_NAME);
         observed["checkpoint"] = observe::checkpoint(&cp, &expect).await;
         observed["podresources"] = observe::podresources(&self.layout.podresources_socket(), &self.pods).await;
+        if !self.drivers.is_empty() {
+            let mut drivers = serde_json::Map::new();
+            let deadline = crate::duration::deadline(HANDSHAKE_MAX);
+            for d in &mut self.drivers {
+                d.settle(deadline).await;
+            }
+            for d in &mut self.drivers {
+                drivers.insert(d.def.id.clone(), d.observe());
+            }
+            observed["drivers"] = Value::Object(drivers);
+            observed["dra_state"] = super::dra::state(&self.layout.root.join(crate::dra::state::FILE_NAME));
+        }
     }
 }
 
@@ -703,7 +791,11 @@ fn admit_value(answer: std::result::Result<Answer, RemoteError>) -> Value {
             |c| json!({"name": c.name, "started": c.started, "start_error": c.start_error, "devices": held_devices(c)}),
         )
         .collect();
-    json!({"admitted": true, "reason": o.reason, "message": o.message, "containers": containers})
+    let mut v = json!({"admitted": true, "reason": o.reason, "message": o.message, "containers": containers});
+    if let Some(d) = &o.dra {
+        v["dra"] = super::dra::outcome(d);
+    }
+    v
 }
 
 fn tail(engine: &Engine) -> String {

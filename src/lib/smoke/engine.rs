@@ -393,6 +393,11 @@ fn referee_args(binary: &Path, config: &SimConfig) -> Vec<String> {
         let rows: Vec<String> = d.iter().map(|r| r.iter().map(u64::to_string).collect::<Vec<_>>().join(",")).collect();
         args.extend(["--numa-distances".into(), rows.join(";")]);
     }
+    // The DRA manager's checkpoint goes where the sim keeps it, the parent of
+    // plugins_registry (docs/dra.md §6), outside the kubelet's bound paths.
+    if let Some(root) = config.registry_dir.as_deref().and_then(Path::parent) {
+        args.extend(["--dra-state-dir".into(), root.display().to_string()]);
+    }
     args
 }
 
