@@ -101,6 +101,22 @@ async fn the_mock_passes_on_1_34() {
     assert_eq!(outcome(&r, "long-socket-path"), "skip");
 }
 
+/// The mock as a helper-built driver (`--kubeconfig {kubeconfig} --node-name
+/// {node}`), 1.37: it publishes its pool, the claims are allocated from it,
+/// and the claim allocated for the subrequest `gpu/large` is answered with
+/// `gpu` (the helper strips subrequests), so request-names passes too.
+#[tokio::test]
+async fn the_mock_on_the_api_publishes_and_strips_subrequests_1_37() {
+    let api = ["--kubeconfig", "{kubeconfig}", "--node-name", "{node}"];
+    let run = smoke(&["--slice-timeout", "10s", "--skip", "long-socket-path"], &mock(&api)).await;
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let r = run.json();
+    assert_passes(&r);
+    assert_eq!(outcome(&r, "published-slices"), "pass", "{r:#}");
+    assert!(evidence(&r, "published-slices").contains("pool-0/dev-0"), "{r:#}");
+    assert!(evidence(&r, "request-names").contains("request_names gpu"), "{r:#}");
+}
+
 /// A fault's run: exit 1, and `step` failed with the rule and this evidence.
 async fn fails(extra: &[&'static str], flags: &[&str], failed: &str, evidence_has: &str, rule_has: &str) -> Value {
     let run = smoke(flags, &mock(extra)).await;

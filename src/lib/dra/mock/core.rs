@@ -86,8 +86,10 @@ impl Shared {
             .iter()
             .zip(&names)
             .map(|(a, n)| pb::Device {
+                // As the kubeletplugin helper answers: the allocation's request with
+                // any subrequest stripped (`gpu/large` -> `gpu`, docs/dra.md §10).
                 request_names: if self.cfg.request_names.is_empty() && !a.request.is_empty() {
-                    vec![a.request.clone()]
+                    vec![a.request.split('/').next().unwrap_or_default().to_string()]
                 } else {
                     self.cfg.request_names.clone()
                 },
