@@ -2,11 +2,10 @@
 //! on the upstream `kubeletplugin` helper needs, with no cluster. The Go
 //! driver in conformance/dra-driver (built by `conformance/build.sh`) is the
 //! peer: real client-go, real helper. Without it that test prints one
-//! `SKIPPED apiserver: ...` line and passes, except under `CI=true`, where
+//! `SKIPPED` line (one for the suite) and passes, except under `CI=true`, where
 //! it fails. The wire-level tests below speak HTTP themselves and always run.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -69,25 +68,6 @@ async fn apiserver(sb: &Sandbox) -> Api {
         dir,
         child,
     }
-}
-
-/// The Go driver built by conformance/build.sh, or `None` after one
-/// SKIPPED line; under CI=true its absence fails.
-fn driver_or_skip() -> Option<PathBuf> {
-    static SKIPPED: OnceLock<()> = OnceLock::new();
-    let dir = std::env::var_os("DPCTL_DRA_DRIVER_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dra-driver"));
-    let bin = dir.join("dpctl-dra-driver");
-    if bin.is_file() {
-        return Some(bin);
-    }
-    let why = format!("no {} (build it with conformance/build.sh dra-driver)", bin.display());
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("apiserver: the helper-built DRA driver is unavailable under CI: {why}");
-    }
-    SKIPPED.get_or_init(|| eprintln!("SKIPPED apiserver: {why}"));
-    None
 }
 
 /// One HTTP/1.1 request; the status code and the JSON body.
@@ -174,7 +154,7 @@ impl Watch {
 /// whose UID differs from the served one is refused by the helper.
 #[tokio::test]
 async fn a_helper_built_driver_registers_publishes_and_prepares_against_dpctl_apiserver() {
-    let Some(bin) = driver_or_skip() else { return };
+    let Some(bin) = crate::support::go_built::dra_driver_or_skip("apiserver") else { return };
     let sb = Sandbox::new();
     let mut api = apiserver(&sb).await;
     let (registry, cdi) = (sb.join("plugins_registry"), sb.join("cdi"));

@@ -5,12 +5,12 @@
 //! `conformance/build.sh`) exist, every scenario runs on the referee of each
 //! release and the diff against the sim is empty or declared.
 //!
-//! Without referees the referee test prints one `SKIPPED conformance: ...`
-//! line and passes, except under `CI=true`, where it fails: CI must prove
+//! Without referees the referee tests print the suite's one `SKIPPED ...`
+//! line and pass, except under `CI=true`, where they fail: CI must prove
 //! conformance (as tests/support/interop.rs does for the Python peers).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use dpctl::kubelet_sim::KubeletVersion;
 use dpctl::scenario::diff::{ScenarioDiff, Verdict, diff};
@@ -120,16 +120,12 @@ fn referees() -> Result<(PathBuf, Vec<KubeletVersion>), String> {
     })
 }
 
-/// The referees, or `None` after one `SKIPPED conformance` line; under CI a failure.
+/// The referees, or `None` after the suite's one SKIPPED line; under CI a failure.
 fn referees_or_skip() -> Option<(PathBuf, Vec<KubeletVersion>)> {
-    static SKIPPED: OnceLock<()> = OnceLock::new();
     match referees() {
         Ok(r) => Some(r),
-        Err(why) if std::env::var("CI").is_ok_and(|v| v == "true") => {
-            panic!("conformance: referees unavailable under CI: {why}")
-        }
         Err(why) => {
-            SKIPPED.get_or_init(|| eprintln!("SKIPPED conformance: {why}"));
+            crate::support::go_built::skip("conformance", &why);
             None
         }
     }

@@ -4,11 +4,10 @@
 //! kubeconfig the sim writes in the kubelet's root, publishes its slices
 //! there and GETs each claim before it prepares it. The peers are the Go
 //! driver on the upstream `kubeletplugin` helper (conformance/dra-driver;
-//! without it one `SKIPPED dra_e2e: ...` line, a failure under CI=true) and
+//! without it the suite's one `SKIPPED` line, a failure under CI=true) and
 //! `dpctl dra mock --kubeconfig`. Each test names the releases it plays.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -52,25 +51,6 @@ spec:
   - name: main
     resources: {claims: [{name: gpu}]}
 ";
-
-/// The Go driver built by conformance/build.sh, or `None` after one
-/// SKIPPED line; under CI=true its absence fails.
-pub(crate) fn go_driver_or_skip() -> Option<PathBuf> {
-    static SKIPPED: OnceLock<()> = OnceLock::new();
-    let dir = std::env::var_os("DPCTL_DRA_DRIVER_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dra-driver"));
-    let bin = dir.join("dpctl-dra-driver");
-    if bin.is_file() {
-        return Some(bin);
-    }
-    let why = format!("no {} (build it with conformance/build.sh dra-driver)", bin.display());
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("dra_e2e: the helper-built DRA driver is unavailable under CI: {why}");
-    }
-    SKIPPED.get_or_init(|| eprintln!("SKIPPED dra_e2e: {why}"));
-    None
-}
 
 /// A node root: `device-plugins/`, `plugins_registry/`, the objects file, and a sim serving them.
 pub(crate) struct Node {
@@ -174,7 +154,7 @@ fn go_driver(bin: &Path, node: &Node) -> Child {
 /// deleting the pod unprepares it (its CDI spec goes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_go_driver_is_prepared_under_kubelet_sim_from_the_sims_api_1_37() {
-    let Some(bin) = go_driver_or_skip() else { return };
+    let Some(bin) = crate::support::go_built::dra_driver_or_skip("dra_e2e") else { return };
     let sb = Sandbox::new();
     let mut node = Node::start(&sb, "1.37", &objects(GO_DRIVER, "node-1", "gpu-1")).await;
     let mut driver = go_driver(&bin, &node);
@@ -445,7 +425,7 @@ async fn a_kep_5004_pod_is_served_by_the_mock_driver_from_1_36_and_by_the_device
 /// container gets its CDI ID, PodResources and the checkpoint show it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_go_driver_serves_a_kep_5004_pod_1_37() {
-    let Some(bin) = go_driver_or_skip() else { return };
+    let Some(bin) = crate::support::go_built::dra_driver_or_skip("dra_e2e") else { return };
     let sb = Sandbox::new();
     let mut node = Node::start(&sb, "1.37", &(node_only() + &ext_claim(GO_DRIVER, "node-1", "gpu-0"))).await;
     let mut driver = go_driver(&bin, &node);

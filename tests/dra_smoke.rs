@@ -3,11 +3,9 @@
 //! DRA manager, kubelets 1.34-1.37) and API server. dpctl's own mock
 //! passes, and fails each injected fault with the rule and the evidence;
 //! the Go driver on the real kubeletplugin helper (conformance/dra-driver)
-//! passes too, or one `SKIPPED dra_smoke:` line without it (a failure under
+//! passes too, or the suite's one `SKIPPED` line without it (a failure under
 //! CI=true).
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -207,31 +205,12 @@ async fn rolling_with_a_driver_that_cannot_run_twice_names_the_second_instances_
     .await;
 }
 
-/// The Go driver built by conformance/build.sh, or `None` after one
-/// SKIPPED line; under CI=true its absence fails.
-fn driver_or_skip() -> Option<PathBuf> {
-    static SKIPPED: OnceLock<()> = OnceLock::new();
-    let dir = std::env::var_os("DPCTL_DRA_DRIVER_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/dra-driver"));
-    let bin = dir.join("dpctl-dra-driver");
-    if bin.is_file() {
-        return Some(bin);
-    }
-    let why = format!("no {} (build it with conformance/build.sh dra-driver)", bin.display());
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("dra_smoke: the helper-built DRA driver is unavailable under CI: {why}");
-    }
-    SKIPPED.get_or_init(|| eprintln!("SKIPPED dra_smoke: {why}"));
-    None
-}
-
 /// The driver on the real kubeletplugin helper (1.37): it publishes its
 /// slice, reads each claim from the API server, strips the subrequest, and
 /// runs a second instance beside the first (the helper's RollingUpdate).
 #[tokio::test]
 async fn the_go_driver_on_the_real_helper_passes() {
-    let Some(bin) = driver_or_skip() else { return };
+    let Some(bin) = crate::support::go_built::dra_driver_or_skip("dra_smoke") else { return };
     let bin = bin.to_str().unwrap();
     let cmd = [
         bin,

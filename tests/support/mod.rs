@@ -4,6 +4,7 @@
 
 pub mod child;
 pub mod fake_plugin;
+pub mod go_built;
 pub mod h2raw;
 pub mod interop;
 pub mod kubelet;
