@@ -7,17 +7,9 @@
 use dpctl::mock_plugin::control::{ControlReply, ControlRequest};
 use dpctl::mock_plugin::{ErrorSpec, MockConfig, MockHandle, MockPlugin, ResourceConfig, Rpc, RpcFault, RpcSelector};
 
-use crate::support::{Child, Sandbox, Stderr, dpctl, within};
+use crate::support::{Child, Sandbox, Stderr, dpctl, unregistered_mock, within};
 
 const GPU: &str = "example.com/gpu";
-
-async fn mock(sb: &Sandbox, r: ResourceConfig) -> (MockHandle, String) {
-    let cfg =
-        MockConfig { dir: Some(sb.path().to_path_buf()), register: false, resources: vec![r], ..MockConfig::default() };
-    let handle = MockPlugin::start(cfg).await.expect("mock starts");
-    let socket = handle.socket(&handle.resources()[0]).expect("socket").to_str().unwrap().to_string();
-    (handle, socket)
-}
 
 fn calls(h: &MockHandle, rpc: &str) -> u64 {
     h.status()[0].calls.get(rpc).copied().unwrap_or(0)
@@ -26,7 +18,7 @@ fn calls(h: &MockHandle, rpc: &str) -> u64 {
 #[tokio::test]
 async fn allocate_total_sends_exactly_n_kubelet_like_requests() {
     let sb = Sandbox::new();
-    let (h, sock) = mock(&sb, ResourceConfig::new(GPU, 4)).await;
+    let (h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 4)).await;
     let r = dpctl(&[
         "bench",
         "allocate",
@@ -60,7 +52,7 @@ async fn allocate_total_sends_exactly_n_kubelet_like_requests() {
 #[tokio::test]
 async fn open_loop_rate_sends_the_schedule_and_no_earlier() {
     let sb = Sandbox::new();
-    let (h, sock) = mock(&sb, ResourceConfig::new(GPU, 2)).await;
+    let (h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 2)).await;
     let r = dpctl(&[
         "bench", "allocate", "--socket", &sock, "--rate", "400", "--total", "81", "--warmup", "0s", "-o", "json",
     ])
@@ -86,7 +78,7 @@ async fn fail_if_thresholds_exit_1_and_errors_are_counted_by_code() {
         latency: None,
         after: 10,
     }];
-    let (h, sock) = mock(&sb, res).await;
+    let (h, sock) = unregistered_mock(&sb, res).await;
     let base = ["bench", "allocate", "--socket", &sock, "--total", "30", "--concurrency", "1", "--warmup", "0s"];
     let r = dpctl(&[&base[..], &["--fail-if", "errors>0", "-o", "json"]].concat()).await;
     r.expect_code(1);
@@ -115,7 +107,7 @@ async fn fail_if_thresholds_exit_1_and_errors_are_counted_by_code() {
 #[tokio::test]
 async fn preferred_requests_pass_the_contract_checks() {
     let sb = Sandbox::new();
-    let (h, sock) = mock(&sb, ResourceConfig::new(GPU, 8)).await;
+    let (h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 8)).await;
     let r = dpctl(&[
         "bench",
         "preferred",
@@ -143,8 +135,8 @@ async fn preferred_requests_pass_the_contract_checks() {
 #[tokio::test]
 async fn compare_loads_both_plugins_alternately_and_prints_the_ratio() {
     let (sa, sb2) = (Sandbox::new(), Sandbox::new());
-    let (ha, a) = mock(&sa, ResourceConfig::new(GPU, 2)).await;
-    let (hb, b) = mock(&sb2, ResourceConfig::new(GPU, 2)).await;
+    let (ha, a) = unregistered_mock(&sa, ResourceConfig::new(GPU, 2)).await;
+    let (hb, b) = unregistered_mock(&sb2, ResourceConfig::new(GPU, 2)).await;
     let r =
         dpctl(&["bench", "options", "--socket", &a, "--compare", &b, "--total", "40", "--warmup", "0s", "-o", "json"])
             .await;
@@ -165,7 +157,7 @@ async fn compare_loads_both_plugins_alternately_and_prints_the_ratio() {
 #[tokio::test]
 async fn list_churn_times_each_health_change_and_leaves_devices_healthy() {
     let sb = Sandbox::new();
-    let (h, sock) = mock(&sb, ResourceConfig::new(GPU, 3)).await;
+    let (h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 3)).await;
     let r = dpctl(&["bench", "list", "--socket", &sock, "--churn", "--total", "5", "-o", "json"]).await;
     r.expect_code(0);
     let j = r.json();
@@ -213,7 +205,7 @@ async fn churn_needs_a_mock_control_socket() {
 #[tokio::test]
 async fn bad_input_is_refused_with_exit_2_or_3() {
     let sb = Sandbox::new();
-    let (h, sock) = mock(&sb, ResourceConfig::new(GPU, 4)).await;
+    let (h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 4)).await;
     let r = dpctl(&["bench", "allocate", "--socket", &sock, "--devices-per-request", "5", "--total", "1"]).await;
     r.expect_code(2);
     assert!(r.stderr.contains("--devices-per-request") && r.stderr.contains("4 healthy"), "{}", r.stderr);
@@ -277,7 +269,7 @@ fn window_and_frame(settings: &[(u16, u32)]) -> (Option<u32>, Option<u32>) {
 async fn servers_advertise_windows_that_hold_a_kubelet_sized_message() {
     use tokio::io::AsyncWriteExt;
     let sb = Sandbox::new();
-    let (h, sock) = mock(&sb, ResourceConfig::new(GPU, 1)).await;
+    let (h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 1)).await;
     let mut s = tokio::net::UnixStream::connect(&sock).await.unwrap();
     s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0").await.unwrap();
     let (settings, conn) = within("the mock's SETTINGS", h2_windows(&mut s)).await;
@@ -314,7 +306,7 @@ async fn clients_advertise_windows_that_hold_a_kubelet_sized_message() {
 #[tokio::test]
 async fn connections_past_a_server_cap_take_idle_ones_places() {
     let sb = Sandbox::new();
-    let (h, sock) = mock(&sb, ResourceConfig::new(GPU, 1)).await;
+    let (h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 1)).await;
     let r = dpctl(&["bench", "allocate", "--socket", &sock, "--connections", "300", "--total", "1", "--warmup", "0s"])
         .await;
     r.expect_code(0);

@@ -9,35 +9,10 @@
 
 use std::path::Path;
 
-use crate::support::{Child, Sandbox, dpctl};
+use crate::support::{Child, DRA_POD, Sandbox, dpctl};
 
 const DRIVER: &str = "gpu.example.com";
 const GPU: &str = "example.com/gpu";
-
-/// A pod with one claim, allocated on the mock's `pool-0/dev-0`.
-const DRA_POD: &str = "\
-apiVersion: v1
-kind: Pod
-metadata: {name: trainer, uid: pod-uid-1}
-spec:
-  resourceClaims:
-  - {name: gpu, resourceClaimName: gpu-claim}
-  containers:
-  - name: main
-    resources:
-      claims: [{name: gpu}]
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: gpu-claim, uid: claim-uid-1}
-status:
-  allocation:
-    devices:
-      results:
-      - {request: gpu, driver: gpu.example.com, pool: pool-0, device: dev-0}
-  reservedFor:
-  - {resource: pods, name: trainer, uid: pod-uid-1}
-";
 
 /// A device plugin with one GPU whose Allocate answer hands out the device
 /// node the DRA driver's CDI spec names for its `dev-0`.

@@ -6,34 +6,9 @@
 //! The rules hold for kubelets 1.34 to 1.37 (docs/dra.md §6); each test
 //! names the release it plays.
 
-use crate::support::{Child, Sandbox, dpctl};
+use crate::support::{Child, DRA_POD, Sandbox, dpctl};
 
 const DRIVER: &str = "gpu.example.com";
-
-/// A pod with one claim used by its container, and the claim allocated on the mock's `pool-0/dev-0`.
-const POD: &str = "\
-apiVersion: v1
-kind: Pod
-metadata: {name: trainer, uid: pod-uid-1}
-spec:
-  resourceClaims:
-  - {name: gpu, resourceClaimName: gpu-claim}
-  containers:
-  - name: main
-    resources:
-      claims: [{name: gpu}]
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: gpu-claim, uid: claim-uid-1}
-status:
-  allocation:
-    devices:
-      results:
-      - {request: gpu, driver: gpu.example.com, pool: pool-0, device: dev-0}
-  reservedFor:
-  - {resource: pods, name: trainer, uid: pod-uid-1}
-";
 
 /// A node: the mock driver (recording its calls) and a sim watching its plugins_registry.
 struct Node {
@@ -66,7 +41,7 @@ async fn node(sb: &Sandbox, version: &str, mock_args: &[&str]) -> Node {
         "json",
     ]);
     let pod = sb.join("pod.yaml");
-    std::fs::write(&pod, POD).unwrap();
+    std::fs::write(&pod, DRA_POD).unwrap();
     Node { mock, sim, root, dir, record, pod: pod.to_str().unwrap().to_string() }
 }
 
@@ -213,13 +188,16 @@ async fn registration_is_refused_with_the_kubelets_texts_1_35_and_1_33() {
 async fn bad_claim_input_names_the_field() {
     let sb = Sandbox::new();
     let cases = [
-        (POD.replace("claims: [{name: gpu}]", "claims: [{name: tpu}]"), "\"tpu\" is not one of spec.resourceClaims"),
-        (POD.replace("uid: claim-uid-1", "uid: \"\""), "UID"),
-        (POD.replace("resourceClaimName: gpu-claim", "resourceClaimTemplateName: t"), "resourceClaimTemplateName"),
-        (POD.replace("driver: gpu.example.com", "driver: \"Not A Name\""), "is not a DNS subdomain"),
-        (POD.replace("kind: Pod", "kind: ResourceClaim"), "no Pod in the manifest"),
         (
-            POD.replace("resourceClaimName: gpu-claim", &format!("resourceClaimName: {}", "a".repeat(100_000))),
+            DRA_POD.replace("claims: [{name: gpu}]", "claims: [{name: tpu}]"),
+            "\"tpu\" is not one of spec.resourceClaims",
+        ),
+        (DRA_POD.replace("uid: claim-uid-1", "uid: \"\""), "UID"),
+        (DRA_POD.replace("resourceClaimName: gpu-claim", "resourceClaimTemplateName: t"), "resourceClaimTemplateName"),
+        (DRA_POD.replace("driver: gpu.example.com", "driver: \"Not A Name\""), "is not a DNS subdomain"),
+        (DRA_POD.replace("kind: Pod", "kind: ResourceClaim"), "no Pod in the manifest"),
+        (
+            DRA_POD.replace("resourceClaimName: gpu-claim", &format!("resourceClaimName: {}", "a".repeat(100_000))),
             "\"... is not a DNS subdomain",
         ),
     ];
@@ -255,7 +233,7 @@ async fn a_foreign_checkpoint_is_restored_read_only_and_a_corrupt_one_stops_the_
     let v = st.expect_code(0).json();
     assert_eq!(v["dra"]["claims"][0]["name"], "example", "{v}");
     assert_eq!(v["dra"]["claims"][0]["prepared"], false);
-    let pod = POD
+    let pod = DRA_POD
         .replace("gpu-claim", "example")
         .replace("claim-uid-1", "067798be-454e-4be4-9047-1aa06aea63f7")
         .replace("driver: gpu.example.com", "driver: test-driver.cdi.k8s.io");

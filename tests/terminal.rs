@@ -2,19 +2,11 @@
 //! instead of file names, bench's figures when nothing succeeded, and
 //! counts that read as English.
 
-use dpctl::mock_plugin::{ErrorSpec, MockConfig, MockHandle, MockPlugin, ResourceConfig, Rpc, RpcFault, RpcSelector};
+use dpctl::mock_plugin::{ErrorSpec, ResourceConfig, Rpc, RpcFault, RpcSelector};
 
-use crate::support::{Sandbox, dpctl};
+use crate::support::{Sandbox, dpctl, unregistered_mock};
 
 const GPU: &str = "example.com/gpu";
-
-async fn mock(sb: &Sandbox, r: ResourceConfig) -> (MockHandle, String) {
-    let cfg =
-        MockConfig { dir: Some(sb.path().to_path_buf()), register: false, resources: vec![r], ..MockConfig::default() };
-    let handle = MockPlugin::start(cfg).await.expect("mock starts");
-    let socket = handle.socket(&handle.resources()[0]).expect("socket").to_str().unwrap().to_string();
-    (handle, socket)
-}
 
 /// In bash's script, what each subcommand's `flag)` case completes with.
 fn bash_cases(script: &str, flag: &str) -> Vec<(String, String)> {
@@ -65,8 +57,8 @@ async fn bench_shows_no_latency_and_no_ratio_over_zero_successes() {
         latency: None,
         after: 0,
     });
-    let (_ha, a) = mock(&sa, broken).await;
-    let (_hb, b) = mock(&sb, ResourceConfig::new(GPU, 2)).await;
+    let (_ha, a) = unregistered_mock(&sa, broken).await;
+    let (_hb, b) = unregistered_mock(&sb, ResourceConfig::new(GPU, 2)).await;
     let r = dpctl(&["bench", "options", "--socket", &a, "--total", "5", "--warmup", "0s"]).await;
     r.expect_code(0);
     let row: Vec<&str> = r.stdout.lines().find(|l| l.starts_with(a.as_str())).unwrap().split_whitespace().collect();
@@ -89,7 +81,7 @@ async fn bench_shows_no_latency_and_no_ratio_over_zero_successes() {
 #[tokio::test]
 async fn counts_of_one_are_singular() {
     let sb = Sandbox::new();
-    let (_h, sock) = mock(&sb, ResourceConfig::new(GPU, 1)).await;
+    let (_h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 1)).await;
     let r = dpctl(&["plugin", "check", "--socket", &sock, "--stream-window", "200ms"]).await;
     r.expect_code(0);
     assert!(!r.stdout.contains("(s)"), "{}", r.stdout);

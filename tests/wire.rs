@@ -5,21 +5,11 @@
 
 use std::time::Duration;
 
-use dpctl::mock_plugin::{
-    ErrorSpec, FlapConfig, MockConfig, MockHandle, MockPlugin, ResourceConfig, Rpc, RpcFault, RpcSelector,
-};
+use dpctl::mock_plugin::{ErrorSpec, FlapConfig, MockConfig, MockPlugin, ResourceConfig, Rpc, RpcFault, RpcSelector};
 
-use crate::support::{Sandbox, dpctl, dpctl_bin};
+use crate::support::{Sandbox, dpctl, dpctl_bin, unregistered_mock};
 
 const GPU: &str = "example.com/gpu";
-
-async fn mock(sb: &Sandbox, r: ResourceConfig) -> (MockHandle, String) {
-    let cfg =
-        MockConfig { dir: Some(sb.path().to_path_buf()), register: false, resources: vec![r], ..MockConfig::default() };
-    let handle = MockPlugin::start(cfg).await.expect("mock starts");
-    let socket = handle.socket(&handle.resources()[0]).expect("socket").to_str().unwrap().to_string();
-    (handle, socket)
-}
 
 /// `(left of the latency, the latency)` of a line ending in `(... 1.23ms)`.
 fn latency(line: &str) -> (&str, &str) {
@@ -33,7 +23,7 @@ fn latency(line: &str) -> (&str, &str) {
 #[tokio::test]
 async fn v_shows_a_call_on_stderr_and_leaves_stdout_as_it_was() {
     let sb = Sandbox::new();
-    let (_h, sock) = mock(&sb, ResourceConfig::new(GPU, 2)).await;
+    let (_h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 2)).await;
     let args = ["plugin", "call", "allocate", "--socket", sock.as_str(), "--devices", "GPU-0"];
     let plain = dpctl(&args).await;
     plain.expect_code(0);
@@ -67,7 +57,7 @@ async fn v_shows_a_call_on_stderr_and_leaves_stdout_as_it_was() {
 #[tokio::test]
 async fn v_with_json_output_gives_one_json_event_per_line_on_stderr() {
     let sb = Sandbox::new();
-    let (_h, sock) = mock(&sb, ResourceConfig::new(GPU, 2)).await;
+    let (_h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 2)).await;
     let args = ["plugin", "call", "options", "--socket", sock.as_str(), "-o", "json"];
     let plain = dpctl(&args).await.expect_code(0).json();
     let v = dpctl(&[&args[..], &["-v"]].concat()).await;
@@ -98,7 +88,7 @@ async fn v_shows_a_refused_call_with_its_status_and_the_same_exit_code() {
         latency: None,
         after: 0,
     });
-    let (_h, sock) = mock(&sb, r).await;
+    let (_h, sock) = unregistered_mock(&sb, r).await;
     let args = ["plugin", "call", "allocate", "--socket", sock.as_str(), "--devices", "GPU-0"];
     let plain = dpctl(&args).await;
     plain.expect_code(4);
@@ -126,7 +116,7 @@ async fn v_shows_each_watch_message_as_it_arrives_and_who_ended_the_stream() {
     let sb = Sandbox::new();
     let mut r = ResourceConfig::new(GPU, 2);
     r.flap.push(FlapConfig { ids: vec!["GPU-1".into()], every: Duration::from_millis(200) });
-    let (_h, sock) = mock(&sb, r).await;
+    let (_h, sock) = unregistered_mock(&sb, r).await;
     let v = dpctl(&["plugin", "watch", "--socket", &sock, "--count", "2", "-o", "json", "-v"]).await;
     v.expect_code(0);
     let snapshots = v.json_lines();
@@ -156,7 +146,7 @@ async fn v_shows_each_watch_message_as_it_arrives_and_who_ended_the_stream() {
     r.faults.list_and_watch_end_error =
         Some(ErrorSpec { code: tonic::Code::Unavailable, message: "going away".into() });
     let sb2 = Sandbox::new();
-    let (_h2, sock2) = mock(&sb2, r).await;
+    let (_h2, sock2) = unregistered_mock(&sb2, r).await;
     let vv = dpctl(&["plugin", "watch", "--socket", &sock2, "-vv"]).await;
     vv.expect_code(4);
     let lines: Vec<&str> = vv.stderr.lines().collect();
@@ -177,7 +167,7 @@ async fn v_shows_each_watch_message_as_it_arrives_and_who_ended_the_stream() {
 #[tokio::test]
 async fn v_shows_the_check_suites_calls_and_the_report_stays_on_stdout() {
     let sb = Sandbox::new();
-    let (_h, sock) = mock(&sb, ResourceConfig::new(GPU, 2)).await;
+    let (_h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 2)).await;
     let args = ["plugin", "check", "--socket", sock.as_str(), "--stream-window", "200ms", "-o", "json"];
     let v = dpctl(&[&args[..], &["-v"]].concat()).await;
     let report = v.expect_code(0).json();

@@ -292,3 +292,43 @@ async fn a_failed_wait_on_a_child_shows_its_command_and_output() {
     assert!(message.contains("--- command\n\"sh\" \"-c\""), "{message}");
     assert!(message.contains("--- stdout so far\nstarted\n--- stderr so far\noops"), "{message}");
 }
+
+/// A pod with one claim used by its container, and the claim allocated on the mock's `pool-0/dev-0`.
+pub const DRA_POD: &str = "\
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, uid: pod-uid-1}
+spec:
+  resourceClaims:
+  - {name: gpu, resourceClaimName: gpu-claim}
+  containers:
+  - name: main
+    resources:
+      claims: [{name: gpu}]
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: gpu-claim, uid: claim-uid-1}
+status:
+  allocation:
+    devices:
+      results:
+      - {request: gpu, driver: gpu.example.com, pool: pool-0, device: dev-0}
+  reservedFor:
+  - {resource: pods, name: trainer, uid: pod-uid-1}
+";
+
+/// dpctl's mock plugin serving one resource in the sandbox, not registered
+/// with any kubelet (for the commands that call a plugin's socket), and
+/// that socket's path.
+pub async fn unregistered_mock(
+    sb: &Sandbox,
+    r: dpctl::mock_plugin::ResourceConfig,
+) -> (dpctl::mock_plugin::MockHandle, String) {
+    use dpctl::mock_plugin::{MockConfig, MockPlugin};
+    let cfg =
+        MockConfig { dir: Some(sb.path().to_path_buf()), register: false, resources: vec![r], ..MockConfig::default() };
+    let handle = MockPlugin::start(cfg).await.expect("mock starts");
+    let socket = handle.socket(&handle.resources()[0]).expect("socket").to_str().unwrap().to_string();
+    (handle, socket)
+}

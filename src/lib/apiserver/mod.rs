@@ -117,21 +117,17 @@ impl Handle {
     }
 
     /// Stores `obj` (one object as an objects file holds it, checked the
-    /// same way), created or replaced, and records the write.
-    pub fn put(&self, obj: serde_json::Value, place: &str) -> Result<Write> {
+    /// same way), created or replaced, and records the write as a client's
+    /// write is recorded; returns the object as stored.
+    pub fn put(&self, obj: serde_json::Value, place: &str) -> Result<serde_json::Value> {
         let text = serde_json::to_string(&obj).map_err(|e| Error::invalid(place, e.to_string()))?;
         let mut checked = objects::parse(&text, place)?;
         let Some((kind, obj)) = checked.pop() else { return Err(Error::invalid(place, "no object")) };
-        let mut inner = self.0.inner.lock().map_err(|_| poisoned())?;
-        let (store, recorder) = &mut *inner;
-        let write = store.put(kind, obj);
-        let recorded = recorder.record(&write, store.slices());
-        let rv = store.resource_version();
-        drop(inner);
-        self.0.changed.send_replace(rv);
-        let _ = self.0.writes.send(write.clone());
-        recorded.map_err(|e| Error::io("recording a write", e))?;
-        Ok(write)
+        http::write(&self.0, |store| {
+            let write = store.put(kind, obj);
+            Ok((write.object.clone(), write))
+        })
+        .map_err(|e| Error::io("recording a write", std::io::Error::other(e.message)))
     }
 
     /// Creates an object of a served kind (from its `apiVersion` and
