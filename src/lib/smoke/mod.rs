@@ -22,6 +22,7 @@ pub mod dra;
 pub mod engine;
 pub mod isolate;
 mod kubelet;
+pub mod node;
 pub mod matrix;
 pub mod process;
 mod steps;
