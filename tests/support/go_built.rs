@@ -18,7 +18,9 @@ pub fn skip(area: &str, why: &str) {
     // captures: a plain `cargo test` shows the line.
     SKIPPED.get_or_init(|| {
         use std::io::Write;
-        let line = format!("SKIPPED tests of the Go-built programs (referees, DRA driver, kubelet): {why} (first seen in {area})\n");
+        let line = format!(
+            "SKIPPED tests of the Go-built programs (referees, DRA driver, kubelet): {why} (first seen in {area})\n"
+        );
         let _ = std::io::stderr().write_all(line.as_bytes());
     });
 }
@@ -59,9 +61,8 @@ pub fn kubelet_or_skip(area: &str) -> Option<PathBuf> {
         skip(area, "the real kubelet runs containers: root is needed");
         return None;
     }
-    let on_path = |p: &str| {
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join(p).is_file())
-    };
+    let on_path =
+        |p: &str| std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join(p).is_file());
     if let Some(missing) = ["containerd", "ctr", "runc"].into_iter().find(|p| !on_path(p)) {
         skip(area, &format!("{missing} is not on PATH (apt-get install containerd runc)"));
         return None;

@@ -167,7 +167,13 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         log_dir: args.log_dir,
         forward_output: args.show_output && !s.quiet,
         registration: args.registration.0,
-        isolate: args.isolate.then_some(smoke::isolate::IsolateConfig { binds: args.bind, helper: None, pid_namespace: false, shared: Vec::new() }),
+        isolate: args.isolate.then_some(smoke::isolate::IsolateConfig {
+            binds: args.bind,
+            helper: None,
+            pid_namespace: false,
+            shared: Vec::new(),
+            read_only_root: false,
+        }),
         topology: crate::topology::TopologyConfig {
             policy: args.numa.topology_manager_policy,
             machine: crate::topology::Machine {

@@ -433,7 +433,10 @@ async fn launch_referee(
     layout: &Layout,
     helper: Option<PathBuf>,
 ) -> Result<(PluginProcess, PathBuf)> {
-    let mut plan = Plan::new(&IsolateConfig { binds: Vec::new(), helper, pid_namespace: false, shared: Vec::new() }, layout)?;
+    let mut plan = Plan::new(
+        &IsolateConfig { binds: Vec::new(), helper, pid_namespace: false, shared: Vec::new(), read_only_root: false },
+        layout,
+    )?;
     let program = binary.display().to_string();
     plan.preflight(&program).await?;
     if let Some(why) = plan.launch_error() {

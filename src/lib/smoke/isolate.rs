@@ -198,6 +198,11 @@ pub struct IsolateConfig {
     /// every bind: a kubelet bind-mounts its root directory on itself unless
     /// it is on a shared mount, which would hide what is bound below it.
     pub shared: Vec<PathBuf>,
+    /// The root mount read-only inside the namespace, after every bind (the
+    /// binds stay writable): what the command writes outside them fails
+    /// instead of landing on the host (containerd makes a missing mount
+    /// source as a directory).
+    pub read_only_root: bool,
 }
 
 /// One mount made inside the namespace, for the report.
@@ -239,6 +244,9 @@ struct Spec {
     /// [`IsolateConfig::shared`].
     #[serde(default)]
     shared: Vec<PathBuf>,
+    /// [`IsolateConfig::read_only_root`].
+    #[serde(default)]
+    read_only_root: bool,
 }
 
 /// What the check-mode helper prints (one JSON line).
@@ -302,6 +310,7 @@ impl Plan {
             simulate,
             pid_namespace: config.pid_namespace,
             shared: config.shared.clone(),
+            read_only_root: config.read_only_root,
         };
         Ok(Plan { spec, helper, launch_error: None })
     }
@@ -483,11 +492,8 @@ fn fork_pid_one(err: &mut dyn Write) -> Option<u8> {
                         return Some(126);
                     }
                 }
-                let code = if libc::WIFEXITED(status) {
-                    libc::WEXITSTATUS(status)
-                } else {
-                    128 + libc::WTERMSIG(status)
-                };
+                let code =
+                    if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
                 Some(u8::try_from(code).unwrap_or(u8::MAX))
             }
         }
@@ -584,6 +590,11 @@ fn setup(spec: &Spec) -> Result<IsolationReport> {
             .map_err(|e| mount_error(&format!("making {} shared", p.display()), &e))?;
     }
     umount_detach(&spec.staging).map_err(|e| mount_error(&format!("unmounting {}", spec.staging.display()), &e))?;
+    if spec.read_only_root {
+        // Only this namespace's copy of the root mount; the binds are mounts of their own.
+        mount(None, Path::new("/"), None, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY, None)
+            .map_err(|e| mount_error("making / read-only", &e))?;
+    }
     Ok(IsolationReport { namespaces: namespaces.into(), mounts })
 }
 

@@ -22,8 +22,8 @@ pub mod dra;
 pub mod engine;
 pub mod isolate;
 mod kubelet;
-pub mod node;
 pub mod matrix;
+pub mod node;
 pub mod process;
 mod steps;
 

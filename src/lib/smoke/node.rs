@@ -36,7 +36,9 @@ use super::isolate::{Bind, IsolateConfig, Layout, Plan};
 use super::process::{Launch, PluginProcess, Stream};
 use crate::error::{Error, Result};
 use crate::kubelet_sim::control::{Answer, RemoteError, Request, WireEvent};
-use crate::kubelet_sim::{AdmitOutcome, ContainerOutcome, DeleteOutcome, KubeletVersion, PodSpec, SimConfig, SimStatus};
+use crate::kubelet_sim::{
+    AdmitOutcome, ContainerOutcome, DeleteOutcome, KubeletVersion, PodSpec, SimConfig, SimStatus,
+};
 use container_view::ContainerView;
 use kubelet_log::{Fact, LogReader, PodWarning};
 
@@ -200,7 +202,9 @@ async fn kubelet_version(binary: &Path, version: KubeletVersion) -> Result<Strin
     if minor != release {
         return Err(Error::invalid(
             &place,
-            format!("this is kubelet {played}, not release {release} (--kubelet-version); use {KUBELET_PREFIX}{release}"),
+            format!(
+                "this is kubelet {played}, not release {release} (--kubelet-version); use {KUBELET_PREFIX}{release}"
+            ),
         ));
     }
     Ok(played)
@@ -305,7 +309,12 @@ fn prepare(layout: &Layout, paths: &Paths, cgroup: &str, sim: &SimConfig) -> Res
         move |e| Error::io(format!("creating {what}"), e)
     };
     let var_lib = paths.root.join("var-lib");
-    let mut dirs = vec![paths.run.clone(), paths.root.join("var-log"), paths.root.join("sysctl"), paths.manifests.clone()];
+    let mut dirs = vec![
+        paths.run.join(TMP_INSIDE.trim_start_matches("/run/")),
+        paths.root.join("var-log"),
+        paths.root.join("sysctl"),
+        paths.manifests.clone(),
+    ];
     for std_path in [super::isolate::STANDARD_DEVICE_PLUGINS, super::isolate::STANDARD_PLUGINS_REGISTRY] {
         dirs.push(var_lib.join(std_path.trim_start_matches("/var/lib/")));
     }
@@ -352,10 +361,21 @@ async fn spawn_in(
     if let Some(why) = plan.launch_error() {
         return Err(Error::invalid("--engine kubelet", why.to_string()));
     }
-    let wrapped = plan.wrap(&command)?;
-    PluginProcess::spawn(Launch { command: wrapped.command, env: wrapped.env, keep_bytes: 64 * 1024, log_dir: None, lines })
-        .await
+    let mut wrapped = plan.wrap(&command)?;
+    // The root is read-only inside: temporary files (runc's) go under the rebound /run.
+    wrapped.env.push(("TMPDIR".into(), TMP_INSIDE.into()));
+    PluginProcess::spawn(Launch {
+        command: wrapped.command,
+        env: wrapped.env,
+        keep_bytes: 64 * 1024,
+        log_dir: None,
+        lines,
+    })
+    .await
 }
+
+/// The temporary directory of the node's processes, inside the namespaces.
+const TMP_INSIDE: &str = "/run/dpctl-tmp";
 
 fn last_lines(p: &PluginProcess) -> String {
     let (err, out) = (p.output(Stream::Stderr), p.output(Stream::Stdout));
@@ -431,11 +451,15 @@ impl Node {
             helper: helper.clone(),
             pid_namespace,
             shared: vec!["/var/lib/kubelet".into()],
+            read_only_root: true,
         };
         let mut plan = Plan::new(&isolate(true), layout)?;
-        let containerd =
-            spawn_in(&mut plan, vec!["containerd".into(), "--config".into(), containerd_toml.display().to_string()], None)
-                .await?;
+        let containerd = spawn_in(
+            &mut plan,
+            vec!["containerd".into(), "--config".into(), containerd_toml.display().to_string()],
+            None,
+        )
+        .await?;
         let ctr = ctr_base(&paths.containerd_socket);
         let ready = wait_ready(&containerd, "containerd", READY_TIMEOUT, &|| last_lines(&containerd), async || {
             run_bounded(Path::new("ctr"), &[ctr.clone(), vec!["version".into()]].concat(), Duration::from_secs(5))
@@ -470,7 +494,8 @@ impl Node {
                 return Err(e);
             }
         };
-        let (sock, podres) = (layout.device_plugins.join(crate::paths::KUBELET_SOCKET_NAME), paths.podresources.clone());
+        let (sock, podres) =
+            (layout.device_plugins.join(crate::paths::KUBELET_SOCKET_NAME), paths.podresources.clone());
         let tail = || {
             let log = log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let lines: Vec<String> = log.tail.iter().cloned().collect();
@@ -630,7 +655,10 @@ impl Node {
                 Ok(Answer::Events { events: log.events[from..].to_vec(), next: log.events.len() as u64 })
             }
             Request::DryRun { .. } => Err(remote("a real kubelet has no dry-run admission")),
-            Request::Restart { .. } | Request::Reboot { .. } | Request::RestartContainer { .. } | Request::SetGrace { .. } => {
+            Request::Restart { .. }
+            | Request::Reboot { .. }
+            | Request::RestartContainer { .. }
+            | Request::SetGrace { .. } => {
                 Err(remote(format!("the kubelet engine does not play {}: {}", request_name(&request), NOT_PLAYED)))
             }
         }
@@ -638,7 +666,8 @@ impl Node {
 
     /// The checkpoint's entries for `uid` (none while it has none).
     fn entries(&self, uid: &str) -> Vec<Entry> {
-        let Ok(Some(cp)) = crate::checkpoint::Checkpoint::read(&self.checkpoint, crate::checkpoint::LegacyFormat::Refuse)
+        let Ok(Some(cp)) =
+            crate::checkpoint::Checkpoint::read(&self.checkpoint, crate::checkpoint::LegacyFormat::Refuse)
         else {
             return Vec::new();
         };
@@ -654,7 +683,10 @@ impl Node {
                 allocation: e
                     .alloc_resp
                     .as_deref()
-                    .and_then(|b| <crate::proto::deviceplugin::v1beta1::ContainerAllocateResponse as prost::Message>::decode(b).ok())
+                    .and_then(|b| {
+                        <crate::proto::deviceplugin::v1beta1::ContainerAllocateResponse as prost::Message>::decode(b)
+                            .ok()
+                    })
                     .map(|r| crate::model::ContainerAllocation::from_response(e.device_ids.ids(), &r)),
             })
             .collect()
@@ -801,9 +833,8 @@ impl Node {
 
     /// The IDs of the pod's containers (not its sandbox), optionally one by name.
     async fn containers_of(&self, uid: &str, name: Option<&str>) -> std::result::Result<Vec<String>, String> {
-        let mut filter = format!(
-            "labels.\"io.kubernetes.pod.uid\"=={uid},labels.\"io.cri-containerd.kind\"==container"
-        );
+        let mut filter =
+            format!("labels.\"io.kubernetes.pod.uid\"=={uid},labels.\"io.cri-containerd.kind\"==container");
         if let Some(n) = name {
             filter.push_str(&format!(",labels.\"io.kubernetes.container.name\"=={n}"));
         }
@@ -817,7 +848,13 @@ impl Node {
 
     /// Waits for container `name` of the pod to run: its ID, or the
     /// runtime's failure the kubelet logged (or a timeout) as text.
-    async fn wait_running(&self, pod: &PodSpec, uid: &str, name: &str, from: usize) -> std::result::Result<String, String> {
+    async fn wait_running(
+        &self,
+        pod: &PodSpec,
+        uid: &str,
+        name: &str,
+        from: usize,
+    ) -> std::result::Result<String, String> {
         let deadline = crate::duration::deadline(POD_TIMEOUT);
         loop {
             let ids = self.containers_of(uid, Some(name)).await?;
@@ -829,7 +866,11 @@ impl Node {
                 return Err(format!("the kubelet could not run it: {}: {}", w.reason, w.message));
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(format!("it was not running within {} s; the kubelet's errors: {}", POD_TIMEOUT.as_secs(), self.output_tail()));
+                return Err(format!(
+                    "it was not running within {} s; the kubelet's errors: {}",
+                    POD_TIMEOUT.as_secs(),
+                    self.output_tail()
+                ));
             }
             tokio::time::sleep(POLL).await;
         }
@@ -914,7 +955,8 @@ impl Node {
         from: usize,
     ) -> std::result::Result<(), String> {
         let answer = container_view::promised_text(promised);
-        let id = self.wait_running(pod, uid, name, from).await.map_err(|e| format!("{e}; Allocate answered: {answer}"))?;
+        let id =
+            self.wait_running(pod, uid, name, from).await.map_err(|e| format!("{e}; Allocate answered: {answer}"))?;
         if promised.envs.is_empty() && promised.mounts.is_empty() && promised.devices.is_empty() {
             return Ok(());
         }
@@ -1006,7 +1048,10 @@ impl Node {
                 Ok(ids) if ids.is_empty() => break,
                 Err(e) => return Err(remote(e)),
                 Ok(_) if tokio::time::Instant::now() >= deadline => {
-                    return Err(remote(format!("pod {namespace}/{name} still has containers after {} s", POD_TIMEOUT.as_secs())));
+                    return Err(remote(format!(
+                        "pod {namespace}/{name} still has containers after {} s",
+                        POD_TIMEOUT.as_secs()
+                    )));
                 }
                 Ok(_) => tokio::time::sleep(POLL).await,
             }

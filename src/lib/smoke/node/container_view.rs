@@ -90,7 +90,9 @@ pub fn missing(
     }
     for m in &promised.mounts {
         match seen.mounts.get(&m.container_path) {
-            None => out.push(format!("mount {} (host {}) is not mounted in the container", m.container_path, m.host_path)),
+            None => {
+                out.push(format!("mount {} (host {}) is not mounted in the container", m.container_path, m.host_path))
+            }
             Some(opts) if m.read_only && !opts.split(',').any(|o| o == "ro") => {
                 out.push(format!("mount {} should be read-only; the container has it {opts}", m.container_path));
             }
@@ -99,7 +101,9 @@ pub fn missing(
     }
     for d in &promised.devices {
         match seen.devices.get(&d.container_path).cloned().flatten() {
-            None => out.push(format!("device {} (host {}) does not exist in the container", d.container_path, d.host_path)),
+            None => {
+                out.push(format!("device {} (host {}) does not exist in the container", d.container_path, d.host_path))
+            }
             Some(node) => {
                 if let Some(Some(host)) = host_nodes.get(&d.host_path)
                     && host.number != node.number
@@ -132,7 +136,9 @@ pub fn seen_text(promised: &ContainerAllocation, seen: &ContainerView) -> String
     let mounts: Vec<String> = promised
         .mounts
         .iter()
-        .map(|m| format!("{}:{}", m.container_path, seen.mounts.get(&m.container_path).map_or("<absent>", String::as_str)))
+        .map(|m| {
+            format!("{}:{}", m.container_path, seen.mounts.get(&m.container_path).map_or("<absent>", String::as_str))
+        })
         .collect();
     let devices: Vec<String> = promised
         .devices
@@ -181,7 +187,8 @@ mod tests {
 
     #[test]
     fn each_missing_item_is_named() {
-        let seen = parse("PATH=/bin\n@@mounts\n101 100 8:1 /srv /data rw - ext4 /dev/vda rw\n@@devices\n/dev/gpu0|missing|\n");
+        let seen =
+            parse("PATH=/bin\n@@mounts\n101 100 8:1 /srv /data rw - ext4 /dev/vda rw\n@@devices\n/dev/gpu0|missing|\n");
         let got = missing(&answer(), &BTreeMap::new(), &seen);
         assert_eq!(got.len(), 3, "{got:?}");
         assert!(got[0].contains("GPU=\"d0\" is not set"), "{got:?}");

@@ -86,11 +86,7 @@ impl LogReader {
     /// The latest registration under way (the invalid-name refusal and
     /// Register's own dial error name no resource).
     fn latest(&self) -> (String, Option<Pending>) {
-        self.began
-            .iter()
-            .max_by_key(|(_, p)| p.unix_ms)
-            .map(|(r, p)| (r.clone(), Some(p.clone())))
-            .unwrap_or_default()
+        self.began.iter().max_by_key(|(_, p)| p.unix_ms).map(|(r, p)| (r.clone(), Some(p.clone()))).unwrap_or_default()
     }
 
     /// The fact one line gives, if any (`now_ms` when the line has no time).
@@ -210,7 +206,8 @@ mod tests {
             r#"{"ts":1000250.5,"msg":"Connected to new client","v":2,"resource":"example.com/gpu","socketPath":"/var/lib/kubelet/device-plugins/gpu.sock"}"#,
             0,
         );
-        let Some(Fact::Wire(WireEvent { unix_ms, kind: WireEventKind::Registered { endpoint, took_ms, via, .. } })) = got
+        let Some(Fact::Wire(WireEvent { unix_ms, kind: WireEventKind::Registered { endpoint, took_ms, via, .. } })) =
+            got
         else {
             panic!("{got:?}")
         };
@@ -233,7 +230,10 @@ mod tests {
     #[test]
     fn a_refusal_without_a_name_is_the_latest_registrations() {
         let mut r = LogReader::new(DIR);
-        r.observe(r#"{"ts":5,"msg":"Got registration request from device plugin with resource","resourceName":"bad"}"#, 0);
+        r.observe(
+            r#"{"ts":5,"msg":"Got registration request from device plugin with resource","resourceName":"bad"}"#,
+            0,
+        );
         let got = r.observe(r#"{"ts":6,"msg":"Bad registration request from device plugin","err":"invalid name"}"#, 0);
         let Some(Fact::Wire(WireEvent { kind: WireEventKind::RegistrationRejected { resource, message, .. }, .. })) =
             got
