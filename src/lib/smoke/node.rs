@@ -477,7 +477,7 @@ impl Node {
         }
         let (tx, rx) = mpsc::unbounded_channel();
         let log = Arc::new(Mutex::new(LogState::default()));
-        tokio::spawn(read_log(rx, Arc::clone(&log), super::isolate::STANDARD_DEVICE_PLUGINS.to_string()));
+        tokio::spawn(read_log(rx, Arc::clone(&log), layout.device_plugins.clone()));
         let kubelet_cmd = vec![
             binary.display().to_string(),
             "--config".into(),
@@ -607,8 +607,8 @@ async fn import_images(socket: &Path, binary: &Path) -> Result<()> {
 }
 
 /// Turns the kubelet's log lines into facts as they arrive.
-async fn read_log(mut rx: mpsc::UnboundedReceiver<(Stream, String)>, log: Arc<Mutex<LogState>>, dir: String) {
-    let mut reader = LogReader::new(&dir);
+async fn read_log(mut rx: mpsc::UnboundedReceiver<(Stream, String)>, log: Arc<Mutex<LogState>>, outside: PathBuf) {
+    let mut reader = LogReader::new(super::isolate::STANDARD_DEVICE_PLUGINS);
     while let Some((_, line)) = rx.recv().await {
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let fact = reader.observe(&line, u64::try_from(now.as_millis()).unwrap_or(u64::MAX));
@@ -621,7 +621,10 @@ async fn read_log(mut rx: mpsc::UnboundedReceiver<(Stream, String)>, log: Arc<Mu
             state.tail.push_back(crate::text::shorten(&line, 400));
         }
         match fact {
-            Some(Fact::Wire(e)) => state.events.push(e),
+            Some(Fact::Wire(mut e)) => {
+                fill_socket(&mut e, &outside);
+                state.events.push(e);
+            }
             Some(Fact::PodWarning(w)) => state.warnings.push(w),
             None => {}
         }
@@ -862,7 +865,7 @@ impl Node {
             if let Some(id) = ids.into_iter().find(|id| running.contains(id)) {
                 return Ok(id);
             }
-            if let Some(w) = self.warnings(&pod.namespace, &pod.name, from).into_iter().next() {
+            if let Some(w) = self.warnings(&pod.namespace, &pod.name, from).into_iter().find(PodWarning::is_run_failure) {
                 return Err(format!("the kubelet could not run it: {}: {}", w.reason, w.message));
             }
             if tokio::time::Instant::now() >= deadline {
@@ -1122,5 +1125,33 @@ impl Node {
             "pods": [],
         });
         serde_json::from_value(status).map_err(|e| remote(format!("the kubelet engine's status: {e}")))
+    }
+}
+
+/// Kubelets before 1.37 log no socket path with "Connected to new client"
+/// (k8s.io/kubernetes v1.34 pkg/kubelet/cm/devicemanager/plugin/v1beta1
+/// handler.go `connectClient`): the socket it dialed is taken to be the
+/// newest one in the device-plugin directory (not kubelet.sock), the one the
+/// plugin that just registered serves.
+fn fill_socket(e: &mut WireEvent, outside: &Path) {
+    use crate::kubelet_sim::control::WireEventKind as K;
+    let K::Registered { socket, endpoint, .. } = &mut e.kind else { return };
+    if !socket.is_empty() {
+        return;
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let newest = std::fs::read_dir(outside)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|f| f.file_name() != crate::paths::KUBELET_SOCKET_NAME)
+        .filter_map(|f| {
+            let meta = f.metadata().ok()?;
+            meta.file_type().is_socket().then(|| (meta.modified().ok(), f.file_name()))
+        })
+        .max();
+    if let Some((_, name)) = newest {
+        *endpoint = name.to_string_lossy().into_owned();
+        *socket = Path::new(super::isolate::STANDARD_DEVICE_PLUGINS).join(&name).display().to_string();
     }
 }

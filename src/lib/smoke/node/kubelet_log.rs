@@ -50,6 +50,15 @@ impl PodWarning {
     }
 }
 
+impl PodWarning {
+    /// The runtime could not run a container of the pod (k8s.io/kubernetes
+    /// pkg/kubelet/events: `Failed`, `FailedCreatePodSandBox`, `BackOff`,
+    /// `ErrImageNeverPull`, ...); other warnings (`DNSConfigForming`) are not failures.
+    pub fn is_run_failure(&self) -> bool {
+        self.reason.starts_with("Failed") || self.reason.starts_with("Err") || self.reason == "BackOff"
+    }
+}
+
 /// Where a registration under way began.
 #[derive(Debug, Clone)]
 struct Pending {
@@ -254,7 +263,11 @@ mod tests {
         assert_eq!((w.name.as_str(), w.message.as_str()), ("p-dpctl-node", "Allocate failed"));
         let failed = line.replace("UnexpectedAdmissionError", "Failed");
         let Some(Fact::PodWarning(w)) = r.observe(&failed, 0) else { panic!() };
-        assert!(!w.is_rejection());
+        assert!(!w.is_rejection() && w.is_run_failure());
+        let Some(Fact::PodWarning(w)) = r.observe(&line.replace("UnexpectedAdmissionError", "DNSConfigForming"), 0) else {
+            panic!()
+        };
+        assert!(!w.is_run_failure());
         assert_eq!(r.observe(&line.replace("Warning", "Normal"), 0), None);
     }
 }
