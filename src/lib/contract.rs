@@ -230,7 +230,8 @@ pub fn distinct_devices(a: &str, content_a: &[String], b: &str, content_b: &[Str
         return Distinct::NothingToJudge;
     }
     if content_a == content_b {
-        return Distinct::Same(format!("both answers are the same ({}), for different devices", content_a.len()));
+        let items = crate::text::count(content_a.len() as u64, "item", "items");
+        return Distinct::Same(format!("both answers carry the same content ({items}) for different devices"));
     }
     let names_other = |own: &str, other: &str, content: &[String]| -> Vec<String> {
         content.iter().filter(|c| names_id(c, other) && !names_id(c, own)).cloned().collect()
@@ -278,7 +279,7 @@ pub(crate) mod tests {
         let a = c(&["env DEV=GPU-0", "device node /dev/ctl"]);
         let b = c(&["env DEV=GPU-1", "device node /dev/ctl"]);
         assert_eq!(distinct_devices("GPU-0", &a, "GPU-1", &b), Distinct::Distinct);
-        assert!(matches!(distinct_devices("GPU-0", &a, "GPU-1", &a), Distinct::Same(e) if e.contains("the same")));
+        assert!(matches!(distinct_devices("GPU-0", &a, "GPU-1", &a), Distinct::Same(e) if e.contains("the same content (2 items)")));
         let named = c(&["env DEV=GPU-0", "device node /dev/ctl", "mount /x"]);
         match distinct_devices("GPU-0", &a, "GPU-1", &named) {
             Distinct::Same(e) => assert!(e.contains("the answer for GPU-1 names GPU-0, not GPU-1: env DEV=GPU-0"), "{e}"),

@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::probe::{Ended, Probe, said};
 use super::{CheckId, Finding};
-use crate::contract::{self, Violation};
+use crate::contract;
 use crate::error::Error;
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::text::{count, fmt_duration};
