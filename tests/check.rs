@@ -72,7 +72,7 @@ async fn well_behaved_plugin_passes_every_check() {
     .await;
     let v = r.expect_code(0).json();
     assert_eq!(v["suite"], "dpctl plugin check");
-    assert_eq!(v["totals"]["total"], 13, "{v:#}");
+    assert_eq!(v["totals"]["total"], 14, "{v:#}");
     assert_eq!(v["totals"]["failed"], 0, "{v:#}");
     assert_eq!(v["totals"]["errors"], 0, "{v:#}");
     // Only the not-advertised side of the preferred pair is skipped.
@@ -82,6 +82,7 @@ async fn well_behaved_plugin_passes_every_check() {
     assert!(evidence(&v, "message-size").contains("under the 4,194,304-byte limit"));
     assert!(evidence(&v, "allocate-healthy").contains("2 containers [GPU-0] [GPU-1]: 2 responses"));
     assert!(evidence(&v, "allocate-unknown-id").contains("InvalidArgument"));
+    assert!(evidence(&v, "distinct-devices").contains("VISIBLE_DEVICES=GPU-1"), "{v:#}");
     assert!(evidence(&v, "parallel-calls").contains("still open"));
     for c in v["checks"].as_array().unwrap() {
         assert!(c["reason"].as_str().is_some_and(|s| !s.is_empty()) && c["duration_ms"].is_u64(), "{c}");
@@ -92,7 +93,7 @@ async fn well_behaved_plugin_passes_every_check() {
     r.expect_code(0);
     assert!(r.stdout.starts_with("CHECK"), "{}", r.stdout);
     assert!(r.stdout.contains("list-stream-stays-open"), "{}", r.stdout);
-    assert!(r.stdout.contains("13 checks: 12 passed, 0 failed, 1 skipped, 0 errors"), "{}", r.stdout);
+    assert!(r.stdout.contains("14 checks: 13 passed, 0 failed, 1 skipped, 0 errors"), "{}", r.stdout);
     assert!(!r.stdout.contains("FAIL"), "{}", r.stdout);
     assert!(r.stderr.is_empty(), "stderr: {}", r.stderr);
 }

@@ -105,8 +105,10 @@ fn command(suite: Suite, row: &Row, engine: Option<&Path>) -> Vec<String> {
             }
         }
         Suite::Dra => {
-            args.extend(["dra", "smoke", "-o", "json", "--slice-timeout", "300ms", "--skip", "long-socket-path"]
-                .map(String::from));
+            args.extend(
+                ["dra", "smoke", "-o", "json", "--slice-timeout", "300ms", "--skip", "long-socket-path"]
+                    .map(String::from),
+            );
         }
     }
     args.extend(row.flags.iter().cloned());
@@ -120,7 +122,9 @@ fn command(suite: Suite, row: &Row, engine: Option<&Path>) -> Vec<String> {
             }
         }
         (Suite::Dra, Some("dra")) if words.get(1).map(String::as_str) == Some("mock") => {
-            args.extend(["dra", "mock", "gpu.example.com", "--dir", "{dir}", "--cdi-dir", "{cdi_dir}"].map(String::from));
+            args.extend(
+                ["dra", "mock", "gpu.example.com", "--dir", "{dir}", "--cdi-dir", "{cdi_dir}"].map(String::from),
+            );
         }
         _ => panic!("{}: the plugin cell names neither mock-plugin nor dra mock: {words:?}", row.class),
     }
@@ -287,8 +291,17 @@ async fn an_empty_first_message_is_not_a_vacuous_pass() {
         .map(String::from)
         .chain([dpctl_bin().to_string()])
         .chain(
-            ["mock-plugin", "--dir", "{dir}", "--resource", "example.com/gpu", "--numa-nodes", "2", "--empty-first-message"]
-                .map(String::from),
+            [
+                "mock-plugin",
+                "--dir",
+                "{dir}",
+                "--resource",
+                "example.com/gpu",
+                "--numa-nodes",
+                "2",
+                "--empty-first-message",
+            ]
+            .map(String::from),
         )
         .collect();
     let r = run(&args).await;
@@ -325,7 +338,12 @@ async fn the_upstream_sample_device_plugin_passes_smoke() {
                 .map(String::from)
                 .to_vec();
         if let Some(dir) = engine {
-            args.extend(["--engine".into(), format!("referee:{}", dir.display()), "--kubelet-version".into(), "1.37".into()]);
+            args.extend([
+                "--engine".into(),
+                format!("referee:{}", dir.display()),
+                "--kubelet-version".into(),
+                "1.37".into(),
+            ]);
         }
         args.extend(["--".to_string(), bin.display().to_string()]);
         let r = run(&args).await;
@@ -352,11 +370,12 @@ async fn the_upstream_dra_test_driver_passes_dra_smoke_on_1_34_to_1_37() {
          --node-name {{node}} --plugin-registration-path {{registry_dir}} --datadir {{plugin_dir}} --cdi-dir {{cdi_dir}}",
         bin.display()
     );
-    let args: Vec<String> = ["dra", "smoke", "-o", "json", "--kubelet-version", "1.34-1.37", "--slice-timeout", "10s", "--"]
-        .into_iter()
-        .map(String::from)
-        .chain(["sh".to_string(), "-c".to_string(), driver])
-        .collect();
+    let args: Vec<String> =
+        ["dra", "smoke", "-o", "json", "--kubelet-version", "1.34-1.37", "--slice-timeout", "10s", "--"]
+            .into_iter()
+            .map(String::from)
+            .chain(["sh".to_string(), "-c".to_string(), driver])
+            .collect();
     let r = run(&args).await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let report = r.json();
@@ -375,23 +394,25 @@ async fn the_upstream_dra_test_driver_passes_dra_smoke_on_1_34_to_1_37() {
 async fn a_release_range_runs_every_release_in_it() {
     let skip = "kubelet-restart,plugin-restart,health-recovery,node-reboot,parallel-calls";
     for range in ["1.36..1.37", "1.36-1.37"] {
-        let args: Vec<String> = ["smoke", "-o", "json", "--kubelet-version", range, "--skip", skip, "--stream-window", "300ms", "--"]
-            .into_iter()
-            .map(String::from)
-            .chain([dpctl_bin().to_string()])
-            .chain(["mock-plugin", "--dir", "{dir}", "--resource", "example.com/gpu"].map(String::from))
-            .collect();
+        let args: Vec<String> =
+            ["smoke", "-o", "json", "--kubelet-version", range, "--skip", skip, "--stream-window", "300ms", "--"]
+                .into_iter()
+                .map(String::from)
+                .chain([dpctl_bin().to_string()])
+                .chain(["mock-plugin", "--dir", "{dir}", "--resource", "example.com/gpu"].map(String::from))
+                .collect();
         let r = run(&args).await;
         assert_eq!(r.code, 0, "{range}: {}\n{}", r.stdout, r.stderr);
         assert_eq!(r.json()["passed"], serde_json::json!(["1.36", "1.37"]), "{range}");
     }
-    let args: Vec<String> = ["dra", "smoke", "-o", "json", "--kubelet-version", "1.36-1.37", "--slice-timeout", "300ms"]
-        .into_iter()
-        .chain(["--skip", "long-socket-path,node-reboot,kubelet-restart", "--"])
-        .map(String::from)
-        .chain([dpctl_bin().to_string()])
-        .chain(["dra", "mock", "gpu.example.com", "--dir", "{dir}", "--cdi-dir", "{cdi_dir}"].map(String::from))
-        .collect();
+    let args: Vec<String> =
+        ["dra", "smoke", "-o", "json", "--kubelet-version", "1.36-1.37", "--slice-timeout", "300ms"]
+            .into_iter()
+            .chain(["--skip", "long-socket-path,node-reboot,kubelet-restart", "--"])
+            .map(String::from)
+            .chain([dpctl_bin().to_string()])
+            .chain(["dra", "mock", "gpu.example.com", "--dir", "{dir}", "--cdi-dir", "{cdi_dir}"].map(String::from))
+            .collect();
     let r = run(&args).await;
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     let report = r.json();
@@ -410,7 +431,10 @@ async fn parallel_pods_give_each_claim_its_own_device() {
         .chain(["--skip", "long-socket-path", "--"])
         .map(String::from)
         .chain([dpctl_bin().to_string()])
-        .chain(["dra", "mock", "gpu.example.com", "--dir", "{dir}", "--cdi-dir", "{cdi_dir}", "--devices", "2"].map(String::from))
+        .chain(
+            ["dra", "mock", "gpu.example.com", "--dir", "{dir}", "--cdi-dir", "{cdi_dir}", "--devices", "2"]
+                .map(String::from),
+        )
         .chain(["--kubeconfig", "{kubeconfig}", "--node-name", "{node}"].map(String::from))
         .collect();
     let r = run(&args).await;

@@ -279,10 +279,14 @@ pub(crate) mod tests {
         let a = c(&["env DEV=GPU-0", "device node /dev/ctl"]);
         let b = c(&["env DEV=GPU-1", "device node /dev/ctl"]);
         assert_eq!(distinct_devices("GPU-0", &a, "GPU-1", &b), Distinct::Distinct);
-        assert!(matches!(distinct_devices("GPU-0", &a, "GPU-1", &a), Distinct::Same(e) if e.contains("the same content (2 items)")));
+        assert!(
+            matches!(distinct_devices("GPU-0", &a, "GPU-1", &a), Distinct::Same(e) if e.contains("the same content (2 items)"))
+        );
         let named = c(&["env DEV=GPU-0", "device node /dev/ctl", "mount /x"]);
         match distinct_devices("GPU-0", &a, "GPU-1", &named) {
-            Distinct::Same(e) => assert!(e.contains("the answer for GPU-1 names GPU-0, not GPU-1: env DEV=GPU-0"), "{e}"),
+            Distinct::Same(e) => {
+                assert!(e.contains("the answer for GPU-1 names GPU-0, not GPU-1: env DEV=GPU-0"), "{e}")
+            }
             other => panic!("{other:?}"),
         }
         assert_eq!(distinct_devices("GPU-0", &[], "GPU-1", &[]), Distinct::NothingToJudge);

@@ -66,6 +66,9 @@ pub fn referee_dir_or_skip(area: &str, release: &str) -> Option<PathBuf> {
     if dir.join(format!("dpctl-referee-{release}")).is_file() {
         return Some(dir);
     }
-    skip(area, &format!("no dpctl-referee-{release} in {} (build it with conformance/build.sh {release})", dir.display()));
+    skip(
+        area,
+        &format!("no dpctl-referee-{release} in {} (build it with conformance/build.sh {release})", dir.display()),
+    );
     None
 }

@@ -172,7 +172,9 @@ async fn snapshot_rules(p: &mut Probe<'_>, id: CheckId) -> Finding {
         }
         CheckId::HealthValues => {
             let (healthy, unhealthy) = judged.last_health;
-            Finding::pass(format!("{listing}, every health Healthy or Unhealthy; the last: {healthy} Healthy, {unhealthy} Unhealthy"))
+            Finding::pass(format!(
+                "{listing}, every health Healthy or Unhealthy; the last: {healthy} Healthy, {unhealthy} Unhealthy"
+            ))
         }
         _ if judged.with_topology == 0 => Finding::skip(format!(
             "no device reports NUMA topology ({listing}): nothing to judge; the Topology Manager gets no hint from this \
@@ -317,13 +319,24 @@ async fn distinct_devices(p: &mut Probe<'_>) -> Finding {
         match p.client.allocate(&[vec![id.clone()]]).await {
             Ok(resp) => match resp.container_responses.first() {
                 Some(c) => contents.push(contract::device_content(c)),
-                None => return Finding::skip(format!("Allocate [{id}] answered no container response (allocate-healthy judges that): nothing to compare")),
+                None => {
+                    return Finding::skip(format!(
+                        "Allocate [{id}] answered no container response (allocate-healthy judges that): nothing to compare"
+                    ));
+                }
             },
-            Err(e) => return Finding::skip(format!("Allocate [{id}] failed (allocate-healthy judges that): {}; nothing to compare", said(&e))),
+            Err(e) => {
+                return Finding::skip(format!(
+                    "Allocate [{id}] failed (allocate-healthy judges that): {}; nothing to compare",
+                    said(&e)
+                ));
+            }
         }
     }
-    let shown = |c: &[String]| if c.is_empty() { "nothing".to_string() } else { crate::text::shorten(&c.join(", "), 300) };
-    let seen = format!("Allocate [{a}] answered {}; Allocate [{b}] answered {}", shown(&contents[0]), shown(&contents[1]));
+    let shown =
+        |c: &[String]| if c.is_empty() { "nothing".to_string() } else { crate::text::shorten(&c.join(", "), 300) };
+    let seen =
+        format!("Allocate [{a}] answered {}; Allocate [{b}] answered {}", shown(&contents[0]), shown(&contents[1]));
     match contract::distinct_devices(a, &contents[0], b, &contents[1]) {
         contract::Distinct::Distinct => Finding::pass(format!("{seen}: each container gets its own device")),
         contract::Distinct::Same(why) => Finding::fail(format!("{why}: both containers would use one device; {seen}")),

@@ -549,7 +549,8 @@ The API server serves the Node and the ResourceClaims smoke allocates from the s
 publishes (made-up devices when it publishes none); kubelet-sim gets the same claims in each pod's
 manifest. Steps: launch, registration, advertised-served, socket-paths, published-slices, admission,
 cdi, request-names, prepare-idempotent, kubelet-restart, node-reboot, unprepare-idempotent,
-parallel-pods, rolling-update (only with --rolling), long-socket-path, call-time, shutdown. Each row
+parallel-pods (each claim its own device), distinct-devices (their CDI IDs differ), rolling-update
+(only with --rolling), long-socket-path, call-time, shutdown. Each row
 gives the rule and the evidence; a failure gives the kubelet's words. The verdicts on registration,
 request names, idempotence and call times are dra check's.
 
@@ -605,7 +606,7 @@ pub struct SmokeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
     /// Leave out these steps (comma-separated): published-slices, request-names, prepare-idempotent,
-    /// kubelet-restart, node-reboot, parallel-pods, rolling-update, long-socket-path.
+    /// kubelet-restart, node-reboot, parallel-pods, distinct-devices, rolling-update, long-socket-path.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub skip: Vec<String>,
     /// Also write the report as JUnit XML to FILE (testsuite "dpctl dra smoke").

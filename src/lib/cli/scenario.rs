@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use crate::error::Result;
+use crate::kubelet_sim::KubeletVersion;
 use crate::output::{Streams, scenario as render};
 use crate::scenario::diff::diff_plan;
 use crate::scenario::run::{plan, run_plan};
-use crate::kubelet_sim::KubeletVersion;
 use crate::smoke::engine::EngineKind;
 
 const EXAMPLES: &str = "\

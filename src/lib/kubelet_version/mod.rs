@@ -128,7 +128,11 @@ impl KubeletVersion {
         let bad = |why: String| Error::invalid(place, format!("{why}; accepted: {}", Self::LIST_FORMS));
         let end = |e: &str| {
             Self::parse_one(place, e).map_err(|_| {
-                bad(format!("{:?} is not a release dpctl plays ({})", crate::text::shorten(e.trim(), 20), Self::valid_list()))
+                bad(format!(
+                    "{:?} is not a release dpctl plays ({})",
+                    crate::text::shorten(e.trim(), 20),
+                    Self::valid_list()
+                ))
             })
         };
         let (a, b) = (end(from)?, end(to)?);

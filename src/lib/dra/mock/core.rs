@@ -75,7 +75,10 @@ impl Shared {
         // The same-device fault: the first device of the pool, whatever was allocated.
         let allocated: Vec<super::api::Allocated> = if self.cfg.faults.same_device {
             let first = self.cfg.device_names().into_iter().next().unwrap_or_default();
-            allocated.into_iter().map(|a| super::api::Allocated { pool: self.cfg.pool.clone(), device: first.clone(), ..a }).collect()
+            allocated
+                .into_iter()
+                .map(|a| super::api::Allocated { pool: self.cfg.pool.clone(), device: first.clone(), ..a })
+                .collect()
         } else {
             allocated
         };

@@ -404,8 +404,10 @@ pub fn distinct_devices(claims: &[ClaimAnswer], took: Duration) -> CheckResult {
         })
         .collect();
     let answered = claims.iter().filter(|c| !c.2.is_empty()).count();
-    let ids: Vec<(&String, &String)> =
-        claims.iter().flat_map(|(claim, _, answer)| answer.iter().flat_map(move |a| a.1.iter().map(move |id| (id, claim)))).collect();
+    let ids: Vec<(&String, &String)> = claims
+        .iter()
+        .flat_map(|(claim, _, answer)| answer.iter().flat_map(move |a| a.1.iter().map(move |id| (id, claim))))
+        .collect();
     if answered < 2 || ids.is_empty() {
         let why = if answered < 2 { "fewer than two claims answered" } else { "no CDI ID in any answer" };
         return result(step, Outcome::Skip, format!("{why}: nothing to judge; {}", shown.join("; ")), took);
@@ -657,7 +659,11 @@ mod tests {
         assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.evidence);
         let same = distinct_devices(&[claim("c0", "gpu-0", "v/c=gpu-0"), claim("c1", "gpu-1", "v/c=gpu-0")], w);
         assert_eq!(same.outcome, Outcome::Fail);
-        assert!(same.evidence.contains("v/c=gpu-0 for c0 and c1") && same.evidence.contains("c1 (allocated p/gpu-1)"), "{}", same.evidence);
+        assert!(
+            same.evidence.contains("v/c=gpu-0 for c0 and c1") && same.evidence.contains("c1 (allocated p/gpu-1)"),
+            "{}",
+            same.evidence
+        );
         let none = distinct_devices(&[claim("c0", "gpu-0", ""), claim("c1", "gpu-1", "")], w);
         assert_eq!(none.outcome, Outcome::Skip);
         assert!(none.evidence.contains("no CDI ID in any answer: nothing to judge"), "{}", none.evidence);

@@ -57,13 +57,18 @@ pub async fn run_releases(
         c.check_inputs()?;
     }
     let interrupt = interrupt.boxed().shared();
-    let mut report = MatrixReport { suite: SUITE_NAME.into(), passed: Vec::new(), failed: Vec::new(), runs: Vec::new() };
+    let mut report =
+        MatrixReport { suite: SUITE_NAME.into(), passed: Vec::new(), failed: Vec::new(), runs: Vec::new() };
     let count = configs.len();
     for (i, cfg) in configs.into_iter().enumerate() {
         let version = cfg.kubelet_version;
         progress(MatrixProgress::Version { version, index: i + 1, count });
         let run = run(cfg, interrupt.clone(), &mut |p| progress(MatrixProgress::Run(p))).await?;
-        if run.passed() { report.passed.push(version) } else { report.failed.push(version) }
+        if run.passed() {
+            report.passed.push(version)
+        } else {
+            report.failed.push(version)
+        }
         let stop = run.interrupted;
         report.runs.push(run);
         if stop {

@@ -811,7 +811,9 @@ impl Runner<'_> {
             ));
         }
         self.push(row);
-        self.push(judge::distinct_devices(&answers, t0.elapsed()));
+        if !self.skipped(StepId::DistinctDevices) {
+            self.push(judge::distinct_devices(&answers, t0.elapsed()));
+        }
     }
 
     async fn rolling_update(&mut self) {
