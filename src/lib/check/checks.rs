@@ -150,15 +150,17 @@ async fn snapshot_rules(p: &mut Probe<'_>, id: CheckId) -> Finding {
     let messages = count(judged.messages as u64, "ListAndWatch message", "ListAndWatch messages");
     let within = format!("{messages} in the window (first message + {})", fmt_duration(window));
     // The size rule has its own check (with the margin), so it is not judged here.
-    let broken: Vec<String> = judged
-        .broken
-        .iter()
-        .filter(|b| rules.contains(&b.rule))
-        .map(|b| {
-            let also = if b.messages > 1 { format!(" (and {} more)", b.messages - 1) } else { String::new() };
-            format!("message #{}{also}: {}", b.first, b.evidence)
-        })
-        .collect();
+    // One part per message that first broke a rule: `message #2: what; what (in 3 messages)`.
+    let mut broken: Vec<String> = Vec::new();
+    let mut last = 0;
+    for b in judged.broken.iter().filter(|b| rules.contains(&b.rule)) {
+        let also = if b.messages > 1 { format!(" (in {} messages)", b.messages) } else { String::new() };
+        match broken.last_mut() {
+            Some(part) if b.first == last => part.push_str(&format!("; {}{also}", b.evidence)),
+            _ => broken.push(format!("message #{}: {}{also}", b.first, b.evidence)),
+        }
+        last = b.first;
+    }
     if !broken.is_empty() {
         return Finding::fail(format!("{}; judged {within}", broken.join("; ")));
     }
