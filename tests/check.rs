@@ -759,7 +759,7 @@ async fn unreachable_plugin_exits_3_and_still_writes_junit() {
     let xml = std::fs::read_to_string(&xml_path).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
     let errors = doc.descendants().filter(|n| n.has_tag_name("error")).count();
-    assert_eq!(errors, 13, "{xml}");
+    assert_eq!(errors, 14, "{xml}");
 }
 
 /// The entry point `dpctl smoke` uses: the observed RegisterRequest goes in
