@@ -127,7 +127,9 @@ impl KubeletVersion {
     fn range(place: &str, from: &str, to: &str) -> Result<Vec<KubeletVersion>> {
         let bad = |why: String| Error::invalid(place, format!("{why}; accepted: {}", Self::LIST_FORMS));
         let end = |e: &str| {
-            Self::parse_one(place, e).map_err(|_| {
+            // An end that is itself a range (`1.28-1.37-1.30`) is no release.
+            let one = if range_ends(e).is_some() { Err(()) } else { Self::parse_one(place, e).map_err(|_| ()) };
+            one.map_err(|()| {
                 bad(format!(
                     "{:?} is not a release dpctl plays ({})",
                     crate::text::shorten(e.trim(), 20),
