@@ -247,6 +247,9 @@ fn totals(report: &Value) -> [u64; 4] {
     ["passed", "failed", "skipped", "errors"].map(|k| t[k].as_u64().unwrap_or_else(|| panic!("no totals.{k}: {t:#}")))
 }
 
+/// A run's verdict: each step's (name, outcome), and the totals.
+type Verdict = (Vec<(String, String)>, [u64; 4]);
+
 /// The same binary, the same verdict: the default mock 10 times, each run
 /// with the same totals and every step's outcome the same (a flaky window
 /// or a vacuous rule would show as a difference), and no failure.
@@ -258,7 +261,7 @@ async fn the_default_mock_gets_the_same_verdict_ten_times() {
         .chain([dpctl_bin().to_string()])
         .chain(["mock-plugin", "--dir", "{dir}", "--resource", "example.com/gpu"].map(String::from))
         .collect();
-    let mut first: Option<(Vec<(String, String)>, [u64; 4])> = None;
+    let mut first: Option<Verdict> = None;
     for i in 0..10 {
         let r = run(&args).await;
         assert_eq!(r.code, 0, "run {i}: {}\n{}", r.stdout, r.stderr);
