@@ -865,7 +865,8 @@ impl Node {
             if let Some(id) = ids.into_iter().find(|id| running.contains(id)) {
                 return Ok(id);
             }
-            if let Some(w) = self.warnings(&pod.namespace, &pod.name, from).into_iter().find(PodWarning::is_run_failure) {
+            if let Some(w) = self.warnings(&pod.namespace, &pod.name, from).into_iter().find(PodWarning::is_run_failure)
+            {
                 return Err(format!("the kubelet could not run it: {}: {}", w.reason, w.message));
             }
             if tokio::time::Instant::now() >= deadline {

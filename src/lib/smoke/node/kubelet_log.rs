@@ -264,7 +264,8 @@ mod tests {
         let failed = line.replace("UnexpectedAdmissionError", "Failed");
         let Some(Fact::PodWarning(w)) = r.observe(&failed, 0) else { panic!() };
         assert!(!w.is_rejection() && w.is_run_failure());
-        let Some(Fact::PodWarning(w)) = r.observe(&line.replace("UnexpectedAdmissionError", "DNSConfigForming"), 0) else {
+        let Some(Fact::PodWarning(w)) = r.observe(&line.replace("UnexpectedAdmissionError", "DNSConfigForming"), 0)
+        else {
             panic!()
         };
         assert!(!w.is_run_failure());
