@@ -143,7 +143,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     }
     if let EngineKind::Kubelet(path) = &args.engine {
         for v in &versions {
-            smoke::node::kubelet_binary(path, *v)?;
+            smoke::node::kubelet_binary(path, &smoke::engine::release_name(*v))?;
         }
     }
     let config = SmokeConfig {

@@ -252,7 +252,8 @@ impl Engine {
                 Ok(Engine { running: Running::Referee { process, control }, name: format!("referee {played}"), dir })
             }
             EngineKind::Kubelet(path) => {
-                let node = super::node::Node::start(path, &config, layout, helper).await?;
+                let release = release_name(config.kubelet_version);
+                let node = super::node::Node::start(path, &release, &config, layout, helper).await?;
                 Ok(Engine { name: node.name().to_string(), running: Running::Kubelet(Box::new(node)), dir })
             }
         }

@@ -77,8 +77,7 @@ const CGROUP_PREFIX: &str = "dpctl-smoke-";
 
 /// The kubelet binary for `version`: `path` itself when it is a file, else
 /// `path/kubelet-1.NN`; the images must be beside it.
-pub fn kubelet_binary(path: &Path, version: KubeletVersion) -> Result<PathBuf> {
-    let release = super::engine::release_name(version);
+pub fn kubelet_binary(path: &Path, release: &str) -> Result<PathBuf> {
     let place = format!("--engine kubelet:{}", crate::text::shorten(&path.display().to_string(), 120));
     let build = format!("build it with conformance/build.sh kubelet {release} (into target/kubelet/)");
     let meta = std::fs::metadata(path).map_err(|e| Error::invalid(&place, format!("{e}; {build}")))?;
@@ -188,7 +187,7 @@ fn has_sys_resource() -> bool {
 }
 
 /// `kubelet --version` (`Kubernetes v1.37.2`), checked against the release asked for.
-async fn kubelet_version(binary: &Path, version: KubeletVersion) -> Result<String> {
+async fn kubelet_version(binary: &Path, release: &str) -> Result<String> {
     let place = format!("--engine kubelet:{}", binary.display());
     let out = run_bounded(binary, &["--version".into()], Duration::from_secs(20)).await.map_err(|e| {
         Error::invalid(&place, format!("cannot run it: {e}; build it with conformance/build.sh kubelet"))
@@ -197,7 +196,6 @@ async fn kubelet_version(binary: &Path, version: KubeletVersion) -> Result<Strin
     let Some(played) = played else {
         return Err(Error::invalid(&place, format!("not a kubelet: --version answered {:?}", out.trim())));
     };
-    let release = super::engine::release_name(version);
     let minor: String = played.trim_start_matches('v').split('.').take(2).collect::<Vec<_>>().join(".");
     if minor != release {
         return Err(Error::invalid(
@@ -417,10 +415,17 @@ async fn wait_ready(
 impl Node {
     /// Starts containerd and the kubelet for `config` in `layout`, or says
     /// what is missing; nothing is left behind when it fails.
-    pub async fn start(path: &Path, config: &SimConfig, layout: &Layout, helper: Option<PathBuf>) -> Result<Node> {
+    /// `release` is `1.NN` (the engine's name for `config.kubelet_version`).
+    pub async fn start(
+        path: &Path,
+        release: &str,
+        config: &SimConfig,
+        layout: &Layout,
+        helper: Option<PathBuf>,
+    ) -> Result<Node> {
         preflight()?;
-        let binary = kubelet_binary(path, config.kubelet_version)?;
-        let played = kubelet_version(&binary, config.kubelet_version).await?;
+        let binary = kubelet_binary(path, release)?;
+        let played = kubelet_version(&binary, release).await?;
         sweep_cgroups();
         static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -435,6 +440,7 @@ impl Node {
         }
     }
 
+    // long: the start in order (containerd, its images, the log reader, the kubelet), each failure stopping what started.
     async fn launch(
         binary: &Path,
         played: &str,

@@ -99,6 +99,7 @@ impl LogReader {
     }
 
     /// The fact one line gives, if any (`now_ms` when the line has no time).
+    // long: one match over the device manager's messages, one arm per message, as the referee's `observe`.
     pub fn observe(&mut self, line: &str, now_ms: u64) -> Option<Fact> {
         let v: Value = serde_json::from_str(line.trim()).ok()?;
         let msg = v.get("msg")?.as_str()?;
