@@ -64,6 +64,17 @@ async fn row_2_bad_usage_or_input() {
             "over the limit of 100000",
         ),
         ("smoke --log-dir at a file", vec!["smoke", "--log-dir", file, "--", "true"], "--log-dir"),
+        // A flag without a value, and one that needs plugins_registry.
+        (
+            "--assume-claims-reserved with a value",
+            vec!["kubelet-sim", "--dir", dir, "--registry-dir", dir, "--assume-claims-reserved=yes"],
+            "unexpected value",
+        ),
+        (
+            "--assume-claims-reserved without --registry-dir",
+            vec!["kubelet-sim", "--assume-claims-reserved"],
+            "--registry-dir",
+        ),
     ];
     for (what, args, says) in cases {
         let r = dpctl(&args).await;

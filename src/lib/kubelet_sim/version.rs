@@ -18,13 +18,13 @@ impl KubeletVersion {
     pub fn check_policy_options(self, options: &crate::topology::PolicyOptions) -> Result<()> {
         let place = "--topology-manager-policy-options";
         let hint = |since: u8| format!("hint: kubelet {self} refuses it at startup; it is available from 1.{since}");
-        if options.given.contains("max-allowable-numa-nodes") && !self.at_least(31) {
+        if options.given.contains("max-allowable-numa-nodes") && !self.knows_max_allowable_numa_nodes() {
             return Err(Error::invalid(
                 place,
                 format!("unknown Topology Manager Policy option: \"max-allowable-numa-nodes\"; {}", hint(31)),
             ));
         }
-        if options.given.contains("prefer-closest-numa-nodes") && !self.at_least(28) {
+        if options.given.contains("prefer-closest-numa-nodes") && !self.allows_prefer_closest_numa_nodes() {
             return Err(Error::invalid(
                 place,
                 format!(

@@ -947,7 +947,6 @@ mod tests {
             readmitted: Vec::new(),
             kubelet_socket_late_ms: late_ms,
             dra_restored_claims: 0,
-            dra_prepared: Vec::new(),
         }
     }
 
