@@ -361,6 +361,25 @@ pub(crate) async fn unprepare_pod(
     Some(out)
 }
 
+/// The DRA manager at the sim's start: the embedded API server of
+/// `--api-objects` (whose node's slices go: no driver has registered yet),
+/// and `dra_manager_state` read, or created as the kubelet's `GetOrCreate` does.
+pub(crate) async fn start(inner: &Arc<Inner>) -> Result<Option<tokio::task::JoinHandle<()>>> {
+    let api_task = super::dra_api::start_api(inner).await?;
+    if api_task.is_some() {
+        let effects = inner.lock().dra_started();
+        perform(inner, effects);
+    }
+    if enabled(inner) && inner.config.checkpoint {
+        let (writes, _) = super::dra_file::load(inner).inspect_err(|_| {
+            inner.shutdown.send_replace(true);
+        })?;
+        inner.dra_writes.store(writes, std::sync::atomic::Ordering::Relaxed);
+        super::dra_file::write_state(inner);
+    }
+    Ok(api_task)
+}
+
 /// A kubelet restart (`Manager::dra_restart`, then the file read back,
 /// `Manager::dra_restore`): returns the claims restored. Nothing is
 /// prepared: a running pod keeps its sandbox.

@@ -594,19 +594,7 @@ impl KubeletSim {
         };
         let inner = Arc::new(Inner { api_client, ..Inner::new(config, paths) });
         let handle = SimHandle { inner: Arc::clone(&inner) };
-        let api_task = dra_api::start_api(&inner).await?;
-        if api_task.is_some() {
-            let effects = inner.lock().dra_started();
-            dra::perform(&inner, effects);
-        }
-        if dra::enabled(&inner) && inner.config.checkpoint {
-            // The kubelet's DRA manager reads (or creates) its checkpoint at start.
-            let (writes, _) = dra_file::load(&inner).inspect_err(|_| {
-                inner.shutdown.send_replace(true);
-            })?;
-            inner.dra_writes.store(writes, std::sync::atomic::Ordering::Relaxed);
-            dra_file::write_state(&inner);
-        }
+        let api_task = dra::start(&inner).await?;
         let restored = load_checkpoint(&inner);
         let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
         let mut services = spawn_services(&handle, podres_listener, control_listener);
