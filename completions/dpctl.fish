@@ -214,6 +214,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l force -d 'Take over kubelet.sock (and the sim\'s other sockets) even when a live process answers on it, and delete every socket in --dir at start as a kubelet does. Without it (a deliberate difference from the kubelet) startup deletes only stale sockets (connecting is refused) and leaves live ones alone; `restart` deletes them all, like a restarting kubelet'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-podresources -d 'Do not serve PodResources'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-rate-limit -d 'Serve PodResources without the kubelet\'s rate limit (100 calls/s, burst 10)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l assume-claims-reserved -d 'A ResourceClaim in the pod\'s manifest without status.reservedFor counts as reserved for the pod (a convenience for hand-written manifests). Off by default, as the kubelet refuses to prepare a claim reserved for no pod: `pod <name> (<uid>) is not allowed to use ...`'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-checkpoint -d 'Do not read or write kubelet_internal_checkpoint'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l emulate-cleanup -d 'At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported. The checkpoint is never deleted'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l adopt-checkpoint -d 'Let the sim rewrite a kubelet_internal_checkpoint it did not write (a real kubelet\'s). Without it such a file is read, verified and restored, never changed'
@@ -806,7 +807,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 not-idempotent\t'A claim prepared again gets other devices'
 unresolvable-cdi\t'CDI IDs answered, no spec written'
 bad-cdi-id\t'CDI IDs that do not parse'
-health-unserved\t'Health advertised, not served'"
+health-unserved\t'Health advertised, not served'
+register-once\t'GetInfo answered once: no registration after a kubelet restart'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-delay -d 'Wait this long before answering each Prepare' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-error -d 'Answer every claim of Prepare with this error' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-status -d 'Fail Prepare as a whole with this gRPC code (e.g. unavailable)' -r
