@@ -11,10 +11,11 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::invalid::{Invalid, Result};
 
 mod cleanup;
 mod dra;
+mod policy_options;
 pub use cleanup::{Cleanup, CleanupRule, cleanup_dir};
 pub use dra::{DRA_RULES, ReleaseRule, dra_rules_text};
 
@@ -65,7 +66,7 @@ impl KubeletVersion {
             return Ok(KubeletVersion::Master);
         }
         let bad = || {
-            Error::invalid(
+            Invalid::new(
                 &place,
                 format!("not a kubelet version dpctl plays; valid: {} (also v1.30 or 1.30.7)", Self::valid_list()),
             )
@@ -108,7 +109,7 @@ impl KubeletVersion {
         let mut out = Vec::new();
         for part in s.split(',') {
             if part.trim().is_empty() {
-                return Err(Error::invalid(
+                return Err(Invalid::new(
                     format!("--kubelet-version {}", crate::text::shorten(s, 40)),
                     format!("an empty entry in the list; valid: {}", Self::valid_list()),
                 ));
@@ -132,7 +133,7 @@ impl KubeletVersion {
     /// True for this minor release or any later one (master included).
     /// Private to the release table: every other module asks a named
     /// predicate (tests/layers.rs checks that no comparison leaks out).
-    fn at_least(self, minor: u8) -> bool {
+    pub(crate) fn at_least(self, minor: u8) -> bool {
         self.minor() >= minor
     }
 
@@ -257,18 +258,6 @@ impl KubeletVersion {
         self.at_least(36)
     }
 
-    /// docs/topology.md §2.6: the Topology Manager policy option
-    /// `max-allowable-numa-nodes` exists from 1.31 (KEP-4622, beta).
-    pub fn knows_max_allowable_numa_nodes(self) -> bool {
-        self.at_least(31)
-    }
-
-    /// docs/topology.md §2.6: `prefer-closest-numa-nodes` is beta (on by
-    /// default) from 1.28; alpha (off by default) in 1.26-1.27 (KEP-3545).
-    pub fn allows_prefer_closest_numa_nodes(self) -> bool {
-        self.at_least(28)
-    }
-
     /// Device topology hints are built over the NUMA nodes that host the
     /// resource's devices only: 1.36+ (`deviceNUMANodes` in
     /// pkg/kubelet/cm/devicemanager/topology_hints.go of v1.36.3; absent in
@@ -293,10 +282,7 @@ impl fmt::Display for KubeletVersion {
 impl FromStr for KubeletVersion {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        KubeletVersion::parse(s).map_err(|e| match e {
-            Error::Invalid { message, .. } => message,
-            other => other.to_string(),
-        })
+        KubeletVersion::parse(s).map_err(|e| e.message)
     }
 }
 
@@ -370,7 +356,7 @@ mod tests {
         }
         for bad in ["v1.30.7-", "v1.30+", "v1.30.7-eks 1", "v1.30.7-eks/x", "-eks", "v1-eks", "v1.x-eks", "v1.25.1-eks"]
         {
-            assert_eq!(KubeletVersion::parse(bad).unwrap_err().exit_code(), crate::error::exit::USAGE, "{bad}");
+            assert!(KubeletVersion::parse(bad).is_err(), "{bad}");
         }
     }
 
@@ -381,7 +367,6 @@ mod tests {
         assert!(e.len() < 400, "{} bytes", e.len());
         for bad in ["1.25", "1.38", "2.30", "1", "1.30.7.1", "1.x", "", "1.-3", "v", "1.030000"] {
             let e = KubeletVersion::parse(bad).unwrap_err();
-            assert_eq!(e.exit_code(), crate::error::exit::USAGE, "{bad}");
             let text = e.to_string();
             assert!(text.contains("1.26, 1.27") && text.contains("1.37, master"), "{bad}: {text}");
         }
