@@ -148,10 +148,13 @@ pub fn dra_rules_text() -> String {
 mod tests {
     use super::*;
 
+    /// A predicate and its name.
+    type Named = (&'static str, fn(KubeletVersion) -> bool);
+
     /// Each predicate answers its row: false the release before, true from its first.
     #[test]
     fn each_dra_predicate_answers_its_row() {
-        let predicates: [(&str, fn(KubeletVersion) -> bool); 10] = [
+        let predicates: [Named; 10] = [
             ("has_dra", KubeletVersion::has_dra),
             ("checkpoints_dra_share_id", KubeletVersion::checkpoints_dra_share_id),
             ("deregisters_on_undelivered_registration", KubeletVersion::deregisters_on_undelivered_registration),
