@@ -169,32 +169,17 @@ pub fn kubelet_version() -> Offered<impl clap::builder::TypedValueParser<Value =
     Offered { inner: |s: &str| s.parse::<crate::kubelet_sim::KubeletVersion>(), values }
 }
 
-/// A comma-separated list of kubelet releases, kept as text: each entry is
-/// checked as `--kubelet-version` is elsewhere, so a bad one gets the same
-/// error in every command; offers single releases.
+/// `--kubelet-version` where it takes several releases: a comma-separated
+/// list of releases and ranges, kept as text and checked by the one parser,
+/// [`KubeletVersion::parse_list`](crate::kubelet_sim::KubeletVersion::parse_list),
+/// so a bad value gets the same error in every command; offers single releases.
 pub fn kubelet_versions() -> Offered<impl clap::builder::TypedValueParser<Value = String>> {
     let values = leaked(crate::kubelet_sim::KubeletVersion::all().iter().map(ToString::to_string));
     let inner = |s: &str| -> std::result::Result<String, String> {
-        for part in s.split(',') {
-            if part.trim().is_empty() {
-                return Err(format!(
-                    "an empty entry in the list; valid: {}",
-                    crate::kubelet_sim::KubeletVersion::valid_list()
-                ));
-            }
-            part.parse::<crate::kubelet_sim::KubeletVersion>()?;
-        }
+        crate::kubelet_sim::KubeletVersion::parse_list(s).map_err(|e| e.message)?;
         Ok(s.to_string())
     };
     Offered { inner, values }
-}
-
-/// A comma-separated list of releases kept as text and checked by the
-/// command (`scenario --kubelet-version` also takes the release after the
-/// newest); offers single releases.
-pub fn releases_text() -> Offered<clap::builder::StringValueParser> {
-    let values = leaked(crate::kubelet_sim::KubeletVersion::all().iter().map(ToString::to_string));
-    Offered { inner: clap::builder::StringValueParser::new(), values }
 }
 
 /// A device's health: offers `healthy` and `unhealthy`; any other string is
