@@ -34,6 +34,13 @@ const POLL: Duration = Duration::from_millis(500);
 /// How long a stopping generation may take to let its connections go.
 const STOP_WAIT: Duration = Duration::from_secs(2);
 
+/// How the crash-after-restart fault ends the process: Go's runtime panic
+/// when an update goes to the channel the plugin closed after the old
+/// stream's Send failed (a Go panic exits with code 2, as dpctl's error does).
+pub const CRASH_TEXT: &str = "panic: send on closed channel (the crash-after-restart fault: the old ListAndWatch \
+     stream's Send failed after the kubelet restart, the plugin closed its update channel, and the next update \
+     panicked)\n\ngoroutine 42 [running]:\nmain.(*plugin).sendUpdate(...)";
+
 /// A change in the watched directory.
 #[derive(Debug, Clone)]
 pub enum DirEvent {
@@ -445,6 +452,23 @@ impl Supervisor {
         }
     }
 
+    /// A new kubelet: the lifecycle faults a restart sets off, then the
+    /// (re-)registration.
+    fn kubelet_restarted(&mut self, reason: &str, serve: bool) {
+        if self.res.stats.registrations.load(Ordering::Relaxed) > 0 {
+            // Streams opened from now on see it (stale-stream-after-restart).
+            self.res.stats.kubelet_restarts.fetch_add(1, Ordering::Relaxed);
+            if let Some(after) = self.faults.crash_after_restart {
+                let (fatal, name) = (self.fatal.clone(), self.res.name.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(after).await;
+                    let _ = fatal.send(Error::invalid(name, CRASH_TEXT));
+                });
+            }
+        }
+        self.trigger(reason, serve);
+    }
+
     /// Marks a (re-)registration as needed, now.
     fn trigger(&mut self, reason: &str, serve: bool) {
         if self.faults.no_reregister && self.res.stats.registrations.load(Ordering::Relaxed) > 0 {
@@ -518,7 +542,7 @@ impl Supervisor {
                 } else if self.kubelet_gone || self.kubelet_replaced() {
                     self.kubelet_gone = false;
                     let serve = self.socket_lost();
-                    self.trigger("kubelet.sock created", serve);
+                    self.kubelet_restarted("kubelet.sock created", serve);
                 } else if self.need_register {
                     // Waiting for the first kubelet: try now.
                     self.retry_at = None;
@@ -534,13 +558,13 @@ impl Supervisor {
         if self.socket_lost() {
             self.trigger("plugin socket deleted", true);
         } else if self.kubelet_replaced() {
-            self.trigger("kubelet.sock replaced", false);
+            self.kubelet_restarted("kubelet.sock replaced", false);
         } else if self.kubelet_gone && self.registered_with_current() {
             self.kubelet_gone = false;
         } else if self.kubelet_gone && inode(&self.shared.kubelet_socket()).is_some() {
             // Deleted and back, its Create event lost.
             self.kubelet_gone = false;
-            self.trigger("kubelet.sock created", false);
+            self.kubelet_restarted("kubelet.sock created", false);
         }
     }
 }

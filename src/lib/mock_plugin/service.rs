@@ -170,6 +170,9 @@ impl MockService {
         }
         let (first, rx) = self.res.watch();
         let cfg = &self.res.faults.config;
+        // The stale-stream-after-restart fault: after a kubelet restart the
+        // update channel belongs to the first stream's dead goroutine.
+        let frozen = cfg.stale_stream_after_restart && self.res.stats.kubelet_restarts.load(Ordering::Relaxed) > 0;
         let state = Watcher {
             res: Arc::clone(&self.res),
             rx,
@@ -179,6 +182,7 @@ impl MockService {
             end_after: cfg.list_and_watch_end_after,
             end_error: cfg.list_and_watch_end_error.as_ref().map(super::config::ErrorSpec::status),
             oversize: cfg.list_and_watch_oversize,
+            frozen,
             sent: 0,
             opened,
             done: false,
@@ -320,6 +324,8 @@ struct Watcher {
     end_after: Option<u64>,
     end_error: Option<Status>,
     oversize: bool,
+    /// Never hears of a change (the stale-stream-after-restart fault).
+    frozen: bool,
     sent: u64,
     opened: Instant,
     done: bool,
@@ -382,6 +388,10 @@ impl Watcher {
     /// Waits for the next published snapshot. After falling behind, skips to
     /// the newest one. `None` when the generation stops.
     async fn next_change(&mut self) -> Option<Snapshot> {
+        if self.frozen {
+            let _ = self.stop.wait_for(|s| *s).await;
+            return None;
+        }
         tokio::select! {
             _ = self.stop.wait_for(|s| *s) => None,
             r = self.rx.recv() => match r {
