@@ -64,6 +64,24 @@ async fn row_2_bad_usage_or_input() {
             "over the limit of 100000",
         ),
         ("smoke --log-dir at a file", vec!["smoke", "--log-dir", file, "--", "true"], "--log-dir"),
+        // The lifecycle faults' and smoke's settle window's bad values.
+        (
+            "a crash delay that is no duration",
+            vec!["mock-plugin", "--resource", "example.com/gpu", "--crash-after-restart", "soon"],
+            "--crash-after-restart",
+        ),
+        (
+            "a huge crash delay",
+            vec!["mock-plugin", "--resource", "example.com/gpu", "--crash-after-restart", "1e20s"],
+            "365 days",
+        ),
+        (
+            "a negative rescan limit",
+            vec!["mock-plugin", "--resource", "example.com/gpu", "--scan-stops-after", "-1"],
+            "--scan-stops-after",
+        ),
+        ("a settle window that is no duration", vec!["smoke", "--settle", "a while", "--", "true"], "--settle"),
+        ("a huge settle window", vec!["smoke", "--settle", "1e20s", "--", "true"], "365 days"),
     ];
     for (what, args, says) in cases {
         let r = dpctl(&args).await;

@@ -198,6 +198,8 @@ pub struct Supervisor {
     retry_at: Option<tokio::time::Instant>,
     /// The register-twice fault has made its second call.
     registered_twice: bool,
+    /// The kubelet restart being registered with is counted already.
+    restart_noted: bool,
 }
 
 impl Supervisor {
@@ -235,6 +237,7 @@ impl Supervisor {
             backoff: BACKOFF_START,
             retry_at: None,
             registered_twice: false,
+            restart_noted: false,
         };
         if let Some(l) = listener {
             s.spawn_generation(l, "start");
@@ -325,8 +328,10 @@ impl Supervisor {
         }
         if self.need_register && self.shared.register && self.retry_at.is_none() {
             self.attempts += 1;
+            self.kubelet_restarted();
             match self.register_once().await {
                 Ok((with, since)) => {
+                    self.restart_noted = false;
                     self.need_register = false;
                     self.registered_with = with;
                     self.registered_since = Some(since);
@@ -452,21 +457,23 @@ impl Supervisor {
         }
     }
 
-    /// A new kubelet: the lifecycle faults a restart sets off, then the
-    /// (re-)registration.
-    fn kubelet_restarted(&mut self, reason: &str, serve: bool) {
-        if self.res.stats.registrations.load(Ordering::Relaxed) > 0 {
-            // Streams opened from now on see it (stale-stream-after-restart).
-            self.res.stats.kubelet_restarts.fetch_add(1, Ordering::Relaxed);
-            if let Some(after) = self.faults.crash_after_restart {
-                let (fatal, name) = (self.fatal.clone(), self.res.name.clone());
-                tokio::spawn(async move {
-                    tokio::time::sleep(after).await;
-                    let _ = fatal.send(Error::invalid(name, CRASH_TEXT));
-                });
-            }
+    /// About to register again (the plugin noticed a new kubelet: its
+    /// socket deleted, kubelet.sock created): the lifecycle faults a kubelet
+    /// restart sets off, once per restart. Streams opened from now on are
+    /// the new kubelet's.
+    fn kubelet_restarted(&mut self) {
+        if self.restart_noted || self.res.stats.registrations.load(Ordering::Relaxed) == 0 {
+            return;
         }
-        self.trigger(reason, serve);
+        self.restart_noted = true;
+        self.res.stats.kubelet_restarts.fetch_add(1, Ordering::Relaxed);
+        if let Some(after) = self.faults.crash_after_restart {
+            let (fatal, name) = (self.fatal.clone(), self.res.name.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                let _ = fatal.send(Error::invalid(name, CRASH_TEXT));
+            });
+        }
     }
 
     /// Marks a (re-)registration as needed, now.
@@ -542,7 +549,7 @@ impl Supervisor {
                 } else if self.kubelet_gone || self.kubelet_replaced() {
                     self.kubelet_gone = false;
                     let serve = self.socket_lost();
-                    self.kubelet_restarted("kubelet.sock created", serve);
+                    self.trigger("kubelet.sock created", serve);
                 } else if self.need_register {
                     // Waiting for the first kubelet: try now.
                     self.retry_at = None;
@@ -558,13 +565,13 @@ impl Supervisor {
         if self.socket_lost() {
             self.trigger("plugin socket deleted", true);
         } else if self.kubelet_replaced() {
-            self.kubelet_restarted("kubelet.sock replaced", false);
+            self.trigger("kubelet.sock replaced", false);
         } else if self.kubelet_gone && self.registered_with_current() {
             self.kubelet_gone = false;
         } else if self.kubelet_gone && inode(&self.shared.kubelet_socket()).is_some() {
             // Deleted and back, its Create event lost.
             self.kubelet_gone = false;
-            self.kubelet_restarted("kubelet.sock created", false);
+            self.trigger("kubelet.sock created", false);
         }
     }
 }
