@@ -35,6 +35,7 @@ mod mock_plugin;
 mod plugin_cli;
 mod podresources;
 mod smoke;
+mod smoke_corpus;
 mod sweep;
 mod terminal;
 mod topology;

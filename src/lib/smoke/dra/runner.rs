@@ -186,6 +186,7 @@ async fn spawn(cfg: &DraSmokeConfig, sb: &Sandbox, instance: u32, logs: bool) ->
         env: sb.env(instance),
         keep_bytes: cfg.output_limit,
         log_dir: if logs { cfg.log_dir.clone() } else { None },
+        log_name: "plugin".into(),
         lines: None,
     })
     .await
@@ -1065,6 +1066,7 @@ impl Runner<'_> {
             registry_dir: sb.registry_dir.display().to_string(),
             isolation: None,
             restarts: None,
+            processes: Vec::new(),
         }
     }
 }
