@@ -28,6 +28,7 @@ mod hostile;
 mod interop;
 mod isolate;
 mod json_schema;
+mod kubelet_engine;
 mod kubelet_sim;
 mod layers;
 mod lifecycle;

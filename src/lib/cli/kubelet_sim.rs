@@ -388,6 +388,12 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     if let EngineKind::Referee(_) = args.engine {
         return serve_referee(args, s).await;
     }
+    if let EngineKind::Kubelet(_) = args.engine {
+        return Err(crate::error::Error::invalid(
+            "--engine",
+            "kubelet-sim serve plays sim or referee:PATH; a real kubelet (kubelet:PATH) is run by dpctl smoke",
+        ));
+    }
     let expects = args.expect.iter().map(|s| steer::parse_expect(s)).collect::<Result<_>>()?;
     let mut config = SimConfig::new(args.dir.dir);
     config.set_kubelet_version(args.kubelet_version);

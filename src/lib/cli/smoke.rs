@@ -124,7 +124,10 @@ pub struct SmokeArgs {
     /// own device manager, plugin manager and Topology Manager at one release (a referee binary, or a
     /// directory of dpctl-referee-1.NN binaries built by conformance/build.sh: with a directory,
     /// --kubelet-version picks dpctl-referee-1.NN per release). The referee runs in a private mount
-    /// namespace on the kubelet's standard paths (see below).
+    /// namespace on the kubelet's standard paths (see below). kubelet:PATH: a real kubelet (a binary,
+    /// or a directory of kubelet-1.NN built by conformance/build.sh kubelet, with pause.tar and
+    /// busybox.tar beside it) with containerd and runc, as root, in private namespaces: pods run as
+    /// real containers and each one is checked from inside for what the plugin's Allocate promised.
     #[arg(long, value_name = "ENGINE", default_value = "sim")]
     pub engine: EngineKind,
 }
@@ -142,6 +145,11 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         // anything runs: a missing one is bad input now, not after an hour.
         for v in &versions {
             referee_version(&referee_binary(path, *v)?, *v).await?;
+        }
+    }
+    if let EngineKind::Kubelet(path) = &args.engine {
+        for v in &versions {
+            smoke::node::kubelet_binary(path, *v)?;
         }
     }
     let config = SmokeConfig {
@@ -167,7 +175,13 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         log_dir: args.log_dir,
         forward_output: args.show_output && !s.quiet,
         registration: args.registration.0,
-        isolate: args.isolate.then_some(smoke::isolate::IsolateConfig { binds: args.bind, helper: None }),
+        isolate: args.isolate.then_some(smoke::isolate::IsolateConfig {
+            binds: args.bind,
+            helper: None,
+            pid_namespace: false,
+            shared: Vec::new(),
+            read_only_root: false,
+        }),
         topology: crate::topology::TopologyConfig {
             policy: args.numa.topology_manager_policy,
             machine: crate::topology::Machine {

@@ -23,6 +23,7 @@ pub mod engine;
 pub mod isolate;
 mod kubelet;
 pub mod matrix;
+pub mod node;
 pub mod process;
 mod steps;
 

@@ -30,6 +30,9 @@ impl Runner {
         if self.skipped(id) {
             return self.skip(id, "skipped with --skip");
         }
+        if let Some(why) = self.kubelet.cannot_restart() {
+            return self.skip(id, format!("not played by {}: {why}", self.kubelet.name()));
+        }
         if self.cfg.request == 0 {
             return self.skip(id, "--request 0: no pod to admit again");
         }
