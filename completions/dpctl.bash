@@ -1976,7 +1976,7 @@ _dpctl() {
                     return 0
                     ;;
                 --fault)
-                    COMPREPLY=($(compgen -W "missing-uid not-idempotent unresolvable-cdi bad-cdi-id health-unserved same-device" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "missing-uid not-idempotent unresolvable-cdi bad-cdi-id health-unserved register-once same-device" -- "${cur}"))
                     return 0
                     ;;
                 --prepare-delay)
@@ -3167,7 +3167,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --api-objects --kubeconfig --dra-wiping-delay --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --numa-nodes --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace help"
+            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --api-objects --kubeconfig --assume-claims-reserved --dra-wiping-delay --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --numa-nodes --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

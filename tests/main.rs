@@ -36,6 +36,7 @@ mod mock_plugin;
 mod plugin_cli;
 mod podresources;
 mod smoke;
+mod smoke_corpus;
 mod sweep;
 mod terminal;
 mod topology;

@@ -44,7 +44,11 @@ it and touches nothing else, so run it in a directory of its own. A plugin that 
 
 /// `--help`'s long text: examples, then the versions and differences the sim documents.
 fn sim_help() -> String {
-    format!("{EXAMPLES}\n\n{}", crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES)
+    format!(
+        "{EXAMPLES}\n\n{}\nDRA release rules (the release table; docs/dra.md):\n{}",
+        crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES,
+        crate::kubelet_version::dra_rules_text()
+    )
 }
 
 /// Be the kubelet's device manager in a directory: accept registrations on
@@ -108,6 +112,11 @@ pub struct ServeArgs {
     /// e.g. `kubectl proxy` in front of a real cluster; an https:// server is refused.
     #[arg(long, value_name = "FILE", conflicts_with = "api_objects", requires = "registry_dir")]
     pub kubeconfig: Option<PathBuf>,
+    /// A ResourceClaim in the pod's manifest without status.reservedFor counts as reserved for the
+    /// pod (a convenience for hand-written manifests). Off by default, as the kubelet refuses to
+    /// prepare a claim reserved for no pod: `pod <name> (<uid>) is not allowed to use ...`.
+    #[arg(long, requires = "registry_dir")]
+    pub assume_claims_reserved: bool,
     /// With --api-objects: how long a DRA driver has to register again after its last instance
     /// went before the sim deletes its ResourceSlices (the kubelet's fixed 30 s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s", requires = "api_objects")]
@@ -406,6 +415,7 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     config.rpc_timeout = args.rpc_timeout;
     config.checkpoint = !args.no_checkpoint;
     config.adopt_checkpoint = args.adopt_checkpoint;
+    config.assume_claims_reserved = args.assume_claims_reserved;
     config.topology = args.topology.config();
     config.tap = s.wire.clone();
     let sim = KubeletSim::start(config).await?;
@@ -532,6 +542,7 @@ fn sim_only_options(args: &ServeArgs) -> Vec<&'static str> {
         (args.no_checkpoint, "--no-checkpoint"),
         (args.emulate_cleanup, "--emulate-cleanup"),
         (args.adopt_checkpoint, "--adopt-checkpoint"),
+        (args.assume_claims_reserved, "--assume-claims-reserved"),
         (!args.expect.is_empty(), "--expect"),
         (args.api_objects.is_some(), "--api-objects"),
         (args.kubeconfig.is_some(), "--kubeconfig"),

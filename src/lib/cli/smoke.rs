@@ -76,6 +76,11 @@ pub struct SmokeArgs {
     /// health-recovery: how long the fault may take to show, and its clearance to restore allocatable.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub recovery_deadline: Duration,
+    /// How long the same plugin process is watched after a kubelet restart and after a node reboot
+    /// before the steps on it are judged: a process that exits (a panic some seconds after the
+    /// restart) within it fails the step.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub settle: Duration,
     /// `--topology-manager-policy` and `--numa-nodes`.
     #[command(flatten)]
     pub numa: NumaPolicyArgs,
@@ -88,8 +93,9 @@ pub struct SmokeArgs {
     /// Also write the report as JUnit XML to FILE (testsuite "dpctl smoke").
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write the plugin's whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log
-    /// (the report keeps the last 64 KiB of each).
+    /// Write each plugin process's whole output to DIR/STEP.stdout.log and DIR/STEP.stderr.log, STEP
+    /// being the step that started it (launch, node-reboot, plugin-restart); the report keeps the
+    /// last 64 KiB of each.
     #[arg(long, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
     /// Copy the plugin's output to stderr as it runs.
@@ -159,6 +165,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         fault_command: args.fault_command,
         recover_command: args.recover_command,
         recovery_deadline: args.recovery_deadline,
+        settle: args.settle,
         late_kubelet_socket: args.late_kubelet_socket,
         grace: args.grace,
         prestart_timeout: args.timeouts.prestart_timeout,
