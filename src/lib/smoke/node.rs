@@ -367,6 +367,7 @@ async fn spawn_in(
         env: wrapped.env,
         keep_bytes: 64 * 1024,
         log_dir: None,
+        log_name: "node".into(),
         lines,
     })
     .await
@@ -384,12 +385,12 @@ fn last_lines(p: &PluginProcess) -> String {
 
 /// Waits until `ready` holds, the process ends (an error with its last
 /// lines) or the deadline passes (an error naming `what`).
-async fn wait_ready(
+async fn wait_ready<F: std::future::Future<Output = bool>>(
     process: &PluginProcess,
     what: &str,
     timeout: Duration,
-    tail: &dyn Fn() -> String,
-    mut ready: impl AsyncFnMut() -> bool,
+    tail: &(dyn Fn() -> String + Sync),
+    mut ready: impl FnMut() -> F,
 ) -> Result<()> {
     let deadline = crate::duration::deadline(timeout);
     loop {
@@ -467,10 +468,9 @@ impl Node {
         )
         .await?;
         let ctr = ctr_base(&paths.containerd_socket);
-        let ready = wait_ready(&containerd, "containerd", READY_TIMEOUT, &|| last_lines(&containerd), async || {
-            run_bounded(Path::new("ctr"), &[ctr.clone(), vec!["version".into()]].concat(), Duration::from_secs(5))
-                .await
-                .is_ok()
+        let ready = wait_ready(&containerd, "containerd", READY_TIMEOUT, &|| last_lines(&containerd), || {
+            let args = [ctr.clone(), vec!["version".into()]].concat();
+            async move { run_bounded(Path::new("ctr"), &args, Duration::from_secs(5)).await.is_ok() }
         })
         .await;
         let images = match ready {
@@ -507,8 +507,8 @@ impl Node {
             let lines: Vec<String> = log.tail.iter().cloned().collect();
             if lines.is_empty() { last_lines(&kubelet) } else { format!("its errors: {}", lines.join(" | ")) }
         };
-        let ready = wait_ready(&kubelet, &format!("kubelet {played}"), READY_TIMEOUT, &tail, async || {
-            sock.exists() && podres.exists()
+        let ready = wait_ready(&kubelet, &format!("kubelet {played}"), READY_TIMEOUT, &tail, || {
+            std::future::ready(sock.exists() && podres.exists())
         })
         .await;
         if let Err(e) = ready {
