@@ -392,7 +392,10 @@ async fn log_dir_keeps_the_whole_output_and_dir_is_kept() {
         assert!(err.contains("mock plugin for"), "{by}: {err}");
     }
     let procs = v["processes"].as_array().unwrap();
-    assert_eq!(procs.iter().map(|p| p["started_by"].as_str().unwrap()).collect::<Vec<_>>(), ["launch", "plugin-restart"]);
+    assert_eq!(
+        procs.iter().map(|p| p["started_by"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["launch", "plugin-restart"]
+    );
     assert_ne!(procs[0]["pid"], procs[1]["pid"]);
     assert_eq!(v["plugin"]["stdout"]["file"], logs.join("plugin-restart.stdout.log").to_str().unwrap());
 }

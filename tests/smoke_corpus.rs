@@ -88,7 +88,11 @@ async fn the_recover_command_runs_whenever_the_fault_command_ran() {
     flags.extend(["--fault-command", &fault, "--recover-command", &recover]);
     let (run, v) = smoke(&flags, &mock(&["--stale-stream-after-restart"])).await;
     run.expect_code(1);
-    assert_failed(&v, "health-recovery", &["the fault never reached", "the fault was cleared afterwards (--recover-command"]);
+    assert_failed(
+        &v,
+        "health-recovery",
+        &["the fault never reached", "the fault was cleared afterwards (--recover-command"],
+    );
     let count = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default().lines().count();
     assert!(count(&faults) >= 1, "the fault command ran");
     assert_eq!(count(&faults), count(&recovers), "every fault cleared");
