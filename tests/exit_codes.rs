@@ -87,8 +87,8 @@ async fn row_2_bad_usage_or_input() {
             "365 days",
         ),
         (
-            "a negative rescan limit",
-            vec!["mock-plugin", "--resource", "example.com/gpu", "--scan-stops-after", "-1"],
+            "a rescan limit that is no number",
+            vec!["mock-plugin", "--resource", "example.com/gpu", "--scan-stops-after", "many"],
             "--scan-stops-after",
         ),
         ("a settle window that is no duration", vec!["smoke", "--settle", "a while", "--", "true"], "--settle"),
