@@ -559,6 +559,7 @@ pub(crate) async fn unprepare_pod(inner: &Arc<Inner>, spec: &PodSpec, uid: &str)
     if failed.is_none() {
         inner.lock().dra.finish_unprepare(&spec.namespace, &last);
         out.unprepared = last.iter().map(|n| format!("{}/{n}", spec.namespace)).collect();
+        forget_claims(inner, &spec.namespace, &last);
     }
     write_state(inner);
     out.error = failed;
@@ -569,6 +570,19 @@ pub(crate) async fn unprepare_pod(inner: &Arc<Inner>, spec: &PodSpec, uid: &str)
         error: out.error.clone(),
     });
     Some(out)
+}
+
+/// The claims the sim stored in its API server with a pod and no pod uses
+/// any more are deleted, as the resource claim controller deletes the claims
+/// it generated for a pod when the pod goes (a long run stays flat); claims
+/// from `--api-objects` stay.
+fn forget_claims(inner: &Inner, namespace: &str, names: &[String]) {
+    let Some(api) = inner.api.get() else { return };
+    for n in names {
+        if let Err(e) = api.delete_created("resourceclaims", namespace, n) {
+            tracing::warn!(claim = %format!("{namespace}/{n}"), error = %e, "deleting a pod's claim from the API");
+        }
+    }
 }
 
 /// The sim's record of the last `dra_manager_state` it wrote.
