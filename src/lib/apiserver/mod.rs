@@ -54,7 +54,8 @@ pub const HEADER_TIMEOUT: Duration = crate::transport::HANDSHAKE_TIMEOUT;
 /// Writes waiting for the record's saver.
 const WRITE_QUEUE: usize = 4096;
 /// Writes waiting to be shown.
-const SHOWN_QUEUE: usize = 1024;
+/// Writes waiting to be shown: few, since each holds its object's version.
+const SHOWN_QUEUE: usize = 16;
 
 /// What `dpctl apiserver` serves and where.
 #[derive(Debug, Clone)]
@@ -417,8 +418,7 @@ async fn accept(listener: TcpListener, state: Arc<http::State>) {
                 continue;
             }
         };
-        let trusted = same_user(&stream);
-        connections.spawn(serve_connection(stream, slot, Arc::clone(&state), trusted));
+        connections.spawn(serve_connection(stream, slot, Arc::clone(&state)));
     }
 }
 
@@ -429,8 +429,8 @@ async fn accept(listener: TcpListener, state: Arc<http::State>) {
 /// with it; the kernel can: `/proc/net/tcp` names the owner of the
 /// client's end of a loopback connection. Another local user's process is
 /// answered only with the token.
-fn same_user(stream: &tokio::net::TcpStream) -> bool {
-    let (Ok(local), Ok(peer)) = (stream.local_addr(), stream.peer_addr()) else { return false };
+fn same_user(addrs: Option<(SocketAddr, SocketAddr)>) -> bool {
+    let Some((local, peer)) = addrs else { return false };
     // SAFETY: geteuid has no preconditions.
     let me = unsafe { libc::geteuid() };
     peer_uid(local, peer).is_some_and(|uid| uid == me || uid == 0)
@@ -517,14 +517,18 @@ async fn serve_connection(
     stream: tokio::net::TcpStream,
     slot: crate::transport::guard::ConnSlot,
     state: Arc<http::State>,
-    trusted: bool,
 ) {
     let slot = Arc::new(slot);
+    // Looked up once, at the first request without the token (an idle
+    // connection costs no look-up).
+    let addrs = stream.local_addr().ok().zip(stream.peer_addr().ok());
+    let same = Arc::new(std::sync::OnceLock::new());
     let io = hyper_util::rt::TokioIo::new(stream);
     let served = Arc::clone(&slot);
     let service = hyper::service::service_fn(move |req| {
         let busy = Busy::new(&served);
         let state = Arc::clone(&state);
+        let trusted = http::authorized(&state.token, req.headers()) || *same.get_or_init(|| same_user(addrs));
         async move {
             let resp = http::handle(state, req, trusted).await?;
             Ok::<_, std::convert::Infallible>(resp.map(|inner| BusyBody { inner, _busy: busy }))
