@@ -3,9 +3,23 @@
 # kubelet releases: dpctl-referee-1.NN into ${DPCTL_REFEREE_DIR:-<repo>/target/referee},
 # and the DRA driver built on the upstream kubeletplugin helper
 # (conformance/dra-driver): dpctl-dra-driver into
-# ${DPCTL_DRA_DRIVER_DIR:-<repo>/target/dra-driver}.
-# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 dra-driver]
-#        (default: all four referees and the DRA driver)
+# ${DPCTL_DRA_DRIVER_DIR:-<repo>/target/dra-driver}; and two programs this
+# project did not write, the corpus smoke and dra smoke are measured on
+# (conformance/upstream: Go module dependencies, nothing copied): the
+# upstream sample device plugin (k8s.io/kubernetes/test/images/
+# sample-device-plugin) and the upstream DRA test driver
+# (k8s.io/kubernetes/test/e2e/dra/test-driver), as sample-device-plugin and
+# dra-test-driver into ${DPCTL_UPSTREAM_DIR:-<repo>/target/upstream}.
+# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 dra-driver upstream]
+#        (default: all four referees, the DRA driver and the upstream programs)
+#        conformance/build.sh [--lean] kubelet [1.34 1.35 1.36 1.37]
+#        (default: 1.37) builds the real kubelet (k8s.io/kubernetes/cmd/kubelet
+#        from the module proxy, pinned by the referee's modfiles/1.NN.mod) as
+#        kubelet-1.NN into ${DPCTL_KUBELET_DIR:-<repo>/target/kubelet}, with
+#        the two images `dpctl smoke --engine kubelet` runs (pause.tar from the
+#        kubelet module's build/pause/linux/pause.c, compiled static; busybox.tar
+#        from the host's static busybox, Debian's busybox-static) in the same
+#        directory; see kubelet.sh.
 # GOMODCACHE, GOCACHE and GOFLAGS come from the environment; the builds
 # share GOCACHE, so packages that did not change between releases compile
 # once.
@@ -22,15 +36,31 @@ if [ "${1:-}" = "--lean" ]; then
 	lean=yes
 	shift
 fi
-targets=${*:-1.34 1.35 1.36 1.37 dra-driver}
+kubelet=no
+if [ "${1:-}" = "kubelet" ]; then
+	kubelet=yes
+	shift
+fi
+if [ $kubelet = yes ]; then
+	targets=${*:-1.37}
+else
+	targets=${*:-1.34 1.35 1.36 1.37 dra-driver upstream}
+fi
 releases=
 dra_driver=no
+upstream=no
 for r in $targets; do
 	case $r in
 	1.34 | 1.35 | 1.36 | 1.37) releases="$releases $r" ;;
-	dra-driver) dra_driver=yes ;;
+	dra-driver | upstream)
+		if [ $kubelet = yes ]; then
+			echo "build.sh: 'kubelet' builds kubelet releases only (known: 1.34 1.35 1.36 1.37)" >&2
+			exit 2
+		fi
+		if [ "$r" = upstream ]; then upstream=yes; else dra_driver=yes; fi
+		;;
 	*)
-		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37; or dra-driver)" >&2
+		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37; or dra-driver, upstream)" >&2
 		exit 2
 		;;
 	esac
@@ -50,6 +80,9 @@ if [ $lean = yes ]; then
 			;;
 		esac
 	done
+fi
+if [ $kubelet = yes ]; then
+	DPCTL_BUILD_LEAN=$lean exec "$here/kubelet.sh" $releases
 fi
 [ -z "$releases" ] || mkdir -p "$out"
 cd "$here/referee"
@@ -76,6 +109,25 @@ if [ $dra_driver = yes ]; then
 		exit 1
 	fi
 	echo "built $drv_out/dpctl-dra-driver: $("$drv_out/dpctl-dra-driver" --version)"
+	if [ $lean = yes ]; then
+		go clean -cache -modcache
+	fi
+fi
+if [ $upstream = yes ]; then
+	up_out=${DPCTL_UPSTREAM_DIR:-$repo/target/upstream}
+	mkdir -p "$up_out"
+	cd "$here/upstream"
+	# The packages are the go.mod's `tool` entries: built from the module
+	# cache at the version go.mod pins, as upstream wrote them.
+	for pkg in k8s.io/kubernetes/test/images/sample-device-plugin k8s.io/kubernetes/test/e2e/dra/test-driver; do
+		name=$(basename "$pkg")
+		[ "$name" = test-driver ] && name=dra-test-driver
+		if ! CGO_ENABLED=${CGO_ENABLED:-0} go build -trimpath -ldflags="-s -w" -o "$up_out/$name" "$pkg"; then
+			echo "build.sh: building the upstream $pkg (conformance/upstream) failed" >&2
+			exit 1
+		fi
+		echo "built $up_out/$name: $pkg $(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+	done
 	if [ $lean = yes ]; then
 		go clean -cache -modcache
 	fi

@@ -469,7 +469,6 @@ func (r *referee) restart(wait time.Duration, readmit *time.Duration) restartRep
 		rep.Resources = append(rep.Resources, rr)
 	}
 	rep.RestoredPods = r.checkpointPods()
-	rep.DraPrepared = r.prepareAgain(m, deadline)
 	rep.Readmitted = readmitted
 	return rep
 }

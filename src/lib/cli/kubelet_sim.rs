@@ -44,7 +44,11 @@ it and touches nothing else, so run it in a directory of its own. A plugin that 
 
 /// `--help`'s long text: examples, then the versions and differences the sim documents.
 fn sim_help() -> String {
-    format!("{EXAMPLES}\n\n{}", crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES)
+    format!(
+        "{EXAMPLES}\n\n{}\nDRA release rules (the release table; docs/dra.md):\n{}",
+        crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES,
+        crate::kubelet_version::dra_rules_text()
+    )
 }
 
 /// Be the kubelet's device manager in a directory: accept registrations on
@@ -108,6 +112,11 @@ pub struct ServeArgs {
     /// e.g. `kubectl proxy` in front of a real cluster; an https:// server is refused.
     #[arg(long, value_name = "FILE", conflicts_with = "api_objects", requires = "registry_dir")]
     pub kubeconfig: Option<PathBuf>,
+    /// A ResourceClaim in the pod's manifest without status.reservedFor counts as reserved for the
+    /// pod (a convenience for hand-written manifests). Off by default, as the kubelet refuses to
+    /// prepare a claim reserved for no pod: `pod <name> (<uid>) is not allowed to use ...`.
+    #[arg(long, requires = "registry_dir")]
+    pub assume_claims_reserved: bool,
     /// With --api-objects: how long a DRA driver has to register again after its last instance
     /// went before the sim deletes its ResourceSlices (the kubelet's fixed 30 s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s", requires = "api_objects")]
@@ -159,13 +168,13 @@ pub struct TopologyArgs {
     #[command(flatten)]
     pub numa: NumaPolicyArgs,
     /// The kubelet's --topology-manager-scope.
-    #[arg(long, value_enum, value_name = "SCOPE", default_value = "container")]
+    #[arg(long, value_parser = super::values::TOPOLOGY_SCOPES, value_name = "SCOPE", default_value = "container")]
     pub topology_manager_scope: topology::Scope,
     /// The kubelet's --topology-manager-policy-options, e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16.
     #[arg(long, value_name = "KEY=VALUE,...", value_parser = clap::value_parser!(topology::PolicyOptions))]
     pub topology_manager_policy_options: Option<topology::PolicyOptions>,
     /// The kubelet's --cpu-manager-policy (static: Guaranteed pods with integer CPU requests get exclusive CPUs).
-    #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
+    #[arg(long, value_parser = super::values::CPU_POLICIES, value_name = "POLICY", default_value = "none")]
     pub cpu_manager_policy: topology::CpuPolicy,
     /// The kubelet's --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one.
     #[arg(long, value_name = "CPUS", value_parser = topology::parse_cpu_list)]
@@ -379,6 +388,12 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     if let EngineKind::Referee(_) = args.engine {
         return serve_referee(args, s).await;
     }
+    if let EngineKind::Kubelet(_) = args.engine {
+        return Err(crate::error::Error::invalid(
+            "--engine",
+            "kubelet-sim serve plays sim or referee:PATH; a real kubelet (kubelet:PATH) is run by dpctl smoke",
+        ));
+    }
     let expects = args.expect.iter().map(|s| steer::parse_expect(s)).collect::<Result<_>>()?;
     let mut config = SimConfig::new(args.dir.dir);
     config.set_kubelet_version(args.kubelet_version);
@@ -400,6 +415,7 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     config.rpc_timeout = args.rpc_timeout;
     config.checkpoint = !args.no_checkpoint;
     config.adopt_checkpoint = args.adopt_checkpoint;
+    config.assume_claims_reserved = args.assume_claims_reserved;
     config.topology = args.topology.config();
     config.tap = s.wire.clone();
     let sim = KubeletSim::start(config).await?;
@@ -532,6 +548,7 @@ fn sim_only_options(args: &ServeArgs) -> Vec<&'static str> {
         (args.no_checkpoint, "--no-checkpoint"),
         (args.emulate_cleanup, "--emulate-cleanup"),
         (args.adopt_checkpoint, "--adopt-checkpoint"),
+        (args.assume_claims_reserved, "--assume-claims-reserved"),
         (!args.expect.is_empty(), "--expect"),
         (args.api_objects.is_some(), "--api-objects"),
         (args.kubeconfig.is_some(), "--kubeconfig"),

@@ -96,6 +96,48 @@ impl SimHandle {
         order_pods(known, order)?;
         self.restart(Duration::ZERO).await?;
         tokio::time::sleep(readmit_after).await;
+        self.readmit_all(order).await
+    }
+
+    /// A reboot whose pods are admitted again once every DRA driver their
+    /// claims name has registered again, waiting at most `wait` (as the
+    /// kubelet's pod workers retry a failed preparation until then):
+    /// `dra smoke`'s reboot, where the driver starts again with the node.
+    pub async fn reboot_when_drivers_back(&self, wait: Duration) -> Result<RebootReport> {
+        let deadline = crate::duration::deadline(wait);
+        let drivers: std::collections::BTreeSet<String> = self
+            .inner
+            .lock()
+            .pods()
+            .iter()
+            .flat_map(|p| p.spec.claim_objects.iter().flat_map(|c| c.results.iter().map(|r| r.driver.clone())))
+            .collect();
+        self.restart(Duration::ZERO).await?;
+        let drivers: Vec<String> = drivers.into_iter().collect();
+        self.wait_dra_drivers(&drivers, deadline.saturating_duration_since(tokio::time::Instant::now())).await;
+        self.readmit_all(&[]).await
+    }
+
+    /// Waits (at most `wait`) until every driver named is registered with
+    /// the DRA manager; true when they all are.
+    pub async fn wait_dra_drivers(&self, drivers: &[String], wait: Duration) -> bool {
+        let deadline = crate::duration::deadline(wait);
+        let mut rx = self.subscribe();
+        loop {
+            if drivers.iter().all(|d| self.inner.lock().dra_plugin(d).is_ok()) {
+                return true;
+            }
+            tokio::select! {
+                r = rx.recv() => if let Err(tokio::sync::broadcast::error::RecvError::Closed) = r { return false },
+                () = tokio::time::sleep_until(deadline) => return false,
+            }
+        }
+    }
+
+    /// Every pod admitted again, in `order`: a pod whose checkpointed
+    /// devices are still there keeps them; the others go through admission
+    /// (the DRA claims prepared again: new sandboxes).
+    async fn readmit_all(&self, order: &[String]) -> Result<RebootReport> {
         let pods = {
             let taken = self.inner.lock().take_pods();
             order_pods(taken, order)?
@@ -106,7 +148,9 @@ impl SimHandle {
         for pod in pods {
             let asks = self.asks_for_devices(&pod.spec);
             let outcome = if asks && !pod.allocs.is_empty() {
-                self.readmit_kept(pod)
+                let spec = pod.spec.clone();
+                let kept = self.readmit_kept(pod);
+                self.prepare_kept(kept, &spec).await
             } else {
                 let mut spec = pod.spec;
                 spec.uid = Some(pod_uid(&spec));
@@ -115,6 +159,26 @@ impl SimHandle {
             out.push(outcome);
         }
         Ok(RebootReport { pods: out })
+    }
+
+    /// A pod kept on its checkpointed devices gets a new sandbox too, so
+    /// its claims are prepared again before its containers start (SyncPod,
+    /// pkg/kubelet/kuberuntime/kuberuntime_manager.go); a failure keeps them
+    /// all from starting.
+    async fn prepare_kept(&self, mut outcome: AdmitOutcome, spec: &PodSpec) -> AdmitOutcome {
+        if !outcome.admitted {
+            return outcome;
+        }
+        if let Some(dra) = super::dra::prepare_pod(&self.inner, spec).await {
+            if let Some(e) = &dra.error {
+                for c in &mut outcome.containers {
+                    c.started = false;
+                    c.start_error = Some(e.clone());
+                }
+            }
+            outcome.dra = Some(Box::new(dra));
+        }
+        outcome
     }
 
     fn asks_for_devices(&self, spec: &PodSpec) -> bool {

@@ -405,9 +405,6 @@ impl Runner<'_> {
                 if readmit_after.is_some() {
                     v["pods"] = r.readmitted.iter().map(readmitted_value).collect();
                 }
-                if !r.dra_prepared.is_empty() {
-                    v["dra_prepared"] = r.dra_prepared.iter().map(super::dra::outcome).collect();
-                }
                 v
             }
             Ok(other) => json!({"unexpected": format!("{other:?}")}),

@@ -11,10 +11,13 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::invalid::{Invalid, Result};
 
 mod cleanup;
+mod dra;
+mod policy_options;
 pub use cleanup::{Cleanup, CleanupRule, cleanup_dir};
+pub use dra::{DRA_RULES, ReleaseRule, dra_rules_text};
 
 /// The oldest release the sim plays.
 pub const OLDEST_MINOR: u8 = 26;
@@ -52,19 +55,42 @@ impl KubeletVersion {
         Self::all().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
     }
 
-    /// Parses `1.30`, `v1.30`, `1.30.7` (a patch maps to its minor), the
-    /// same with a pre-release or build suffix (`v1.30.7-eks-59bf375`,
-    /// `v1.31.3+k3s1`: a node's `kubeletVersion` on managed clusters) or
-    /// `master`. Anything else is bad input naming the valid list.
+    /// The accepted forms of `--kubelet-version` where it takes several
+    /// releases, for errors and `--help`.
+    pub const LIST_FORMS: &'static str = "a release (1.30, v1.30.7, master), a comma-separated list \
+         (1.28,1.32,1.36) or a range of every release in between, both ends included (1.28-1.37 or 1.28..1.37)";
+
+    /// Parses one release: `1.30`, `v1.30`, `1.30.7` (a patch maps to its
+    /// minor), the same with a pre-release or build suffix
+    /// (`v1.30.7-eks-59bf375`, `v1.31.3+k3s1`: a node's `kubeletVersion` on
+    /// managed clusters) or `master`. A range (`1.28-1.37`, `1.28..1.37`)
+    /// names several releases and is refused here: only [`Self::parse_list`]
+    /// expands it. Anything else is bad input naming the valid list.
     pub fn parse(s: &str) -> Result<KubeletVersion> {
         let place = format!("--kubelet-version {}", crate::text::shorten(s, 40));
+        if let Some((from, to)) = range_ends(s) {
+            let n = Self::range(&place, from, to).map_or_else(|_| "several".to_string(), |r| r.len().to_string());
+            return Err(Invalid::new(
+                &place,
+                format!(
+                    "a range names {n} releases, and this takes one: a release dpctl plays ({}; also v1.30 or \
+                     1.30.7)",
+                    Self::valid_list()
+                ),
+            ));
+        }
+        Self::parse_one(&place, s)
+    }
+
+    /// One release, ranges already set apart.
+    fn parse_one(place: &str, s: &str) -> Result<KubeletVersion> {
         let t = s.trim();
         if t.eq_ignore_ascii_case("master") {
             return Ok(KubeletVersion::Master);
         }
         let bad = || {
-            Error::invalid(
-                &place,
+            Invalid::new(
+                place,
                 format!("not a kubelet version dpctl plays; valid: {} (also v1.30 or 1.30.7)", Self::valid_list()),
             )
         };
@@ -100,20 +126,51 @@ impl KubeletVersion {
         Ok(KubeletVersion::Release(minor))
     }
 
-    /// Parses a comma-separated list (`1.28,1.32,1.36`), keeping the order
-    /// given and dropping repeats.
+    /// Every release from `from` to `to`, both included.
+    fn range(place: &str, from: &str, to: &str) -> Result<Vec<KubeletVersion>> {
+        let bad = |why: String| Invalid::new(place, format!("{why}; accepted: {}", Self::LIST_FORMS));
+        let end = |e: &str| {
+            // An end that is itself a range (`1.28-1.37-1.30`) is no release.
+            let one = if range_ends(e).is_some() { Err(()) } else { Self::parse_one(place, e).map_err(|_| ()) };
+            one.map_err(|()| {
+                bad(format!(
+                    "{:?} is not a release dpctl plays ({})",
+                    crate::text::shorten(e.trim(), 20),
+                    Self::valid_list()
+                ))
+            })
+        };
+        let (a, b) = (end(from)?, end(to)?);
+        if a > b {
+            return Err(bad(format!("the range goes from {a} down to {b}: write the older release first ({b}-{a})")));
+        }
+        Ok(Self::all().into_iter().filter(|v| *v >= a && *v <= b).collect())
+    }
+
+    /// Parses `--kubelet-version` where it takes several releases: a
+    /// comma-separated list of releases and ranges (`1.28,1.32`,
+    /// `1.28-1.37`, `1.28..1.37`: a range is every release dpctl plays in
+    /// between, both ends included), keeping the order given and dropping
+    /// repeats. The one parser of the flag for every command that runs
+    /// several releases (`smoke`, `dra smoke`, `scenario run|diff`).
     pub fn parse_list(s: &str) -> Result<Vec<KubeletVersion>> {
+        let place = format!("--kubelet-version {}", crate::text::shorten(s, 40));
         let mut out = Vec::new();
         for part in s.split(',') {
             if part.trim().is_empty() {
-                return Err(Error::invalid(
-                    format!("--kubelet-version {}", crate::text::shorten(s, 40)),
-                    format!("an empty entry in the list; valid: {}", Self::valid_list()),
+                return Err(Invalid::new(
+                    &place,
+                    format!("an empty entry in the list; accepted: {}", Self::LIST_FORMS),
                 ));
             }
-            let v = Self::parse(part)?;
-            if !out.contains(&v) {
-                out.push(v);
+            let versions = match range_ends(part) {
+                Some((from, to)) => Self::range(&place, from, to)?,
+                None => vec![Self::parse_one(&place, part)?],
+            };
+            for v in versions {
+                if !out.contains(&v) {
+                    out.push(v);
+                }
             }
         }
         Ok(out)
@@ -128,6 +185,8 @@ impl KubeletVersion {
     }
 
     /// True for this minor release or any later one (master included).
+    /// Private to the release table: every other module asks a named
+    /// predicate (tests/layers.rs checks that no comparison leaks out).
     pub(crate) fn at_least(self, minor: u8) -> bool {
         self.minor() >= minor
     }
@@ -227,24 +286,12 @@ impl KubeletVersion {
         self.at_least(30)
     }
 
-    /// docs/kubelet-versions.md §8: `List` returns active pods only from 1.34
-    /// (`KubeletPodResourcesListUseActivePods`, default true); before, every
-    /// pod the pod manager knows, terminated ones included.
-    pub fn list_active_pods_only(self) -> bool {
-        self.at_least(34)
-    }
-
     /// docs/kubelet-versions.md §1: from 1.35 (PR #134293; read in the 1.34.4 and 1.35.4 code) the Register
     /// call's context bounds the dial-back and GetDevicePluginOptions, so a
     /// plugin's Register deadline aborts the kubelet's side. Before, the
     /// kubelet used a background context.
     pub fn register_context_bounds_dial(self) -> bool {
         self.at_least(35)
-    }
-
-    /// docs/kubelet-versions.md §9: the `device-plugin` healthz check exists from 1.32 (PR #128432).
-    pub fn has_device_plugin_healthz(self) -> bool {
-        self.at_least(32)
     }
 
     /// docs/kubelet-versions.md §6: `DeRegisterPlugin` of a deleted plugins_registry socket goes by
@@ -273,32 +320,21 @@ impl KubeletVersion {
     pub fn device_hints_only_on_device_nodes(self) -> bool {
         self.at_least(36)
     }
+}
 
-    /// docs/kubelet-versions.md §6: 1.32+ detects a re-created plugins_registry socket by a per-event
-    /// UUID, earlier releases by timestamp (either way: deregister, register).
-    pub fn registry_detects_by_uuid(self) -> bool {
-        self.at_least(32)
+/// The two ends of a range (`1.28..1.37`, or `1.28-1.37` where the text
+/// after the dash is itself a release, not a pre-release suffix such as
+/// `-eks-59bf375` or `-rc.1`), or `None` for a single release.
+fn range_ends(s: &str) -> Option<(&str, &str)> {
+    if let Some(ends) = s.split_once("..") {
+        return Some(ends);
     }
-
-    /// The behaviours that differ between the versions, one line each, for
-    /// `--help` and the README.
-    pub fn differences() -> &'static [&'static str] {
-        &[
-            "same resource registered again: 1.26-1.36 replace by name (the old stream's end disconnects the new plugin, issue #121994); 1.37+ keep one client per (name, socket) and refuse a second Register on a live (name, socket): device plugin already connected",
-            "a Register failing its dial-back or options while the name has a live plugin: 1.26-1.36 leave that plugin untracked (its stream end disconnects nothing); 1.37+ drop the clients at the failed Register's socket only",
-            "restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint; 1.33+ sockets only (1.33 inferred)",
-            "empty Allocate response text: gogo dump up to 1.33, empty from 1.34",
-            "sidecar devices reused by later containers: up to 1.28; kept out from 1.29",
-            "running containers skipped by allocation after a kubelet restart: 1.27+",
-            "v1 checkpoints read: up to 1.30",
-            "Allocate's cdi_devices (field 5) known: from 1.28; 1.26-1.27 drop them; 1.28 keeps them in the cached answer but passes none to the runtime (DevicePluginCDIDevices alpha, off)",
-            "PodResources: rate limit and Get from 1.27; Get on by default from 1.34; sidecars listed from 1.30; active pods only from 1.34",
-            "Register's deadline bounds the dial-back: 1.35+",
-            "plugins_registry plugin refused by the device manager (dial-back, options): retried from 1.36 (PR #133335); 1.26-1.35 never, until its socket is re-created",
-            "device topology hints: over every machine NUMA node up to 1.35; only the nodes hosting the resource's devices from 1.36",
-            "topology policy options: prefer-closest-numa-nodes from 1.28 (alpha, off, before); max-allowable-numa-nodes from 1.31",
-        ]
-    }
+    let (from, to) = s.split_once('-')?;
+    let t = to.trim();
+    let t = t.strip_prefix('v').or_else(|| t.strip_prefix('V')).unwrap_or(t);
+    let names_release = t.eq_ignore_ascii_case("master")
+        || t.strip_prefix("1.").is_some_and(|m| m.bytes().next().is_some_and(|b| b.is_ascii_digit()));
+    names_release.then_some((from, to))
 }
 
 impl fmt::Display for KubeletVersion {
@@ -315,10 +351,7 @@ impl fmt::Display for KubeletVersion {
 impl FromStr for KubeletVersion {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        KubeletVersion::parse(s).map_err(|e| match e {
-            Error::Invalid { message, .. } => message,
-            other => other.to_string(),
-        })
+        KubeletVersion::parse(s).map_err(|e| e.message)
     }
 }
 
@@ -363,8 +396,6 @@ mod tests {
         // The flag parser's view: the message alone.
         assert_eq!("v1.30.2".parse::<KubeletVersion>(), Ok(KubeletVersion::Release(30)));
         assert!("1.30.x".parse::<KubeletVersion>().unwrap_err().contains("1.26, 1.27"));
-        let d = KubeletVersion::differences();
-        assert!(d.len() > 1 && d.iter().any(|l| l.starts_with("restart cleanup: ")), "{d:?}");
     }
 
     #[test]
@@ -394,7 +425,7 @@ mod tests {
         }
         for bad in ["v1.30.7-", "v1.30+", "v1.30.7-eks 1", "v1.30.7-eks/x", "-eks", "v1-eks", "v1.x-eks", "v1.25.1-eks"]
         {
-            assert_eq!(KubeletVersion::parse(bad).unwrap_err().exit_code(), crate::error::exit::USAGE, "{bad}");
+            assert!(KubeletVersion::parse(bad).is_err(), "{bad}");
         }
     }
 
@@ -405,16 +436,51 @@ mod tests {
         assert!(e.len() < 400, "{} bytes", e.len());
         for bad in ["1.25", "1.38", "2.30", "1", "1.30.7.1", "1.x", "", "1.-3", "v", "1.030000"] {
             let e = KubeletVersion::parse(bad).unwrap_err();
-            assert_eq!(e.exit_code(), crate::error::exit::USAGE, "{bad}");
             let text = e.to_string();
             assert!(text.contains("1.26, 1.27") && text.contains("1.37, master"), "{bad}: {text}");
         }
         let e = KubeletVersion::parse_list("1.28,,1.36").unwrap_err().to_string();
-        assert!(e.contains("empty entry"), "{e}");
+        assert!(e.contains("empty entry") && e.contains(KubeletVersion::LIST_FORMS), "{e}");
         assert_eq!(
             KubeletVersion::parse_list("1.28,1.32,1.36,1.28").unwrap(),
             [KubeletVersion::Release(28), KubeletVersion::Release(32), KubeletVersion::Release(36)]
         );
+    }
+
+    // Nothing that names two releases runs one: a range expands to every
+    // release in between (both forms), or is refused naming the forms; the
+    // one-release parser refuses it instead of reading `-1.37` as a
+    // pre-release suffix (which ran 1.28 alone).
+    #[test]
+    fn ranges_expand_to_every_release_in_between_or_are_refused() {
+        let v = KubeletVersion::Release;
+        let all: Vec<_> = (28..=37).map(v).collect();
+        assert_eq!(KubeletVersion::parse_list("1.28-1.37").unwrap(), all);
+        assert_eq!(KubeletVersion::parse_list("1.28..1.37").unwrap(), all);
+        assert_eq!(KubeletVersion::parse_list("v1.28 - v1.37").unwrap(), all);
+        assert_eq!(KubeletVersion::parse_list("1.36-master").unwrap(), [v(36), v(37), KubeletVersion::Master]);
+        assert_eq!(KubeletVersion::parse_list("1.26,1.34-1.35,1.35").unwrap(), [v(26), v(34), v(35)]);
+        assert_eq!(KubeletVersion::parse_list("1.30-1.30").unwrap(), [v(30)]);
+        // Managed clusters' suffixes are still one release.
+        assert_eq!(KubeletVersion::parse_list("v1.30.7-eks-59bf375,1.33-rc.1").unwrap(), [v(30), v(33)]);
+        for (bad, says) in [
+            ("1.37-1.28", "write the older release first (1.28-1.37)"),
+            ("1.25-1.30", "\"1.25\" is not a release dpctl plays"),
+            ("1.30..1.38", "\"1.38\" is not a release dpctl plays"),
+            ("1.30..", "\"\" is not a release"),
+            ("1.28-1.37-1.30", "is not a release"),
+        ] {
+            let e = KubeletVersion::parse_list(bad).unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains(says) && text.contains("1.28-1.37 or 1.28..1.37"), "{bad}: {text}");
+        }
+        // Where one release is taken, a range is refused, naming how many it names.
+        for one in ["1.28-1.37", "1.28..1.37"] {
+            let text = KubeletVersion::parse(one).unwrap_err().to_string();
+            assert!(text.contains("a range names 10 releases, and this takes one"), "{text}");
+        }
+        // The release after the newest is not a name: master is.
+        assert!(KubeletVersion::parse_list("1.34,1.38").unwrap_err().to_string().contains("1.37, master"));
     }
 
     #[test]
@@ -457,13 +523,10 @@ mod tests {
         assert!(!v(33).podresources_get_default() && v(34).podresources_get_default());
         assert!(!v(26).podresources_rate_limited() && v(27).podresources_rate_limited());
         assert!(!v(29).list_includes_sidecars() && v(30).list_includes_sidecars());
-        assert!(!v(33).list_active_pods_only() && v(34).list_active_pods_only());
         // §1 Register context (from 1.35).
         assert!(!v(34).register_context_bounds_dial() && v(35).register_context_bounds_dial());
         // §9, §6.
-        assert!(!v(31).has_device_plugin_healthz() && v(32).has_device_plugin_healthz());
         assert!(!v(36).deregisters_by_endpoint() && v(37).deregisters_by_endpoint());
-        assert!(!v(31).registry_detects_by_uuid() && v(32).registry_detects_by_uuid());
         assert!(!v(35).retries_refused_registry_plugins() && v(36).retries_refused_registry_plugins());
         assert!(!v(35).device_hints_only_on_device_nodes() && v(36).device_hints_only_on_device_nodes());
     }
@@ -486,11 +549,8 @@ mod tests {
         assert_eq!(m.podresources_has_get(), r.podresources_has_get());
         assert_eq!(m.podresources_rate_limited(), r.podresources_rate_limited());
         assert_eq!(m.list_includes_sidecars(), r.list_includes_sidecars());
-        assert_eq!(m.list_active_pods_only(), r.list_active_pods_only());
         assert_eq!(m.register_context_bounds_dial(), r.register_context_bounds_dial());
-        assert_eq!(m.has_device_plugin_healthz(), r.has_device_plugin_healthz());
         assert_eq!(m.deregisters_by_endpoint(), r.deregisters_by_endpoint());
-        assert_eq!(m.registry_detects_by_uuid(), r.registry_detects_by_uuid());
         assert_eq!(m.retries_refused_registry_plugins(), r.retries_refused_registry_plugins());
         assert_eq!(m.device_hints_only_on_device_nodes(), r.device_hints_only_on_device_nodes());
     }
