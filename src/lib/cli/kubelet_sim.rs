@@ -463,6 +463,7 @@ async fn show_until_done(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -
     tokio::pin!(stop);
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut code = crate::error::exit::OK;
+    let mut dropped = 0u64;
     let result: Result<()> = async {
         loop {
             if !expects.is_empty() {
@@ -481,9 +482,8 @@ async fn show_until_done(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -
             tokio::select! {
                 ev = rx.recv() => match ev {
                     Ok(ev) => display.show(s.out, s.err, &|| sim.summary(), ev).map_err(out_err)?,
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        s.note(format!("dpctl: {} dropped (the output is too slow)", if n == 1 { "1 event was".to_string() } else { format!("{n} events were") }))?;
-                    }
+                    // Counted, and said once at the end: a line per lag would flood the slow output.
+                    Err(broadcast::error::RecvError::Lagged(n)) => dropped += n,
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 },
                 _ = tick.tick() => display.tick(s.err, &|| sim.summary()).map_err(out_err)?,
@@ -509,6 +509,12 @@ async fn show_until_done(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -
     }
     drain(&mut rx, &mut display, s, &sim)?;
     display.finish(s.err, &|| sim.summary()).map_err(out_err)?;
+    if dropped > 0 {
+        s.note(format!(
+            "dpctl: {} dropped (the output was too slow)",
+            crate::text::count(dropped, "event was", "events were")
+        ))?;
+    }
     result?;
     stopped?;
     Ok(code)

@@ -351,6 +351,7 @@ pub(crate) async fn unprepare_pod(
         let effects = inner.lock().dra_finish_unprepare(&spec.namespace, &last);
         perform(inner, effects);
         out.unprepared = last.iter().map(|n| format!("{}/{n}", spec.namespace)).collect();
+        forget_claims(inner, &spec.namespace, &last);
     }
     inner.emit(EventKind::DraUnprepared {
         pod: spec.name.clone(),
@@ -359,6 +360,19 @@ pub(crate) async fn unprepare_pod(
         error: out.error.clone(),
     });
     Some(out)
+}
+
+/// The claims the sim stored in its API server with a pod and no pod uses
+/// any more are deleted, as the resource claim controller deletes the claims
+/// it generated for a pod when the pod goes (a long run stays flat); claims
+/// from `--api-objects` stay.
+fn forget_claims(inner: &Inner, namespace: &str, names: &[String]) {
+    let Some(api) = inner.api.get() else { return };
+    for n in names {
+        if let Err(e) = api.delete_created("resourceclaims", namespace, n) {
+            tracing::warn!(claim = %format!("{namespace}/{n}"), error = %e, "deleting a pod's claim from the API");
+        }
+    }
 }
 
 /// The DRA manager at the sim's start: the embedded API server of
