@@ -238,8 +238,7 @@ fn plugin_output(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
         return process_output(w, &r.plugin, "");
     }
     for p in judged {
-        let steps: Vec<&str> =
-            p.judged_in.iter().map(String::as_str).filter(|n| failed.contains(n)).collect();
+        let steps: Vec<&str> = p.judged_in.iter().map(String::as_str).filter(|n| failed.contains(n)).collect();
         let whose = format!(", started by {}, failed {}", p.started_by, steps.join(", "));
         process_output(w, &p.plugin, &whose)?;
     }

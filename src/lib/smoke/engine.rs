@@ -427,8 +427,14 @@ async fn launch_referee(
         return Err(Error::invalid(format!("--engine referee:{}", binary.display()), why.to_string()));
     }
     let wrapped = plan.wrap(&referee_args(binary, config))?;
-    let launch =
-        Launch { command: wrapped.command, env: wrapped.env, keep_bytes: 64 * 1024, log_dir: None, log_name: "referee".into(), lines: None };
+    let launch = Launch {
+        command: wrapped.command,
+        env: wrapped.env,
+        keep_bytes: 64 * 1024,
+        log_dir: None,
+        log_name: "referee".into(),
+        lines: None,
+    };
     let process = PluginProcess::spawn(launch).await?;
     let control = crate::paths::control_socket(&layout.device_plugins, control::CONTROL_NAME);
     let deadline = crate::duration::deadline(READY_TIMEOUT);

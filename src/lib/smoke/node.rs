@@ -367,6 +367,7 @@ async fn spawn_in(
         env: wrapped.env,
         keep_bytes: 64 * 1024,
         log_dir: None,
+        log_name: "node".into(),
         lines,
     })
     .await

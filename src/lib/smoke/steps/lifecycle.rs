@@ -292,7 +292,11 @@ impl Runner {
         }
         (
             Outcome::Pass,
-            format!("two changes in device count: {first}; removed it: capacity {} -> {c0} after {} ms", c0 + 1, t.elapsed().as_millis()),
+            format!(
+                "two changes in device count: {first}; removed it: capacity {} -> {c0} after {} ms",
+                c0 + 1,
+                t.elapsed().as_millis()
+            ),
         )
     }
 
@@ -336,10 +340,7 @@ impl Runner {
                 humantime::format_duration(settle),
                 self.last_output()
             )),
-            Err(_) => Ok(format!(
-                "pid {pid} still running {} after {what}",
-                humantime::format_duration(settle)
-            )),
+            Err(_) => Ok(format!("pid {pid} still running {} after {what}", humantime::format_duration(settle))),
         }
     }
 
