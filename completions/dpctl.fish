@@ -999,7 +999,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d
 1.36\t''
 1.37\t''
 master\t''"
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l engine -d 'Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet\'s own device manager, plugin manager and Topology Manager at one release (a referee binary, or a directory of dpctl-referee-1.NN binaries built by conformance/build.sh: with a directory, --kubelet-version picks dpctl-referee-1.NN per release). The referee runs in a private mount namespace on the kubelet\'s standard paths (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l engine -d 'Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet\'s own device manager, plugin manager and Topology Manager at one release (a referee binary, or a directory of dpctl-referee-1.NN binaries built by conformance/build.sh: with a directory, --kubelet-version picks dpctl-referee-1.NN per release). The referee runs in a private mount namespace on the kubelet\'s standard paths (see below). kubelet:PATH: a real kubelet (a binary, or a directory of kubelet-1.NN built by conformance/build.sh kubelet, with pause.tar and busybox.tar beside it) with containerd and runc, as root, in private namespaces: pods run as real containers and each one is checked from inside for what the plugin\'s Allocate promised' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'

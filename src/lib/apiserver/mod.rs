@@ -371,8 +371,7 @@ async fn save_loop(
             }
         }
         let saved = save_now(&state);
-        loop {
-            let Some(w) = held.take().or_else(|| writes.try_recv().ok()) else { break };
+        while let Some(w) = held.take().or_else(|| writes.try_recv().ok()) {
             if w.resource_version.parse::<u64>().unwrap_or(0) > saved {
                 held = Some(w);
                 break;

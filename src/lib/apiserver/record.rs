@@ -313,7 +313,7 @@ mod tests {
         let r = Recorder::start(dir.path(), "http://127.0.0.1:1", &kc, "t0k", vec![], 3).unwrap();
         assert_eq!(r.current(vec![]).resource_version, "3");
         assert!(std::fs::read_to_string(&kc).unwrap().contains("server: http://127.0.0.1:1"));
-        assert!(std::fs::read_to_string(&kc).unwrap().contains("token: t0k"));
+        assert!(std::fs::read_to_string(&kc).unwrap().contains("token: \"t0k\""));
         use std::os::unix::fs::PermissionsExt;
         assert_eq!(std::fs::metadata(&kc).unwrap().permissions().mode() & 0o777, 0o600, "it holds the token");
         assert_eq!(read(dir.path()).unwrap().writes, 0);

@@ -450,16 +450,7 @@ async fn show_until_done(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -
     } else {
         render::EventDisplay::Lines
     };
-    // The signal is awaited by a task of its own: when a write blocks on a
-    // stdout nobody reads, this loop cannot see the signal, so the task
-    // also tells the output to give up (`output::fd`), which ends the write.
-    let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
-    let signalled = crate::signal::shutdown();
-    let watcher = tokio::spawn(async move {
-        signalled.await;
-        crate::output::fd::request_stop();
-        let _ = stop_tx.send(());
-    });
+    let (watcher, stop) = stop_on_signal();
     tokio::pin!(stop);
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut code = crate::error::exit::OK;
@@ -518,6 +509,21 @@ async fn show_until_done(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -
     result?;
     stopped?;
     Ok(code)
+}
+
+/// The signal is awaited by a task of its own: when a write blocks on a
+/// stdout nobody reads, the view's loop cannot see the signal, so the task
+/// also tells the output to give up (`output::fd`), which ends the write.
+/// The task, and what resolves once the signal came.
+fn stop_on_signal() -> (tokio::task::JoinHandle<()>, tokio::sync::oneshot::Receiver<()>) {
+    let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
+    let signalled = crate::signal::shutdown();
+    let watcher = tokio::spawn(async move {
+        signalled.await;
+        crate::output::fd::request_stop();
+        let _ = stop_tx.send(());
+    });
+    (watcher, stop)
 }
 
 /// Shows the events already queued.

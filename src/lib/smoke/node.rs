@@ -918,7 +918,7 @@ impl Node {
             let mut o = ContainerOutcome::new(c);
             let mut promised = crate::model::ContainerAllocation::default();
             for (resource, n) in c.limits.iter().filter(|(_, n)| **n > 0) {
-                let e = entries.iter().find(|e| &e.container == &c.name && &e.resource == resource);
+                let e = entries.iter().find(|e| e.container == c.name && &e.resource == resource);
                 let mut r = crate::kubelet_sim::ResourceOutcome {
                     resource: resource.clone(),
                     requested: *n,

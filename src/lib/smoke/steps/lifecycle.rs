@@ -127,9 +127,24 @@ impl Runner {
         if let Some(gone) = self.gone() {
             return self.ended_before(id, gone, t);
         }
+        if let Some(why) = self.follow_on(&reg.resource).await {
+            self.done(id, Outcome::Skip, why, t);
+            return;
+        }
         let (outcome, evidence) = self.rescan_round(&reg.resource).await;
         let evidence = if outcome == Outcome::Skip { evidence } else { format!("{}: {evidence}", self.on_process()) };
         self.done(id, outcome, evidence, t);
+    }
+
+    /// Why a step that needs the kubelet to see the plugin's devices is not
+    /// run: the kubelet has none of `r` and an earlier step already failed
+    /// (the one that saw the plugin go, named), so failing again would only
+    /// repeat that finding. `None` when there is something to judge, or when
+    /// nothing failed before (then an empty resource is this step's finding).
+    pub(super) async fn follow_on(&self, r: &str) -> Option<String> {
+        let first = self.results.iter().find(|r| r.outcome.is_failure())?.name.clone();
+        let capacity = self.kubelet.counts().await.get(r).map_or(0, |c| c.capacity);
+        (capacity == 0).then(|| format!("not run: the kubelet has no device of {r} (see {first})"))
     }
 
     /// A step on a process that has ended: failed, unless a step before it

@@ -42,6 +42,9 @@ impl Runner {
             return self.ended_before(id, gone, t);
         }
         let r = reg.resource.clone();
+        if let Some(why) = self.follow_on(&r).await {
+            return self.done_with(id, Outcome::Skip, why, t);
+        }
         let pod = PodSpec::shorthand(REBOOT_POD, POD_NAMESPACE, &[(r.clone(), self.cfg.request)]);
         let held = match self.kubelet.admit(pod).await {
             Ok(o) if o.admitted => devices(&o),
