@@ -62,7 +62,10 @@ async fn github_actions_gets_annotations_unique_junit_names_and_one_json_shape()
     one.expect_code(0);
     // A matrix job's one release: the JUnit names carry it all the same, so the jobs' files merge.
     let xml = std::fs::read_to_string(&one_xml).unwrap();
-    assert!(xml.contains(r#"<testcase name="registration (kubelet-1.37)" classname="dpctl.smoke.kubelet-1.37""#), "{xml}");
+    assert!(
+        xml.contains(r#"<testcase name="registration (kubelet-1.37)" classname="dpctl.smoke.kubelet-1.37""#),
+        "{xml}"
+    );
     assert!(!xml.contains(r#"<testcase name="registration""#), "{xml}");
     let o = one.json();
     assert_eq!(o["runs"].as_array().map(Vec::len), Some(1), "{o:#}");
@@ -102,17 +105,26 @@ async fn one_fault_on_three_releases_is_one_annotation_and_a_step_summary() {
     let run = smoke(&flags, &["--error", "allocate=internal:boom"], &env).await;
     run.expect_code(1);
     let v = run.json();
-    let failed: usize = v["runs"].as_array().unwrap().iter().map(|r| r["totals"]["failed"].as_u64().unwrap() as usize).sum();
+    let failed: usize =
+        v["runs"].as_array().unwrap().iter().map(|r| r["totals"]["failed"].as_u64().unwrap() as usize).sum();
     assert_eq!(failed, 9, "{v:#}");
     let errors: Vec<&str> = run.stderr.lines().filter(|l| l.starts_with("::error ")).collect();
     assert_eq!(errors.len(), 1, "one annotation per failed step, none for follow-ons: {errors:#?}");
     let e = errors[0];
-    assert!(e.starts_with("::error title=dpctl smoke%3A allocate-healthy failed on kubelet 1.35%2C 1.36%2C 1.37::"), "{e}");
+    assert!(
+        e.starts_with("::error title=dpctl smoke%3A allocate-healthy failed on kubelet 1.35%2C 1.36%2C 1.37::"),
+        "{e}"
+    );
     assert!(e.contains("Internal: boom") && e.contains("%0Arule: ") && e.contains("%0Areason: "), "{e}");
     assert!(e.ends_with("not annotated (they may follow from it): admission, node-reboot"), "{e}");
 
     let md = std::fs::read_to_string(&summary).unwrap();
-    assert!(md.starts_with("## an earlier step's summary\n### dpctl smoke: FAIL on kubelet 1.35, 1.36, 1.37 (passed: none)\n"), "{md}");
+    assert!(
+        md.starts_with(
+            "## an earlier step's summary\n### dpctl smoke: FAIL on kubelet 1.35, 1.36, 1.37 (passed: none)\n"
+        ),
+        "{md}"
+    );
     for row in [
         "| step | 1.35 | 1.36 | 1.37 |",
         "| launch | ✅ pass | ✅ pass | ✅ pass |",
@@ -168,8 +180,7 @@ async fn only_runs_the_named_steps_and_checks() {
     run.expect_code(0);
     let v = run.json();
     let steps = v["steps"].as_array().unwrap();
-    let ran: Vec<&str> =
-        steps.iter().filter(|s| s["outcome"] != "skip").map(|s| s["name"].as_str().unwrap()).collect();
+    let ran: Vec<&str> = steps.iter().filter(|s| s["outcome"] != "skip").map(|s| s["name"].as_str().unwrap()).collect();
     assert_eq!(ran, ["launch", "registration", "allocate-healthy", "admission", "shutdown"], "{v:#}");
     for s in steps.iter().filter(|s| s["outcome"] == "skip") {
         assert_eq!(s["evidence"], "skipped: not named in --only", "{s:#}");

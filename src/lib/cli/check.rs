@@ -140,7 +140,7 @@ fn check_help() -> String {
          Exit codes:\n  \
          0  every check passed or was skipped\n  \
          1  a check failed or could not run\n  \
-         2  bad usage (e.g. an unknown check name in --only/--skip, or a --junit file that cannot be written)\n  \
+         2  bad usage (e.g. an unknown check name in --only/--skip, one name in both, or a --junit file that cannot be written)\n  \
          3  the plugin could not be reached at all (no socket, nothing listening, ...): nothing was checked\n  \
          5  connecting timed out: nothing was checked\n\
          The JUnit file is written in every case but usage errors.",

@@ -54,8 +54,12 @@ pub fn step_summary(err: &mut dyn Write, render: impl FnOnce(&mut dyn Write) -> 
         .open(&path)
         .and_then(|mut f| f.write_all(&text).and_then(|()| f.flush()));
     if let Err(e) = appended {
-        writeln!(err, "dpctl: warning: cannot append the step summary to {} (${STEP_SUMMARY_ENV}): {e}", path.display())
-            .map_err(super::out_err)?;
+        writeln!(
+            err,
+            "dpctl: warning: cannot append the step summary to {} (${STEP_SUMMARY_ENV}): {e}",
+            path.display()
+        )
+        .map_err(super::out_err)?;
     }
     Ok(())
 }

@@ -284,7 +284,7 @@ fn smoke_help() -> String {
          Exit codes:\n  \
          0  every step and check passed (or was skipped)\n  \
          1  a step or check failed (the report says which and why), or the run was interrupted\n  \
-         2  bad usage (no command, unknown --skip name, unwritable --junit, a --dir a live kubelet serves), or \
+         2  bad usage (no command, unknown --only or --skip name, one name in both, unwritable --junit, a --dir a live kubelet serves), or \
          --isolate refused (the message says why and how to fix it), a referee missing, unusable or of \
          another release\n  \
          3  kubelet-sim could not bind its sockets (permissions, path too long)",

@@ -58,7 +58,7 @@ pub fn one_line(s: &str) -> String {
 
 /// One case in the stable view (`--stable`): its name and outcome, nothing
 /// that changes between two runs of the same plugin (no evidence, timings,
-/// pids or paths), so that a committed baseline diffs clean (docs/json.md §6).
+/// pids or paths), so that a committed baseline diffs clean (docs/json.md §9).
 #[derive(Debug, serde::Serialize)]
 pub struct StableCase<'a> {
     /// The case's stable name.

@@ -3,7 +3,7 @@
 //! Markdown step summary (a table of steps × releases). GitHub shows at most
 //! 10 error annotations per step and 50 per job, so a fault that fails the
 //! same step on ten releases must be one annotation, not ten, and the
-//! failures that only follow from it none (docs/json.md §5).
+//! failures that only follow from it none (docs/json.md §9).
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -187,7 +187,8 @@ pub fn step_summary(w: &mut dyn Write, verdict: &str, runs: &[Run<'_>], seq: Seq
 /// The table: one row per step (in the first run's order, then any only a
 /// later run has), one column per release.
 fn table(s: &mut String, runs: &[Run<'_>], seq: Sequence) {
-    let heads: Vec<String> = runs.iter().map(|r| r.release.map_or_else(|| "result".into(), |v| v.to_string())).collect();
+    let heads: Vec<String> =
+        runs.iter().map(|r| r.release.map_or_else(|| "result".into(), |v| v.to_string())).collect();
     s.push_str(&format!("| step | {} |\n|---|{}\n", heads.join(" | "), "---|".repeat(runs.len())));
     let mut names: Vec<&str> = Vec::new();
     for r in runs {
@@ -207,7 +208,9 @@ fn table(s: &mut String, runs: &[Run<'_>], seq: Sequence) {
             .collect();
         s.push_str(&format!("| {} | {} |\n", md(name), cells.join(" | ")));
     }
-    s.push_str("\n✅ pass · ❌ fail · ⚠️ error (could not run) · ⏭️ skip · ↳ failed after an earlier failure of its run\n");
+    s.push_str(
+        "\n✅ pass · ❌ fail · ⚠️ error (could not run) · ⏭️ skip · ↳ failed after an earlier failure of its run\n",
+    );
 }
 
 /// One table cell: the outcome with its mark.
@@ -294,7 +297,7 @@ mod tests {
             "{s}"
         );
         assert!(lines[0].contains("%0Arule: the rule%0Areason: why%0A"), "{s}");
-        assert!(lines[0].ends_with("not annotated (they may follow from it)%3A admission, node-reboot"), "{s}");
+        assert!(lines[0].ends_with("not annotated (they may follow from it): admission, node-reboot"), "{s}");
     }
 
     #[test]
@@ -312,7 +315,7 @@ mod tests {
         assert_eq!(s.lines().count(), 2, "{s}");
         assert!(s.starts_with("::error title=dpctl plugin check%3A a::bad%0A"), "{s}");
         assert!(s.contains("::error title=dpctl plugin check%3A c::also bad%0A"), "{s}");
-        assert!(s.contains("not annotated (they may follow from it)%3A b"), "{s}");
+        assert!(s.contains("not annotated (they may follow from it): b"), "{s}");
     }
 
     #[test]
