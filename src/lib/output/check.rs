@@ -67,7 +67,7 @@ pub fn step_summary(w: &mut dyn Write, report: &Report) -> io::Result<()> {
         None => format!(
             "{}: {} ({} passed, {} failed, {} skipped, {} errors) on {}",
             report.suite,
-            if report.exit_code() == crate::error::exit::OK { "PASS" } else { "FAIL" },
+            if crate::check::any_failure(&report.checks) { "FAIL" } else { "PASS" },
             t.passed,
             t.failed,
             t.skipped,
