@@ -65,13 +65,13 @@ pub fn step_summary(w: &mut dyn Write, report: &Report) -> io::Result<()> {
     let verdict = match &report.unreachable {
         Some(u) => format!("{}: nothing checked: {}", report.suite, u.message),
         None => format!(
-            "{}: {} ({} passed, {} failed, {} skipped, {} errors) on {}",
+            "{}: {} ({} passed, {} failed, {} skipped, {}) on {}",
             report.suite,
             if crate::check::any_failure(&report.checks) { "FAIL" } else { "PASS" },
             t.passed,
             t.failed,
             t.skipped,
-            t.errors,
+            crate::text::count(t.errors as u64, "error", "errors"),
             report.socket
         ),
     };
@@ -232,6 +232,38 @@ mod tests {
         assert_eq!(s.matches("<testcase ").count(), 4);
         assert!(s.contains("&lt;a&amp;&quot;b&apos;&gt;\\u{0001}"), "{s}");
         assert!(s.contains(r#"value="/tmp/a&amp;b.sock""#));
+    }
+
+    // --stable: names and outcomes only; nothing of the socket, the times or the evidence.
+    #[test]
+    fn the_stable_view_has_only_names_outcomes_and_totals() {
+        let mut out = Vec::new();
+        stable(&mut out, &sample()).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["reached"], true);
+        assert_eq!(v["totals"]["failed"], 1);
+        assert_eq!(v["checks"][1], serde_json::json!({"name": "device-ids-valid", "outcome": "fail"}));
+        let s = String::from_utf8(out).unwrap();
+        for volatile in ["/tmp/", "duration_ms", "started", "evidence", "IDs listed"] {
+            assert!(!s.contains(volatile), "{volatile} in {s}");
+        }
+    }
+
+    #[test]
+    fn the_step_summary_names_the_verdict_and_each_check() {
+        let mut out = Vec::new();
+        step_summary(&mut out, &sample()).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.starts_with(
+                "### dpctl plugin check: FAIL (1 passed, 1 failed, 1 skipped, 1 error) on /tmp/a&amp;b.sock\n\n\
+                 | step | result |\n"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("| device-ids-valid | ❌ fail |\n| preferred-contract | ⏭️ skip |\n"), "{s}");
+        // The error after the failure is marked as following it.
+        assert!(s.contains("| message-size | ⚠️ error ↳ |"), "{s}");
     }
 
     #[test]

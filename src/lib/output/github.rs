@@ -51,7 +51,7 @@ const SUMMARY_EVIDENCE: usize = 2000;
 
 /// The failures of a run that are their own (`roots`) and the names of those
 /// that follow from an earlier one.
-fn split<'a>(results: &'a [CheckResult], seq: Sequence) -> (Vec<&'a CheckResult>, Vec<&'a str>) {
+fn split(results: &[CheckResult], seq: Sequence) -> (Vec<&CheckResult>, Vec<&str>) {
     let mut roots = Vec::new();
     let mut follow = Vec::new();
     for c in results.iter().filter(|c| c.outcome.is_failure()) {
