@@ -83,7 +83,7 @@ async fn the_mock_passes_every_step_on_1_37_with_junit() {
     assert!(evidence(&r, "long-socket-path").contains("unix sockets allow at most 107"), "{r:#}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains(r#"<testsuite name="dpctl dra smoke""#) && xml.contains(r#"failures="0""#), "{xml}");
-    assert!(xml.contains(r#"name="node-reboot""#), "{xml}");
+    assert!(xml.contains(r#"name="node-reboot (kubelet-1.37)""#), "{xml}");
 }
 
 /// 1.34: a kubelet restart reads the claim back and prepares nothing, so
