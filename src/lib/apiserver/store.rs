@@ -466,8 +466,7 @@ fn check_body(kind: &Kind, ns: &str, obj: &Value) -> Result<(), ApiError> {
         ));
     }
     if let Some((path, n)) = not_int64(obj, String::new()) {
-        // Every number in these kinds is an integer field (int64 or int32):
-        // Go's decoder refuses the rest (json: cannot unmarshal number ...).
+        // Go's decoder refuses it (json: cannot unmarshal number ...).
         return Err(ApiError::bad_request(format!(
             "json: cannot unmarshal number {n} into the integer field {path} of {}: it is no 64-bit integer",
             kind.kind
@@ -476,14 +475,20 @@ fn check_body(kind: &Kind, ns: &str, obj: &Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// The first number in `v` (with its path) that is not a 64-bit signed
-/// integer: a fraction, an exponent, or over 2^63-1.
+/// Fields of the served kinds that are Go integers (int64): metadata's and a
+/// pool's generation, a pool's slice count, a device attribute's `int`, a
+/// request's `count`. Other numbers (quantities: `cpu: 0.5`) are left as sent.
+const INT_FIELDS: [&str; 4] = ["generation", "resourceSliceCount", "int", "count"];
+
+/// The first integer field in `v` (with its path) whose number is not a
+/// 64-bit signed integer: a fraction, an exponent, or over 2^63-1.
 fn not_int64(v: &Value, path: String) -> Option<(String, serde_json::Number)> {
+    let at = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
     match v {
-        Value::Number(n) if n.as_i64().is_none() => Some((path, n.clone())),
-        Value::Object(m) => {
-            m.iter().find_map(|(k, v)| not_int64(v, if path.is_empty() { k.clone() } else { format!("{path}.{k}") }))
-        }
+        Value::Object(m) => m.iter().find_map(|(k, v)| match v {
+            Value::Number(n) if INT_FIELDS.contains(&k.as_str()) && n.as_i64().is_none() => Some((at(k), n.clone())),
+            _ => not_int64(v, at(k)),
+        }),
         Value::Array(a) => a.iter().enumerate().find_map(|(i, v)| not_int64(v, format!("{path}[{i}]"))),
         _ => None,
     }
@@ -596,6 +601,7 @@ mod tests {
         }
         let mut obj = slice("a");
         obj["spec"]["pool"]["generation"] = json!(i64::MAX);
+        obj["spec"]["devices"] = json!([{"name": "d", "capacity": {"memory": {"value": 0.5}}}]);
         s.create(Kind::slices(), "", obj).unwrap();
     }
 
