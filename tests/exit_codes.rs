@@ -193,6 +193,24 @@ async fn row_2_a_linked_control_directory_for_the_mock() {
     assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
 }
 
+/// A refused start leaves no directory behind: kubelet-sim with an objects
+/// file that holds nothing exits 2, and the two directories it had to make
+/// for --dir are gone again (one already there stays).
+#[tokio::test]
+async fn row_2_a_refused_start_leaves_no_directory_it_made() {
+    let sb = Sandbox::new();
+    let empty = sb.join("objects.json");
+    std::fs::write(&empty, "[]").unwrap();
+    let dir = sb.join("node/device-plugins");
+    let registry = sb.join("node/plugins_registry");
+    let args = ["kubelet-sim", "--dir", dir.to_str().unwrap(), "--registry-dir", registry.to_str().unwrap()];
+    let r = dpctl(&[&args[..], &["--api-objects", empty.to_str().unwrap()]].concat()).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("no objects"), "{}", r.stderr);
+    assert!(!sb.join("node").exists(), "a refused start left {:?}", std::fs::read_dir(sb.join("node")).ok());
+    assert!(sb.path().exists());
+}
+
 /// A symbolic-link loop handed to `checkpoint` is bad input (2), like any
 /// path that cannot be a checkpoint; it used to exit 3 (an I/O error).
 #[tokio::test]

@@ -548,19 +548,30 @@ impl KubeletSim {
         config.topology.validate()?;
         config.kubelet_version.check_policy_options(&config.topology.options)?;
         let dir = config.dir.clone();
-        create_dir(&dir)?;
-        let control_dir = ControlDir::check(&dir)?;
+        // 0750, as the kubelet makes it.
+        let made = crate::input::create_dir_undoable(&dir, 0o750)?;
+        let control_dir = match ControlDir::check(&dir) {
+            Ok(c) => c,
+            Err(e) => {
+                made.undo();
+                return Err(e);
+            }
+        };
         let kubelet_socket = crate::paths::kubelet_socket(&dir);
         if is_live(&kubelet_socket).await && !config.force {
+            control_dir.release();
             return Err(Error::AlreadyServing { path: kubelet_socket, force_flag: config.force_flag });
         }
         match Self::serve(config, dir, kubelet_socket, &control_dir).await {
             Ok(handle) => {
+                made.keep();
                 *handle.inner.control_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(control_dir);
                 Ok(handle)
             }
             Err(e) => {
+                // A refused start leaves no directory it made.
                 control_dir.release();
+                made.undo();
                 Err(e)
             }
         }
@@ -778,11 +789,6 @@ impl ControlDir {
             let _ = std::fs::remove_dir(&self.path);
         }
     }
-}
-
-/// Creates the directory (0750, as the kubelet does) when missing.
-fn create_dir(dir: &Path) -> Result<()> {
-    crate::input::create_dir(dir, 0o750)
 }
 
 /// True when a process answers gRPC on the socket.
