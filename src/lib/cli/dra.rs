@@ -30,12 +30,19 @@ Examples:
   dpctl dra unprepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu/4f5c-11
   dpctl dra watch-health --driver gpu.example.com --registry-dir /tmp/k/plugins_registry --count 1
   dpctl dra check --driver gpu.example.com --registry-dir /tmp/k/plugins_registry
+  dpctl dra check --driver gpu.example.com --registry-dir /tmp/k/plugins_registry --kubeconfig /tmp/api/kubeconfig
 
 Answers are judged as kubelets 1.34-1.37 judge them: every claim answered under its UID and no
 other, per-claim errors, the 45 s deadline (half of it is reported as slow); and what the runtime
 checks later: CDI IDs that parse and resolve in the spec directories (--cdi-dir; by default
 /etc/cdi and /var/run/cdi). prepare and unprepare exit 1 when the kubelet would fail the pod.
-prepare asks the driver to really prepare devices: point it at a test driver, or unprepare after.";
+prepare asks the driver to really prepare devices: point it at a test driver, or unprepare after.
+
+A driver on the kubeletplugin helper reads every claim from its API server: give dra check the
+driver's --kubeconfig and it creates a claim of its own there (allocated a device the driver
+publishes) and deletes it afterwards; without one, the cases that need a claim are skipped, saying so.
+check never touches a claim a pod holds: --claim naming one in the kubelet's dra_manager_state
+(--kubelet-root) is refused with exit 2, naming the pod.";
 
 /// `dpctl dra ...`
 #[derive(Debug, Subcommand)]
@@ -148,6 +155,10 @@ pub struct CallArgs {
     /// Do not resolve CDI IDs (they are still parsed).
     #[arg(long, conflicts_with = "cdi_dir")]
     pub no_cdi_check: bool,
+    /// The kubeconfig of the driver's API server: when the driver says a claim "got replaced",
+    /// the error names the UID the API holds it under.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 /// `--api`.
@@ -165,10 +176,23 @@ pub struct CheckArgs {
     /// Which driver.
     #[command(flatten)]
     pub target: RegistrationTarget,
-    /// The claim to prepare [default: dpctl-check/dpctl-check/<random UID>].
+    /// The claim to prepare and unprepare [default: one created with --kubeconfig, else
+    /// dpctl-check/dpctl-check/<random UID>]. Refused (exit 2) when a pod holds it in the
+    /// kubelet's dra_manager_state.
     #[arg(long, value_name = "NS/NAME/UID", value_parser = claims::parse_flag)]
     pub claim: Option<ClaimRef>,
-    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi].
+    /// The kubeconfig of the API server the driver uses (plain HTTP: dpctl apiserver's, or
+    /// kubelet-sim --api-objects' ROOT/kubeconfig). Check creates a ResourceClaim there, allocated a
+    /// device the driver publishes, prepares it, and deletes it afterwards: what a driver on the
+    /// kubeletplugin helper needs, since it reads every claim from the API.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubelet root whose dra_manager_state names the claims pods hold [default: the parent of
+    /// the registry directory].
+    #[arg(long, value_name = "DIR")]
+    pub kubelet_root: Option<PathBuf>,
+    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi,
+    /// and <KUBELET_ROOT>/cdi when it exists, the /var/run/cdi of a node kubelet-sim made].
     #[arg(long, value_name = "DIR")]
     pub cdi_dir: Vec<PathBuf>,
     /// Deadline of each call [default: the kubelet's 45s].
@@ -231,16 +255,26 @@ async fn check(a: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
     let Some(socket) = a.target.socket()? else {
         return Err(Error::invalid("--driver", "name the driver (--driver NAME) or its socket (--registration PATH)"));
     };
-    let claim = a.claim.unwrap_or_else(|| {
-        let n: u128 = rand::random();
-        let hex = format!("{n:032x}");
-        let uid = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
-        ClaimRef { namespace: "dpctl-check".into(), name: "dpctl-check".into(), uid }
+    // The kubelet root is the parent of plugins_registry (the registration
+    // socket's directory).
+    let kubelet_root = a.kubelet_root.unwrap_or_else(|| {
+        let reg_dir = match &a.target.registration {
+            Some(p) => p.parent().map(PathBuf::from).unwrap_or_default(),
+            None => a.target.registry_dir.clone(),
+        };
+        reg_dir.parent().map(PathBuf::from).unwrap_or(reg_dir)
     });
-    let dirs =
-        if a.cdi_dir.is_empty() { vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")] } else { a.cdi_dir };
+    // A node kubelet-sim or dra smoke made keeps its /var/run/cdi in <root>/cdi.
+    let dirs = if a.cdi_dir.is_empty() {
+        let mut d = vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")];
+        d.extend(Some(kubelet_root.join("cdi")).filter(|p| p.is_dir()));
+        d
+    } else {
+        a.cdi_dir
+    };
+    let opts = dra::check::CheckOptions { claim: a.claim, kubeconfig: a.kubeconfig, kubelet_root, cdi_dirs: dirs };
     let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT));
-    let report = dra::check::run(&socket, claim, &cfg, &dirs).await?;
+    let report = dra::check::run(&socket, opts, &cfg).await?;
     render::check(s, &report)?;
     Ok(if crate::check::any_failure(&report.results) { exit::CHECK_FAILED } else { exit::OK })
 }
@@ -281,9 +315,17 @@ async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
             (false, true) => vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")],
             (false, false) => a.cdi_dir,
         };
-        dra::client::prepare(&socket, api, &claims, &cfg, &dirs).await?
+        dra::client::prepare(&socket, api, &claims, &cfg, &dirs).await
     } else {
-        dra::client::unprepare(&socket, api, &claims, &cfg).await?
+        dra::client::unprepare(&socket, api, &claims, &cfg).await
+    };
+    let report = match (report, &a.kubeconfig) {
+        (Err(Error::Rpc { rpc, path, code, message }), Some(kc)) if message.contains(" got replaced") => {
+            let notes = dra::check_claim::api_uids(kc, &claims).await?;
+            let message = if notes.is_empty() { message } else { format!("{message} ({})", notes.join("; ")) };
+            return Err(Error::Rpc { rpc, path, code, message });
+        }
+        (r, _) => r?,
     };
     render::call(s, &report)?;
     // Exit 1 when the kubelet would fail the pod.

@@ -76,7 +76,19 @@ pub struct ClaimVerdict {
     pub error: String,
     /// What the kubelet (or the runtime) makes of it; empty when all is well.
     pub problems: Vec<String>,
+    /// What the kubelet accepts but the user should know (a prepared claim
+    /// with no device).
+    pub warnings: Vec<String>,
 }
+
+/// The warning for a claim prepared with no device and no error. The
+/// kubelet accepts it: `prepareResources` (k8s.io/kubernetes
+/// pkg/kubelet/cm/dra/manager.go) fails only on an unknown UID, a per-claim
+/// error or a claim left out, and records just the devices answered; the
+/// pod starts, and its containers get no device (no CDI ID) of this claim.
+pub const NO_DEVICE: &str = "prepared with no device and no error: the kubelet accepts this, and the pod's containers \
+     start with no device of this claim (no CDI ID); a driver that cannot prepare the claim's allocation should \
+     answer an error instead";
 
 /// One device of an answer.
 #[derive(Debug, Clone, Serialize)]
@@ -247,6 +259,7 @@ fn judge(
                 devices: vec![],
                 error: String::new(),
                 problems: vec![NOT_ANSWERED.into()],
+                warnings: vec![],
             });
             continue;
         };
@@ -256,7 +269,9 @@ fn judge(
             problems.push(format!("{method} failed for ResourceClaim {}: {error}", c.name));
         }
         problems.extend(device_problems(&devices));
-        claims.push(ClaimVerdict { uid, claim: c.key(), devices, error, problems });
+        let empty = method == "NodePrepareResources" && error.is_empty() && devices.is_empty();
+        let warnings = if empty { vec![NO_DEVICE.to_string()] } else { vec![] };
+        claims.push(ClaimVerdict { uid, claim: c.key(), devices, error, problems, warnings });
     }
     let mut problems = Vec::new();
     for (uid, devices, error) in answers {
@@ -267,6 +282,7 @@ fn judge(
             devices,
             error,
             problems: vec!["a UID that was not asked for".into()],
+            warnings: vec![],
         });
     }
     if skipped > 0 {
