@@ -464,6 +464,8 @@ pub enum FaultArg {
     RegisterOnce,
     /// Every claim answered with the first device.
     SameDevice,
+    /// Every claim answered with no device and no error.
+    NoDevice,
 }
 
 fn mock_config(a: MockArgs) -> Result<MockConfig> {
@@ -476,6 +478,7 @@ fn mock_config(a: MockArgs) -> Result<MockConfig> {
         health_unserved: has(FaultArg::HealthUnserved),
         register_once: has(FaultArg::RegisterOnce),
         same_device: has(FaultArg::SameDevice),
+        no_device: has(FaultArg::NoDevice),
         prepare_delay: a.prepare_delay,
         prepare_error: a.prepare_error,
         prepare_status: a.prepare_status,

@@ -646,6 +646,35 @@ mod tests {
         assert_eq!(r.claims[1].problems[0], "NodePrepareResources failed for ResourceClaim c-u2: boom");
     }
 
+    /// A claim prepared with no device and no error: the kubelet accepts it
+    /// (`prepareResources` in pkg/kubelet/cm/dra/manager.go), so it is a
+    /// warning, not a failure; unprepare answers carry no devices and get none.
+    #[test]
+    fn a_claim_prepared_with_no_device_is_accepted_with_a_warning() {
+        let empty = vec![("u1".to_string(), vec![], String::new())];
+        let r = judge(
+            "NodePrepareResources",
+            "r",
+            Path::new("/s"),
+            &asked(&["u1"]),
+            empty.clone(),
+            Duration::ZERO,
+            KUBELET_CALL_TIMEOUT,
+        );
+        assert!(r.ok());
+        assert_eq!(r.claims[0].warnings, [NO_DEVICE]);
+        let r = judge(
+            "NodeUnprepareResources",
+            "r",
+            Path::new("/s"),
+            &asked(&["u1"]),
+            empty,
+            Duration::ZERO,
+            KUBELET_CALL_TIMEOUT,
+        );
+        assert!(r.claims[0].warnings.is_empty());
+    }
+
     /// Over the 45 s deadline (1.34-1.37) fails; over half of it is slow.
     #[test]
     fn call_time_is_judged_against_the_45s_deadline() {
