@@ -55,7 +55,7 @@ pub use admission::{
 };
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
-pub use manager::{ClaimInfo, DraInstance, DraStatus, PreparedDevice};
+pub use manager::{ApiView, ClaimInfo, DraInstance, DraStatus, PreparedDevice};
 pub use manager::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use outcome::{DraCall, DraOutcome};
 pub use reboot::{RebootReport, seeded_order};

@@ -1118,6 +1118,46 @@ mod tests {
         assert!(wide.contains("x.io/y: grace period over, capacity 0"), "{wide}");
     }
 
+    /// With DRA drivers registered and no device plugin, the view says so
+    /// (not "no plugin has registered yet"), names the API server and its
+    /// kubeconfig, and each driver.
+    #[test]
+    fn live_frame_names_the_api_server_and_dra_drivers() {
+        use crate::kubelet_sim::{ApiView, DraInstance, DraStatus};
+        colored::control::set_override(false);
+        let mut status = status_fixture();
+        status.resources.clear();
+        let driver = DraInstance {
+            driver: "gpu.example.com".into(),
+            endpoint: "/k/plugins/gpu.example.com/dra.sock".into(),
+            socket: "/k/plugins/gpu.example.com/dra.sock".into(),
+            registration: "/k/plugins_registry/gpu.example.com-reg.sock".into(),
+            service: crate::dra::NodeApi::V1,
+            health: None,
+        };
+        let api = ApiView {
+            server: "http://127.0.0.1:40001".into(),
+            kubeconfig: "/k/kubeconfig".into(),
+            from: "--api-objects".into(),
+        };
+        status.dra = Some(Box::new(DraStatus { drivers: vec![driver], api: Some(api), ..DraStatus::default() }));
+        let text = live_frame(&status, &[], 200, 50).join("\n");
+        assert!(text.contains("API server http://127.0.0.1:40001 (kubeconfig /k/kubeconfig; --api-objects)"), "{text}");
+        assert!(
+            text.contains("DRA driver gpu.example.com at /k/plugins/gpu.example.com/dra.sock (v1.DRAPlugin)"),
+            "{text}"
+        );
+        assert!(text.contains("no device-plugin resources: no device plugin has registered on kubelet.sock"), "{text}");
+        assert!(!text.contains("no plugin has registered yet"), "{text}");
+        status.dra = Some(Box::default());
+        let text = live_frame(&status, &[], 200, 50).join("\n");
+        assert!(
+            text.contains("no API server: helper-built DRA drivers need one (--api-objects FILE or --kubeconfig FILE)"),
+            "{text}"
+        );
+        assert!(text.contains("no DRA driver has registered on plugins_registry yet"), "{text}");
+    }
+
     #[test]
     fn truncation_keeps_escapes() {
         assert_eq!(truncate("abcdef", 3), "abc");
