@@ -553,3 +553,17 @@ async fn a_claim_prepared_with_no_device_is_accepted_with_a_warning() {
     let r = dpctl(&["dra", "check", "--driver", DRIVER, "--registry-dir", &m.registry, "--cdi-dir", &m.cdi]).await;
     assert!(r.stdout.contains("warning: prepared with no device"), "{}", r.stdout);
 }
+
+/// `-v` shows a `dra` call on the wire as it shows `plugin` calls: the
+/// method, the request and the answer, decoded.
+#[tokio::test]
+async fn dra_calls_show_on_the_wire_with_v() {
+    let sb = Sandbox::new();
+    let m = mock(&sb, &[]).await;
+    let r =
+        dpctl(&["-v", "dra", "prepare", "--socket", &m.endpoint, "--claim", "gpu/uid-1", "--cdi-dir", &m.cdi]).await;
+    let all = format!("{}{}", r.expect_code(0).stdout, r.stderr);
+    assert!(all.contains("> #1 call /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"), "{all}");
+    assert!(all.contains(r#"> #1 request {"claims":[{"name":"gpu","namespace":"default","uid":"uid-1"}]}"#), "{all}");
+    assert!(all.contains("< #1 status OK"), "{all}");
+}

@@ -30,7 +30,7 @@ Examples:
   dpctl dra unprepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu/4f5c-11
   dpctl dra watch-health --driver gpu.example.com --registry-dir /tmp/k/plugins_registry --count 1
   dpctl dra check --driver gpu.example.com --registry-dir /tmp/k/plugins_registry
-  dpctl dra check --driver gpu.example.com --registry-dir /tmp/k/plugins_registry --kubeconfig /tmp/api/kubeconfig
+  dpctl dra check --driver gpu.dpctl.example --registry-dir /tmp/k/plugins_registry --kubeconfig k.yaml
 
 Answers are judged as kubelets 1.34-1.37 judge them: every claim answered under its UID and no
 other, per-claim errors, the 45 s deadline (half of it is reported as slow); and what the runtime
@@ -149,7 +149,8 @@ pub struct CallArgs {
     /// Deadline of the call [default: the kubelet's 45s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi].
+    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi,
+    /// and the cdi/ beside plugins_registry when it exists, as on a node kubelet-sim made].
     #[arg(long, value_name = "DIR")]
     pub cdi_dir: Vec<PathBuf>,
     /// Do not resolve CDI IDs (they are still parsed).
@@ -236,7 +237,7 @@ pub async fn run(cmd: DraCommand, s: &mut Streams<'_>) -> Result<u8> {
                     "name the driver (--driver NAME) or its socket (--registration PATH)",
                 ));
             };
-            let cfg = client_config(a.target.connect_timeout, Duration::from_secs(1));
+            let cfg = client_config(a.target.connect_timeout, Duration::from_secs(1), s.wire.clone());
             let report = dra::client::info(&socket, &cfg).await?;
             render::info(s, &report)?;
             // Exit 1 when the kubelet would refuse or stumble.
@@ -273,18 +274,20 @@ async fn check(a: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
         a.cdi_dir
     };
     let opts = dra::check::CheckOptions { claim: a.claim, kubeconfig: a.kubeconfig, kubelet_root, cdi_dirs: dirs };
-    let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT));
+    let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT), s.wire.clone());
     let report = dra::check::run(&socket, opts, &cfg).await?;
     render::check(s, &report)?;
     Ok(if crate::check::any_failure(&report.results) { exit::CHECK_FAILED } else { exit::OK })
 }
 
-fn client_config(connect: Duration, call: Duration) -> ClientConfig {
-    ClientConfig { connect_timeout: connect, call_timeout: call, ..ClientConfig::default() }
+/// The client settings of a `dra` call, with the `-v`/`-vv` wire tap
+/// `plugin` commands use (`tap`: the streams' tap, if any).
+fn client_config(connect: Duration, call: Duration, tap: Option<crate::wire_events::Tap>) -> ClientConfig {
+    ClientConfig { connect_timeout: connect, call_timeout: call, tap, ..ClientConfig::default() }
 }
 
 /// The service socket and the services GetInfo advertises (none with --socket).
-async fn resolve(t: &ServiceTarget) -> Result<(PathBuf, Option<Vec<String>>)> {
+async fn resolve(t: &ServiceTarget, tap: Option<crate::wire_events::Tap>) -> Result<(PathBuf, Option<Vec<String>>)> {
     if let Some(s) = &t.socket {
         return Ok((s.clone(), None));
     }
@@ -292,14 +295,18 @@ async fn resolve(t: &ServiceTarget) -> Result<(PathBuf, Option<Vec<String>>)> {
         return Err(Error::invalid("--socket", "name the driver: --socket PATH, --registration PATH or --driver NAME"));
     };
     // The kubelet gives GetInfo 1 s.
-    let info =
-        dra::client::get_info(&reg, &client_config(t.registration.connect_timeout, Duration::from_secs(1))).await?;
+    let info = dra::client::get_info(&reg, &client_config(t.registration.connect_timeout, Duration::from_secs(1), tap))
+        .await?;
     Ok((dra::client::endpoint_of(&info, &reg), Some(info.supported_versions)))
 }
 
 async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
     let claims = claims::collect(a.claim, a.claims.as_deref())?;
-    let (socket, advertised) = resolve(&a.target).await?;
+    if let Some(k) = &a.kubeconfig {
+        // A bad kubeconfig is bad input, found before the driver is called.
+        crate::apiserver::client::Client::from_kubeconfig(k, "--kubeconfig")?;
+    }
+    let (socket, advertised) = resolve(&a.target, s.wire.clone()).await?;
     let api = match (a.api, &advertised) {
         (Some(ApiArg::V1), _) => NodeApi::V1,
         (Some(ApiArg::V1beta1), _) => NodeApi::V1beta1,
@@ -308,11 +315,21 @@ async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
             Error::invalid("--api", format!("the driver advertises no DRAPlugin service a 1.34+ kubelet knows ({list:?}); pass --api to call one anyway"))
         })?,
     };
-    let cfg = client_config(a.target.registration.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT));
+    let cfg = client_config(
+        a.target.registration.connect_timeout,
+        a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT),
+        s.wire.clone(),
+    );
     let report = if prepare {
         let dirs = match (a.no_cdi_check, a.cdi_dir.is_empty()) {
             (true, _) => vec![],
-            (false, true) => vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")],
+            (false, true) => {
+                // A node kubelet-sim made keeps its /var/run/cdi in <root>/cdi (root: plugins_registry's parent).
+                let root = a.target.registration.registry_dir.parent().map(|r| r.join("cdi"));
+                let mut d = vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")];
+                d.extend(root.filter(|p| a.target.socket.is_none() && p.is_dir()));
+                d
+            }
             (false, false) => a.cdi_dir,
         };
         dra::client::prepare(&socket, api, &claims, &cfg, &dirs).await
@@ -333,7 +350,7 @@ async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
 }
 
 async fn watch(a: WatchArgs, s: &mut Streams<'_>) -> Result<u8> {
-    let (socket, advertised) = resolve(&a.target).await?;
+    let (socket, advertised) = resolve(&a.target, s.wire.clone()).await?;
     let api = match (a.api, &advertised) {
         (Some(HealthArg::V1), _) => HealthApi::V1,
         (Some(HealthArg::V1alpha1), _) | (None, None) => HealthApi::V1alpha1,
@@ -344,7 +361,7 @@ async fn watch(a: WatchArgs, s: &mut Streams<'_>) -> Result<u8> {
             )
         })?,
     };
-    let cfg = client_config(a.target.registration.connect_timeout, Duration::from_secs(10));
+    let cfg = client_config(a.target.registration.connect_timeout, Duration::from_secs(10), s.wire.clone());
     let rx = dra::client::watch_health(&socket, api, &cfg).await?;
     watch_health(s, rx, a.count, a.timeout.map(crate::duration::deadline)).await
 }

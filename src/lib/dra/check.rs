@@ -145,6 +145,11 @@ async fn refuse_held(root: &Path, claim: &ClaimRef, kubeconfig: Option<&Path>) -
 /// the API server of `opts.kubeconfig` (deleted afterwards), or a made-up one.
 pub async fn run(registration: &Path, opts: CheckOptions, cfg: &ClientConfig) -> Result<DraCheckReport> {
     let started = Instant::now();
+    // A bad kubeconfig is bad input, found before the driver is called.
+    let client = match &opts.kubeconfig {
+        Some(k) => Some(crate::apiserver::client::Client::from_kubeconfig(k, "--kubeconfig")?),
+        None => None,
+    };
     if let Some(c) = &opts.claim {
         refuse_held(&opts.kubelet_root, c, opts.kubeconfig.as_deref()).await?;
     }
@@ -165,8 +170,8 @@ pub async fn run(registration: &Path, opts: CheckOptions, cfg: &ClientConfig) ->
         report.results = results;
         return Ok(report);
     };
-    let own = match (&opts.claim, &opts.kubeconfig) {
-        (None, Some(kc)) => Some(OwnClaim::create(kc, &info.driver).await?),
+    let own = match (&opts.claim, client) {
+        (None, Some(c)) => Some(OwnClaim::create(c, &info.driver).await?),
         _ => None,
     };
     if let Some(o) = &own {

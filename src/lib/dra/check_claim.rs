@@ -79,12 +79,11 @@ pub fn claim_object(name: &str, driver: &str, device: &Published, pod_uid: &str)
 }
 
 impl OwnClaim {
-    /// Creates check's claim in the API server of `kubeconfig` for `driver`:
+    /// Creates check's claim in the API server of `client` for `driver`:
     /// allocated the first device it publishes. Its status goes in with the
     /// create; where the server keeps status apart (a `/status`
     /// subresource, as Kubernetes does) a PUT of the status follows.
-    pub async fn create(kubeconfig: &Path, driver: &str) -> Result<OwnClaim> {
-        let client = Client::from_kubeconfig(kubeconfig, "--kubeconfig")?;
+    pub async fn create(client: Client, driver: &str) -> Result<OwnClaim> {
         let Some(device) = first_published(&client, driver).await? else {
             return Err(Error::invalid(
                 "--kubeconfig",

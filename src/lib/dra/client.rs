@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tonic::transport::Channel;
 
 use super::cdi::{self, CdiCheck, IdVerdict};
 use super::claims::ClaimRef;
@@ -39,6 +38,13 @@ pub(crate) async fn unary<T>(
     }
 }
 
+/// Dials `socket`; with `-v`/`-vv` every call shows on the wire tap, as
+/// `plugin` commands' do.
+async fn dial(socket: &Path, cfg: &ClientConfig) -> Result<crate::transport::WireChannel> {
+    let ch = crate::transport::connect(socket, cfg.connect_timeout).await?;
+    Ok(crate::transport::WireChannel::new(ch, cfg.tap.clone()))
+}
+
 fn request<T>(msg: T, timeout: Duration) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg);
     r.set_timeout(timeout);
@@ -47,7 +53,7 @@ fn request<T>(msg: T, timeout: Duration) -> tonic::Request<T> {
 
 /// `GetInfo` on a registration socket (the kubelet allows 1 s).
 pub async fn get_info(socket: &Path, cfg: &ClientConfig) -> Result<reg::PluginInfo> {
-    let ch = crate::transport::connect(socket, cfg.connect_timeout).await?;
+    let ch = dial(socket, cfg).await?;
     let mut c = reg::registration_client::RegistrationClient::new(ch);
     let t = cfg.call_timeout;
     unary("pluginregistration.Registration/GetInfo", socket, t, c.get_info(request(reg::InfoRequest {}, t))).await
@@ -153,7 +159,7 @@ pub async fn prepare(
     cfg: &ClientConfig,
     cdi_dirs: &[PathBuf],
 ) -> Result<CallReport> {
-    let ch = crate::transport::connect(socket, cfg.connect_timeout).await?;
+    let ch = dial(socket, cfg).await?;
     let rpc = format!("{}/NodePrepareResources", api.advertised());
     let t = cfg.call_timeout;
     let started = Instant::now();
@@ -214,7 +220,7 @@ fn device(
 
 /// NodeUnprepareResources with `claims` on `api`; the answer is judged.
 pub async fn unprepare(socket: &Path, api: NodeApi, claims: &[ClaimRef], cfg: &ClientConfig) -> Result<CallReport> {
-    let ch = crate::transport::connect(socket, cfg.connect_timeout).await?;
+    let ch = dial(socket, cfg).await?;
     let rpc = format!("{}/NodeUnprepareResources", api.advertised());
     let t = cfg.call_timeout;
     let started = Instant::now();
@@ -379,7 +385,7 @@ pub async fn watch_health(
     api: HealthApi,
     cfg: &ClientConfig,
 ) -> Result<tokio::sync::mpsc::Receiver<Result<Vec<HealthEntry>>>> {
-    let ch = crate::transport::connect(socket, cfg.connect_timeout).await?;
+    let ch = dial(socket, cfg).await?;
     let rpc = format!("{}/NodeWatchResources", api.advertised());
     let (tx, rx) = tokio::sync::mpsc::channel(8);
     let path = socket.to_path_buf();
@@ -546,7 +552,7 @@ fn registration_problems(info: &reg::PluginInfo, registration: &Path) -> Vec<Str
 /// Whether `endpoint` serves `svc`: `served`, `unimplemented`, or why not
 /// (an empty NodePrepareResources, or the first health message).
 pub(crate) async fn probe(endpoint: &Path, svc: Service, cfg: &ClientConfig) -> String {
-    let ch = match crate::transport::connect(endpoint, cfg.connect_timeout).await {
+    let ch = match dial(endpoint, cfg).await {
         Ok(ch) => ch,
         Err(e) => return format!("cannot connect: {e}"),
     };
@@ -559,7 +565,7 @@ pub(crate) async fn probe(endpoint: &Path, svc: Service, cfg: &ClientConfig) -> 
     }
 }
 
-async fn probe_call(ch: Channel, endpoint: &Path, svc: Service, t: Duration) -> Result<()> {
+async fn probe_call(ch: crate::transport::WireChannel, endpoint: &Path, svc: Service, t: Duration) -> Result<()> {
     let rpc = format!("{}/probe", svc.advertised());
     match svc {
         Service::Node(NodeApi::V1) => {
