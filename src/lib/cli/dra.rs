@@ -30,7 +30,7 @@ Examples:
   dpctl dra unprepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu/4f5c-11
   dpctl dra watch-health --driver gpu.example.com --registry-dir /tmp/k/plugins_registry --count 1
   dpctl dra check --driver gpu.example.com --registry-dir /tmp/k/plugins_registry
-  dpctl dra check --driver gpu.dpctl.example --registry-dir /tmp/k/plugins_registry --kubeconfig k.yaml
+  dpctl dra check --driver gpu.dpctl.example --kubeconfig /tmp/k/kubeconfig
 
 Answers are judged as kubelets 1.34-1.37 judge them: every claim answered under its UID and no
 other, per-claim errors, the 45 s deadline (half of it is reported as slow); and what the runtime
