@@ -28,6 +28,19 @@ async fn row_2_bad_usage_or_input() {
     std::fs::write(sb.join("file"), b"x").unwrap();
     std::fs::write(sb.join("bin.toml"), [0xff, 0xfe, b'\n']).unwrap();
     let file = sb.join("file");
+    let gone_sock = sb.join("gone.sock").display().to_string();
+    let missing = sb.join("no-such-kubeconfig").display().to_string();
+    let tls = sb.join("tls-kubeconfig");
+    std::fs::write(
+        &tls,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://10.0.0.1:6443'}}]\n",
+    )
+    .unwrap();
+    let tls = tls.display().to_string();
+    let corrupt = sb.join("kroot");
+    std::fs::create_dir_all(&corrupt).unwrap();
+    std::fs::write(corrupt.join("dra_manager_state"), "{\"Data\": 5}").unwrap();
+    let corrupt = corrupt.display().to_string();
     let file = file.to_str().unwrap();
     let dir = sb.path().to_str().unwrap();
     let bin = sb.join("bin.toml");
@@ -100,6 +113,33 @@ async fn row_2_bad_usage_or_input() {
         ("1.38 in scenario run", vec!["scenario", "run", "--kubelet-version", "1.38", dir], "1.37, master"),
         ("a range for one release", vec!["kubelet-sim", "--kubelet-version", "1.28-1.37"], "a range names 10 releases"),
         ("a range for doctor", vec!["doctor", "--kubelet-version", "1.28..1.30"], "a range names 3 releases"),
+        // dra check and prepare read --kubeconfig before they call the driver; a checkpoint
+        // that cannot be read under --kubelet-root is refused, never guessed at.
+        (
+            "dra check --kubeconfig that is no kubeconfig",
+            vec!["dra", "check", "--registration", &gone_sock, "--kubeconfig", file],
+            "--kubeconfig",
+        ),
+        (
+            "dra check --kubeconfig missing",
+            vec!["dra", "check", "--registration", &gone_sock, "--kubeconfig", &missing],
+            "--kubeconfig",
+        ),
+        (
+            "dra check --kubeconfig of a TLS server",
+            vec!["dra", "check", "--registration", &gone_sock, "--kubeconfig", &tls],
+            "uses TLS",
+        ),
+        (
+            "dra prepare --kubeconfig that is no kubeconfig",
+            vec!["dra", "prepare", "--socket", &gone_sock, "--claim", "gpu/u1", "--kubeconfig", file],
+            "--kubeconfig",
+        ),
+        (
+            "dra check --claim over a corrupt dra_manager_state",
+            vec!["dra", "check", "--registration", &gone_sock, "--claim", "gpu/u1", "--kubelet-root", &corrupt],
+            "dra_manager_state",
+        ),
         // --only and --skip: one parser, one error for a name that is no step or check, and a
         // name in both refused (it would run nothing --only asked for), in smoke and plugin check.
         (

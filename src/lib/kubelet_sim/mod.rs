@@ -23,6 +23,7 @@ mod dra;
 mod dra_api;
 mod dra_claims;
 mod dra_file;
+pub use dra_file::MARKER_NAME as DRA_MARKER_NAME;
 pub mod events;
 mod late_socket;
 mod manager;
@@ -54,7 +55,7 @@ pub use admission::{
 };
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
-pub use manager::{ClaimInfo, DraInstance, DraStatus, PreparedDevice};
+pub use manager::{ApiView, ClaimInfo, DraInstance, DraStatus, PreparedDevice};
 pub use manager::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use outcome::{DraCall, DraOutcome};
 pub use reboot::{RebootReport, seeded_order};
@@ -1020,6 +1021,20 @@ impl SimHandle {
         let mut st = self.inner.lock().dra_status();
         st.checkpoint =
             self.inner.config.registry_dir.as_deref().map(|r| dra_file::state_path(r).display().to_string());
+        let root = self.inner.config.registry_dir.as_deref().and_then(std::path::Path::parent);
+        st.api = match (self.inner.api.get(), &self.inner.api_client, &self.inner.config.api_kubeconfig) {
+            (Some(h), _, _) => Some(manager::ApiView {
+                server: h.url(),
+                kubeconfig: root.map(|r| r.join("kubeconfig").display().to_string()).unwrap_or_default(),
+                from: "--api-objects".into(),
+            }),
+            (None, Some(c), Some(k)) => Some(manager::ApiView {
+                server: c.server().to_string(),
+                kubeconfig: k.display().to_string(),
+                from: "--kubeconfig".into(),
+            }),
+            _ => None,
+        };
         Some(Box::new(st))
     }
 

@@ -62,6 +62,9 @@ impl Shared {
         if let Some(e) = &self.cfg.faults.prepare_error {
             return err(e.clone());
         }
+        if self.cfg.faults.no_device {
+            return err(String::new());
+        }
         let allocated = match from_api {
             Some(a) => a,
             None => match self.allocate(&claim.uid) {
