@@ -367,6 +367,18 @@ fn too_large_size(message: &str) -> Option<Option<usize>> {
 
 /// Input the kubelet logic refused (`dpctl_kubelet`) is bad input like any
 /// other: exit 2, in dpctl's one error style.
+/// The one way dpctl states an error on stderr, whoever finds it (the
+/// binary, a command that goes on after one, a steered sim's answer, a usage
+/// error, smoke's namespace helper): `dpctl: error: MESSAGE`, then
+/// `  hint: HINT` when there is one. Callers hand it the stream to write to.
+pub fn write(w: &mut dyn std::io::Write, message: &str, hint: Option<&str>) -> std::io::Result<()> {
+    writeln!(w, "dpctl: error: {message}")?;
+    if let Some(h) = hint.filter(|h| !h.is_empty()) {
+        writeln!(w, "  hint: {h}")?;
+    }
+    Ok(())
+}
+
 impl From<dpctl_kubelet::Invalid> for Error {
     fn from(e: dpctl_kubelet::Invalid) -> Self {
         Error::Invalid { place: e.place, message: e.message }

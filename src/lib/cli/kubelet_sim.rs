@@ -42,12 +42,11 @@ No isolation is needed (unlike `dpctl smoke --isolate`): the sim serves whatever
 it and touches nothing else, so run it in a directory of its own. A plugin that only knows
 /var/lib/kubelet/device-plugins is smoked with `dpctl smoke --isolate -- PLUGIN`.";
 
-/// `--help`'s long text: examples, then the versions and differences the sim documents.
+/// `--help`'s long text: examples, then where the versions and differences are.
 fn sim_help() -> String {
     format!(
-        "{EXAMPLES}\n\n{}\nDRA release rules (the release table; docs/dra.md):\n{}",
-        crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES,
-        crate::kubelet_version::dra_rules_text()
+        "{EXAMPLES}\n\nWhat changes between the releases --kubelet-version plays, and where the sim differs from a \
+         kubelet: dpctl help kubelet-versions (docs/kubelet-versions.md)."
     )
 }
 

@@ -20,10 +20,7 @@ pub fn finished(io: &mut Streams<'_>, report: &Report) -> Result<()> {
     self::report(&mut *io.out, io.format, report).map_err(out_err)?;
     super::cases::github_errors(&mut *io.err, "dpctl plugin check", &report.checks).map_err(out_err)?;
     if let Some(u) = &report.unreachable {
-        writeln!(io.err, "dpctl: error: {}", u.message).map_err(out_err)?;
-        if let Some(h) = &u.hint {
-            writeln!(io.err, "  hint: {h}").map_err(out_err)?;
-        }
+        super::write_error(&mut *io.err, &u.message, u.hint.as_deref()).map_err(out_err)?;
     }
     Ok(())
 }
@@ -41,9 +38,6 @@ pub fn progress(bar: &indicatif::ProgressBar, p: Progress) {
         }
     }
 }
-
-/// Widest DETAIL cell in the table (wide output shows everything).
-const DETAIL_WIDTH: usize = 110;
 
 /// Renders a report: one row per check, then each failure in full
 /// (evidence, rule, why it matters), each error on a line, then a summary.
@@ -68,7 +62,7 @@ pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<
     }
     let mut t = table(headers);
     for c in &report.checks {
-        let detail = if wide { c.evidence.clone() } else { super::cell(&c.evidence, DETAIL_WIDTH) };
+        let detail = c.evidence.clone();
         let mut row = vec![c.name.clone(), outcome(c.outcome), format!("{}ms", c.duration_ms), one_line(&detail)];
         if wide {
             row.push(c.reason.clone());

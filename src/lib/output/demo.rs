@@ -15,13 +15,8 @@ use crate::kubelet_sim::RequestOptions;
 /// The error line of a failed step, as the binary prints errors (so even
 /// with --quiet).
 pub fn step_failed(w: &mut dyn Write, st: &DemoStep) -> io::Result<()> {
-    writeln!(
-        w,
-        "dpctl: error: demo step {}/{STEPS} ({}) failed: {}",
-        st.step,
-        st.title,
-        st.error.as_deref().unwrap_or("")
-    )
+    let message = format!("demo step {}/{STEPS} ({}) failed: {}", st.step, st.title, st.error.as_deref().unwrap_or(""));
+    super::write_error(w, &message, None)
 }
 
 /// The lines before the first step (nothing in JSON).
