@@ -156,7 +156,9 @@ fn spec_width(a: &clap::Arg) -> usize {
 /// Up to the end of the first sentence (`. ` or the end), without its full
 /// stop, in at most `max` characters (cut at a word, marked `…`).
 fn first_sentence(text: &str, max: usize) -> String {
-    let one = text.split(". ").next().unwrap_or(text).trim_end_matches('.').replace('\n', " ");
+    // "e.g. " and "i.e. " end no sentence.
+    let guarded = text.replace("e.g. ", "e.g.\u{1}").replace("i.e. ", "i.e.\u{1}");
+    let one = guarded.split(". ").next().unwrap_or(text).trim_end_matches('.').replace('\u{1}', " ").replace('\n', " ");
     if one.chars().count() <= max {
         return one;
     }

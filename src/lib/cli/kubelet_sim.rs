@@ -121,10 +121,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s", requires = "api_objects")]
     pub dra_wiping_delay: Duration,
     /// How long Register keeps dialing the plugin's socket before it fails.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "10s")]
     pub dial_timeout: Duration,
     /// Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "60s")]
     pub rpc_timeout: Duration,
     /// Do not read or write kubelet_internal_checkpoint.
     #[arg(long)]
@@ -145,7 +145,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "RESOURCE=COUNT")]
     pub expect: Vec<String>,
     /// Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive)]
     pub timeout: Option<Duration>,
     /// Topology Manager, CPU manager and the simulated machine.
     #[command(flatten)]

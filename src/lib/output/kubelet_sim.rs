@@ -606,6 +606,9 @@ pub fn admit(w: &mut dyn Write, format: Format, o: &AdmitOutcome) -> io::Result<
     }
     let who = format!("{}/{}", o.namespace, o.pod);
     let dry = o.topology.as_ref().is_some_and(|t| t.dry_run);
+    if o.topology.as_ref().is_some_and(|t| t.beside_admitted) {
+        writeln!(w, "{who} is already admitted and keeps its devices; judged as a second pod like it:")?;
+    }
     if o.admitted && dry {
         writeln!(w, "{} {who}", "would be admitted".green().bold())?;
     } else if o.admitted {
