@@ -1,3 +1,10 @@
+__dpctl_sockets() {
+    local f
+    compgen -f -- "$1" | while IFS= read -r f; do
+        if [[ -S $f || -d $f ]]; then printf '%s\n' "$f"; fi
+    done
+}
+
 _dpctl() {
     local i cur prev opts cmd
     COMPREPLY=()
@@ -367,7 +374,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -453,7 +460,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -539,7 +546,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -625,7 +632,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -711,7 +718,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -959,7 +966,7 @@ _dpctl() {
                     return 0
                     ;;
                 --podresources-socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --registry-dir)
@@ -1267,7 +1274,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --registration)
@@ -1399,7 +1406,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --registration)
@@ -1465,7 +1472,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --registration)
@@ -1587,7 +1594,7 @@ _dpctl() {
                     return 0
                     ;;
                 --podresources-socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --registry-dir)
@@ -2319,7 +2326,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -2373,7 +2380,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -2423,7 +2430,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -2473,7 +2480,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -2535,7 +2542,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -2589,7 +2596,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -2671,7 +2678,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -2751,7 +2758,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -2797,7 +2804,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -2843,7 +2850,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -2905,7 +2912,7 @@ _dpctl() {
                     return 0
                     ;;
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -2951,7 +2958,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -3009,7 +3016,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --data)
@@ -3055,7 +3062,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)

@@ -289,6 +289,33 @@ impl Error {
                  connections (dpctl's own servers take {dpctl_cap} per gRPC server, closing the oldest idle ones \
                  to make room; a plugin may have its own limit); lower --connections"
             ),
+            Error::Unimplemented { .. } => return self.unimplemented_hint(),
+            Error::MessageTooLarge { limit, .. } => format!(
+                "the kubelet accepts at most {} bytes (4 MiB) per message; \
+                 a plugin that sends more is marked unhealthy and never retried. \
+                 Raise --max-recv-bytes (now {limit}) to inspect it anyway",
+                crate::limits::KUBELET_MAX_RECV
+            ),
+            Error::PathTooLong { .. } => {
+                "a unix socket path must fit in 107 bytes: use a shorter directory (e.g. under /tmp) or a symlink \
+                 to it"
+                    .into()
+            }
+            Error::AlreadyServing { force_flag, .. } => {
+                format!("another process answers on this socket; stop it, or pass {force_flag} to take the socket over")
+            }
+            Error::NotReplaceable { .. } => "move it away, or choose another socket path".into(),
+            Error::Bind { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
+                "run as root, or choose a directory you can write to".into()
+            }
+            _ => return None,
+        })
+    }
+
+    /// [`Error::hint`] for a method the server does not serve: the socket
+    /// it was, or the API it speaks.
+    fn unimplemented_hint(&self) -> Option<String> {
+        Some(match self {
             Error::Unimplemented { rpc, .. } if rpc.contains(".DRAPlugin/") || rpc.contains(".DRAResourceHealth/") => {
                 "the driver does not serve this DRA service: `dpctl dra info` shows what it advertises and what it \
                  serves; choose another with --api"
@@ -320,24 +347,6 @@ impl Error {
                 "wrong API package or version: dpctl speaks device plugin v1beta1 and PodResources v1/v1alpha1; \
                  is this the right socket?"
                     .into()
-            }
-            Error::MessageTooLarge { limit, .. } => format!(
-                "the kubelet accepts at most {} bytes (4 MiB) per message; \
-                 a plugin that sends more is marked unhealthy and never retried. \
-                 Raise --max-recv-bytes (now {limit}) to inspect it anyway",
-                crate::limits::KUBELET_MAX_RECV
-            ),
-            Error::PathTooLong { .. } => {
-                "a unix socket path must fit in 107 bytes: use a shorter directory (e.g. under /tmp) or a symlink \
-                 to it"
-                    .into()
-            }
-            Error::AlreadyServing { force_flag, .. } => {
-                format!("another process answers on this socket; stop it, or pass {force_flag} to take the socket over")
-            }
-            Error::NotReplaceable { .. } => "move it away, or choose another socket path".into(),
-            Error::Bind { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
-                "run as root, or choose a directory you can write to".into()
             }
             _ => return None,
         })

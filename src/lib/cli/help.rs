@@ -67,9 +67,8 @@ pub struct OptionsArgs {}
 /// left to `dpctl options`. (Completions use the derived one, which offers
 /// every flag.)
 pub fn command() -> clap::Command {
-    use std::os::fd::AsFd;
     let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()).filter(|w| *w >= 40);
-    let width = crate::output::terminal_size(std::io::stdout().as_fd()).map(|(w, _)| w).or(columns).unwrap_or(100);
+    let width = crate::output::terminal_size(libc::STDOUT_FILENO).map(|(w, _)| w).or(columns).unwrap_or(100);
     command_at(width)
 }
 

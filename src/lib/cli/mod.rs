@@ -178,9 +178,8 @@ pub use crate::output::out_err;
 
 /// The width tables fit on stdout's terminal: its own, else `COLUMNS`, else 120.
 fn stdout_width() -> usize {
-    use std::os::fd::AsFd;
     let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()).filter(|w| *w >= 20);
-    crate::output::terminal_size(std::io::stdout().as_fd()).map(|(w, _)| w).or(columns).unwrap_or(120)
+    crate::output::terminal_size(libc::STDOUT_FILENO).map(|(w, _)| w).or(columns).unwrap_or(120)
 }
 
 #[cfg(test)]

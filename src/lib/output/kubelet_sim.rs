@@ -4,7 +4,6 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
-use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use colored::Colorize;
@@ -940,7 +939,7 @@ pub fn expect_verdict(s: &mut Streams<'_>, results: Vec<ExpectResult>, met: bool
 /// The size (columns, rows) of the terminal on stderr, where the live view
 /// is drawn; `None` when stderr is not a terminal.
 fn terminal_size() -> Option<(usize, usize)> {
-    super::terminal_size(std::io::stderr().as_fd())
+    super::terminal_size(libc::STDERR_FILENO)
 }
 
 /// The terminal width from the terminal, `COLUMNS`, or 120.

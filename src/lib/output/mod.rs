@@ -189,13 +189,11 @@ pub fn width() -> Option<usize> {
 }
 
 /// The size (columns, rows) of the terminal on `fd`; `None` when it is not
-/// one (or reports no size). A narrow `COLUMNS` in the environment wins over
-/// the columns, as for `ls`.
-pub fn terminal_size(fd: std::os::fd::BorrowedFd<'_>) -> Option<(usize, usize)> {
-    use std::os::fd::AsRawFd;
+/// one (or reports no size): `libc::STDOUT_FILENO` or `libc::STDERR_FILENO`.
+pub fn terminal_size(fd: std::os::fd::RawFd) -> Option<(usize, usize)> {
     let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
     // SAFETY: TIOCGWINSZ writes one winsize into the pointed-to struct, which is valid and owned here.
-    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), libc::TIOCGWINSZ, &mut ws) };
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
     (rc == 0 && ws.ws_col > 0 && ws.ws_row > 0).then(|| (usize::from(ws.ws_col), usize::from(ws.ws_row)))
 }
 
