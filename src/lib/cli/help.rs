@@ -157,7 +157,7 @@ fn spec_width(a: &clap::Arg) -> usize {
 fn first_sentence(text: &str, max: usize) -> String {
     // "e.g. " and "i.e. " end no sentence.
     let guarded = text.replace("e.g. ", "e.g.\u{1}").replace("i.e. ", "i.e.\u{1}");
-    let one = guarded.split(". ").next().unwrap_or(text).trim_end_matches('.').replace('\u{1}', " ").replace('\n', " ");
+    let one = guarded.split(". ").next().unwrap_or(text).trim_end_matches('.').replace(['\u{1}', '\n'], " ");
     if one.chars().count() <= max {
         return one;
     }
@@ -223,7 +223,7 @@ pub fn help(args: &HelpArgs, s: &mut Streams<'_>) -> Result<u8> {
     if words.is_empty() || words == ["topics"] {
         let mut root = command_at(width);
         if words.is_empty() {
-            write!(s.out, "{}\n", root.render_help()).map_err(out_err)?;
+            writeln!(s.out, "{}", root.render_help()).map_err(out_err)?;
         }
         writeln!(s.out, "Topics (dpctl help TOPIC):").map_err(out_err)?;
         for t in TOPICS {
