@@ -1333,7 +1333,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__smoke)
-            opts="-o -v -q -h -V --driver --kubelet-version --register-timeout --slice-timeout --timeout --parallel --rolling --grace --skip --junit --log-dir --keep --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --driver --kubelet-version --register-timeout --slice-timeout --timeout --parallel --rolling --grace --skip --stable --junit --log-dir --keep --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2589,7 +2589,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__check)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --list --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --stable --list --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3215,7 +3215,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__smoke)
-            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --stream-window --prestart-timeout --request --restart-deadline --restarts --fault-command --recover-command --late-kubelet-socket --recovery-deadline --settle --topology-manager-policy --numa-nodes --grace --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --stream-window --prestart-timeout --request --restart-deadline --restarts --fault-command --recover-command --late-kubelet-socket --recovery-deadline --settle --topology-manager-policy --numa-nodes --grace --only --skip --stable --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3287,6 +3287,10 @@ _dpctl() {
                     ;;
                 --grace)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --only)
+                    COMPREPLY=($(compgen -W "launch registration registration-request first-snapshot health-report admission pod-deletion kubelet-restart health-recovery device-rescan node-reboot plugin-restart shutdown options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id distinct-devices preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --skip)

@@ -100,6 +100,40 @@ async fn row_2_bad_usage_or_input() {
         ("1.38 in scenario run", vec!["scenario", "run", "--kubelet-version", "1.38", dir], "1.37, master"),
         ("a range for one release", vec!["kubelet-sim", "--kubelet-version", "1.28-1.37"], "a range names 10 releases"),
         ("a range for doctor", vec!["doctor", "--kubelet-version", "1.28..1.30"], "a range names 3 releases"),
+        // --only and --skip: one parser, one error for a name that is no step or check, and a
+        // name in both refused (it would run nothing --only asked for), in smoke and plugin check.
+        (
+            "an unknown --only step",
+            vec!["smoke", "--only", "nope", "--", "true"],
+            "--only: unknown step or check \"nope\"",
+        ),
+        ("an empty-looking --only", vec!["smoke", "--only", "admission,,x y", "--", "true"], "\"x y\""),
+        (
+            "--only and --skip of one step",
+            vec!["smoke", "--only", "admission", "--skip", "admission", "--", "true"],
+            "is in --only too",
+        ),
+        (
+            "--only and --skip of one check",
+            vec!["smoke", "--only", "options-answer", "--skip", "options-answer", "--", "true"],
+            "is in --only too",
+        ),
+        (
+            "--only and --skip of one check in plugin check",
+            vec![
+                "plugin",
+                "check",
+                "--socket",
+                "/nonexistent/p.sock",
+                "--only",
+                "message-size",
+                "--skip",
+                "message-size",
+            ],
+            "--skip: \"message-size\" is in --only too",
+        ),
+        ("--stable with a value", vec!["smoke", "--stable=yes", "--", "true"], "--stable"),
+        ("--stable with a value in plugin check", vec!["plugin", "check", "--stable=1"], "--stable"),
     ];
     for (what, args, says) in cases {
         let r = dpctl(&args).await;

@@ -613,6 +613,10 @@ pub struct SmokeArgs {
     /// kubelet-restart, node-reboot, parallel-pods, distinct-devices, rolling-update, long-socket-path.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub skip: Vec<String>,
+    /// Print only what two runs of the same driver agree on (per release: each step's name and
+    /// outcome, the totals), as JSON (YAML with -o yaml), for diffing against a committed baseline.
+    #[arg(long)]
+    pub stable: bool,
     /// Also write the report as JUnit XML to FILE (testsuite "dpctl dra smoke").
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
@@ -645,9 +649,10 @@ async fn smoke(a: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     config.check_inputs()?;
     let junit_file = super::junit::JunitFile::create(a.junit.as_deref())?;
     let bar = crate::output::progress_bar(s.progress, None, "{spinner} {elapsed} {msg}");
-    let steps = s.format.is_json();
+    let steps = s.format.is_json() || a.stable;
     let several = versions.len() > 1;
-    let mut narrator = crate::output::smoke::Narrator::new(&mut *s.err, s.quiet, bar.as_ref(), several, steps);
+    let whole = !s.err_is_tty;
+    let mut narrator = crate::output::smoke::Narrator::new(&mut *s.err, s.quiet, bar.as_ref(), several, steps, whole);
     let matrix = crate::smoke::dra::run_releases(config, &versions, crate::signal::shutdown(), &mut |p| {
         narrator.on(p);
     })
@@ -659,6 +664,7 @@ async fn smoke(a: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     if let Some(file) = junit_file {
         file.write(|w| crate::output::smoke::junit_report(w, &matrix))?;
     }
-    crate::output::smoke::finished(s, &matrix, several)?;
+    crate::output::smoke::finished(s, &matrix, several, a.stable)?;
+    super::junit::step_summary(&mut *s.err, |w| crate::output::smoke::step_summary(w, &matrix))?;
     Ok(matrix.exit_code())
 }
