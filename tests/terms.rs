@@ -251,3 +251,19 @@ async fn plugin_author_texts() {
     full.expect_code(1);
     assert!(full.stdout.contains("would be rejected"), "{}", full.stdout);
 }
+
+/// `demo` at 80 columns: its prose is wrapped to the terminal (no line the
+/// terminal would wrap again); at 200 at its own measure, 100 columns.
+#[tokio::test]
+async fn demo_prose_fits_80_columns() {
+    let narrow = on_terminal(&["demo", "-q"], 80).await;
+    narrow.expect_code(0);
+    assert_eq!(too_wide(&narrow.stdout, 80), Vec::<&str>::new(), "{}", narrow.stdout);
+    assert!(narrow.stdout.contains("Done:"), "{}", narrow.stdout);
+    let wide = on_terminal(&["demo", "-q"], 200).await;
+    wide.expect_code(0);
+    assert_eq!(too_wide(&wide.stdout, 200), Vec::<&str>::new(), "{}", wide.stdout);
+    let intro = wide.stdout.lines().next().unwrap();
+    assert!(intro.starts_with("dpctl demo: a kubelet") && intro.chars().count() <= 100, "{}", wide.stdout);
+    assert!(wide.stdout.lines().any(|l| l.chars().count() > 80), "{}", wide.stdout);
+}
