@@ -1055,6 +1055,13 @@ mod tests {
         assert!(small.len() < 24, "{} lines: {small:#?}", small.len());
         assert!(small[0].starts_with("kubelet-sim 1.37"), "{small:#?}");
         assert!(small.iter().any(|l| l.contains("resource_removed")), "{small:#?}");
+        // 80 columns: the pods table keeps every column (DEVICES last), cells cut with a marker.
+        let at80 = live_frame(&status, &[], 80, 50);
+        assert!(at80.iter().any(|l| l.starts_with("POD") && l.contains("DEVICES")), "{at80:#?}");
+        assert!(at80.iter().all(|l| l.chars().count() <= 80), "{at80:#?}");
+        let at50 = live_frame(&status, &[], 50, 50);
+        assert!(at50.iter().any(|l| l.starts_with("POD") && l.contains("DEVI")), "{at50:#?}");
+        assert!(at50.iter().filter(|l| l.chars().count() == 50).all(|l| l.ends_with('…')), "{at50:#?}");
         // A wide terminal: long lines are not cut at 120.
         let wide = live_frame(&status, &[ev], 300, 50).join("\n");
         assert!(wide.contains("x.io/y: grace period over, capacity 0"), "{wide}");
