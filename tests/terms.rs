@@ -108,6 +108,7 @@ async fn one_error_style() {
         zero.expect_code(2);
         assert!(zero.stderr.starts_with("dpctl: error: invalid value '0' for"), "{}", zero.stderr);
         assert!(zero.stderr.contains("is no time at all"), "{}", zero.stderr);
+        assert!(zero.stderr.contains("\n  hint: --help says what each flag takes"), "{}", zero.stderr);
     }
     let runtime = dpctl(&["plugin", "call", "list", "--socket", "/nonexistent"]).await;
     runtime.expect_code(3);

@@ -192,8 +192,10 @@ pub fn write_usage_error(w: &mut dyn std::io::Write, e: &clap::Error) -> std::io
             hints.push(line.to_string());
         }
     }
-    if let Some(u) = usage {
-        hints.push(format!("usage: {u} (--help for more)"));
+    match usage {
+        Some(u) => hints.push(format!("usage: {u} (--help for more)")),
+        None if hints.is_empty() => hints.push("--help says what each flag takes".into()),
+        None => {}
     }
     crate::error::write(w, &message, Some(&hints.join("; ")))
 }
