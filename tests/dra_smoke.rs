@@ -295,6 +295,36 @@ async fn the_go_driver_on_the_real_helper_passes() {
     assert!(evidence(&r, "long-socket-path").contains("bind: invalid argument"), "{r:#}");
 }
 
+/// The helper-built driver without its RollingUpdate option: the second
+/// instance takes the first's sockets over. --rolling fails at once (it used
+/// to wait 20 s and say nothing of the second instance), naming both sockets.
+#[tokio::test]
+async fn rolling_with_a_helper_driver_that_takes_the_sockets_over_fails_at_once() {
+    let Some(bin) = crate::support::go_built::dra_driver_or_skip("dra_smoke") else { return };
+    let bin = bin.to_str().unwrap();
+    let cmd = [
+        bin,
+        "--kubeconfig",
+        "{kubeconfig}",
+        "--node-name",
+        "{node}",
+        "--registry-dir",
+        "{registry_dir}",
+        "--plugin-dir",
+        "{plugin_dir}/gpu.dpctl.example",
+        "--cdi-dir",
+        "{cdi_dir}",
+    ];
+    let run = smoke(&["--slice-timeout", "10s", "--rolling", "--skip", "long-socket-path"], &cmd).await;
+    run.expect_code(1);
+    let r = run.json();
+    assert_eq!(outcome(&r, "rolling-update"), "fail", "{r:#}");
+    let ev = evidence(&r, "rolling-update");
+    assert!(ev.contains("took them over") && ev.contains("gpu.dpctl.example-reg.sock"), "{ev}");
+    let took = step(&r, "rolling-update")["duration_ms"].as_f64().unwrap_or(f64::MAX);
+    assert!(took < 20_000.0, "it waited for the registration timeout: {took} ms");
+}
+
 /// Bad input: the documented exit code 2 and a message naming the flag.
 #[tokio::test]
 async fn bad_input_names_the_flag() {

@@ -37,6 +37,9 @@ enum RegWait {
     Exited(String),
     /// None in time; the other drivers that registered meanwhile.
     TimedOut(Vec<String>),
+    /// The driver registered again on the sockets of the instance it was
+    /// to run beside (`not`): the new instance took them over.
+    TookOver(PathBuf),
 }
 
 /// The pod whose claim the middle steps follow.
@@ -249,6 +252,9 @@ async fn wait_registered(
             }
             EventKind::DraRegistrationRejected { driver, message, .. } if want.is_none_or(|w| w == driver) => {
                 return RegWait::Rejected(message);
+            }
+            EventKind::DraRegistered { driver, endpoint, .. } if not.is_some() && want.is_none_or(|w| w == driver) => {
+                return RegWait::TookOver(endpoint.into());
             }
             EventKind::DraRegistered { driver, .. } if !others.contains(&driver) => others.push(driver),
             _ => {}
@@ -888,7 +894,22 @@ impl Runner<'_> {
                         }
                     }
                     RegWait::Rejected(m) => format!("the kubelet refused the second instance: {m}"),
-                    _ => format!("no second instance registered within {} ms", self.cfg.register_timeout.as_millis()),
+                    RegWait::TookOver(endpoint) => format!(
+                        "the second instance registered on the first's sockets (endpoint {}, registration {}): it \
+                         took them over instead of running beside the first, so a DaemonSet rolling update leaves \
+                         the old pod's driver unreachable (the kubeletplugin helper does this without its \
+                         RollingUpdate option, which gives each instance its own sockets)",
+                        endpoint.display(),
+                        first.registration.display()
+                    ),
+                    _ => {
+                        let said = last_lines(&self.procs[second_index].output(Stream::Stderr));
+                        let quoted = said.last().map(|l| format!("; its last line: {}", l.trim())).unwrap_or_default();
+                        format!(
+                            "no second instance registered within {} ms{quoted}",
+                            self.cfg.register_timeout.as_millis()
+                        )
+                    }
                 };
                 self.procs[second_index].terminate(self.cfg.grace).await;
                 self.push(judge::verdict(StepId::RollingUpdate, false, why, t0.elapsed()));
@@ -1008,7 +1029,7 @@ impl Runner<'_> {
                     [Stream::Stderr, Stream::Stdout].into_iter().flat_map(|s| last_lines(&proc.output(s))).collect();
                 LongPathOutcome::Stopped { exit, lines }
             }
-            RegWait::TimedOut(_) => LongPathOutcome::Silent,
+            RegWait::TimedOut(_) | RegWait::TookOver(_) => LongPathOutcome::Silent,
             RegWait::Rejected(m) => LongPathOutcome::Unreachable(format!("the kubelet refused it: {m}")),
             RegWait::Registered(_) => match self.test_pod(false) {
                 Err(e) => LongPathOutcome::Unreachable(e),
