@@ -4,8 +4,9 @@
 # and the DRA driver built on the upstream kubeletplugin helper
 # (conformance/dra-driver): dpctl-dra-driver into
 # ${DPCTL_DRA_DRIVER_DIR:-<repo>/target/dra-driver}.
-# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 dra-driver]
-#        (default: all four referees and the DRA driver)
+# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 1.38 dra-driver]
+#        (default: all five referees and the DRA driver; 1.38 is a
+#        pre-release, v1.38.0-beta.0)
 # GOMODCACHE, GOCACHE and GOFLAGS come from the environment; the builds
 # share GOCACHE, so packages that did not change between releases compile
 # once.
@@ -22,15 +23,15 @@ if [ "${1:-}" = "--lean" ]; then
 	lean=yes
 	shift
 fi
-targets=${*:-1.34 1.35 1.36 1.37 dra-driver}
+targets=${*:-1.34 1.35 1.36 1.37 1.38 dra-driver}
 releases=
 dra_driver=no
 for r in $targets; do
 	case $r in
-	1.34 | 1.35 | 1.36 | 1.37) releases="$releases $r" ;;
+	1.34 | 1.35 | 1.36 | 1.37 | 1.38) releases="$releases $r" ;;
 	dra-driver) dra_driver=yes ;;
 	*)
-		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37; or dra-driver)" >&2
+		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37 1.38; or dra-driver)" >&2
 		exit 2
 		;;
 	esac
@@ -56,9 +57,17 @@ cd "$here/referee"
 for r in $releases; do
 	tag=k8s_$(echo "$r" | tr . _)
 	bin="$out/dpctl-referee-$r"
+	# A release whose go line is newer than the local toolchain (1.38 needs
+	# go 1.27) builds with that toolchain, fetched from the module proxy as
+	# GOTOOLCHAIN=auto would, unless GOTOOLCHAIN is set.
+	need=go$(sed -n 's/^go \(.*\)/\1/p' "modfiles/$r.mod")
+	toolchain=${GOTOOLCHAIN:-}
+	if [ -z "$toolchain" ] && [ "$(printf '%s\n%s\n' "$need" "$(GOTOOLCHAIN=local go env GOVERSION)" | sort -V | head -1)" != "$need" ]; then
+		toolchain=$need
+	fi
 	# Static, path-free binaries: no C toolchain needed, and the same
 	# sources give the same binary on any machine.
-	if ! CGO_ENABLED=${CGO_ENABLED:-0} go build -trimpath -ldflags="-s -w" -modfile="modfiles/$r.mod" -tags "$tag" -o "$bin" .; then
+	if ! GOTOOLCHAIN=${toolchain:-local} CGO_ENABLED=${CGO_ENABLED:-0} go build -trimpath -ldflags="-s -w" -modfile="modfiles/$r.mod" -tags "$tag" -o "$bin" .; then
 		echo "build.sh: building the referee for kubelet $r failed" >&2
 		exit 1
 	fi

@@ -100,13 +100,13 @@ func (r *referee) storeClaims(pod *podSpec) {
 // directory and starts it, as the container manager does at each kubelet
 // start; its context ends with this kubelet's managers.
 func (r *referee) startDRA(m *managers) error {
-	ctx, cancel := context.WithCancel(r.ctx)
+	ctx, cancel := context.WithCancel(m.ctx)
 	mgr, err := dra.NewManager(r.logger, r.api, r.cfg.draStateDir)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("DRA manager: %w", err)
 	}
-	if err := startDRAManager(ctx, mgr, r.activePods, r.nodeObject, &r.sources); err != nil {
+	if err := startDRAManager(ctx, mgr, m.gen.activePods, r.nodeObject, m.gen); err != nil {
 		cancel()
 		return fmt.Errorf("start DRA manager: %w", err)
 	}
@@ -166,38 +166,60 @@ func (r *referee) unprepare(m *managers, ap *admittedPod) *draOutcome {
 	return out
 }
 
-// prepareAgain: after a restart, every admitted pod with claims is synced
-// again once the drivers its claims name have registered (at most until
-// `deadline`), in admission order.
-func (r *referee) prepareAgain(m *managers, deadline time.Time) []draOutcome {
+// claimDrivers: the DRA drivers the admitted pods' claims name.
+func (r *referee) claimDrivers() []string {
 	r.mu.RLock()
-	var pods []*admittedPod
+	defer r.mu.RUnlock()
 	drivers := map[string]bool{}
 	for _, p := range r.pods {
-		if len(p.spec.ResourceClaims) == 0 {
-			continue
-		}
-		pods = append(pods, p)
 		for _, c := range p.spec.ClaimObjects {
 			for _, res := range c.Results {
 				drivers[res.Driver] = true
 			}
 		}
 	}
-	r.mu.RUnlock()
+	return sortedKeys(drivers)
+}
+
+// awaitDrivers waits (every 10 ms, at most until `deadline`) for every
+// driver the admitted pods' claims name to be registered with this start's
+// DRA plugin manager, and says whether all are.
+func (r *referee) awaitDrivers(m *managers, deadline time.Time) bool {
+	drivers := r.claimDrivers()
 	pm, _ := m.dra.GetWatcherHandler().(*draplugin.DRAPluginManager)
-	for pm != nil {
+	if pm == nil {
+		return len(drivers) == 0
+	}
+	for {
 		missing := false
-		for d := range drivers {
+		for _, d := range drivers {
 			if _, err := pm.GetPlugin(d); err != nil {
 				missing = true
 			}
 		}
-		if !missing || time.Now().After(deadline) {
-			break
+		if !missing {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// prepareAgain: after a restart, every admitted pod with claims is synced
+// again once the drivers its claims name have registered (at most until
+// `deadline`), in admission order.
+func (r *referee) prepareAgain(m *managers, deadline time.Time) []draOutcome {
+	r.awaitDrivers(m, deadline)
+	r.mu.RLock()
+	var pods []*admittedPod
+	for _, p := range r.pods {
+		if len(p.spec.ResourceClaims) > 0 {
+			pods = append(pods, p)
+		}
+	}
+	r.mu.RUnlock()
 	out := []draOutcome{}
 	for _, p := range pods {
 		out = append(out, *r.prepare(m, p))
