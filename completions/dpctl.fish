@@ -122,6 +122,7 @@ numa-ids-valid\t''
 message-size\t''
 allocate-healthy\t''
 allocate-unknown-id\t''
+distinct-devices\t''
 preferred-contract\t''
 preferred-not-advertised\t''
 prestart-deadline\t''
@@ -135,6 +136,7 @@ numa-ids-valid\t''
 message-size\t''
 allocate-healthy\t''
 allocate-unknown-id\t''
+distinct-devices\t''
 preferred-contract\t''
 preferred-not-advertised\t''
 prestart-deadline\t''
@@ -575,6 +577,8 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l pre-start -d 'Advertise pre_start_required'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l refuse-unhealthy -d 'Refuse Allocate of unhealthy devices (InvalidArgument)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l oversize-list -d 'Fault: pad every ListAndWatch message over the kubelet\'s 4 MiB limit'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l empty-first-message -d 'Fault: send an empty device list first on every ListAndWatch stream, then the real one'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l same-device -d 'Fault: answer every Allocate with the first device\'s content (env, CDI names, device nodes, mounts), whatever was asked: two containers get the same device'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-options-mismatch -d 'Fault: send the opposite options in Register from GetDevicePluginOptions (kubelets ignore them, so this works: smoke and kubelet-sim only note it)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-before-serving -d 'Fault: call Register before serving the socket (the classic bug)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-reregister -d 'Fault: do not serve or register again after a kubelet restart'
@@ -806,7 +810,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 not-idempotent\t'A claim prepared again gets other devices'
 unresolvable-cdi\t'CDI IDs answered, no spec written'
 bad-cdi-id\t'CDI IDs that do not parse'
-health-unserved\t'Health advertised, not served'"
+health-unserved\t'Health advertised, not served'
+same-device\t'Every claim answered with the first device'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-delay -d 'Wait this long before answering each Prepare' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-error -d 'Answer every claim of Prepare with this error' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-status -d 'Fail Prepare as a whole with this gRPC code (e.g. unavailable)' -r
@@ -829,7 +834,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l driver -d 'The driver to test when several register [default: the first]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l kubelet-version -d 'The kubelet release whose DRA manager kubelet-sim plays (1.34 or later)' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l kubelet-version -d 'The kubelet releases whose DRA manager kubelet-sim plays (1.34 or later), one run each: comma-separated, or a range (1.34-1.37 or 1.34..1.37)' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''
@@ -847,7 +852,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l timeout -d 'Deadline of each Prepare and Unprepare: the kubelet\'s 45s, or lower' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l parallel -d 'Pods admitted at once in parallel-pods' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l grace -d 'How long the driver may take to exit after SIGTERM before it gets SIGKILL' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l skip -d 'Leave out these steps (comma-separated): published-slices, request-names, prepare-idempotent, kubelet-restart, node-reboot, parallel-pods, rolling-update, long-socket-path' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l skip -d 'Leave out these steps (comma-separated): published-slices, request-names, prepare-idempotent, kubelet-restart, node-reboot, parallel-pods, distinct-devices, rolling-update, long-socket-path' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l junit -d 'Also write the report as JUnit XML to FILE (testsuite "dpctl dra smoke")' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l log-dir -d 'Write the driver\'s whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
@@ -960,6 +965,7 @@ numa-ids-valid\t''
 message-size\t''
 allocate-healthy\t''
 allocate-unknown-id\t''
+distinct-devices\t''
 preferred-contract\t''
 preferred-not-advertised\t''
 prestart-deadline\t''
@@ -971,7 +977,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l bind -d 'With --is
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l registration -d 'How the plugin must register: on kubelet.sock, through plugins_registry (the plugin watcher\'s GetInfo), or auto (whichever it does; the report says which)' -r -f -a "auto\t''
 kubelet-sock\t''
 plugins-registry\t''"
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d 'The kubelet release(s) to play, comma-separated (1.26 … 1.37, master): the whole smoke runs once per release, and the report says which ones the plugin passes' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d 'The kubelet release(s) to play, comma-separated (1.26 … 1.37, master) or a range (1.28-1.37 or 1.28..1.37: every release in between): the whole smoke runs once per release, and the report says which ones the plugin passes' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''
@@ -1018,7 +1024,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -f -a "diff" -d 'Run scenarios on kubelet-sim and on a referee; show every difference'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l engine -d 'sim (kubelet-sim, in-process) or referee:PATH (a referee binary, or a directory of dpctl-referee-1.NN binaries built by conformance/build.sh)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated (e.g. 1.34,1.37) [default: each scenario\'s]' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated (e.g. 1.34,1.37) or a range (1.34-1.37) [default: each scenario\'s]' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''
@@ -1045,7 +1051,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_su
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l referee -d 'A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated [default: each scenario\'s]' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated or a range (1.34-1.37) [default: each scenario\'s]' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''

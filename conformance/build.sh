@@ -3,10 +3,16 @@
 # kubelet releases: dpctl-referee-1.NN into ${DPCTL_REFEREE_DIR:-<repo>/target/referee},
 # and the DRA driver built on the upstream kubeletplugin helper
 # (conformance/dra-driver): dpctl-dra-driver into
-# ${DPCTL_DRA_DRIVER_DIR:-<repo>/target/dra-driver}.
-# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 1.38 dra-driver]
-#        (default: all five referees and the DRA driver; 1.38 is a
-#        pre-release, v1.38.0-beta.0)
+# ${DPCTL_DRA_DRIVER_DIR:-<repo>/target/dra-driver}; and two programs this
+# project did not write, the corpus smoke and dra smoke are measured on
+# (conformance/upstream: Go module dependencies, nothing copied): the
+# upstream sample device plugin (k8s.io/kubernetes/test/images/
+# sample-device-plugin) and the upstream DRA test driver
+# (k8s.io/kubernetes/test/e2e/dra/test-driver), as sample-device-plugin and
+# dra-test-driver into ${DPCTL_UPSTREAM_DIR:-<repo>/target/upstream}.
+# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 1.38 dra-driver upstream]
+#        (default: all five referees, the DRA driver and the upstream
+#        programs; 1.38 is a pre-release, v1.38.0-beta.0)
 # GOMODCACHE, GOCACHE and GOFLAGS come from the environment; the builds
 # share GOCACHE, so packages that did not change between releases compile
 # once.
@@ -23,15 +29,17 @@ if [ "${1:-}" = "--lean" ]; then
 	lean=yes
 	shift
 fi
-targets=${*:-1.34 1.35 1.36 1.37 1.38 dra-driver}
+targets=${*:-1.34 1.35 1.36 1.37 1.38 dra-driver upstream}
 releases=
 dra_driver=no
+upstream=no
 for r in $targets; do
 	case $r in
 	1.34 | 1.35 | 1.36 | 1.37 | 1.38) releases="$releases $r" ;;
 	dra-driver) dra_driver=yes ;;
+	upstream) upstream=yes ;;
 	*)
-		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37 1.38; or dra-driver)" >&2
+		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37 1.38; or dra-driver, upstream)" >&2
 		exit 2
 		;;
 	esac
@@ -85,6 +93,25 @@ if [ $dra_driver = yes ]; then
 		exit 1
 	fi
 	echo "built $drv_out/dpctl-dra-driver: $("$drv_out/dpctl-dra-driver" --version)"
+	if [ $lean = yes ]; then
+		go clean -cache -modcache
+	fi
+fi
+if [ $upstream = yes ]; then
+	up_out=${DPCTL_UPSTREAM_DIR:-$repo/target/upstream}
+	mkdir -p "$up_out"
+	cd "$here/upstream"
+	# The packages are the go.mod's `tool` entries: built from the module
+	# cache at the version go.mod pins, as upstream wrote them.
+	for pkg in k8s.io/kubernetes/test/images/sample-device-plugin k8s.io/kubernetes/test/e2e/dra/test-driver; do
+		name=$(basename "$pkg")
+		[ "$name" = test-driver ] && name=dra-test-driver
+		if ! CGO_ENABLED=${CGO_ENABLED:-0} go build -trimpath -ldflags="-s -w" -o "$up_out/$name" "$pkg"; then
+			echo "build.sh: building the upstream $pkg (conformance/upstream) failed" >&2
+			exit 1
+		fi
+		echo "built $up_out/$name: $pkg $(go list -m -f '{{.Version}}' k8s.io/kubernetes)"
+	done
 	if [ $lean = yes ]; then
 		go clean -cache -modcache
 	fi

@@ -72,7 +72,7 @@ async fn well_behaved_plugin_passes_every_check() {
     .await;
     let v = r.expect_code(0).json();
     assert_eq!(v["suite"], "dpctl plugin check");
-    assert_eq!(v["totals"]["total"], 13, "{v:#}");
+    assert_eq!(v["totals"]["total"], 14, "{v:#}");
     assert_eq!(v["totals"]["failed"], 0, "{v:#}");
     assert_eq!(v["totals"]["errors"], 0, "{v:#}");
     // Only the not-advertised side of the preferred pair is skipped.
@@ -82,6 +82,7 @@ async fn well_behaved_plugin_passes_every_check() {
     assert!(evidence(&v, "message-size").contains("under the 4,194,304-byte limit"));
     assert!(evidence(&v, "allocate-healthy").contains("2 containers [GPU-0] [GPU-1]: 2 responses"));
     assert!(evidence(&v, "allocate-unknown-id").contains("InvalidArgument"));
+    assert!(evidence(&v, "distinct-devices").contains("VISIBLE_DEVICES=GPU-1"), "{v:#}");
     assert!(evidence(&v, "parallel-calls").contains("still open"));
     for c in v["checks"].as_array().unwrap() {
         assert!(c["reason"].as_str().is_some_and(|s| !s.is_empty()) && c["duration_ms"].is_u64(), "{c}");
@@ -92,7 +93,7 @@ async fn well_behaved_plugin_passes_every_check() {
     r.expect_code(0);
     assert!(r.stdout.starts_with("CHECK"), "{}", r.stdout);
     assert!(r.stdout.contains("list-stream-stays-open"), "{}", r.stdout);
-    assert!(r.stdout.contains("13 checks: 12 passed, 0 failed, 1 skipped, 0 errors"), "{}", r.stdout);
+    assert!(r.stdout.contains("14 checks: 13 passed, 0 failed, 1 skipped, 0 errors"), "{}", r.stdout);
     assert!(!r.stdout.contains("FAIL"), "{}", r.stdout);
     assert!(r.stderr.is_empty(), "stderr: {}", r.stderr);
 }
@@ -148,6 +149,7 @@ async fn no_healthy_devices_skips_what_needs_them() {
         [
             "allocate-healthy",
             "allocate-unknown-id",
+            "distinct-devices",
             "preferred-contract",
             "preferred-not-advertised",
             "prestart-deadline",
@@ -650,9 +652,9 @@ async fn junit_report_is_well_formed_and_counts_match() {
     let suite = doc.descendants().find(|n| n.has_tag_name("testsuite")).expect("testsuite");
     assert_eq!(suite.attribute("name"), Some("dpctl plugin check"));
     let cases: Vec<_> = suite.children().filter(|n| n.has_tag_name("testcase")).collect();
-    assert_eq!(cases.len(), 13);
+    assert_eq!(cases.len(), 14);
     let count = |tag: &str| cases.iter().filter(|c| c.children().any(|n| n.has_tag_name(tag))).count();
-    assert_eq!(suite.attribute("tests"), Some("13"));
+    assert_eq!(suite.attribute("tests"), Some("14"));
     assert_eq!(suite.attribute("failures"), Some(count("failure").to_string().as_str()));
     assert_eq!(suite.attribute("skipped"), Some(count("skipped").to_string().as_str()));
     assert_eq!(suite.attribute("errors"), Some("0"));
@@ -681,7 +683,7 @@ async fn only_and_skip_choose_checks_and_unknown_names_are_usage_errors() {
         .expect_code(0)
         .json();
     let names = outcomes(&v);
-    assert_eq!(names.len(), 11);
+    assert_eq!(names.len(), 12);
     assert!(!names.contains_key("parallel-calls") && !names.contains_key("list-stream-stays-open"));
 
     let r = check(&s, &["--only", "options-answer,no-such-check"]).await;
@@ -721,7 +723,7 @@ async fn list_names_every_check() {
     let r = dpctl(&["plugin", "check", "--list", "-o", "json"]).await;
     let v = r.expect_code(0).json();
     let names: Vec<&str> = v.as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(names.len(), 13);
+    assert_eq!(names.len(), 14);
     assert_eq!(names[0], "options-answer");
     assert!(v.as_array().unwrap().iter().all(|c| c["reason"].is_string() && c["rule"].is_string()));
 }
@@ -753,11 +755,11 @@ async fn unreachable_plugin_exits_3_and_still_writes_junit() {
     let r = check(missing.to_str().unwrap(), &["--junit", xml_path.to_str().unwrap()]).await;
     r.expect_code(3);
     assert!(r.stderr.contains("no socket at") && r.stderr.contains("hint:"), "{}", r.stderr);
-    assert!(r.stdout.contains("0 of 13 checks run"), "{}", r.stdout);
+    assert!(r.stdout.contains("0 of 14 checks run"), "{}", r.stdout);
     let xml = std::fs::read_to_string(&xml_path).unwrap();
     let doc = roxmltree::Document::parse(&xml).unwrap();
     let errors = doc.descendants().filter(|n| n.has_tag_name("error")).count();
-    assert_eq!(errors, 13, "{xml}");
+    assert_eq!(errors, 14, "{xml}");
 }
 
 /// The entry point `dpctl smoke` uses: the observed RegisterRequest goes in

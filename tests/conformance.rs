@@ -105,7 +105,7 @@ fn referees() -> Result<(PathBuf, Vec<KubeletVersion>), String> {
     let missing: Vec<&str> =
         wanted.iter().copied().filter(|r| !dir.join(format!("{REFEREE_PREFIX}{r}")).is_file()).collect();
     if missing.is_empty() {
-        let versions = dpctl::smoke::engine::parse_releases(&wanted.join(",")).map_err(|e| e.to_string())?;
+        let versions = KubeletVersion::parse_list(&wanted.join(",")).map_err(|e| e.to_string())?;
         return Ok((dir, versions));
     }
     let go = std::process::Command::new("go").arg("version").output().is_ok_and(|o| o.status.success());

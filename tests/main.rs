@@ -11,6 +11,7 @@ mod checkpoint;
 mod ci_output;
 mod completions;
 mod conformance;
+mod corpus;
 mod crash;
 mod demo;
 mod deploy;

@@ -162,7 +162,7 @@ async fn the_table_and_narration_for_people() {
     let lines: Vec<&str> = run.stdout.lines().collect();
     assert!(lines[0].starts_with("STEP") && lines[0].contains("DETAIL"), "{}", run.stdout);
     assert!(lines.iter().any(|l| l.starts_with("kubelet-restart") && l.contains("pass")), "{}", run.stdout);
-    assert!(lines.last().unwrap().starts_with("PASS 25 steps: "), "{}", run.stdout);
+    assert!(lines.last().unwrap().starts_with("PASS 26 steps: "), "{}", run.stdout);
     // Narration on stderr: the sim and the plugin's pid; each step is printed
     // once, in the table on stdout (CI logs merge the two streams).
     assert!(run.stderr.contains("kubelet-sim: serving /tmp/dpctl-smoke-"), "{}", run.stderr);

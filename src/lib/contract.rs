@@ -195,6 +195,70 @@ fn duplicates<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
 }
 
 /// At most five items, then a count of the rest.
+/// The device-specific content of one container's Allocate answer, as the
+/// kubelet hands it to the runtime (`deviceRunContainerOptions` in
+/// pkg/kubelet/cm/devicemanager/pod_devices.go copies it unchecked): every
+/// env `KEY=VALUE`, CDI device name, device-node host path and mount host
+/// path, each tagged with its kind, sorted.
+pub fn device_content(resp: &dp::ContainerAllocateResponse) -> Vec<String> {
+    let mut out: Vec<String> = resp.envs.iter().map(|(k, v)| format!("env {k}={v}")).collect();
+    out.extend(resp.cdi_devices.iter().map(|c| format!("CDI {}", c.name)));
+    out.extend(resp.devices.iter().map(|d| format!("device node {}", d.host_path)));
+    out.extend(resp.mounts.iter().map(|m| format!("mount {}", m.host_path)));
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// How two containers' answers for two different devices compare.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Distinct {
+    /// Neither answer carries device-specific content: nothing to judge.
+    NothingToJudge,
+    /// The answers tell the devices apart.
+    Distinct,
+    /// Both containers get the same device; the evidence says why.
+    Same(String),
+}
+
+/// The distinct-devices rule: containers given different devices (`a`, `b`)
+/// must not receive the same device-specific content ([`device_content`]):
+/// identical answers, or an answer that names the other device's ID and not
+/// its own, give both containers one device.
+pub fn distinct_devices(a: &str, content_a: &[String], b: &str, content_b: &[String]) -> Distinct {
+    if content_a.is_empty() && content_b.is_empty() {
+        return Distinct::NothingToJudge;
+    }
+    if content_a == content_b {
+        let items = crate::text::count(content_a.len() as u64, "item", "items");
+        return Distinct::Same(format!("both answers carry the same content ({items}) for different devices"));
+    }
+    let names_other = |own: &str, other: &str, content: &[String]| -> Vec<String> {
+        content.iter().filter(|c| names_id(c, other) && !names_id(c, own)).cloned().collect()
+    };
+    for (own, other, content) in [(b, a, content_b), (a, b, content_a)] {
+        let wrong = names_other(own, other, content);
+        if !wrong.is_empty() {
+            return Distinct::Same(format!("the answer for {own} names {other}, not {own}: {}", preview(&wrong)));
+        }
+    }
+    Distinct::Distinct
+}
+
+/// True when `text` holds `id` as a whole token (not inside a longer
+/// alphanumeric run: `GPU-1` is not in `GPU-10`).
+fn names_id(text: &str, id: &str) -> bool {
+    if id.is_empty() {
+        return false;
+    }
+    let bytes = text.as_bytes();
+    text.match_indices(id).any(|(at, _)| {
+        let before = at.checked_sub(1).and_then(|i| bytes.get(i));
+        let after = bytes.get(at + id.len());
+        !before.is_some_and(u8::is_ascii_alphanumeric) && !after.is_some_and(u8::is_ascii_alphanumeric)
+    })
+}
+
 fn preview(items: &[String]) -> String {
     let mut s = items.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
     if items.len() > 5 {
@@ -206,6 +270,30 @@ fn preview(items: &[String]) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    // Two containers, two devices: the same content, or an answer naming the
+    // other device, is one device for both; no content is nothing to judge.
+    #[test]
+    fn distinct_devices_fails_the_same_device_and_skips_no_content() {
+        let c = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let a = c(&["env DEV=GPU-0", "device node /dev/ctl"]);
+        let b = c(&["env DEV=GPU-1", "device node /dev/ctl"]);
+        assert_eq!(distinct_devices("GPU-0", &a, "GPU-1", &b), Distinct::Distinct);
+        assert!(
+            matches!(distinct_devices("GPU-0", &a, "GPU-1", &a), Distinct::Same(e) if e.contains("the same content (2 items)"))
+        );
+        let named = c(&["env DEV=GPU-0", "device node /dev/ctl", "mount /x"]);
+        match distinct_devices("GPU-0", &a, "GPU-1", &named) {
+            Distinct::Same(e) => {
+                assert!(e.contains("the answer for GPU-1 names GPU-0, not GPU-1: env DEV=GPU-0"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(distinct_devices("GPU-0", &[], "GPU-1", &[]), Distinct::NothingToJudge);
+        // GPU-1 is not named by GPU-10.
+        assert!(!names_id("env X=GPU-10", "GPU-1") && names_id("env X=GPU-0,GPU-1", "GPU-1"));
+        assert!(names_id("mount /tmp/Dev-1", "Dev-1") && !names_id("x", ""));
+    }
 
     /// A GetPreferredAllocation request for one container (also used by the mock's policy tests).
     pub(crate) fn req(avail: &[&str], must: &[&str], size: i32) -> dp::ContainerPreferredAllocationRequest {

@@ -365,6 +365,14 @@ fn too_large_size(message: &str) -> Option<Option<usize>> {
     }
 }
 
+/// Input the kubelet logic refused (`dpctl_kubelet`) is bad input like any
+/// other: exit 2, in dpctl's one error style.
+impl From<dpctl_kubelet::Invalid> for Error {
+    fn from(e: dpctl_kubelet::Invalid) -> Self {
+        Error::Invalid { place: e.place, message: e.message }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,6 +384,15 @@ mod tests {
         let go = "grpc: received message larger than max (23000000 vs. 4194304)";
         assert_eq!(too_large_size(go), Some(Some(23_000_000)));
         assert_eq!(too_large_size("something else"), None);
+    }
+
+    #[test]
+    fn a_release_the_kubelet_crate_refuses_is_bad_input_exit_2() {
+        for bad in ["1.25", "v1.30.7-", "1.x", ""] {
+            let e = Error::from(crate::kubelet_version::KubeletVersion::parse(bad).unwrap_err());
+            assert_eq!(e.exit_code(), exit::USAGE, "{bad}");
+            assert!(e.to_string().starts_with("--kubelet-version"), "{e}");
+        }
     }
 
     #[test]

@@ -23,9 +23,6 @@ pub mod duration;
 pub mod error;
 pub mod input;
 pub mod kubelet_sim;
-pub mod kubelet_texts;
-pub mod kubelet_version;
-pub mod limits;
 pub mod mock_plugin;
 pub mod model;
 pub mod output;
@@ -33,15 +30,16 @@ pub mod paths;
 pub mod plugin_client;
 pub mod podresources;
 pub mod proto;
-pub mod quantity;
 pub mod rpc;
 pub mod scenario;
 pub mod signal;
 pub mod smoke;
-pub mod text;
-pub mod topology;
 pub mod transport;
 pub mod validate;
 pub mod wire_events;
 
 pub use error::{Error, Result};
+
+// The kubelet's logic lives in its own crate (`crates/kubelet`, no async
+// runtime or gRPC); dpctl's modules reach it under these names.
+pub use dpctl_kubelet::{kubelet_texts, kubelet_version, limits, quantity, text, topology};

@@ -3,21 +3,15 @@
 
 use std::path::{Path, PathBuf};
 
-/// The kubelet's device-plugin directory (hard-coded in the kubelet; it does
-/// not follow `--root-dir`).
-pub const DEFAULT_DEVICE_PLUGIN_DIR: &str = "/var/lib/kubelet/device-plugins";
+pub use dpctl_kubelet::layout::{
+    CHECKPOINT_FILE_NAME, DEFAULT_DEVICE_PLUGIN_DIR, DEFAULT_PLUGINS_REGISTRY_DIR, DEFAULT_PODRESOURCES_SOCKET,
+    KUBELET_SOCKET_NAME,
+};
+
 /// Overrides [`DEFAULT_DEVICE_PLUGIN_DIR`].
 pub const ENV_DEVICE_PLUGIN_DIR: &str = "DPCTL_DEVICE_PLUGIN_DIR";
-/// The kubelet's registration socket, inside the device-plugin directory.
-pub const KUBELET_SOCKET_NAME: &str = "kubelet.sock";
-/// The device manager's checkpoint file, inside the device-plugin directory.
-pub const CHECKPOINT_FILE_NAME: &str = "kubelet_internal_checkpoint";
-/// The PodResources socket of a kubelet with the default `--root-dir`.
-pub const DEFAULT_PODRESOURCES_SOCKET: &str = "/var/lib/kubelet/pod-resources/kubelet.sock";
 /// Overrides [`DEFAULT_PODRESOURCES_SOCKET`].
 pub const ENV_PODRESOURCES_SOCKET: &str = "DPCTL_PODRESOURCES_SOCKET";
-/// The kubelet's plugin-watcher directory.
-pub const DEFAULT_PLUGINS_REGISTRY_DIR: &str = "/var/lib/kubelet/plugins_registry";
 /// Name of the PodResources socket `dpctl kubelet-sim` serves in its directory.
 pub const SIM_PODRESOURCES_SOCKET_NAME: &str = "pod-resources.sock";
 /// Subdirectory that holds dpctl's own control sockets. A kubelet (real or

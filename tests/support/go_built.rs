@@ -1,6 +1,8 @@
 //! The programs `conformance/build.sh` builds with Go: the referees
-//! (`target/referee/`) and the DRA driver on the real kubeletplugin helper
-//! (`target/dra-driver/`). Without them (no Go toolchain) the tests that need
+//! (`target/referee/`), the DRA driver on the real kubeletplugin helper
+//! (`target/dra-driver/`) and the upstream programs of the smoke corpus
+//! (`target/upstream/`: the sample device plugin and the DRA test driver of
+//! k8s.io/kubernetes). Without them (no Go toolchain) the tests that need
 //! them pass without running, after ONE `SKIPPED` line for the whole suite;
 //! under `CI=true` their absence fails the test.
 
@@ -18,7 +20,9 @@ pub fn skip(area: &str, why: &str) {
     // captures: a plain `cargo test` shows the line.
     SKIPPED.get_or_init(|| {
         use std::io::Write;
-        let line = format!("SKIPPED tests of the Go-built referees and DRA driver: {why} (first seen in {area})\n");
+        let line = format!(
+            "SKIPPED tests of the Go-built referees, DRA drivers and upstream programs: {why} (first seen in {area})\n"
+        );
         let _ = std::io::stderr().write_all(line.as_bytes());
     });
 }
@@ -34,5 +38,37 @@ pub fn dra_driver_or_skip(area: &str) -> Option<PathBuf> {
         return Some(bin);
     }
     skip(area, &format!("no {} (build it with conformance/build.sh dra-driver)", bin.display()));
+    None
+}
+
+/// An upstream program `conformance/build.sh upstream` builds
+/// (`DPCTL_UPSTREAM_DIR`, default `target/upstream`): `sample-device-plugin`
+/// or `dra-test-driver`; `None` after the SKIPPED line.
+pub fn upstream_or_skip(area: &str, name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("DPCTL_UPSTREAM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/upstream"));
+    let bin = dir.join(name);
+    if bin.is_file() {
+        return Some(bin);
+    }
+    skip(area, &format!("no {} (build it with conformance/build.sh upstream)", bin.display()));
+    None
+}
+
+/// The referee directory (`DPCTL_REFEREE_DIR`, default `target/referee`)
+/// when it holds the referee of `release` (`1.37`), else `None` after the
+/// SKIPPED line.
+pub fn referee_dir_or_skip(area: &str, release: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("DPCTL_REFEREE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/referee"));
+    if dir.join(format!("dpctl-referee-{release}")).is_file() {
+        return Some(dir);
+    }
+    skip(
+        area,
+        &format!("no dpctl-referee-{release} in {} (build it with conformance/build.sh {release})", dir.display()),
+    );
     None
 }

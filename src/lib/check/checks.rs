@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::probe::{Ended, Probe, said};
 use super::{CheckId, Finding};
-use crate::contract::{self, Violation};
+use crate::contract;
 use crate::error::Error;
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::text::{count, fmt_duration};
@@ -30,6 +30,7 @@ pub(super) async fn run(id: CheckId, p: &mut Probe<'_>) -> Finding {
         CheckId::MessageSize => message_size(p).await,
         CheckId::AllocateHealthy => allocate_healthy(p).await,
         CheckId::AllocateUnknownId => allocate_unknown_id(p).await,
+        CheckId::DistinctDevices => distinct_devices(p).await,
         CheckId::PreferredContract => preferred_contract(p).await,
         CheckId::PreferredNotAdvertised => preferred_not_advertised(p).await,
         CheckId::PrestartDeadline => prestart_deadline(p).await,
@@ -125,51 +126,67 @@ async fn list_first_message_prompt(p: &mut Probe<'_>) -> Finding {
 }
 
 /// device-ids-valid, health-values and numa-ids-valid: the snapshot rules of
-/// [`contract::check_snapshot`] that belong to the check.
+/// [`contract::check_snapshot`] that belong to the check, judged on EVERY
+/// ListAndWatch message of the window (from the stream's opening to the
+/// stream window after its first message, or its end), not on the first
+/// alone. A rule with nothing to judge (no device listed; for NUMA, no
+/// device with topology) is skipped with the reason, never passed.
 async fn snapshot_rules(p: &mut Probe<'_>, id: CheckId) -> Finding {
+    let opened = p.opened();
     let first = match p.first_message().await {
         Ok(f) => f,
         Err(e) => return Finding::error(format!("no device list to check: {e}")),
     };
-    let devices = &first.snapshot.devices;
+    let window = p.opts.stream_window;
+    let mut rx = p.stream();
+    let until = opened + first.after + window;
+    let _ = tokio::time::timeout_at(until, rx.wait_for(|s| s.ended.is_some())).await;
+    let judged = rx.borrow().judged.clone();
     let rules: &[&str] = match id {
         CheckId::DeviceIdsValid => &["device-id-non-empty", "device-id-unique"],
         CheckId::HealthValues => &["health-value"],
         _ => &["numa-non-negative", "topology-not-empty"],
     };
-    // The size rule has its own check (with the margin), so no size is passed here.
-    let broken: Vec<Violation> =
-        contract::check_snapshot(devices, 0).into_iter().filter(|v| rules.contains(&v.rule)).collect();
-    if !broken.is_empty() {
-        return Finding::fail(broken.iter().map(|v| v.evidence.as_str()).collect::<Vec<_>>().join("; "));
-    }
-    Finding::pass(match id {
-        CheckId::DeviceIdsValid if devices.is_empty() => {
-            "the first message lists no devices (capacity 0); nothing to check".to_string()
+    let messages = count(judged.messages as u64, "ListAndWatch message", "ListAndWatch messages");
+    let within = format!("{messages} in the window (first message + {})", fmt_duration(window));
+    // The size rule has its own check (with the margin), so it is not judged here.
+    // One part per message that first broke a rule: `message #2: what; what (in 3 messages)`.
+    let mut broken: Vec<String> = Vec::new();
+    let mut last = 0;
+    for b in judged.broken.iter().filter(|b| rules.contains(&b.rule)) {
+        let also = if b.messages > 1 { format!(" (in {} messages)", b.messages) } else { String::new() };
+        match broken.last_mut() {
+            Some(part) if b.first == last => part.push_str(&format!("; {}{also}", b.evidence)),
+            _ => broken.push(format!("message #{}: {}{also}", b.first, b.evidence)),
         }
+        last = b.first;
+    }
+    if !broken.is_empty() {
+        return Finding::fail(format!("{}; judged {within}", broken.join("; ")));
+    }
+    if judged.listing == 0 {
+        return Finding::skip(format!("no message listed a device ({within}, all empty): nothing to judge"));
+    }
+    let listing = format!("{} of {within} listed devices", judged.listing);
+    match id {
         CheckId::DeviceIdsValid => {
-            format!("{}, all non-empty and unique", count(devices.len() as u64, "device ID", "device IDs"))
+            Finding::pass(format!("{listing} (at most {}), all IDs non-empty and unique", judged.most))
         }
         CheckId::HealthValues => {
-            let healthy = devices.iter().filter(|d| d.is_healthy()).count();
-            format!("{healthy} Healthy, {} Unhealthy", devices.len() - healthy)
+            let (healthy, unhealthy) = judged.last_health;
+            Finding::pass(format!(
+                "{listing}, every health Healthy or Unhealthy; the last: {healthy} Healthy, {unhealthy} Unhealthy"
+            ))
         }
-        _ => {
-            let mut nodes: Vec<i64> = devices.iter().filter_map(|d| d.numa_nodes.clone()).flatten().collect();
-            nodes.sort_unstable();
-            nodes.dedup();
-            let without = devices.iter().filter(|d| d.numa_nodes.as_ref().is_none_or(Vec::is_empty)).count();
-            if nodes.is_empty() {
-                format!("no device reports NUMA topology ({} without)", count(without as u64, "device", "devices"))
-            } else {
-                format!(
-                    "NUMA nodes {} on {}; {without} without topology",
-                    crate::text::ranges(&nodes),
-                    count((devices.len() - without) as u64, "device", "devices")
-                )
-            }
-        }
-    })
+        _ if judged.with_topology == 0 => Finding::skip(format!(
+            "no device reports NUMA topology ({listing}): nothing to judge; the Topology Manager gets no hint from this \
+             plugin"
+        )),
+        _ => Finding::pass(format!(
+            "NUMA nodes {} on every device with topology; {listing}, none negative or empty",
+            crate::text::ranges(&judged.numa_nodes.iter().copied().collect::<Vec<_>>())
+        )),
+    }
 }
 
 async fn message_size(p: &mut Probe<'_>) -> Finding {
@@ -282,6 +299,54 @@ fn describe_groups(groups: &[Vec<String>]) -> String {
     let n = groups.len();
     let parts: Vec<String> = groups.iter().map(|g| format!("[{}]", g.join(","))).collect();
     format!("{n} container{} {}", if n == 1 { "" } else { "s" }, parts.join(" "))
+}
+
+/// Two Allocate calls, one container each, for two different healthy
+/// devices: the answers must tell the devices apart
+/// ([`contract::distinct_devices`]). The evidence shows both requests and
+/// both answers.
+async fn distinct_devices(p: &mut Probe<'_>) -> Finding {
+    let healthy = match p.healthy().await {
+        Ok(h) => h,
+        Err(e) => return Finding::error(e),
+    };
+    let [a, b, ..] = healthy.as_slice() else {
+        return Finding::skip(format!(
+            "{} advertised: two containers cannot get different devices, nothing to judge",
+            count(healthy.len() as u64, "healthy device", "healthy devices")
+        ));
+    };
+    let mut contents = Vec::new();
+    for id in [a, b] {
+        match p.client.allocate(&[vec![id.clone()]]).await {
+            Ok(resp) => match resp.container_responses.first() {
+                Some(c) => contents.push(contract::device_content(c)),
+                None => {
+                    return Finding::skip(format!(
+                        "Allocate [{id}] answered no container response (allocate-healthy judges that): nothing to compare"
+                    ));
+                }
+            },
+            Err(e) => {
+                return Finding::skip(format!(
+                    "Allocate [{id}] failed (allocate-healthy judges that): {}; nothing to compare",
+                    said(&e)
+                ));
+            }
+        }
+    }
+    let shown =
+        |c: &[String]| if c.is_empty() { "nothing".to_string() } else { crate::text::shorten(&c.join(", "), 300) };
+    let seen =
+        format!("Allocate [{a}] answered {}; Allocate [{b}] answered {}", shown(&contents[0]), shown(&contents[1]));
+    match contract::distinct_devices(a, &contents[0], b, &contents[1]) {
+        contract::Distinct::Distinct => Finding::pass(format!("{seen}: each container gets its own device")),
+        contract::Distinct::Same(why) => Finding::fail(format!("{why}: both containers would use one device; {seen}")),
+        contract::Distinct::NothingToJudge => Finding::skip(format!(
+            "{seen}: no env, CDI device, device node or mount in either answer, so nothing tells the devices apart \
+             (nothing to judge)"
+        )),
+    }
 }
 
 async fn allocate_unknown_id(p: &mut Probe<'_>) -> Finding {

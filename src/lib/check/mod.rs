@@ -62,6 +62,8 @@ pub enum CheckId {
     AllocateHealthy,
     /// Allocate of an ID never advertised fails cleanly.
     AllocateUnknownId,
+    /// Two containers given different devices get different device-specific content.
+    DistinctDevices,
     /// GetPreferredAllocation answers keep the contract (when advertised).
     PreferredContract,
     /// GetPreferredAllocation is not advertised: the kubelet will not call it.
@@ -76,7 +78,7 @@ pub enum CheckId {
 
 impl CheckId {
     /// Every check, in run order.
-    pub const ALL: [CheckId; 13] = [
+    pub const ALL: [CheckId; 14] = [
         CheckId::OptionsAnswer,
         CheckId::ListFirstMessagePrompt,
         CheckId::DeviceIdsValid,
@@ -85,6 +87,7 @@ impl CheckId {
         CheckId::MessageSize,
         CheckId::AllocateHealthy,
         CheckId::AllocateUnknownId,
+        CheckId::DistinctDevices,
         CheckId::PreferredContract,
         CheckId::PreferredNotAdvertised,
         CheckId::PrestartDeadline,
@@ -159,6 +162,16 @@ impl Case for CheckId {
                 rule: "Allocate of an ID the plugin never advertised must fail with an error status, promptly: success \
                  promises a device that does not exist, and the kubelet calls Allocate with no deadline, so a hang \
                  blocks pod admission",
+            },
+            CheckId::DistinctDevices => CaseInfo {
+                name: "distinct-devices",
+                reason: "two containers given different devices must get different hardware; an answer naming the same \
+                 device whatever was asked puts two pods on one GPU",
+                rule: "Allocate of two different device IDs (one container each, as the kubelet calls it) must not \
+                 answer the same device-specific content: env values, CDI device names, device-node host paths and \
+                 mount host paths go to the runtime unchecked (deviceRunContainerOptions in \
+                 pkg/kubelet/cm/devicemanager/pod_devices.go, every version); identical answers, or an answer naming \
+                 the other device's ID and not its own, give both containers one device",
             },
             CheckId::PreferredContract => CaseInfo {
                 name: "preferred-contract",

@@ -47,10 +47,72 @@ pub(super) struct Ended {
     pub too_large: Option<Option<usize>>,
 }
 
+/// One snapshot rule a message broke: the first message that broke it, what
+/// was wrong there, and how many messages broke it.
+#[derive(Debug, Clone)]
+pub(super) struct Broken {
+    pub rule: &'static str,
+    pub first: usize,
+    pub evidence: String,
+    pub messages: usize,
+}
+
+/// What the snapshot rules (device-ids-valid, health-values, numa-ids-valid)
+/// need from EVERY ListAndWatch message, gathered as each arrives: the rules
+/// judge them all, not only the first (a plugin whose first message is
+/// empty would otherwise pass with nothing judged). Bounded: one entry per
+/// broken rule, the messages themselves are not kept.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Judged {
+    /// Messages judged.
+    pub messages: usize,
+    /// Messages that listed at least one device.
+    pub listing: usize,
+    /// Most devices in one message.
+    pub most: usize,
+    /// Devices listed with a TopologyInfo, summed over the messages.
+    pub with_topology: usize,
+    /// The NUMA node IDs seen.
+    pub numa_nodes: std::collections::BTreeSet<i64>,
+    /// Devices (healthy, unhealthy) in the last message that listed any.
+    pub last_health: (usize, usize),
+    /// The rules broken, in the order first seen.
+    pub broken: Vec<Broken>,
+}
+
+impl Judged {
+    /// Judges message number `seq` (from 1).
+    fn add(&mut self, seq: usize, devices: &[crate::model::Device]) {
+        self.messages += 1;
+        self.most = self.most.max(devices.len());
+        if !devices.is_empty() {
+            self.listing += 1;
+            let healthy = devices.iter().filter(|d| d.is_healthy()).count();
+            self.last_health = (healthy, devices.len() - healthy);
+        }
+        for d in devices {
+            if let Some(nodes) = &d.numa_nodes {
+                self.with_topology += 1;
+                self.numa_nodes.extend(nodes.iter().copied().filter(|n| *n >= 0));
+            }
+        }
+        for v in crate::contract::check_snapshot(devices, 0) {
+            match self.broken.iter_mut().find(|b| b.rule == v.rule) {
+                Some(b) => b.messages += 1,
+                None => self.broken.push(Broken { rule: v.rule, first: seq, evidence: v.evidence, messages: 1 }),
+            }
+        }
+    }
+}
+
 /// What the stream reader has seen so far.
 #[derive(Debug, Default)]
 pub(super) struct StreamState {
     pub first: Option<(Instant, Arc<Snapshot>)>,
+    /// Every message, as the snapshot rules judge it.
+    pub judged: Judged,
+    /// The newest message that listed a device (the devices to allocate).
+    pub listing: Option<Arc<Snapshot>>,
     pub messages: usize,
     /// Largest message so far: (1-based message number, bytes).
     pub largest: Option<(usize, usize)>,
@@ -185,12 +247,13 @@ impl<'a> Probe<'a> {
         result
     }
 
-    /// The IDs of the healthy devices in the first message, each once, in order.
+    /// The IDs of the healthy devices in the newest message that listed
+    /// any (the first message when none did), each once, in order.
     pub async fn healthy(&mut self) -> std::result::Result<Vec<String>, String> {
         let first = self.first_message().await.map_err(|e| format!("no device list to pick devices from: {e}"))?;
+        let listing = self.stream().borrow().listing.clone().unwrap_or(first.snapshot);
         let mut seen = std::collections::HashSet::new();
-        Ok(first
-            .snapshot
+        Ok(listing
             .devices
             .iter()
             .filter(|d| d.is_healthy() && !d.id.is_empty() && seen.insert(d.id.as_str()))
@@ -221,12 +284,18 @@ async fn read_stream(client: PluginClient, tx: watch::Sender<StreamState>) {
         match item {
             Ok(snap) => tx.send_modify(|s| {
                 s.messages += 1;
+                let seq = s.messages;
+                s.judged.add(seq, &snap.devices);
+                let snap = Arc::new(snap);
+                if !snap.devices.is_empty() {
+                    s.listing = Some(Arc::clone(&snap));
+                }
                 let len = snap.encoded_len;
                 if s.largest.is_none_or(|(_, l)| len > l) {
                     s.largest = Some((s.messages, len));
                 }
                 if s.first.is_none() {
-                    s.first = Some((Instant::now(), Arc::new(snap)));
+                    s.first = Some((Instant::now(), snap));
                 }
             }),
             Err(e) => return end(&tx, said(&e), too_large(&e)),

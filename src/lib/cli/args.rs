@@ -80,7 +80,7 @@ impl Target {
 #[derive(Debug, Args, Clone)]
 pub struct NumaPolicyArgs {
     /// The kubelet's --topology-manager-policy.
-    #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
+    #[arg(long, value_parser = super::values::TOPOLOGY_POLICIES, value_name = "POLICY", default_value = "none")]
     pub topology_manager_policy: topology::Policy,
     /// NUMA nodes of the simulated machine.
     #[arg(long, value_name = "N", default_value_t = 2)]

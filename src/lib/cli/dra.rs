@@ -329,6 +329,8 @@ Faults (--fault, repeatable):
   unresolvable-cdi  CDI IDs are answered but no spec is written
   bad-cdi-id        CDI IDs that do not parse (no vendor/class)
   health-unserved   health is advertised but not served (kubelets log Unimplemented every 5 s)
+  same-device       every claim is answered with the pool's first device (its CDI ID), whatever was
+                    allocated: two claims, one device
 
 Examples:
   dpctl dra mock gpu.example.com --dir /tmp/k --devices 4
@@ -415,6 +417,8 @@ pub enum FaultArg {
     BadCdiId,
     /// Health advertised, not served.
     HealthUnserved,
+    /// Every claim answered with the first device.
+    SameDevice,
 }
 
 fn mock_config(a: MockArgs) -> Result<MockConfig> {
@@ -425,6 +429,7 @@ fn mock_config(a: MockArgs) -> Result<MockConfig> {
         unresolvable_cdi: has(FaultArg::UnresolvableCdi),
         bad_cdi_id: has(FaultArg::BadCdiId),
         health_unserved: has(FaultArg::HealthUnserved),
+        same_device: has(FaultArg::SameDevice),
         prepare_delay: a.prepare_delay,
         prepare_error: a.prepare_error,
         prepare_status: a.prepare_status,
@@ -544,7 +549,8 @@ The API server serves the Node and the ResourceClaims smoke allocates from the s
 publishes (made-up devices when it publishes none); kubelet-sim gets the same claims in each pod's
 manifest. Steps: launch, registration, advertised-served, socket-paths, published-slices, admission,
 cdi, request-names, prepare-idempotent, kubelet-restart, node-reboot, unprepare-idempotent,
-parallel-pods, rolling-update (only with --rolling), long-socket-path, call-time, shutdown. Each row
+parallel-pods (each claim its own device), distinct-devices (their CDI IDs differ), rolling-update
+(only with --rolling), long-socket-path, call-time, shutdown. Each row
 gives the rule and the evidence; a failure gives the kubelet's words. The verdicts on registration,
 request names, idempotence and call times are dra check's.
 
@@ -560,6 +566,7 @@ Examples:
   dpctl dra smoke --junit smoke.xml -- ./my-driver --kubeconfig {kubeconfig} --cdi-dir {cdi_dir}
   dpctl dra smoke --timeout 1s -- dpctl dra mock gpu.example.com --dir {dir} --prepare-delay 2s
   dpctl dra smoke --kubelet-version 1.34 --skip long-socket-path -- ./my-driver ...
+  dpctl dra smoke --kubelet-version 1.34-1.37 -- ./my-driver ...   (one run per release, one report)
 
 Exit codes:
   0  every step passed (or was skipped)
@@ -576,9 +583,10 @@ pub struct SmokeArgs {
     /// The driver to test when several register [default: the first].
     #[arg(long, value_name = "NAME")]
     pub driver: Option<String>,
-    /// The kubelet release whose DRA manager kubelet-sim plays (1.34 or later).
-    #[arg(long, value_name = "VERSION", default_value = "1.37", value_parser = super::values::kubelet_version())]
-    pub kubelet_version: crate::kubelet_sim::KubeletVersion,
+    /// The kubelet releases whose DRA manager kubelet-sim plays (1.34 or later), one run each:
+    /// comma-separated, or a range (1.34-1.37 or 1.34..1.37).
+    #[arg(long, value_name = "VERSION,...", default_value = "1.37", value_parser = super::values::kubelet_versions())]
+    pub kubelet_version: String,
     /// How long the driver may take to start and register (also again after a restart).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]
     pub register_timeout: Duration,
@@ -598,7 +606,7 @@ pub struct SmokeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
     /// Leave out these steps (comma-separated): published-slices, request-names, prepare-idempotent,
-    /// kubelet-restart, node-reboot, parallel-pods, rolling-update, long-socket-path.
+    /// kubelet-restart, node-reboot, parallel-pods, distinct-devices, rolling-update, long-socket-path.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub skip: Vec<String>,
     /// Also write the report as JUnit XML to FILE (testsuite "dpctl dra smoke").
@@ -614,6 +622,7 @@ pub struct SmokeArgs {
 
 async fn smoke(a: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     use crate::smoke::dra::{DraSmokeConfig, select_skips};
+    let versions = crate::kubelet_sim::KubeletVersion::parse_list(&a.kubelet_version)?;
     let config = DraSmokeConfig {
         command: a.command,
         keep: a.keep,
@@ -626,7 +635,6 @@ async fn smoke(a: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         rolling: a.rolling,
         grace: crate::duration::check(a.grace).map_err(|e| Error::invalid("--grace", e))?,
         skip: select_skips(&a.skip)?,
-        kubelet_version: a.kubelet_version,
         log_dir: a.log_dir,
         ..DraSmokeConfig::default()
     };
@@ -634,24 +642,19 @@ async fn smoke(a: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let junit_file = super::junit::JunitFile::create(a.junit.as_deref())?;
     let bar = crate::output::progress_bar(s.progress, None, "{spinner} {elapsed} {msg}");
     let steps = s.format.is_json();
-    let mut narrator = crate::output::smoke::Narrator::new(&mut *s.err, s.quiet, bar.as_ref(), false, steps);
-    let report = crate::smoke::dra::run(config, crate::signal::shutdown(), &mut |p| {
-        narrator.on(crate::smoke::matrix::MatrixProgress::Run(p));
+    let several = versions.len() > 1;
+    let mut narrator = crate::output::smoke::Narrator::new(&mut *s.err, s.quiet, bar.as_ref(), several, steps);
+    let matrix = crate::smoke::dra::run_releases(config, &versions, crate::signal::shutdown(), &mut |p| {
+        narrator.on(p);
     })
     .await;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let report = report?;
-    let (passed, failed) = if report.passed() {
-        (vec![report.kubelet_version], Vec::new())
-    } else {
-        (Vec::new(), vec![report.kubelet_version])
-    };
-    let matrix = crate::smoke::MatrixReport { suite: report.suite.clone(), passed, failed, runs: vec![report] };
+    let matrix = matrix?;
     if let Some(file) = junit_file {
         file.write(|w| crate::output::smoke::junit_report(w, &matrix))?;
     }
-    crate::output::smoke::finished(s, &matrix, false)?;
+    crate::output::smoke::finished(s, &matrix, several)?;
     Ok(matrix.exit_code())
 }

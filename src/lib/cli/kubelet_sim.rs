@@ -159,13 +159,13 @@ pub struct TopologyArgs {
     #[command(flatten)]
     pub numa: NumaPolicyArgs,
     /// The kubelet's --topology-manager-scope.
-    #[arg(long, value_enum, value_name = "SCOPE", default_value = "container")]
+    #[arg(long, value_parser = super::values::TOPOLOGY_SCOPES, value_name = "SCOPE", default_value = "container")]
     pub topology_manager_scope: topology::Scope,
     /// The kubelet's --topology-manager-policy-options, e.g. prefer-closest-numa-nodes=true,max-allowable-numa-nodes=16.
     #[arg(long, value_name = "KEY=VALUE,...", value_parser = clap::value_parser!(topology::PolicyOptions))]
     pub topology_manager_policy_options: Option<topology::PolicyOptions>,
     /// The kubelet's --cpu-manager-policy (static: Guaranteed pods with integer CPU requests get exclusive CPUs).
-    #[arg(long, value_enum, value_name = "POLICY", default_value = "none")]
+    #[arg(long, value_parser = super::values::CPU_POLICIES, value_name = "POLICY", default_value = "none")]
     pub cpu_manager_policy: topology::CpuPolicy,
     /// The kubelet's --reserved-cpus (a CPU list, e.g. 0 or 0-1); the static policy needs at least one.
     #[arg(long, value_name = "CPUS", value_parser = topology::parse_cpu_list)]

@@ -221,6 +221,13 @@ pub struct ServeArgs {
     /// Fault: pad every ListAndWatch message over the kubelet's 4 MiB limit.
     #[arg(help_heading = "Faults", long)]
     pub oversize_list: bool,
+    /// Fault: send an empty device list first on every ListAndWatch stream, then the real one.
+    #[arg(help_heading = "Faults", long)]
+    pub empty_first_message: bool,
+    /// Fault: answer every Allocate with the first device's content (env, CDI names, device nodes,
+    /// mounts), whatever was asked: two containers get the same device.
+    #[arg(help_heading = "Faults", long)]
+    pub same_device: bool,
     /// Fault: send this version in Register (e.g. v1alpha).
     #[arg(help_heading = "Faults", long, value_name = "VERSION")]
     pub register_version: Option<String>,
@@ -296,6 +303,8 @@ impl From<ServeArgs> for ServeOptions {
             end_stream_after: a.end_stream_after,
             end_stream_error: a.end_stream_error,
             oversize_list: a.oversize_list,
+            empty_first_message: a.empty_first_message,
+            same_device: a.same_device,
             register_version: a.register_version,
             register_resource_name: a.register_resource_name,
             register_options_mismatch: a.register_options_mismatch,

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 
 use crate::error::Result;
+use crate::kubelet_sim::KubeletVersion;
 use crate::output::{Streams, scenario as render};
 use crate::scenario::diff::diff_plan;
 use crate::scenario::run::{plan, run_plan};
-use crate::smoke::engine::{EngineKind, parse_releases};
+use crate::smoke::engine::EngineKind;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -49,8 +50,9 @@ pub struct RunArgs {
     /// dpctl-referee-1.NN binaries built by conformance/build.sh).
     #[arg(long, value_name = "ENGINE", default_value = "sim")]
     pub engine: EngineKind,
-    /// Only these releases of each scenario's, comma-separated (e.g. 1.34,1.37) [default: each scenario's].
-    #[arg(long, value_name = "VERSION,...", value_parser = super::values::releases_text())]
+    /// Only these releases of each scenario's, comma-separated (e.g. 1.34,1.37) or a range (1.34-1.37)
+    /// [default: each scenario's].
+    #[arg(long, value_name = "VERSION,...", value_parser = super::values::kubelet_versions())]
     pub kubelet_version: Option<String>,
 }
 
@@ -63,8 +65,8 @@ pub struct DiffArgs {
     /// A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary.
     #[arg(long, value_name = "PATH")]
     pub referee: PathBuf,
-    /// Only these releases of each scenario's, comma-separated [default: each scenario's].
-    #[arg(long, value_name = "VERSION,...", value_parser = super::values::releases_text())]
+    /// Only these releases of each scenario's, comma-separated or a range (1.34-1.37) [default: each scenario's].
+    #[arg(long, value_name = "VERSION,...", value_parser = super::values::kubelet_versions())]
     pub kubelet_version: Option<String>,
 }
 
@@ -72,7 +74,7 @@ pub struct DiffArgs {
 pub async fn run(cmd: ScenarioCommand, s: &mut Streams<'_>) -> Result<u8> {
     match cmd {
         ScenarioCommand::Run(a) => {
-            let versions = a.kubelet_version.as_deref().map(parse_releases).transpose()?;
+            let versions = a.kubelet_version.as_deref().map(KubeletVersion::parse_list).transpose()?;
             let plan = plan(&a.files, versions.as_deref())?;
             let report = {
                 let show = !s.quiet && !s.format.is_json();
@@ -83,7 +85,7 @@ pub async fn run(cmd: ScenarioCommand, s: &mut Streams<'_>) -> Result<u8> {
             Ok(report.exit_code())
         }
         ScenarioCommand::Diff(a) => {
-            let versions = a.kubelet_version.as_deref().map(parse_releases).transpose()?;
+            let versions = a.kubelet_version.as_deref().map(KubeletVersion::parse_list).transpose()?;
             let plan = plan(&a.files, versions.as_deref())?;
             let report = {
                 let show = !s.quiet && !s.format.is_json();

@@ -109,8 +109,9 @@ pub struct SmokeArgs {
     #[arg(long, value_name = "WAY", default_value = "auto", value_parser = super::values::offering(
         |s: &str| smoke::parse_registration(s).map(Registration), &["auto", "kubelet-sock", "plugins-registry"]))]
     pub registration: Registration,
-    /// The kubelet release(s) to play, comma-separated (1.26 … 1.37, master): the whole smoke runs once
-    /// per release, and the report says which ones the plugin passes.
+    /// The kubelet release(s) to play, comma-separated (1.26 … 1.37, master) or a range (1.28-1.37 or
+    /// 1.28..1.37: every release in between): the whole smoke runs once per release, and the report
+    /// says which ones the plugin passes.
     #[arg(long, value_name = "VERSION,...", default_value = "1.37", value_parser = super::values::kubelet_versions())]
     pub kubelet_version: String,
     /// Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet's
@@ -229,7 +230,8 @@ fn smoke_help() -> String {
          with every entry bind-mounted back: nothing is created on the host, nothing is left behind. The setup is \
          tried before the sim starts; a refusal (no privilege, AppArmor, a sysctl) exits 2 with the fix before \
          the plugin starts. The report lists what was mounted where.\n\n\
-         dpctl smoke --kubelet-version 1.28,1.32,1.36 --junit smoke.xml -- ./my-plugin --socket-dir {{dir}}\n\n\
+         dpctl smoke --kubelet-version 1.28,1.32,1.36 --junit smoke.xml -- ./my-plugin --socket-dir {{dir}}\n\
+         dpctl smoke --kubelet-version 1.28-1.37 -- ./my-plugin --socket-dir {{dir}}   (1.28..1.37 too: all ten)\n\n\
          With several --kubelet-version values the whole smoke runs once per release against a fresh kubelet-sim \
          playing it (see dpctl kubelet-sim --help for what changes between releases); the table shows each \
          release's report and then one row per release, -o json gives {{\"passed\":[…],\"failed\":[…],\"runs\":[…]}}, \

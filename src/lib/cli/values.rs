@@ -43,64 +43,75 @@ impl ValueEnum for ApiChoice {
     }
 }
 
-impl ValueEnum for Policy {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[Policy::None, Policy::BestEffort, Policy::Restricted, Policy::SingleNumaNode]
+/// A value parser for an enum of the kubelet crate, whose types cannot take
+/// clap's `ValueEnum` (that crate knows no clap): each value's name, help
+/// and value, offered to `--help` and completion as `ValueEnum` offers them.
+#[derive(Clone, Copy)]
+pub struct Choices<T: 'static>(pub &'static [(&'static str, &'static str, T)]);
+
+impl<T: Clone + Send + Sync + 'static> clap::builder::TypedValueParser for Choices<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<T, clap::Error> {
+        let offered = clap::builder::PossibleValuesParser::new(self.possible());
+        let name = offered.parse_ref(cmd, arg, value)?;
+        let chosen = self.0.iter().find(|(n, ..)| *n == name).map(|(.., v)| v.clone());
+        chosen.ok_or_else(|| clap::Error::new(clap::error::ErrorKind::InvalidValue).with_cmd(cmd))
     }
 
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        let help = match self {
-            Policy::None => "No hints are collected; devices are not aligned",
-            Policy::BestEffort => "Merge the hints, always admit",
-            Policy::Restricted => "Admit only a preferred hint",
-            Policy::SingleNumaNode => "Admit only a preferred hint on one NUMA node (or none)",
-        };
-        Some(PossibleValue::new(self.name()).help(help))
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.possible()))
     }
 }
 
-impl ValueEnum for Scope {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[Scope::Container, Scope::Pod]
-    }
-
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        let help = match self {
-            Scope::Container => "One hint per container, init containers first",
-            Scope::Pod => "One hint for the whole pod",
-        };
-        Some(PossibleValue::new(self.name()).help(help))
+impl<T> Choices<T> {
+    fn possible(&self) -> impl Iterator<Item = PossibleValue> + '_ {
+        self.0.iter().map(|(name, help, _)| PossibleValue::new(*name).help(*help))
     }
 }
 
-impl ValueEnum for CpuPolicy {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[CpuPolicy::None, CpuPolicy::Static]
-    }
+/// `--topology-manager-policy`.
+pub const TOPOLOGY_POLICIES: Choices<Policy> = Choices(&[
+    ("none", "No hints are collected; devices are not aligned", Policy::None),
+    ("best-effort", "Merge the hints, always admit", Policy::BestEffort),
+    ("restricted", "Admit only a preferred hint", Policy::Restricted),
+    ("single-numa-node", "Admit only a preferred hint on one NUMA node (or none)", Policy::SingleNumaNode),
+]);
 
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        let (name, help) = match self {
-            CpuPolicy::None => ("none", "Every container in the shared pool; no CPU hints"),
-            CpuPolicy::Static => ("static", "Guaranteed pods with integer CPU requests get exclusive CPUs"),
-        };
-        Some(PossibleValue::new(name).help(help))
-    }
-}
+/// `--topology-manager-scope`.
+pub const TOPOLOGY_SCOPES: Choices<Scope> = Choices(&[
+    ("container", "One hint per container, init containers first", Scope::Container),
+    ("pod", "One hint for the whole pod", Scope::Pod),
+]);
+
+/// `--cpu-manager-policy`.
+pub const CPU_POLICIES: Choices<CpuPolicy> = Choices(&[
+    ("none", "Every container in the shared pool; no CPU hints", CpuPolicy::None),
+    ("static", "Guaranteed pods with integer CPU requests get exclusive CPUs", CpuPolicy::Static),
+]);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn every_policy_parses_from_the_kubelets_name() {
-        for p in Policy::value_variants() {
-            assert_eq!(Policy::from_str(p.name(), false), Ok(*p));
+    fn every_policy_is_offered_by_the_kubelets_name() {
+        for (name, _, p) in TOPOLOGY_POLICIES.0 {
+            assert_eq!(*name, p.name());
         }
-        for s in Scope::value_variants() {
-            assert_eq!(Scope::from_str(s.name(), false), Ok(*s));
+        for (name, _, s) in TOPOLOGY_SCOPES.0 {
+            assert_eq!(*name, s.name());
         }
-        assert_eq!(CpuPolicy::from_str("static", false), Ok(CpuPolicy::Static));
-        assert!(Policy::from_str("strict", false).is_err());
+        let cmd = clap::Command::new("t");
+        let parse =
+            |c: &Choices<Policy>, v: &str| clap::builder::TypedValueParser::parse_ref(c, &cmd, None, v.as_ref());
+        assert_eq!(parse(&TOPOLOGY_POLICIES, "single-numa-node").unwrap(), Policy::SingleNumaNode);
+        assert!(parse(&TOPOLOGY_POLICIES, "strict").is_err());
     }
 
     #[test]
@@ -158,32 +169,17 @@ pub fn kubelet_version() -> Offered<impl clap::builder::TypedValueParser<Value =
     Offered { inner: |s: &str| s.parse::<crate::kubelet_sim::KubeletVersion>(), values }
 }
 
-/// A comma-separated list of kubelet releases, kept as text: each entry is
-/// checked as `--kubelet-version` is elsewhere, so a bad one gets the same
-/// error in every command; offers single releases.
+/// `--kubelet-version` where it takes several releases: a comma-separated
+/// list of releases and ranges, kept as text and checked by the one parser,
+/// [`KubeletVersion::parse_list`](crate::kubelet_sim::KubeletVersion::parse_list),
+/// so a bad value gets the same error in every command; offers single releases.
 pub fn kubelet_versions() -> Offered<impl clap::builder::TypedValueParser<Value = String>> {
     let values = leaked(crate::kubelet_sim::KubeletVersion::all().iter().map(ToString::to_string));
     let inner = |s: &str| -> std::result::Result<String, String> {
-        for part in s.split(',') {
-            if part.trim().is_empty() {
-                return Err(format!(
-                    "an empty entry in the list; valid: {}",
-                    crate::kubelet_sim::KubeletVersion::valid_list()
-                ));
-            }
-            part.parse::<crate::kubelet_sim::KubeletVersion>()?;
-        }
+        crate::kubelet_sim::KubeletVersion::parse_list(s).map_err(|e| e.message)?;
         Ok(s.to_string())
     };
     Offered { inner, values }
-}
-
-/// A comma-separated list of releases kept as text and checked by the
-/// command (`scenario --kubelet-version` also takes the release after the
-/// newest); offers single releases.
-pub fn releases_text() -> Offered<clap::builder::StringValueParser> {
-    let values = leaked(crate::kubelet_sim::KubeletVersion::all().iter().map(ToString::to_string));
-    Offered { inner: clap::builder::StringValueParser::new(), values }
 }
 
 /// A device's health: offers `healthy` and `unhealthy`; any other string is

@@ -417,6 +417,14 @@ pub struct Faults {
     /// Pad every ListAndWatch message to just over the kubelet's 4 MiB limit.
     #[serde(default)]
     pub list_and_watch_oversize: bool,
+    /// Send an empty device list first on every ListAndWatch stream, then
+    /// the real list (a plugin that sends before its first scan finished).
+    #[serde(default)]
+    pub list_and_watch_empty_first: bool,
+    /// Answer every Allocate with the content of the resource's first
+    /// devices, whatever was asked ("two pods got the same GPU").
+    #[serde(default)]
+    pub allocate_same_device: bool,
     /// Send this version in RegisterRequest instead of `v1beta1`.
     #[serde(default)]
     pub register_version: Option<String>,

@@ -65,6 +65,10 @@ pub struct ServeOptions {
     pub end_stream_error: Option<ErrorSpec>,
     /// `--oversize-list`.
     pub oversize_list: bool,
+    /// `--empty-first-message`.
+    pub empty_first_message: bool,
+    /// `--same-device`.
+    pub same_device: bool,
     /// `--register-version`.
     pub register_version: Option<String>,
     /// `--register-resource-name`.
@@ -138,6 +142,8 @@ pub fn build_config(a: &ServeOptions) -> Result<MockConfig> {
             f.list_and_watch_end_error.clone_from(&a.end_stream_error);
         }
         f.list_and_watch_oversize |= a.oversize_list;
+        f.list_and_watch_empty_first |= a.empty_first_message;
+        f.allocate_same_device |= a.same_device;
         if a.register_version.is_some() {
             f.register_version.clone_from(&a.register_version);
         }

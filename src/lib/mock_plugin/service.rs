@@ -179,6 +179,7 @@ impl MockService {
             end_after: cfg.list_and_watch_end_after,
             end_error: cfg.list_and_watch_end_error.as_ref().map(super::config::ErrorSpec::status),
             oversize: cfg.list_and_watch_oversize,
+            empty_first: cfg.list_and_watch_empty_first,
             sent: 0,
             opened,
             done: false,
@@ -222,8 +223,15 @@ impl MockService {
                 let mut budget = super::template::Budget::default();
                 for c in &q.container_requests {
                     r.check_allocatable(&c.devices_ids)?;
-                    let answer =
-                        r.template.render(&c.devices_ids, &r.name, &mut budget).map_err(Status::resource_exhausted)?;
+                    // The same-device fault: the first devices' content, whatever was asked.
+                    let first: Vec<String>;
+                    let ids = if r.faults.config.allocate_same_device {
+                        first = r.devices().into_iter().take(c.devices_ids.len()).map(|d| d.id).collect();
+                        &first
+                    } else {
+                        &c.devices_ids
+                    };
+                    let answer = r.template.render(ids, &r.name, &mut budget).map_err(Status::resource_exhausted)?;
                     container_responses.push(answer);
                 }
                 Ok(dp::AllocateResponse { container_responses })
@@ -320,6 +328,8 @@ struct Watcher {
     end_after: Option<u64>,
     end_error: Option<Status>,
     oversize: bool,
+    /// The empty-first-message fault: an empty list goes before the first one.
+    empty_first: bool,
     sent: u64,
     opened: Instant,
     done: bool,
@@ -339,6 +349,11 @@ impl Watcher {
             return self.end_error.take().map(|e| (Err(e), self));
         }
         let snap = match self.first.take() {
+            Some(first) if self.empty_first => {
+                self.empty_first = false;
+                self.first = Some(first);
+                Arc::new(super::state::EncodedList::encode(&dp::ListAndWatchResponse::default()))
+            }
             Some(first) => {
                 if let Some(d) = self.latency {
                     tokio::select! {

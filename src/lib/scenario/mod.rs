@@ -564,7 +564,7 @@ impl Scenario {
 
     /// The releases as versions the sim plays.
     pub fn versions(&self) -> Result<Vec<KubeletVersion>> {
-        crate::smoke::engine::parse_releases(&self.releases.join(","))
+        Ok(KubeletVersion::parse_list(&self.releases.join(","))?)
     }
 
     // long: one rule after another over the file (releases, node, plugins, each step's
@@ -574,7 +574,7 @@ impl Scenario {
         if self.releases.is_empty() {
             return Err(bad("releases: name at least one kubelet release, e.g. [\"1.36\"]".into()));
         }
-        crate::smoke::engine::parse_releases(&self.releases.join(",")).map_err(|e| bad(format!("releases: {e}")))?;
+        KubeletVersion::parse_list(&self.releases.join(",")).map_err(|e| bad(format!("releases: {e}")))?;
         self.node.topology(place)?;
         let mut ids = Vec::new();
         for p in &self.plugins {

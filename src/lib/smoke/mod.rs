@@ -305,6 +305,16 @@ impl SmokeConfig {
         {
             return Err(Error::invalid("--resource", why));
         }
+        // The referee runs the kubelet's own device manager, which creates
+        // kubelet.sock as it starts: a late socket would not be played, and a
+        // plugin that gives up at once would pass.
+        if !self.late_kubelet_socket.is_zero() && matches!(self.engine, engine::EngineKind::Referee(_)) {
+            return Err(Error::invalid(
+                "--late-kubelet-socket",
+                "the referee creates kubelet.sock as the kubelet's device manager starts, so a late socket cannot be \
+                 played on it; hint: run --late-kubelet-socket on --engine sim",
+            ));
+        }
         if let Some(dir) = &self.log_dir {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::invalid("--log-dir", format!("cannot create directory {}: {e}", dir.display())))?;
@@ -666,6 +676,20 @@ pub fn shell_words(command: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A flag the referee cannot play is refused, not run as a pass.
+    #[test]
+    fn a_late_kubelet_socket_is_refused_on_the_referee() {
+        let cfg = SmokeConfig {
+            late_kubelet_socket: Duration::from_secs(1),
+            engine: engine::EngineKind::Referee("/x".into()),
+            ..SmokeConfig::default()
+        };
+        let e = cfg.check_inputs().unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+        assert!(e.to_string().contains("--late-kubelet-socket"), "{e}");
+        assert!(SmokeConfig { engine: engine::EngineKind::Sim, ..cfg }.check_inputs().is_ok());
+    }
 
     #[test]
     fn names_are_unique_and_distinct_from_checks() {

@@ -72,6 +72,16 @@ impl Shared {
                 Err(e) => return err(e),
             },
         };
+        // The same-device fault: the first device of the pool, whatever was allocated.
+        let allocated: Vec<super::api::Allocated> = if self.cfg.faults.same_device {
+            let first = self.cfg.device_names().into_iter().next().unwrap_or_default();
+            allocated
+                .into_iter()
+                .map(|a| super::api::Allocated { pool: self.cfg.pool.clone(), device: first.clone(), ..a })
+                .collect()
+        } else {
+            allocated
+        };
         let kind = cdi::mock_kind(&self.cfg.driver);
         let names: Vec<String> = allocated.iter().map(|a| format!("{}-{}", a.pool, a.device)).collect();
         if !self.cfg.faults.unresolvable_cdi && !self.cfg.faults.bad_cdi_id {

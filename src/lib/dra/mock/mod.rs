@@ -51,6 +51,9 @@ pub struct Faults {
     pub prepare_status: Option<tonic::Code>,
     /// Answer every claim of Unprepare with this error.
     pub unprepare_error: Option<String>,
+    /// Answer every claim with the pool's first device (its CDI ID), whatever
+    /// was allocated: two claims, one device.
+    pub same_device: bool,
 }
 
 /// How the mock driver runs.

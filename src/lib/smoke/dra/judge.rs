@@ -386,6 +386,55 @@ pub fn parallel(
     )
 }
 
+/// One claim of parallel-pods: its name, the device allocated to it
+/// (`pool/device`) and the driver's answer ([`answer_of`]).
+pub type ClaimAnswer = (String, String, Vec<(String, Vec<String>)>);
+
+/// The distinct-devices verdict over the parallel pods' claims, each
+/// allocated another device: no CDI ID may be answered for two claims.
+/// Skipped when fewer than two claims were answered or the answers carry no
+/// CDI ID (nothing to judge).
+pub fn distinct_devices(claims: &[ClaimAnswer], took: Duration) -> CheckResult {
+    let step = StepId::DistinctDevices;
+    let shown: Vec<String> = claims
+        .iter()
+        .map(|(claim, allocated, answer)| {
+            let ids: Vec<&String> = answer.iter().flat_map(|a| &a.1).collect();
+            format!("{claim} (allocated {allocated}) answered {ids:?}")
+        })
+        .collect();
+    let answered = claims.iter().filter(|c| !c.2.is_empty()).count();
+    let ids: Vec<(&String, &String)> = claims
+        .iter()
+        .flat_map(|(claim, _, answer)| answer.iter().flat_map(move |a| a.1.iter().map(move |id| (id, claim))))
+        .collect();
+    if answered < 2 || ids.is_empty() {
+        let why = if answered < 2 { "fewer than two claims answered" } else { "no CDI ID in any answer" };
+        return result(step, Outcome::Skip, format!("{why}: nothing to judge; {}", shown.join("; ")), took);
+    }
+    let mut twice: Vec<String> = Vec::new();
+    for (i, (id, claim)) in ids.iter().enumerate() {
+        if let Some((_, other)) = ids[..i].iter().find(|(x, c)| x == id && c != claim) {
+            twice.push(format!("{id} for {other} and {claim}"));
+        }
+    }
+    if twice.is_empty() {
+        let claims = crate::text::count(claims.len() as u64, "claim", "claims");
+        return verdict(step, true, format!("{claims}, {} distinct CDI IDs: {}", ids.len(), shown.join("; ")), took);
+    }
+    verdict(
+        step,
+        false,
+        format!(
+            "one CDI device answered for claims allocated different devices: {}; both containers would use one \
+             device; {}",
+            twice.join(", "),
+            shown.join("; ")
+        ),
+        took,
+    )
+}
+
 /// The rolling-update verdict once the first instance stopped: the
 /// kubelet's error preparing a pod's claim, and whether the second
 /// instance's endpoint served it.
@@ -595,6 +644,29 @@ mod tests {
         let r = same_devices(StepId::KubeletRestart, &before, &other, "x", Duration::ZERO);
         assert_eq!(r.outcome, Outcome::Fail);
         assert!(r.evidence.contains("first [(\"p/a\""), "{}", r.evidence);
+    }
+
+    // Two claims, two devices, two CDI IDs; the same ID for both fails, and
+    // answers with no CDI ID are nothing to judge.
+    #[test]
+    fn distinct_devices_fails_one_cdi_id_for_two_claims() {
+        let w = Duration::ZERO;
+        let claim = |c: &str, dev: &str, id: &str| {
+            let ids = if id.is_empty() { vec![] } else { vec![id.to_string()] };
+            (c.to_string(), format!("p/{dev}"), vec![(format!("p/{dev}"), ids)])
+        };
+        let ok = distinct_devices(&[claim("c0", "gpu-0", "v/c=gpu-0"), claim("c1", "gpu-1", "v/c=gpu-1")], w);
+        assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.evidence);
+        let same = distinct_devices(&[claim("c0", "gpu-0", "v/c=gpu-0"), claim("c1", "gpu-1", "v/c=gpu-0")], w);
+        assert_eq!(same.outcome, Outcome::Fail);
+        assert!(
+            same.evidence.contains("v/c=gpu-0 for c0 and c1") && same.evidence.contains("c1 (allocated p/gpu-1)"),
+            "{}",
+            same.evidence
+        );
+        let none = distinct_devices(&[claim("c0", "gpu-0", ""), claim("c1", "gpu-1", "")], w);
+        assert_eq!(none.outcome, Outcome::Skip);
+        assert!(none.evidence.contains("no CDI ID in any answer: nothing to judge"), "{}", none.evidence);
     }
 
     #[test]

@@ -22,8 +22,61 @@ use std::time::Duration;
 use crate::check::{Case, CaseInfo};
 use crate::error::{Error, Result};
 use crate::kubelet_sim::KubeletVersion;
+use crate::smoke::matrix::{MatrixProgress, MatrixReport};
 
 pub use runner::run;
+
+/// `dpctl dra smoke --kubelet-version 1.34-1.37`: [`run`] once per release,
+/// in order, each against a fresh kubelet-sim and API server, in one
+/// report (as `dpctl smoke` runs several releases). Every release is
+/// checked before the first run; with several releases `log_dir` gets one
+/// sub-directory per release. An interrupt stops the current run and the
+/// releases after it are not run.
+pub async fn run_releases(
+    config: DraSmokeConfig,
+    versions: &[KubeletVersion],
+    interrupt: impl std::future::Future<Output = ()> + Send,
+    progress: &mut (dyn FnMut(MatrixProgress) + Send),
+) -> Result<MatrixReport> {
+    use futures_util::FutureExt;
+    if versions.is_empty() {
+        return Err(Error::invalid("--kubelet-version", "no kubelet version given"));
+    }
+    let configs: Vec<DraSmokeConfig> = versions
+        .iter()
+        .map(|v| DraSmokeConfig {
+            kubelet_version: *v,
+            log_dir: match &config.log_dir {
+                Some(d) if versions.len() > 1 => Some(d.join(format!("kubelet-{v}"))),
+                other => other.clone(),
+            },
+            ..config.clone()
+        })
+        .collect();
+    for c in &configs {
+        c.check_inputs()?;
+    }
+    let interrupt = interrupt.boxed().shared();
+    let mut report =
+        MatrixReport { suite: SUITE_NAME.into(), passed: Vec::new(), failed: Vec::new(), runs: Vec::new() };
+    let count = configs.len();
+    for (i, cfg) in configs.into_iter().enumerate() {
+        let version = cfg.kubelet_version;
+        progress(MatrixProgress::Version { version, index: i + 1, count });
+        let run = run(cfg, interrupt.clone(), &mut |p| progress(MatrixProgress::Run(p))).await?;
+        if run.passed() {
+            report.passed.push(version)
+        } else {
+            report.failed.push(version)
+        }
+        let stop = run.interrupted;
+        report.runs.push(run);
+        if stop {
+            break;
+        }
+    }
+    Ok(report)
+}
 
 /// The suite's name in reports and JUnit.
 pub const SUITE_NAME: &str = "dpctl dra smoke";
@@ -61,6 +114,8 @@ pub enum StepId {
     UnprepareIdempotent,
     /// Several pods admitted at once.
     ParallelPods,
+    /// Claims given different devices get different CDI devices.
+    DistinctDevices,
     /// A second instance of the driver beside the first (a rolling update).
     RollingUpdate,
     /// A kubelet root whose socket paths pass 107 bytes.
@@ -73,7 +128,7 @@ pub enum StepId {
 
 impl StepId {
     /// Every step, in report order.
-    pub const ALL: [StepId; 17] = [
+    pub const ALL: [StepId; 18] = [
         StepId::Launch,
         StepId::Registration,
         StepId::AdvertisedServed,
@@ -87,6 +142,7 @@ impl StepId {
         StepId::NodeReboot,
         StepId::UnprepareIdempotent,
         StepId::ParallelPods,
+        StepId::DistinctDevices,
         StepId::RollingUpdate,
         StepId::LongSocketPath,
         StepId::CallTime,
@@ -103,6 +159,7 @@ impl StepId {
                 | StepId::KubeletRestart
                 | StepId::NodeReboot
                 | StepId::ParallelPods
+                | StepId::DistinctDevices
                 | StepId::RollingUpdate
                 | StepId::LongSocketPath
         )
@@ -171,7 +228,18 @@ impl Case for StepId {
             StepId::ParallelPods => CaseInfo {
                 name: "parallel-pods",
                 reason: "the kubelet's pod workers prepare and unprepare pods concurrently",
-                rule: "pods admitted at once are all prepared with distinct devices, and all unprepared on deletion",
+                rule: "pods admitted at once, each claim allocated its own device (the scheduler never allocates a \
+                       device to two claims at once: as many pods as the driver publishes devices, up to --parallel), \
+                       are all prepared with the devices allocated, and all unprepared on deletion",
+            },
+            StepId::DistinctDevices => CaseInfo {
+                name: "distinct-devices",
+                reason: "two claims allocated two devices must reach two containers as two devices; a driver answering \
+                         the same CDI device for every claim puts two pods on one GPU",
+                rule: "the claims of parallel-pods, each allocated another device, must be answered with distinct CDI \
+                       device IDs: the kubelet hands each container the CDI IDs of its claim's answer unchecked \
+                       (pkg/kubelet/cm/dra/manager.go, GetResources), so one ID in two answers is one device in two \
+                       containers",
             },
             StepId::RollingUpdate => CaseInfo {
                 name: "rolling-update",

@@ -410,12 +410,17 @@ impl Runner<'_> {
     /// The next test pod: its claim allocated and stored in the API server,
     /// the manifest parsed as `kubelet-sim admit` parses one.
     fn test_pod(&mut self, subrequest: bool) -> std::result::Result<TestPod, String> {
+        let device = judge::device_for(&self.devices, self.next_pod);
+        self.test_pod_on(subrequest, &device)
+    }
+
+    /// [`Self::test_pod`] with its claim allocated `device`.
+    fn test_pod_on(&mut self, subrequest: bool, device: &DeviceRef) -> std::result::Result<TestPod, String> {
         let driver = self.reg.as_ref().map(|r| r.driver.clone()).unwrap_or_default();
         let n = self.next_pod;
         self.next_pod += 1;
         let (pod, claim, uid) = judge::pod_names(n);
-        let device = judge::device_for(&self.devices, n);
-        let obj = judge::claim_object(&claim, &driver, &device, (&pod, &uid), subrequest);
+        let obj = judge::claim_object(&claim, &driver, device, (&pod, &uid), subrequest);
         let stored = self.api.create(obj).map_err(|e| format!("storing claim {claim}: {e}"))?;
         let claim_uid = stored.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
         let spec = PodSpec::from_manifest(&judge::pod_manifest((&pod, &uid), &stored), "the smoke pod")
@@ -724,15 +729,38 @@ fn wipe(dir: &Path) -> usize {
 }
 
 impl Runner<'_> {
+    // long: admit at once, read the answers, delete at once, then both verdicts (parallel-pods and
+    // distinct-devices, judged on the same claims).
     async fn parallel_pods(&mut self) {
         if self.skipped(StepId::ParallelPods) {
+            let why = "skipped (--skip): it judges parallel-pods' claims, and parallel-pods was skipped";
+            self.push(judge::result(StepId::DistinctDevices, Outcome::Skip, why, Duration::ZERO));
             return;
         }
         self.started(StepId::ParallelPods);
         let t0 = Instant::now();
+        // One device per claim: the scheduler never allocates a device to two
+        // claims at once, so there are as many pods as distinct devices.
+        let mut distinct: Vec<DeviceRef> = Vec::new();
+        for d in &self.devices {
+            if !distinct.contains(d) {
+                distinct.push(d.clone());
+            }
+        }
+        let count = self.cfg.parallel.min(distinct.len());
+        if count < 2 {
+            let why = format!(
+                "the driver publishes {}: two claims at once would need one device twice, which the scheduler never \
+                 allocates",
+                crate::text::count(distinct.len() as u64, "device", "devices")
+            );
+            self.push(judge::result(StepId::ParallelPods, Outcome::Skip, why.clone(), Duration::ZERO));
+            self.push(judge::result(StepId::DistinctDevices, Outcome::Skip, why, Duration::ZERO));
+            return;
+        }
         let mut pods = Vec::new();
-        for _ in 0..self.cfg.parallel {
-            match self.test_pod(false) {
+        for device in distinct.iter().take(count) {
+            match self.test_pod_on(false, device) {
                 Ok(p) => pods.push(p),
                 Err(e) => {
                     self.push(judge::result(StepId::ParallelPods, Outcome::Error, e, Duration::ZERO));
@@ -754,10 +782,15 @@ impl Runner<'_> {
                 }
             });
         }
-        let devices: Vec<Vec<String>> = pods
+        let answers: Vec<judge::ClaimAnswer> = pods
             .iter()
-            .map(|p| judge::answer_of(&self.devices_of(&p.claim.uid)).into_iter().map(|a| a.0).collect())
+            .zip(&distinct)
+            .map(|(p, d)| {
+                (p.claim.name.clone(), format!("{}/{}", d.0, d.1), judge::answer_of(&self.devices_of(&p.claim.uid)))
+            })
             .collect();
+        let devices: Vec<Vec<String>> =
+            answers.iter().map(|a| a.2.iter().map(|(device, _)| device.clone()).collect()).collect();
         let deleted = futures_util::future::join_all(pods.iter().map(|p| self.sim.delete(NAMESPACE, &p.pod))).await;
         for (p, d) in pods.iter().zip(deleted) {
             match d {
@@ -770,8 +803,17 @@ impl Runner<'_> {
                 Err(e) => outcomes.push(Err(format!("pod {} deleted: {e}", p.pod))),
             }
         }
-        let distinct = self.devices.len() >= self.cfg.parallel;
-        self.push(judge::parallel(&outcomes, &devices, distinct, t0.elapsed()));
+        let mut row = judge::parallel(&outcomes, &devices, true, t0.elapsed());
+        if count < self.cfg.parallel {
+            row.evidence.push_str(&format!(
+                " ({count} pods, not --parallel {}: the driver publishes {count} devices, one per claim)",
+                self.cfg.parallel
+            ));
+        }
+        self.push(row);
+        if !self.skipped(StepId::DistinctDevices) {
+            self.push(judge::distinct_devices(&answers, t0.elapsed()));
+        }
     }
 
     async fn rolling_update(&mut self) {

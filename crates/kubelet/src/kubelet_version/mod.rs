@@ -11,9 +11,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::invalid::{Invalid, Result};
 
 mod cleanup;
+mod policy_options;
 pub use cleanup::{Cleanup, CleanupRule, cleanup_dir};
 
 /// The oldest release the sim plays.
@@ -52,19 +53,42 @@ impl KubeletVersion {
         Self::all().iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
     }
 
-    /// Parses `1.30`, `v1.30`, `1.30.7` (a patch maps to its minor), the
-    /// same with a pre-release or build suffix (`v1.30.7-eks-59bf375`,
-    /// `v1.31.3+k3s1`: a node's `kubeletVersion` on managed clusters) or
-    /// `master`. Anything else is bad input naming the valid list.
+    /// The accepted forms of `--kubelet-version` where it takes several
+    /// releases, for errors and `--help`.
+    pub const LIST_FORMS: &'static str = "a release (1.30, v1.30.7, master), a comma-separated list \
+         (1.28,1.32,1.36) or a range of every release in between, both ends included (1.28-1.37 or 1.28..1.37)";
+
+    /// Parses one release: `1.30`, `v1.30`, `1.30.7` (a patch maps to its
+    /// minor), the same with a pre-release or build suffix
+    /// (`v1.30.7-eks-59bf375`, `v1.31.3+k3s1`: a node's `kubeletVersion` on
+    /// managed clusters) or `master`. A range (`1.28-1.37`, `1.28..1.37`)
+    /// names several releases and is refused here: only [`Self::parse_list`]
+    /// expands it. Anything else is bad input naming the valid list.
     pub fn parse(s: &str) -> Result<KubeletVersion> {
         let place = format!("--kubelet-version {}", crate::text::shorten(s, 40));
+        if let Some((from, to)) = range_ends(s) {
+            let n = Self::range(&place, from, to).map_or_else(|_| "several".to_string(), |r| r.len().to_string());
+            return Err(Invalid::new(
+                &place,
+                format!(
+                    "a range names {n} releases, and this takes one: a release dpctl plays ({}; also v1.30 or \
+                     1.30.7)",
+                    Self::valid_list()
+                ),
+            ));
+        }
+        Self::parse_one(&place, s)
+    }
+
+    /// One release, ranges already set apart.
+    fn parse_one(place: &str, s: &str) -> Result<KubeletVersion> {
         let t = s.trim();
         if t.eq_ignore_ascii_case("master") {
             return Ok(KubeletVersion::Master);
         }
         let bad = || {
-            Error::invalid(
-                &place,
+            Invalid::new(
+                place,
                 format!("not a kubelet version dpctl plays; valid: {} (also v1.30 or 1.30.7)", Self::valid_list()),
             )
         };
@@ -100,20 +124,51 @@ impl KubeletVersion {
         Ok(KubeletVersion::Release(minor))
     }
 
-    /// Parses a comma-separated list (`1.28,1.32,1.36`), keeping the order
-    /// given and dropping repeats.
+    /// Every release from `from` to `to`, both included.
+    fn range(place: &str, from: &str, to: &str) -> Result<Vec<KubeletVersion>> {
+        let bad = |why: String| Invalid::new(place, format!("{why}; accepted: {}", Self::LIST_FORMS));
+        let end = |e: &str| {
+            // An end that is itself a range (`1.28-1.37-1.30`) is no release.
+            let one = if range_ends(e).is_some() { Err(()) } else { Self::parse_one(place, e).map_err(|_| ()) };
+            one.map_err(|()| {
+                bad(format!(
+                    "{:?} is not a release dpctl plays ({})",
+                    crate::text::shorten(e.trim(), 20),
+                    Self::valid_list()
+                ))
+            })
+        };
+        let (a, b) = (end(from)?, end(to)?);
+        if a > b {
+            return Err(bad(format!("the range goes from {a} down to {b}: write the older release first ({b}-{a})")));
+        }
+        Ok(Self::all().into_iter().filter(|v| *v >= a && *v <= b).collect())
+    }
+
+    /// Parses `--kubelet-version` where it takes several releases: a
+    /// comma-separated list of releases and ranges (`1.28,1.32`,
+    /// `1.28-1.37`, `1.28..1.37`: a range is every release dpctl plays in
+    /// between, both ends included), keeping the order given and dropping
+    /// repeats. The one parser of the flag for every command that runs
+    /// several releases (`smoke`, `dra smoke`, `scenario run|diff`).
     pub fn parse_list(s: &str) -> Result<Vec<KubeletVersion>> {
+        let place = format!("--kubelet-version {}", crate::text::shorten(s, 40));
         let mut out = Vec::new();
         for part in s.split(',') {
             if part.trim().is_empty() {
-                return Err(Error::invalid(
-                    format!("--kubelet-version {}", crate::text::shorten(s, 40)),
-                    format!("an empty entry in the list; valid: {}", Self::valid_list()),
+                return Err(Invalid::new(
+                    &place,
+                    format!("an empty entry in the list; accepted: {}", Self::LIST_FORMS),
                 ));
             }
-            let v = Self::parse(part)?;
-            if !out.contains(&v) {
-                out.push(v);
+            let versions = match range_ends(part) {
+                Some((from, to)) => Self::range(&place, from, to)?,
+                None => vec![Self::parse_one(&place, part)?],
+            };
+            for v in versions {
+                if !out.contains(&v) {
+                    out.push(v);
+                }
             }
         }
         Ok(out)
@@ -128,7 +183,7 @@ impl KubeletVersion {
     }
 
     /// True for this minor release or any later one (master included).
-    pub(crate) fn at_least(self, minor: u8) -> bool {
+    pub fn at_least(self, minor: u8) -> bool {
         self.minor() >= minor
     }
 
@@ -301,6 +356,21 @@ impl KubeletVersion {
     }
 }
 
+/// The two ends of a range (`1.28..1.37`, or `1.28-1.37` where the text
+/// after the dash is itself a release, not a pre-release suffix such as
+/// `-eks-59bf375` or `-rc.1`), or `None` for a single release.
+fn range_ends(s: &str) -> Option<(&str, &str)> {
+    if let Some(ends) = s.split_once("..") {
+        return Some(ends);
+    }
+    let (from, to) = s.split_once('-')?;
+    let t = to.trim();
+    let t = t.strip_prefix('v').or_else(|| t.strip_prefix('V')).unwrap_or(t);
+    let names_release = t.eq_ignore_ascii_case("master")
+        || t.strip_prefix("1.").is_some_and(|m| m.bytes().next().is_some_and(|b| b.is_ascii_digit()));
+    names_release.then_some((from, to))
+}
+
 impl fmt::Display for KubeletVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -315,10 +385,7 @@ impl fmt::Display for KubeletVersion {
 impl FromStr for KubeletVersion {
     type Err = String;
     fn from_str(s: &str) -> std::result::Result<Self, String> {
-        KubeletVersion::parse(s).map_err(|e| match e {
-            Error::Invalid { message, .. } => message,
-            other => other.to_string(),
-        })
+        KubeletVersion::parse(s).map_err(|e| e.message)
     }
 }
 
@@ -394,7 +461,7 @@ mod tests {
         }
         for bad in ["v1.30.7-", "v1.30+", "v1.30.7-eks 1", "v1.30.7-eks/x", "-eks", "v1-eks", "v1.x-eks", "v1.25.1-eks"]
         {
-            assert_eq!(KubeletVersion::parse(bad).unwrap_err().exit_code(), crate::error::exit::USAGE, "{bad}");
+            assert!(KubeletVersion::parse(bad).is_err(), "{bad}");
         }
     }
 
@@ -405,16 +472,51 @@ mod tests {
         assert!(e.len() < 400, "{} bytes", e.len());
         for bad in ["1.25", "1.38", "2.30", "1", "1.30.7.1", "1.x", "", "1.-3", "v", "1.030000"] {
             let e = KubeletVersion::parse(bad).unwrap_err();
-            assert_eq!(e.exit_code(), crate::error::exit::USAGE, "{bad}");
             let text = e.to_string();
             assert!(text.contains("1.26, 1.27") && text.contains("1.37, master"), "{bad}: {text}");
         }
         let e = KubeletVersion::parse_list("1.28,,1.36").unwrap_err().to_string();
-        assert!(e.contains("empty entry"), "{e}");
+        assert!(e.contains("empty entry") && e.contains(KubeletVersion::LIST_FORMS), "{e}");
         assert_eq!(
             KubeletVersion::parse_list("1.28,1.32,1.36,1.28").unwrap(),
             [KubeletVersion::Release(28), KubeletVersion::Release(32), KubeletVersion::Release(36)]
         );
+    }
+
+    // Nothing that names two releases runs one: a range expands to every
+    // release in between (both forms), or is refused naming the forms; the
+    // one-release parser refuses it instead of reading `-1.37` as a
+    // pre-release suffix (which ran 1.28 alone).
+    #[test]
+    fn ranges_expand_to_every_release_in_between_or_are_refused() {
+        let v = KubeletVersion::Release;
+        let all: Vec<_> = (28..=37).map(v).collect();
+        assert_eq!(KubeletVersion::parse_list("1.28-1.37").unwrap(), all);
+        assert_eq!(KubeletVersion::parse_list("1.28..1.37").unwrap(), all);
+        assert_eq!(KubeletVersion::parse_list("v1.28 - v1.37").unwrap(), all);
+        assert_eq!(KubeletVersion::parse_list("1.36-master").unwrap(), [v(36), v(37), KubeletVersion::Master]);
+        assert_eq!(KubeletVersion::parse_list("1.26,1.34-1.35,1.35").unwrap(), [v(26), v(34), v(35)]);
+        assert_eq!(KubeletVersion::parse_list("1.30-1.30").unwrap(), [v(30)]);
+        // Managed clusters' suffixes are still one release.
+        assert_eq!(KubeletVersion::parse_list("v1.30.7-eks-59bf375,1.33-rc.1").unwrap(), [v(30), v(33)]);
+        for (bad, says) in [
+            ("1.37-1.28", "write the older release first (1.28-1.37)"),
+            ("1.25-1.30", "\"1.25\" is not a release dpctl plays"),
+            ("1.30..1.38", "\"1.38\" is not a release dpctl plays"),
+            ("1.30..", "\"\" is not a release"),
+            ("1.28-1.37-1.30", "is not a release"),
+        ] {
+            let e = KubeletVersion::parse_list(bad).unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains(says) && text.contains("1.28-1.37 or 1.28..1.37"), "{bad}: {text}");
+        }
+        // Where one release is taken, a range is refused, naming how many it names.
+        for one in ["1.28-1.37", "1.28..1.37"] {
+            let text = KubeletVersion::parse(one).unwrap_err().to_string();
+            assert!(text.contains("a range names 10 releases, and this takes one"), "{text}");
+        }
+        // The release after the newest is not a name: master is.
+        assert!(KubeletVersion::parse_list("1.34,1.38").unwrap_err().to_string().contains("1.37, master"));
     }
 
     #[test]

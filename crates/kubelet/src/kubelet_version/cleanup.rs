@@ -66,7 +66,7 @@ pub fn cleanup_dir(dir: &Path, keep: &[PathBuf], rule: CleanupRule, may_delete_f
     for entry in rd.filter_map(std::result::Result::ok) {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        if entry.file_name() == crate::paths::CHECKPOINT_FILE_NAME || keep.contains(&path) {
+        if entry.file_name() == crate::layout::CHECKPOINT_FILE_NAME || keep.contains(&path) {
             continue;
         }
         let Ok(lmeta) = std::fs::symlink_metadata(&path) else { continue };
@@ -107,7 +107,7 @@ mod tests {
         let dir = tempfile::Builder::new().prefix("dp").tempdir_in("/tmp").unwrap();
         let d = dir.path();
         std::fs::write(d.join("notes.txt"), "x").unwrap();
-        std::fs::write(d.join(crate::paths::CHECKPOINT_FILE_NAME), "{}").unwrap();
+        std::fs::write(d.join(crate::layout::CHECKPOINT_FILE_NAME), "{}").unwrap();
         std::fs::create_dir(d.join("sub")).unwrap();
         let mut l = vec![std::os::unix::net::UnixListener::bind(d.join("sub/in.sock")).unwrap()];
         l.push(std::os::unix::net::UnixListener::bind(d.join("a.sock")).unwrap());
@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(c.deleted_sockets, ["a.sock"]);
         assert_eq!(c.deleted_files, ["link-dangling", "link-file", "link-sock", "notes.txt"]);
         assert!(c.would_delete.is_empty());
-        assert!(exists(&d.join(crate::paths::CHECKPOINT_FILE_NAME)), "the checkpoint is never deleted");
+        assert!(exists(&d.join(crate::layout::CHECKPOINT_FILE_NAME)), "the checkpoint is never deleted");
         assert!(exists(&d.join("sub/in.sock")) && exists(&d.join("keep.sock")));
     }
 
@@ -146,7 +146,7 @@ mod tests {
         assert_eq!(c.deleted_sockets, ["a.sock"]);
         assert!(c.deleted_files.is_empty());
         assert_eq!(c.would_delete, ["link-dangling", "link-file", "link-sock", "notes.txt"]);
-        for n in ["notes.txt", "link-file", "link-sock", "link-dangling", crate::paths::CHECKPOINT_FILE_NAME] {
+        for n in ["notes.txt", "link-file", "link-sock", "link-dangling", crate::layout::CHECKPOINT_FILE_NAME] {
             assert!(exists(&d.join(n)), "{n} kept");
         }
     }

@@ -387,42 +387,6 @@ mod tests {
         assert_eq!(found[0].1, ["example.com/gpu"]);
     }
 
-    /// The sim builds every rejection from this table: no device-manager
-    /// text is spelt out in kubelet_sim's sources, so none can drift from
-    /// what `explain` knows.
-    #[test]
-    fn kubelet_sim_spells_out_no_kubelet_text() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib/kubelet_sim");
-        let mut stack = vec![dir];
-        let mut offenders = Vec::new();
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                    continue;
-                }
-                // Unit tests may quote the texts they expect: whole test
-                // modules (`tests.rs`, `tests_*.rs`) and the `#[cfg(test)]` part of a file.
-                if p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("tests")) {
-                    continue;
-                }
-                let all = std::fs::read_to_string(&p).unwrap_or_default();
-                let text = all.split("#[cfg(test)]").next().unwrap_or_default();
-                for t in ALL_TEXTS.iter().filter(|t| t.played) {
-                    let head = t.template.split("{}").next().unwrap_or_default();
-                    if head.len() > 12 && text.contains(&format!("\"{head}")) {
-                        offenders.push(format!("{}: {head}", p.display()));
-                    }
-                }
-                if text.contains("unexpected(format!(") {
-                    offenders.push(format!("{}: unexpected(format!(", p.display()));
-                }
-            }
-        }
-        assert!(offenders.is_empty(), "use crate::kubelet_texts instead: {offenders:#?}");
-    }
-
     #[test]
     fn nothing_is_found_in_other_text() {
         assert!(explain("ImagePullBackOff: Back-off pulling image").is_empty());

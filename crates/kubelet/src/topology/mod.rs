@@ -26,7 +26,7 @@ pub use hints::{Hint, HintView, ResourceHints};
 pub use mask::Mask;
 pub use merge::ProviderHints;
 
-use crate::error::{Error, Result};
+use crate::invalid::{Invalid, Result};
 
 /// The reason of a Topology Manager rejection (`admission/errors.go`).
 pub const TOPOLOGY_AFFINITY_ERROR: &str = "TopologyAffinityError";
@@ -271,19 +271,19 @@ impl TopologyConfig {
     pub fn validate(&self) -> Result<()> {
         let m = &self.machine;
         if m.numa_nodes == 0 || m.numa_nodes > SIM_MAX_NUMA_NODES {
-            return Err(Error::invalid(
+            return Err(Invalid::new(
                 "--numa-nodes",
                 format!("{} is outside 1..={SIM_MAX_NUMA_NODES} (the sim's limit)", m.numa_nodes),
             ));
         }
         if m.cpus_per_numa == 0 || m.numa_nodes.saturating_mul(m.cpus_per_numa) > SIM_MAX_CPUS {
-            return Err(Error::invalid(
+            return Err(Invalid::new(
                 "--cpus-per-numa",
                 format!("{} CPUs per node: at least 1, at most {SIM_MAX_CPUS} CPUs in all", m.cpus_per_numa),
             ));
         }
         if self.policy != Policy::None && m.numa_nodes > self.options.max_allowable_numa_nodes {
-            return Err(Error::invalid(
+            return Err(Invalid::new(
                 "--topology-manager-policy",
                 format!(
                     "unsupported on machines with more than {} NUMA Nodes (the machine has {}); \
@@ -295,13 +295,13 @@ impl TopologyConfig {
         if let Some(d) = &m.distances
             && (d.len() != m.numa_nodes || d.iter().any(|r| r.len() != m.numa_nodes))
         {
-            return Err(Error::invalid(
+            return Err(Invalid::new(
                 "--numa-distances",
                 format!("needs {0} rows of {0} values (one per NUMA node)", m.numa_nodes),
             ));
         }
         if self.options.prefer_closest_numa_nodes && m.distances.is_none() {
-            return Err(Error::invalid(
+            return Err(Invalid::new(
                 "--topology-manager-policy-options",
                 "prefer-closest-numa-nodes: error getting NUMA distances from cadvisor; \
                  hint: give the simulated machine's distances with --numa-distances, e.g. 10,21;21,10",
@@ -309,13 +309,13 @@ impl TopologyConfig {
         }
         let cpus = m.numa_nodes * m.cpus_per_numa;
         if let Some(c) = self.reserved_cpus.iter().find(|c| **c as usize >= cpus) {
-            return Err(Error::invalid(
+            return Err(Invalid::new(
                 "--reserved-cpus",
                 format!("CPU {c} is not on the machine (CPUs 0-{})", cpus - 1),
             ));
         }
         if self.cpu_policy == CpuPolicy::Static && self.reserved_cpus.is_empty() {
-            return Err(Error::invalid(
+            return Err(Invalid::new(
                 "--cpu-manager-policy static",
                 "[cpumanager] unable to determine reserved CPU resources for static policy; \
                  hint: reserve at least one CPU, e.g. --reserved-cpus 0",
