@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::manager::Pod;
 use super::outcome::{AdmitOutcome, ContainerOutcome, UNEXPECTED_ADMISSION_ERROR};
-use super::{ContainerKind, PodSpec, SimHandle};
+use super::{PodSpec, SimHandle};
 use crate::error::{Error, Result};
 
 /// What a reboot did: every pod admitted again, in the order used.
@@ -94,8 +94,11 @@ impl SimHandle {
         // The order is checked before anything changes.
         let known = self.inner.lock().pods();
         order_pods(known, order)?;
-        self.restart(Duration::ZERO).await?;
+        self.restart_with(Duration::ZERO, None).await?;
         tokio::time::sleep(readmit_after).await;
+        // The pods are the new kubelet's first pod list: its sources are not
+        // ready until every one was admitted again.
+        self.inner.lock().set_sources_ready(false);
         let pods = {
             let taken = self.inner.lock().take_pods();
             order_pods(taken, order)?
@@ -106,7 +109,7 @@ impl SimHandle {
         for pod in pods {
             let asks = self.asks_for_devices(&pod.spec);
             let outcome = if asks && !pod.allocs.is_empty() {
-                self.readmit_kept(pod)
+                self.readmit_kept(pod).await
             } else {
                 let mut spec = pod.spec;
                 spec.uid = Some(pod_uid(&spec));
@@ -114,6 +117,7 @@ impl SimHandle {
             };
             out.push(outcome);
         }
+        self.inner.lock().set_sources_ready(true);
         Ok(RebootReport { pods: out })
     }
 
@@ -123,14 +127,30 @@ impl SimHandle {
 
     /// The pod whose checkpointed devices are still there: every container's
     /// devices must belong to a registered resource with healthy devices,
-    /// all of its own healthy; then it is admitted on them, no plugin called.
-    fn readmit_kept(&self, mut pod: Pod) -> AdmitOutcome {
+    /// all of its own healthy, and the pod must fit next to the pods admitted
+    /// again before it (manager/fit.rs); then it is admitted on them, no
+    /// Allocate called, and its containers start afresh, each asking the
+    /// device manager for its run options: PreStartContainer where the plugin
+    /// requires it (GetDeviceRunContainerOptions in pkg/kubelet/cm/devicemanager/manager.go).
+    async fn readmit_kept(&self, mut pod: Pod) -> AdmitOutcome {
         let uid = pod_uid(&pod.spec);
         let mut outcome = AdmitOutcome::pending(&pod.spec, uid);
-        let refusal = self.inner.lock().readmit_refusal(&pod);
-        if let Some(err) = refusal {
-            outcome.reason = Some(UNEXPECTED_ADMISSION_ERROR.into());
-            outcome.message = Some(crate::kubelet_texts::WRAPPER.fill(&[&err]));
+        let refusal = {
+            let m = self.inner.lock();
+            match m.readmit_refusal(&pod) {
+                Some(err) => Some((UNEXPECTED_ADMISSION_ERROR.to_string(), crate::kubelet_texts::WRAPPER.fill(&[&err]))),
+                None => {
+                    let (_, stripped) = m.unknown_resources(&pod.spec.containers);
+                    let others = m.other_specs(pod.uid());
+                    let others: Vec<&PodSpec> = others.iter().collect();
+                    m.node_fit(&pod.spec, &super::admission::held_ids(&pod), &others, &stripped)
+                        .map(|r| (r.reason, r.message))
+                }
+            }
+        };
+        if let Some((reason, message)) = refusal {
+            outcome.reason = Some(reason);
+            outcome.message = Some(message);
             return outcome;
         }
         for c in &pod.spec.containers {
@@ -138,15 +158,14 @@ impl SimHandle {
             for (resource, alloc) in pod.allocs.get(&c.name).into_iter().flatten() {
                 co.keep(c, resource, &alloc.ids);
             }
-            co.started = true;
             outcome.containers.push(co);
         }
         outcome.admitted = true;
-        // Every container started afresh; the plain init containers ran to completion.
-        pod.running =
-            pod.spec.containers.iter().filter(|c| c.kind != ContainerKind::Init).map(|c| c.name.clone()).collect();
+        let plan = super::admission::plan_pre_start(&self.inner, &pod);
+        pod.running.clear();
         // Nothing was allocated: the kubelet writes no checkpoint for it.
         self.inner.lock().readmit_kept(pod);
+        super::admission::start_containers(&self.inner, &mut outcome, plan).await;
         outcome
     }
 }

@@ -20,6 +20,7 @@
 mod admission;
 mod checkpoint;
 pub(crate) mod dra;
+mod fit;
 mod podres;
 mod reboot;
 mod registration;
@@ -45,6 +46,8 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 pub(crate) use admission::AllocationPlan;
+#[cfg(test)]
+pub(crate) use fit::pod_request;
 pub use admission::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
 pub(crate) use registration::Registrant;
 pub(crate) use rejection::{Rejection, unexpected};
@@ -279,6 +282,27 @@ impl Manager {
         };
         let p = st.pods.remove(i);
         st.exclusive_cpus.remove(p.uid());
+        st.gone.insert(p.uid().to_string());
         Ok(p)
+    }
+
+    /// The device manager's `UpdateAllocatedDevices`
+    /// (pkg/kubelet/cm/devicemanager/manager.go): once the pod sources are
+    /// ready, the entries of pods no longer active (deleted, killed or
+    /// rejected by this sim, restored from the checkpoint by a restart) are
+    /// dropped in memory; the next checkpoint write leaves them out.
+    pub fn update_allocated_devices(&mut self) {
+        let st = &mut self.st;
+        if !st.sources_ready {
+            return;
+        }
+        let gone = &st.gone;
+        st.foreign_entries.retain(|e| !gone.contains(&e.pod_uid));
+    }
+
+    /// Whether the pod sources are ready (false while a restarted kubelet
+    /// admits its first pod list).
+    pub fn set_sources_ready(&mut self, ready: bool) {
+        self.st.sources_ready = ready;
     }
 }
