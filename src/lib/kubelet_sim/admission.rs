@@ -553,9 +553,16 @@ pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> R
     // (pkg/kubelet/cm/devicemanager/manager.go) drops the pod in memory the next
     // time it looks, and the next write (an allocation, a device list update)
     // leaves it out; until then the file still lists it, and a restart restores it.
-    inner.emit(EventKind::PodDeleted { pod: name.into(), namespace: namespace.into(), freed: freed.clone() });
-    // The kubelet unprepares in SyncTerminatingPod, once the containers stopped.
+    // The kubelet unprepares in SyncTerminatingPod, once the containers
+    // stopped; when that fails SyncTerminatingPod returns the error, the pod
+    // is not terminated and stays active (isPodInactive, pkg/kubelet/kubelet.go)
+    // with its devices, and the pod worker tries again (here: the next delete).
     let dra = super::dra::unprepare_pod(inner, &pod.spec, pod.uid()).await.map(Box::new);
+    if dra.as_ref().is_some_and(|d| d.error.is_some()) {
+        inner.lock().still_terminating(pod);
+        return Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed: BTreeMap::new(), dra });
+    }
+    inner.emit(EventKind::PodDeleted { pod: name.into(), namespace: namespace.into(), freed: freed.clone() });
     Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed, dra })
 }
 

@@ -138,7 +138,9 @@ impl SimHandle {
         let refusal = {
             let m = self.inner.lock();
             match m.readmit_refusal(&pod) {
-                Some(err) => Some((UNEXPECTED_ADMISSION_ERROR.to_string(), crate::kubelet_texts::WRAPPER.fill(&[&err]))),
+                Some(err) => {
+                    Some((UNEXPECTED_ADMISSION_ERROR.to_string(), crate::kubelet_texts::WRAPPER.fill(&[&err])))
+                }
                 None => {
                     let (_, stripped) = m.unknown_resources(&pod.spec.containers);
                     let others = m.other_specs(pod.uid());

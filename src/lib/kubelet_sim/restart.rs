@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use super::SimHandle;
 use super::events::EventKind;
 use super::manager::Pod;
-use super::pod::PodSpec;
 use super::outcome::{AdmitOutcome, ContainerOutcome, UNEXPECTED_ADMISSION_ERROR};
+use super::pod::PodSpec;
 
 impl SimHandle {
     /// Re-admits every admitted pod, in admission order, `after` past `t0`
@@ -34,7 +34,9 @@ impl SimHandle {
             let refusal = {
                 let m = inner.lock();
                 match m.readmission(&pod) {
-                    Some(err) => Some((UNEXPECTED_ADMISSION_ERROR.to_string(), crate::kubelet_texts::WRAPPER.fill(&[&err]))),
+                    Some(err) => {
+                        Some((UNEXPECTED_ADMISSION_ERROR.to_string(), crate::kubelet_texts::WRAPPER.fill(&[&err])))
+                    }
                     None => {
                         let (_, stripped) = m.unknown_resources(&pod.spec.containers);
                         let others: Vec<&PodSpec> = so_far.iter().collect();

@@ -128,7 +128,8 @@ impl Manager {
         for r in names.into_iter().filter(|r| !stripped.contains(r)) {
             let get = |c: &ContainerSpec| c.limits.get(r.as_str()).copied().unwrap_or(0);
             let want = pod_request(pod, get);
-            let allocatable = self.allocatable_extended(r, mine.get(r.as_str()).unwrap_or(&none), sanitize).unwrap_or(0);
+            let allocatable =
+                self.allocatable_extended(r, mine.get(r.as_str()).unwrap_or(&none), sanitize).unwrap_or(0);
             let used = sum(&get);
             if want > 0 && (allocatable < used || want > allocatable - used) {
                 return Some(out_of(r, &format!("OutOf{r}"), want, used, allocatable));

@@ -46,9 +46,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 pub(crate) use admission::AllocationPlan;
+pub use admission::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
 #[cfg(test)]
 pub(crate) use fit::pod_request;
-pub use admission::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
 pub(crate) use registration::Registrant;
 pub(crate) use rejection::{Rejection, unexpected};
 use state::State;
@@ -298,6 +298,14 @@ impl Manager {
         }
         let gone = &st.gone;
         st.foreign_entries.retain(|e| !gone.contains(&e.pod_uid));
+    }
+
+    /// A deleted pod whose termination failed (its claims did not
+    /// unprepare) stays active with its devices, its containers stopped.
+    pub fn still_terminating(&mut self, mut pod: Pod) {
+        pod.running.clear();
+        self.st.gone.remove(pod.uid());
+        self.st.pods.push(pod);
     }
 
     /// Whether the pod sources are ready (false while a restarted kubelet
