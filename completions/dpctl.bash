@@ -1976,7 +1976,7 @@ _dpctl() {
                     return 0
                     ;;
                 --fault)
-                    COMPREPLY=($(compgen -W "missing-uid not-idempotent unresolvable-cdi bad-cdi-id health-unserved same-device" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "missing-uid not-idempotent unresolvable-cdi bad-cdi-id health-unserved register-once same-device" -- "${cur}"))
                     return 0
                     ;;
                 --prepare-delay)
@@ -3167,7 +3167,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --api-objects --kubeconfig --dra-wiping-delay --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --numa-nodes --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace help"
+            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --api-objects --kubeconfig --assume-claims-reserved --dra-wiping-delay --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --numa-nodes --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3681,7 +3681,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin)
-            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --empty-first-message --same-device --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --register-twice --register-once --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --no-trunc --no-headers --help --version set-health add-device remove-device status help"
+            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --empty-first-message --same-device --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --stale-stream-after-restart --crash-after-restart --scan-stops-after --hang-on-sigterm --ids-change-per-start --register-twice --register-once --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --no-trunc --no-headers --help --version set-health add-device remove-device status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3768,6 +3768,14 @@ _dpctl() {
                     return 0
                     ;;
                 --register-resource-name)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --crash-after-restart)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --scan-stops-after)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -5403,7 +5411,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__smoke)
-            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --stream-window --prestart-timeout --request --restart-deadline --restarts --fault-command --recover-command --late-kubelet-socket --recovery-deadline --topology-manager-policy --numa-nodes --grace --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --stream-window --prestart-timeout --request --restart-deadline --restarts --fault-command --recover-command --late-kubelet-socket --recovery-deadline --settle --topology-manager-policy --numa-nodes --grace --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -5461,6 +5469,10 @@ _dpctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --settle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --topology-manager-policy)
                     COMPREPLY=($(compgen -W "none best-effort restricted single-numa-node" -- "${cur}"))
                     return 0
@@ -5474,7 +5486,7 @@ _dpctl() {
                     return 0
                     ;;
                 --skip)
-                    COMPREPLY=($(compgen -W "registration-request first-snapshot health-report admission pod-deletion kubelet-restart plugin-restart health-recovery node-reboot options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id distinct-devices preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "registration-request first-snapshot health-report admission pod-deletion kubelet-restart health-recovery device-rescan node-reboot plugin-restart options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id distinct-devices preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --junit)

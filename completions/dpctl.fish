@@ -216,6 +216,7 @@ never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l force -d 'Take over kubelet.sock (and the sim\'s other sockets) even when a live process answers on it, and delete every socket in --dir at start as a kubelet does. Without it (a deliberate difference from the kubelet) startup deletes only stale sockets (connecting is refused) and leaves live ones alone; `restart` deletes them all, like a restarting kubelet'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-podresources -d 'Do not serve PodResources'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-rate-limit -d 'Serve PodResources without the kubelet\'s rate limit (100 calls/s, burst 10)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l assume-claims-reserved -d 'A ResourceClaim in the pod\'s manifest without status.reservedFor counts as reserved for the pod (a convenience for hand-written manifests). Off by default, as the kubelet refuses to prepare a claim reserved for no pod: `pod <name> (<uid>) is not allowed to use ...`'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l no-checkpoint -d 'Do not read or write kubelet_internal_checkpoint'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l emulate-cleanup -d 'At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported. The checkpoint is never deleted'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace help" -l adopt-checkpoint -d 'Let the sim rewrite a kubelet_internal_checkpoint it did not write (a real kubelet\'s). Without it such a file is read, verified and restored, never changed'
@@ -563,6 +564,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l end-stream-error -d 'Fault: with --end-stream-after, end with this status instead of OK' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-version -d 'Fault: send this version in Register (e.g. v1alpha)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-resource-name -d 'Fault: send this resource name in Register (e.g. an invalid one)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l crash-after-restart -d 'Fault: exit with Go\'s `panic: send on closed channel` DURATION after a kubelet restart' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l scan-stops-after -d 'Fault: report the first N changes in device count (add-device, remove-device), never a later one' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l registry-dir -d 'Also register the plugin-watcher way: serve pluginregistration.Registration on DIR/<endpoint> (e.g. /var/lib/kubelet/plugins_registry)' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l record -d 'Write every RPC received to FILE as JSON Lines. FILE is created, or replaced when it is empty or a record dpctl wrote; any other existing file, a symbolic link (live or dangling) or a non-regular file is refused (exit 2), never emptied or followed' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-timeout -d 'Deadline of one Register call' -r
@@ -582,6 +585,9 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-options-mismatch -d 'Fault: send the opposite options in Register from GetDevicePluginOptions (kubelets ignore them, so this works: smoke and kubelet-sim only note it)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-before-serving -d 'Fault: call Register before serving the socket (the classic bug)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-reregister -d 'Fault: do not serve or register again after a kubelet restart'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l stale-stream-after-restart -d 'Fault: after a kubelet restart, the new ListAndWatch stream gets the list once and never a change (the old stream\'s goroutine kept the update channel)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l hang-on-sigterm -d 'Fault: ignore SIGTERM and Ctrl-C (only SIGKILL ends it)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l ids-change-per-start -d 'Fault: device IDs differ on every start (a suffix made from the process and its start time)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-twice -d 'Fault: call Register twice on the same socket (kubelets 1.37+ refuse the second)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l register-once -d 'Fault: call Register once at start and exit if it fails (no retry, no watching for kubelet.sock)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand mock-plugin; and not __fish_seen_subcommand_from set-health add-device remove-device status help" -l no-register -d 'Only serve; never call Register on kubelet.sock'
@@ -811,6 +817,7 @@ not-idempotent\t'A claim prepared again gets other devices'
 unresolvable-cdi\t'CDI IDs answered, no spec written'
 bad-cdi-id\t'CDI IDs that do not parse'
 health-unserved\t'Health advertised, not served'
+register-once\t'GetInfo answered once: no registration after a kubelet restart'
 same-device\t'Every claim answered with the first device'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-delay -d 'Wait this long before answering each Prepare' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-error -d 'Answer every claim of Prepare with this error' -r
@@ -942,6 +949,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l fault-command -d '
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l recover-command -d 'health-recovery: shell command that clears the fault --fault-command made' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l late-kubelet-socket -d 'Create kubelet.sock only this long after the sim has started (the plugin starts before it, as on a node whose kubelet is slow to start its device manager): a plugin must retry Register or watch for kubelet.sock' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l recovery-deadline -d 'health-recovery: how long the fault may take to show, and its clearance to restore allocatable' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l settle -d 'How long the same plugin process is watched after a kubelet restart and after a node reboot before the steps on it are judged: a process that exits (a panic some seconds after the restart) within it fails the step' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l topology-manager-policy -d 'Admit the test pod under this Topology Manager policy (the kubelet\'s --topology-manager-policy)' -r -f -a "none\t'No hints are collected; devices are not aligned'
 best-effort\t'Merge the hints, always admit'
 restricted\t'Admit only a preferred hint'
@@ -954,9 +962,10 @@ health-report\t''
 admission\t''
 pod-deletion\t''
 kubelet-restart\t''
-plugin-restart\t''
 health-recovery\t''
+device-rescan\t''
 node-reboot\t''
+plugin-restart\t''
 options-answer\t''
 list-first-message-prompt\t''
 device-ids-valid\t''
@@ -972,7 +981,7 @@ prestart-deadline\t''
 parallel-calls\t''
 list-stream-stays-open\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l junit -d 'Also write the report as JUnit XML to FILE (testsuite "dpctl smoke")' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l log-dir -d 'Write the plugin\'s whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log (the report keeps the last 64 KiB of each)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l log-dir -d 'Write each plugin process\'s whole output to DIR/STEP.stdout.log and DIR/STEP.stderr.log, STEP being the step that started it (launch, node-reboot, plugin-restart); the report keeps the last 64 KiB of each' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l bind -d 'With --isolate: also bind-mount SRC (a host path) at DST inside the namespace, e.g. a CDI spec directory, a fake /dev tree or a config file (repeatable)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l registration -d 'How the plugin must register: on kubelet.sock, through plugins_registry (the plugin watcher\'s GetInfo), or auto (whichever it does; the report says which)' -r -f -a "auto\t''
 kubelet-sock\t''
@@ -990,7 +999,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d
 1.36\t''
 1.37\t''
 master\t''"
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l engine -d 'Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet\'s own device manager, plugin manager and Topology Manager at one release (a referee binary, or a directory of dpctl-referee-1.NN binaries built by conformance/build.sh: with a directory, --kubelet-version picks dpctl-referee-1.NN per release). The referee runs in a private mount namespace on the kubelet\'s standard paths (see below)' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l engine -d 'Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet\'s own device manager, plugin manager and Topology Manager at one release (a referee binary, or a directory of dpctl-referee-1.NN binaries built by conformance/build.sh: with a directory, --kubelet-version picks dpctl-referee-1.NN per release). The referee runs in a private mount namespace on the kubelet\'s standard paths (see below). kubelet:PATH: a real kubelet (a binary, or a directory of kubelet-1.NN built by conformance/build.sh kubelet, with pause.tar and busybox.tar beside it) with containerd and runc, as root, in private namespaces: pods run as real containers and each one is checked from inside for what the plugin\'s Allocate promised' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'

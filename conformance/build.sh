@@ -13,6 +13,14 @@
 # Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 1.38 dra-driver upstream]
 #        (default: all five referees, the DRA driver and the upstream
 #        programs; 1.38 is a pre-release, v1.38.0-beta.0)
+#        conformance/build.sh [--lean] kubelet [1.34 1.35 1.36 1.37]
+#        (default: 1.37) builds the real kubelet (k8s.io/kubernetes/cmd/kubelet
+#        from the module proxy, pinned by the referee's modfiles/1.NN.mod) as
+#        kubelet-1.NN into ${DPCTL_KUBELET_DIR:-<repo>/target/kubelet}, with
+#        the two images `dpctl smoke --engine kubelet` runs (pause.tar from the
+#        kubelet module's build/pause/linux/pause.c, compiled static; busybox.tar
+#        from the host's static busybox, Debian's busybox-static) in the same
+#        directory; see kubelet.sh.
 # GOMODCACHE, GOCACHE and GOFLAGS come from the environment; the builds
 # share GOCACHE, so packages that did not change between releases compile
 # once.
@@ -29,15 +37,36 @@ if [ "${1:-}" = "--lean" ]; then
 	lean=yes
 	shift
 fi
-targets=${*:-1.34 1.35 1.36 1.37 1.38 dra-driver upstream}
+kubelet=no
+if [ "${1:-}" = "kubelet" ]; then
+	kubelet=yes
+	shift
+fi
+if [ $kubelet = yes ]; then
+	targets=${*:-1.37}
+else
+	targets=${*:-1.34 1.35 1.36 1.37 1.38 dra-driver upstream}
+fi
 releases=
 dra_driver=no
 upstream=no
 for r in $targets; do
 	case $r in
-	1.34 | 1.35 | 1.36 | 1.37 | 1.38) releases="$releases $r" ;;
-	dra-driver) dra_driver=yes ;;
-	upstream) upstream=yes ;;
+	1.34 | 1.35 | 1.36 | 1.37) releases="$releases $r" ;;
+	1.38)
+		if [ $kubelet = yes ]; then
+			echo "build.sh: 'kubelet' builds kubelet releases 1.34 1.35 1.36 1.37 (1.38 is a pre-release: referee only)" >&2
+			exit 2
+		fi
+		releases="$releases $r"
+		;;
+	dra-driver | upstream)
+		if [ $kubelet = yes ]; then
+			echo "build.sh: 'kubelet' builds kubelet releases only (known: 1.34 1.35 1.36 1.37)" >&2
+			exit 2
+		fi
+		if [ "$r" = upstream ]; then upstream=yes; else dra_driver=yes; fi
+		;;
 	*)
 		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37 1.38; or dra-driver, upstream)" >&2
 		exit 2
@@ -59,6 +88,9 @@ if [ $lean = yes ]; then
 			;;
 		esac
 	done
+fi
+if [ $kubelet = yes ]; then
+	DPCTL_BUILD_LEAN=$lean exec "$here/kubelet.sh" $releases
 fi
 [ -z "$releases" ] || mkdir -p "$out"
 cd "$here/referee"

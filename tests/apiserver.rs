@@ -50,7 +50,22 @@ struct Api {
     child: Child,
     dir: PathBuf,
     kubeconfig: String,
-    addr: String,
+    addr: Addr,
+}
+
+/// Where the server listens and the bearer token its kubeconfig holds.
+#[derive(Clone, Debug)]
+struct Addr {
+    host: String,
+    token: String,
+}
+
+impl Addr {
+    fn of(server: &str, kubeconfig: &str) -> Addr {
+        let text = std::fs::read_to_string(kubeconfig).unwrap();
+        let token = text.lines().find_map(|l| l.trim().strip_prefix("token: ")).expect("a token in the kubeconfig");
+        Addr { host: server.trim_start_matches("http://").to_string(), token: token.trim_matches('"').to_string() }
+    }
 }
 
 async fn apiserver(sb: &Sandbox) -> Api {
@@ -62,19 +77,16 @@ async fn apiserver(sb: &Sandbox) -> Api {
     let serving = child.event("serving").await;
     let server = serving["server"].as_str().unwrap();
     assert_eq!(serving["objects"], 3, "{serving}");
-    Api {
-        kubeconfig: serving["kubeconfig"].as_str().unwrap().to_string(),
-        addr: server.trim_start_matches("http://").to_string(),
-        dir,
-        child,
-    }
+    let kubeconfig = serving["kubeconfig"].as_str().unwrap().to_string();
+    Api { addr: Addr::of(server, &kubeconfig), kubeconfig, dir, child }
 }
 
 /// One HTTP/1.1 request; the status code and the JSON body.
-async fn http(addr: &str, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
-    let mut s = tokio::time::timeout(WAIT, tokio::net::TcpStream::connect(addr)).await.unwrap().unwrap();
+async fn http(addr: &Addr, method: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, Value) {
+    let Addr { host, token } = addr;
+    let mut s = tokio::time::timeout(WAIT, tokio::net::TcpStream::connect(host)).await.unwrap().unwrap();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes()).await.unwrap();
@@ -87,11 +99,11 @@ async fn http(addr: &str, method: &str, path: &str, content_type: &str, body: &[
     (code, serde_json::from_str(body).unwrap_or(Value::Null))
 }
 
-async fn get(addr: &str, path: &str) -> (u16, Value) {
+async fn get(addr: &Addr, path: &str) -> (u16, Value) {
     http(addr, "GET", path, "application/json", b"").await
 }
 
-async fn send(addr: &str, method: &str, path: &str, body: &Value) -> (u16, Value) {
+async fn send(addr: &Addr, method: &str, path: &str, body: &Value) -> (u16, Value) {
     http(addr, method, path, "application/json", body.to_string().as_bytes()).await
 }
 
@@ -112,9 +124,12 @@ struct Watch {
 }
 
 impl Watch {
-    async fn open(addr: &str, query: &str) -> Watch {
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let head = format!("GET {SLICES}?watch=true&{query} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    async fn open(addr: &Addr, query: &str) -> Watch {
+        let Addr { host, token } = addr;
+        let mut s = tokio::net::TcpStream::connect(host).await.unwrap();
+        let head = format!(
+            "GET {SLICES}?watch=true&{query} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+        );
         s.write_all(head.as_bytes()).await.unwrap();
         let mut lines = BufReader::new(s).lines();
         // Status line and headers.
@@ -355,4 +370,92 @@ async fn bad_flags_and_foreign_files_are_refused() {
     assert!(r.expect_code(2).stderr.contains("run `dpctl apiserver --dir"), "{}", r.stderr);
     let r = dpctl(&["apiserver", "--dir", d]).await;
     assert!(r.expect_code(2).stderr.contains("--objects FILE are required"), "{}", r.stderr);
+}
+
+/// GET `path` as user nobody (uid 65534), with `token` unless empty: the
+/// raw answer.
+fn as_nobody(host: &str, path: &str, token: &str) -> String {
+    use std::os::unix::process::CommandExt;
+    let (ip, port) = host.rsplit_once(':').unwrap();
+    let auth = if token.is_empty() { String::new() } else { format!("Authorization: Bearer {token}\\r\\n") };
+    let script = format!(
+        "exec 3<>/dev/tcp/{ip}/{port}; printf 'GET {path} HTTP/1.1\\r\\nHost: x\\r\\n{auth}Connection: close\\r\\n\\r\\n' >&3; timeout 10 cat <&3"
+    );
+    let out = std::process::Command::new("bash").arg("-c").arg(script).uid(65534).gid(65534).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A slice whose one device carries a string attribute of `bytes` bytes.
+fn big_slice(name: &str, bytes: usize) -> Value {
+    let mut s = slice(name);
+    s["spec"]["devices"] = json!([{"name": "gpu-0", "attributes": {"blob": {"string": "x".repeat(bytes)}}}]);
+    s
+}
+
+/// The server answers its own user and the kubeconfig's token holder only
+/// (another user gets a 401 Status; the kubeconfig is 0600), bounds what it keeps as the real API
+/// server does (a body over 3 MiB: 413; an object over etcd's 1.5 MiB: 500
+/// with etcd's words; a watch from a resourceVersion compacted away: 200
+/// and one ERROR event with the 410 Expired Status, so client-go lists
+/// again), and refuses a list's malformed resourceVersion as a watch's.
+#[tokio::test]
+async fn only_its_user_or_the_token_holder_is_answered_and_memory_is_bounded_like_the_api_servers() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let mut api = apiserver(&sb).await;
+    let a = api.addr.clone();
+    let mode = std::fs::metadata(&api.kubeconfig).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the kubeconfig holds the token");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        // Another local user (nobody), without the token, then with it.
+        let answer = as_nobody(&a.host, SLICES, "");
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+        assert!(answer.contains(r#""reason":"Unauthorized""#), "{answer}");
+        assert!(as_nobody(&a.host, SLICES, &a.token).starts_with("HTTP/1.1 200"));
+    }
+    let (code, v) = get(&a, &format!("{SLICES}?resourceVersion=abc")).await;
+    assert_eq!((code, v["reason"].as_str()), (400, Some("BadRequest")), "a list, as a watch: {v}");
+    let body = big_slice("too-big-body", 3 * 1024 * 1024).to_string();
+    let (code, v) = http(&a, "POST", SLICES, "application/json", body.as_bytes()).await;
+    assert_eq!((code, v["reason"].as_str()), (413, Some("RequestEntityTooLarge")), "{v}");
+    let (code, v) = send(&a, "POST", SLICES, &big_slice("two-mb", 2_000_000)).await;
+    assert_eq!((code, v["message"].as_str()), (500, Some("etcdserver: request is too large")), "{v}");
+    let (code, created) = send(&a, "POST", SLICES, &big_slice("big", 1_400_000)).await;
+    assert_eq!(code, 201, "an object under etcd's limit is stored");
+    let first: u64 = created["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
+    let mut obj = created;
+    for _ in 0..8 {
+        let (code, o) = send(&a, "PUT", &format!("{SLICES}/big"), &obj).await;
+        assert_eq!(code, 200);
+        obj = o;
+    }
+    let mut old = Watch::open(&a, &format!("resourceVersion={first}")).await;
+    let ev = old.event().await;
+    assert_eq!((ev["type"].as_str(), ev["object"]["code"].as_u64()), (Some("ERROR"), Some(410)), "{ev}");
+    assert_eq!(ev["object"]["reason"], "Expired");
+    assert!(ev["object"]["message"].as_str().unwrap().starts_with(&format!("too old resource version: {first} (")));
+    api.child.interrupt();
+    assert_eq!(api.child.event("stopped").await["writes"], 9);
+}
+
+/// An output nobody reads never holds the server up: with `-o json` and
+/// stdout unread, writes of 1 MB objects (each shown as one line, far past
+/// the pipe's 64 KiB) are answered, reads too, and SIGTERM stops it.
+#[tokio::test]
+async fn an_unread_output_never_blocks_serving_and_sigterm_stops_it() {
+    let sb = Sandbox::new();
+    let mut api = apiserver(&sb).await;
+    let a = api.addr.clone();
+    let (code, mut obj) = send(&a, "POST", SLICES, &big_slice("big", 1_000_000)).await;
+    assert_eq!(code, 201);
+    for _ in 0..5 {
+        let (code, o) = send(&a, "PUT", &format!("{SLICES}/big"), &obj).await;
+        assert_eq!(code, 200, "a write is answered while nobody reads the output");
+        obj = o;
+    }
+    let (code, _) = get(&a, &format!("{SLICES}/big")).await;
+    assert_eq!(code, 200);
+    api.child.terminate();
+    assert_eq!(api.child.wait().await, 0, "SIGTERM stops it within the bound");
 }

@@ -215,6 +215,11 @@ corpus! {
     no_registration_after_a_kubelet_restart: "No registration after a kubelet restart",
     oversize_list: "A ListAndWatch message over 4 MiB",
     register_once_and_give_up: "Register once and give up (sim only: the referee's device manager creates kubelet.sock at once, so smoke refuses `--late-kubelet-socket` on it)",
+    stale_stream_after_a_kubelet_restart: "A stale stream after a kubelet restart",
+    crash_after_a_kubelet_restart: "A crash some seconds after a kubelet restart",
+    rescan_loop_that_stops: "A rescan loop that stops",
+    hang_on_sigterm: "A hang on SIGTERM",
+    ids_that_change_per_start: "Device IDs that change on every start",
     dra_same_device_for_every_claim: "The same device for every claim",
     dra_claim_left_out: "A claim left out of the answer",
     dra_not_idempotent: "Prepare of a prepared claim gives other devices",
@@ -238,7 +243,7 @@ fn every_corpus_row_is_a_test() {
         assert!(!r.step.is_empty() && !r.evidence.is_empty(), "{}: a row names its step and evidence", r.class);
     }
     let pending = all.iter().filter(|r| r.plugin.is_none()).count();
-    assert!(pending <= 6, "{pending} pending rows");
+    assert_eq!(pending, 0, "pending rows");
 }
 
 /// The report's totals: `[passed, failed, skipped, errors]`.
@@ -255,8 +260,11 @@ type Verdict = (Vec<(String, String)>, [u64; 4]);
 /// or a vacuous rule would show as a difference), and no failure.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_mock_gets_the_same_verdict_ten_times() {
-    let args: Vec<String> = ["smoke", "-o", "json", "--stream-window", "300ms", "--restart-deadline", "2s", "--"]
+    let window = ["--stream-window", "300ms", "--restart-deadline", "2s", "--settle", "1s"];
+    let args: Vec<String> = ["smoke", "-o", "json"]
         .into_iter()
+        .chain(window)
+        .chain(["--"])
         .map(String::from)
         .chain([dpctl_bin().to_string()])
         .chain(["mock-plugin", "--dir", "{dir}", "--resource", "example.com/gpu"].map(String::from))

@@ -86,8 +86,9 @@ async fn the_mock_passes_every_step_on_1_37_with_junit() {
     assert!(xml.contains(r#"name="node-reboot""#), "{xml}");
 }
 
-/// 1.34-1.36 list a claim's devices again when it is prepared again after
-/// a restart: the same devices, so kubelet-restart still passes on 1.34.
+/// 1.34: a kubelet restart reads the claim back and prepares nothing, so
+/// kubelet-restart passes with the devices unchanged; the reboot prepares
+/// the claim again (1.34-1.36 append the same devices).
 #[tokio::test]
 async fn the_mock_passes_on_1_34() {
     let run = smoke(&["--kubelet-version", "1.34", "--skip", "long-socket-path"], &mock(&[])).await;
@@ -153,6 +154,22 @@ async fn a_claim_prepared_again_with_other_devices_fails_idempotence() {
     )
     .await;
     assert!(evidence(&r, "prepare-idempotent").contains("then ["), "{r:#}");
+}
+
+/// A driver whose registration server answers once cannot register again
+/// after a kubelet restart: kubelet-restart fails (the reboot starts a new
+/// driver, which registers).
+#[tokio::test]
+async fn a_driver_that_registers_once_fails_the_kubelet_restart() {
+    let r = fails(
+        &["--fault", "register-once"],
+        &["--skip", "long-socket-path", "--register-timeout", "3s"],
+        "kubelet-restart",
+        "did not register again within",
+        "registers again",
+    )
+    .await;
+    assert_eq!(outcome(&r, "node-reboot"), "pass", "{r:#}");
 }
 
 /// CDI IDs with no spec: the container's IDs, and again after the reboot.

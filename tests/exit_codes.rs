@@ -64,6 +64,35 @@ async fn row_2_bad_usage_or_input() {
             "over the limit of 100000",
         ),
         ("smoke --log-dir at a file", vec!["smoke", "--log-dir", file, "--", "true"], "--log-dir"),
+        // A flag without a value, and one that needs plugins_registry.
+        (
+            "--assume-claims-reserved with a value",
+            vec!["kubelet-sim", "--dir", dir, "--registry-dir", dir, "--assume-claims-reserved=yes"],
+            "unexpected value",
+        ),
+        (
+            "--assume-claims-reserved without --registry-dir",
+            vec!["kubelet-sim", "--assume-claims-reserved"],
+            "--registry-dir",
+        ),
+        // The lifecycle faults' and smoke's settle window's bad values.
+        (
+            "a crash delay that is no duration",
+            vec!["mock-plugin", "--resource", "example.com/gpu", "--crash-after-restart", "soon"],
+            "--crash-after-restart",
+        ),
+        (
+            "a huge crash delay",
+            vec!["mock-plugin", "--resource", "example.com/gpu", "--crash-after-restart", "1e20"],
+            "365 days",
+        ),
+        (
+            "a rescan limit that is no number",
+            vec!["mock-plugin", "--resource", "example.com/gpu", "--scan-stops-after", "many"],
+            "--scan-stops-after",
+        ),
+        ("a settle window that is no duration", vec!["smoke", "--settle", "a while", "--", "true"], "--settle"),
+        ("a huge settle window", vec!["smoke", "--settle", "1e20", "--", "true"], "365 days"),
         // One --kubelet-version parser: a range backwards, past the releases played, or
         // where one release is taken is refused with the accepted forms, never run as one.
         ("a backwards range", vec!["smoke", "--kubelet-version", "1.37-1.28", "--", "true"], "1.28-1.37 or 1.28..1.37"),

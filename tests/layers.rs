@@ -1004,8 +1004,10 @@ fn the_sim_manager_is_synchronous_and_owns_its_state() {
     let mut problems = Vec::new();
     for f in &files {
         let rel = f.strip_prefix(&root).expect("under the manager").display().to_string();
-        // Test modules (tests.rs, tests_*.rs) may take a time origin of their own.
-        if rel == "tests.rs" || (rel.starts_with("tests_") && rel.ends_with(".rs")) {
+        // Test modules (tests.rs, tests_*.rs, nested ones too) may take a
+        // time origin of their own and read test vectors.
+        let file = f.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if file == "tests.rs" || (file.starts_with("tests_") && file.ends_with(".rs")) {
             continue;
         }
         let code = without_tests(&code_only(&std::fs::read_to_string(f).expect("readable source")));
@@ -1015,20 +1017,29 @@ fn the_sim_manager_is_synchronous_and_owns_its_state() {
             }
         }
     }
-    // The state's fields: `pub(super)` at most (visible in the manager only).
-    let state = code_only(&std::fs::read_to_string(root.join("state.rs")).expect("readable state.rs"));
-    for name in ["State", "Resource", "Endpoint"] {
+    // The state's fields, every field of `Manager` and of the DRA state:
+    // `pub(super)` at most (visible in the manager only), so the shell
+    // changes them only through the manager's transitions.
+    let owned = [
+        ("state.rs", "State"),
+        ("state.rs", "Resource"),
+        ("state.rs", "Endpoint"),
+        ("mod.rs", "Manager"),
+        ("dra/mod.rs", "DraState"),
+    ];
+    for (file, name) in owned {
+        let code = code_only(&std::fs::read_to_string(root.join(file)).unwrap_or_default());
         let open = format!("struct {name} {{");
-        let Some(at) = state.find(&open) else {
-            problems.push(format!("manager/state.rs: no `{open}`"));
+        let Some(at) = code.find(&open) else {
+            problems.push(format!("manager/{file}: no `{open}`"));
             continue;
         };
         let start = at + open.len() - 1;
-        let end = closing(state.as_bytes(), start).expect("a closed struct");
-        for line in state[start..end].lines() {
+        let end = closing(code.as_bytes(), start).expect("a closed struct");
+        for line in code[start..end].lines() {
             let l = line.trim_start();
             if l.starts_with("pub ") || l.starts_with("pub(crate)") || l.starts_with("pub(in") {
-                problems.push(format!("manager/state.rs: {name} field visible outside the manager: {}", l.trim()));
+                problems.push(format!("manager/{file}: {name} field visible outside the manager: {}", l.trim()));
             }
         }
     }
@@ -1036,6 +1047,42 @@ fn the_sim_manager_is_synchronous_and_owns_its_state() {
         problems.is_empty(),
         "the sim's manager must stay synchronous and own its state (move the I/O to the shell, \
          pass the time in, keep fields pub(super)):\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+/// What compares kubelet releases: the release table's own `at_least`
+/// and `minor`, or an ordering of `KubeletVersion` values.
+const VERSION_COMPARISONS: &[&str] = &[
+    ".at_least(",
+    ".minor()",
+    "< KubeletVersion::",
+    "> KubeletVersion::",
+    "<= KubeletVersion::",
+    ">= KubeletVersion::",
+];
+
+/// Every release rule is a named predicate of `KubeletVersion` in the
+/// release table (`kubelet_version/`): no other module compares releases.
+#[test]
+fn no_release_comparison_outside_the_release_table() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let table = manifest.join("crates/kubelet/src/kubelet_version");
+    assert!(table.join("mod.rs").exists(), "the release table moved: update this test");
+    let mut files = Vec::new();
+    rust_files(&manifest.join("src/lib"), &mut files);
+    rust_files(&manifest.join("crates/kubelet/src"), &mut files);
+    let mut problems = Vec::new();
+    for f in files.iter().filter(|f| !f.starts_with(&table)) {
+        let code = without_tests(&code_only(&std::fs::read_to_string(f).expect("readable source")));
+        for c in VERSION_COMPARISONS.iter().filter(|c| code.contains(**c)) {
+            problems.push(format!("{}: {c}", f.strip_prefix(manifest).expect("in the repository").display()));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "releases are compared only in the release table: add a named predicate to KubeletVersion \
+         (its first release and a sentence) and ask it:\n  {}",
         problems.join("\n  ")
     );
 }

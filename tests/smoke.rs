@@ -12,14 +12,18 @@ use dpctl::check::Case;
 
 use crate::support::{Child, Run, Sandbox, dpctl, dpctl_bin, dpctl_command, run_bounded};
 
-const GPU: &str = "example.com/gpu";
+pub(crate) const GPU: &str = "example.com/gpu";
 
 /// A smoke run may wait out the kubelet's 10 s dial-back timeout.
 const SMOKE_WAIT: Duration = Duration::from_secs(40);
 
-/// Runs `dpctl smoke -o json <flags> -- <command>` and parses the report.
-async fn smoke(flags: &[&str], command: &[&str]) -> (Run, serde_json::Value) {
+/// Runs `dpctl smoke -o json <flags> -- <command>` and parses the report;
+/// the settle window is 1 s unless `flags` give `--settle`.
+pub(crate) async fn smoke(flags: &[&str], command: &[&str]) -> (Run, serde_json::Value) {
     let mut args = vec!["smoke", "-o", "json"];
+    if !flags.contains(&"--settle") {
+        args.extend(["--settle", "1s"]);
+    }
     args.extend_from_slice(flags);
     args.push("--");
     args.extend_from_slice(command);
@@ -36,14 +40,14 @@ async fn smoke(flags: &[&str], command: &[&str]) -> (Run, serde_json::Value) {
 }
 
 /// `dpctl mock-plugin` for GPU in the smoke directory, plus `extra` flags.
-fn mock(extra: &[&'static str]) -> Vec<&'static str> {
+pub(crate) fn mock(extra: &[&'static str]) -> Vec<&'static str> {
     let mut v = vec![dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--resource", GPU];
     v.extend_from_slice(extra);
     v
 }
 
 /// Short windows for runs that look for one failure.
-const FAST: [&str; 4] = ["--stream-window", "300ms", "--restart-deadline", "2s"];
+pub(crate) const FAST: [&str; 4] = ["--stream-window", "300ms", "--restart-deadline", "2s"];
 
 /// The plugin's pid from the report: it must not be running any more.
 fn assert_plugin_gone(report: &serde_json::Value) {
@@ -54,7 +58,7 @@ fn assert_plugin_gone(report: &serde_json::Value) {
     assert!(stat.is_empty() || state == "Z", "plugin pid {pid} still runs: {stat}");
 }
 
-fn outcomes(v: &serde_json::Value) -> BTreeMap<String, String> {
+pub(crate) fn outcomes(v: &serde_json::Value) -> BTreeMap<String, String> {
     v["steps"]
         .as_array()
         .expect("steps array")
@@ -63,17 +67,17 @@ fn outcomes(v: &serde_json::Value) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn step<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+pub(crate) fn step<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     v["steps"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no step {name}"))
 }
 
-fn failed(v: &serde_json::Value) -> Vec<String> {
+pub(crate) fn failed(v: &serde_json::Value) -> Vec<String> {
     outcomes(v).into_iter().filter(|(_, o)| o == "fail" || o == "error").map(|(n, _)| n).collect()
 }
 
 /// Asserts `name` failed with evidence containing every piece of `needles`.
 #[track_caller]
-fn assert_failed(v: &serde_json::Value, name: &str, needles: &[&str]) {
+pub(crate) fn assert_failed(v: &serde_json::Value, name: &str, needles: &[&str]) {
     let s = step(v, name);
     assert_eq!(s["outcome"], "fail", "{name}: {s:#}");
     let ev = s["evidence"].as_str().unwrap();
@@ -149,6 +153,8 @@ async fn the_table_and_narration_for_people() {
         "smoke",
         "--stream-window",
         "300ms",
+        "--settle",
+        "1s",
         "--",
         dpctl_bin(),
         "mock-plugin",
@@ -378,10 +384,20 @@ async fn log_dir_keeps_the_whole_output_and_dir_is_kept() {
         assert_eq!(step(&v, name)["evidence"], "skipped with --skip");
     }
     assert_eq!(step(&v, "admission")["evidence"], "--request 0: no pod admitted");
-    let out = std::fs::read_to_string(logs.join("plugin.stdout.log")).unwrap();
-    assert!(out.contains("registered"), "{out}");
-    assert_eq!(v["plugin"]["stdout"]["file"], logs.join("plugin.stdout.log").to_str().unwrap());
-    assert!(std::fs::read_to_string(logs.join("plugin.stderr.log")).unwrap().contains("mock plugin for"));
+    // One pair of files per process, named by the step that started it.
+    for by in ["launch", "plugin-restart"] {
+        let out = std::fs::read_to_string(logs.join(format!("{by}.stdout.log"))).unwrap();
+        assert!(out.contains("registered"), "{by}: {out}");
+        let err = std::fs::read_to_string(logs.join(format!("{by}.stderr.log"))).unwrap();
+        assert!(err.contains("mock plugin for"), "{by}: {err}");
+    }
+    let procs = v["processes"].as_array().unwrap();
+    assert_eq!(
+        procs.iter().map(|p| p["started_by"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["launch", "plugin-restart"]
+    );
+    assert_ne!(procs[0]["pid"], procs[1]["pid"]);
+    assert_eq!(v["plugin"]["stdout"]["file"], logs.join("plugin-restart.stdout.log").to_str().unwrap());
 }
 
 #[tokio::test]
@@ -589,7 +605,8 @@ async fn a_plugin_that_cannot_restart_or_recover_fails_those_steps() {
         m = marker.display(),
         d = dpctl_bin()
     );
-    let flags = ["--skip", "parallel-calls,kubelet-restart", "--stream-window", "300ms", "--restart-deadline", "3s"];
+    let skip = "parallel-calls,kubelet-restart,node-reboot";
+    let flags = ["--skip", skip, "--stream-window", "300ms", "--restart-deadline", "3s"];
     let (run, v) = smoke(&flags, &["sh", "-c", &script]).await;
     run.expect_code(1);
     assert_failed(&v, "plugin-restart", &["exited with code 3 before registering", "cannot start twice"]);
@@ -598,7 +615,7 @@ async fn a_plugin_that_cannot_restart_or_recover_fails_those_steps() {
     let fault = format!("{} mock-plugin set-health --dir {{dir}} {GPU} GPU-1 unhealthy", dpctl_bin());
     let flags = [
         "--skip",
-        "parallel-calls,kubelet-restart,plugin-restart",
+        "parallel-calls,kubelet-restart,plugin-restart,node-reboot",
         "--stream-window",
         "300ms",
         "--recovery-deadline",
@@ -645,7 +662,14 @@ async fn a_late_kubelet_sock_fails_a_plugin_that_registers_once_only() {
 async fn node_reboot_reports_the_rejected_pod_and_passes_when_the_plugin_comes_back() {
     let sb = Sandbox::new();
     let junit = sb.join("smoke.xml");
-    let skip = ["--skip", "parallel-calls,kubelet-restart,plugin-restart,health-recovery", "--stream-window", "300ms"];
+    let skip = [
+        "--skip",
+        "parallel-calls,kubelet-restart,plugin-restart,health-recovery",
+        "--stream-window",
+        "300ms",
+        "--settle",
+        "1s",
+    ];
     let mut flags = vec!["--kubelet-version", "1.35", "--junit", junit.to_str().unwrap()];
     flags.extend(skip);
     let (run, v) = smoke(&flags, &mock(&["--devices", "2"])).await;

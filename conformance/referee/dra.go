@@ -8,8 +8,13 @@ package main
 // holding the ResourceClaims of every admitted pod's manifest. The pod
 // worker's part is glue: PrepareResources before the containers start
 // (SyncPod), GetResources at each container start (the CDI devices),
-// UnprepareResources when a pod is deleted (SyncTerminatedPod), and after a
-// restart PrepareResources again for every running pod with claims.
+// UnprepareResources when a pod is deleted (SyncTerminatedPod). A kubelet
+// restart prepares nothing: SyncPod calls PrepareDynamicResources only
+// inside `if podContainerChanges.CreateSandbox`
+// (pkg/kubelet/kuberuntime/kuberuntime_manager.go, SyncPod), and
+// computePodActions keeps a running pod's sandbox, so the claims restored
+// from the checkpoint are prepared again only for a new user of the claim or
+// after a reboot (the sandboxes are gone: reboot.go admits every pod again).
 
 import (
 	"context"
@@ -67,9 +72,10 @@ func newDRAOutcome() *draOutcome {
 	return &draOutcome{Calls: []jsonRaw{}, CDIDevices: map[string][]string{}}
 }
 
-// storeClaims puts the claims of a pod's manifest into the API server, as
-// the scheduler and the resource claim controller left them: a claim
-// without reservedFor is reserved for the pod that names it.
+// storeClaims puts the claims of a pod's manifest into the API server as
+// written: a claim without status.reservedFor is reserved for no pod, and
+// the DRA manager refuses it (IsReservedForPod in
+// k8s.io/dynamic-resource-allocation/resourceclaim refuses an empty list).
 func (r *referee) storeClaims(pod *podSpec) {
 	for _, c := range pod.ClaimObjects {
 		claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: c.Name, Namespace: c.Namespace, UID: types.UID(c.UID)}}
@@ -81,16 +87,10 @@ func (r *referee) storeClaims(pod *podSpec) {
 			}
 			claim.Status.Allocation = alloc
 		}
-		if c.ReservedFor == nil {
-			claim.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod.Name, UID: types.UID(*pod.UID)}}
-		} else {
+		if c.ReservedFor != nil {
 			for _, uid := range *c.ReservedFor {
 				claim.Status.ReservedFor = append(claim.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", UID: types.UID(uid)})
 			}
-		}
-		if old, ok := r.api.get(c.Namespace, c.Name); ok && c.ReservedFor == nil && old.UID == claim.UID {
-			// A second pod sharing the claim: the scheduler adds it to reservedFor.
-			claim.Status.ReservedFor = append(old.Status.ReservedFor, claim.Status.ReservedFor...)
 		}
 		r.api.put(claim)
 	}
@@ -205,26 +205,6 @@ func (r *referee) awaitDrivers(m *managers, deadline time.Time) bool {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// prepareAgain: after a restart, every admitted pod with claims is synced
-// again once the drivers its claims name have registered (at most until
-// `deadline`), in admission order.
-func (r *referee) prepareAgain(m *managers, deadline time.Time) []draOutcome {
-	r.awaitDrivers(m, deadline)
-	r.mu.RLock()
-	var pods []*admittedPod
-	for _, p := range r.pods {
-		if len(p.spec.ResourceClaims) > 0 {
-			pods = append(pods, p)
-		}
-	}
-	r.mu.RUnlock()
-	out := []draOutcome{}
-	for _, p := range pods {
-		out = append(out, *r.prepare(m, p))
-	}
-	return out
 }
 
 // dynamicResources is the container manager's GetDynamicResources

@@ -142,8 +142,6 @@ type restartReport struct {
 	AllReturned    bool             `json:"all_returned"`
 	Resources      []resourceReturn `json:"resources"`
 	Readmitted     []admitOutcome   `json:"readmitted,omitempty"`
-	// The pods with claims synced again after the restart.
-	DraPrepared []draOutcome `json:"dra_prepared,omitempty"`
 }
 
 type restartOutcome struct {

@@ -503,7 +503,6 @@ func (r *referee) restart(wait time.Duration, readmit *time.Duration) restartRep
 	if !r.awaitDrivers(m, deadline) {
 		rep.AllReturned = false
 	}
-	rep.DraPrepared = r.prepareAgain(m, deadline)
 	rep.Readmitted = readmitted
 	return rep
 }

@@ -21,7 +21,7 @@ pub fn skip(area: &str, why: &str) {
     SKIPPED.get_or_init(|| {
         use std::io::Write;
         let line = format!(
-            "SKIPPED tests of the Go-built referees, DRA drivers and upstream programs: {why} (first seen in {area})\n"
+            "SKIPPED tests of the Go-built referees, DRA drivers, upstream programs and kubelet: {why} (first seen in {area})\n"
         );
         let _ = std::io::stderr().write_all(line.as_bytes());
     });
@@ -71,4 +71,35 @@ pub fn referee_dir_or_skip(area: &str, release: &str) -> Option<PathBuf> {
         &format!("no dpctl-referee-{release} in {} (build it with conformance/build.sh {release})", dir.display()),
     );
     None
+}
+
+/// The kubelet release the real-kubelet tests run (`conformance/build.sh kubelet`'s default).
+pub const KUBELET_RELEASE: &str = "1.37";
+
+/// The directory of real kubelets (`DPCTL_KUBELET_DIR`, default
+/// `target/kubelet`) with `kubelet-1.37` and its images, on a machine that
+/// can run them (root, containerd, runc), or `None` after the SKIPPED line.
+pub fn kubelet_or_skip(area: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("DPCTL_KUBELET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/kubelet"));
+    for file in [format!("kubelet-{KUBELET_RELEASE}"), "pause.tar".into(), "busybox.tar".into()] {
+        if !dir.join(&file).is_file() {
+            let why = format!("no {} (build it with conformance/build.sh kubelet)", dir.join(file).display());
+            skip(area, &why);
+            return None;
+        }
+    }
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        skip(area, "the real kubelet runs containers: root is needed");
+        return None;
+    }
+    let on_path =
+        |p: &str| std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|d| d.join(p).is_file());
+    if let Some(missing) = ["containerd", "ctr", "runc"].into_iter().find(|p| !on_path(p)) {
+        skip(area, &format!("{missing} is not on PATH (apt-get install containerd runc)"));
+        return None;
+    }
+    Some(dir)
 }

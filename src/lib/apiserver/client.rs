@@ -4,8 +4,8 @@
 //! kubeconfig (the current context's cluster) as client-go does, and turns
 //! the API's `Status` answers into [`Failure`]s with their message, so a
 //! caller can repeat the API server's words. `https://` servers are refused
-//! with a clear error: dpctl's API server is loopback HTTP, and this client
-//! carries no TLS or credentials.
+//! with a clear error: dpctl's API server is loopback HTTP; the one
+//! credential this client carries is the kubeconfig user's bearer token.
 
 use std::path::Path;
 use std::time::Duration;
@@ -46,6 +46,8 @@ pub struct Client {
     authority: String,
     /// The server URL, for messages.
     server: String,
+    /// The kubeconfig user's bearer token.
+    token: Option<String>,
 }
 
 impl Client {
@@ -54,7 +56,9 @@ impl Client {
         let place = format!("{flag} {}", path.display());
         let text = crate::input::read_text(path, &place)?;
         let server = server_of(&text).map_err(|why| Error::invalid(&place, why))?;
-        Client::for_server(&server).map_err(|why| Error::invalid(&place, why))
+        let mut client = Client::for_server(&server).map_err(|why| Error::invalid(&place, why))?;
+        client.token = token_of(&text);
+        Ok(client)
     }
 
     /// The client for `server` (`http://host:port`).
@@ -72,7 +76,7 @@ impl Client {
         if authority.is_empty() || authority.contains('/') {
             return Err(format!("the server {server:?} has a path; want http://host:port"));
         }
-        Ok(Client { authority, server: server.to_string() })
+        Ok(Client { authority, server: server.to_string(), token: None })
     }
 
     /// The server URL.
@@ -92,7 +96,11 @@ impl Client {
                 .map_err(|e| fail(format!("talking to {}: {e}", self.server)))?;
             let driver = tokio::spawn(conn);
             let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
-            let req = http::Request::builder()
+            let mut req = http::Request::builder();
+            if let Some(t) = &self.token {
+                req = req.header(http::header::AUTHORIZATION, format!("Bearer {t}"));
+            }
+            let req = req
                 .method(method)
                 .uri(path)
                 .header(http::header::HOST, &self.authority)
@@ -134,6 +142,20 @@ struct Kubeconfig {
     contexts: Vec<Named<ContextWrap>>,
     #[serde(default)]
     clusters: Vec<Named<ClusterWrap>>,
+    #[serde(default)]
+    users: Vec<Named<UserWrap>>,
+}
+
+#[derive(Deserialize)]
+struct UserWrap {
+    #[serde(default)]
+    user: User,
+}
+
+#[derive(Deserialize, Default)]
+struct User {
+    #[serde(default)]
+    token: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -144,6 +166,8 @@ struct ContextWrap {
 #[derive(Deserialize)]
 struct Context {
     cluster: String,
+    #[serde(default)]
+    user: String,
 }
 
 #[derive(Deserialize)]
@@ -181,14 +205,31 @@ pub fn server_of(text: &str) -> std::result::Result<String, String> {
     Ok(cluster.server.clone())
 }
 
+/// The bearer token of the current context's user (of its only user when
+/// it names no context), as client-go sends it.
+pub fn token_of(text: &str) -> Option<String> {
+    let kc: Kubeconfig = serde_norway::from_str(text).ok()?;
+    let user = if kc.current_context.is_empty() {
+        match kc.users.as_slice() {
+            [only] => &only.inner.user,
+            _ => return None,
+        }
+    } else {
+        let ctx = kc.contexts.iter().find(|c| c.name == kc.current_context)?;
+        &kc.users.iter().find(|u| u.name == ctx.inner.context.user)?.inner.user
+    };
+    user.token.clone()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn the_server_is_the_current_contexts_and_https_is_refused() {
-        let kc = super::super::record::kubeconfig("http://127.0.0.1:4321");
+        let kc = super::super::record::kubeconfig("http://127.0.0.1:4321", "s3cret");
         assert_eq!(server_of(&kc).unwrap(), "http://127.0.0.1:4321");
+        assert_eq!(token_of(&kc).as_deref(), Some("s3cret"));
         assert_eq!(Client::for_server("http://127.0.0.1:4321").unwrap().authority, "127.0.0.1:4321");
         assert!(Client::for_server("https://10.0.0.1:6443").unwrap_err().contains("uses TLS"));
         assert!(server_of("apiVersion: v1\nkind: Config\ncurrent-context: x\n").unwrap_err().contains("\"x\""));

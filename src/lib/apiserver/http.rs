@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +24,11 @@ use super::watch::{self, Start};
 
 /// Largest request body taken (the API server's limit is 3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
+/// Events one watch takes from the history at a time.
+const WATCH_BATCH: usize = 16;
+/// Lines queued for one watch's connection: a watcher that does not read
+/// holds at most these (and what the socket buffers), never the history.
+const WATCH_QUEUE: usize = 4;
 
 /// A response body: whole, or a watch stream.
 pub type Body = BoxBody<Bytes, Infallible>;
@@ -35,8 +41,15 @@ pub struct State {
     pub inner: Mutex<(Store, Recorder)>,
     /// Bumped after every write: watches wake on it.
     pub changed: tokio::sync::watch::Sender<u64>,
-    /// Each write, for the command to show.
-    pub writes: tokio::sync::mpsc::UnboundedSender<Write>,
+    /// Each write, for the record's saver and then the command to show
+    /// (bounded: a write that finds it full is counted in `unshown`).
+    pub writes: tokio::sync::mpsc::Sender<Write>,
+    /// Writes not shown because the output fell behind.
+    pub unshown: AtomicU64,
+    /// Objects a program created through `Handle::put` (its to delete).
+    pub owned: Mutex<std::collections::HashSet<super::store::Key>>,
+    /// The bearer token every request must carry (it is in the kubeconfig only).
+    pub token: String,
     /// `host:port` the server listens on.
     pub address: String,
     /// Cancelled when the server stops: ends the watches.
@@ -192,8 +205,24 @@ fn route(path: &str, address: &str) -> Result<Route, ApiError> {
 }
 
 /// Answers one request.
-pub async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+/// `trusted`: the client sent the bearer token or runs as this server's
+/// user (see `same_user`); anyone else gets 401.
+pub async fn handle(state: Arc<State>, req: Request<Incoming>, trusted: bool) -> Result<Response<Body>, Infallible> {
+    if !trusted {
+        return Ok(failure(&ApiError::unauthorized()));
+    }
     Ok(answer(state, req).await.unwrap_or_else(|e| failure(&e)))
+}
+
+/// True when the request carries `Authorization: Bearer TOKEN` (compared
+/// in constant time).
+pub fn authorized(token: &str, headers: &http::HeaderMap) -> bool {
+    let Some(given) = headers.get(http::header::AUTHORIZATION).and_then(|v| v.as_bytes().strip_prefix(b"Bearer "))
+    else {
+        return false;
+    };
+    let want = token.as_bytes();
+    given.len() == want.len() && given.iter().zip(want).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
 }
 
 async fn answer(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
@@ -210,7 +239,8 @@ async fn answer(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Bo
             }
         }
         (Route::Item { kind, ns, name }, Method::GET) => {
-            state.inner.lock().map_err(|_| poisoned())?.0.get(kind, &ns, &name).map(|o| json_response(200, &o))
+            let obj = state.inner.lock().map_err(|_| poisoned())?.0.get_shared(kind, &ns, &name);
+            obj.map(|o| json_response(200, &o))
         }
         (Route::Collection { kind, ns }, Method::POST) if kind.writable => {
             let body = read_body(req).await;
@@ -242,7 +272,13 @@ async fn read_body(req: Request<Incoming>) -> Result<Value, ApiError> {
     let bytes = Limited::new(req.into_body(), MAX_BODY)
         .collect()
         .await
-        .map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?
+        .map_err(|e| {
+            if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() {
+                ApiError::too_large(MAX_BODY)
+            } else {
+                ApiError::bad_request(format!("reading the request body: {e}"))
+            }
+        })?
         .to_bytes();
     if bytes.is_empty() {
         return Ok(Value::Null);
@@ -276,12 +312,17 @@ fn list(
     q: &BTreeMap<String, String>,
 ) -> Result<Response<Body>, ApiError> {
     let sel = selector(kind, q)?;
-    let inner = state.inner.lock().map_err(|_| poisoned())?;
-    let items: Vec<Value> = inner
-        .0
-        .list(kind, ns, &sel)
-        .into_iter()
-        .map(|mut o| {
+    if let Some(rv) = q.get("resourceVersion") {
+        watch::parse_rv(rv)?;
+    }
+    let (shared, rv) = {
+        let inner = state.inner.lock().map_err(|_| poisoned())?;
+        (inner.0.list_shared(kind, ns, &sel), inner.0.resource_version())
+    };
+    let items: Vec<Value> = shared
+        .iter()
+        .map(|o| {
+            let mut o = (**o).clone();
             // A list's items carry no kind or apiVersion, as the API server sends them.
             if let Some(m) = o.as_object_mut() {
                 m.remove("kind");
@@ -293,7 +334,7 @@ fn list(
     let body = json!({
         "kind": format!("{}List", kind.kind),
         "apiVersion": kind.api_version(),
-        "metadata": {"resourceVersion": inner.0.resource_version().to_string()},
+        "metadata": {"resourceVersion": rv.to_string()},
         "items": items,
     });
     Ok(json_response(200, &body))
@@ -307,11 +348,14 @@ pub(super) fn write(
     let mut inner = state.inner.lock().map_err(|_| poisoned())?;
     let (store, recorder) = &mut *inner;
     let (object, write) = op(store)?;
-    let recorded = recorder.record(&write, store.slices());
+    let recorded = recorder.record(&write);
     let rv = store.resource_version();
+    // Sent under the lock, so writes reach the saver in the store's order.
+    if state.writes.try_send(write).is_err() {
+        state.unshown.fetch_add(1, Ordering::Relaxed);
+    }
     drop(inner);
     state.changed.send_replace(rv);
-    let _ = state.writes.send(write);
     if let Err(e) = recorded {
         let message = format!("the write was applied but recording it failed: {e}");
         state.record_error.lock().map_err(|_| poisoned())?.get_or_insert(message.clone());
@@ -377,7 +421,7 @@ fn start_watch(
         )),
         None => None,
     };
-    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(64);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Bytes>(WATCH_QUEUE);
     tokio::spawn(stream(Arc::clone(state), kind, ns, sel, start, timeout, tx));
     let frames = tokio_stream::StreamExt::map(tokio_stream::wrappers::ReceiverStream::new(rx), |b| {
         Ok::<_, Infallible>(Frame::data(b))
@@ -389,7 +433,11 @@ fn start_watch(
         .map_err(|e| ApiError::internal(e.to_string()))
 }
 
-/// Feeds one watch until the client goes, the timeout ends it or the server stops.
+/// Feeds one watch until the client goes, the timeout ends it, the server
+/// stops, or the history it needs was compacted (then it ends with the API
+/// server's ERROR event, a 410 Expired Status, and client-go lists again).
+/// It holds one batch of shared events at a time and a few serialized
+/// lines, whether or not the client reads.
 async fn stream(
     state: Arc<State>,
     kind: &'static Kind,
@@ -401,40 +449,48 @@ async fn stream(
 ) {
     let mut changed = state.changed.subscribe();
     changed.borrow_and_update();
-    let (initial, mut last) = {
+    let (initial, mut last, bookmark) = {
         let Ok(inner) = state.inner.lock() else { return };
         let rv = inner.0.resource_version();
         match start {
-            Start::Initial { bookmark } => {
-                let mut lines: Vec<Vec<u8>> =
-                    inner.0.list(kind, ns.as_deref(), &sel).iter().map(|o| watch::line("ADDED", o)).collect();
-                if bookmark {
-                    lines.push(watch::initial_events_end(kind, rv));
-                }
-                (lines, rv)
-            }
-            Start::After(n) => (Vec::new(), n),
+            Start::Initial { bookmark } => (inner.0.list_shared(kind, ns.as_deref(), &sel), rv, bookmark),
+            Start::After(n) => (Vec::new(), n, false),
         }
     };
-    for l in initial {
-        if tx.send(Bytes::from(l)).await.is_err() {
+    for o in initial {
+        if tx.send(Bytes::from(watch::line("ADDED", &o))).await.is_err() {
             return;
         }
+    }
+    if bookmark && tx.send(Bytes::from(watch::initial_events_end(kind, last))).await.is_err() {
+        return;
     }
     let deadline = tokio::time::sleep(timeout.unwrap_or(Duration::from_secs(365 * 24 * 3600)));
     tokio::pin!(deadline);
     loop {
         let events = match state.inner.lock() {
-            Ok(inner) => inner.0.events_after(kind, ns.as_deref(), last),
+            Ok(inner) => inner.0.events_after(kind, ns.as_deref(), last, WATCH_BATCH),
             Err(_) => return,
         };
+        let (events, next) = match events {
+            Ok(e) => e,
+            Err(gone) => {
+                let _ = tx.send(Bytes::from(watch::line("ERROR", &gone.body()))).await;
+                return;
+            }
+        };
+        let more = events.len() == WATCH_BATCH;
         for e in &events {
-            last = e.rv;
             if let Some(l) = watch::seen(e, &sel)
                 && tx.send(Bytes::from(l)).await.is_err()
             {
                 return;
             }
+        }
+        drop(events);
+        last = next;
+        if more {
+            continue;
         }
         tokio::select! {
             r = changed.changed() => if r.is_err() { return },

@@ -2,16 +2,20 @@
 //! slices can be read back, also after it stopped:
 //! - `apiserver.json`: the server's address, its kubeconfig, the current
 //!   resourceVersion, the number of writes and every ResourceSlice as
-//!   stored, rewritten (atomically) after each write;
+//!   stored, rewritten (atomically) after writes: once per burst, not once
+//!   per write (a write's own line goes to the log at once), and before the
+//!   write is shown;
 //! - `apiserver-writes.jsonl`: every write (create, update, delete) as one
 //!   JSON line, after a header line naming dpctl;
-//! - the kubeconfig (`--kubeconfig-out`, default `kubeconfig`).
+//! - the kubeconfig (`--kubeconfig-out`, default `kubeconfig`), mode 0600:
+//!   it carries the server's bearer token.
 //!
-//! Each file says it was written by dpctl; a file in the way that does not
-//! is never overwritten.
+//! Each file starts with dpctl's marker; a file in the way that does not is
+//! never overwritten.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -25,6 +29,13 @@ pub const RECORD_FILE: &str = "apiserver.json";
 pub const WRITES_FILE: &str = "apiserver-writes.jsonl";
 /// What every file dpctl apiserver writes says it was written by.
 pub const WRITTEN_BY: &str = "dpctl apiserver";
+/// The exact first line of the kubeconfig dpctl writes: the mark that it
+/// may be replaced (a file that merely mentions dpctl is not dpctl's).
+const KUBECONFIG_MARK: &str = "# Written by dpctl apiserver.";
+/// How the JSON files dpctl writes begin: the marker field first.
+const JSON_MARK: &str = "{\n  \"written_by\": \"dpctl apiserver\"";
+/// The write log's first line begins so.
+const LOG_MARK: &str = "{\"written_by\":\"dpctl apiserver\"";
 
 /// `apiserver.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -41,6 +52,21 @@ pub struct Record {
     pub writes: u64,
     /// Every ResourceSlice as stored, by name.
     pub slices: Vec<Value>,
+    /// Writes not shown as they happened because the output was too slow
+    /// (never in the file).
+    #[serde(skip)]
+    pub unshown: u64,
+}
+
+/// `apiserver.json` as written: the slices shared with the store.
+#[derive(Serialize)]
+struct RecordView<'a> {
+    written_by: &'a str,
+    server: &'a str,
+    kubeconfig: &'a Path,
+    resource_version: String,
+    writes: u64,
+    slices: Vec<&'a Value>,
 }
 
 /// Keeps the record up to date.
@@ -48,12 +74,45 @@ pub struct Record {
 pub struct Recorder {
     dir: PathBuf,
     log: std::fs::File,
-    record: Record,
+    server: String,
+    kubeconfig: PathBuf,
+    writes: u64,
+    resource_version: String,
+    /// Writes were logged since `apiserver.json` was last saved.
+    dirty: bool,
 }
 
-/// Refuses to replace `path` unless it is missing or its first bytes say
-/// dpctl apiserver wrote it.
-fn ours(path: &Path, what: &str) -> Result<()> {
+/// What [`Recorder::snapshot`] took under the store's lock, saved outside it.
+#[derive(Debug)]
+pub struct Snapshot {
+    path: PathBuf,
+    server: String,
+    kubeconfig: PathBuf,
+    writes: u64,
+    resource_version: String,
+    slices: Vec<Arc<Value>>,
+}
+
+impl Snapshot {
+    /// Writes `apiserver.json` (atomically).
+    pub fn save(&self) -> std::io::Result<()> {
+        let view = RecordView {
+            written_by: WRITTEN_BY,
+            server: &self.server,
+            kubeconfig: &self.kubeconfig,
+            resource_version: self.resource_version.clone(),
+            writes: self.writes,
+            slices: self.slices.iter().map(|s| &**s).collect(),
+        };
+        let mut text = serde_json::to_vec_pretty(&view).map_err(std::io::Error::other)?;
+        text.push(b'\n');
+        replace(&self.path, &text, 0o644)
+    }
+}
+
+/// Refuses to replace `path` unless it is missing or begins with the exact
+/// mark dpctl apiserver writes there (`mark`).
+fn ours(path: &Path, what: &str, mark: &str) -> Result<()> {
     let meta = match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::io(format!("reading {}", path.display()), e)),
@@ -70,7 +129,7 @@ fn ours(path: &Path, what: &str) -> Result<()> {
         let kind = if meta.is_dir() { "directory" } else { "special file" };
         return Err(Error::invalid(what, format!("{} is a {kind}, not a file dpctl can write", path.display())));
     }
-    if head.contains(WRITTEN_BY) {
+    if head.starts_with(mark) {
         return Ok(());
     }
     Err(Error::invalid(
@@ -83,22 +142,30 @@ fn ours(path: &Path, what: &str) -> Result<()> {
     ))
 }
 
-/// Writes `bytes` to `path` through a temporary file and a rename, so a
-/// reader never sees half a file.
-fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `bytes` to `path` (mode `mode`) through a new temporary file and
+/// a rename, so a reader never sees half a file.
+fn replace(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(format!(".tmp-{}", std::process::id()));
     let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
+    let _ = std::fs::remove_file(&tmp);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes));
+    written.and_then(|()| std::fs::rename(&tmp, path)).inspect_err(|_| {
         let _ = std::fs::remove_file(&tmp);
     })
 }
 
-/// The kubeconfig a client (a driver, kubectl) uses to reach `server`.
-pub fn kubeconfig(server: &str) -> String {
+/// The kubeconfig a client (a driver, kubectl) uses to reach `server`
+/// with `token` (client-go sends it as `Authorization: Bearer`).
+pub fn kubeconfig(server: &str, token: &str) -> String {
     format!(
-        "# Written by {WRITTEN_BY}: its API at {server}, plain HTTP on loopback, no credentials.\n\
+        "{KUBECONFIG_MARK} Its API at {server}: plain HTTP on loopback, this file's token.\n\
          apiVersion: v1\n\
          kind: Config\n\
          clusters:\n\
@@ -107,7 +174,7 @@ pub fn kubeconfig(server: &str) -> String {
          - name: dpctl\n  context:\n    cluster: dpctl\n    user: dpctl\n\
          current-context: dpctl\n\
          users:\n\
-         - name: dpctl\n  user: {{}}\n"
+         - name: dpctl\n  user:\n    token: \"{token}\"\n"
     )
 }
 
@@ -115,15 +182,22 @@ pub fn kubeconfig(server: &str) -> String {
 /// server binds.
 pub fn check_paths(dir: &Path, kubeconfig_out: &Path) -> Result<()> {
     crate::input::create_dir(dir, 0o755)?;
-    ours(&dir.join(RECORD_FILE), "--dir")?;
-    ours(&dir.join(WRITES_FILE), "--dir")?;
-    ours(kubeconfig_out, "--kubeconfig-out")
+    ours(&dir.join(RECORD_FILE), "--dir", JSON_MARK)?;
+    ours(&dir.join(WRITES_FILE), "--dir", LOG_MARK)?;
+    ours(kubeconfig_out, "--kubeconfig-out", KUBECONFIG_MARK)
 }
 
 impl Recorder {
     /// Starts a record in `dir` for the server at `server` and writes its
-    /// kubeconfig: an empty write log, the initial slices.
-    pub fn start(dir: &Path, server: &str, kubeconfig_out: &Path, slices: Vec<Value>, rv: u64) -> Result<Self> {
+    /// kubeconfig (mode 0600, with `token`): an empty write log, the initial slices.
+    pub fn start(
+        dir: &Path,
+        server: &str,
+        kubeconfig_out: &Path,
+        token: &str,
+        slices: Vec<Arc<Value>>,
+        rv: u64,
+    ) -> Result<Self> {
         check_paths(dir, kubeconfig_out)?;
         let io = |what: &Path| {
             let what = what.display().to_string();
@@ -131,41 +205,64 @@ impl Recorder {
         };
         let log_path = dir.join(WRITES_FILE);
         let mut log = std::fs::File::create(&log_path).map_err(io(&log_path))?;
-        let header = json!({"written_by": WRITTEN_BY, "server": server});
-        writeln!(log, "{header}").map_err(io(&log_path))?;
-        let record = Record {
-            written_by: WRITTEN_BY.into(),
+        // The marker first: `LOG_MARK` is how a later run knows the file.
+        writeln!(log, "{{\"written_by\":{},\"server\":{}}}", json!(WRITTEN_BY), json!(server))
+            .map_err(io(&log_path))?;
+        let mut recorder = Recorder {
+            dir: dir.to_path_buf(),
+            log,
             server: server.into(),
             kubeconfig: kubeconfig_out.to_path_buf(),
-            resource_version: rv.to_string(),
             writes: 0,
-            slices,
+            resource_version: rv.to_string(),
+            dirty: true,
         };
-        let recorder = Recorder { dir: dir.to_path_buf(), log, record };
-        recorder.save().map_err(io(&dir.join(RECORD_FILE)))?;
-        replace(kubeconfig_out, kubeconfig(server).as_bytes()).map_err(io(kubeconfig_out))?;
+        if let Some(s) = recorder.snapshot(slices) {
+            s.save().map_err(io(&dir.join(RECORD_FILE)))?;
+        }
+        replace(kubeconfig_out, kubeconfig(server, token).as_bytes(), 0o600).map_err(io(kubeconfig_out))?;
         Ok(recorder)
     }
 
-    fn save(&self) -> std::io::Result<()> {
-        let mut text = serde_json::to_vec_pretty(&self.record).map_err(std::io::Error::other)?;
-        text.push(b'\n');
-        replace(&self.dir.join(RECORD_FILE), &text)
-    }
-
-    /// Records one write and the slices after it.
-    pub fn record(&mut self, write: &Write, slices: Vec<Value>) -> std::io::Result<()> {
+    /// Logs one write (its line in the write log, at once); `apiserver.json`
+    /// follows at the next [`Recorder::snapshot`].
+    pub fn record(&mut self, write: &Write) -> std::io::Result<()> {
         let line = serde_json::to_string(write).map_err(std::io::Error::other)?;
         writeln!(self.log, "{line}")?;
-        self.record.writes += 1;
-        self.record.resource_version = write.resource_version.clone();
-        self.record.slices = slices;
-        self.save()
+        self.writes += 1;
+        self.resource_version.clone_from(&write.resource_version);
+        self.dirty = true;
+        Ok(())
     }
 
-    /// The record as it stands.
-    pub fn current(&self) -> &Record {
-        &self.record
+    /// When writes were logged since the last one: what `apiserver.json`
+    /// must now hold (`slices`: every ResourceSlice as stored), to be saved
+    /// outside the store's lock.
+    pub fn snapshot(&mut self, slices: Vec<Arc<Value>>) -> Option<Snapshot> {
+        if !std::mem::take(&mut self.dirty) {
+            return None;
+        }
+        Some(Snapshot {
+            path: self.dir.join(RECORD_FILE),
+            server: self.server.clone(),
+            kubeconfig: self.kubeconfig.clone(),
+            writes: self.writes,
+            resource_version: self.resource_version.clone(),
+            slices,
+        })
+    }
+
+    /// The record as it stands, with `slices`.
+    pub fn current(&self, slices: Vec<Value>) -> Record {
+        Record {
+            written_by: WRITTEN_BY.into(),
+            server: self.server.clone(),
+            kubeconfig: self.kubeconfig.clone(),
+            resource_version: self.resource_version.clone(),
+            writes: self.writes,
+            slices,
+            unshown: 0,
+        }
     }
 }
 
@@ -194,7 +291,7 @@ pub fn read_writes(dir: &Path) -> Result<Vec<Value>> {
     let place = format!("--dir {}", dir.display());
     let text = crate::input::read_text(&path, &place)?;
     let mut lines = text.lines();
-    if !lines.next().is_some_and(|h| h.contains(WRITTEN_BY)) {
+    if !lines.next().is_some_and(|h| h.starts_with(LOG_MARK)) {
         return Err(Error::invalid(place, format!("{WRITES_FILE} was not written by dpctl apiserver")));
     }
     lines.map(|l| serde_json::from_str(l).map_err(|e| Error::invalid(&place, format!("{WRITES_FILE}: {e}")))).collect()
@@ -209,16 +306,34 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let kc = dir.path().join("kubeconfig");
         std::fs::write(&kc, "apiVersion: v1\nkind: Config\n").unwrap();
-        let e = Recorder::start(dir.path(), "http://127.0.0.1:1", &kc, vec![], 0).unwrap_err();
+        let e = Recorder::start(dir.path(), "http://127.0.0.1:1", &kc, "t", vec![], 0).unwrap_err();
         assert!(e.to_string().contains("not written by dpctl apiserver"), "{e}");
         assert_eq!(std::fs::read_to_string(&kc).unwrap(), "apiVersion: v1\nkind: Config\n");
         std::fs::remove_file(&kc).unwrap();
-        let r = Recorder::start(dir.path(), "http://127.0.0.1:1", &kc, vec![], 3).unwrap();
-        assert_eq!(r.current().resource_version, "3");
+        let r = Recorder::start(dir.path(), "http://127.0.0.1:1", &kc, "t0k", vec![], 3).unwrap();
+        assert_eq!(r.current(vec![]).resource_version, "3");
         assert!(std::fs::read_to_string(&kc).unwrap().contains("server: http://127.0.0.1:1"));
+        assert!(std::fs::read_to_string(&kc).unwrap().contains("token: \"t0k\""));
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&kc).unwrap().permissions().mode() & 0o777, 0o600, "it holds the token");
         assert_eq!(read(dir.path()).unwrap().writes, 0);
         assert!(read_writes(dir.path()).unwrap().is_empty());
         // A second run in the same directory replaces dpctl's own files.
-        Recorder::start(dir.path(), "http://127.0.0.1:2", &kc, vec![], 0).unwrap();
+        Recorder::start(dir.path(), "http://127.0.0.1:2", &kc, "t", vec![], 0).unwrap();
+    }
+
+    #[test]
+    fn a_file_that_merely_mentions_dpctl_apiserver_is_not_dpctls() {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = dir.path().join("kubeconfig");
+        let text = "notes: the kubeconfig dpctl apiserver wrote goes here\n";
+        std::fs::write(&notes, text).unwrap();
+        let e = Recorder::start(dir.path(), "http://127.0.0.1:1", &notes, "t", vec![], 0).unwrap_err();
+        assert!(e.to_string().contains("not written by dpctl apiserver"), "{e}");
+        assert_eq!(std::fs::read_to_string(&notes).unwrap(), text);
+        let record = dir.path().join(RECORD_FILE);
+        std::fs::write(&record, "{\"note\": \"dpctl apiserver\"}").unwrap();
+        std::fs::remove_file(&notes).unwrap();
+        assert!(Recorder::start(dir.path(), "http://127.0.0.1:1", &notes, "t", vec![], 0).is_err());
     }
 }

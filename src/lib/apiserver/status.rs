@@ -87,6 +87,41 @@ impl ApiError {
         }
     }
 
+    /// 410 for a watch from a resourceVersion whose later events were
+    /// compacted away: the watch cache's `NewResourceExpired` text, which
+    /// client-go's reflector answers with a new list.
+    pub fn expired(asked: u64, compacted: u64) -> Self {
+        ApiError {
+            code: 410,
+            reason: "Expired",
+            message: format!("too old resource version: {asked} ({compacted})"),
+            details: None,
+        }
+    }
+
+    /// 413 for a request body over `limit` bytes (the API server's `readBody` text).
+    pub fn too_large(limit: usize) -> Self {
+        ApiError {
+            code: 413,
+            reason: "RequestEntityTooLarge",
+            message: format!("Request entity too large: limit is {limit}"),
+            details: None,
+        }
+    }
+
+    /// 401 for a request without the server's bearer token, as the API
+    /// server answers an unauthenticated request.
+    pub fn unauthorized() -> Self {
+        ApiError { code: 401, reason: "Unauthorized", message: "Unauthorized".into(), details: None }
+    }
+
+    /// 500 for a write etcd refuses (an object over its request limit, the
+    /// quota full): the API server passes etcd's error through as a Status
+    /// with no reason (`StatusReasonUnknown`) and etcd's message.
+    pub fn etcd(what: &str) -> Self {
+        ApiError { code: 500, reason: "", message: format!("etcdserver: {what}"), details: None }
+    }
+
     /// 500 when recording a write failed.
     pub fn internal(message: impl Into<String>) -> Self {
         ApiError { code: 500, reason: "InternalError", message: message.into(), details: None }
@@ -104,7 +139,7 @@ impl ApiError {
             }
             None => json!({}),
         };
-        json!({
+        let mut body = json!({
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
@@ -113,7 +148,17 @@ impl ApiError {
             "reason": self.reason,
             "details": details,
             "code": self.code,
-        })
+        });
+        if let Some(m) = body.as_object_mut() {
+            // `reason` and `details` are omitempty in metav1.Status.
+            if self.reason.is_empty() {
+                m.remove("reason");
+            }
+            if self.details.is_none() && matches!(self.code, 401 | 410 | 413 | 500) {
+                m.remove("details");
+            }
+        }
+        body
     }
 }
 

@@ -2,10 +2,17 @@
 //! gives every change a resourceVersion, as etcd's revision does for the
 //! real API server: lists report the counter, objects the version of their
 //! last change, and a watch from version N replays every later event.
-//! The history is kept whole (a driver's few slices change rarely), so no
-//! watch ever gets a 410 Gone.
+//!
+//! Memory is bounded as the real API server bounds it: the history is a
+//! window (etcd compacts old revisions, the watch cache keeps a window), so
+//! a watch from a resourceVersion older than the window gets `410 Gone`
+//! (reason `Expired`, "too old resource version"); one object may take at
+//! most etcd's default request limit and all objects together at most a
+//! quota, each refused with the words etcd gives the API server. Objects
+//! are shared (`Arc`) between the store, the history and the watches.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -41,7 +48,7 @@ pub struct Write {
     /// The resourceVersion the change got.
     pub resource_version: String,
     /// The object as stored (for a delete: as it was, with the delete's version).
-    pub object: Value,
+    pub object: Arc<Value>,
 }
 
 /// One change in the history a watch replays.
@@ -54,17 +61,64 @@ pub struct Event {
     /// The object's place.
     pub key: Key,
     /// The object before (updates and deletes).
-    pub old: Option<Value>,
+    pub old: Option<Arc<Value>>,
     /// The object after (for a delete: the last state, new version).
-    pub new: Value,
+    pub new: Arc<Value>,
+    /// `new`'s size as JSON, what the history's window counts.
+    pub size: usize,
+}
+
+/// Largest object stored, as JSON: etcd's default `--max-request-bytes`
+/// (1.5 MiB). The API server takes bodies up to 3 MiB, so a larger object
+/// passes the body limit and is refused by etcd; the API server answers
+/// etcd's error as a 500 Status with etcd's words ([`ApiError::etcd`]).
+pub const MAX_OBJECT_BYTES: usize = 1_572_864;
+/// Most bytes (as JSON) all objects together may take: past it a write is
+/// refused as etcd refuses writes past its `--quota-backend-bytes` ("mvcc:
+/// database space exceeded"), while deletes still go through.
+pub const MAX_TOTAL_BYTES: usize = 32 * 1024 * 1024;
+/// Most events the history keeps (the watch cache's window is a count too).
+pub const HISTORY_EVENTS: usize = 1024;
+/// Most bytes (as JSON) of object versions the history keeps; the oldest
+/// events go first (as etcd compaction drops the oldest revisions).
+pub const HISTORY_BYTES: usize = 8 * 1024 * 1024;
+
+/// One stored object and its size as JSON.
+#[derive(Debug, Clone)]
+struct Stored {
+    obj: Arc<Value>,
+    size: usize,
 }
 
 /// The store.
 #[derive(Debug, Default)]
 pub struct Store {
-    objects: BTreeMap<Key, Value>,
+    objects: BTreeMap<Key, Stored>,
+    /// Sum of the stored objects' sizes.
+    bytes: usize,
     rv: u64,
-    history: Vec<Event>,
+    history: VecDeque<Event>,
+    /// Sum of the history's event sizes.
+    history_bytes: usize,
+    /// Events up to this resourceVersion are gone: a watch from an older one gets 410.
+    compacted: u64,
+}
+
+/// Size of `v` as compact JSON, counted without building the text.
+pub fn json_size(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
 }
 
 /// A random RFC 4122 version-4 UID, as the API server gives new objects.
@@ -111,8 +165,14 @@ impl Store {
                 String::new()
             };
             let name = meta_str(&obj, "name").unwrap_or_default().to_string();
-            store.objects.insert((kind.resource, ns, name), obj);
+            let size = json_size(&obj);
+            store.bytes += size;
+            if let Some(old) = store.objects.insert((kind.resource, ns, name), Stored { obj: Arc::new(obj), size }) {
+                store.bytes -= old.size;
+            }
         }
+        // The file's objects have no events: a watch starts from the list's version.
+        store.compacted = store.rv;
         store
     }
 
@@ -123,51 +183,116 @@ impl Store {
 
     /// One object.
     pub fn get(&self, kind: &Kind, ns: &str, name: &str) -> Result<Value, ApiError> {
+        self.get_shared(kind, ns, name).map(|o| (*o).clone())
+    }
+
+    /// One object, shared (no copy).
+    pub fn get_shared(&self, kind: &Kind, ns: &str, name: &str) -> Result<Arc<Value>, ApiError> {
         self.objects
             .get(&(kind.resource, ns.to_string(), name.to_string()))
-            .cloned()
+            .map(|s| Arc::clone(&s.obj))
             .ok_or_else(|| not_found(kind, name))
     }
 
     /// The objects of `kind` (in `ns`, or all namespaces) that `sel` selects, by key.
     pub fn list(&self, kind: &Kind, ns: Option<&str>, sel: &Selector) -> Vec<Value> {
+        self.list_shared(kind, ns, sel).into_iter().map(|o| (*o).clone()).collect()
+    }
+
+    /// [`Store::list`], shared (no copy of the objects).
+    pub fn list_shared(&self, kind: &Kind, ns: Option<&str>, sel: &Selector) -> Vec<Arc<Value>> {
         self.objects
             .iter()
-            .filter(|((r, n, _), obj)| *r == kind.resource && ns.is_none_or(|ns| ns == n) && sel.matches(obj))
-            .map(|(_, obj)| obj.clone())
+            .filter(|((r, n, _), s)| *r == kind.resource && ns.is_none_or(|ns| ns == n) && sel.matches(&s.obj))
+            .map(|(_, s)| Arc::clone(&s.obj))
             .collect()
     }
 
-    /// The events of `kind` (in `ns`) after resourceVersion `after`.
-    pub fn events_after(&self, kind: &Kind, ns: Option<&str>, after: u64) -> Vec<Event> {
+    /// At most `max` events of `kind` (in `ns`) after resourceVersion
+    /// `after`, and the resourceVersion to ask from next (the last event's
+    /// when `max` were found, else the current one); the API server's
+    /// `410 Gone` when events after `after` were compacted away.
+    pub fn events_after(
+        &self,
+        kind: &Kind,
+        ns: Option<&str>,
+        after: u64,
+        max: usize,
+    ) -> Result<(Vec<Event>, u64), ApiError> {
+        if after < self.compacted {
+            return Err(ApiError::expired(after, self.compacted));
+        }
         let start = self.history.partition_point(|e| e.rv <= after);
-        self.history[start..]
-            .iter()
+        let events: Vec<Event> = self
+            .history
+            .range(start..)
             .filter(|e| e.key.0 == kind.resource && ns.is_none_or(|ns| ns == e.key.1))
+            .take(max)
             .cloned()
-            .collect()
+            .collect();
+        let next = match events.last() {
+            Some(e) if events.len() == max => e.rv,
+            _ => self.rv.max(after),
+        };
+        Ok((events, next))
     }
 
-    fn commit(&mut self, verb: Verb, key: Key, old: Option<Value>, mut new: Value) -> Write {
+    /// The oldest resourceVersion a watch may start from.
+    pub fn compacted(&self) -> u64 {
+        self.compacted
+    }
+
+    /// Bytes (as JSON) the objects take.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Refuses `new` (replacing the object at `key`, if any) past the
+    /// per-object limit or the total quota, with etcd's words.
+    fn admit(&self, key: &Key, new: &Value) -> Result<usize, ApiError> {
+        let size = json_size(new);
+        if size > MAX_OBJECT_BYTES {
+            return Err(ApiError::etcd("request is too large"));
+        }
+        let replaced = self.objects.get(key).map_or(0, |s| s.size);
+        if self.bytes - replaced + size > MAX_TOTAL_BYTES {
+            return Err(ApiError::etcd("mvcc: database space exceeded"));
+        }
+        Ok(size)
+    }
+
+    fn commit(&mut self, verb: Verb, key: Key, old: Option<Arc<Value>>, mut new: Value, size: usize) -> Write {
         self.rv += 1;
         new["metadata"]["resourceVersion"] = json!(self.rv.to_string());
-        match verb {
-            Verb::Delete => {
-                self.objects.remove(&key);
-            }
-            Verb::Create | Verb::Update => {
-                self.objects.insert(key.clone(), new.clone());
-            }
+        let new = Arc::new(new);
+        let replaced = match verb {
+            Verb::Delete => self.objects.remove(&key),
+            Verb::Create | Verb::Update => self.objects.insert(key.clone(), Stored { obj: Arc::clone(&new), size }),
+        };
+        if verb != Verb::Delete {
+            self.bytes += size;
         }
+        self.bytes -= replaced.map_or(0, |s| s.size);
         let write = Write {
             verb,
             resource: key.0,
             name: key.2.clone(),
             resource_version: self.rv.to_string(),
-            object: new.clone(),
+            object: Arc::clone(&new),
         };
-        self.history.push(Event { rv: self.rv, verb, key, old, new });
+        self.history.push_back(Event { rv: self.rv, verb, key, old, new, size });
+        self.history_bytes += size;
+        self.compact();
         write
+    }
+
+    /// Drops the oldest events past the window (the newest one always stays).
+    fn compact(&mut self) {
+        while self.history.len() > HISTORY_EVENTS || (self.history_bytes > HISTORY_BYTES && self.history.len() > 1) {
+            let Some(gone) = self.history.pop_front() else { break };
+            self.history_bytes -= gone.size;
+            self.compacted = gone.rv;
+        }
     }
 
     /// POST: stores a new object (name or generateName), as the API server does.
@@ -195,8 +320,9 @@ impl Store {
         meta["uid"] = json!(new_uid());
         meta["creationTimestamp"] = json!(now());
         meta["generation"] = json!(1);
-        let write = self.commit(Verb::Create, key, None, obj);
-        Ok((write.object.clone(), write))
+        let size = self.admit(&key, &obj)?;
+        let write = self.commit(Verb::Create, key, None, obj, size);
+        Ok(((*write.object).clone(), write))
     }
 
     /// PUT: replaces an object, refusing a stale resourceVersion with a Conflict.
@@ -216,7 +342,7 @@ impl Store {
         }
         validate(kind, name, &obj)?;
         let key = (kind.resource, ns.to_string(), name.to_string());
-        let old = self.objects.get(&key).cloned().ok_or_else(|| not_found(kind, name))?;
+        let old = self.objects.get(&key).map(|s| Arc::clone(&s.obj)).ok_or_else(|| not_found(kind, name))?;
         let stored_rv = meta_str(&old, "resourceVersion").unwrap_or_default();
         if meta_str(&obj, "resourceVersion").is_some_and(|rv| rv != stored_rv) {
             return Err(ApiError::conflict(
@@ -240,8 +366,9 @@ impl Store {
         }
         let changed = obj.get("spec") != old.get("spec");
         obj["metadata"]["generation"] = json!(if changed { generation + 1 } else { generation });
-        let write = self.commit(Verb::Update, key, Some(old), obj);
-        Ok((write.object.clone(), write))
+        let size = self.admit(&key, &obj)?;
+        let write = self.commit(Verb::Update, key, Some(old), obj, size);
+        Ok(((*write.object).clone(), write))
     }
 
     /// DELETE, with the DeleteOptions preconditions (UID, resourceVersion).
@@ -253,7 +380,7 @@ impl Store {
         options: &Value,
     ) -> Result<(Value, Write), ApiError> {
         let key = (kind.resource, ns.to_string(), name.to_string());
-        let old = self.objects.get(&key).cloned().ok_or_else(|| not_found(kind, name))?;
+        let old = self.objects.get(&key).map(|s| Arc::clone(&s.obj)).ok_or_else(|| not_found(kind, name))?;
         for (field, label) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
             let want = options.pointer(&format!("/preconditions/{field}")).and_then(Value::as_str);
             let have = meta_str(&old, field).unwrap_or_default();
@@ -263,20 +390,21 @@ impl Store {
                 return Err(ApiError::conflict(kind.group, kind.resource, &kind.qualified(), name, &why));
             }
         }
-        let write = self.commit(Verb::Delete, key, Some(old.clone()), old);
-        Ok((write.object.clone(), write))
+        let size = json_size(&old);
+        let write = self.commit(Verb::Delete, key, Some(Arc::clone(&old)), (*old).clone(), size);
+        Ok(((*write.object).clone(), write))
     }
 
     /// Stores `obj` of a kind clients cannot write (a claim the sim was
     /// given with a pod) as its owner would: created when absent, else
     /// replaced; its UID kept (a new one when it has none), its
     /// creationTimestamp and generation kept from the stored object.
-    pub fn put(&mut self, kind: &'static Kind, mut obj: Value) -> Write {
+    pub fn put(&mut self, kind: &'static Kind, mut obj: Value) -> Result<Write, ApiError> {
         let ns =
             if kind.namespaced { meta_str(&obj, "namespace").unwrap_or("default").to_string() } else { String::new() };
         let name = meta_str(&obj, "name").unwrap_or_default().to_string();
         let key = (kind.resource, ns.clone(), name);
-        let old = self.objects.get(&key).cloned();
+        let old = self.objects.get(&key).map(|s| Arc::clone(&s.obj));
         obj["kind"] = json!(kind.kind);
         obj["apiVersion"] = json!(kind.api_version());
         if kind.namespaced {
@@ -290,12 +418,24 @@ impl Store {
             obj["metadata"]["creationTimestamp"] = json!(created);
         }
         let verb = if old.is_some() { Verb::Update } else { Verb::Create };
-        self.commit(verb, key, old, obj)
+        let size = self.admit(&key, &obj)?;
+        Ok(self.commit(verb, key, old, obj, size))
+    }
+
+    /// Deletes an object a program put (see [`Store::put`]), as its owner
+    /// does when it goes; `None` when it is not there.
+    pub fn remove(&mut self, kind: &'static Kind, ns: &str, name: &str) -> Option<Write> {
+        self.delete(kind, ns, name, &json!({})).ok().map(|(_, w)| w)
     }
 
     /// Every ResourceSlice, by name.
     pub fn slices(&self) -> Vec<Value> {
         self.list(Kind::slices(), None, &Selector::default())
+    }
+
+    /// Every ResourceSlice, by name, shared.
+    pub fn slices_shared(&self) -> Vec<Arc<Value>> {
+        self.list_shared(Kind::slices(), None, &Selector::default())
     }
 }
 
@@ -388,7 +528,7 @@ mod tests {
         assert_eq!(w.resource_version, "2");
         let stale = s.update(Kind::slices(), "", "a", created).unwrap_err();
         assert_eq!((stale.code, stale.reason), (409, "Conflict"));
-        let events = s.events_after(Kind::slices(), None, 1);
+        let (events, _) = s.events_after(Kind::slices(), None, 1, usize::MAX).unwrap();
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].verb, Verb::Update);
     }
@@ -424,6 +564,58 @@ mod tests {
         let mut obj = slice("a");
         obj["spec"]["allNodes"] = json!(true);
         assert!(s.create(Kind::slices(), "", obj).unwrap_err().message.contains("exactly one"));
+    }
+
+    #[test]
+    fn the_history_is_a_window_and_an_older_watch_is_expired() {
+        let mut s = Store::new(vec![(Kind::slices(), slice("seed"))]);
+        assert_eq!(s.compacted(), 1, "the file's objects have no events: watch from the list's version");
+        assert_eq!(s.events_after(Kind::slices(), None, 0, 10).unwrap_err().code, 410);
+        let (mut obj, _) = s.create(Kind::slices(), "", slice("a")).unwrap();
+        for _ in 0..HISTORY_EVENTS + 10 {
+            let (o, _) = s.update(Kind::slices(), "", "a", obj).unwrap();
+            obj = o;
+        }
+        assert_eq!(s.history.len(), HISTORY_EVENTS);
+        let e = s.events_after(Kind::slices(), None, 5, 10).unwrap_err();
+        assert_eq!((e.code, e.reason), (410, "Expired"));
+        assert_eq!(e.message, format!("too old resource version: 5 ({})", s.compacted()));
+        let body = e.body();
+        assert!(body.get("details").is_none() && body["status"] == "Failure", "{body}");
+        let (events, next) = s.events_after(Kind::slices(), None, s.compacted(), 10).unwrap();
+        assert_eq!((events.len(), next), (10, events[9].rv));
+    }
+
+    #[test]
+    fn the_history_is_bounded_in_bytes_and_objects_in_size_and_total() {
+        let mut s = Store::new(vec![]);
+        let mut big = slice("big");
+        big["spec"]["devices"] = json!([{"name": "d", "attributes": {"x": {"string": "y".repeat(1_000_000)}}}]);
+        let (mut obj, _) = s.create(Kind::slices(), "", big).unwrap();
+        for _ in 0..40 {
+            let (o, _) = s.update(Kind::slices(), "", "big", obj).unwrap();
+            obj = o;
+        }
+        assert!(s.history_bytes <= HISTORY_BYTES, "{}", s.history_bytes);
+        assert!(s.history.len() < 10, "{} events of 1 MB kept", s.history.len());
+        let mut huge = slice("huge");
+        huge["spec"]["devices"] = json!([{"name": "d", "attributes": {"x": {"string": "y".repeat(MAX_OBJECT_BYTES)}}}]);
+        let e = s.create(Kind::slices(), "", huge).unwrap_err();
+        assert_eq!((e.code, e.reason, e.message.as_str()), (500, "", "etcdserver: request is too large"));
+        assert!(e.body().get("reason").is_none(), "StatusReasonUnknown is omitted: {}", e.body());
+        let mut n = 0;
+        let full = loop {
+            let mut o = slice(&format!("s{n}"));
+            o["spec"]["devices"] = json!([{"name": "d", "attributes": {"x": {"string": "y".repeat(1_400_000)}}}]);
+            match s.create(Kind::slices(), "", o) {
+                Ok(_) => n += 1,
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(full.message, "etcdserver: mvcc: database space exceeded");
+        assert!(s.bytes() <= MAX_TOTAL_BYTES && n > 15, "{n} objects, {} bytes", s.bytes());
+        s.delete(Kind::slices(), "", "s0", &json!({})).unwrap();
+        assert!(s.bytes() <= MAX_TOTAL_BYTES - 1_400_000, "a delete frees its bytes");
     }
 
     #[test]

@@ -37,9 +37,7 @@ impl Start {
     ) -> Result<Self, ApiError> {
         let rv = rv.filter(|r| !r.is_empty());
         let n = match rv {
-            Some(r) => Some(r.parse::<u64>().map_err(|_| {
-                ApiError::bad_request(format!("resourceVersion {r:?}: not a resource version this server gave out"))
-            })?),
+            Some(r) => parse_rv(r)?,
             None => None,
         };
         Ok(match (send_initial, n) {
@@ -59,6 +57,17 @@ impl Start {
             }
         })
     }
+}
+
+/// A request's `resourceVersion` (empty: none), refused with a 400 when it
+/// is not one this server gives out, for a list as for a watch.
+pub fn parse_rv(rv: &str) -> Result<Option<u64>, ApiError> {
+    if rv.is_empty() {
+        return Ok(None);
+    }
+    rv.parse::<u64>().map(Some).map_err(|_| {
+        ApiError::bad_request(format!("resourceVersion {rv:?}: not a resource version this server gave out"))
+    })
 }
 
 /// One watch event line.
@@ -115,8 +124,9 @@ mod tests {
             rv: 3,
             verb: Verb::Update,
             key: ("resourceslices", String::new(), "s".into()),
-            old: Some(json!({"spec": {"driver": "a"}})),
-            new: json!({"spec": {"driver": "b"}}),
+            old: Some(std::sync::Arc::new(json!({"spec": {"driver": "a"}}))),
+            new: std::sync::Arc::new(json!({"spec": {"driver": "b"}})),
+            size: 0,
         };
         let text = String::from_utf8(seen(&ev, &sel).unwrap()).unwrap();
         assert!(text.starts_with(r#"{"object""#) || text.contains(r#""type":"DELETED""#), "{text}");

@@ -95,10 +95,39 @@ pub async fn run(a: ApiserverArgs, s: &mut Streams<'_>) -> Result<u8> {
         ));
     };
     let config = Config { dir, objects, listen: a.listen, kubeconfig_out: a.kubeconfig_out };
-    let shutdown = crate::signal::shutdown();
+    // The signal is awaited by a task of its own: a write blocked on an
+    // output nobody reads is then told to give up (`output::fd`), so the
+    // server stops; serving itself never waits for the output.
+    let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
+    let signalled = crate::signal::shutdown();
+    let watcher = tokio::spawn(async move {
+        signalled.await;
+        crate::output::fd::request_stop();
+        let _ = stop_tx.send(());
+    });
     let server = apiserver::bind(&config).await?;
     render::serving(s, server.url(), server.kubeconfig(), server.objects())?;
-    let record = server.run(shutdown, |w| render::write(s, w)).await?;
+    let ran = server
+        .run(
+            async {
+                let _ = stop.await;
+            },
+            |w| render::write(s, w),
+        )
+        .await;
+    watcher.abort();
+    let record = match ran {
+        // Stopped by a signal while nobody read the output: nobody to show the rest to.
+        Err(e) if crate::output::fd::stop_requested() && e.is_closed_output() => return Ok(exit::OK),
+        r => r?,
+    };
+    if record.unshown > 0 {
+        s.note(format!(
+            "dpctl: {} not shown (the output was too slow; {} has every write)",
+            crate::text::count(record.unshown, "write was", "writes were"),
+            apiserver::record::WRITES_FILE
+        ))?;
+    }
     render::stopped(s, &record)?;
     Ok(exit::OK)
 }

@@ -329,6 +329,7 @@ Faults (--fault, repeatable):
   unresolvable-cdi  CDI IDs are answered but no spec is written
   bad-cdi-id        CDI IDs that do not parse (no vendor/class)
   health-unserved   health is advertised but not served (kubelets log Unimplemented every 5 s)
+  register-once     GetInfo is answered once: after a kubelet restart the driver never registers again
   same-device       every claim is answered with the pool's first device (its CDI ID), whatever was
                     allocated: two claims, one device
 
@@ -417,6 +418,8 @@ pub enum FaultArg {
     BadCdiId,
     /// Health advertised, not served.
     HealthUnserved,
+    /// GetInfo answered once: no registration after a kubelet restart.
+    RegisterOnce,
     /// Every claim answered with the first device.
     SameDevice,
 }
@@ -429,6 +432,7 @@ fn mock_config(a: MockArgs) -> Result<MockConfig> {
         unresolvable_cdi: has(FaultArg::UnresolvableCdi),
         bad_cdi_id: has(FaultArg::BadCdiId),
         health_unserved: has(FaultArg::HealthUnserved),
+        register_once: has(FaultArg::RegisterOnce),
         same_device: has(FaultArg::SameDevice),
         prepare_delay: a.prepare_delay,
         prepare_error: a.prepare_error,

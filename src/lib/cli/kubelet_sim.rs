@@ -44,7 +44,11 @@ it and touches nothing else, so run it in a directory of its own. A plugin that 
 
 /// `--help`'s long text: examples, then the versions and differences the sim documents.
 fn sim_help() -> String {
-    format!("{EXAMPLES}\n\n{}", crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES)
+    format!(
+        "{EXAMPLES}\n\n{}\nDRA release rules (the release table; docs/dra.md):\n{}",
+        crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES,
+        crate::kubelet_version::dra_rules_text()
+    )
 }
 
 /// Be the kubelet's device manager in a directory: accept registrations on
@@ -108,6 +112,11 @@ pub struct ServeArgs {
     /// e.g. `kubectl proxy` in front of a real cluster; an https:// server is refused.
     #[arg(long, value_name = "FILE", conflicts_with = "api_objects", requires = "registry_dir")]
     pub kubeconfig: Option<PathBuf>,
+    /// A ResourceClaim in the pod's manifest without status.reservedFor counts as reserved for the
+    /// pod (a convenience for hand-written manifests). Off by default, as the kubelet refuses to
+    /// prepare a claim reserved for no pod: `pod <name> (<uid>) is not allowed to use ...`.
+    #[arg(long, requires = "registry_dir")]
+    pub assume_claims_reserved: bool,
     /// With --api-objects: how long a DRA driver has to register again after its last instance
     /// went before the sim deletes its ResourceSlices (the kubelet's fixed 30 s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s", requires = "api_objects")]
@@ -379,6 +388,12 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     if let EngineKind::Referee(_) = args.engine {
         return serve_referee(args, s).await;
     }
+    if let EngineKind::Kubelet(_) = args.engine {
+        return Err(crate::error::Error::invalid(
+            "--engine",
+            "kubelet-sim serve plays sim or referee:PATH; a real kubelet (kubelet:PATH) is run by dpctl smoke",
+        ));
+    }
     let expects = args.expect.iter().map(|s| steer::parse_expect(s)).collect::<Result<_>>()?;
     let mut config = SimConfig::new(args.dir.dir);
     config.set_kubelet_version(args.kubelet_version);
@@ -400,6 +415,7 @@ async fn serve(args: ServeArgs, s: &mut Streams<'_>) -> Result<u8> {
     config.rpc_timeout = args.rpc_timeout;
     config.checkpoint = !args.no_checkpoint;
     config.adopt_checkpoint = args.adopt_checkpoint;
+    config.assume_claims_reserved = args.assume_claims_reserved;
     config.topology = args.topology.config();
     config.tap = s.wire.clone();
     let sim = KubeletSim::start(config).await?;
@@ -434,19 +450,11 @@ async fn show_until_done(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -
     } else {
         render::EventDisplay::Lines
     };
-    // The signal is awaited by a task of its own: when a write blocks on a
-    // stdout nobody reads, this loop cannot see the signal, so the task
-    // also tells the output to give up (`output::fd`), which ends the write.
-    let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
-    let signalled = crate::signal::shutdown();
-    let watcher = tokio::spawn(async move {
-        signalled.await;
-        crate::output::fd::request_stop();
-        let _ = stop_tx.send(());
-    });
+    let (watcher, stop) = stop_on_signal();
     tokio::pin!(stop);
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut code = crate::error::exit::OK;
+    let mut dropped = 0u64;
     let result: Result<()> = async {
         loop {
             if !expects.is_empty() {
@@ -465,9 +473,8 @@ async fn show_until_done(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -
             tokio::select! {
                 ev = rx.recv() => match ev {
                     Ok(ev) => display.show(s.out, s.err, &|| sim.summary(), ev).map_err(out_err)?,
-                    Err(broadcast::error::RecvError::Lagged(n)) => {
-                        s.note(format!("dpctl: {} dropped (the output is too slow)", if n == 1 { "1 event was".to_string() } else { format!("{n} events were") }))?;
-                    }
+                    // Counted, and said once at the end: a line per lag would flood the slow output.
+                    Err(broadcast::error::RecvError::Lagged(n)) => dropped += n,
                     Err(broadcast::error::RecvError::Closed) => return Ok(()),
                 },
                 _ = tick.tick() => display.tick(s.err, &|| sim.summary()).map_err(out_err)?,
@@ -493,9 +500,30 @@ async fn show_until_done(sim: SimHandle, view: ServeView, s: &mut Streams<'_>) -
     }
     drain(&mut rx, &mut display, s, &sim)?;
     display.finish(s.err, &|| sim.summary()).map_err(out_err)?;
+    if dropped > 0 {
+        s.note(format!(
+            "dpctl: {} dropped (the output was too slow)",
+            crate::text::count(dropped, "event was", "events were")
+        ))?;
+    }
     result?;
     stopped?;
     Ok(code)
+}
+
+/// The signal is awaited by a task of its own: when a write blocks on a
+/// stdout nobody reads, the view's loop cannot see the signal, so the task
+/// also tells the output to give up (`output::fd`), which ends the write.
+/// The task, and what resolves once the signal came.
+fn stop_on_signal() -> (tokio::task::JoinHandle<()>, tokio::sync::oneshot::Receiver<()>) {
+    let (stop_tx, stop) = tokio::sync::oneshot::channel::<()>();
+    let signalled = crate::signal::shutdown();
+    let watcher = tokio::spawn(async move {
+        signalled.await;
+        crate::output::fd::request_stop();
+        let _ = stop_tx.send(());
+    });
+    (watcher, stop)
 }
 
 /// Shows the events already queued.
@@ -526,6 +554,7 @@ fn sim_only_options(args: &ServeArgs) -> Vec<&'static str> {
         (args.no_checkpoint, "--no-checkpoint"),
         (args.emulate_cleanup, "--emulate-cleanup"),
         (args.adopt_checkpoint, "--adopt-checkpoint"),
+        (args.assume_claims_reserved, "--assume-claims-reserved"),
         (!args.expect.is_empty(), "--expect"),
         (args.api_objects.is_some(), "--api-objects"),
         (args.kubeconfig.is_some(), "--kubeconfig"),

@@ -244,6 +244,23 @@ pub struct ServeArgs {
     /// Fault: do not serve or register again after a kubelet restart.
     #[arg(help_heading = "Faults", long)]
     pub no_reregister: bool,
+    /// Fault: after a kubelet restart, the new ListAndWatch stream gets the list once and never a
+    /// change (the old stream's goroutine kept the update channel).
+    #[arg(help_heading = "Faults", long)]
+    pub stale_stream_after_restart: bool,
+    /// Fault: exit with Go's `panic: send on closed channel` DURATION after a kubelet restart.
+    #[arg(help_heading = "Faults", long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "3s",
+          value_parser = parse_duration)]
+    pub crash_after_restart: Option<Duration>,
+    /// Fault: report the first N changes in device count (add-device, remove-device), never a later one.
+    #[arg(help_heading = "Faults", long, value_name = "N")]
+    pub scan_stops_after: Option<u64>,
+    /// Fault: ignore SIGTERM and Ctrl-C (only SIGKILL ends it).
+    #[arg(help_heading = "Faults", long)]
+    pub hang_on_sigterm: bool,
+    /// Fault: device IDs differ on every start (a suffix made from the process and its start time).
+    #[arg(help_heading = "Faults", long)]
+    pub ids_change_per_start: bool,
     /// Fault: call Register twice on the same socket (kubelets 1.37+ refuse the second).
     #[arg(help_heading = "Faults", long)]
     pub register_twice: bool,
@@ -310,6 +327,11 @@ impl From<ServeArgs> for ServeOptions {
             register_options_mismatch: a.register_options_mismatch,
             register_before_serving: a.register_before_serving,
             no_reregister: a.no_reregister,
+            stale_stream_after_restart: a.stale_stream_after_restart,
+            crash_after_restart: a.crash_after_restart,
+            scan_stops_after: a.scan_stops_after,
+            hang_on_sigterm: a.hang_on_sigterm,
+            ids_change_per_start: a.ids_change_per_start,
             register_twice: a.register_twice,
             register_once: a.register_once,
             no_register: a.no_register,
@@ -356,6 +378,7 @@ async fn serve(config: MockConfig, run_for: Option<Duration>, s: &mut Streams<'_
         () = &mut shutdown => return Ok(exit::OK),
         () = std::future::ready(()) => {}
     }
+    let hang = config.resources.iter().any(|r| r.faults.hang_on_sigterm);
     let plugin = MockPlugin::new(config.clone())?;
     let mut events = plugin.subscribe();
     let mut handle = plugin.launch().await?;
@@ -379,7 +402,14 @@ async fn serve(config: MockConfig, run_for: Option<Duration>, s: &mut Streams<'_
                 failure = Some(e);
                 break drain(s, &mut events);
             }
-            () = &mut shutdown => break Ok(()),
+            () = &mut shutdown => {
+                if hang {
+                    // The fault: a shutdown that waits on something that never returns.
+                    s.note("SIGTERM received: draining (the hang-on-sigterm fault: this never ends; only SIGKILL stops it)")?;
+                    std::future::pending::<()>().await;
+                }
+                break Ok(());
+            }
             () = &mut run_for => break Ok(()),
         }
     };

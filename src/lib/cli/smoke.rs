@@ -76,6 +76,11 @@ pub struct SmokeArgs {
     /// health-recovery: how long the fault may take to show, and its clearance to restore allocatable.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
     pub recovery_deadline: Duration,
+    /// How long the same plugin process is watched after a kubelet restart and after a node reboot
+    /// before the steps on it are judged: a process that exits (a panic some seconds after the
+    /// restart) within it fails the step.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    pub settle: Duration,
     /// `--topology-manager-policy` and `--numa-nodes`.
     #[command(flatten)]
     pub numa: NumaPolicyArgs,
@@ -88,8 +93,9 @@ pub struct SmokeArgs {
     /// Also write the report as JUnit XML to FILE (testsuite "dpctl smoke").
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write the plugin's whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log
-    /// (the report keeps the last 64 KiB of each).
+    /// Write each plugin process's whole output to DIR/STEP.stdout.log and DIR/STEP.stderr.log, STEP
+    /// being the step that started it (launch, node-reboot, plugin-restart); the report keeps the
+    /// last 64 KiB of each.
     #[arg(long, value_name = "DIR")]
     pub log_dir: Option<PathBuf>,
     /// Copy the plugin's output to stderr as it runs.
@@ -118,7 +124,10 @@ pub struct SmokeArgs {
     /// own device manager, plugin manager and Topology Manager at one release (a referee binary, or a
     /// directory of dpctl-referee-1.NN binaries built by conformance/build.sh: with a directory,
     /// --kubelet-version picks dpctl-referee-1.NN per release). The referee runs in a private mount
-    /// namespace on the kubelet's standard paths (see below).
+    /// namespace on the kubelet's standard paths (see below). kubelet:PATH: a real kubelet (a binary,
+    /// or a directory of kubelet-1.NN built by conformance/build.sh kubelet, with pause.tar and
+    /// busybox.tar beside it) with containerd and runc, as root, in private namespaces: pods run as
+    /// real containers and each one is checked from inside for what the plugin's Allocate promised.
     #[arg(long, value_name = "ENGINE", default_value = "sim")]
     pub engine: EngineKind,
 }
@@ -138,6 +147,11 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
             referee_version(&referee_binary(path, *v)?, *v).await?;
         }
     }
+    if let EngineKind::Kubelet(path) = &args.engine {
+        for v in &versions {
+            smoke::node::kubelet_binary(path, &smoke::engine::release_name(*v))?;
+        }
+    }
     let config = SmokeConfig {
         command: args.command,
         dir: args.dir,
@@ -151,6 +165,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         fault_command: args.fault_command,
         recover_command: args.recover_command,
         recovery_deadline: args.recovery_deadline,
+        settle: args.settle,
         late_kubelet_socket: args.late_kubelet_socket,
         grace: args.grace,
         prestart_timeout: args.timeouts.prestart_timeout,
@@ -160,7 +175,13 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         log_dir: args.log_dir,
         forward_output: args.show_output && !s.quiet,
         registration: args.registration.0,
-        isolate: args.isolate.then_some(smoke::isolate::IsolateConfig { binds: args.bind, helper: None }),
+        isolate: args.isolate.then_some(smoke::isolate::IsolateConfig {
+            binds: args.bind,
+            helper: None,
+            pid_namespace: false,
+            shared: Vec::new(),
+            read_only_root: false,
+        }),
         topology: crate::topology::TopologyConfig {
             policy: args.numa.topology_manager_policy,
             machine: crate::topology::Machine {

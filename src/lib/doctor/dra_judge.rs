@@ -197,7 +197,7 @@ pub(super) fn judge_registration(r: &DraRegistration, root: &KubeletRoot, versio
     };
     let base = format!("driver {}, endpoint {}: {live}; advertises {versions}", i.name, r.endpoint.display());
     let check = "dra";
-    if version < KubeletVersion::Release(34) {
+    if !version.has_dra() {
         out.hint(
             Severity::Warning,
             (check, "dra-no-handler"),

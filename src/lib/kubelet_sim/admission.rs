@@ -36,7 +36,7 @@ fn new_uid() -> String {
 /// Admits `spec`: see the module docs.
 pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<AdmitOutcome> {
     spec.validate()?;
-    super::dra::apply_extended_claim(inner, &mut spec);
+    inner.lock().dra_map_extended_claim(&mut spec);
     super::dra::check_pod(inner, &spec)?;
     let _turn = inner.admission.lock().await;
     if inner.is_stopped() {
@@ -52,7 +52,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
     if spec.uid.is_none() {
         spec.uid = Some(new_uid());
     }
-    super::dra::resolve_claims(inner, &mut spec).await?;
+    super::dra_api::resolve_claims(inner, &mut spec).await?;
     let mut pod = Pod { spec, allocs: BTreeMap::new(), running: BTreeSet::new() };
     let mut outcome = AdmitOutcome::pending(&pod.spec, pod.uid().to_string());
     match allocate_pod(inner, &mut pod, &mut outcome).await {
@@ -75,20 +75,23 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
     }
     // Admitted: the devices are the pod's from now on.
     let views = super::manager::container_views(&pod);
+    // Only device-plugin devices go into kubelet_internal_checkpoint: a pod
+    // with none (only DRA claims, or nothing) is recorded nowhere there.
+    let holds_devices = pod.allocs.values().flatten().any(|(_, a)| !a.ids.is_empty());
     let pre_start = plan_pre_start(inner, &pod);
     let pod_spec = pod.spec.clone();
     inner.lock().admit(pod, &outcome);
     // Every container's devices are on disk already (written after its
     // allocation, see `record`): the answer below is the acknowledgement.
     outcome.admitted = true;
-    let kept_in = inner.kept_in();
-    outcome.kept_in = Some(kept_in.clone());
+    let kept_in = holds_devices.then(|| inner.kept_in());
+    outcome.kept_in.clone_from(&kept_in);
     inner.emit(EventKind::Admitted {
         pod: outcome.pod.clone(),
         namespace: outcome.namespace.clone(),
         uid: outcome.uid.clone(),
         containers: views,
-        kept_in: Some(kept_in),
+        kept_in,
     });
     // The kubelet prepares the pod's claims in SyncPod before the sandbox
     // exists (pkg/kubelet/kuberuntime/kuberuntime_manager.go); a failure
@@ -557,7 +560,8 @@ pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> R
     // stopped; when that fails SyncTerminatingPod returns the error, the pod
     // is not terminated and stays active (isPodInactive, pkg/kubelet/kubelet.go)
     // with its devices, and the pod worker tries again (here: the next delete).
-    let dra = super::dra::unprepare_pod(inner, &pod.spec, pod.uid()).await.map(Box::new);
+    let who = super::manager::Unpreparer::Deleted(&pod.spec.resource_claims);
+    let dra = super::dra::unprepare_pod(inner, &pod.spec, pod.uid(), who).await.map(Box::new);
     if dra.as_ref().is_some_and(|d| d.error.is_some()) {
         inner.lock().still_terminating(pod);
         return Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed: BTreeMap::new(), dra });

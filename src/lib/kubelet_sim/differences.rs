@@ -176,8 +176,8 @@ Where the sim deliberately differs from a real kubelet:
     the sim's own in-process API server (or, read-only, a plain-HTTP API
     server with --kubeconfig: no TLS); a claim in the manifest wins over the
     objects file and is stored there first (the kubelet reads only the API
-    server). A claim without status.reservedFor counts as reserved for the
-    pod; drivers are
+    server). With --assume-claims-reserved (off by default) a manifest's claim
+    without status.reservedFor counts as reserved for the pod; drivers are
     called in name order (the kubelet: random map order) and the newest
     instance is used whether connected or not; a failed prepare is not retried
     (the kubelet retries at its next sync); device health from the health

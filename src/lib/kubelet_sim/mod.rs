@@ -20,7 +20,9 @@ pub mod checkpoint;
 pub mod control;
 pub mod differences;
 mod dra;
+mod dra_api;
 mod dra_claims;
+mod dra_file;
 pub mod events;
 mod late_socket;
 mod manager;
@@ -52,7 +54,7 @@ pub use admission::{
 };
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
-pub use manager::dra::{ClaimInfo, DraInstance, DraStatus, PreparedDevice};
+pub use manager::{ClaimInfo, DraInstance, DraStatus, PreparedDevice};
 pub use manager::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use outcome::{DraCall, DraOutcome};
 pub use reboot::{RebootReport, seeded_order};
@@ -121,6 +123,10 @@ pub struct SimConfig {
     /// Write a checkpoint this sim did not write (by default such a file is
     /// read and restored, never changed).
     pub adopt_checkpoint: bool,
+    /// A claim of the pod's manifest without `status.reservedFor` counts as
+    /// reserved for the pod (`--assume-claims-reserved`; the kubelet's
+    /// `IsReservedForPod` refuses an empty list).
+    pub assume_claims_reserved: bool,
     /// Read the pre-1.20 checkpoint layout (kubelets up to 1.30 do).
     pub checkpoint_v1: crate::checkpoint::LegacyFormat,
     /// Delete the sockets in the directory at start, as a kubelet does.
@@ -184,6 +190,7 @@ impl SimConfig {
             get_info_timeout: DEFAULT_GET_INFO_TIMEOUT,
             checkpoint: true,
             adopt_checkpoint: false,
+            assume_claims_reserved: false,
             checkpoint_v1: crate::checkpoint::LegacyFormat::Refuse,
             cleanup_on_start: true,
             event_capacity: 16 * 1024,
@@ -274,9 +281,6 @@ pub struct RestartReport {
     /// Claims read back from `dra_manager_state`.
     #[serde(default)]
     pub dra_restored_claims: usize,
-    /// The pods with claims synced again: their restored claims prepared again.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dra_prepared: Vec<outcome::DraOutcome>,
 }
 
 /// The connection to a registered plugin (the manager keeps the endpoint
@@ -590,15 +594,7 @@ impl KubeletSim {
         };
         let inner = Arc::new(Inner { api_client, ..Inner::new(config, paths) });
         let handle = SimHandle { inner: Arc::clone(&inner) };
-        let api_task = dra::start_api(&inner).await?;
-        if dra::enabled(&inner) && inner.config.checkpoint {
-            // The kubelet's DRA manager reads (or creates) its checkpoint at start.
-            let (writes, _) = dra::load(&inner).inspect_err(|_| {
-                inner.shutdown.send_replace(true);
-            })?;
-            inner.dra_writes.store(writes, std::sync::atomic::Ordering::Relaxed);
-            dra::write_state(&inner);
-        }
+        let api_task = dra::start(&inner).await?;
         let restored = load_checkpoint(&inner);
         let cleanup = if inner.config.cleanup_on_start { inner.startup_cleanup().await } else { Cleanup::default() };
         let mut services = spawn_services(&handle, podres_listener, control_listener);
@@ -976,12 +972,12 @@ impl SimHandle {
             return Ok(freed);
         }
         let deleted = admission::delete(&self.inner, namespace, name).await;
-        if deleted.is_err() && self.inner.lock().dra.claims().any(|c| c.pods.contains(name)) {
+        if deleted.is_err() && self.inner.lock().dra_holds(name) {
             // A pod known only from dra_manager_state (the sim was started
             // again): its claims are unprepared, as the kubelet's reconcile
             // loop does for pods that are gone.
             let spec = PodSpec::shorthand(name, namespace, &[]);
-            let dra = dra::unprepare_pod(&self.inner, &spec, name).await.map(Box::new);
+            let dra = dra::unprepare_pod(&self.inner, &spec, name, manager::Unpreparer::Gone).await.map(Box::new);
             return Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed: BTreeMap::new(), dra });
         }
         deleted
@@ -995,7 +991,8 @@ impl SimHandle {
         inner.dirty();
         let ns = "(checkpoint)".to_string();
         inner.emit(EventKind::PodDeleted { pod: uid.into(), namespace: ns.clone(), freed: freed.clone() });
-        let dra = dra::unprepare_pod(inner, &PodSpec::shorthand(uid, namespace, &[]), uid).await.map(Box::new);
+        let spec = PodSpec::shorthand(uid, namespace, &[]);
+        let dra = dra::unprepare_pod(inner, &spec, uid, manager::Unpreparer::Gone).await.map(Box::new);
         Some(DeleteOutcome { pod: uid.into(), namespace: ns, freed, dra })
     }
 
@@ -1014,8 +1011,9 @@ impl SimHandle {
         if !dra::enabled(&self.inner) {
             return None;
         }
-        let mut st = self.inner.lock().dra.status();
-        st.checkpoint = self.inner.config.registry_dir.as_deref().map(|r| dra::state_path(r).display().to_string());
+        let mut st = self.inner.lock().dra_status();
+        st.checkpoint =
+            self.inner.config.registry_dir.as_deref().map(|r| dra_file::state_path(r).display().to_string());
         Some(Box::new(st))
     }
 
@@ -1180,8 +1178,6 @@ impl SimHandle {
             }
         }
         let resources = self.returns(&expected, t0);
-        let dra_prepared = dra::prepare_again(inner, deadline).await;
-        let dra_ok = dra_prepared.iter().all(|d| d.error.is_none());
         let report = RestartReport {
             kubelet_version: inner.config.kubelet_version,
             cleanup_rule: inner.config.kubelet_version.cleanup_rule(),
@@ -1191,12 +1187,11 @@ impl SimHandle {
             restored_pods,
             checkpoint: inner.config.checkpoint.then(|| inner.paths.checkpoint.display().to_string()),
             waited_ms: crate::text::millis(t0.elapsed()),
-            all_returned: dra_ok && resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
+            all_returned: resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
             resources,
             readmitted,
             kubelet_socket_late_ms: (!late.is_zero()).then(|| crate::text::millis(late)),
             dra_restored_claims,
-            dra_prepared,
         };
         inner.emit(EventKind::RestartReport { report: report.clone() });
         Ok(report)

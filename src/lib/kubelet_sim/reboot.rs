@@ -96,9 +96,57 @@ impl SimHandle {
         order_pods(known, order)?;
         self.restart_with(Duration::ZERO, None).await?;
         tokio::time::sleep(readmit_after).await;
-        // The pods are the new kubelet's first pod list: its sources are not
-        // ready until every one was admitted again.
+        self.readmit_all(order).await
+    }
+
+    /// A reboot whose pods are admitted again once every DRA driver their
+    /// claims name has registered again, waiting at most `wait` (as the
+    /// kubelet's pod workers retry a failed preparation until then):
+    /// `dra smoke`'s reboot, where the driver starts again with the node.
+    pub async fn reboot_when_drivers_back(&self, wait: Duration) -> Result<RebootReport> {
+        let deadline = crate::duration::deadline(wait);
+        let drivers: std::collections::BTreeSet<String> = self
+            .inner
+            .lock()
+            .pods()
+            .iter()
+            .flat_map(|p| p.spec.claim_objects.iter().flat_map(|c| c.results.iter().map(|r| r.driver.clone())))
+            .collect();
+        self.restart_with(Duration::ZERO, None).await?;
+        let drivers: Vec<String> = drivers.into_iter().collect();
+        self.wait_dra_drivers(&drivers, deadline.saturating_duration_since(tokio::time::Instant::now())).await;
+        self.readmit_all(&[]).await
+    }
+
+    /// Waits (at most `wait`) until every driver named is registered with
+    /// the DRA manager; true when they all are.
+    pub async fn wait_dra_drivers(&self, drivers: &[String], wait: Duration) -> bool {
+        let deadline = crate::duration::deadline(wait);
+        let mut rx = self.subscribe();
+        loop {
+            if drivers.iter().all(|d| self.inner.lock().dra_plugin(d).is_ok()) {
+                return true;
+            }
+            tokio::select! {
+                r = rx.recv() => if let Err(tokio::sync::broadcast::error::RecvError::Closed) = r { return false },
+                () = tokio::time::sleep_until(deadline) => return false,
+            }
+        }
+    }
+
+    /// Every pod admitted again, in `order`: a pod whose checkpointed
+    /// devices are still there keeps them; the others go through admission
+    /// (the DRA claims prepared again: new sandboxes). The pods are the new
+    /// kubelet's first pod list: its sources are not ready until every one
+    /// was admitted again.
+    async fn readmit_all(&self, order: &[String]) -> Result<RebootReport> {
         self.inner.lock().set_sources_ready(false);
+        let out = self.readmit_each(order).await;
+        self.inner.lock().set_sources_ready(true);
+        out.map(|pods| RebootReport { pods })
+    }
+
+    async fn readmit_each(&self, order: &[String]) -> Result<Vec<AdmitOutcome>> {
         let pods = {
             let taken = self.inner.lock().take_pods();
             order_pods(taken, order)?
@@ -117,8 +165,7 @@ impl SimHandle {
             };
             out.push(outcome);
         }
-        self.inner.lock().set_sources_ready(true);
-        Ok(RebootReport { pods: out })
+        Ok(out)
     }
 
     fn asks_for_devices(&self, spec: &PodSpec) -> bool {
@@ -129,28 +176,16 @@ impl SimHandle {
     /// devices must belong to a registered resource with healthy devices,
     /// all of its own healthy, and the pod must fit next to the pods admitted
     /// again before it (manager/fit.rs); then it is admitted on them, no
-    /// Allocate called, and its containers start afresh, each asking the
+    /// Allocate called. It gets a new sandbox, so its claims are prepared
+    /// again before its containers start (SyncPod,
+    /// pkg/kubelet/kuberuntime/kuberuntime_manager.go; a failure keeps them
+    /// all from starting), and each container starts afresh asking the
     /// device manager for its run options: PreStartContainer where the plugin
     /// requires it (GetDeviceRunContainerOptions in pkg/kubelet/cm/devicemanager/manager.go).
     async fn readmit_kept(&self, mut pod: Pod) -> AdmitOutcome {
         let uid = pod_uid(&pod.spec);
         let mut outcome = AdmitOutcome::pending(&pod.spec, uid);
-        let refusal = {
-            let m = self.inner.lock();
-            match m.readmit_refusal(&pod) {
-                Some(err) => {
-                    Some((UNEXPECTED_ADMISSION_ERROR.to_string(), crate::kubelet_texts::WRAPPER.fill(&[&err])))
-                }
-                None => {
-                    let (_, stripped) = m.unknown_resources(&pod.spec.containers);
-                    let others = m.other_specs(pod.uid());
-                    let others: Vec<&PodSpec> = others.iter().collect();
-                    m.node_fit(&pod.spec, &super::admission::held_ids(&pod), &others, &stripped)
-                        .map(|r| (r.reason, r.message))
-                }
-            }
-        };
-        if let Some((reason, message)) = refusal {
+        if let Some((reason, message)) = self.kept_refusal(&pod) {
             outcome.reason = Some(reason);
             outcome.message = Some(message);
             return outcome;
@@ -163,12 +198,36 @@ impl SimHandle {
             outcome.containers.push(co);
         }
         outcome.admitted = true;
+        let spec = pod.spec.clone();
         let plan = super::admission::plan_pre_start(&self.inner, &pod);
         pod.running.clear();
         // Nothing was allocated: the kubelet writes no checkpoint for it.
         self.inner.lock().readmit_kept(pod);
+        if let Some(dra) = super::dra::prepare_pod(&self.inner, &spec).await {
+            let failed = dra.error.clone();
+            outcome.dra = Some(Box::new(dra));
+            if let Some(e) = failed {
+                for c in &mut outcome.containers {
+                    c.start_error = Some(e.clone());
+                }
+                return outcome;
+            }
+        }
         super::admission::start_containers(&self.inner, &mut outcome, plan).await;
         outcome
+    }
+
+    /// Why a kept pod is refused: its devices gone or unhealthy, or it does
+    /// not fit next to the pods admitted again before it.
+    fn kept_refusal(&self, pod: &Pod) -> Option<(String, String)> {
+        let m = self.inner.lock();
+        if let Some(err) = m.readmit_refusal(pod) {
+            return Some((UNEXPECTED_ADMISSION_ERROR.to_string(), crate::kubelet_texts::WRAPPER.fill(&[&err])));
+        }
+        let (_, stripped) = m.unknown_resources(&pod.spec.containers);
+        let others = m.other_specs(pod.uid());
+        let others: Vec<&PodSpec> = others.iter().collect();
+        m.node_fit(&pod.spec, &super::admission::held_ids(pod), &others, &stripped).map(|r| (r.reason, r.message))
     }
 }
 

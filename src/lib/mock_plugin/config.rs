@@ -441,6 +441,29 @@ pub struct Faults {
     /// Do not serve or register again after a kubelet restart.
     #[serde(default)]
     pub no_reregister: bool,
+    /// After a kubelet restart, ListAndWatch streams opened from then on
+    /// get the list once and never a change (the first stream's goroutine
+    /// kept the update channel: a Go plugin that never watches
+    /// `stream.Context()`).
+    #[serde(default)]
+    pub stale_stream_after_restart: bool,
+    /// This long after a kubelet restart is noticed, the process exits with
+    /// Go's `panic: send on closed channel` (the old stream's Send failed,
+    /// the plugin closed its update channel, and the next update panics).
+    #[serde(default, deserialize_with = "de_opt_duration")]
+    pub crash_after_restart: Option<Duration>,
+    /// Report the first N changes in device count, never a later one (a
+    /// rescan loop blocked on a buffered channel nobody reads).
+    #[serde(default)]
+    pub scan_stops_after: Option<u64>,
+    /// Ignore SIGTERM (and Ctrl-C): only SIGKILL ends the process (a
+    /// shutdown that waits on a goroutine that never returns).
+    #[serde(default)]
+    pub hang_on_sigterm: bool,
+    /// Device IDs differ on every process start (IDs made from enumeration
+    /// order or a UUID minted at start instead of the hardware's serial).
+    #[serde(default)]
+    pub ids_change_per_start: bool,
     /// Call Register a second time, on the same socket, right after the
     /// first one succeeds (kubelet 1.26-1.36 accept it; 1.37+ reject a
     /// second client at a live (name, socket)). A rejection is reported and

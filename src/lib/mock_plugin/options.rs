@@ -79,6 +79,16 @@ pub struct ServeOptions {
     pub register_before_serving: bool,
     /// `--no-reregister`.
     pub no_reregister: bool,
+    /// `--stale-stream-after-restart`.
+    pub stale_stream_after_restart: bool,
+    /// `--crash-after-restart`.
+    pub crash_after_restart: Option<Duration>,
+    /// `--scan-stops-after`.
+    pub scan_stops_after: Option<u64>,
+    /// `--hang-on-sigterm`.
+    pub hang_on_sigterm: bool,
+    /// `--ids-change-per-start`.
+    pub ids_change_per_start: bool,
     /// `--register-twice`.
     pub register_twice: bool,
     /// `--register-once`.
@@ -153,6 +163,15 @@ pub fn build_config(a: &ServeOptions) -> Result<MockConfig> {
         f.register_options_mismatch |= a.register_options_mismatch;
         f.register_before_serving |= a.register_before_serving;
         f.no_reregister |= a.no_reregister;
+        f.stale_stream_after_restart |= a.stale_stream_after_restart;
+        if a.crash_after_restart.is_some() {
+            f.crash_after_restart = a.crash_after_restart;
+        }
+        if a.scan_stops_after.is_some() {
+            f.scan_stops_after = a.scan_stops_after;
+        }
+        f.hang_on_sigterm |= a.hang_on_sigterm;
+        f.ids_change_per_start |= a.ids_change_per_start;
         f.register_twice |= a.register_twice;
         f.register_once |= a.register_once;
     }

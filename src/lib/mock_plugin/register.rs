@@ -34,6 +34,13 @@ const POLL: Duration = Duration::from_millis(500);
 /// How long a stopping generation may take to let its connections go.
 const STOP_WAIT: Duration = Duration::from_secs(2);
 
+/// How the crash-after-restart fault ends the process: Go's runtime panic
+/// when an update goes to the channel the plugin closed after the old
+/// stream's Send failed (a Go panic exits with code 2, as dpctl's error does).
+pub const CRASH_TEXT: &str = "panic: send on closed channel (the crash-after-restart fault: the old ListAndWatch \
+     stream's Send failed after the kubelet restart, the plugin closed its update channel, and the next update \
+     panicked)\n\ngoroutine 42 [running]:\nmain.(*plugin).sendUpdate(...)";
+
 /// A change in the watched directory.
 #[derive(Debug, Clone)]
 pub enum DirEvent {
@@ -191,6 +198,8 @@ pub struct Supervisor {
     retry_at: Option<tokio::time::Instant>,
     /// The register-twice fault has made its second call.
     registered_twice: bool,
+    /// The kubelet restart being registered with is counted already.
+    restart_noted: bool,
 }
 
 impl Supervisor {
@@ -228,6 +237,7 @@ impl Supervisor {
             backoff: BACKOFF_START,
             retry_at: None,
             registered_twice: false,
+            restart_noted: false,
         };
         if let Some(l) = listener {
             s.spawn_generation(l, "start");
@@ -318,8 +328,10 @@ impl Supervisor {
         }
         if self.need_register && self.shared.register && self.retry_at.is_none() {
             self.attempts += 1;
+            self.kubelet_restarted();
             match self.register_once().await {
                 Ok((with, since)) => {
+                    self.restart_noted = false;
                     self.need_register = false;
                     self.registered_with = with;
                     self.registered_since = Some(since);
@@ -442,6 +454,25 @@ impl Supervisor {
                 }
                 Ok((ino, since))
             }
+        }
+    }
+
+    /// About to register again (the plugin noticed a new kubelet: its
+    /// socket deleted, kubelet.sock created): the lifecycle faults a kubelet
+    /// restart sets off, once per restart. Streams opened from now on are
+    /// the new kubelet's.
+    fn kubelet_restarted(&mut self) {
+        if self.restart_noted || self.res.stats.registrations.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        self.restart_noted = true;
+        self.res.stats.kubelet_restarts.fetch_add(1, Ordering::Relaxed);
+        if let Some(after) = self.faults.crash_after_restart {
+            let (fatal, name) = (self.fatal.clone(), self.res.name.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                let _ = fatal.send(Error::invalid(name, CRASH_TEXT));
+            });
         }
     }
 

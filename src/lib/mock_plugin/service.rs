@@ -170,6 +170,9 @@ impl MockService {
         }
         let (first, rx) = self.res.watch();
         let cfg = &self.res.faults.config;
+        // The stale-stream-after-restart fault: after a kubelet restart the
+        // update channel belongs to the first stream's dead goroutine.
+        let frozen = cfg.stale_stream_after_restart && self.res.stats.kubelet_restarts.load(Ordering::Relaxed) > 0;
         let state = Watcher {
             res: Arc::clone(&self.res),
             rx,
@@ -179,6 +182,7 @@ impl MockService {
             end_after: cfg.list_and_watch_end_after,
             end_error: cfg.list_and_watch_end_error.as_ref().map(super::config::ErrorSpec::status),
             oversize: cfg.list_and_watch_oversize,
+            frozen,
             empty_first: cfg.list_and_watch_empty_first,
             sent: 0,
             opened,
@@ -328,6 +332,8 @@ struct Watcher {
     end_after: Option<u64>,
     end_error: Option<Status>,
     oversize: bool,
+    /// Never hears of a change (the stale-stream-after-restart fault).
+    frozen: bool,
     /// The empty-first-message fault: an empty list goes before the first one.
     empty_first: bool,
     sent: u64,
@@ -397,6 +403,10 @@ impl Watcher {
     /// Waits for the next published snapshot. After falling behind, skips to
     /// the newest one. `None` when the generation stops.
     async fn next_change(&mut self) -> Option<Snapshot> {
+        if self.frozen {
+            let _ = self.stop.wait_for(|s| *s).await;
+            return None;
+        }
         tokio::select! {
             _ = self.stop.wait_for(|s| *s) => None,
             r = self.rx.recv() => match r {

@@ -200,10 +200,14 @@ pub struct Stats {
     pub skipped: AtomicU64,
     /// Device-list changes published.
     pub changes: AtomicU64,
+    /// Changes in device count reported (added or removed devices).
+    pub count_changes: AtomicU64,
     /// Successful registrations.
     pub registrations: AtomicU32,
     /// Registered with the current kubelet.
     pub registered: AtomicBool,
+    /// Kubelet restarts noticed after the first registration.
+    pub kubelet_restarts: AtomicU32,
 }
 
 /// The shared state of one resource.
@@ -259,7 +263,13 @@ impl Resource {
         recorder: Option<Arc<Recorder>>,
         rpc_events: bool,
     ) -> Result<Self, String> {
-        let devices: Vec<dp::Device> = cfg.initial_devices().iter().map(to_proto).collect();
+        let mut devices: Vec<dp::Device> = cfg.initial_devices().iter().map(to_proto).collect();
+        if cfg.faults.ids_change_per_start {
+            let token = start_token();
+            for d in &mut devices {
+                d.id = format!("{}-{token}", d.id);
+            }
+        }
         let table = Table::new(devices);
         let endpoint = cfg.endpoint_name();
         Ok(Resource {
@@ -430,10 +440,21 @@ impl Resource {
         })
     }
 
+    /// With the scan-stops-after fault, once its N changes in device count
+    /// were reported: the changes a rescan would have found, reported to
+    /// the caller (the hardware changed) but never to a stream.
+    fn scan_stopped(&self, changes: Vec<Change>) -> Option<Vec<Change>> {
+        let limit = self.faults.config.scan_stops_after?;
+        (self.stats.count_changes.load(Ordering::Relaxed) >= limit).then_some(changes)
+    }
+
     /// Adds devices (all or nothing: an existing ID adds none), up to
     /// [`MAX_DEVICES`](super::config::MAX_DEVICES) in all, as a config may have.
     pub fn add(&self, new: &[DeviceConfig], cause: &str) -> Result<Vec<Change>, String> {
-        self.mutate(cause, |devs, index| {
+        if let Some(unseen) = self.scan_stopped(new.iter().map(|d| Change::Added { id: d.id.clone() }).collect()) {
+            return Ok(unseen);
+        }
+        let changes = self.mutate(cause, |devs, index| {
             if devs.len().saturating_add(new.len()) > super::config::MAX_DEVICES {
                 return Err(format!(
                     "adding {} to {} would be over the limit of {} per resource",
@@ -453,17 +474,30 @@ impl Resource {
             }
             devs.extend(new.iter().map(to_proto));
             Ok((new.iter().map(|d| Change::Added { id: d.id.clone() }).collect(), Edit::Reshaped))
-        })
+        })?;
+        self.count_changed(&changes);
+        Ok(changes)
+    }
+
+    fn count_changed(&self, changes: &[Change]) {
+        if !changes.is_empty() {
+            self.stats.count_changes.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// Removes devices (all or nothing).
     pub fn remove(&self, ids: &[String], cause: &str) -> Result<Vec<Change>, String> {
-        self.mutate(cause, |devs, index| {
+        if let Some(unseen) = self.scan_stopped(ids.iter().map(|id| Change::Removed { id: id.clone() }).collect()) {
+            return Ok(unseen);
+        }
+        let changes = self.mutate(cause, |devs, index| {
             positions(ids, index, devs)?;
             let gone: HashSet<&str> = ids.iter().map(String::as_str).collect();
             devs.retain(|d| !gone.contains(d.id.as_str()));
             Ok((ids.iter().map(|id| Change::Removed { id: id.clone() }).collect(), Edit::Reshaped))
-        })
+        })?;
+        self.count_changed(&changes);
+        Ok(changes)
     }
 
     /// Counts a call of `rpc` and returns its number (1-based).
@@ -519,6 +553,18 @@ impl Resource {
             devices,
         }
     }
+}
+
+/// What the ids-change-per-start fault appends to every device ID: six hex
+/// digits from this process's ID and start time, the same for the whole
+/// process and different for the next one.
+fn start_token() -> &'static str {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN.get_or_init(|| {
+        let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+        let mixed = u64::from(std::process::id()).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ u64::from(nanos);
+        format!("{:06x}", mixed & 0xff_ffff)
+    })
 }
 
 fn count(devices: &[dp::Device]) -> Counts {

@@ -769,15 +769,12 @@ pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Resu
         if r.restored_pods == 1 { "1 pod kept".to_string() } else { format!("{} pods kept", r.restored_pods) },
         ms(r.waited_ms)
     )?;
-    if r.dra_restored_claims > 0 || !r.dra_prepared.is_empty() {
+    if r.dra_restored_claims > 0 {
         writeln!(
             w,
-            "dra: {} restored from dra_manager_state",
+            "dra: {} restored from dra_manager_state (prepared again by a new user or after a reboot)",
             crate::text::count(r.dra_restored_claims, "claim", "claims")
         )?;
-    }
-    for d in &r.dra_prepared {
-        dra_lines(w, d)?;
     }
     if r.resources.is_empty() {
         writeln!(w, "no resources were registered before the restart")?;

@@ -220,19 +220,37 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
             writeln!(w, "  {} <- {} ({}: {})", m.target, m.source, m.kind, m.note)?;
         }
     }
-    for f in [&r.plugin.stdout.file, &r.plugin.stderr.file].into_iter().flatten() {
+    let files: Vec<&crate::smoke::PluginReport> =
+        if r.processes.is_empty() { vec![&r.plugin] } else { r.processes.iter().map(|p| &p.plugin).collect() };
+    for f in files.into_iter().flat_map(|p| [&p.stdout.file, &p.stderr.file]).flatten() {
         writeln!(w, "plugin output: {f}")?;
     }
     w.flush()
 }
 
-/// The plugin's last lines of stderr and stdout.
+/// The last lines of stderr and stdout of each plugin process a failed step
+/// judged (the last process when none did: a run with one process).
 fn plugin_output(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
-    let p = &r.plugin;
+    let failed: Vec<&str> = r.steps.iter().filter(|c| c.outcome.is_failure()).map(|c| c.name.as_str()).collect();
+    let judged: Vec<_> =
+        r.processes.iter().filter(|p| p.judged_in.iter().any(|n| failed.contains(&n.as_str()))).collect();
+    if judged.is_empty() {
+        return process_output(w, &r.plugin, "");
+    }
+    for p in judged {
+        let steps: Vec<&str> = p.judged_in.iter().map(String::as_str).filter(|n| failed.contains(n)).collect();
+        let whose = format!(", started by {}, failed {}", p.started_by, steps.join(", "));
+        process_output(w, &p.plugin, &whose)?;
+    }
+    Ok(())
+}
+
+/// One process's last lines of stderr and stdout.
+fn process_output(w: &mut dyn Write, p: &crate::smoke::PluginReport, whose: &str) -> io::Result<()> {
     let state = match (&p.pid, &p.exit) {
         (None, _) => return Ok(()),
-        (Some(pid), Some(e)) => format!("pid {pid}, {e}"),
-        (Some(pid), None) => format!("pid {pid}"),
+        (Some(pid), Some(e)) => format!("pid {pid}{whose}, {e}"),
+        (Some(pid), None) => format!("pid {pid}{whose}"),
     };
     for (stream, out) in [(Stream::Stderr, &p.stderr), (Stream::Stdout, &p.stdout)] {
         writeln!(w)?;
@@ -481,6 +499,7 @@ mod tests {
             registry_dir: "/tmp/x/plugins_registry".into(),
             isolation: None,
             restarts: None,
+            processes: Vec::new(),
         };
         r.tally();
         r

@@ -405,9 +405,6 @@ impl Runner<'_> {
                 let mut v = json!({"all_returned": r.all_returned, "reregistered": back, "not_reregistered": missing});
                 // Every restart re-admits the pods (at once without readmit_after).
                 v["pods"] = r.readmitted.iter().map(readmitted_value).collect();
-                if !r.dra_prepared.is_empty() {
-                    v["dra_prepared"] = r.dra_prepared.iter().map(super::dra::outcome).collect();
-                }
                 v
             }
             Ok(other) => json!({"unexpected": format!("{other:?}")}),

@@ -47,6 +47,9 @@ pub enum EngineKind {
     Sim,
     /// A referee binary, or a directory of `dpctl-referee-1.NN` binaries.
     Referee(PathBuf),
+    /// A real kubelet (a binary, or a directory of `kubelet-1.NN`) with
+    /// containerd and runc ([`super::node`]).
+    Kubelet(PathBuf),
 }
 
 impl FromStr for EngineKind {
@@ -56,12 +59,19 @@ impl FromStr for EngineKind {
         if s == "sim" {
             return Ok(EngineKind::Sim);
         }
+        if let Some(p) = s.strip_prefix("kubelet:") {
+            if p.is_empty() {
+                return Err("kubelet: needs a PATH (a kubelet binary or a directory of kubelet-1.NN)".into());
+            }
+            return Ok(EngineKind::Kubelet(PathBuf::from(p)));
+        }
         match s.strip_prefix("referee:") {
             Some(p) if !p.is_empty() => Ok(EngineKind::Referee(PathBuf::from(p))),
             Some(_) => Err("referee: needs a PATH (a referee binary or a directory of dpctl-referee-1.NN)".into()),
             None => Err(format!(
-                "{:?} is not an engine; use sim or referee:PATH (a referee binary or a directory of \
-                 dpctl-referee-1.NN binaries, built by conformance/build.sh)",
+                "{:?} is not an engine; use sim, referee:PATH (a referee binary or a directory of \
+                 dpctl-referee-1.NN binaries, built by conformance/build.sh) or kubelet:PATH (a kubelet \
+                 binary or a directory of kubelet-1.NN, built by conformance/build.sh kubelet)",
                 crate::text::shorten(s, 60)
             )),
         }
@@ -74,6 +84,7 @@ impl EngineKind {
         match self {
             EngineKind::Sim => "sim",
             EngineKind::Referee(_) => "referee",
+            EngineKind::Kubelet(_) => "kubelet",
         }
     }
 }
@@ -214,6 +225,7 @@ pub struct Engine {
 enum Running {
     Sim(SimHandle),
     Referee { process: PluginProcess, control: PathBuf },
+    Kubelet(Box<super::node::Node>),
 }
 
 impl Engine {
@@ -239,7 +251,17 @@ impl Engine {
                 let (process, control) = launch_referee(&binary, &config, layout, helper).await?;
                 Ok(Engine { running: Running::Referee { process, control }, name: format!("referee {played}"), dir })
             }
+            EngineKind::Kubelet(path) => {
+                let release = release_name(config.kubelet_version);
+                let node = super::node::Node::start(path, &release, &config, layout, helper).await?;
+                Ok(Engine { name: node.name().to_string(), running: Running::Kubelet(Box::new(node)), dir })
+            }
         }
+    }
+
+    /// True when the engine can restart the kubelet and reboot the node on request.
+    pub fn plays_restarts(&self) -> bool {
+        !matches!(self.running, Running::Kubelet(_))
     }
 
     /// What answers: `kubelet-sim` or `referee v1.N.P`.
@@ -256,7 +278,7 @@ impl Engine {
     pub fn sim(&self) -> Option<&SimHandle> {
         match &self.running {
             Running::Sim(s) => Some(s),
-            Running::Referee { .. } => None,
+            Running::Referee { .. } | Running::Kubelet(_) => None,
         }
     }
 
@@ -278,6 +300,7 @@ impl Engine {
                     Reply::Error(e) => Err(e),
                 })
             }
+            Running::Kubelet(node) => Ok(node.call(request).await),
         }
     }
 
@@ -285,7 +308,7 @@ impl Engine {
     pub async fn status(&self) -> Result<SimStatus> {
         match self.call(Request::Status).await? {
             Ok(Answer::Status(mut s)) => {
-                if let Running::Referee { .. } = self.running {
+                if let Running::Referee { .. } | Running::Kubelet(_) = self.running {
                     // The referee's own word wins when it gives one.
                     if s.engine == crate::kubelet_sim::default_engine() {
                         s.engine.clone_from(&self.name);
@@ -305,6 +328,7 @@ impl Engine {
             Running::Referee { process, .. } => {
                 process.exited().await;
             }
+            Running::Kubelet(node) => node.exited().await,
         }
     }
 
@@ -313,6 +337,7 @@ impl Engine {
         match &self.running {
             Running::Sim(_) => String::new(),
             Running::Referee { process, .. } => last_lines(process),
+            Running::Kubelet(node) => node.output_tail(),
         }
     }
 
@@ -328,6 +353,7 @@ impl Engine {
                 }
                 Ok(())
             }
+            Running::Kubelet(node) => node.stop().await,
         }
     }
 }
@@ -391,15 +417,24 @@ async fn launch_referee(
     layout: &Layout,
     helper: Option<PathBuf>,
 ) -> Result<(PluginProcess, PathBuf)> {
-    let mut plan = Plan::new(&IsolateConfig { binds: Vec::new(), helper }, layout)?;
+    let mut plan = Plan::new(
+        &IsolateConfig { binds: Vec::new(), helper, pid_namespace: false, shared: Vec::new(), read_only_root: false },
+        layout,
+    )?;
     let program = binary.display().to_string();
     plan.preflight(&program).await?;
     if let Some(why) = plan.launch_error() {
         return Err(Error::invalid(format!("--engine referee:{}", binary.display()), why.to_string()));
     }
     let wrapped = plan.wrap(&referee_args(binary, config))?;
-    let launch =
-        Launch { command: wrapped.command, env: wrapped.env, keep_bytes: 64 * 1024, log_dir: None, lines: None };
+    let launch = Launch {
+        command: wrapped.command,
+        env: wrapped.env,
+        keep_bytes: 64 * 1024,
+        log_dir: None,
+        log_name: "referee".into(),
+        lines: None,
+    };
     let process = PluginProcess::spawn(launch).await?;
     let control = crate::paths::control_socket(&layout.device_plugins, control::CONTROL_NAME);
     let deadline = crate::duration::deadline(READY_TIMEOUT);
@@ -441,7 +476,9 @@ mod tests {
         assert_eq!("sim".parse::<EngineKind>().unwrap(), EngineKind::Sim);
         assert_eq!("referee:/x".parse::<EngineKind>().unwrap(), EngineKind::Referee("/x".into()));
         assert!("referee:".parse::<EngineKind>().unwrap_err().contains("needs a PATH"));
-        assert!("kubelet".parse::<EngineKind>().unwrap_err().contains("sim or referee:PATH"));
+        assert!("kubelet".parse::<EngineKind>().unwrap_err().contains("kubelet:PATH"));
+        assert_eq!("kubelet:/k".parse::<EngineKind>().unwrap(), EngineKind::Kubelet("/k".into()));
+        assert!("kubelet:".parse::<EngineKind>().unwrap_err().contains("needs a PATH"));
     }
 
     // The referee binaries name master by the release after the newest; the

@@ -190,6 +190,19 @@ pub struct IsolateConfig {
     pub binds: Vec<Bind>,
     /// The dpctl executable to re-run as the helper (default: this one).
     pub helper: Option<PathBuf>,
+    /// Also a PID namespace (root only): the command is its first process,
+    /// so when it ends the kernel kills every process left in it (what
+    /// containerd's shims and containers would otherwise outlive).
+    pub pid_namespace: bool,
+    /// Mountpoints (among the binds) made shared inside the namespace, after
+    /// every bind: a kubelet bind-mounts its root directory on itself unless
+    /// it is on a shared mount, which would hide what is bound below it.
+    pub shared: Vec<PathBuf>,
+    /// The root mount read-only inside the namespace, after every bind (the
+    /// binds stay writable): what the command writes outside them fails
+    /// instead of landing on the host (containerd makes a missing mount
+    /// source as a directory).
+    pub read_only_root: bool,
 }
 
 /// One mount made inside the namespace, for the report.
@@ -225,6 +238,15 @@ struct Spec {
     check: bool,
     /// Simulate a refusal by this knob (tests).
     simulate: Option<String>,
+    /// A PID namespace too ([`IsolateConfig::pid_namespace`]).
+    #[serde(default)]
+    pid_namespace: bool,
+    /// [`IsolateConfig::shared`].
+    #[serde(default)]
+    shared: Vec<PathBuf>,
+    /// [`IsolateConfig::read_only_root`].
+    #[serde(default)]
+    read_only_root: bool,
 }
 
 /// What the check-mode helper prints (one JSON line).
@@ -277,7 +299,19 @@ impl Plan {
         // SAFETY: geteuid/getegid take no arguments and cannot fail.
         let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
         let userns = (uid != 0 || simulate.is_some()).then_some((uid, gid));
-        let spec = Spec { binds, userns, staging: layout.staging.clone(), check: false, simulate };
+        if config.pid_namespace && userns.is_some() {
+            return Err(Error::invalid("--isolate", "a PID namespace is made as root only (run dpctl with sudo)"));
+        }
+        let spec = Spec {
+            binds,
+            userns,
+            staging: layout.staging.clone(),
+            check: false,
+            simulate,
+            pid_namespace: config.pid_namespace,
+            shared: config.shared.clone(),
+            read_only_root: config.read_only_root,
+        };
         Ok(Plan { spec, helper, launch_error: None })
     }
 
@@ -398,6 +432,11 @@ pub fn helper_main(out: &mut dyn Write, err: &mut dyn Write) -> Option<u8> {
     // SAFETY: removing a variable in a single-threaded process (the helper
     // starts no thread) cannot race with a reader.
     unsafe { std::env::remove_var(ENV_SPEC) };
+    if spec.pid_namespace
+        && let Some(code) = fork_pid_one(err)
+    {
+        return Some(code);
+    }
     let e = std::process::Command::new(program).args(args).exec();
     let name = Path::new(program).display();
     let (why, code) = match e.kind() {
@@ -410,6 +449,55 @@ pub fn helper_main(out: &mut dyn Write, err: &mut dyn Write) -> Option<u8> {
     };
     let _ = writeln!(err, "dpctl --isolate: cannot start the plugin: {why}");
     Some(code)
+}
+
+/// In a PID namespace the first child is its process 1: forks it (it
+/// returns `None` and goes on to `exec` the command) and waits for it here,
+/// returning its exit code; the child mounts the namespace's own /proc.
+/// This process ignores SIGINT and SIGTERM (they
+/// reach the child too: it is in the same process group) and the child dies
+/// with it (parent-death signal), so the kernel's end of the namespace
+/// follows dpctl's, even a crash.
+fn fork_pid_one(err: &mut dyn Write) -> Option<u8> {
+    // SAFETY: the helper is single-threaded, so fork(2) copies a consistent
+    // process; signal(2) and prctl(2) take plain values.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+        match libc::fork() {
+            -1 => {
+                let e = std::io::Error::last_os_error();
+                let _ = writeln!(err, "dpctl --isolate: error: fork into the PID namespace: {e}");
+                Some(126)
+            }
+            0 => {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                libc::signal(libc::SIGTERM, libc::SIG_DFL);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                // The host's /proc shows the host's process IDs: containerd's
+                // shim reads /proc/<its parent's ID> and fails on it. This
+                // namespace's own /proc hides the binds made below /proc/sys,
+                // which only a kubelet outside a PID namespace needs.
+                let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                if let Err(e) = mount(Some(Path::new("proc")), Path::new("/proc"), Some("proc"), flags, None) {
+                    let _ = writeln!(err, "dpctl --isolate: error: mounting the PID namespace's /proc: {e}");
+                    return Some(126);
+                }
+                None
+            }
+            child => {
+                let mut status = 0;
+                while libc::waitpid(child, &raw mut status, 0) == -1 {
+                    if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                        return Some(126);
+                    }
+                }
+                let code =
+                    if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+                Some(u8::try_from(code).unwrap_or(u8::MAX))
+            }
+        }
+    }
 }
 
 /// Whether `program` can be executed here (inside the namespace): a path
@@ -457,6 +545,10 @@ fn setup(spec: &Spec) -> Result<IsolationReport> {
             enter_user_namespace(uid, gid, spec.simulate.as_deref())?;
             "user+mount"
         }
+        None if spec.pid_namespace => {
+            unshare(libc::CLONE_NEWNS | libc::CLONE_NEWPID).map_err(|e| refused_as_root(&e))?;
+            "mount+pid"
+        }
         None => {
             unshare(libc::CLONE_NEWNS).map_err(|e| refused_as_root(&e))?;
             "mount"
@@ -492,7 +584,17 @@ fn setup(spec: &Spec) -> Result<IsolationReport> {
             note: note.into(),
         });
     }
+    for p in &spec.shared {
+        // A new peer group of this namespace's own: nothing reaches the host.
+        mount(None, p, None, libc::MS_REC | libc::MS_SHARED, None)
+            .map_err(|e| mount_error(&format!("making {} shared", p.display()), &e))?;
+    }
     umount_detach(&spec.staging).map_err(|e| mount_error(&format!("unmounting {}", spec.staging.display()), &e))?;
+    if spec.read_only_root {
+        // Only this namespace's copy of the root mount; the binds are mounts of their own.
+        mount(None, Path::new("/"), None, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY, None)
+            .map_err(|e| mount_error("making / read-only", &e))?;
+    }
     Ok(IsolationReport { namespaces: namespaces.into(), mounts })
 }
 

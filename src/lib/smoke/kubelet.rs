@@ -62,6 +62,12 @@ impl Kubelet {
         self.engine.sim().is_none()
     }
 
+    /// Why the engine cannot restart the kubelet or reboot the node on
+    /// request (a real kubelet), or `None` when it can.
+    pub(super) fn cannot_restart(&self) -> Option<&'static str> {
+        (!self.engine.plays_restarts()).then_some(super::node::NOT_PLAYED)
+    }
+
     /// `kubelet-sim` or `referee v1.N.P`.
     pub(super) fn name(&self) -> &str {
         self.engine.name()

@@ -23,6 +23,7 @@ pub mod engine;
 pub mod isolate;
 mod kubelet;
 pub mod matrix;
+pub mod node;
 pub mod process;
 mod steps;
 
@@ -72,8 +73,11 @@ pub enum StepId {
     /// The plugin process restarted (not the kubelet): it registers again
     /// and the node's counts come back.
     PluginRestart,
-    /// A device fault, then its clearance: Healthy and allocatable again in time.
+    /// On the process that lived through the kubelet restart: a device
+    /// fault, then its clearance, on the kubelet's new stream.
     HealthRecovery,
+    /// On the same process: two changes in device count, each reaching the kubelet.
+    DeviceRescan,
     /// A node reboot with a pod holding devices and the plugin back late:
     /// the kubelet's verdict on the pod, then the plugin and a new pod back.
     NodeReboot,
@@ -83,7 +87,9 @@ pub enum StepId {
 
 impl StepId {
     /// Every step, in run order.
-    pub const ALL: [StepId; 12] = [
+    /// The steps on a process that lived through a kubelet restart come
+    /// first; the fresh-process step (plugin-restart) after them.
+    pub const ALL: [StepId; 13] = [
         StepId::Launch,
         StepId::Registration,
         StepId::RegistrationRequest,
@@ -92,9 +98,10 @@ impl StepId {
         StepId::Admission,
         StepId::PodDeletion,
         StepId::KubeletRestart,
-        StepId::PluginRestart,
         StepId::HealthRecovery,
+        StepId::DeviceRescan,
         StepId::NodeReboot,
+        StepId::PluginRestart,
         StepId::Shutdown,
     ];
 
@@ -162,29 +169,42 @@ impl Case for StepId {
                 reason: "a kubelet restart (upgrade, crash, config change) deletes every socket in the directory; a plugin that \
                  does not register again loses its resource",
                 rule: "notice kubelet.sock being re-created (watch the directory), serve the plugin socket again (the kubelet \
-                 deleted it), call Register again and send the device list, within the deadline",
+                 deleted it), call Register again and send the device list, within the deadline; the same process is \
+                 still running at the end of the settle window (--settle)",
             },
             StepId::PluginRestart => CaseInfo {
                 name: "plugin-restart",
                 reason: "a DaemonSet rollout or a crash restarts the plugin while the kubelet runs on; until the new \
                  process registers, the resource's allocatable stays 0",
-                rule: "a new plugin process serves its socket again (replacing the old one's), calls Register and \
-                 sends the full list: capacity and allocatable as before the restart, within the restart deadline",
+                rule: "the old process ends on SIGTERM within --grace; a new plugin process serves its socket again \
+                 (replacing the old one's), calls Register and sends the full list: the same device IDs, capacity and \
+                 allocatable as before the restart, within the restart deadline",
             },
             StepId::HealthRecovery => CaseInfo {
                 name: "health-recovery",
                 reason: "a device that turns Unhealthy and recovers must be sent as Healthy again, or the node keeps \
-                 one device less until the plugin restarts",
-                rule: "after a fault (--fault-command, or the mock's own switch) allocatable drops; after its \
-                 clearance (--recover-command) ListAndWatch sends the device Healthy again and allocatable is \
-                 restored within --recovery-deadline",
+                 one device less until the plugin restarts; a plugin that kept its old stream's goroutine after a \
+                 kubelet restart sends neither to the kubelet's new stream",
+                rule: "on the process that lived through the kubelet restart, on the kubelet's new stream: after a \
+                 fault (--fault-command, or the mock's own switch) allocatable drops; after its clearance \
+                 (--recover-command, run whenever the fault command ran) ListAndWatch sends the device Healthy \
+                 again and allocatable is restored within --recovery-deadline",
+            },
+            StepId::DeviceRescan => CaseInfo {
+                name: "device-rescan",
+                reason: "devices come and go (hot-plug, a driver reload, a GPU lost off the bus); a rescan loop that \
+                 stops after a change or two leaves the node advertising hardware it no longer has",
+                rule: "on the process that lived through the kubelet restart: a device added, then removed (two \
+                 changes in device count), each reaches the kubelet as capacity within --recovery-deadline",
             },
             StepId::NodeReboot => CaseInfo {
                 name: "node-reboot",
                 reason: "after a node reboot the kubelet admits its pods again, often before the plugin is back, and \
                  rejects those asking for its devices with UnexpectedAdmissionError, for good (kubernetes #125579)",
                 rule: "the report gives the kubelet's verdict on a pod admitted again before the plugin is back; the \
-                 plugin, started again late, registers and sends its whole list within the restart deadline, and a \
+                 old process ends on SIGTERM within --grace; the plugin, started again late, registers and sends its \
+                 whole list (the same device IDs the checkpoint names) within the restart deadline, is still running \
+                 after the settle window, streams a fault and its recovery and two changes in device count, and a \
                  new pod is admitted on it",
             },
             StepId::Shutdown => CaseInfo {
@@ -262,6 +282,9 @@ pub struct SmokeConfig {
     pub recover_command: Option<String>,
     /// How long a fault may take to show and its clearance to restore allocatable.
     pub recovery_deadline: Duration,
+    /// How long the same process is watched after a kubelet restart or a
+    /// node reboot before the steps on it are judged (`--settle`).
+    pub settle: Duration,
     /// Create kubelet.sock this long after the plugin starts (`--late-kubelet-socket`).
     pub late_kubelet_socket: Duration,
     /// How long the plugin may take to exit after SIGTERM.
@@ -349,6 +372,7 @@ impl Default for SmokeConfig {
             fault_command: None,
             recover_command: None,
             recovery_deadline: Duration::from_secs(10),
+            settle: Duration::from_secs(5),
             late_kubelet_socket: Duration::ZERO,
             grace: Duration::from_secs(5),
             prestart_timeout: crate::kubelet_sim::DEFAULT_PRE_START_TIMEOUT,
@@ -421,6 +445,19 @@ pub struct PluginReport {
     pub stderr: OutputView,
 }
 
+/// One plugin process of a run: the step that started it, the steps that
+/// judged it, how it ended and what it wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessReport {
+    /// `launch`, `plugin-restart` or `node-reboot` (its `--log-dir` files' name).
+    pub started_by: String,
+    /// The steps and checks recorded while it was the plugin.
+    pub judged_in: Vec<String>,
+    /// Its pid, exit and output.
+    #[serde(flatten)]
+    pub plugin: PluginReport,
+}
+
 /// A whole smoke run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SmokeReport {
@@ -455,8 +492,11 @@ pub struct SmokeReport {
     pub totals: Totals,
     /// Every step and check, in run order.
     pub steps: Vec<CheckResult>,
-    /// The plugin process and its output.
+    /// The plugin process and its output (the last one started).
     pub plugin: PluginReport,
+    /// Every plugin process of the run, in the order they started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<ProcessReport>,
     /// The plugins_registry directory the sim watched.
     #[serde(default)]
     pub registry_dir: String,

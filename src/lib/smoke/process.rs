@@ -135,8 +135,11 @@ pub struct Launch {
     pub env: Vec<(String, String)>,
     /// Bytes of each stream kept in memory.
     pub keep_bytes: usize,
-    /// Write the whole output to `<log_dir>/plugin.stdout.log` and `plugin.stderr.log`.
+    /// Write the whole output to `<log_dir>/<log_name>.stdout.log` and `<log_name>.stderr.log`.
     pub log_dir: Option<PathBuf>,
+    /// The log files' name: the step that started the process (`launch`,
+    /// `plugin-restart`, `node-reboot`), so that each process keeps its own.
+    pub log_name: String,
     /// Send each output line here as it arrives.
     pub lines: Option<mpsc::UnboundedSender<(Stream, String)>>,
 }
@@ -200,8 +203,8 @@ impl PluginProcess {
         if let Some(dir) = &launch.log_dir {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::invalid("--log-dir", format!("cannot create directory {}: {e}", dir.display())))?;
-            for (i, name) in ["plugin.stdout.log", "plugin.stderr.log"].into_iter().enumerate() {
-                let path = dir.join(name);
+            for (i, stream) in [Stream::Stdout, Stream::Stderr].into_iter().enumerate() {
+                let path = dir.join(format!("{}.{}.log", launch.log_name, stream.as_str()));
                 let f = tokio::fs::File::create(&path)
                     .await
                     .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
@@ -471,6 +474,7 @@ mod tests {
             env: vec![],
             keep_bytes: 1024,
             log_dir: None,
+            log_name: "launch".into(),
             lines: Some(tx),
         };
         let p = PluginProcess::spawn(launch).await.unwrap();
@@ -495,6 +499,7 @@ mod tests {
             env: vec![],
             keep_bytes: 16,
             log_dir: None,
+            log_name: "launch".into(),
             lines: None,
         };
         let e = PluginProcess::spawn(launch).await.unwrap_err().to_string();

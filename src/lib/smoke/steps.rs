@@ -73,6 +73,22 @@ pub(super) struct Runner {
     restarts: Option<super::RestartTally>,
     /// Capacity and allocatable before the lifecycle steps.
     baseline: Option<crate::model::Counts>,
+    /// The device IDs the kubelet held before the lifecycle steps.
+    ids_before: Option<Vec<String>>,
+    /// The step that started the current process (its log files' name).
+    started_by: StepId,
+    /// The results recorded while the current process was the plugin.
+    judged: Vec<String>,
+    /// The processes stopped and replaced, for the report.
+    retired: Vec<super::ProcessReport>,
+    /// What the current process lived through (a kubelet restart), for evidence.
+    lived_through: Option<&'static str>,
+    /// A fault made and not cleared yet, and its resource: cleared whatever happens.
+    pending_recover: Option<(lifecycle::Fault, String)>,
+    /// Devices added by the rescan rounds so far (their IDs are numbered).
+    rescans: u32,
+    /// The shutdown step stopped the plugin: its end is no failure.
+    stopping: bool,
 }
 
 impl Runner {
@@ -108,6 +124,14 @@ impl Runner {
             isolate,
             restarts: None,
             baseline: None,
+            ids_before: None,
+            started_by: StepId::Launch,
+            judged: Vec::new(),
+            retired: Vec::new(),
+            lived_through: None,
+            pending_recover: None,
+            rescans: 0,
+            stopping: false,
         }
     }
 
@@ -124,9 +148,50 @@ impl Runner {
         Instant::now()
     }
 
-    fn record(&mut self, r: CheckResult) {
+    /// Records a result. A step that would pass while the plugin process
+    /// has ended (not stopped by smoke) fails instead, with its exit status
+    /// and the tail of its output: a plugin that exits, panics or is killed
+    /// in any step fails that step.
+    fn record(&mut self, mut r: CheckResult) {
+        if r.outcome == Outcome::Pass
+            && !self.stopping
+            && let Some(gone) = self.gone()
+        {
+            r.outcome = Outcome::Fail;
+            r.evidence = format!("{}; but {gone}", r.evidence);
+        }
+        self.judged.push(r.name.clone());
         self.send(SmokeProgress::StepFinished(r.clone()));
         self.results.push(r);
+    }
+
+    /// The evidence when the current plugin process has ended: its exit
+    /// status and its last lines.
+    fn gone(&self) -> Option<String> {
+        let p = self.process.as_ref()?;
+        let exit = p.exit()?;
+        Some(format!("the plugin process (pid {}) {exit}; {}", p.pid(), last_output_of(p)))
+    }
+
+    /// How the current process ended, or "ended".
+    fn exit_text(&self) -> String {
+        self.process.as_ref().and_then(PluginProcess::exit).map_or_else(|| "ended".into(), |e| e.text)
+    }
+
+    /// Makes `p`, started by `by`, the plugin.
+    fn adopt(&mut self, p: PluginProcess, by: StepId) {
+        if let Some(old) = self.process.take() {
+            self.retire(old);
+        }
+        self.process = Some(p);
+        self.started_by = by;
+        self.lived_through = None;
+    }
+
+    /// Keeps a stopped process in the report, with the steps that judged it.
+    fn retire(&mut self, p: PluginProcess) {
+        let report = process_report(&p, self.started_by, std::mem::take(&mut self.judged));
+        self.retired.push(report);
     }
 
     fn done(&mut self, id: StepId, outcome: Outcome, evidence: impl Into<String>, t: Instant) -> bool {
@@ -156,21 +221,7 @@ impl Runner {
 
     /// The plugin's last lines of output, for evidence.
     fn last_output(&self) -> String {
-        let Some(p) = &self.process else { return String::new() };
-        let mut parts = Vec::new();
-        for s in [Stream::Stderr, Stream::Stdout] {
-            let o = p.output(s);
-            let lines = o.last_lines(QUOTED_LINES);
-            if !lines.is_empty() {
-                parts.push(format!(
-                    "last {} of its {}: {}",
-                    crate::text::count(lines.len(), "line", "lines"),
-                    s.as_str(),
-                    lines.join(" | ")
-                ));
-            }
-        }
-        if parts.is_empty() { "it printed nothing".into() } else { parts.join("; ") }
+        self.process.as_ref().map(last_output_of).unwrap_or_default()
     }
 
     /// All steps up to (not including) shutdown.
@@ -195,16 +246,20 @@ impl Runner {
         // whole list, no pod holding a device.
         if let Some(r) = self.reg.as_ref().map(|r| r.resource.clone()) {
             self.baseline = self.kubelet.counts().await.get(&r).copied();
+            self.ids_before = Some(self.advertised_ids(&r).await);
         }
+        // The steps on a process that lived through what came before, then
+        // the fresh-process step.
         self.kubelet_restart().await;
-        self.plugin_restart().await;
         self.health_recovery().await;
+        self.device_rescan().await;
         self.node_reboot().await;
+        self.plugin_restart().await;
     }
 
     async fn launch(&mut self) -> bool {
         let t = self.begin(StepId::Launch);
-        let launch = match self.launch_spec() {
+        let launch = match self.launch_spec(StepId::Launch) {
             Ok(l) => l,
             Err(ev) => return self.done(StepId::Launch, Outcome::Fail, ev, t),
         };
@@ -212,7 +267,7 @@ impl Runner {
         match PluginProcess::spawn(launch).await {
             Ok(p) => {
                 let pid = p.pid();
-                self.process = Some(p);
+                self.adopt(p, StepId::Launch);
                 self.send(SmokeProgress::Launched { pid, command: self.command.clone() });
                 let ev = format!("pid {pid}: {}", shell_words(&self.command));
                 self.done(StepId::Launch, Outcome::Pass, ev, t)
@@ -222,8 +277,9 @@ impl Runner {
     }
 
     /// The plugin's command, environment and output handling (for the
-    /// launch and for the plugin-restart step), or why it cannot start.
-    pub(super) fn launch_spec(&self) -> Result<Launch, String> {
+    /// launch and the steps that start it again, `by`, which names its log
+    /// files), or why it cannot start.
+    pub(super) fn launch_spec(&self, by: StepId) -> Result<Launch, String> {
         let dir = self.dir.display().to_string();
         let lines = self.cfg.forward_output.then(|| {
             let (ltx, mut lrx) = mpsc::unbounded_channel::<(Stream, String)>();
@@ -251,7 +307,14 @@ impl Runner {
             }
             None => self.command.clone(),
         };
-        Ok(Launch { command, env, keep_bytes: self.cfg.output_limit, log_dir: self.cfg.log_dir.clone(), lines })
+        Ok(Launch {
+            command,
+            env,
+            keep_bytes: self.cfg.output_limit,
+            log_dir: self.cfg.log_dir.clone(),
+            log_name: by.name().to_string(),
+            lines,
+        })
     }
 
     /// The environment the plugin and the user's hook commands get: the
@@ -543,7 +606,10 @@ impl Runner {
             report.checks.into_iter().map(|c| (c.name.clone(), c)).collect();
         for c in CheckId::ALL {
             match by_name.remove(c.name()) {
-                Some(r) => self.results.push(r),
+                Some(r) => {
+                    self.judged.push(r.name.clone());
+                    self.results.push(r);
+                }
                 None => self.record(CheckResult::new(c, Outcome::Skip, "skipped with --skip", Duration::ZERO)),
             }
         }
@@ -635,6 +701,9 @@ impl Runner {
         if self.skipped(id) {
             return self.skip(id, "skipped with --skip");
         }
+        if let Some(why) = self.kubelet.cannot_restart() {
+            return self.skip(id, format!("not played by {}: {why}", self.kubelet.name()));
+        }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
         let n = self.cfg.restarts.max(1);
@@ -660,8 +729,26 @@ impl Runner {
             }
         }
         let tally = super::RestartTally::new(n, back);
-        let (outcome, evidence) = judge::restarts(&tally, first_bad, last_good);
+        let (mut outcome, mut evidence) = judge::restarts(&tally, first_bad, last_good);
         self.restarts = Some(tally);
+        // The same process, watched for the settle window: a plugin that
+        // crashes some seconds after the restart fails here, not later.
+        if self.gone().is_none() {
+            match self.settle_watch("the kubelet restart").await {
+                Ok(note) => {
+                    evidence.push_str(&format!("; {note}"));
+                    self.lived_through = Some("the kubelet restart");
+                }
+                Err(ev) => {
+                    outcome = Outcome::Fail;
+                    evidence.push_str(&format!("; but {ev}"));
+                    self.stopping = true;
+                    self.done(id, outcome, evidence, t);
+                    self.stopping = false;
+                    return;
+                }
+            }
+        }
         self.done(id, outcome, evidence, t);
     }
 
@@ -712,6 +799,13 @@ impl Runner {
     /// Stops the plugin: SIGTERM, the grace period, SIGKILL; reports it.
     pub(super) async fn shutdown(&mut self) {
         let id = StepId::Shutdown;
+        // A fault a failed or interrupted step made is cleared first.
+        let undone = match self.undo_fault().await {
+            Some(Ok(done)) => format!("; the fault an unfinished step made was cleared first ({done})"),
+            Some(Err(e)) => format!("; clearing the fault an unfinished step made failed: {e}"),
+            None => String::new(),
+        };
+        self.stopping = true;
         let Some(p) = &self.process else {
             return self.skip(id, "the plugin never started");
         };
@@ -732,7 +826,7 @@ impl Runner {
                 }
             }
             None => String::new(),
-        };
+        } + &undone;
         if term.already_exited {
             if self.any_failed() {
                 self.done(id, Outcome::Skip, format!("the plugin had already {exit}"), t);
@@ -768,13 +862,12 @@ impl Runner {
         interrupted: bool,
     ) -> SmokeReport {
         let empty = super::OutputView { bytes: 0, tail: String::new(), truncated: false, file: None };
-        let plugin = match &self.process {
-            Some(p) => PluginReport {
-                pid: Some(p.pid()),
-                exit: p.exit(),
-                stdout: p.output(Stream::Stdout),
-                stderr: p.output(Stream::Stderr),
-            },
+        let mut processes = self.retired;
+        if let Some(p) = &self.process {
+            processes.push(process_report(p, self.started_by, self.judged));
+        }
+        let plugin = match processes.last() {
+            Some(p) => p.plugin.clone(),
             None => PluginReport { pid: None, exit: None, stdout: empty.clone(), stderr: empty },
         };
         SmokeReport {
@@ -793,10 +886,43 @@ impl Runner {
             totals: check::Totals::default(),
             steps: self.results,
             plugin,
+            processes,
             registry_dir: self.registry_dir.display().to_string(),
             isolation: None,
             restarts: self.restarts,
         }
+    }
+}
+
+/// A process's last lines of output, for evidence.
+fn last_output_of(p: &PluginProcess) -> String {
+    let mut parts = Vec::new();
+    for s in [Stream::Stderr, Stream::Stdout] {
+        let o = p.output(s);
+        let lines = o.last_lines(QUOTED_LINES);
+        if !lines.is_empty() {
+            parts.push(format!(
+                "last {} of its {}: {}",
+                crate::text::count(lines.len(), "line", "lines"),
+                s.as_str(),
+                lines.join(" | ")
+            ));
+        }
+    }
+    if parts.is_empty() { "it printed nothing".into() } else { parts.join("; ") }
+}
+
+/// A process in the report: who started it, what judged it, its output.
+fn process_report(p: &PluginProcess, by: StepId, judged: Vec<String>) -> super::ProcessReport {
+    super::ProcessReport {
+        started_by: by.name().to_string(),
+        judged_in: judged,
+        plugin: PluginReport {
+            pid: Some(p.pid()),
+            exit: p.exit(),
+            stdout: p.output(Stream::Stdout),
+            stderr: p.output(Stream::Stderr),
+        },
     }
 }
 

@@ -160,6 +160,14 @@ impl ConnSlot {
         self.entry.idle_since.store(stamp, Ordering::Relaxed);
     }
 
+    /// How long the connection has been idle; `None` while it is busy.
+    pub fn idle_for(&self) -> Option<Duration> {
+        match self.entry.idle_since.load(Ordering::Relaxed) {
+            0 => None,
+            since => Some(Duration::from_millis(self.table.now_stamp().saturating_sub(since))),
+        }
+    }
+
     /// Cancelled when the connection must close: evicted, or the server stopping.
     pub fn token(&self) -> CancellationToken {
         self.entry.close.clone()

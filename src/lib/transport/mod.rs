@@ -18,7 +18,7 @@ pub use authority::{
 pub use client::{ClientConfig, connect};
 pub use http2::server_builder;
 pub use server::{
-    BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard, bind,
-    incoming, incoming_with, is_stale, serve, serve_with,
+    BindOptions, ConnectionLimits, HANDSHAKE_TIMEOUT, IDLE_TIMEOUT, Listener, MAX_CONNECTIONS, SocketGuard,
+    accept_failed, bind, incoming, incoming_with, is_stale, serve, serve_with,
 };
 pub use wire::{Tap, WireChannel, WireEvent, WireService};

@@ -314,6 +314,18 @@ pub fn incoming_with(
     )
 }
 
+/// What every accept loop does when `accept` fails: out of descriptors or
+/// memory, it pauses for a moment instead of spinning (and says so); any
+/// other failure concerns one connection and is only logged.
+pub async fn accept_failed(e: &std::io::Error, server: &str) {
+    if is_resource_shortage(e) {
+        tracing::warn!(error = %e, server, "accept failed: out of file descriptors or memory; pausing");
+        tokio::time::sleep(ACCEPT_BACKOFF).await;
+    } else {
+        tracing::debug!(error = %e, server, "accept failed");
+    }
+}
+
 /// True for accept errors that say the process or system ran out of
 /// descriptors or memory: retrying at once would spin.
 fn is_resource_shortage(e: &std::io::Error) -> bool {

@@ -14,8 +14,10 @@ use serde::{Deserialize, Serialize};
 use crate::invalid::{Invalid, Result};
 
 mod cleanup;
+mod dra;
 mod policy_options;
 pub use cleanup::{Cleanup, CleanupRule, cleanup_dir};
+pub use dra::{DRA_RULES, ReleaseRule, dra_rules_text};
 
 /// The oldest release the sim plays.
 pub const OLDEST_MINOR: u8 = 26;
@@ -183,7 +185,9 @@ impl KubeletVersion {
     }
 
     /// True for this minor release or any later one (master included).
-    pub fn at_least(self, minor: u8) -> bool {
+    /// Private to the release table: every other module asks a named
+    /// predicate (tests/layers.rs checks that no comparison leaks out).
+    pub(crate) fn at_least(self, minor: u8) -> bool {
         self.minor() >= minor
     }
 
@@ -290,24 +294,12 @@ impl KubeletVersion {
         self.at_least(30)
     }
 
-    /// docs/kubelet-versions.md §8: `List` returns active pods only from 1.34
-    /// (`KubeletPodResourcesListUseActivePods`, default true); before, every
-    /// pod the pod manager knows, terminated ones included.
-    pub fn list_active_pods_only(self) -> bool {
-        self.at_least(34)
-    }
-
     /// docs/kubelet-versions.md §1: from 1.35 (PR #134293; read in the 1.34.4 and 1.35.4 code) the Register
     /// call's context bounds the dial-back and GetDevicePluginOptions, so a
     /// plugin's Register deadline aborts the kubelet's side. Before, the
     /// kubelet used a background context.
     pub fn register_context_bounds_dial(self) -> bool {
         self.at_least(35)
-    }
-
-    /// docs/kubelet-versions.md §9: the `device-plugin` healthz check exists from 1.32 (PR #128432).
-    pub fn has_device_plugin_healthz(self) -> bool {
-        self.at_least(32)
     }
 
     /// docs/kubelet-versions.md §6: `DeRegisterPlugin` of a deleted plugins_registry socket goes by
@@ -335,32 +327,6 @@ impl KubeletVersion {
     /// host none of its devices are offered too (never preferred).
     pub fn device_hints_only_on_device_nodes(self) -> bool {
         self.at_least(36)
-    }
-
-    /// docs/kubelet-versions.md §6: 1.32+ detects a re-created plugins_registry socket by a per-event
-    /// UUID, earlier releases by timestamp (either way: deregister, register).
-    pub fn registry_detects_by_uuid(self) -> bool {
-        self.at_least(32)
-    }
-
-    /// The behaviours that differ between the versions, one line each, for
-    /// `--help` and the README.
-    pub fn differences() -> &'static [&'static str] {
-        &[
-            "same resource registered again: 1.26-1.36 replace by name (the old stream's end disconnects the new plugin, issue #121994); 1.37+ keep one client per (name, socket) and refuse a second Register on a live (name, socket): device plugin already connected",
-            "a Register failing its dial-back or options while the name has a live plugin: 1.26-1.36 leave that plugin untracked (its stream end disconnects nothing); 1.37+ drop the clients at the failed Register's socket only",
-            "restart cleanup: 1.26-1.32 delete every non-directory but the checkpoint; 1.33+ sockets only (1.33 inferred)",
-            "empty Allocate response text: gogo dump up to 1.33, empty from 1.34",
-            "sidecar devices reused by later containers: up to 1.28; kept out from 1.29",
-            "running containers skipped by allocation after a kubelet restart: 1.27+",
-            "v1 checkpoints read: up to 1.30",
-            "Allocate's cdi_devices (field 5) known: from 1.28; 1.26-1.27 drop them; 1.28 keeps them in the cached answer but passes none to the runtime (DevicePluginCDIDevices alpha, off)",
-            "PodResources: rate limit and Get from 1.27; Get on by default from 1.34; sidecars listed from 1.30; active pods only from 1.34",
-            "Register's deadline bounds the dial-back: 1.35+",
-            "plugins_registry plugin refused by the device manager (dial-back, options): retried from 1.36 (PR #133335); 1.26-1.35 never, until its socket is re-created",
-            "device topology hints: over every machine NUMA node up to 1.35; only the nodes hosting the resource's devices from 1.36",
-            "topology policy options: prefer-closest-numa-nodes from 1.28 (alpha, off, before); max-allowable-numa-nodes from 1.31",
-        ]
     }
 }
 
@@ -438,8 +404,6 @@ mod tests {
         // The flag parser's view: the message alone.
         assert_eq!("v1.30.2".parse::<KubeletVersion>(), Ok(KubeletVersion::Release(30)));
         assert!("1.30.x".parse::<KubeletVersion>().unwrap_err().contains("1.26, 1.27"));
-        let d = KubeletVersion::differences();
-        assert!(d.len() > 1 && d.iter().any(|l| l.starts_with("restart cleanup: ")), "{d:?}");
     }
 
     #[test]
@@ -567,13 +531,10 @@ mod tests {
         assert!(!v(33).podresources_get_default() && v(34).podresources_get_default());
         assert!(!v(26).podresources_rate_limited() && v(27).podresources_rate_limited());
         assert!(!v(29).list_includes_sidecars() && v(30).list_includes_sidecars());
-        assert!(!v(33).list_active_pods_only() && v(34).list_active_pods_only());
         // §1 Register context (from 1.35).
         assert!(!v(34).register_context_bounds_dial() && v(35).register_context_bounds_dial());
         // §9, §6.
-        assert!(!v(31).has_device_plugin_healthz() && v(32).has_device_plugin_healthz());
         assert!(!v(36).deregisters_by_endpoint() && v(37).deregisters_by_endpoint());
-        assert!(!v(31).registry_detects_by_uuid() && v(32).registry_detects_by_uuid());
         assert!(!v(35).retries_refused_registry_plugins() && v(36).retries_refused_registry_plugins());
         assert!(!v(35).device_hints_only_on_device_nodes() && v(36).device_hints_only_on_device_nodes());
     }
@@ -596,11 +557,8 @@ mod tests {
         assert_eq!(m.podresources_has_get(), r.podresources_has_get());
         assert_eq!(m.podresources_rate_limited(), r.podresources_rate_limited());
         assert_eq!(m.list_includes_sidecars(), r.list_includes_sidecars());
-        assert_eq!(m.list_active_pods_only(), r.list_active_pods_only());
         assert_eq!(m.register_context_bounds_dial(), r.register_context_bounds_dial());
-        assert_eq!(m.has_device_plugin_healthz(), r.has_device_plugin_healthz());
         assert_eq!(m.deregisters_by_endpoint(), r.deregisters_by_endpoint());
-        assert_eq!(m.registry_detects_by_uuid(), r.registry_detects_by_uuid());
         assert_eq!(m.retries_refused_registry_plugins(), r.retries_refused_registry_plugins());
         assert_eq!(m.device_hints_only_on_device_nodes(), r.device_hints_only_on_device_nodes());
     }

@@ -43,6 +43,8 @@ pub struct Faults {
     pub bad_cdi_id: bool,
     /// Advertise health but do not serve it.
     pub health_unserved: bool,
+    /// Answer GetInfo once only: a kubelet that restarts cannot register the driver again.
+    pub register_once: bool,
     /// Wait this long before answering Prepare (45 s is the kubelet's deadline).
     pub prepare_delay: Option<Duration>,
     /// Answer every claim of Prepare with this error.
@@ -254,6 +256,8 @@ pub(crate) struct Shared {
     pub(crate) api: Option<api::Api>,
     events: mpsc::UnboundedSender<DraEvent>,
     recorder: Option<Recorder>,
+    /// GetInfo was answered (the register-once fault answers it once).
+    pub(crate) info_given: std::sync::atomic::AtomicBool,
 }
 
 /// Which claim holds which devices.
@@ -320,7 +324,8 @@ pub async fn run_with_api(
     }
     let free = cfg.device_names().into_iter().collect();
     let state = Mutex::new(Allocation { free, ..Default::default() });
-    let shared = Arc::new(Shared { cfg, state, api, events, recorder });
+    let info_given = std::sync::atomic::AtomicBool::new(false);
+    let shared = Arc::new(Shared { cfg, state, api, events, recorder, info_given });
     let resync = republish(Arc::clone(&shared));
     tokio::select! {
         served = wire::serve(shared, shutdown) => served,

@@ -23,6 +23,18 @@ struct Svc(Arc<Shared>);
 impl reg::registration_server::Registration for Svc {
     async fn get_info(&self, _: Request<reg::InfoRequest>) -> Result<Response<reg::PluginInfo>, Status> {
         let cfg = &self.0.cfg;
+        let again = self.0.info_given.swap(true, std::sync::atomic::Ordering::Relaxed);
+        if again && cfg.faults.register_once {
+            let status = Status::unavailable("the registration server answers once");
+            self.0.record(
+                "pluginregistration.Registration/GetInfo",
+                json!({}),
+                None,
+                Some(status.to_string()),
+                Instant::now(),
+            );
+            return Err(status);
+        }
         let info = reg::PluginInfo {
             r#type: reg::DRA_PLUGIN_TYPE.into(),
             name: cfg.driver.clone(),

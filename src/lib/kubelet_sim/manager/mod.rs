@@ -19,7 +19,7 @@
 
 mod admission;
 mod checkpoint;
-pub(crate) mod dra;
+mod dra;
 mod fit;
 mod podres;
 mod reboot;
@@ -47,6 +47,8 @@ use std::time::{Duration, Instant};
 
 pub(crate) use admission::AllocationPlan;
 pub use admission::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
+pub(crate) use dra::{Batch, ClaimAnswer, DeviceHealthView, DraEffect, DraRegistration, Registered, Unpreparer};
+pub use dra::{ClaimInfo, DraInstance, DraStatus, PreparedDevice};
 #[cfg(test)]
 pub(crate) use fit::pod_request;
 pub(crate) use registration::Registrant;
@@ -103,8 +105,9 @@ pub(crate) struct Manager {
     max_resources: usize,
     /// Topology Manager, CPU manager and the simulated machine.
     topology: TopologyConfig,
-    /// The DRA manager (registered drivers, claim-info cache).
-    pub(crate) dra: dra::DraState,
+    /// The DRA manager (registered drivers, claim-info cache): changed only
+    /// through the `dra_*` transitions (`dra/events.rs`).
+    dra: dra::DraState,
 }
 
 impl Manager {

@@ -313,8 +313,25 @@ pub fn same_devices(
     verdict(step, false, format!("{context}: first {before:?}, then {after:?}"), took)
 }
 
+/// The verdict on a kubelet restart, which prepares nothing (a running pod
+/// keeps its sandbox: SyncPod prepares only when it creates one,
+/// pkg/kubelet/kuberuntime/kuberuntime_manager.go): the prepared claim must
+/// be read back from dra_manager_state (`restored` claims were) and the
+/// driver must register again (`back`) within the wait.
+pub fn read_back(step: StepId, restored: usize, back: bool, waited: Duration) -> Option<CheckResult> {
+    if restored == 0 {
+        let ev = "the prepared claim was not read back from dra_manager_state after the restart".to_string();
+        return Some(verdict(step, false, ev, waited));
+    }
+    if !back {
+        let ev = format!("the driver did not register again within {} ms of the restart", waited.as_millis());
+        return Some(verdict(step, false, ev, waited));
+    }
+    None
+}
+
 /// The verdict on the kubelet's errors for pods prepared again after a
-/// restart (`errors`: the kubelet's texts), `prepared`: how many were.
+/// reboot (`errors`: the kubelet's texts), `prepared`: how many were.
 pub fn prepared_again(step: StepId, errors: &[String], prepared: usize, waited: Duration) -> Option<CheckResult> {
     if let Some(e) = errors.first() {
         return Some(verdict(step, false, e.clone(), waited));
@@ -672,8 +689,12 @@ mod tests {
     #[test]
     fn restart_and_unprepare_verdicts() {
         let w = Duration::from_secs(2);
-        assert!(prepared_again(StepId::KubeletRestart, &[], 1, w).is_none());
-        let r = prepared_again(StepId::KubeletRestart, &[], 0, w).unwrap();
+        assert!(read_back(StepId::KubeletRestart, 1, true, w).is_none());
+        let r = read_back(StepId::KubeletRestart, 1, false, w).unwrap();
+        assert!(r.evidence.contains("did not register again within 2000 ms"), "{}", r.evidence);
+        assert!(read_back(StepId::KubeletRestart, 0, true, w).unwrap().evidence.contains("not read back"));
+        assert!(prepared_again(StepId::NodeReboot, &[], 1, w).is_none());
+        let r = prepared_again(StepId::NodeReboot, &[], 0, w).unwrap();
         assert!(r.evidence.contains("did not register again within 2000 ms"), "{}", r.evidence);
         assert_eq!(prepared_again(StepId::NodeReboot, &["boom".into()], 1, w).unwrap().evidence, "boom");
         assert_eq!(unprepare(None, Ok(vec![]), w).outcome, Outcome::Pass);

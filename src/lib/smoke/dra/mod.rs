@@ -106,7 +106,7 @@ pub enum StepId {
     RequestNames,
     /// Prepare of a prepared claim answers the same devices (`dra check`).
     PrepareIdempotent,
-    /// A kubelet restart: the restored claims prepared again, the same devices.
+    /// A kubelet restart: the driver registers again, the claim read back unchanged, no call.
     KubeletRestart,
     /// A node reboot with the CDI directory wiped: prepared again, and the IDs resolve.
     NodeReboot,
@@ -213,16 +213,17 @@ impl Case for StepId {
             StepId::PrepareIdempotent => check_case("prepare-idempotent"),
             StepId::KubeletRestart => CaseInfo {
                 name: "kubelet-restart",
-                reason: "after a kubelet restart the claims restored from dra_manager_state are prepared again",
-                rule: "the driver registers again, and Prepare of each restored claim answers the devices it answered \
-                       before (docs/dra.md §6)",
+                reason: "a kubelet restart keeps running pods in their sandboxes: it reads the claims back from \
+                         dra_manager_state and prepares none; the driver must register again to serve the next user",
+                rule: "the driver registers again within the registration timeout, and the claim is read back with \
+                       the devices it had (docs/dra.md §6)",
             },
             StepId::NodeReboot => CaseInfo {
                 name: "node-reboot",
                 reason: "a reboot empties /var/run/cdi (a tmpfs) while the kubelet's checkpoint keeps the claims: the \
                          driver must write the specs again when the kubelet prepares them again (kubernetes/kubernetes#141433)",
-                rule: "driver and kubelet start again with the CDI directory empty; each restored claim is prepared \
-                       again and its CDI IDs resolve",
+                rule: "driver and kubelet start again with the CDI directory empty; the pod is admitted again once \
+                       the driver is back, its claim prepared again, and its CDI IDs resolve",
             },
             StepId::UnprepareIdempotent => check_case("unprepare-idempotent"),
             StepId::ParallelPods => CaseInfo {
@@ -343,7 +344,7 @@ impl DraSmokeConfig {
                 "give the driver's command after --, e.g. dpctl dra smoke -- ./my-driver --kubeconfig {kubeconfig}",
             ));
         }
-        if !self.kubelet_version.at_least(34) {
+        if !self.kubelet_version.has_dra() {
             return Err(Error::invalid(
                 "--kubelet-version",
                 format!(

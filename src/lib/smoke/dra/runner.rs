@@ -186,6 +186,7 @@ async fn spawn(cfg: &DraSmokeConfig, sb: &Sandbox, instance: u32, logs: bool) ->
         env: sb.env(instance),
         keep_bytes: cfg.output_limit,
         log_dir: if logs { cfg.log_dir.clone() } else { None },
+        log_name: "plugin".into(),
         lines: None,
     })
     .await
@@ -607,17 +608,16 @@ impl Runner<'_> {
         let row = match self.sim.restart(self.cfg.register_timeout).await {
             Err(e) => judge::result(StepId::KubeletRestart, Outcome::Error, e.to_string(), t0.elapsed()),
             Ok(rep) => {
-                for d in &rep.dra_prepared {
-                    self.note(Some(d));
-                }
-                let errors: Vec<String> = rep.dra_prepared.iter().filter_map(|d| d.error.clone()).collect();
-                judge::prepared_again(StepId::KubeletRestart, &errors, rep.dra_prepared.len(), t0.elapsed())
-                    .unwrap_or_else(|| {
+                let drivers = self.reg.as_ref().map(|r| vec![r.driver.clone()]).unwrap_or_default();
+                let back = self.sim.wait_dra_drivers(&drivers, self.cfg.register_timeout).await;
+                judge::read_back(StepId::KubeletRestart, rep.dra_restored_claims, back, t0.elapsed()).unwrap_or_else(
+                    || {
                         let after = judge::answer_of(&self.devices_of(&main.claim.uid));
                         let restored = crate::text::count(rep.dra_restored_claims, "restored claim", "restored claims");
-                        let ctx = format!("{restored} prepared again");
+                        let ctx = format!("{restored} read back, none prepared again (the pod keeps its sandbox)");
                         judge::same_devices(StepId::KubeletRestart, &before, &after, &ctx, t0.elapsed())
-                    })
+                    },
+                )
             }
         };
         self.push(row);
@@ -636,8 +636,10 @@ impl Runner<'_> {
             p.terminate(self.cfg.grace).await;
         }
         let wiped = wipe(&self.sb.cdi_dir);
-        let (rep, spawned) =
-            tokio::join!(self.sim.restart(self.cfg.register_timeout), spawn(&self.cfg, &self.sb, 1, false));
+        let (rep, spawned) = tokio::join!(
+            self.sim.reboot_when_drivers_back(self.cfg.register_timeout),
+            spawn(&self.cfg, &self.sb, 1, false)
+        );
         match spawned {
             Ok(p) => {
                 (self.progress)(SmokeProgress::Launched {
@@ -657,33 +659,32 @@ impl Runner<'_> {
         let row = match rep {
             Err(e) => judge::result(StepId::NodeReboot, Outcome::Error, e.to_string(), t0.elapsed()),
             Ok(rep) => {
-                for d in &rep.dra_prepared {
+                let prepared: Vec<&DraOutcome> = rep.pods.iter().filter_map(|p| p.dra.as_deref()).collect();
+                for d in &prepared {
                     self.note(Some(d));
                 }
-                let errors: Vec<String> = rep.dra_prepared.iter().filter_map(|d| d.error.clone()).collect();
-                judge::prepared_again(StepId::NodeReboot, &errors, rep.dra_prepared.len(), t0.elapsed()).unwrap_or_else(
-                    || {
-                        let ids: Vec<String> =
-                            judge::answer_of(&self.devices_of(&main.claim.uid)).into_iter().flat_map(|a| a.1).collect();
-                        let mut row = self.cdi_row(StepId::NodeReboot, &ids);
-                        row.duration_ms = crate::text::millis(t0.elapsed());
-                        row.evidence = if row.outcome == Outcome::Pass {
-                            format!(
-                                "{} wiped, the claim prepared again: {}",
-                                crate::text::count(wiped, "spec file", "spec files"),
-                                row.evidence
-                            )
-                        } else if row.evidence.contains("no spec in") {
-                            format!(
-                                "after the reboot emptied the CDI directory: {} (kubernetes/kubernetes#141433)",
-                                row.evidence
-                            )
-                        } else {
+                let errors: Vec<String> = prepared.iter().filter_map(|d| d.error.clone()).collect();
+                judge::prepared_again(StepId::NodeReboot, &errors, prepared.len(), t0.elapsed()).unwrap_or_else(|| {
+                    let ids: Vec<String> =
+                        judge::answer_of(&self.devices_of(&main.claim.uid)).into_iter().flat_map(|a| a.1).collect();
+                    let mut row = self.cdi_row(StepId::NodeReboot, &ids);
+                    row.duration_ms = crate::text::millis(t0.elapsed());
+                    row.evidence = if row.outcome == Outcome::Pass {
+                        format!(
+                            "{} wiped, the claim prepared again: {}",
+                            crate::text::count(wiped, "spec file", "spec files"),
                             row.evidence
-                        };
-                        row
-                    },
-                )
+                        )
+                    } else if row.evidence.contains("no spec in") {
+                        format!(
+                            "after the reboot emptied the CDI directory: {} (kubernetes/kubernetes#141433)",
+                            row.evidence
+                        )
+                    } else {
+                        row.evidence
+                    };
+                    row
+                })
             }
         };
         self.push(row);
@@ -1065,6 +1066,7 @@ impl Runner<'_> {
             registry_dir: sb.registry_dir.display().to_string(),
             isolation: None,
             restarts: None,
+            processes: Vec::new(),
         }
     }
 }

@@ -351,10 +351,21 @@ pub(super) fn restart(seen: &RestartSeen<'_>) -> Result<String, String> {
 /// list, `Err` otherwise (with the kubelet's last refusal among `events`).
 fn resource_return(r: &ResourceReturn, events: &[SimEvent], deadline: Duration) -> Result<String, String> {
     match (r.reregistered, r.register_after_ms, r.first_snapshot_after_ms) {
+        // One clock: both numbers and the deadline count from the new
+        // kubelet.sock, so a return seen after the deadline fails.
+        (true, Some(reg_ms), Some(snap_ms)) if snap_ms.max(reg_ms) > crate::text::millis(deadline) => Err(format!(
+            "{} registered again {reg_ms} ms after the new kubelet.sock and sent its first list after {snap_ms} ms \
+             ({}): over the deadline (--restart-deadline)",
+            r.resource,
+            against_deadline(Duration::from_millis(snap_ms.max(reg_ms)), deadline)
+        )),
         (true, Some(reg_ms), Some(snap_ms)) => Ok(format!(
             "{} registered again {reg_ms} ms after the new kubelet.sock, first list after {snap_ms} ms \
-             (capacity {}, allocatable {})",
-            r.resource, r.capacity, r.allocatable
+             (capacity {}, allocatable {}){}",
+            r.resource,
+            r.capacity,
+            r.allocatable,
+            near_deadline(Duration::from_millis(snap_ms.max(reg_ms)), deadline)
         )),
         (true, reg_ms, _) => Err(format!(
             "{} registered again after {} ms but sent no device list within {}",
@@ -378,6 +389,51 @@ fn resource_return(r: &ResourceReturn, events: &[SimEvent], deadline: Duration) 
             Err(s)
         }
     }
+}
+
+/// "10.01 s, deadline 10 s": a time against its deadline, both read from
+/// one clock.
+pub(super) fn against_deadline(took: Duration, deadline: Duration) -> String {
+    format!("{}, deadline {}", seconds(took), seconds(deadline))
+}
+
+/// A passing time within a tenth of its deadline: a verdict that may flip
+/// from run to run, said so (empty otherwise).
+pub(super) fn near_deadline(took: Duration, deadline: Duration) -> String {
+    if took.saturating_mul(10) < deadline.saturating_mul(9) {
+        return String::new();
+    }
+    format!(
+        " — near the deadline ({}): a plugin this close passes or fails by chance; see README's smoke section on \
+         choosing --restart-deadline",
+        against_deadline(took, deadline)
+    )
+}
+
+/// Seconds with up to two decimals: `10.01 s`, `10 s`, `0.5 s`.
+fn seconds(d: Duration) -> String {
+    let s = format!("{:.2}", d.as_secs_f64());
+    format!("{} s", s.trim_end_matches('0').trim_end_matches('.'))
+}
+
+/// The device IDs the kubelet holds after `across` against those before:
+/// the problem when the set changed, with both lists and the consequence.
+pub(super) fn ids_changed(before: &[String], after: &[String], across: &str) -> Option<String> {
+    if before == after {
+        return None;
+    }
+    let gone: Vec<String> = before.iter().filter(|id| !after.contains(id)).cloned().collect();
+    let new: Vec<String> = after.iter().filter(|id| !before.contains(id)).cloned().collect();
+    Some(format!(
+        "the device IDs changed across {across}: before {}; after {} (gone: {}; new: {}): the kubelet's checkpoint \
+         names devices that no longer exist, so a pod holding one keeps an ID the plugin no longer serves while \
+         the same hardware, under its new ID, can go to a second pod; derive IDs from the hardware (serial, UUID, \
+         PCI address), never from enumeration order or the process's start",
+        ids(before),
+        ids(after),
+        ids(&gone),
+        ids(&new)
+    ))
 }
 
 /// With `--late-kubelet-socket`, after a restart that a plugin did not come
@@ -947,7 +1003,6 @@ mod tests {
             readmitted: Vec::new(),
             kubelet_socket_late_ms: late_ms,
             dra_restored_claims: 0,
-            dra_prepared: Vec::new(),
         }
     }
 
@@ -972,6 +1027,38 @@ mod tests {
                 example.com/gpu registered again 30 ms after the new kubelet.sock, first list after 45 ms \
                 (capacity 2, allocatable 2)"
                 .into())
+        );
+    }
+
+    /// One clock: a return seen after the deadline fails with both numbers
+    /// (before, "registered again 10016 ms" could pass against 10 s); one
+    /// within a tenth of it passes and says it is near.
+    #[test]
+    fn a_restart_over_or_near_the_deadline_says_so() {
+        let over = restart_report(vec![back(GPU, true, Some(4990), Some(5012))], None);
+        let bad = judge_restart(&over, &[], true).unwrap_err();
+        assert!(bad.contains("first list after 5012 ms (5.01 s, deadline 5 s): over the deadline"), "{bad}");
+        let near = restart_report(vec![back(GPU, true, Some(4600), Some(4700))], None);
+        let ok = judge_restart(&near, &[], true).unwrap();
+        assert!(ok.contains("near the deadline (4.7 s, deadline 5 s)") && ok.contains("--restart-deadline"), "{ok}");
+        let far = restart_report(vec![back(GPU, true, Some(30), Some(45))], None);
+        assert!(!judge_restart(&far, &[], true).unwrap().contains("near"));
+        assert_eq!(against_deadline(Duration::from_millis(10_010), Duration::from_secs(10)), "10.01 s, deadline 10 s");
+        assert_eq!(near_deadline(Duration::from_millis(8_999), Duration::from_secs(10)), "");
+    }
+
+    #[test]
+    fn changed_ids_fail_with_both_lists_and_the_consequence() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(ids_changed(&s(&["GPU-0", "GPU-1"]), &s(&["GPU-0", "GPU-1"]), "the plugin restart"), None);
+        let bad = ids_changed(&s(&["GPU-0-aa", "GPU-1-aa"]), &s(&["GPU-0-bb", "GPU-1-bb"]), "the node reboot").unwrap();
+        assert!(
+            bad.starts_with(
+                "the device IDs changed across the node reboot: before GPU-0-aa, GPU-1-aa; after GPU-0-bb, GPU-1-bb \
+                 (gone: GPU-0-aa, GPU-1-aa; new: GPU-0-bb, GPU-1-bb): the kubelet's checkpoint names devices that no \
+                 longer exist"
+            ),
+            "{bad}"
         );
     }
 

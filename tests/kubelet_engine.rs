@@ -1,0 +1,194 @@
+//! `dpctl smoke --engine kubelet:DIR`: plugins meet a real kubelet (built by
+//! `conformance/build.sh kubelet`) with containerd and runc, as root. The
+//! mock plugin and the grpcio peer pass; an Allocate answer whose mount names
+//! a host path that does not exist fails admission from inside the
+//! container; after every run, and after Ctrl-C, nothing is left on the host
+//! (mounts, cgroups, /var/lib/kubelet, the run's directory, processes).
+//! Without the kubelet (or root, containerd, runc) these print the suite's
+//! one SKIPPED line; under CI=true that is a failure.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::support::go_built::{KUBELET_RELEASE, kubelet_or_skip};
+use crate::support::{Child, Sandbox, dpctl_bin, dpctl_command, interop, run_bounded};
+
+/// A run starts containerd and the kubelet (about 1.5 s) and pods (under 1 s each).
+const RUN_WAIT: Duration = Duration::from_secs(180);
+
+/// What a run could leave on the host.
+#[derive(Debug, PartialEq, Eq)]
+struct HostState {
+    mounts: BTreeSet<String>,
+    cgroups: BTreeSet<String>,
+    kubelet_dir: bool,
+    run_containerd: bool,
+}
+
+fn host_state() -> HostState {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap_or_default()
+        .lines()
+        .map(|l| l.split(' ').skip(3).take(2).collect::<Vec<_>>().join(" "))
+        .collect();
+    let mut cgroups = BTreeSet::new();
+    for h in std::fs::read_dir("/sys/fs/cgroup").into_iter().flatten().flatten() {
+        for e in std::fs::read_dir(h.path()).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("dpctl-smoke-") {
+                cgroups.insert(e.path().display().to_string());
+            }
+        }
+    }
+    HostState {
+        mounts,
+        cgroups,
+        kubelet_dir: Path::new("/var/lib/kubelet").exists(),
+        run_containerd: Path::new("/run/containerd").exists(),
+    }
+}
+
+/// No process of the run (containerd, its shims, the kubelet, the pods) is left.
+fn assert_no_process_of(dir: &str) {
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        assert!(!text.contains(dir), "a process of the run is left: {} {text}", e.file_name().to_string_lossy());
+    }
+}
+
+async fn smoke(dir: &Path, command: &[&str]) -> (i32, serde_json::Value, String) {
+    let engine = format!("--engine=kubelet:{}", dir.display());
+    let mut args =
+        vec!["smoke", &engine, "--kubelet-version", KUBELET_RELEASE, "--stream-window", "300ms", "-o", "json"];
+    args.push("--");
+    args.extend_from_slice(command);
+    let mut cmd = dpctl_command();
+    cmd.args(&args);
+    let run = run_bounded(cmd, &args, RUN_WAIT).await;
+    let v = run.json();
+    let root = v["dir"].as_str().unwrap_or_default().trim_end_matches("/device-plugins").to_string();
+    assert!(!root.is_empty() && !Path::new(&root).exists(), "the run's directory {root} is removed");
+    assert_no_process_of(&root);
+    (run.code, v, run.stderr)
+}
+
+fn step<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    v["steps"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["name"] == name))
+        .unwrap_or_else(|| panic!("no {name}: {v:#}"))
+}
+
+/// A mock-plugin configuration whose Allocate answer sets an env var, bind-mounts
+/// `mount_source` read-only at /data and gives /dev/null as a device node.
+fn mock_config(sb: &Sandbox, mount_source: &str) -> PathBuf {
+    let config = sb.join("mock.toml");
+    let text = format!(
+        "[[resource]]\nname = \"example.com/gpu\"\n[[resource.device]]\nid = \"GPU-0\"\n[[resource.device]]\nid = \"GPU-1\"\n\
+         [resource.allocate]\nenvs = {{ GPU_IDS = \"{{ids}}\" }}\n\
+         mounts = [ {{ container_path = \"/data\", host_path = \"{mount_source}\", read_only = true }} ]\n\
+         devices = [ {{ container_path = \"/dev/gpu-{{id}}\", host_path = \"/dev/null\" }} ]\n"
+    );
+    std::fs::write(&config, text).expect("write the mock's configuration");
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mock_plugin_passes_on_the_real_kubelet_and_its_container_shows_the_answer() {
+    let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let before = host_state();
+    let sb = Sandbox::new();
+    let config = mock_config(&sb, sb.path().to_str().unwrap());
+    let cmd = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--config", config.to_str().unwrap()];
+    let (code, v, stderr) = smoke(&dir, &cmd).await;
+    assert_eq!(code, 0, "{v:#}\n{stderr}");
+    assert!(v["runs"][0]["engine"].as_str().unwrap_or_default().starts_with("kubelet v1.37"), "{v:#}");
+    let admission = step(&v, "admission");
+    assert_eq!(admission["outcome"], "pass", "{admission:#}");
+    assert!(admission["evidence"].as_str().unwrap().contains("1 device node, 1 mount"), "{admission:#}");
+    for name in ["kubelet-restart", "node-reboot"] {
+        let s = step(&v, name);
+        assert_eq!(s["outcome"], "skip", "{s:#}");
+        assert!(s["evidence"].as_str().unwrap().contains("not played by kubelet v1.37"), "{s:#}");
+    }
+    assert_eq!(host_state(), before, "the host is as before the run");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mount_whose_host_path_does_not_exist_fails_admission_inside_the_container() {
+    let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let before = host_state();
+    let sb = Sandbox::new();
+    let missing = sb.join("no-such-dir/{id}");
+    let config = mock_config(&sb, missing.to_str().unwrap());
+    let cmd = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--config", config.to_str().unwrap()];
+    let (code, v, stderr) = smoke(&dir, &cmd).await;
+    assert_eq!(code, 1, "{v:#}\n{stderr}");
+    let admission = step(&v, "admission");
+    assert_eq!(admission["outcome"], "fail", "{admission:#}");
+    let ev = admission["evidence"].as_str().unwrap();
+    for needle in ["would not start", "the kubelet could not run it", "no-such-dir/GPU-", "Allocate answered"] {
+        assert!(ev.contains(needle), "admission evidence lacks {needle:?}: {ev}");
+    }
+    assert!(!sb.join("no-such-dir").exists(), "the runtime made nothing on the host");
+    assert_eq!(host_state(), before, "the host is as before the run");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grpcio_peer_passes_on_the_real_kubelet() {
+    let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let Some(env) = interop::env() else { return };
+    let script = interop::peer_script();
+    let cmd = [env.python.to_str().unwrap(), script.to_str().unwrap(), "plugin", "--dir", "{dir}"];
+    let engine = format!("--engine=kubelet:{}", dir.display());
+    let args = ["smoke", &engine, "--resource", "example.com/peer", "--stream-window", "300ms", "-o", "json", "--"];
+    let all: Vec<&str> = args.iter().chain(cmd.iter()).copied().collect();
+    let mut c = dpctl_command();
+    c.args(&all);
+    let run = run_bounded(c, &all, RUN_WAIT).await;
+    let v = run.json();
+    assert_eq!(run.code, 0, "{v:#}\n{}", run.stderr);
+    for name in ["registration", "first-snapshot", "admission", "pod-deletion", "shutdown"] {
+        assert_eq!(step(&v, name)["outcome"], "pass", "{name}: {:#}", step(&v, name));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_during_a_run_leaves_nothing_on_the_host() {
+    let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let before = host_state();
+    let engine = format!("--engine=kubelet:{}", dir.display());
+    let mut child = Child::dpctl(&["smoke", &engine, "-o", "json", "--", dpctl_bin(), "mock-plugin", "--dir", "{dir}"]);
+    // Interrupted once the plugin runs: containerd and the kubelet are up by then.
+    loop {
+        let line = child.stderr_line().await.expect("a 'started pid' line");
+        if line.starts_with("plugin: started pid ") {
+            break;
+        }
+    }
+    child.interrupt();
+    let stdout = child.rest().await.join("\n");
+    assert_eq!(child.wait().await, 1);
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("the report");
+    assert_eq!(v["interrupted"], true);
+    let root = v["dir"].as_str().unwrap().trim_end_matches("/device-plugins").to_string();
+    assert!(!Path::new(&root).exists(), "{root} is removed");
+    assert_no_process_of(&root);
+    assert_eq!(host_state(), before, "the host is as before the run");
+}
+
+/// A directory without the release's kubelet: exit 2 before anything
+/// starts, with the command that builds it (no root or kubelet needed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_kubelet_is_bad_input_naming_how_to_build_it() {
+    let sb = Sandbox::new();
+    let engine = format!("--engine=kubelet:{}", sb.path().display());
+    let args = ["smoke", &engine, "--", "true"];
+    let mut cmd = dpctl_command();
+    cmd.args(args);
+    let run = run_bounded(cmd, &args, Duration::from_secs(20)).await;
+    run.expect_code(2);
+    assert!(run.stderr.contains("conformance/build.sh kubelet 1.37"), "{}", run.stderr);
+}
