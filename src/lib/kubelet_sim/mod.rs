@@ -1178,6 +1178,11 @@ impl SimHandle {
             }
         }
         let resources = self.returns(&expected, t0);
+        // The DRA drivers count as the plugins do: every driver an admitted
+        // pod's claims name must be registered again within the wait.
+        let drivers = self.claim_drivers();
+        let dra_ok =
+            self.wait_dra_drivers(&drivers, deadline.saturating_duration_since(tokio::time::Instant::now())).await;
         let report = RestartReport {
             kubelet_version: inner.config.kubelet_version,
             cleanup_rule: inner.config.kubelet_version.cleanup_rule(),
@@ -1187,7 +1192,7 @@ impl SimHandle {
             restored_pods,
             checkpoint: inner.config.checkpoint.then(|| inner.paths.checkpoint.display().to_string()),
             waited_ms: crate::text::millis(t0.elapsed()),
-            all_returned: resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
+            all_returned: dra_ok && resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
             resources,
             readmitted,
             kubelet_socket_late_ms: (!late.is_zero()).then(|| crate::text::millis(late)),

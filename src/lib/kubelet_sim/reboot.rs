@@ -105,6 +105,14 @@ impl SimHandle {
     /// `dra smoke`'s reboot, where the driver starts again with the node.
     pub async fn reboot_when_drivers_back(&self, wait: Duration) -> Result<RebootReport> {
         let deadline = crate::duration::deadline(wait);
+        let drivers = self.claim_drivers();
+        self.restart_with(Duration::ZERO, None).await?;
+        self.wait_dra_drivers(&drivers, deadline.saturating_duration_since(tokio::time::Instant::now())).await;
+        self.readmit_all(&[]).await
+    }
+
+    /// The DRA drivers the admitted pods' claims name, sorted.
+    pub(super) fn claim_drivers(&self) -> Vec<String> {
         let drivers: std::collections::BTreeSet<String> = self
             .inner
             .lock()
@@ -112,10 +120,7 @@ impl SimHandle {
             .iter()
             .flat_map(|p| p.spec.claim_objects.iter().flat_map(|c| c.results.iter().map(|r| r.driver.clone())))
             .collect();
-        self.restart_with(Duration::ZERO, None).await?;
-        let drivers: Vec<String> = drivers.into_iter().collect();
-        self.wait_dra_drivers(&drivers, deadline.saturating_duration_since(tokio::time::Instant::now())).await;
-        self.readmit_all(&[]).await
+        drivers.into_iter().collect()
     }
 
     /// Waits (at most `wait`) until every driver named is registered with
@@ -186,6 +191,7 @@ impl SimHandle {
         let uid = pod_uid(&pod.spec);
         let mut outcome = AdmitOutcome::pending(&pod.spec, uid);
         if let Some((reason, message)) = self.kept_refusal(&pod) {
+            self.inner.lock().readmit_refused(&pod);
             outcome.reason = Some(reason);
             outcome.message = Some(message);
             return outcome;
