@@ -63,6 +63,9 @@ fn out_of(resource: &str, reason: &str, requested: u64, used: u64, capacity: u64
     }
 }
 
+/// One container's request for a resource (CPU millis, memory bytes, a count).
+type Request = dyn Fn(&ContainerSpec) -> u64;
+
 impl Manager {
     /// Node allocatable CPU in millicores: the machine's CPUs minus `--reserved-cpus`.
     pub fn allocatable_cpu_millis(&self) -> u64 {
@@ -111,7 +114,7 @@ impl Manager {
         let sum = |get: &dyn Fn(&ContainerSpec) -> u64| -> u64 {
             others.iter().map(|o| pod_request(o, get)).fold(0u64, u64::saturating_add)
         };
-        let checks: [(&str, &str, &dyn Fn(&ContainerSpec) -> u64, u64); 2] = [
+        let checks: [(&str, &str, &Request, u64); 2] = [
             ("cpu", "OutOfcpu", &cpu_millis, self.allocatable_cpu_millis()),
             ("memory", "OutOfmemory", &memory_bytes, self.allocatable_memory()),
         ];
