@@ -1711,7 +1711,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__check)
-            opts="-o -v -q -h -V --registration --driver --registry-dir --connect-timeout --claim --cdi-dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --registration --driver --registry-dir --connect-timeout --claim --kubeconfig --kubelet-root --cdi-dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1734,6 +1734,14 @@ _dpctl() {
                     return 0
                     ;;
                 --claim)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubelet-root)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1976,7 +1984,7 @@ _dpctl() {
                     return 0
                     ;;
                 --fault)
-                    COMPREPLY=($(compgen -W "missing-uid not-idempotent unresolvable-cdi bad-cdi-id health-unserved register-once same-device" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "missing-uid not-idempotent unresolvable-cdi bad-cdi-id health-unserved register-once same-device no-device" -- "${cur}"))
                     return 0
                     ;;
                 --prepare-delay)
@@ -2031,7 +2039,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__prepare)
-            opts="-o -v -q -h -V --socket --registration --driver --registry-dir --connect-timeout --api --claim --claims --timeout --cdi-dir --no-cdi-check --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --socket --registration --driver --registry-dir --connect-timeout --api --claim --claims --timeout --cdi-dir --no-cdi-check --kubeconfig --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2077,6 +2085,10 @@ _dpctl() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --output)
                     COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
                     return 0
@@ -2097,7 +2109,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__smoke)
-            opts="-o -v -q -h -V --driver --kubelet-version --register-timeout --slice-timeout --timeout --parallel --rolling --grace --skip --junit --log-dir --keep --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --driver --kubelet-version --register-timeout --slice-timeout --timeout --parallel --rolling --grace --skip --stable --junit --log-dir --keep --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2163,7 +2175,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__unprepare)
-            opts="-o -v -q -h -V --socket --registration --driver --registry-dir --connect-timeout --api --claim --claims --timeout --cdi-dir --no-cdi-check --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --socket --registration --driver --registry-dir --connect-timeout --api --claim --claims --timeout --cdi-dir --no-cdi-check --kubeconfig --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2206,6 +2218,10 @@ _dpctl() {
                     return 0
                     ;;
                 --cdi-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kubeconfig)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -4463,7 +4479,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__check)
-            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --list --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --only --skip --junit --register-options --first-list-timeout --stream-window --prestart-timeout --parallel --probe-unadvertised --stable --list --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -5411,7 +5427,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__smoke)
-            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --stream-window --prestart-timeout --request --restart-deadline --restarts --fault-command --recover-command --late-kubelet-socket --recovery-deadline --settle --topology-manager-policy --numa-nodes --grace --skip --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --dir --keep --resource --register-timeout --first-list-timeout --stream-window --prestart-timeout --request --restart-deadline --restarts --fault-command --recover-command --late-kubelet-socket --recovery-deadline --settle --topology-manager-policy --numa-nodes --grace --only --skip --stable --junit --log-dir --show-output --isolate --bind --registration --kubelet-version --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -5483,6 +5499,10 @@ _dpctl() {
                     ;;
                 --grace)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --only)
+                    COMPREPLY=($(compgen -W "launch registration registration-request first-snapshot health-report admission pod-deletion kubelet-restart health-recovery device-rescan node-reboot plugin-restart shutdown options-answer list-first-message-prompt device-ids-valid health-values numa-ids-valid message-size allocate-healthy allocate-unknown-id distinct-devices preferred-contract preferred-not-advertised prestart-deadline parallel-calls list-stream-stays-open" -- "${cur}"))
                     return 0
                     ;;
                 --skip)

@@ -156,6 +156,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subc
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l probe-unadvertised -d 'Call GetPreferredAllocation even when the plugin does not advertise it (preferred-not-advertised then says whether it answers). A kubelet never does, and a plugin may crash in a handler it never expects to run'
+complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l stable -d 'Print only what two runs against the same plugin agree on (each check\'s name and outcome, the totals; no evidence, times or paths), as JSON (YAML with -o yaml), for diffing against a committed baseline'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -l list -d 'List the checks (name and why it matters; -o wide adds the rule) and exit'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand plugin; and __fish_seen_subcommand_from check" -s q -l quiet -d 'Only errors on stderr; no progress display'
@@ -721,7 +722,8 @@ v1beta1\t'k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (kubelet 1.32+)'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l claim -d 'A claim as NAMESPACE/NAME/UID (or NAME/UID in default); repeat for more' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l claims -d 'A JSON or YAML file with a list of {namespace, name, uid}' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l timeout -d 'Deadline of the call [default: the kubelet\'s 45s]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi, and the cdi/ beside plugins_registry when it exists, as on a node kubelet-sim made]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -l kubeconfig -d 'The kubeconfig of the driver\'s API server: when the driver says a claim "got replaced", the error names the UID the API holds it under' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from prepare" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'
@@ -746,7 +748,8 @@ v1beta1\t'k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin (kubelet 1.32+)'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l claim -d 'A claim as NAMESPACE/NAME/UID (or NAME/UID in default); repeat for more' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l claims -d 'A JSON or YAML file with a list of {namespace, name, uid}' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l timeout -d 'Deadline of the call [default: the kubelet\'s 45s]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi, and the cdi/ beside plugins_registry when it exists, as on a node kubelet-sim made]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -l kubeconfig -d 'The kubeconfig of the driver\'s API server: when the driver says a claim "got replaced", the error names the UID the API holds it under' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from unprepare" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'
@@ -787,8 +790,10 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l driver -d 'The driver name: its registration socket is <REGISTRY_DIR>/<NAME>-reg.sock' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l registry-dir -d 'The kubelet\'s plugin registration directory' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l connect-timeout -d 'Limit for connecting to each socket' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l claim -d 'The claim to prepare [default: dpctl-check/dpctl-check/<random UID>]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l claim -d 'The claim to prepare and unprepare [default: one created with --kubeconfig, else dpctl-check/dpctl-check/<random UID>]. Refused (exit 2) when a pod holds it in the kubelet\'s dra_manager_state' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l kubeconfig -d 'The kubeconfig of the API server the driver uses (plain HTTP: dpctl apiserver\'s, or kubelet-sim --api-objects\' ROOT/kubeconfig). Check creates a ResourceClaim there, allocated a device the driver publishes, prepares it, and deletes it afterwards: what a driver on the kubeletplugin helper needs, since it reads every claim from the API' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l kubelet-root -d 'The kubelet root whose dra_manager_state names the claims pods hold [default: the parent of the registry directory]' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l cdi-dir -d 'CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi, and <KUBELET_ROOT>/cdi when it exists, the /var/run/cdi of a node kubelet-sim made]' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -l timeout -d 'Deadline of each call [default: the kubelet\'s 45s]' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from check" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
@@ -818,7 +823,8 @@ unresolvable-cdi\t'CDI IDs answered, no spec written'
 bad-cdi-id\t'CDI IDs that do not parse'
 health-unserved\t'Health advertised, not served'
 register-once\t'GetInfo answered once: no registration after a kubelet restart'
-same-device\t'Every claim answered with the first device'"
+same-device\t'Every claim answered with the first device'
+no-device\t'Every claim answered with no device and no error'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-delay -d 'Wait this long before answering each Prepare' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-error -d 'Answer every claim of Prepare with this error' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-status -d 'Fail Prepare as a whole with this gRPC code (e.g. unavailable)' -r
@@ -870,6 +876,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l rolling -d 'Start a second instance ({instance} = 2) beside the first: a rolling update'
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l stable -d 'Print only what two runs of the same driver agree on (per release: each step\'s name and outcome, the totals), as JSON (YAML with -o yaml), for diffing against a committed baseline'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l keep -d 'Keep the fresh kubelet root afterwards (checkpoint, CDI specs, API server record)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -s q -l quiet -d 'Only errors on stderr; no progress display'
@@ -956,6 +963,33 @@ restricted\t'Admit only a preferred hint'
 single-numa-node\t'Admit only a preferred hint on one NUMA node (or none)'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l numa-nodes -d 'NUMA nodes of the simulated machine (devices on other nodes never align)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l grace -d 'How long the plugin may take to exit after SIGTERM before it gets SIGKILL' -r
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l only -d 'Run only these steps and checks (comma-separated names; see below); launch, registration and shutdown always run' -r -f -a "launch\t''
+registration\t''
+registration-request\t''
+first-snapshot\t''
+health-report\t''
+admission\t''
+pod-deletion\t''
+kubelet-restart\t''
+health-recovery\t''
+device-rescan\t''
+node-reboot\t''
+plugin-restart\t''
+shutdown\t''
+options-answer\t''
+list-first-message-prompt\t''
+device-ids-valid\t''
+health-values\t''
+numa-ids-valid\t''
+message-size\t''
+allocate-healthy\t''
+allocate-unknown-id\t''
+distinct-devices\t''
+preferred-contract\t''
+preferred-not-advertised\t''
+prestart-deadline\t''
+parallel-calls\t''
+list-stream-stays-open\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l skip -d 'Leave out these steps or checks (comma-separated names; see below)' -r -f -a "registration-request\t''
 first-snapshot\t''
 health-report\t''
@@ -1008,6 +1042,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l color -d 'When to 
 always\t'Always'
 never\t'Never'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l keep -d 'Keep the fresh directory afterwards (checkpoint, leftover sockets)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l stable -d 'Print only what two runs of the same plugin agree on (per release: each step\'s name and outcome, the totals; no evidence, pids, paths or times), as JSON (YAML with -o yaml), for diffing against a committed baseline'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l show-output -d 'Copy the plugin\'s output to stderr as it runs'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l isolate -d 'Run the plugin unmodified in a private mount namespace where the sim\'s fresh directories are bind-mounted at /var/lib/kubelet/device-plugins, /var/lib/kubelet/plugins_registry and /var/lib/kubelet/pod-resources (the host\'s mounts never change; see below)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'

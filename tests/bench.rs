@@ -49,6 +49,29 @@ async fn allocate_total_sends_exactly_n_kubelet_like_requests() {
     h.stop().await.unwrap();
 }
 
+/// Ctrl-C during a 10-minute run: it stops sending at once and reports
+/// what it measured, marked interrupted, with exit 1 (nothing passed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_stops_the_load_and_reports_what_was_measured() {
+    let sb = Sandbox::new();
+    let (h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 4)).await;
+    let args = ["bench", "allocate", "--socket", &sock, "--duration", "10m", "--warmup", "0s", "-o", "json"];
+    let mut bench = Child::dpctl(&args);
+    within("the first Allocate", async {
+        while calls(&h, "Allocate") == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    bench.interrupt();
+    let code = bench.wait().await;
+    let report: serde_json::Value = serde_json::from_str(&bench.rest().await.join("\n")).expect("a JSON report");
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["interrupted"], true, "{report}");
+    assert!(report["passed"] == false && report["targets"][0]["ok"].as_u64() > Some(0), "{report}");
+    h.stop().await.unwrap();
+}
+
 #[tokio::test]
 async fn open_loop_rate_sends_the_schedule_and_no_earlier() {
     let sb = Sandbox::new();

@@ -122,12 +122,8 @@ async fn a_dra_node_is_healthy_until_a_device_plugin_hands_out_the_same_device_1
     let evidence = reg["evidence"].as_str().unwrap();
     assert!(evidence.starts_with("driver gpu.example.com, endpoint /var/lib/kubelet/plugins/gpu.example.com/dra.sock: live (served); advertises v1.DRAPlugin, v1beta1.DRAPlugin, v1alpha1.DRAResourceHealth; a 1.37 kubelet uses v1.DRAPlugin"), "{evidence}");
     assert!(finding(&v, "dra-state-ok")["evidence"].as_str().unwrap().contains("verifies (CRC-32 of Data); 1 claim"));
-    assert!(
-        finding(&v, "kubelet-root-not-seen")["evidence"]
-            .as_str()
-            .unwrap()
-            .ends_with("assuming the default /var/lib/kubelet")
-    );
+    // kubelet-sim serves the device-plugin directory: its parent is the root, no process looked up.
+    assert_eq!(finding(&v, "kubelet-root-sim")["subject"], "/var/lib/kubelet", "{v:#}");
 
     std::fs::write(sb.join("gpu.toml"), PLUGIN).unwrap();
     let mut plugin = Child::dpctl(&["mock-plugin", "--config", &s(&sb.join("gpu.toml")), "--dir", &dir, "-o", "json"]);
@@ -259,4 +255,68 @@ async fn a_bad_kubelet_root_dir_is_refused() {
         assert!(run.expect_code(2).stderr.contains(says), "{value:.20}: {}", run.stderr);
         assert!(run.stderr.contains("--kubelet-root-dir"), "{}", run.stderr);
     }
+}
+
+/// A node kubelet-sim made (`--dir ROOT/device-plugins`, plugins_registry
+/// beside it) with the mock driver, one claim prepared.
+async fn sim_node(sb: &Sandbox, fault: &[&str]) -> (Child, Child, String) {
+    let root = s(sb.path());
+    let dir = format!("{root}/device-plugins");
+    let cdi = format!("{root}/cdi");
+    let mut args = vec!["dra", "mock", DRIVER, "--dir", &root, "--cdi-dir", &cdi, "-o", "json"];
+    args.extend_from_slice(fault);
+    let mut driver = Child::dpctl(&args);
+    driver.event("serving").await;
+    let registry = format!("{root}/plugins_registry");
+    let args = ["kubelet-sim", "--dir", &dir, "--registry-dir", &registry, "--kubelet-version", "1.37", "-o", "json"];
+    let mut sim = Child::dpctl(&args);
+    sim.event("dra_registered").await;
+    std::fs::write(sb.join("pod.yaml"), DRA_POD).unwrap();
+    dpctl(&["kubelet-sim", "admit", "--dir", &dir, &s(&sb.join("pod.yaml"))]).await.expect_code(0);
+    (driver, sim, dir)
+}
+
+/// 1.37: doctor on a node kubelet-sim made needs only `--dir`: the root is
+/// the sim's (its plugins_registry, dra_manager_state and cdi/), each DRA
+/// driver is judged once (under `dra`, not again under `registry`), and a
+/// claim prepared with CDI IDs no spec defines is an error (a driver that
+/// answers IDs without writing its spec); the correct driver gives none,
+/// run after run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_on_a_sim_node_needs_only_dir_and_flags_prepared_cdi_ids_no_spec_defines_1_37() {
+    let sb = Sandbox::new();
+    let (driver, sim, dir) = sim_node(&sb, &[]).await;
+    let reg_sock = format!("{}/plugins_registry/{DRIVER}-reg.sock", s(sb.path()));
+    for _ in 0..2 {
+        let v = dpctl(&["doctor", "--dir", &dir, "--timeout", "500ms", "-o", "json"]).await.json();
+        let root = finding(&v, "kubelet-root-sim");
+        assert_eq!(root["subject"], s(sb.path()), "{root}");
+        assert!(finding(&v, "dra-state-ok")["evidence"].as_str().unwrap().contains("1 claim"), "{v:#}");
+        let about_driver: Vec<&str> = v["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["subject"] == reg_sock.as_str())
+            .map(|f| f["code"].as_str().unwrap())
+            .collect();
+        assert_eq!(about_driver, ["dra-registered"], "one finding per driver: {v:#}");
+        assert!(!v.to_string().contains("dra-cdi-undefined"), "{v:#}");
+    }
+    sim.terminate();
+    driver.terminate();
+
+    let sb = Sandbox::new();
+    let (driver, sim, dir) = sim_node(&sb, &["--fault", "unresolvable-cdi"]).await;
+    let r = dpctl(&["doctor", "--dir", &dir, "--timeout", "500ms", "-o", "json"]).await;
+    let v = r.expect_code(1).json();
+    let f = finding(&v, "dra-cdi-undefined");
+    assert_eq!(
+        (f["severity"].as_str(), f["subject"].as_str()),
+        (Some("error"), Some("claim default/gpu-claim")),
+        "{f}"
+    );
+    let want = format!("driver {DRIVER} prepared CDI device gpu.example.com/claim=pool-0-dev-0, which no spec in");
+    assert!(f["evidence"].as_str().unwrap().starts_with(&want), "{f}");
+    sim.terminate();
+    driver.terminate();
 }

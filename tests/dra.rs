@@ -237,6 +237,13 @@ async fn watch_health_streams_full_lists() {
     assert_eq!(lines[1]["seq"], 2);
     assert_eq!(lines[0]["devices"][0]["health"], "Healthy");
     assert_eq!(lines[0]["devices"][1]["health"], "Unhealthy");
+    // The table shows times as the rest of dpctl does (RFC 3339, UTC), not epoch seconds.
+    let r = dpctl(&["dra", "watch-health", "--socket", &m.endpoint, "--count", "1"]).await;
+    let out = &r.expect_code(0).stdout;
+    let row = out.lines().find(|l| l.starts_with("pool-0") && l.contains("dev-0")).expect("a row for dev-0");
+    let year = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()[..5].to_string();
+    assert!(row.contains(&year) && row.contains('T') && row.contains('Z'), "{out}");
+    assert!(!row.split_whitespace().any(|c| c.len() >= 10 && c.chars().all(|x| x.is_ascii_digit())), "{out}");
 }
 
 /// Calling a service the driver does not serve: exit 4, the hint names it.
@@ -528,4 +535,35 @@ async fn a_claims_file_of_resource_claim_documents_names_the_claims() {
     let r = dpctl(&["dra", "prepare", "--socket", &m.endpoint, "--claims", f, "--cdi-dir", &m.cdi, "-o", "json"]).await;
     let v = r.expect_code(0).json();
     assert_eq!((v["claims"][0]["claim"].as_str(), v["claims"][0]["uid"].as_str()), (Some("team-a/gpu"), Some("uid-9")));
+}
+
+/// An answer with no device and no error: the kubelet accepts it (its
+/// containers get no device of the claim), so prepare exits 0 but says so,
+/// in the table and in dra check's evidence.
+#[tokio::test]
+async fn a_claim_prepared_with_no_device_is_accepted_with_a_warning() {
+    let sb = Sandbox::new();
+    let m = mock(&sb, &["--fault", "no-device"]).await;
+    let r = dpctl(&["dra", "prepare", "--socket", &m.endpoint, "--claim", "gpu/uid-1"]).await;
+    let out = &r.expect_code(0).stdout;
+    assert!(out.contains("accepted, no device"), "{out}");
+    assert!(out.contains("warning: uid-1: prepared with no device and no error: the kubelet accepts this"), "{out}");
+    let v = dpctl(&["dra", "prepare", "--socket", &m.endpoint, "--claim", "gpu/uid-1", "-o", "json"]).await.json();
+    assert_eq!((v["ok"].as_bool(), v["claims"][0]["warnings"].as_array().map(Vec::len)), (Some(true), Some(1)), "{v}");
+    let r = dpctl(&["dra", "check", "--driver", DRIVER, "--registry-dir", &m.registry, "--cdi-dir", &m.cdi]).await;
+    assert!(r.stdout.contains("warning: prepared with no device"), "{}", r.stdout);
+}
+
+/// `-v` shows a `dra` call on the wire as it shows `plugin` calls: the
+/// method, the request and the answer, decoded.
+#[tokio::test]
+async fn dra_calls_show_on_the_wire_with_v() {
+    let sb = Sandbox::new();
+    let m = mock(&sb, &[]).await;
+    let r =
+        dpctl(&["-v", "dra", "prepare", "--socket", &m.endpoint, "--claim", "gpu/uid-1", "--cdi-dir", &m.cdi]).await;
+    let all = format!("{}{}", r.expect_code(0).stdout, r.stderr);
+    assert!(all.contains("> #1 call /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"), "{all}");
+    assert!(all.contains(r#"> #1 request {"claims":[{"name":"gpu","namespace":"default","uid":"uid-1"}]}"#), "{all}");
+    assert!(all.contains("< #1 status OK"), "{all}");
 }

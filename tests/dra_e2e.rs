@@ -669,3 +669,142 @@ async fn the_sim_reads_claims_from_another_api_server_with_kubeconfig_1_37() {
         .await;
     assert!(r.expect_code(2).stderr.contains("uses TLS"), "{}", r.stderr);
 }
+
+/// The outcome of `dra check -o json`'s case `name`, and its evidence.
+fn case(v: &Value, name: &str) -> (String, String) {
+    let c = v["results"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
+    (c["outcome"].as_str().unwrap().to_string(), c["evidence"].as_str().unwrap().to_string())
+}
+
+/// 1.37: `dra check` against the Go driver on the real helper, with nothing
+/// but its registration socket and the kubeconfig it uses, passes every
+/// case (three runs, the same verdict): it creates a claim of its own in the
+/// driver's API (allocated a device the driver publishes) and deletes it.
+/// Without the kubeconfig the cases that need a claim are skipped, saying
+/// what to pass. A claim a running pod holds (`dra_manager_state`) is
+/// refused with exit 2 naming the pod, and stays prepared; a wrong UID gets
+/// the API's UID from `dra prepare --kubeconfig`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_check_passes_the_helper_built_driver_with_its_socket_and_kubeconfig_and_spares_held_claims_1_37() {
+    let Some(bin) = crate::support::go_built::dra_driver_or_skip("dra_e2e") else { return };
+    let sb = Sandbox::new();
+    let mut node = Node::start(&sb, "1.37", &(objects(GO_DRIVER, "node-1", "gpu-1") + POD_OBJECT)).await;
+    let mut driver = go_driver(&bin, &node);
+    driver.line_with("started").await;
+    node.sim.event("dra_registered").await;
+    node.slices_until("the driver's slice", |s| s.as_array().is_some_and(|a| a.len() == 1)).await;
+    let pod = node.file("pod.yaml", POD);
+    node.admit_and_check(&pod, GO_DRIVER, "gpu-1").await;
+    let sock = format!("{}/{GO_DRIVER}-reg.sock", node.registry);
+    let kc = node.kubeconfig();
+    for run in 0..3 {
+        let r = dpctl(&["dra", "check", "--registration", &sock, "--kubeconfig", &kc, "-o", "json"]).await;
+        let v = r.expect_code(0).json();
+        assert_eq!(
+            (v["totals"]["passed"].as_u64(), v["claim_source"].as_str()),
+            (Some(9), Some("created")),
+            "{run}: {v}"
+        );
+        assert!(v["notes"][0].as_str().unwrap().contains("allocated node-1/gpu-0 of driver gpu.dpctl.example"), "{v}");
+        assert!(v["notes"][1].as_str().unwrap().starts_with("deleted ResourceClaim default/dpctl-check-"), "{v}");
+    }
+    let w = dpctl(&["apiserver", "writes", "--dir", node.root.to_str().unwrap(), "-o", "json"]).await;
+    let claims: Vec<String> = w
+        .expect_code(0)
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["resource"] == "resourceclaims")
+        .map(|w| w["verb"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(claims, ["create", "delete", "create", "delete", "create", "delete"], "each claim created is deleted");
+    let r = dpctl(&["dra", "check", "--registration", &sock]).await;
+    let out = &r.expect_code(0).stdout;
+    assert!(out.contains("prepare                skip"), "{out}");
+    assert!(out.contains("pass --kubeconfig FILE, the kubeconfig the driver uses"), "{out}");
+    assert!(out.contains("retrieve claim dpctl-check/dpctl-check"), "the helper's words: {out}");
+    // The claim the pod holds: refused, named, untouched.
+    let spec = node.root.join("cdi").join(format!("{GO_DRIVER}-claim-uid-1.json"));
+    let held = ["dra", "check", "--registration", &sock, "--claim", "team-a/gpu-claim/claim-uid-1"];
+    let r = dpctl(&held).await;
+    assert!(r.expect_code(2).stderr.contains("is prepared for pod pod-uid-1 (in "), "{}", r.stderr);
+    let r = dpctl(&[&held[..], &["--kubeconfig", &kc]].concat()).await;
+    let want = "--claim: claim team-a/gpu-claim (uid claim-uid-1) is prepared for pod team-a/trainer (uid pod-uid-1)";
+    assert!(r.expect_code(2).stderr.contains(want), "{}", r.stderr);
+    assert!(spec.is_file(), "the pod's claim is still prepared");
+    // A wrong UID: the helper's words, the API's UID with --kubeconfig, a hint without.
+    let reg = node.registry.clone();
+    let wrong = ["dra", "prepare", "--driver", GO_DRIVER, "--registry-dir", &reg, "--claim", "team-a/gpu-claim/wrong"];
+    let r = dpctl(&wrong).await;
+    assert!(r.expect_code(4).stderr.contains("claim team-a/gpu-claim got replaced"), "{}", r.stderr);
+    assert!(r.stderr.contains("hint: the driver's API server holds this claim under another UID"), "{}", r.stderr);
+    let r = dpctl(&[&wrong[..], &["--kubeconfig", &kc]].concat()).await;
+    let want = "holds ResourceClaim team-a/gpu-claim with UID claim-uid-1, not wrong: pass --claim team-a/gpu-claim/claim-uid-1";
+    assert!(r.expect_code(4).stderr.contains(want), "{}", r.stderr);
+    driver.stop().await;
+    node.sim.terminate();
+}
+
+/// The pod of [`POD`] as an API object (so `dra check` can name it).
+const POD_OBJECT: &str = "\
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: team-a, uid: pod-uid-1}
+spec: {nodeName: node-1, containers: [{name: main, image: busybox}]}
+";
+
+/// 1.36: `dra check --kubeconfig` on `dra mock --kubeconfig` (a helper-like
+/// driver): the correct mock passes (twice, the same verdict); one that
+/// leaves the claim out of its answer fails prepare in the kubelet's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dra_check_with_kubeconfig_fails_a_helper_like_driver_that_skips_the_claim_1_36() {
+    let sb = Sandbox::new();
+    let node = Node::start(&sb, "1.36", &objects(MOCK, "pool-0", "dev-2")).await;
+    let (reg, kc) = (node.registry.clone(), node.kubeconfig());
+    let cdi = node.root.join("plugins").join(MOCK).join("cdi");
+    let args = ["dra", "check", "--driver", MOCK, "--registry-dir", &reg, "--kubeconfig", &kc, "--cdi-dir"];
+    for (fault, code) in [(None, 0), (None, 0), (Some("missing-uid"), 1)] {
+        let mut mock = mock_driver(&node, fault.map(|f| vec!["--fault", f]).as_deref().unwrap_or(&[]));
+        mock.event("serving").await;
+        let r = dpctl(&[&args[..], &[cdi.to_str().unwrap(), "-o", "json"]].concat()).await;
+        let v = r.expect_code(code).json();
+        let (outcome, evidence) = case(&v, "prepare");
+        if fault.is_some() {
+            assert_eq!(outcome, "fail", "{v}");
+            assert!(evidence.contains("NodePrepareResources skipped 1 ResourceClaims"), "{v}");
+        } else {
+            assert_eq!((outcome.as_str(), v["totals"]["passed"].as_u64()), ("pass", Some(9)), "{v}");
+            assert!(evidence.contains("pool-0/dev-0"), "the device the mock publishes: {v}");
+        }
+        mock.stop().await;
+    }
+}
+
+/// The shipped examples (examples/dra/): each file loads as `apiserver
+/// --objects` and `kubelet-sim --api-objects` load it, and a pod from them
+/// is admitted under the sim with `dra mock --kubeconfig` as the driver: its
+/// container gets the claim's device.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_dra_examples_load_and_their_pod_is_prepared_1_37() {
+    let kinds = |f: &str| -> Vec<&'static str> {
+        let objs = dpctl::apiserver::objects::load(Path::new(&format!("examples/dra/{f}")))
+            .unwrap_or_else(|e| panic!("examples/dra/{f}: {e}"));
+        objs.iter().map(|(k, _)| k.kind).collect()
+    };
+    assert_eq!(kinds("node.yaml"), ["Node", "DeviceClass"]);
+    assert_eq!(kinds("claim.yaml"), ["ResourceClaim"]);
+    assert_eq!(kinds("pod.yaml"), ["Pod"]);
+    assert_eq!(kinds("objects.yaml").len(), 4);
+    let sb = Sandbox::new();
+    let mut node = Node::start(&sb, "1.37", &std::fs::read_to_string("examples/dra/objects.yaml").unwrap()).await;
+    let mut mock = mock_driver(&node, &[]);
+    mock.event("serving").await;
+    node.sim.event("dra_registered").await;
+    let r = dpctl(&["kubelet-sim", "admit", "--dir", &node.dir, "examples/dra/pod.yaml", "-o", "json"]).await;
+    let v = r.expect_code(0).json();
+    assert_eq!(v["dra"]["cdi_devices"]["main"], json!(["gpu.example.com/claim=pool-0-dev-0"]), "{v}");
+    mock.stop().await;
+    node.sim.terminate();
+}

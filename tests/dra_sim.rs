@@ -55,6 +55,33 @@ fn rpcs(record: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
+/// A registration socket that is a link to the driver's (kept elsewhere):
+/// the plugin watcher stats through links (os.Stat in traversePluginDir and
+/// handleCreateEvent), so the driver registers under the link's path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_linked_registration_socket_registers_1_37() {
+    let sb = Sandbox::new();
+    let elsewhere = sb.join("driver");
+    let elsewhere = elsewhere.to_str().unwrap();
+    let mut mock = Child::dpctl(&["dra", "mock", DRIVER, "--dir", elsewhere, "-o", "json"]);
+    let serving = mock.event("serving").await;
+    let registry = sb.join("plugins_registry");
+    std::fs::create_dir_all(&registry).unwrap();
+    let real = std::fs::read_dir(format!("{elsewhere}/plugins_registry"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "sock"))
+        .unwrap_or_else(|| panic!("no registration socket: {serving}"));
+    let link = registry.join(real.file_name().unwrap());
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    let dir = sb.join("device-plugins");
+    let (dir, registry) = (dir.to_str().unwrap(), registry.to_str().unwrap());
+    let mut sim = Child::dpctl(&["kubelet-sim", "--dir", dir, "--registry-dir", registry, "-o", "json"]);
+    let reg = sim.event("dra_registered").await;
+    assert_eq!(reg["driver"].as_str(), Some(DRIVER), "{reg}");
+}
+
 /// 1.37: register, admit (prepare seen by the driver, CDI IDs for the
 /// container), PodResources `dynamic_resources`, the checkpoint verifies;
 /// a restart reads the claim back and prepares nothing (the running pod

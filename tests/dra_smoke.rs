@@ -83,7 +83,7 @@ async fn the_mock_passes_every_step_on_1_37_with_junit() {
     assert!(evidence(&r, "long-socket-path").contains("unix sockets allow at most 107"), "{r:#}");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains(r#"<testsuite name="dpctl dra smoke""#) && xml.contains(r#"failures="0""#), "{xml}");
-    assert!(xml.contains(r#"name="node-reboot""#), "{xml}");
+    assert!(xml.contains(r#"name="node-reboot (kubelet-1.37)""#), "{xml}");
 }
 
 /// 1.34: a kubelet restart reads the claim back and prepares nothing, so
@@ -149,11 +149,12 @@ async fn a_claim_prepared_again_with_other_devices_fails_idempotence() {
         &["--fault", "not-idempotent"],
         &["--skip", "long-socket-path"],
         "prepare-idempotent",
-        "first [",
+        "first pool-0/dev-",
         "same devices",
     )
     .await;
-    assert!(evidence(&r, "prepare-idempotent").contains("then ["), "{r:#}");
+    let ev = evidence(&r, "prepare-idempotent");
+    assert!(ev.contains("then pool-0/dev-") && !ev.contains("[\"") && !ev.contains("(\""), "{r:#}");
 }
 
 /// A driver whose registration server answers once cannot register again
@@ -179,6 +180,30 @@ async fn unresolvable_cdi_ids_fail_cdi_and_the_reboot() {
         .await;
     assert_eq!(outcome(&r, "admission"), "pass", "the kubelet does not check CDI IDs: {r:#}");
     assert!(evidence(&r, "node-reboot").contains("kubernetes/kubernetes#141433"), "{r:#}");
+}
+
+/// A driver (root, on a real node's CI) that swaps its {cdi_dir} for a link
+/// to another directory: node-reboot empties nothing through the link and
+/// fails naming it; the files there are untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cdi_dir_swapped_for_a_link_is_not_emptied_through_it() {
+    let sb = Sandbox::new();
+    let victim = sb.join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("keep.json"), "{}").unwrap();
+    let script = format!(
+        "[ -L {{cdi_dir}} ] || {{ rm -rf {{cdi_dir}} && ln -s {v} {{cdi_dir}}; }}; exec {d} dra mock gpu.example.com \
+         --dir {{dir}} --cdi-dir {{cdi_dir}}",
+        v = victim.display(),
+        d = dpctl_bin()
+    );
+    let run = smoke(&[], &["sh", "-c", &script]).await;
+    run.expect_code(1);
+    let v = run.json();
+    assert_eq!(outcome(&v, "node-reboot"), "fail", "{v:#}");
+    let ev = evidence(&v, "node-reboot");
+    assert!(ev.contains("replaced by a link to") && ev.contains(victim.to_str().unwrap()), "{ev}");
+    assert!(victim.join("keep.json").exists(), "a file outside the sandbox was removed through the link");
 }
 
 /// A Prepare slower than the deadline (lowered by --timeout, as the output

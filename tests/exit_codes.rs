@@ -28,6 +28,19 @@ async fn row_2_bad_usage_or_input() {
     std::fs::write(sb.join("file"), b"x").unwrap();
     std::fs::write(sb.join("bin.toml"), [0xff, 0xfe, b'\n']).unwrap();
     let file = sb.join("file");
+    let gone_sock = sb.join("gone.sock").display().to_string();
+    let missing = sb.join("no-such-kubeconfig").display().to_string();
+    let tls = sb.join("tls-kubeconfig");
+    std::fs::write(
+        &tls,
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://10.0.0.1:6443'}}]\n",
+    )
+    .unwrap();
+    let tls = tls.display().to_string();
+    let corrupt = sb.join("kroot");
+    std::fs::create_dir_all(&corrupt).unwrap();
+    std::fs::write(corrupt.join("dra_manager_state"), "{\"Data\": 5}").unwrap();
+    let corrupt = corrupt.display().to_string();
     let file = file.to_str().unwrap();
     let dir = sb.path().to_str().unwrap();
     let bin = sb.join("bin.toml");
@@ -100,6 +113,67 @@ async fn row_2_bad_usage_or_input() {
         ("1.38 in scenario run", vec!["scenario", "run", "--kubelet-version", "1.38", dir], "1.37, master"),
         ("a range for one release", vec!["kubelet-sim", "--kubelet-version", "1.28-1.37"], "a range names 10 releases"),
         ("a range for doctor", vec!["doctor", "--kubelet-version", "1.28..1.30"], "a range names 3 releases"),
+        // dra check and prepare read --kubeconfig before they call the driver; a checkpoint
+        // that cannot be read under --kubelet-root is refused, never guessed at.
+        (
+            "dra check --kubeconfig that is no kubeconfig",
+            vec!["dra", "check", "--registration", &gone_sock, "--kubeconfig", file],
+            "--kubeconfig",
+        ),
+        (
+            "dra check --kubeconfig missing",
+            vec!["dra", "check", "--registration", &gone_sock, "--kubeconfig", &missing],
+            "--kubeconfig",
+        ),
+        (
+            "dra check --kubeconfig of a TLS server",
+            vec!["dra", "check", "--registration", &gone_sock, "--kubeconfig", &tls],
+            "uses TLS",
+        ),
+        (
+            "dra prepare --kubeconfig that is no kubeconfig",
+            vec!["dra", "prepare", "--socket", &gone_sock, "--claim", "gpu/u1", "--kubeconfig", file],
+            "--kubeconfig",
+        ),
+        (
+            "dra check --claim over a corrupt dra_manager_state",
+            vec!["dra", "check", "--registration", &gone_sock, "--claim", "gpu/u1", "--kubelet-root", &corrupt],
+            "dra_manager_state",
+        ),
+        // --only and --skip: one parser, one error for a name that is no step or check, and a
+        // name in both refused (it would run nothing --only asked for), in smoke and plugin check.
+        (
+            "an unknown --only step",
+            vec!["smoke", "--only", "nope", "--", "true"],
+            "--only: unknown step or check \"nope\"",
+        ),
+        ("an empty-looking --only", vec!["smoke", "--only", "admission,,x y", "--", "true"], "\"x y\""),
+        (
+            "--only and --skip of one step",
+            vec!["smoke", "--only", "admission", "--skip", "admission", "--", "true"],
+            "is in --only too",
+        ),
+        (
+            "--only and --skip of one check",
+            vec!["smoke", "--only", "options-answer", "--skip", "options-answer", "--", "true"],
+            "is in --only too",
+        ),
+        (
+            "--only and --skip of one check in plugin check",
+            vec![
+                "plugin",
+                "check",
+                "--socket",
+                "/nonexistent/p.sock",
+                "--only",
+                "message-size",
+                "--skip",
+                "message-size",
+            ],
+            "--skip: \"message-size\" is in --only too",
+        ),
+        ("--stable with a value", vec!["smoke", "--stable=yes", "--", "true"], "--stable"),
+        ("--stable with a value in plugin check", vec!["plugin", "check", "--stable=1"], "--stable"),
     ];
     for (what, args, says) in cases {
         let r = dpctl(&args).await;
@@ -157,6 +231,24 @@ async fn row_2_a_linked_control_directory_for_the_mock() {
     r.expect_code(2);
     assert!(r.stderr.contains(".dpctl") && r.stderr.contains("symbolic link"), "{}", r.stderr);
     assert_eq!(std::fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+}
+
+/// A refused start leaves no directory behind: kubelet-sim with an objects
+/// file that holds nothing exits 2, and the two directories it had to make
+/// for --dir are gone again (one already there stays).
+#[tokio::test]
+async fn row_2_a_refused_start_leaves_no_directory_it_made() {
+    let sb = Sandbox::new();
+    let empty = sb.join("objects.json");
+    std::fs::write(&empty, "[]").unwrap();
+    let dir = sb.join("node/device-plugins");
+    let registry = sb.join("node/plugins_registry");
+    let args = ["kubelet-sim", "--dir", dir.to_str().unwrap(), "--registry-dir", registry.to_str().unwrap()];
+    let r = dpctl(&[&args[..], &["--api-objects", empty.to_str().unwrap()]].concat()).await;
+    r.expect_code(2);
+    assert!(r.stderr.contains("no objects"), "{}", r.stderr);
+    assert!(!sb.join("node").exists(), "a refused start left {:?}", std::fs::read_dir(sb.join("node")).ok());
+    assert!(sb.path().exists());
 }
 
 /// A symbolic-link loop handed to `checkpoint` is bad input (2), like any

@@ -30,6 +30,28 @@ async fn grpcio_clients_reach_a_dpctl_server_with_every_authority() {
     }
 }
 
+/// An Allocate of 1,750 IDs (about 17 KB: over HTTP/2's default 16 KiB
+/// frame, under the 1 MiB dpctl's servers advertise) to the mock plugin in
+/// every `:authority` form: grpcio sends it as one DATA frame, which the
+/// rewriting adapter must pass whole (it used to reset the connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpcio_requests_over_16_kib_reach_a_dpctl_server_with_every_authority() {
+    let Some(env) = interop::env() else { return };
+    let sb = Sandbox::new();
+    let dir = sb.path().to_str().unwrap();
+    let args = ["mock-plugin", "--resource", "example.com/gpu", "--devices", "1750", "--no-register", "--dir", dir];
+    let mut mock = Child::dpctl(&[&args[..], &["-o", "json"]].concat());
+    let sock = mock.event("serving").await["socket"].as_str().unwrap().to_string();
+    let all = (0..1750).map(|i| format!("GPU-{i}")).collect::<Vec<_>>().join(",");
+    for mode in AUTHORITY_MODES {
+        let args = ["--socket", &sock, "--authority", mode, "--rpc", "allocate", "--devices", &all];
+        let r = interop::call(&env, &args).await;
+        assert_eq!(r["event"], "ok", "authority {mode}: {r}");
+        let envs = &r["response"]["container_responses"][0]["envs"]["DPCTL_MOCK_DEVICES"];
+        assert_eq!(envs.as_str().map(|s| s.split(',').count()), Some(1750), "authority {mode}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn grpcurl_with_its_raw_path_authority_reaches_a_dpctl_server() {
     let Some(env) = interop::env() else { return };

@@ -17,6 +17,11 @@ use crate::support::{Child, Sandbox, dpctl_bin, dpctl_command, interop, run_boun
 /// A run starts containerd and the kubelet (about 1.5 s) and pods (under 1 s each).
 const RUN_WAIT: Duration = Duration::from_secs(180);
 
+/// One node at a time: a run's cgroups and mounts, while it runs, would show
+/// in another test's before/after comparison of the host (and two kubelets
+/// with containerd on 2 cores slow each other past their deadlines).
+static ONE_NODE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// What a run could leave on the host.
 #[derive(Debug, PartialEq, Eq)]
 struct HostState {
@@ -98,6 +103,7 @@ fn mock_config(sb: &Sandbox, mount_source: &str) -> PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mock_plugin_passes_on_the_real_kubelet_and_its_container_shows_the_answer() {
     let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let _node = ONE_NODE.lock().await;
     let before = host_state();
     let sb = Sandbox::new();
     let config = mock_config(&sb, sb.path().to_str().unwrap());
@@ -119,6 +125,7 @@ async fn the_mock_plugin_passes_on_the_real_kubelet_and_its_container_shows_the_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mount_whose_host_path_does_not_exist_fails_admission_inside_the_container() {
     let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let _node = ONE_NODE.lock().await;
     let before = host_state();
     let sb = Sandbox::new();
     let missing = sb.join("no-such-dir/{id}");
@@ -139,6 +146,7 @@ async fn a_mount_whose_host_path_does_not_exist_fails_admission_inside_the_conta
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_grpcio_peer_passes_on_the_real_kubelet() {
     let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let _node = ONE_NODE.lock().await;
     let Some(env) = interop::env() else { return };
     let script = interop::peer_script();
     let cmd = [env.python.to_str().unwrap(), script.to_str().unwrap(), "plugin", "--dir", "{dir}"];
@@ -158,6 +166,7 @@ async fn the_grpcio_peer_passes_on_the_real_kubelet() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_during_a_run_leaves_nothing_on_the_host() {
     let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let _node = ONE_NODE.lock().await;
     let before = host_state();
     let engine = format!("--engine=kubelet:{}", dir.display());
     let mut child = Child::dpctl(&["smoke", &engine, "-o", "json", "--", dpctl_bin(), "mock-plugin", "--dir", "{dir}"]);

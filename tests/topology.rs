@@ -259,7 +259,8 @@ async fn smoke_admits_under_the_chosen_policy() {
     let bin = crate::support::dpctl_bin();
     let plugin = [bin, "mock-plugin", "--dir", "{dir}", "--resource", DEV, "--devices", "4", "--numa-nodes", "2"];
     let run = |policy: &'static str| {
-        let mut args = vec!["smoke", "--topology-manager-policy", policy, "--request", "3", "-o", "json", "--"];
+        let mut args =
+            vec!["smoke", "--topology-manager-policy", policy, "--request", "3", "--settle", "1s", "-o", "json", "--"];
         args.extend_from_slice(&plugin);
         async move { dpctl(&args).await }
     };

@@ -286,6 +286,19 @@ impl Error {
                  serves; choose another with --api"
                     .into()
             }
+            // The kubeletplugin helper's words for a claim whose UID is not
+            // the API's (d-r-a kubeletplugin/draplugin.go).
+            Error::Rpc { rpc, message, .. } if rpc.contains(".DRAPlugin/") && message.contains(" got replaced") => {
+                "the driver's API server holds this claim under another UID: pass that UID in --claim \
+                 (kubectl get resourceclaim -n NAMESPACE NAME -o jsonpath='{.metadata.uid}'), or give --kubeconfig \
+                 FILE (the driver's) and dra prepare names it"
+                    .into()
+            }
+            Error::Rpc { rpc, message, .. } if rpc.contains(".DRAPlugin/") && message.contains("retrieve claim ") => {
+                "the driver reads each claim from its API server, which does not hold this one: create the \
+                 ResourceClaim there (allocated to this driver), or check the namespace and name in --claim"
+                    .into()
+            }
             Error::Unimplemented { message, .. }
                 if message.contains("deviceplugin.") || message.contains("v1alpha") =>
             {

@@ -44,6 +44,38 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
 /// denied, read-only file system, disk full) it is
 /// [`Error::PermissionDenied`] or [`Error::Io`] (exit 3), as the README's
 /// exit-code table says.
+/// Directories a command made that it takes back when it fails before
+/// using them: each removed only while empty (`remove_dir`, never
+/// recursive, never through a link), deepest first, so a refused run leaves
+/// no empty directory behind and never removes what someone put there.
+#[derive(Debug, Default)]
+#[must_use = "call undo() on failure, or keep() once the directories are in use"]
+pub struct MadeDirs(Vec<std::path::PathBuf>);
+
+impl MadeDirs {
+    /// Removes the directories made, deepest first, each only while empty.
+    pub fn undo(self) {
+        for d in self.0.iter().rev() {
+            if std::fs::remove_dir(d).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// The directories stay (the command is using them).
+    pub fn keep(self) {}
+}
+
+/// [`create_dir`], returning the directories it made (the missing
+/// ancestors and `dir`) so a failure can take them back.
+pub fn create_dir_undoable(dir: &Path, mode: u32) -> Result<MadeDirs> {
+    let mut missing: Vec<std::path::PathBuf> =
+        dir.ancestors().take_while(|a| std::fs::symlink_metadata(a).is_err()).map(Path::to_path_buf).collect();
+    missing.reverse();
+    create_dir(dir, mode)?;
+    Ok(MadeDirs(missing))
+}
+
 pub fn create_dir(dir: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     if dir.is_dir() {

@@ -127,6 +127,16 @@ impl Client {
     }
 }
 
+/// Percent-encodes a path segment or query value (everything but RFC 3986's unreserved characters).
+pub fn pct(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 #[derive(Deserialize)]
 struct Named<T> {
     name: String,

@@ -18,8 +18,9 @@ pub struct Kind {
     pub kind: &'static str,
     /// Objects live in a namespace.
     pub namespaced: bool,
-    /// Clients may create, update and delete (only ResourceSlices: the
-    /// rest is the file's, read-only).
+    /// Clients may create, update and delete: ResourceSlices (drivers
+    /// publish them) and ResourceClaims (`dra check --kubeconfig` makes its
+    /// own); the rest is the file's, read-only.
     pub writable: bool,
     /// Field selectors the real API server accepts for it, besides
     /// `metadata.name` (and `metadata.namespace` when namespaced).
@@ -55,7 +56,7 @@ pub const KINDS: &[Kind] = &[
         resource: "resourceclaims",
         kind: "ResourceClaim",
         namespaced: true,
-        writable: false,
+        writable: true,
         fields: &[],
     },
     Kind {

@@ -145,6 +145,11 @@ fn new_token() -> String {
 pub struct Handle(Arc<http::State>);
 
 impl Handle {
+    /// The server's URL, `http://host:port`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.0.address)
+    }
+
     /// One object of `resource` (plural, e.g. `resourceclaims`); `None` when absent.
     pub fn get(&self, resource: &str, ns: &str, name: &str) -> Result<Option<serde_json::Value>> {
         let Some(kind) = kinds::KINDS.iter().find(|k| k.resource == resource) else {

@@ -72,7 +72,7 @@ pub fn decode(bytes: &[u8]) -> Result<Value, ApiError> {
     };
     let desc = pool().get_message_by_name(name).expect("the kinds above are in the schema");
     let msg = DynamicMessage::decode(desc, raw).map_err(|e| bad(format!("not a {kind}: {e}")))?;
-    let mut obj = message(&msg);
+    let mut obj = message(&msg).map_err(|e| bad(format!("in the {kind}: {e}")))?;
     if let Some(m) = obj.as_object_mut() {
         m.insert("kind".into(), json!(kind));
         if !api_version.is_empty() {
@@ -82,28 +82,39 @@ pub fn decode(bytes: &[u8]) -> Result<Value, ApiError> {
     Ok(obj)
 }
 
-fn message(msg: &DynamicMessage) -> Value {
+/// The latest time JSON can carry (Go's time.Time marshals years 0-9999
+/// only): 9999-12-31T23:59:59Z in Unix seconds.
+const LAST_SECOND: i64 = 253_402_300_799;
+
+fn message(msg: &DynamicMessage) -> Result<Value, String> {
     let desc: MessageDescriptor = msg.descriptor();
     match desc.full_name() {
         "k8s.io.apimachinery.pkg.api.resource.Quantity" => {
-            return msg.get_field_by_name("string").and_then(|v| v.as_str().map(|s| json!(s))).unwrap_or(json!("0"));
+            let q = msg.get_field_by_name("string").and_then(|v| v.as_str().map(|s| json!(s)));
+            return Ok(q.unwrap_or(json!("0")));
         }
         "k8s.io.apimachinery.pkg.apis.meta.v1.Time" => {
             let secs = msg.get_field_by_name("seconds").and_then(|v| v.as_i64()).unwrap_or(0);
-            let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::try_from(secs).unwrap_or(0));
-            return json!(humantime::format_rfc3339_seconds(t).to_string());
+            let Some(secs) = u64::try_from(secs).ok().filter(|s| *s <= LAST_SECOND as u64) else {
+                return Err(format!(
+                    "a time of {secs} seconds since 1970 is outside 1970-01-01 to 9999-12-31, the times JSON can \
+                     show (year 10000 and later cannot be encoded)"
+                ));
+            };
+            let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+            return Ok(json!(humantime::format_rfc3339_seconds(t).to_string()));
         }
         _ => {}
     }
     let mut out = Map::new();
     for (field, value) in msg.fields() {
-        out.insert(field.name().to_string(), scalar(value));
+        out.insert(field.name().to_string(), scalar(value)?);
     }
-    Value::Object(out)
+    Ok(Value::Object(out))
 }
 
-fn scalar(v: &PValue) -> Value {
-    match v {
+fn scalar(v: &PValue) -> Result<Value, String> {
+    Ok(match v {
         PValue::Bool(b) => json!(b),
         PValue::I32(n) => json!(n),
         PValue::I64(n) => json!(n),
@@ -114,8 +125,8 @@ fn scalar(v: &PValue) -> Value {
         PValue::String(s) => json!(s),
         PValue::Bytes(b) => json!(base64::Engine::encode(&base64::engine::general_purpose::STANDARD, b)),
         PValue::EnumNumber(n) => json!(n),
-        PValue::Message(m) => message(m),
-        PValue::List(items) => Value::Array(items.iter().map(scalar).collect()),
+        PValue::Message(m) => message(m)?,
+        PValue::List(items) => Value::Array(items.iter().map(scalar).collect::<Result<_, _>>()?),
         PValue::Map(map) => {
             let mut out = Map::new();
             for (k, v) in map {
@@ -127,11 +138,11 @@ fn scalar(v: &PValue) -> Value {
                     MapKey::U32(n) => n.to_string(),
                     MapKey::U64(n) => n.to_string(),
                 };
-                out.insert(key, scalar(v));
+                out.insert(key, scalar(v)?);
             }
             Value::Object(out)
         }
-    }
+    })
 }
 
 #[cfg(test)]
@@ -173,6 +184,24 @@ mod tests {
         assert_eq!(v["spec"]["devices"][0]["capacity"]["memory"]["value"], json!("16Gi"));
         assert_eq!(v["spec"]["devices"][0]["attributes"]["model"]["string"], json!("x"));
         assert_eq!(v["metadata"]["labels"]["a"], json!("b"));
+    }
+
+    /// A slice stamped in year 10000 (or before 1970): 400 naming the time,
+    /// not a panic in the handler; 9999-12-31T23:59:59 itself decodes.
+    #[test]
+    fn a_time_json_cannot_show_is_bad_request_not_a_panic() {
+        let desc = pool().get_message_by_name("k8s.io.api.resource.v1.ResourceSlice").unwrap();
+        let slice = |secs: i64| {
+            let meta = json!({"name": "s", "creationTimestamp": {"seconds": secs}});
+            DynamicMessage::deserialize(desc.clone(), json!({"metadata": meta})).unwrap()
+        };
+        for secs in [LAST_SECOND + 1, i64::MAX, -1, i64::MIN] {
+            let e = decode(&envelope("ResourceSlice", &slice(secs))).unwrap_err();
+            assert_eq!(e.code, 400, "{secs}");
+            assert!(e.message.contains("outside 1970-01-01 to 9999-12-31"), "{}", e.message);
+        }
+        let v = decode(&envelope("ResourceSlice", &slice(LAST_SECOND))).unwrap();
+        assert_eq!(v["metadata"]["creationTimestamp"], "9999-12-31T23:59:59Z");
     }
 
     #[test]

@@ -164,6 +164,7 @@ impl Store {
             } else {
                 String::new()
             };
+            set_namespace(kind, &mut obj["metadata"], &ns);
             let name = meta_str(&obj, "name").unwrap_or_default().to_string();
             let size = json_size(&obj);
             store.bytes += size;
@@ -314,9 +315,7 @@ impl Store {
         obj["apiVersion"] = json!(kind.api_version());
         let meta = &mut obj["metadata"];
         meta["name"] = json!(name);
-        if kind.namespaced {
-            meta["namespace"] = json!(ns);
-        }
+        set_namespace(kind, meta, ns);
         meta["uid"] = json!(new_uid());
         meta["creationTimestamp"] = json!(now());
         meta["generation"] = json!(1);
@@ -358,9 +357,7 @@ impl Store {
         let generation = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(1);
         let meta = &mut obj["metadata"];
         meta["name"] = json!(name);
-        if kind.namespaced {
-            meta["namespace"] = json!(ns);
-        }
+        set_namespace(kind, meta, ns);
         for field in ["uid", "creationTimestamp"] {
             meta[field] = old["metadata"][field].clone();
         }
@@ -407,9 +404,7 @@ impl Store {
         let old = self.objects.get(&key).map(|s| Arc::clone(&s.obj));
         obj["kind"] = json!(kind.kind);
         obj["apiVersion"] = json!(kind.api_version());
-        if kind.namespaced {
-            obj["metadata"]["namespace"] = json!(ns);
-        }
+        set_namespace(kind, &mut obj["metadata"], &ns);
         if meta_str(&obj, "uid").is_none() {
             obj["metadata"]["uid"] = json!(new_uid());
         }
@@ -461,12 +456,52 @@ fn check_body(kind: &Kind, ns: &str, obj: &Value) -> Result<(), ApiError> {
     if let Some(k) = obj.get("kind").and_then(Value::as_str).filter(|k| *k != kind.kind) {
         return Err(ApiError::bad_request(format!("the kind in the data ({k}) does not match {}", kind.kind)));
     }
-    if let Some(n) = meta_str(obj, "namespace").filter(|n| kind.namespaced && *n != ns) {
+    // rest.EnsureObjectNamespaceMatchesRequestNamespace
+    // (k8s.io/apiserver/pkg/registry/rest/meta.go): an empty namespace takes
+    // the request's, a cluster-scoped object's is cleared, a different one
+    // is refused.
+    if meta_str(obj, "namespace").is_some_and(|n| kind.namespaced && n != ns) {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    if let Some((path, n)) = not_int64(obj, String::new()) {
+        // Go's decoder refuses it (json: cannot unmarshal number ...).
         return Err(ApiError::bad_request(format!(
-            "the namespace of the provided object ({n}) does not match the namespace sent on the request ({ns})"
+            "json: cannot unmarshal number {n} into the integer field {path} of {}: it is no 64-bit integer",
+            kind.kind
         )));
     }
     Ok(())
+}
+
+/// Fields of the served kinds that are Go integers (int64): metadata's and a
+/// pool's generation, a pool's slice count, a device attribute's `int`, a
+/// request's `count`. Other numbers (quantities: `cpu: 0.5`) are left as sent.
+const INT_FIELDS: [&str; 4] = ["generation", "resourceSliceCount", "int", "count"];
+
+/// The first integer field in `v` (with its path) whose number is not a
+/// 64-bit signed integer: a fraction, an exponent, or over 2^63-1.
+fn not_int64(v: &Value, path: String) -> Option<(String, serde_json::Number)> {
+    let at = |k: &str| if path.is_empty() { k.to_string() } else { format!("{path}.{k}") };
+    match v {
+        Value::Object(m) => m.iter().find_map(|(k, v)| match v {
+            Value::Number(n) if INT_FIELDS.contains(&k.as_str()) && n.as_i64().is_none() => Some((at(k), n.clone())),
+            _ => not_int64(v, at(k)),
+        }),
+        Value::Array(a) => a.iter().enumerate().find_map(|(i, v)| not_int64(v, format!("{path}[{i}]"))),
+        _ => None,
+    }
+}
+
+/// The namespace as the API server stores it: the request's for a
+/// namespaced kind, none for a cluster-scoped one (a client's is cleared).
+fn set_namespace(kind: &Kind, meta: &mut Value, ns: &str) {
+    if kind.namespaced {
+        meta["namespace"] = json!(ns);
+    } else if let Some(m) = meta.as_object_mut() {
+        m.remove("namespace");
+    }
 }
 
 /// The checks the API server makes that a driver can trip over: a valid
@@ -531,6 +566,43 @@ mod tests {
         let (events, _) = s.events_after(Kind::slices(), None, 1, usize::MAX).unwrap();
         assert_eq!(events.len(), 1);
         assert_eq!(events[0].verb, Verb::Update);
+    }
+
+    /// rest.EnsureObjectNamespaceMatchesRequestNamespace: a cluster-scoped
+    /// slice sent with a namespace is stored without one; a namespaced
+    /// object in another namespace than the request's path is 400.
+    #[test]
+    fn namespaces_follow_the_kinds_scope() {
+        let mut s = Store::new(vec![]);
+        let mut obj = slice("a");
+        obj["metadata"]["namespace"] = json!("default");
+        let (made, _) = s.create(Kind::slices(), "", obj).unwrap();
+        assert!(made["metadata"].get("namespace").is_none(), "{made}");
+        let (got, _) = s.update(Kind::slices(), "", "a", made).unwrap();
+        assert!(got["metadata"].get("namespace").is_none(), "{got}");
+        let claims = Kind::of_path("resource.k8s.io", "v1", "resourceclaims").unwrap();
+        let claim = json!({"metadata": {"name": "c", "namespace": "other"}, "spec": {}});
+        let e = s.create(claims, "default", claim).unwrap_err();
+        assert_eq!(e.code, 400);
+        assert_eq!(e.message, "the namespace of the provided object does not match the namespace sent on the request");
+    }
+
+    /// Numbers the Go types cannot hold (every field here is an integer):
+    /// 400 naming the field, never stored as a float.
+    #[test]
+    fn a_number_no_int64_holds_is_bad_request() {
+        let mut s = Store::new(vec![]);
+        for n in [json!(18_446_744_073_709_551_615u64), json!(1.5), json!(1e300)] {
+            let mut obj = slice("a");
+            obj["spec"]["pool"]["generation"] = n.clone();
+            let e = s.create(Kind::slices(), "", obj).unwrap_err();
+            assert_eq!(e.code, 400, "{n}");
+            assert!(e.message.contains("spec.pool.generation"), "{}", e.message);
+        }
+        let mut obj = slice("a");
+        obj["spec"]["pool"]["generation"] = json!(i64::MAX);
+        obj["spec"]["devices"] = json!([{"name": "d", "capacity": {"memory": {"value": 0.5}}}]);
+        s.create(Kind::slices(), "", obj).unwrap();
     }
 
     #[test]

@@ -138,10 +138,11 @@ pub async fn run(
     let mut i: u64 = 0;
     let mut left_unhealthy: Option<String> = None;
     loop {
-        let more = match cfg.limit {
-            Limit::Total(n) => i < n,
-            Limit::Duration(d) => start.elapsed() < d,
-        };
+        let more = !progress.stopped()
+            && match cfg.limit {
+                Limit::Total(n) => i < n,
+                Limit::Duration(d) => start.elapsed() < d,
+            };
         if !more {
             break;
         }

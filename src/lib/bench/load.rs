@@ -177,7 +177,9 @@ async fn worker(
     empty: Tally,
 ) -> WorkerTally {
     let mut out = WorkerTally { tally: empty, first_send: None, last_send: None };
-    while let Some((i, intended)) = sched.take() {
+    while !progress.stopped()
+        && let Some((i, intended)) = sched.take()
+    {
         if let Some(at) = intended {
             tokio::time::sleep_until(at.into()).await;
         }

@@ -105,6 +105,16 @@ pub struct Progress {
     pub errors: AtomicU64,
     /// 1 while measuring, 0 during warm-up.
     pub measuring: AtomicU64,
+    /// Set by the caller (Ctrl-C, SIGTERM): no new request is sent, and the
+    /// run ends with what it measured so far.
+    pub stop: std::sync::atomic::AtomicBool,
+}
+
+impl Progress {
+    /// True once the caller asked the run to stop.
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
 }
 
 impl Progress {
@@ -432,8 +442,11 @@ pub struct BenchReport {
     pub ratio: Option<Ratio>,
     /// Thresholds and whether each was crossed.
     pub thresholds: Vec<ThresholdResult>,
-    /// True when no threshold was crossed.
+    /// True when no threshold was crossed (and the run was not interrupted).
     pub passed: bool,
+    /// True when Ctrl-C or SIGTERM ended the run early: the figures are
+    /// what was measured until then.
+    pub interrupted: bool,
 }
 
 /// Loads one or two prepared plugins as `cfg` says. With two, the measured
@@ -443,6 +456,9 @@ pub async fn run(targets: &[Prepared], cfg: &BenchConfig, progress: &Arc<Progres
     let slices: u64 = if targets.len() > 1 { 2 } else { 1 };
     if !cfg.warmup.is_zero() {
         for t in targets {
+            if progress.stopped() {
+                break;
+            }
             progress.reset(false);
             load::phase(t, cfg, Limit::Duration(cfg.warmup), progress).await?;
         }

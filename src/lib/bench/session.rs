@@ -59,7 +59,8 @@ pub async fn run(session: &Session, progress: &Arc<Progress>) -> Result<BenchRep
         super::run(&targets, &cfg, progress).await?
     };
     let thresholds: Vec<_> = reports.iter().flat_map(|r| session.fail_if.iter().map(|t| t.check(r))).collect();
-    let passed = thresholds.iter().all(|t| !t.crossed);
+    let interrupted = progress.stopped();
+    let passed = !interrupted && thresholds.iter().all(|t| !t.crossed);
     Ok(BenchReport {
         op: cfg.op,
         mode: if session.churn { "churn" } else { "calls" },
@@ -83,5 +84,6 @@ pub async fn run(session: &Session, progress: &Arc<Progress>) -> Result<BenchRep
         targets: reports,
         thresholds,
         passed,
+        interrupted,
     })
 }

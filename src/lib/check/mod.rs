@@ -252,6 +252,13 @@ pub fn select(only: &[String], skip: &[String]) -> Result<Vec<CheckId>> {
     };
     let only = parse("--only", only)?;
     let skip = parse("--skip", skip)?;
+    // Both naming one check would run nothing of what --only asked for.
+    if let Some(both) = skip.iter().find(|c| only.contains(c)) {
+        return Err(Error::invalid(
+            "--skip",
+            format!("{:?} is in --only too; name it in one of them (--only runs only what it names)", both.name()),
+        ));
+    }
     Ok(CheckId::ALL.into_iter().filter(|c| only.is_empty() || only.contains(c)).filter(|c| !skip.contains(c)).collect())
 }
 

@@ -144,7 +144,16 @@ async fn run_bench(session: &Session, s: &mut Streams<'_>) -> Result<u8> {
         crate::bench::Limit::Duration(_) => 0,
     };
     let spinner = s.progress.then(|| render::Spinner::start(Arc::clone(&progress), limit, total));
+    // Ctrl-C or SIGTERM: no new request goes out, and the report shows what
+    // was measured until then (exit 1: an interrupted run passes nothing).
+    let signalled = crate::signal::shutdown();
+    let stopper = Arc::clone(&progress);
+    let watcher = tokio::spawn(async move {
+        signalled.await;
+        stopper.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
     let report = crate::bench::session::run(session, &progress).await;
+    watcher.abort();
     drop(spinner);
     let report = report?;
     render::report(&mut *s.out, s.format, &report).map_err(out_err)?;

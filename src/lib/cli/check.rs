@@ -47,6 +47,11 @@ pub struct CheckArgs {
     /// never does, and a plugin may crash in a handler it never expects to run.
     #[arg(long)]
     pub probe_unadvertised: bool,
+    /// Print only what two runs against the same plugin agree on (each check's name and outcome, the
+    /// totals; no evidence, times or paths), as JSON (YAML with -o yaml), for diffing against a
+    /// committed baseline.
+    #[arg(long)]
+    pub stable: bool,
     /// List the checks (name and why it matters; -o wide adds the rule) and exit.
     #[arg(long)]
     pub list: bool,
@@ -92,7 +97,7 @@ pub async fn run(args: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
         probe_unadvertised: args.probe_unadvertised,
         ..CheckOptions::default()
     };
-    run_check(s, &target, &opts, args.junit.as_deref()).await
+    run_check(s, &target, &opts, args.junit.as_deref(), args.stable).await
 }
 
 /// Runs the suite with a progress bar on a terminal, the report on stdout,
@@ -104,6 +109,7 @@ async fn run_check(
     target: &CheckTarget,
     opts: &CheckOptions,
     junit: Option<&std::path::Path>,
+    stable: bool,
 ) -> Result<u8> {
     let junit = JunitFile::create(junit)?;
     let bar = crate::output::progress_bar(io.progress, Some(opts.checks.len() as u64), "{spinner} [{pos}/{len}] {msg}");
@@ -116,10 +122,11 @@ async fn run_check(
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    render::finished(io, &report)?;
+    render::finished(io, &report, stable)?;
     if let Some(file) = junit {
         file.write(|w| render::junit(w, &report))?;
     }
+    super::junit::step_summary(&mut *io.err, |w| render::step_summary(w, &report))?;
     Ok(report.exit_code())
 }
 
@@ -133,7 +140,7 @@ fn check_help() -> String {
          Exit codes:\n  \
          0  every check passed or was skipped\n  \
          1  a check failed or could not run\n  \
-         2  bad usage (e.g. an unknown check name in --only/--skip, or a --junit file that cannot be written)\n  \
+         2  bad usage (e.g. an unknown check name in --only/--skip, one name in both, or a --junit file that cannot be written)\n  \
          3  the plugin could not be reached at all (no socket, nothing listening, ...): nothing was checked\n  \
          5  connecting timed out: nothing was checked\n\
          The JUnit file is written in every case but usage errors.",

@@ -30,12 +30,19 @@ Examples:
   dpctl dra unprepare --socket /tmp/k/plugins/gpu.example.com/dra.sock --claim default/gpu/4f5c-11
   dpctl dra watch-health --driver gpu.example.com --registry-dir /tmp/k/plugins_registry --count 1
   dpctl dra check --driver gpu.example.com --registry-dir /tmp/k/plugins_registry
+  dpctl dra check --driver gpu.dpctl.example --kubeconfig /tmp/k/kubeconfig
 
 Answers are judged as kubelets 1.34-1.37 judge them: every claim answered under its UID and no
 other, per-claim errors, the 45 s deadline (half of it is reported as slow); and what the runtime
 checks later: CDI IDs that parse and resolve in the spec directories (--cdi-dir; by default
 /etc/cdi and /var/run/cdi). prepare and unprepare exit 1 when the kubelet would fail the pod.
-prepare asks the driver to really prepare devices: point it at a test driver, or unprepare after.";
+prepare asks the driver to really prepare devices: point it at a test driver, or unprepare after.
+
+A driver on the kubeletplugin helper reads every claim from its API server: give dra check the
+driver's --kubeconfig and it creates a claim of its own there (allocated a device the driver
+publishes) and deletes it afterwards; without one, the cases that need a claim are skipped, saying so.
+check never touches a claim a pod holds: --claim naming one in the kubelet's dra_manager_state
+(--kubelet-root) is refused with exit 2, naming the pod.";
 
 /// `dpctl dra ...`
 #[derive(Debug, Subcommand)]
@@ -142,12 +149,17 @@ pub struct CallArgs {
     /// Deadline of the call [default: the kubelet's 45s].
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
-    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi].
+    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi,
+    /// and the cdi/ beside plugins_registry when it exists, as on a node kubelet-sim made].
     #[arg(long, value_name = "DIR")]
     pub cdi_dir: Vec<PathBuf>,
     /// Do not resolve CDI IDs (they are still parsed).
     #[arg(long, conflicts_with = "cdi_dir")]
     pub no_cdi_check: bool,
+    /// The kubeconfig of the driver's API server: when the driver says a claim "got replaced",
+    /// the error names the UID the API holds it under.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 /// `--api`.
@@ -165,10 +177,23 @@ pub struct CheckArgs {
     /// Which driver.
     #[command(flatten)]
     pub target: RegistrationTarget,
-    /// The claim to prepare [default: dpctl-check/dpctl-check/<random UID>].
+    /// The claim to prepare and unprepare [default: one created with --kubeconfig, else
+    /// dpctl-check/dpctl-check/<random UID>]. Refused (exit 2) when a pod holds it in the
+    /// kubelet's dra_manager_state.
     #[arg(long, value_name = "NS/NAME/UID", value_parser = claims::parse_flag)]
     pub claim: Option<ClaimRef>,
-    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi].
+    /// The kubeconfig of the API server the driver uses (plain HTTP: dpctl apiserver's, or
+    /// kubelet-sim --api-objects' ROOT/kubeconfig). Check creates a ResourceClaim there, allocated a
+    /// device the driver publishes, prepares it, and deletes it afterwards: what a driver on the
+    /// kubeletplugin helper needs, since it reads every claim from the API.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubelet root whose dra_manager_state names the claims pods hold [default: the parent of
+    /// the registry directory].
+    #[arg(long, value_name = "DIR")]
+    pub kubelet_root: Option<PathBuf>,
+    /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi,
+    /// and <KUBELET_ROOT>/cdi when it exists, the /var/run/cdi of a node kubelet-sim made].
     #[arg(long, value_name = "DIR")]
     pub cdi_dir: Vec<PathBuf>,
     /// Deadline of each call [default: the kubelet's 45s].
@@ -212,7 +237,7 @@ pub async fn run(cmd: DraCommand, s: &mut Streams<'_>) -> Result<u8> {
                     "name the driver (--driver NAME) or its socket (--registration PATH)",
                 ));
             };
-            let cfg = client_config(a.target.connect_timeout, Duration::from_secs(1));
+            let cfg = client_config(a.target.connect_timeout, Duration::from_secs(1), s.wire.clone());
             let report = dra::client::info(&socket, &cfg).await?;
             render::info(s, &report)?;
             // Exit 1 when the kubelet would refuse or stumble.
@@ -231,26 +256,38 @@ async fn check(a: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
     let Some(socket) = a.target.socket()? else {
         return Err(Error::invalid("--driver", "name the driver (--driver NAME) or its socket (--registration PATH)"));
     };
-    let claim = a.claim.unwrap_or_else(|| {
-        let n: u128 = rand::random();
-        let hex = format!("{n:032x}");
-        let uid = format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]);
-        ClaimRef { namespace: "dpctl-check".into(), name: "dpctl-check".into(), uid }
+    // The kubelet root is the parent of plugins_registry (the registration
+    // socket's directory).
+    let kubelet_root = a.kubelet_root.unwrap_or_else(|| {
+        let reg_dir = match &a.target.registration {
+            Some(p) => p.parent().map(PathBuf::from).unwrap_or_default(),
+            None => a.target.registry_dir.clone(),
+        };
+        reg_dir.parent().map(PathBuf::from).unwrap_or(reg_dir)
     });
-    let dirs =
-        if a.cdi_dir.is_empty() { vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")] } else { a.cdi_dir };
-    let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT));
-    let report = dra::check::run(&socket, claim, &cfg, &dirs).await?;
+    // A node kubelet-sim or dra smoke made keeps its /var/run/cdi in <root>/cdi.
+    let dirs = if a.cdi_dir.is_empty() {
+        let mut d = vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")];
+        d.extend(Some(kubelet_root.join("cdi")).filter(|p| p.is_dir()));
+        d
+    } else {
+        a.cdi_dir
+    };
+    let opts = dra::check::CheckOptions { claim: a.claim, kubeconfig: a.kubeconfig, kubelet_root, cdi_dirs: dirs };
+    let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT), s.wire.clone());
+    let report = dra::check::run(&socket, opts, &cfg).await?;
     render::check(s, &report)?;
     Ok(if crate::check::any_failure(&report.results) { exit::CHECK_FAILED } else { exit::OK })
 }
 
-fn client_config(connect: Duration, call: Duration) -> ClientConfig {
-    ClientConfig { connect_timeout: connect, call_timeout: call, ..ClientConfig::default() }
+/// The client settings of a `dra` call, with the `-v`/`-vv` wire tap
+/// `plugin` commands use (`tap`: the streams' tap, if any).
+fn client_config(connect: Duration, call: Duration, tap: Option<crate::wire_events::Tap>) -> ClientConfig {
+    ClientConfig { connect_timeout: connect, call_timeout: call, tap, ..ClientConfig::default() }
 }
 
 /// The service socket and the services GetInfo advertises (none with --socket).
-async fn resolve(t: &ServiceTarget) -> Result<(PathBuf, Option<Vec<String>>)> {
+async fn resolve(t: &ServiceTarget, tap: Option<crate::wire_events::Tap>) -> Result<(PathBuf, Option<Vec<String>>)> {
     if let Some(s) = &t.socket {
         return Ok((s.clone(), None));
     }
@@ -258,14 +295,18 @@ async fn resolve(t: &ServiceTarget) -> Result<(PathBuf, Option<Vec<String>>)> {
         return Err(Error::invalid("--socket", "name the driver: --socket PATH, --registration PATH or --driver NAME"));
     };
     // The kubelet gives GetInfo 1 s.
-    let info =
-        dra::client::get_info(&reg, &client_config(t.registration.connect_timeout, Duration::from_secs(1))).await?;
+    let info = dra::client::get_info(&reg, &client_config(t.registration.connect_timeout, Duration::from_secs(1), tap))
+        .await?;
     Ok((dra::client::endpoint_of(&info, &reg), Some(info.supported_versions)))
 }
 
 async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
     let claims = claims::collect(a.claim, a.claims.as_deref())?;
-    let (socket, advertised) = resolve(&a.target).await?;
+    if let Some(k) = &a.kubeconfig {
+        // A bad kubeconfig is bad input, found before the driver is called.
+        crate::apiserver::client::Client::from_kubeconfig(k, "--kubeconfig")?;
+    }
+    let (socket, advertised) = resolve(&a.target, s.wire.clone()).await?;
     let api = match (a.api, &advertised) {
         (Some(ApiArg::V1), _) => NodeApi::V1,
         (Some(ApiArg::V1beta1), _) => NodeApi::V1beta1,
@@ -274,16 +315,34 @@ async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
             Error::invalid("--api", format!("the driver advertises no DRAPlugin service a 1.34+ kubelet knows ({list:?}); pass --api to call one anyway"))
         })?,
     };
-    let cfg = client_config(a.target.registration.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT));
+    let cfg = client_config(
+        a.target.registration.connect_timeout,
+        a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT),
+        s.wire.clone(),
+    );
     let report = if prepare {
         let dirs = match (a.no_cdi_check, a.cdi_dir.is_empty()) {
             (true, _) => vec![],
-            (false, true) => vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")],
+            (false, true) => {
+                // A node kubelet-sim made keeps its /var/run/cdi in <root>/cdi (root: plugins_registry's parent).
+                let root = a.target.registration.registry_dir.parent().map(|r| r.join("cdi"));
+                let mut d = vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")];
+                d.extend(root.filter(|p| a.target.socket.is_none() && p.is_dir()));
+                d
+            }
             (false, false) => a.cdi_dir,
         };
-        dra::client::prepare(&socket, api, &claims, &cfg, &dirs).await?
+        dra::client::prepare(&socket, api, &claims, &cfg, &dirs).await
     } else {
-        dra::client::unprepare(&socket, api, &claims, &cfg).await?
+        dra::client::unprepare(&socket, api, &claims, &cfg).await
+    };
+    let report = match (report, &a.kubeconfig) {
+        (Err(Error::Rpc { rpc, path, code, message }), Some(kc)) if message.contains(" got replaced") => {
+            let notes = dra::check_claim::api_uids(kc, &claims).await?;
+            let message = if notes.is_empty() { message } else { format!("{message} ({})", notes.join("; ")) };
+            return Err(Error::Rpc { rpc, path, code, message });
+        }
+        (r, _) => r?,
     };
     render::call(s, &report)?;
     // Exit 1 when the kubelet would fail the pod.
@@ -291,7 +350,7 @@ async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
 }
 
 async fn watch(a: WatchArgs, s: &mut Streams<'_>) -> Result<u8> {
-    let (socket, advertised) = resolve(&a.target).await?;
+    let (socket, advertised) = resolve(&a.target, s.wire.clone()).await?;
     let api = match (a.api, &advertised) {
         (Some(HealthArg::V1), _) => HealthApi::V1,
         (Some(HealthArg::V1alpha1), _) | (None, None) => HealthApi::V1alpha1,
@@ -302,7 +361,7 @@ async fn watch(a: WatchArgs, s: &mut Streams<'_>) -> Result<u8> {
             )
         })?,
     };
-    let cfg = client_config(a.target.registration.connect_timeout, Duration::from_secs(10));
+    let cfg = client_config(a.target.registration.connect_timeout, Duration::from_secs(10), s.wire.clone());
     let rx = dra::client::watch_health(&socket, api, &cfg).await?;
     watch_health(s, rx, a.count, a.timeout.map(crate::duration::deadline)).await
 }
@@ -422,6 +481,8 @@ pub enum FaultArg {
     RegisterOnce,
     /// Every claim answered with the first device.
     SameDevice,
+    /// Every claim answered with no device and no error.
+    NoDevice,
 }
 
 fn mock_config(a: MockArgs) -> Result<MockConfig> {
@@ -434,6 +495,7 @@ fn mock_config(a: MockArgs) -> Result<MockConfig> {
         health_unserved: has(FaultArg::HealthUnserved),
         register_once: has(FaultArg::RegisterOnce),
         same_device: has(FaultArg::SameDevice),
+        no_device: has(FaultArg::NoDevice),
         prepare_delay: a.prepare_delay,
         prepare_error: a.prepare_error,
         prepare_status: a.prepare_status,
@@ -613,6 +675,10 @@ pub struct SmokeArgs {
     /// kubelet-restart, node-reboot, parallel-pods, distinct-devices, rolling-update, long-socket-path.
     #[arg(long, value_delimiter = ',', value_name = "NAME,...")]
     pub skip: Vec<String>,
+    /// Print only what two runs of the same driver agree on (per release: each step's name and
+    /// outcome, the totals), as JSON (YAML with -o yaml), for diffing against a committed baseline.
+    #[arg(long)]
+    pub stable: bool,
     /// Also write the report as JUnit XML to FILE (testsuite "dpctl dra smoke").
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
@@ -645,9 +711,10 @@ async fn smoke(a: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     config.check_inputs()?;
     let junit_file = super::junit::JunitFile::create(a.junit.as_deref())?;
     let bar = crate::output::progress_bar(s.progress, None, "{spinner} {elapsed} {msg}");
-    let steps = s.format.is_json();
+    let steps = s.format.is_json() || a.stable;
     let several = versions.len() > 1;
-    let mut narrator = crate::output::smoke::Narrator::new(&mut *s.err, s.quiet, bar.as_ref(), several, steps);
+    let whole = !s.err_is_tty;
+    let mut narrator = crate::output::smoke::Narrator::new(&mut *s.err, s.quiet, bar.as_ref(), several, steps, whole);
     let matrix = crate::smoke::dra::run_releases(config, &versions, crate::signal::shutdown(), &mut |p| {
         narrator.on(p);
     })
@@ -659,6 +726,7 @@ async fn smoke(a: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     if let Some(file) = junit_file {
         file.write(|w| crate::output::smoke::junit_report(w, &matrix))?;
     }
-    crate::output::smoke::finished(s, &matrix, several)?;
+    crate::output::smoke::finished(s, &matrix, several, a.stable)?;
+    super::junit::step_summary(&mut *s.err, |w| crate::output::smoke::step_summary(w, &matrix))?;
     Ok(matrix.exit_code())
 }

@@ -1,6 +1,7 @@
-//! The `--junit` file of `dpctl plugin check` and `dpctl smoke`: opened
-//! before a run, so a bad path is reported before anything runs; the XML
-//! itself is rendered by `output::junit`.
+//! The files CI reads besides stdout: the `--junit` file of `dpctl plugin
+//! check` and `dpctl smoke`, opened before a run, so a bad path is reported
+//! before anything runs (the XML itself is rendered by `output::junit`); and
+//! GitHub Actions' step summary, appended to after a run.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -32,6 +33,35 @@ impl JunitFile {
         let mut w = BufWriter::new(self.file);
         render(&mut w).and_then(|()| w.flush()).map_err(|e| cannot_write(&self.path, &e))
     }
+}
+
+/// The environment variable GitHub Actions names its step summary file in.
+pub const STEP_SUMMARY_ENV: &str = "GITHUB_STEP_SUMMARY";
+
+/// Appends the Markdown `render` writes to the file `$GITHUB_STEP_SUMMARY`
+/// names (nothing when it is unset or empty), as GitHub expects: each step
+/// appends its own. The results are on stdout already, so a file that
+/// cannot take it is a warning on `err`, not a failure of the run.
+pub fn step_summary(err: &mut dyn Write, render: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<()> {
+    let Some(path) = std::env::var_os(STEP_SUMMARY_ENV).filter(|p| !p.is_empty()).map(PathBuf::from) else {
+        return Ok(());
+    };
+    let mut text = Vec::new();
+    render(&mut text).map_err(super::out_err)?;
+    let appended = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(&text).and_then(|()| f.flush()));
+    if let Err(e) = appended {
+        writeln!(
+            err,
+            "dpctl: warning: cannot append the step summary to {} (${STEP_SUMMARY_ENV}): {e}",
+            path.display()
+        )
+        .map_err(super::out_err)?;
+    }
+    Ok(())
 }
 
 fn cannot_write(path: &Path, e: &io::Error) -> Error {

@@ -87,9 +87,18 @@ pub struct SmokeArgs {
     /// How long the plugin may take to exit after SIGTERM before it gets SIGKILL.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
     pub grace: Duration,
+    /// Run only these steps and checks (comma-separated names; see below); launch, registration and
+    /// shutdown always run.
+    #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = super::values::smoke_only_names())]
+    pub only: Vec<String>,
     /// Leave out these steps or checks (comma-separated names; see below).
     #[arg(long, value_delimiter = ',', value_name = "NAME,...", value_parser = super::values::smoke_skip_names())]
     pub skip: Vec<String>,
+    /// Print only what two runs of the same plugin agree on (per release: each step's name and
+    /// outcome, the totals; no evidence, pids, paths or times), as JSON (YAML with -o yaml), for
+    /// diffing against a committed baseline.
+    #[arg(long)]
+    pub stable: bool,
     /// Also write the report as JUnit XML to FILE (testsuite "dpctl smoke").
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
@@ -139,7 +148,7 @@ pub struct Registration(pub Option<Via>);
 /// Runs `dpctl smoke`.
 pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     let versions = KubeletVersion::parse_list(&args.kubelet_version)?;
-    let (skip_steps, skip_checks) = smoke::select_skips(&args.skip)?;
+    let (skip_steps, skip_checks) = smoke::select(&args.only, &args.skip)?;
     if let EngineKind::Referee(path) = &args.engine {
         // Every release's referee is found and answers its version before
         // anything runs: a missing one is bad input now, not after an hour.
@@ -172,6 +181,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         stream_window: args.timeouts.stream_window,
         skip_steps,
         skip_checks,
+        only: !args.only.is_empty(),
         log_dir: args.log_dir,
         forward_output: args.show_output && !s.quiet,
         registration: args.registration.0,
@@ -194,7 +204,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
         tap: s.wire.clone(),
         ..SmokeConfig::default()
     };
-    run_smoke(s, config, &versions, args.junit.as_deref()).await
+    run_smoke(s, config, &versions, args.junit.as_deref(), args.stable).await
 }
 
 /// Runs the smoke once per release in `versions`: checks the inputs, opens
@@ -206,14 +216,16 @@ async fn run_smoke(
     config: SmokeConfig,
     versions: &[KubeletVersion],
     junit: Option<&std::path::Path>,
+    stable: bool,
 ) -> Result<u8> {
     config.check_inputs()?;
     let junit_file = JunitFile::create(junit)?;
     let bar = crate::output::progress_bar(io.progress, None, "{spinner} {elapsed} {msg}");
     let many = versions.len() > 1;
     // Each step is shown once: in the report on stdout, or (JSON on stdout) as narration on stderr.
-    let steps = io.format.is_json();
-    let mut narrator = render::Narrator::new(&mut *io.err, io.quiet, bar.as_ref(), many, steps);
+    let steps = io.format.is_json() || stable;
+    let whole = !io.err_is_tty;
+    let mut narrator = render::Narrator::new(&mut *io.err, io.quiet, bar.as_ref(), many, steps, whole);
     let matrix = smoke::run_matrix(config, versions, crate::signal::shutdown(), &mut |mp| narrator.on(mp)).await;
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -222,7 +234,8 @@ async fn run_smoke(
     if let Some(file) = junit_file {
         file.write(|w| render::junit_report(w, &matrix))?;
     }
-    render::finished(io, &matrix, many)?;
+    render::finished(io, &matrix, many, stable)?;
+    super::junit::step_summary(&mut *io.err, |w| render::step_summary(w, &matrix))?;
     Ok(matrix.exit_code())
 }
 
@@ -231,7 +244,8 @@ async fn run_smoke(
 fn smoke_help() -> String {
     format!(
         "Steps, in order: {} (the `plugin check` suite runs after registration-request: {}).\n\
-         --skip takes any of them but launch, registration and shutdown.\n\n\
+         --only runs only the steps and checks it names (launch, registration and shutdown always run); --skip \
+         takes any of them but those three; a name in both is refused.\n\n\
          Examples:\n  \
          dpctl smoke -- ./my-device-plugin --socket-dir {{dir}}\n  \
          dpctl smoke --junit smoke.xml --log-dir logs -- ./my-plugin --kubelet-socket {{kubelet_socket}}\n  \
@@ -270,7 +284,7 @@ fn smoke_help() -> String {
          Exit codes:\n  \
          0  every step and check passed (or was skipped)\n  \
          1  a step or check failed (the report says which and why), or the run was interrupted\n  \
-         2  bad usage (no command, unknown --skip name, unwritable --junit, a --dir a live kubelet serves), or \
+         2  bad usage (no command, unknown --only or --skip name, one name in both, unwritable --junit, a --dir a live kubelet serves), or \
          --isolate refused (the message says why and how to fix it), a referee missing, unusable or of \
          another release\n  \
          3  kubelet-sim could not bind its sockets (permissions, path too long)",

@@ -196,6 +196,13 @@ pub fn check_names() -> Offered<clap::builder::StringValueParser> {
     }
 }
 
+/// `smoke --only`: offers every step and check name.
+pub fn smoke_only_names() -> Offered<clap::builder::StringValueParser> {
+    let steps = crate::smoke::StepId::ALL.iter().map(|s| s.name());
+    let values = steps.chain(crate::check::CheckId::ALL.iter().map(|c| c.name())).collect();
+    Offered { inner: clap::builder::StringValueParser::new(), values }
+}
+
 /// `smoke --skip`: offers the skippable steps and the check names.
 pub fn smoke_skip_names() -> Offered<clap::builder::StringValueParser> {
     let steps = crate::smoke::StepId::ALL.iter().filter(|s| s.skippable()).map(|s| s.name());

@@ -57,6 +57,11 @@ fn read_kubelets(proc_dir: &Path) -> Result<Vec<KubeletProc>, String> {
 
 /// The kubelet's root directory (a host path), with its `kubelet-root` finding.
 pub(super) fn kubelet_root(cfg: &DoctorConfig, out: &mut Out) -> KubeletRoot {
+    if cfg.kubelet_root_dir.is_none()
+        && let Some(root) = sim_root(cfg)
+    {
+        return dra_judge::judge_sim_root(&cfg.dir, &root, out);
+    }
     let proc_dir = cfg.host(Path::new("/proc"));
     let procs = if cfg.kubelet_root_dir.is_some() { Ok(Vec::new()) } else { read_kubelets(&proc_dir) };
     let mut root = dra_judge::judge_root(cfg.kubelet_root_dir.as_deref(), procs, &proc_dir, out);
@@ -65,6 +70,26 @@ pub(super) fn kubelet_root(cfg: &DoctorConfig, out: &mut Out) -> KubeletRoot {
         root.aliases.push(default.to_path_buf());
     }
     root
+}
+
+/// The parent of `--dir` when kubelet-sim serves that directory (its
+/// control socket or DRA record in `<dir>/.dpctl/`) and the parent holds a
+/// plugins_registry: the sim's kubelet root.
+fn sim_root(cfg: &DoctorConfig) -> Option<PathBuf> {
+    let ctl = cfg.host(&cfg.dir).join(crate::paths::CONTROL_DIR_NAME);
+    let sim = ctl.join("kubelet-sim.sock").exists() || ctl.join(crate::kubelet_sim::DRA_MARKER_NAME).exists();
+    let root = cfg.dir.parent()?;
+    (sim && cfg.host(root).join("plugins_registry").is_dir()).then(|| root.to_path_buf())
+}
+
+/// CDI directories for DRA: doctor's, plus `<root>/cdi` on a node
+/// kubelet-sim made (the /var/run/cdi of dra smoke and the examples).
+pub(super) fn cdi_dirs(cfg: &DoctorConfig, root: &KubeletRoot) -> Vec<PathBuf> {
+    let mut dirs = cfg.cdi_dirs.clone();
+    if root.source == dra_judge::RootSource::Sim {
+        dirs.push(root.dir.join("cdi"));
+    }
+    dirs
 }
 
 /// Both paths name one directory (a symbolic link, a bind mount): the same
@@ -208,6 +233,13 @@ pub(super) fn check_state_and_overlap(
             }
         }
     }
+    let from_state: Vec<(String, String, String)> = prepared
+        .iter()
+        .filter(|u| u.source == "dra_manager_state")
+        .map(|u| (u.driver.clone(), u.claim.clone(), u.cdi_id.clone()))
+        .collect();
+    let dirs = cdi_dirs(cfg, root);
+    dra_judge::judge_prepared_cdi(&from_state, &dirs, &cdi.names, out);
     let dp = dp_uses(handed, &mut dp_resources);
     let mut all_drivers = drivers.clone();
     all_drivers.extend(prepared.iter().map(|u| u.driver.clone()));

@@ -36,6 +36,9 @@ pub(super) enum RootSource {
     Default(u32),
     /// No kubelet process was seen: the default is assumed.
     NotSeen,
+    /// `--dir` is a device-plugin directory kubelet-sim serves (its
+    /// `.dpctl/` control directory): the root is its parent, as the sim's.
+    Sim,
 }
 
 /// The kubelet's root directory (a host path) and how it was learnt.
@@ -48,6 +51,49 @@ pub(super) struct KubeletRoot {
     /// Other paths naming the same directory (the default root, when it is
     /// a symbolic link to this one or the same mount); filled by the probe.
     pub aliases: Vec<PathBuf>,
+}
+
+/// The root of a node kubelet-sim made: the parent of its device-plugin
+/// directory `dir`, where its plugins_registry, dra_manager_state and CDI
+/// directory are; no flag needed.
+pub(super) fn judge_sim_root(dir: &Path, root: &Path, out: &mut Out) -> KubeletRoot {
+    out.add(
+        Severity::Ok,
+        ("kubelet-root", "kubelet-root-sim"),
+        root.display().to_string(),
+        format!(
+            "{} (the parent of {}, a directory kubelet-sim serves: its plugins_registry, dra_manager_state and cdi/ \
+             are there)",
+            root.display(),
+            dir.display()
+        ),
+    );
+    KubeletRoot { dir: root.to_path_buf(), source: RootSource::Sim, aliases: Vec::new() }
+}
+
+/// CDI IDs a driver prepared for a claim (in `dra_manager_state`) that no
+/// spec in `dirs` defines: the runtime fails the container
+/// (`unresolvable CDI devices`); the kubelet never checks them
+/// (k8s.io/kubernetes pkg/kubelet/cm/dra/manager.go `prepareResources`
+/// stores the IDs as answered).
+pub(super) fn judge_prepared_cdi(
+    prepared: &[(String, String, String)],
+    dirs: &[PathBuf],
+    defined: &BTreeSet<String>,
+    out: &mut Out,
+) {
+    let shown = dirs.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" or ");
+    for (driver, claim, id) in prepared.iter().filter(|(_, _, id)| !defined.contains(id)) {
+        out.hint(
+            Severity::Error,
+            ("dra", "dra-cdi-undefined"),
+            format!("claim {claim}"),
+            format!("driver {driver} prepared CDI device {id}, which no spec in {shown} defines"),
+            "the container runtime cannot resolve it (unresolvable CDI devices) and the pod's containers fail to \
+             start; the driver must write its CDI spec where the runtime reads them (or pass that directory as \
+             --cdi-dir)",
+        );
+    }
 }
 
 /// True for a kubelet's command line: `argv[0]`'s file name is `kubelet`.

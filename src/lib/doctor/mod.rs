@@ -241,7 +241,7 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     };
     let checkpoint = judge::checkpoint(seen, &mut out);
     // CDI: spec files, and the names the checkpoint's Allocate answers use.
-    let cdi_dirs: Vec<PathBuf> = cfg.cdi_dirs.iter().map(|d| cfg.host(d)).collect();
+    let cdi_dirs: Vec<PathBuf> = dra::cdi_dirs(cfg, &root).iter().map(|d| cfg.host(d)).collect();
     let cdi_specs = cdi::read_dirs(&cdi_dirs);
     judge::check_cdi(checkpoint.as_ref(), &cdi_dirs, &cdi_specs, &mut out);
     // The kubelet's view (GetAllocatableResources) against each plugin's own.
@@ -285,8 +285,16 @@ fn report_registry(
         );
         return Vec::new();
     };
-    let answered =
+    let answered: Vec<_> =
         found.iter().flatten().filter_map(|(p, r)| r.as_ref().ok().map(|i| (p.clone(), i.clone()))).collect();
-    judge::report_registry(registry_dir, found, out);
+    // A DRA driver's registration is judged once, under `dra`.
+    let is_dra = |r: &crate::Result<crate::proto::pluginregistration::PluginInfo>| {
+        r.as_ref().is_ok_and(|i| i.r#type == crate::proto::pluginregistration::DRA_PLUGIN_TYPE)
+    };
+    let all_dra = found.as_ref().is_some_and(|f| !f.is_empty() && f.iter().all(|(_, r)| is_dra(r)));
+    if !all_dra {
+        let others = found.map(|f| f.into_iter().filter(|(_, r)| !is_dra(r)).collect());
+        judge::report_registry(registry_dir, others, out);
+    }
     answered
 }

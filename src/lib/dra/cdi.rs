@@ -57,8 +57,21 @@ pub fn mock_kind(driver: &str) -> String {
 }
 
 /// The spec file the mock driver writes for one claim, in `dir`.
-pub fn spec_path(dir: &Path, driver: &str, claim_uid: &str) -> PathBuf {
-    dir.join(format!("{driver}-{claim_uid}.json"))
+/// The claim's UID comes from the request: one that could leave `dir` or
+/// name a hidden file (a `/`, `..`, a leading `.`, anything but letters,
+/// digits, `-`, `_` and `.`, or over 128 bytes) is refused, naming it.
+pub fn spec_path(dir: &Path, driver: &str, claim_uid: &str) -> std::result::Result<PathBuf, String> {
+    let ok = !claim_uid.is_empty()
+        && claim_uid.len() <= 128
+        && !claim_uid.starts_with('.')
+        && claim_uid.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if !ok {
+        return Err(format!(
+            "claim UID {claim_uid:?} cannot name a CDI spec file: a UID is letters, digits, '-', '_' and '.' \
+             (not first), at most 128 bytes"
+        ));
+    }
+    Ok(dir.join(format!("{driver}-{claim_uid}.json")))
 }
 
 /// Writes a CDI spec defining `names` (device names) of `kind`, each
@@ -167,10 +180,24 @@ mod tests {
         assert!(parse_id("v/gpu=a-").is_err_and(|e| e.contains("end with")));
     }
 
+    /// The mock names a spec after the claim's UID as it came in the
+    /// request (from any client, not only dpctl's, which checks UIDs): one
+    /// that could leave the directory or hide the file is refused.
+    #[test]
+    fn a_uid_that_could_leave_the_directory_names_no_spec() {
+        let dir = Path::new("/var/run/cdi");
+        for uid in ["x/../../../etc/escaped", "..", ".hidden", "", "a b", "a\0b", &"u".repeat(129)] {
+            let e = spec_path(dir, "gpu.example.com", uid).unwrap_err();
+            assert!(e.contains("cannot name a CDI spec file"), "{uid:?}: {e}");
+        }
+        let ok = spec_path(dir, "gpu.example.com", "4f5c1a2e-0b7d-4c1e-9f00-123456789abc").unwrap();
+        assert_eq!(ok, dir.join("gpu.example.com-4f5c1a2e-0b7d-4c1e-9f00-123456789abc.json"));
+    }
+
     #[test]
     fn written_specs_resolve_and_are_removed_only_when_ours() {
         let dir = tempfile::tempdir().unwrap();
-        let path = spec_path(dir.path(), "gpu.example.com", "uid-1");
+        let path = spec_path(dir.path(), "gpu.example.com", "uid-1").unwrap();
         write_spec(&path, &mock_kind("gpu.example.com"), &["uid-1-gpu-0".into()]).unwrap();
         let ids = vec!["gpu.example.com/claim=uid-1-gpu-0".to_string(), "gpu.example.com/claim=nope".to_string()];
         let v = judge(&ids, &[dir.path().to_path_buf()]);

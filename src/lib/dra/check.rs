@@ -8,10 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::check_claim::OwnClaim;
 use super::claims::ClaimRef;
 use super::client::{self, CallReport, InfoReport};
 use crate::check::{CaseInfo, CheckResult, Outcome};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::transport::ClientConfig;
 
 /// The cases, in run order.
@@ -70,8 +71,26 @@ pub struct DraCheckReport {
     pub registration: PathBuf,
     /// The claim used.
     pub claim: ClaimRef,
+    /// Where the claim came from: `made-up`, `given` (--claim) or
+    /// `created` (in the API server of --kubeconfig, deleted afterwards).
+    pub claim_source: &'static str,
+    /// What happened to the claim check created (its device, its deletion).
+    pub notes: Vec<String>,
     /// Results, in case order.
     pub results: Vec<CheckResult>,
+}
+
+/// What `dra check` is given besides the driver.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// The claim to prepare (--claim): refused when a pod holds it.
+    pub claim: Option<ClaimRef>,
+    /// The API server the driver uses (--kubeconfig): check creates its claim there.
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubelet's root directory, where `dra_manager_state` is.
+    pub kubelet_root: PathBuf,
+    /// CDI spec directories to resolve IDs in.
+    pub cdi_dirs: Vec<PathBuf>,
 }
 
 fn case(name: &str) -> CaseInfo {
@@ -86,36 +105,129 @@ fn skipped(name: &str, why: &str) -> CheckResult {
     CheckResult::of(case(name), Outcome::Skip, why, Duration::ZERO)
 }
 
+const CALL_CASES: [&str; 6] =
+    ["prepare", "cdi", "request-names", "prepare-idempotent", "unprepare-idempotent", "call-time"];
+
+/// A made-up claim: a random UID in namespace and name `dpctl-check`.
+pub fn made_up_claim() -> ClaimRef {
+    let hex = format!("{:032x}", rand::random::<u128>());
+    ClaimRef { namespace: "dpctl-check".into(), name: "dpctl-check".into(), uid: super::check_claim::uid_of(&hex) }
+}
+
+/// Refuses a claim a pod holds in the kubelet's checkpoint: check would
+/// unprepare it under the pod. The pods are named from the API server of
+/// `kubeconfig` when one is given (the checkpoint has their UIDs only).
+async fn refuse_held(root: &Path, claim: &ClaimRef, kubeconfig: Option<&Path>) -> Result<()> {
+    let mut pods = super::check_claim::holders(root, claim)?;
+    if pods.is_empty() {
+        return Ok(());
+    }
+    if let Some(kc) = kubeconfig {
+        pods = super::check_claim::pod_names(kc, pods).await;
+    }
+    Err(Error::invalid(
+        "--claim",
+        format!(
+            "claim {}/{} (uid {}) is prepared for pod {} (in {}): dra check would unprepare it under a running pod; \
+             it never touches a claim a pod holds. Leave --claim out (with --kubeconfig check creates a claim of its \
+             own) or name a claim no pod uses",
+            claim.namespace,
+            claim.name,
+            claim.uid,
+            crate::text::list(&pods),
+            root.join(super::state::FILE_NAME).display()
+        ),
+    ))
+}
+
 /// Runs every case on the driver registered at `registration`, preparing
-/// (then unpreparing) `claim`.
-pub async fn run(
-    registration: &Path,
-    claim: ClaimRef,
-    cfg: &ClientConfig,
-    cdi_dirs: &[PathBuf],
-) -> Result<DraCheckReport> {
+/// (then unpreparing) the claim of `opts`: the one given, one created in
+/// the API server of `opts.kubeconfig` (deleted afterwards), or a made-up one.
+pub async fn run(registration: &Path, opts: CheckOptions, cfg: &ClientConfig) -> Result<DraCheckReport> {
     let started = Instant::now();
+    // A bad kubeconfig is bad input, found before the driver is called.
+    let client = match &opts.kubeconfig {
+        Some(k) => Some(crate::apiserver::client::Client::from_kubeconfig(k, "--kubeconfig")?),
+        None => None,
+    };
+    if let Some(c) = &opts.claim {
+        refuse_held(&opts.kubelet_root, c, opts.kubeconfig.as_deref()).await?;
+    }
     let info =
         client::info(registration, &ClientConfig { call_timeout: Duration::from_secs(1), ..cfg.clone() }).await?;
     let mut results = registration_results(registration, &info, started.elapsed());
+    let mut report = DraCheckReport {
+        registration: registration.into(),
+        claim: opts.claim.clone().unwrap_or_else(made_up_claim),
+        claim_source: if opts.claim.is_some() { "given" } else { "made-up" },
+        notes: vec![],
+        results: vec![],
+    };
     let Some(api) = super::chosen_node_api(&info.supported_versions) else {
-        for name in ["prepare", "cdi", "request-names", "prepare-idempotent", "unprepare-idempotent", "call-time"] {
+        for name in CALL_CASES {
             results.push(skipped(name, "no DRAPlugin service a 1.34+ kubelet knows is advertised"));
         }
-        return Ok(DraCheckReport { registration: registration.into(), claim, results });
+        report.results = results;
+        return Ok(report);
     };
+    let own = match (&opts.claim, client) {
+        (None, Some(c)) => Some(OwnClaim::create(c, &info.driver).await?),
+        _ => None,
+    };
+    if let Some(o) = &own {
+        report.claim = o.claim.clone();
+        report.claim_source = "created";
+        report.notes.push(format!(
+            "created ResourceClaim {}/{} (uid {}) allocated {}/{} of driver {}",
+            o.claim.namespace, o.claim.name, o.claim.uid, o.device.pool, o.device.device, info.driver
+        ));
+    }
     let endpoint = PathBuf::from(if info.endpoint.is_empty() {
         registration.display().to_string()
     } else {
         info.endpoint.clone()
     });
+    let calls = calls(&endpoint, api, &report.claim, cfg, &opts.cdi_dirs).await;
+    if let Some(o) = &own {
+        report.notes.push(match o.delete().await {
+            Ok(()) => format!("deleted ResourceClaim {}/{}", o.claim.namespace, o.claim.name),
+            Err(e) => format!("could not delete ResourceClaim {}/{}: {e}", o.claim.namespace, o.claim.name),
+        });
+    }
+    let needs_api = own.is_none() && opts.claim.is_none() && calls.0.as_ref().is_err_and(reads_claims);
+    if needs_api {
+        let why = format!(
+            "the driver reads each claim from its API server (the kubeletplugin helper's words: {}); pass \
+             --kubeconfig FILE, the kubeconfig the driver uses, and dra check creates a ResourceClaim of its own \
+             there (and deletes it afterwards)",
+            calls.0.as_ref().err().map(ToString::to_string).unwrap_or_default()
+        );
+        results.push(skipped("prepare", &why));
+        let rest = "no claim to prepare: see prepare (pass --kubeconfig)";
+        results.extend(CALL_CASES[1..].iter().map(|n| skipped(n, rest)));
+    } else {
+        results.extend(call_results(&calls.0, &calls.1, &calls.2, &calls.3));
+    }
+    report.results = results;
+    Ok(report)
+}
+
+type Calls = (Result<CallReport>, Result<CallReport>, Result<CallReport>, Result<CallReport>);
+
+/// Prepare twice, then Unprepare twice.
+async fn calls(endpoint: &Path, api: super::NodeApi, claim: &ClaimRef, cfg: &ClientConfig, dirs: &[PathBuf]) -> Calls {
     let claims = [claim.clone()];
-    let first = client::prepare(&endpoint, api, &claims, cfg, cdi_dirs).await;
-    let second = client::prepare(&endpoint, api, &claims, cfg, cdi_dirs).await;
-    let un1 = client::unprepare(&endpoint, api, &claims, cfg).await;
-    let un2 = client::unprepare(&endpoint, api, &claims, cfg).await;
-    results.extend(call_results(&first, &second, &un1, &un2));
-    Ok(DraCheckReport { registration: registration.into(), claim, results })
+    let first = client::prepare(endpoint, api, &claims, cfg, dirs).await;
+    let second = client::prepare(endpoint, api, &claims, cfg, dirs).await;
+    let un1 = client::unprepare(endpoint, api, &claims, cfg).await;
+    let un2 = client::unprepare(endpoint, api, &claims, cfg).await;
+    (first, second, un1, un2)
+}
+
+/// The kubeletplugin helper's failure for a claim its API server does not
+/// hold (`retrieve claim NS/NAME: ...`, d-r-a `kubeletplugin/draplugin.go`).
+fn reads_claims(e: &crate::error::Error) -> bool {
+    e.to_string().contains("retrieve claim ")
 }
 
 /// The registration, advertised-served and socket-paths verdicts on a
@@ -176,7 +288,10 @@ fn call_results(
     let map_problems = map_problems(p1);
     let devices: Vec<String> =
         p1.claims.iter().flat_map(|c| c.devices.iter().map(|d| format!("{}/{}", d.pool, d.device))).collect();
-    let prepare_ev = if map_problems.is_empty() {
+    let warned: Vec<&String> = p1.claims.iter().flat_map(|c| c.warnings.iter()).collect();
+    let prepare_ev = if map_problems.is_empty() && !warned.is_empty() {
+        format!("answered in {} ms; warning: {}", p1.duration_ms, warned[0])
+    } else if map_problems.is_empty() {
         format!("answered with devices [{}] in {} ms", devices.join(", "), p1.duration_ms)
     } else {
         map_problems.join("; ")
@@ -231,7 +346,7 @@ fn idempotent(p1: &CallReport, second: &Result<CallReport>) -> CheckResult {
         Ok(p2) if answer(p1) != answer(p2) => result(
             "prepare-idempotent",
             false,
-            format!("first {:?}, then {:?}", answer(p1), answer(p2)),
+            format!("first {}, then {}", super::answer_text(&answer(p1)), super::answer_text(&answer(p2))),
             Duration::ZERO,
         ),
         Ok(p2) if !map_problems(p2).is_empty() => result(

@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use tonic::transport::Channel;
 
 use super::cdi::{self, CdiCheck, IdVerdict};
 use super::claims::ClaimRef;
@@ -39,6 +38,13 @@ pub(crate) async fn unary<T>(
     }
 }
 
+/// Dials `socket`; with `-v`/`-vv` every call shows on the wire tap, as
+/// `plugin` commands' do.
+async fn dial(socket: &Path, cfg: &ClientConfig) -> Result<crate::transport::WireChannel> {
+    let ch = crate::transport::connect(socket, cfg.connect_timeout).await?;
+    Ok(crate::transport::WireChannel::new(ch, cfg.tap.clone()))
+}
+
 fn request<T>(msg: T, timeout: Duration) -> tonic::Request<T> {
     let mut r = tonic::Request::new(msg);
     r.set_timeout(timeout);
@@ -47,7 +53,7 @@ fn request<T>(msg: T, timeout: Duration) -> tonic::Request<T> {
 
 /// `GetInfo` on a registration socket (the kubelet allows 1 s).
 pub async fn get_info(socket: &Path, cfg: &ClientConfig) -> Result<reg::PluginInfo> {
-    let ch = crate::transport::connect(socket, cfg.connect_timeout).await?;
+    let ch = dial(socket, cfg).await?;
     let mut c = reg::registration_client::RegistrationClient::new(ch);
     let t = cfg.call_timeout;
     unary("pluginregistration.Registration/GetInfo", socket, t, c.get_info(request(reg::InfoRequest {}, t))).await
@@ -76,7 +82,19 @@ pub struct ClaimVerdict {
     pub error: String,
     /// What the kubelet (or the runtime) makes of it; empty when all is well.
     pub problems: Vec<String>,
+    /// What the kubelet accepts but the user should know (a prepared claim
+    /// with no device).
+    pub warnings: Vec<String>,
 }
+
+/// The warning for a claim prepared with no device and no error. The
+/// kubelet accepts it: `prepareResources` (k8s.io/kubernetes
+/// pkg/kubelet/cm/dra/manager.go) fails only on an unknown UID, a per-claim
+/// error or a claim left out, and records just the devices answered; the
+/// pod starts, and its containers get no device (no CDI ID) of this claim.
+pub const NO_DEVICE: &str = "prepared with no device and no error: the kubelet accepts this, and the pod's containers \
+     start with no device of this claim (no CDI ID); a driver that cannot prepare the claim's allocation should \
+     answer an error instead";
 
 /// One device of an answer.
 #[derive(Debug, Clone, Serialize)]
@@ -141,7 +159,7 @@ pub async fn prepare(
     cfg: &ClientConfig,
     cdi_dirs: &[PathBuf],
 ) -> Result<CallReport> {
-    let ch = crate::transport::connect(socket, cfg.connect_timeout).await?;
+    let ch = dial(socket, cfg).await?;
     let rpc = format!("{}/NodePrepareResources", api.advertised());
     let t = cfg.call_timeout;
     let started = Instant::now();
@@ -202,7 +220,7 @@ fn device(
 
 /// NodeUnprepareResources with `claims` on `api`; the answer is judged.
 pub async fn unprepare(socket: &Path, api: NodeApi, claims: &[ClaimRef], cfg: &ClientConfig) -> Result<CallReport> {
-    let ch = crate::transport::connect(socket, cfg.connect_timeout).await?;
+    let ch = dial(socket, cfg).await?;
     let rpc = format!("{}/NodeUnprepareResources", api.advertised());
     let t = cfg.call_timeout;
     let started = Instant::now();
@@ -247,6 +265,7 @@ fn judge(
                 devices: vec![],
                 error: String::new(),
                 problems: vec![NOT_ANSWERED.into()],
+                warnings: vec![],
             });
             continue;
         };
@@ -256,7 +275,9 @@ fn judge(
             problems.push(format!("{method} failed for ResourceClaim {}: {error}", c.name));
         }
         problems.extend(device_problems(&devices));
-        claims.push(ClaimVerdict { uid, claim: c.key(), devices, error, problems });
+        let empty = method == "NodePrepareResources" && error.is_empty() && devices.is_empty();
+        let warnings = if empty { vec![NO_DEVICE.to_string()] } else { vec![] };
+        claims.push(ClaimVerdict { uid, claim: c.key(), devices, error, problems, warnings });
     }
     let mut problems = Vec::new();
     for (uid, devices, error) in answers {
@@ -267,6 +288,7 @@ fn judge(
             devices,
             error,
             problems: vec!["a UID that was not asked for".into()],
+            warnings: vec![],
         });
     }
     if skipped > 0 {
@@ -363,7 +385,7 @@ pub async fn watch_health(
     api: HealthApi,
     cfg: &ClientConfig,
 ) -> Result<tokio::sync::mpsc::Receiver<Result<Vec<HealthEntry>>>> {
-    let ch = crate::transport::connect(socket, cfg.connect_timeout).await?;
+    let ch = dial(socket, cfg).await?;
     let rpc = format!("{}/NodeWatchResources", api.advertised());
     let (tx, rx) = tokio::sync::mpsc::channel(8);
     let path = socket.to_path_buf();
@@ -530,7 +552,7 @@ fn registration_problems(info: &reg::PluginInfo, registration: &Path) -> Vec<Str
 /// Whether `endpoint` serves `svc`: `served`, `unimplemented`, or why not
 /// (an empty NodePrepareResources, or the first health message).
 pub(crate) async fn probe(endpoint: &Path, svc: Service, cfg: &ClientConfig) -> String {
-    let ch = match crate::transport::connect(endpoint, cfg.connect_timeout).await {
+    let ch = match dial(endpoint, cfg).await {
         Ok(ch) => ch,
         Err(e) => return format!("cannot connect: {e}"),
     };
@@ -543,7 +565,7 @@ pub(crate) async fn probe(endpoint: &Path, svc: Service, cfg: &ClientConfig) -> 
     }
 }
 
-async fn probe_call(ch: Channel, endpoint: &Path, svc: Service, t: Duration) -> Result<()> {
+async fn probe_call(ch: crate::transport::WireChannel, endpoint: &Path, svc: Service, t: Duration) -> Result<()> {
     let rpc = format!("{}/probe", svc.advertised());
     match svc {
         Service::Node(NodeApi::V1) => {
@@ -628,6 +650,35 @@ mod tests {
         );
         assert!(r.problems.contains(&"NodePrepareResources skipped 1 ResourceClaims".to_string()));
         assert_eq!(r.claims[1].problems[0], "NodePrepareResources failed for ResourceClaim c-u2: boom");
+    }
+
+    /// A claim prepared with no device and no error: the kubelet accepts it
+    /// (`prepareResources` in pkg/kubelet/cm/dra/manager.go), so it is a
+    /// warning, not a failure; unprepare answers carry no devices and get none.
+    #[test]
+    fn a_claim_prepared_with_no_device_is_accepted_with_a_warning() {
+        let empty = vec![("u1".to_string(), vec![], String::new())];
+        let r = judge(
+            "NodePrepareResources",
+            "r",
+            Path::new("/s"),
+            &asked(&["u1"]),
+            empty.clone(),
+            Duration::ZERO,
+            KUBELET_CALL_TIMEOUT,
+        );
+        assert!(r.ok());
+        assert_eq!(r.claims[0].warnings, [NO_DEVICE]);
+        let r = judge(
+            "NodeUnprepareResources",
+            "r",
+            Path::new("/s"),
+            &asked(&["u1"]),
+            empty,
+            Duration::ZERO,
+            KUBELET_CALL_TIMEOUT,
+        );
+        assert!(r.claims[0].warnings.is_empty());
     }
 
     /// Over the 45 s deadline (1.34-1.37) fails; over half of it is slow.

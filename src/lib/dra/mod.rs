@@ -8,6 +8,8 @@
 //! - [`cdi`]: CDI device IDs (parse) and spec files (write, resolve);
 //! - [`claims`]: the claims a user names (flags or a claims file);
 //! - [`check`]: a driver judged end to end (`dpctl dra check`);
+//! - [`check_claim`]: the claim check creates in the driver's API server,
+//!   and the claims pods hold, which it never touches;
 //! - [`client`]: one-shot calls on a driver's sockets, judged as the kubelet
 //!   judges the answers;
 //! - [`mock`]: a DRA driver, well-behaved or faulty on request;
@@ -15,6 +17,7 @@
 
 pub mod cdi;
 pub mod check;
+pub mod check_claim;
 pub mod claims;
 pub mod client;
 pub mod mock;
@@ -23,6 +26,26 @@ pub mod state;
 use std::time::Duration;
 
 use crate::proto::dra as pb;
+
+/// A driver's answer as evidence shows it: `pool/device (cdi-id, ...)`
+/// joined by `; `, or `no device`.
+pub fn answer_text(answer: &[(String, Vec<String>)]) -> String {
+    if answer.is_empty() {
+        return "no device".into();
+    }
+    let one = |(dev, ids): &(String, Vec<String>)| {
+        if ids.is_empty() { format!("{dev} (no CDI ID)") } else { format!("{dev} ({})", ids.join(", ")) }
+    };
+    answer.iter().map(one).collect::<Vec<_>>().join("; ")
+}
+
+/// Each pod's devices as evidence shows them: `pod 1: a, b; pod 2: c`.
+pub fn pods_devices_text(devices: &[Vec<String>]) -> String {
+    let pod = |(i, d): (usize, &Vec<String>)| {
+        format!("pod {}: {}", i + 1, if d.is_empty() { "no device".to_string() } else { d.join(", ") })
+    };
+    devices.iter().enumerate().map(pod).collect::<Vec<_>>().join("; ")
+}
 
 /// The kubelet's deadline for each `NodePrepareResources` and
 /// `NodeUnprepareResources` call, 1.34 to 1.37 (`defaultClientCallTimeout`,

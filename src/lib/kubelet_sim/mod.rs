@@ -23,6 +23,7 @@ mod dra;
 mod dra_api;
 mod dra_claims;
 mod dra_file;
+pub use dra_file::MARKER_NAME as DRA_MARKER_NAME;
 pub mod events;
 mod late_socket;
 mod manager;
@@ -54,7 +55,7 @@ pub use admission::{
 };
 pub use checkpoint::CheckpointStatus;
 pub use events::{ContainerDevicesView, EventKind, RequestOptions, SimEvent, Via};
-pub use manager::{ClaimInfo, DraInstance, DraStatus, PreparedDevice};
+pub use manager::{ApiView, ClaimInfo, DraInstance, DraStatus, PreparedDevice};
 pub use manager::{PodStatus, ResourceStatus, RestoredContainer, RestoredPodStatus, SimStatus, default_engine};
 pub use outcome::{DraCall, DraOutcome};
 pub use reboot::{RebootReport, seeded_order};
@@ -548,19 +549,30 @@ impl KubeletSim {
         config.topology.validate()?;
         config.kubelet_version.check_policy_options(&config.topology.options)?;
         let dir = config.dir.clone();
-        create_dir(&dir)?;
-        let control_dir = ControlDir::check(&dir)?;
+        // 0750, as the kubelet makes it.
+        let made = crate::input::create_dir_undoable(&dir, 0o750)?;
+        let control_dir = match ControlDir::check(&dir) {
+            Ok(c) => c,
+            Err(e) => {
+                made.undo();
+                return Err(e);
+            }
+        };
         let kubelet_socket = crate::paths::kubelet_socket(&dir);
         if is_live(&kubelet_socket).await && !config.force {
+            control_dir.release();
             return Err(Error::AlreadyServing { path: kubelet_socket, force_flag: config.force_flag });
         }
         match Self::serve(config, dir, kubelet_socket, &control_dir).await {
             Ok(handle) => {
+                made.keep();
                 *handle.inner.control_dir.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(control_dir);
                 Ok(handle)
             }
             Err(e) => {
+                // A refused start leaves no directory it made.
                 control_dir.release();
+                made.undo();
                 Err(e)
             }
         }
@@ -778,11 +790,6 @@ impl ControlDir {
             let _ = std::fs::remove_dir(&self.path);
         }
     }
-}
-
-/// Creates the directory (0750, as the kubelet does) when missing.
-fn create_dir(dir: &Path) -> Result<()> {
-    crate::input::create_dir(dir, 0o750)
 }
 
 /// True when a process answers gRPC on the socket.
@@ -1014,6 +1021,20 @@ impl SimHandle {
         let mut st = self.inner.lock().dra_status();
         st.checkpoint =
             self.inner.config.registry_dir.as_deref().map(|r| dra_file::state_path(r).display().to_string());
+        let root = self.inner.config.registry_dir.as_deref().and_then(std::path::Path::parent);
+        st.api = match (self.inner.api.get(), &self.inner.api_client, &self.inner.config.api_kubeconfig) {
+            (Some(h), _, _) => Some(manager::ApiView {
+                server: h.url(),
+                kubeconfig: root.map(|r| r.join("kubeconfig").display().to_string()).unwrap_or_default(),
+                from: "--api-objects".into(),
+            }),
+            (None, Some(c), Some(k)) => Some(manager::ApiView {
+                server: c.server().to_string(),
+                kubeconfig: k.display().to_string(),
+                from: "--kubeconfig".into(),
+            }),
+            _ => None,
+        };
         Some(Box::new(st))
     }
 

@@ -156,10 +156,19 @@ fn scan(inner: &Arc<Inner>, dir: &Path, seen: &Seen) {
     walk(inner, dir, dir, seen, 0);
 }
 
+/// True when `path` is a socket or a link to one: the plugin watcher's
+/// `util.IsUnixDomainSocket` and `getStat` use `os.Stat`, which follows
+/// links, in the initial walk and on a create event
+/// (pkg/kubelet/pluginmanager/pluginwatcher/plugin_watcher.go,
+/// traversePluginDir and handleCreateEvent). The link's own path is what
+/// is dialled and named.
+fn is_socket(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.file_type().is_socket())
+}
+
 /// Starts registering the plugin at `path` if it is a socket not seen yet.
 fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
-    let is_socket = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket());
-    if !is_socket {
+    if !is_socket(path) {
         return;
     }
     static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -208,8 +217,7 @@ fn consider(inner: &Arc<Inner>, dir: &Path, path: &Path, seen: &Seen) {
                 () = tokio::time::sleep(wait) => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
-            let is_socket = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_socket());
-            if !is_socket || !still_wanted(&seen, &path, token) {
+            if !is_socket(&path) || !still_wanted(&seen, &path, token) {
                 return;
             }
         }

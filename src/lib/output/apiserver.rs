@@ -14,7 +14,7 @@ pub fn serving(s: &mut Streams<'_>, url: &str, kubeconfig: &std::path::Path, obj
         let v = json!({"event": "serving", "server": url, "kubeconfig": kubeconfig, "objects": objects});
         return write_json_line(s.out, &v).map_err(out_err);
     }
-    s.note(format!("dpctl apiserver: serving {objects} objects at {url}"))?;
+    s.note(format!("dpctl apiserver: serving {} at {url}", crate::text::count(objects, "object", "objects")))?;
     s.note(format!("kubeconfig: {} (Ctrl-C stops; writes are shown as they happen)", kubeconfig.display()))
 }
 

@@ -84,6 +84,9 @@ pub fn report(w: &mut dyn Write, format: Format, r: &BenchReport) -> io::Result<
         return write_json(w, r);
     }
     writeln!(w, "{}", title(r))?;
+    if r.interrupted {
+        writeln!(w, "INTERRUPTED (Ctrl-C or SIGTERM): the figures below are what was measured until then")?;
+    }
     let mut t = table([
         "PLUGIN",
         "SENT",

@@ -56,29 +56,20 @@ pub fn one_line(s: &str) -> String {
     s.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
-/// GitHub Actions workflow commands (`::error title=...::...`), one per
-/// failed result, with the evidence, the rule and the reason; the runner
-/// turns them into annotations on the job (it reads them on stderr too, so
-/// stdout stays data). Written only under `GITHUB_ACTIONS=true`.
-pub fn github_errors(w: &mut dyn Write, what: &str, results: &[CheckResult]) -> io::Result<()> {
-    if !std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-        return Ok(());
-    }
-    for c in results.iter().filter(|c| c.outcome.is_failure()) {
-        let title = format!("{what}: {}", c.name);
-        let body = format!("{}\nrule: {}\nreason: {}", c.evidence, c.rule, c.reason);
-        writeln!(w, "::error title={}::{}", gh_escape(&title, true), gh_escape(&body, false))?;
-    }
-    Ok(())
+/// One case in the stable view (`--stable`): its name and outcome, nothing
+/// that changes between two runs of the same plugin (no evidence, timings,
+/// pids or paths), so that a committed baseline diffs clean (docs/json.md §9).
+#[derive(Debug, serde::Serialize)]
+pub struct StableCase<'a> {
+    /// The case's stable name.
+    pub name: &'a str,
+    /// How it came out.
+    pub outcome: Outcome,
 }
 
-/// Escapes a workflow command's property (`title`) or message.
-fn gh_escape(s: &str, property: bool) -> String {
-    let mut out = s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A");
-    if property {
-        out = out.replace(':', "%3A").replace(',', "%2C");
-    }
-    out
+/// The stable view of a run's results, in run order.
+pub fn stable_cases(results: &[CheckResult]) -> Vec<StableCase<'_>> {
+    results.iter().map(|c| StableCase { name: &c.name, outcome: c.outcome }).collect()
 }
 
 #[cfg(test)]

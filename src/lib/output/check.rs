@@ -16,9 +16,17 @@ use crate::error::Result;
 /// The end of a check: the report on stdout, GitHub annotations and an
 /// unreachable plugin's error on stderr (as the binary prints errors: even
 /// with --quiet).
-pub fn finished(io: &mut Streams<'_>, report: &Report) -> Result<()> {
-    self::report(&mut *io.out, io.format, report).map_err(out_err)?;
-    super::cases::github_errors(&mut *io.err, "dpctl plugin check", &report.checks).map_err(out_err)?;
+pub fn finished(io: &mut Streams<'_>, report: &Report, stable: bool) -> Result<()> {
+    if stable {
+        self::stable(&mut *io.out, report).map_err(out_err)?;
+    } else {
+        self::report(&mut *io.out, io.format, report).map_err(out_err)?;
+    }
+    if super::github::in_actions() {
+        let run = [super::github::Run { release: None, results: &report.checks }];
+        super::github::annotations(&mut *io.err, &report.suite, &run, super::github::Sequence::Independent)
+            .map_err(out_err)?;
+    }
     if let Some(u) = &report.unreachable {
         writeln!(io.err, "dpctl: error: {}", u.message).map_err(out_err)?;
         if let Some(h) = &u.hint {
@@ -26,6 +34,48 @@ pub fn finished(io: &mut Streams<'_>, report: &Report) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `--stable`: what two runs against the same plugin agree on, as JSON
+/// (YAML with `-o yaml`): the suite, whether the plugin was reached, the
+/// totals and each check's name and outcome; no evidence, times or socket
+/// path.
+pub fn stable(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Stable<'a> {
+        suite: &'a str,
+        reached: bool,
+        totals: &'a crate::check::Totals,
+        checks: Vec<super::cases::StableCase<'a>>,
+    }
+    let view = Stable {
+        suite: &report.suite,
+        reached: report.unreachable.is_none(),
+        totals: &report.totals,
+        checks: super::cases::stable_cases(&report.checks),
+    };
+    write_json(w, &view)
+}
+
+/// The Markdown step summary of a check (`$GITHUB_STEP_SUMMARY`): the
+/// summary line, a table of the checks, each failure in full.
+pub fn step_summary(w: &mut dyn Write, report: &Report) -> io::Result<()> {
+    let run = [super::github::Run { release: None, results: &report.checks }];
+    let t = &report.totals;
+    let verdict = match &report.unreachable {
+        Some(u) => format!("{}: nothing checked: {}", report.suite, u.message),
+        None => format!(
+            "{}: {} ({} passed, {} failed, {} skipped, {}) on {}",
+            report.suite,
+            if crate::check::any_failure(&report.checks) { "FAIL" } else { "PASS" },
+            t.passed,
+            t.failed,
+            t.skipped,
+            crate::text::count(t.errors as u64, "error", "errors"),
+            report.socket
+        ),
+    };
+    super::github::step_summary(w, &verdict, &run, super::github::Sequence::Independent)
 }
 
 /// The progress bar's view of a check: the check running, each failure
@@ -182,6 +232,38 @@ mod tests {
         assert_eq!(s.matches("<testcase ").count(), 4);
         assert!(s.contains("&lt;a&amp;&quot;b&apos;&gt;\\u{0001}"), "{s}");
         assert!(s.contains(r#"value="/tmp/a&amp;b.sock""#));
+    }
+
+    // --stable: names and outcomes only; nothing of the socket, the times or the evidence.
+    #[test]
+    fn the_stable_view_has_only_names_outcomes_and_totals() {
+        let mut out = Vec::new();
+        stable(&mut out, &sample()).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["reached"], true);
+        assert_eq!(v["totals"]["failed"], 1);
+        assert_eq!(v["checks"][1], serde_json::json!({"name": "device-ids-valid", "outcome": "fail"}));
+        let s = String::from_utf8(out).unwrap();
+        for volatile in ["/tmp/", "duration_ms", "started", "evidence", "IDs listed"] {
+            assert!(!s.contains(volatile), "{volatile} in {s}");
+        }
+    }
+
+    #[test]
+    fn the_step_summary_names_the_verdict_and_each_check() {
+        let mut out = Vec::new();
+        step_summary(&mut out, &sample()).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.starts_with(
+                "### dpctl plugin check: FAIL (1 passed, 1 failed, 1 skipped, 1 error) on /tmp/a&amp;b.sock\n\n\
+                 | step | result |\n"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("| device-ids-valid | ❌ fail |\n| preferred-contract | ⏭️ skip |\n"), "{s}");
+        // The error after the failure is marked as following it.
+        assert!(s.contains("| message-size | ⚠️ error ↳ |"), "{s}");
     }
 
     #[test]

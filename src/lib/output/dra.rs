@@ -67,6 +67,8 @@ pub fn call(s: &mut Streams<'_>, r: &CallReport) -> Result<()> {
         let claim = if c.claim.is_empty() { "(unknown)".to_string() } else { c.claim.clone() };
         let result = if !c.error.is_empty() {
             format!("error: {}", c.error)
+        } else if c.problems.is_empty() && !c.warnings.is_empty() {
+            "accepted, no device".into()
         } else if c.problems.is_empty() {
             "ok".into()
         } else {
@@ -106,6 +108,11 @@ pub fn call(s: &mut Streams<'_>, r: &CallReport) -> Result<()> {
         .map_err(out_err)?;
     }
     problems(s.out, &r.problems).map_err(out_err)?;
+    for c in &r.claims {
+        for w in &c.warnings {
+            writeln!(s.out, "{} {}: {w}", "warning:".yellow(), c.uid).map_err(out_err)?;
+        }
+    }
     let verdict = if r.ok() {
         "the kubelet would accept this answer".green().to_string()
     } else {
@@ -146,17 +153,20 @@ pub fn health_message(s: &mut Streams<'_>, seq: u64, devices: &[HealthEntry]) ->
         } else {
             format!("{}s", d.health_check_timeout_seconds)
         };
-        t.add_row([
-            d.pool.clone(),
-            d.device.clone(),
-            health,
-            d.last_updated_time.to_string(),
-            timeout,
-            d.message.clone(),
-        ]);
+        t.add_row([d.pool.clone(), d.device.clone(), health, updated(d.last_updated_time), timeout, d.message.clone()]);
     }
     write_table(s.out, &t)?;
     s.out.flush()
+}
+
+/// A health entry's `last_updated_time` (Unix seconds) as dpctl shows
+/// times (RFC 3339, UTC); `-` when unset (0), the raw number when negative.
+fn updated(secs: i64) -> String {
+    match u64::try_from(secs) {
+        Ok(0) => "-".into(),
+        Ok(n) => timestamp(std::time::UNIX_EPOCH + std::time::Duration::from_secs(n)),
+        Err(_) => secs.to_string(),
+    }
 }
 
 /// One event of the mock driver: a line, or a JSON line.
@@ -201,7 +211,7 @@ pub fn check(s: &mut Streams<'_>, r: &crate::dra::check::DraCheckReport) -> Resu
     let failed = crate::check::any_failure(&r.results);
     if s.format.is_json() {
         let totals = crate::check::Totals::of(&r.results);
-        write_json(s.out, &serde_json::json!({"registration": r.registration, "claim": r.claim, "results": r.results, "totals": totals, "ok": !failed}))
+        write_json(s.out, &serde_json::json!({"registration": r.registration, "claim": r.claim, "claim_source": r.claim_source, "notes": r.notes, "results": r.results, "totals": totals, "ok": !failed}))
             .map_err(out_err)?;
         return Ok(());
     }
@@ -211,11 +221,14 @@ pub fn check(s: &mut Streams<'_>, r: &crate::dra::check::DraCheckReport) -> Resu
     }
     write_table(s.out, &t).map_err(out_err)?;
     super::cases::failures(s.out, &r.results).map_err(out_err)?;
+    for n in &r.notes {
+        writeln!(s.out, "{n}").map_err(out_err)?;
+    }
     let totals = crate::check::Totals::of(&r.results);
     writeln!(
         s.out,
-        "\n{} passed, {} failed, {} skipped (claim {}/{} uid {})",
-        totals.passed, totals.failed, totals.skipped, r.claim.namespace, r.claim.name, r.claim.uid
+        "\n{} passed, {} failed, {} skipped (claim {}/{} uid {}, {})",
+        totals.passed, totals.failed, totals.skipped, r.claim.namespace, r.claim.name, r.claim.uid, r.claim_source
     )
     .map_err(out_err)?;
     Ok(())

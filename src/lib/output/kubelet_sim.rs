@@ -380,7 +380,10 @@ fn resource_row(r: &ResourceStatus, running: bool, wide: bool) -> Vec<String> {
 
 fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
     let mut out = Vec::new();
-    if s.resources.is_empty() {
+    let dra_drivers = s.dra.as_ref().map_or(0, |d| d.drivers.len());
+    if s.resources.is_empty() && dra_drivers > 0 {
+        out.push("no device-plugin resources: no device plugin has registered on kubelet.sock".to_string());
+    } else if s.resources.is_empty() {
         out.push("no resources: no plugin has registered yet".to_string());
     } else {
         let mut headers = vec!["RESOURCE", "STATE", "CAPACITY", "ALLOCATABLE", "IN-USE", "PLUGIN", "OPTIONS"];
@@ -557,6 +560,23 @@ impl LiveView {
     }
 }
 
+/// The live view's DRA lines: the API server drivers are given, and each
+/// registered driver.
+fn dra_head(s: &SimStatus) -> Vec<String> {
+    let Some(d) = &s.dra else { return vec![] };
+    let mut out = vec![match &d.api {
+        Some(a) => format!("API server {} (kubeconfig {}; {})", a.server, a.kubeconfig, a.from),
+        None => "no API server: helper-built DRA drivers need one (--api-objects FILE or --kubeconfig FILE)".into(),
+    }];
+    if d.drivers.is_empty() {
+        out.push("no DRA driver has registered on plugins_registry yet".into());
+    }
+    for i in &d.drivers {
+        out.push(format!("DRA driver {} at {} ({})", i.driver, i.endpoint, i.service.advertised()));
+    }
+    out
+}
+
 /// The live view: header, status and the most recent events, as lines at
 /// most `width` wide and fewer than `height` (older events go first, then
 /// the bottom of the status, so the header never scrolls away).
@@ -575,8 +595,9 @@ pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize, height: usiz
             Some(p) => format!("PodResources on {p}"),
             None => "PodResources not served".into(),
         },
-        String::new(),
     ];
+    out.extend(dra_head(s));
+    out.push(String::new());
     out.extend(status_lines(s, false));
     out.push(String::new());
     out.push("RECENT EVENTS".bold().to_string());
@@ -1095,6 +1116,46 @@ mod tests {
         // A wide terminal: long lines are not cut at 120.
         let wide = live_frame(&status, &[ev], 300, 50).join("\n");
         assert!(wide.contains("x.io/y: grace period over, capacity 0"), "{wide}");
+    }
+
+    /// With DRA drivers registered and no device plugin, the view says so
+    /// (not "no plugin has registered yet"), names the API server and its
+    /// kubeconfig, and each driver.
+    #[test]
+    fn live_frame_names_the_api_server_and_dra_drivers() {
+        use crate::kubelet_sim::{ApiView, DraInstance, DraStatus};
+        colored::control::set_override(false);
+        let mut status = status_fixture();
+        status.resources.clear();
+        let driver = DraInstance {
+            driver: "gpu.example.com".into(),
+            endpoint: "/k/plugins/gpu.example.com/dra.sock".into(),
+            socket: "/k/plugins/gpu.example.com/dra.sock".into(),
+            registration: "/k/plugins_registry/gpu.example.com-reg.sock".into(),
+            service: crate::dra::NodeApi::V1,
+            health: None,
+        };
+        let api = ApiView {
+            server: "http://127.0.0.1:40001".into(),
+            kubeconfig: "/k/kubeconfig".into(),
+            from: "--api-objects".into(),
+        };
+        status.dra = Some(Box::new(DraStatus { drivers: vec![driver], api: Some(api), ..DraStatus::default() }));
+        let text = live_frame(&status, &[], 200, 50).join("\n");
+        assert!(text.contains("API server http://127.0.0.1:40001 (kubeconfig /k/kubeconfig; --api-objects)"), "{text}");
+        assert!(
+            text.contains("DRA driver gpu.example.com at /k/plugins/gpu.example.com/dra.sock (v1.DRAPlugin)"),
+            "{text}"
+        );
+        assert!(text.contains("no device-plugin resources: no device plugin has registered on kubelet.sock"), "{text}");
+        assert!(!text.contains("no plugin has registered yet"), "{text}");
+        status.dra = Some(Box::default());
+        let text = live_frame(&status, &[], 200, 50).join("\n");
+        assert!(
+            text.contains("no API server: helper-built DRA drivers need one (--api-objects FILE or --kubeconfig FILE)"),
+            "{text}"
+        );
+        assert!(text.contains("no DRA driver has registered on plugins_registry yet"), "{text}");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod doctor;
 pub mod dra;
 pub mod explain;
 pub mod fd;
+pub mod github;
 pub mod junit;
 pub mod kubelet_sim;
 pub mod mock_plugin;
@@ -86,6 +87,7 @@ impl Term {
             quiet,
             progress,
             out_is_tty: self.out_is_tty,
+            err_is_tty: self.err_is_tty,
             wire: None,
         }
     }
@@ -107,6 +109,9 @@ pub struct Streams<'a> {
     pub progress: bool,
     /// `out` is a terminal (a person reads the data as it comes).
     pub out_is_tty: bool,
+    /// `err` is a terminal: narration may shorten long lines to fit; in a
+    /// CI log or a file they are written whole.
+    pub err_is_tty: bool,
     /// `-v`: where the gRPC calls a command makes are reported ([`verbose`]).
     pub wire: Option<crate::wire_events::Tap>,
 }

@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use colored::Colorize;
 
 use super::cases::{failures, one_line, outcome};
+use super::github;
 use super::junit::{self as xml, JunitSuite, text};
 use super::{Format, table, write_json, write_table};
 use super::{Streams, out_err};
@@ -35,13 +36,17 @@ pub fn junit_report(w: &mut dyn Write, matrix: &MatrixReport) -> io::Result<()> 
 
 /// The end of a smoke: a blank line after the narration, GitHub annotations
 /// on stderr, then the report on stdout (one run's, or the matrix; `many`
-/// when several releases were asked for).
-pub fn finished(io: &mut Streams<'_>, matrix: &MatrixReport, many: bool) -> Result<()> {
+/// when several releases were asked for; `stable`: only the verdicts, see
+/// [`stable`]).
+pub fn finished(io: &mut Streams<'_>, matrix: &MatrixReport, many: bool, stable: bool) -> Result<()> {
     let one = matrix.runs.first().filter(|_| !many);
-    if !io.format.is_json() && !io.quiet {
+    if !io.format.is_json() && !stable && !io.quiet {
         writeln!(io.err).map_err(out_err)?;
     }
     github_annotations(&mut *io.err, matrix).map_err(out_err)?;
+    if stable {
+        return self::stable(&mut *io.out, matrix).map_err(out_err);
+    }
     match one {
         Some(r) if io.format.is_json() => write_json(
             &mut *io.out,
@@ -51,6 +56,44 @@ pub fn finished(io: &mut Streams<'_>, matrix: &MatrixReport, many: bool) -> Resu
         None => self::matrix(&mut *io.out, io.format, matrix),
     }
     .map_err(out_err)
+}
+
+/// `--stable`: what two runs of the same plugin agree on, byte for byte,
+/// as JSON (YAML with `-o yaml`): the suite, which releases passed, and per
+/// release the engine, the resource, the totals and each step's name and
+/// outcome. The full report (`-o json`) keeps what changes between runs
+/// (pids, directories, times) in keys of its own, but its evidence is prose
+/// for people and quotes them too.
+pub fn stable(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
+    #[derive(serde::Serialize)]
+    struct Run<'a> {
+        kubelet_version: KubeletVersion,
+        engine: &'a str,
+        resource: Option<&'a str>,
+        interrupted: bool,
+        totals: &'a crate::check::Totals,
+        steps: Vec<super::cases::StableCase<'a>>,
+    }
+    #[derive(serde::Serialize)]
+    struct Stable<'a> {
+        suite: &'a str,
+        passed: &'a [KubeletVersion],
+        failed: &'a [KubeletVersion],
+        runs: Vec<Run<'a>>,
+    }
+    let runs = m
+        .runs
+        .iter()
+        .map(|r| Run {
+            kubelet_version: r.kubelet_version,
+            engine: &r.engine,
+            resource: r.resource.as_deref(),
+            interrupted: r.interrupted,
+            totals: &r.totals,
+            steps: super::cases::stable_cases(&r.steps),
+        })
+        .collect();
+    write_json(w, &Stable { suite: &m.suite, passed: &m.passed, failed: &m.failed, runs })
 }
 
 /// A single run's JSON: the matrix's shape (`suite`, `passed`, `failed`,
@@ -65,12 +108,48 @@ struct OneRun<'a> {
     runs: &'a [SmokeReport],
 }
 
-/// GitHub Actions annotations for every failed step of every run.
+/// Under GitHub Actions (`GITHUB_ACTIONS=true`): one `::error` annotation
+/// per failed step across the releases, none for failures after the first
+/// of a run (they are named in its message).
 pub fn github_annotations(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
-    for r in &m.runs {
-        super::cases::github_errors(w, &format!("{} (kubelet-{})", r.suite, r.kubelet_version), &r.steps)?;
+    if !github::in_actions() {
+        return Ok(());
     }
-    Ok(())
+    let versions = releases(m);
+    github::annotations(w, &m.suite, &github_runs(m, &versions), github::Sequence::Ordered)
+}
+
+/// The Markdown step summary of a smoke (`$GITHUB_STEP_SUMMARY`): the
+/// verdict, a table of steps by release, each failed step in full.
+pub fn step_summary(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
+    let versions = releases(m);
+    let join = |v: &[KubeletVersion]| v.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    let verdict = if m.passed() {
+        format!("{}: PASS on kubelet {}", m.suite, join(&m.passed))
+    } else {
+        let passed = if m.passed.is_empty() { "none".to_string() } else { join(&m.passed) };
+        format!("{}: FAIL on kubelet {} (passed: {passed})", m.suite, join(&m.failed))
+    };
+    github::step_summary(w, &verdict, &github_runs(m, &versions), github::Sequence::Ordered)
+}
+
+/// Each run's release as text (`1.37`, or `1.37 (referee v1.37.2)` on another engine).
+fn releases(m: &MatrixReport) -> Vec<String> {
+    m.runs
+        .iter()
+        .map(|r| {
+            if r.engine == crate::kubelet_sim::default_engine() {
+                r.kubelet_version.to_string()
+            } else {
+                format!("{} ({})", r.kubelet_version, r.engine)
+            }
+        })
+        .collect()
+}
+
+/// The runs as [`github::Run`]s, named by `versions`.
+fn github_runs<'a>(m: &'a MatrixReport, versions: &'a [String]) -> Vec<github::Run<'a>> {
+    m.runs.iter().zip(versions).map(|(r, v)| github::Run { release: Some(v), results: &r.steps }).collect()
 }
 
 /// Tells a smoke run's progress on stderr, a line per event; on a terminal
@@ -85,20 +164,24 @@ pub struct Narrator<'a> {
     not_run: Option<(String, usize)>,
     /// Tell finished steps (stdout carries JSON, not the step table).
     steps: bool,
+    /// Evidence whole (stderr is not a terminal: a CI log keeps every word).
+    whole: bool,
 }
 
 impl<'a> Narrator<'a> {
     /// Narrates on `err` (nothing when `quiet`), through `bar` when there is
     /// one; `many` releases get a heading each; `steps`: tell finished steps
-    /// (stdout carries JSON, not the step table).
+    /// (stdout carries JSON, not the step table); `whole`: never shorten
+    /// evidence (stderr is not a terminal).
     pub fn new(
         err: &'a mut (dyn Write + Send),
         quiet: bool,
         bar: Option<&'a indicatif::ProgressBar>,
         many: bool,
         steps: bool,
+        whole: bool,
     ) -> Self {
-        Narrator { err, quiet, bar, many, not_run: None, steps }
+        Narrator { err, quiet, bar, many, not_run: None, steps, whole }
     }
 
     fn say(&mut self, line: String) {
@@ -155,7 +238,7 @@ impl<'a> Narrator<'a> {
             },
             // On a terminal the spinner shows progress; only what went wrong is printed.
             SmokeProgress::StepFinished(r) if self.bar.is_some() && !r.outcome.is_failure() => {}
-            SmokeProgress::StepFinished(r) => self.say(step_line(&r, false)),
+            SmokeProgress::StepFinished(r) => self.say(step_line(&r, false, self.whole)),
             SmokeProgress::Output { stream, line } => self.say(format!("plugin {}| {line}", stream.as_str())),
             SmokeProgress::Stopping { grace } => self
                 .say(format!("plugin: stopping (SIGTERM, then SIGKILL after {})", humantime::format_duration(grace))),
@@ -305,26 +388,30 @@ fn engine_note(r: &SmokeReport) -> String {
 }
 
 /// One line of narration for a finished step: `pass  registration  31ms`,
-/// with the evidence (shortened) when `detail` or when it did not pass.
-pub fn step_line(c: &CheckResult, detail: bool) -> String {
+/// with the evidence when `detail` or when it did not pass: whole when
+/// `whole` (not a terminal), else shortened to fit a line.
+pub fn step_line(c: &CheckResult, detail: bool, whole: bool) -> String {
     let pad = 5usize.saturating_sub(c.outcome.as_str().len());
     let mut line =
         format!("{}{} {:<28} {:>7}", outcome(c.outcome), " ".repeat(pad), c.name, format!("{}ms", c.duration_ms));
     if detail || c.outcome.is_failure() {
         line.push_str("  ");
-        line.push_str(&shorten(&one_line(&c.evidence), 110));
+        let evidence = one_line(&c.evidence);
+        line.push_str(&if whole { evidence } else { shorten(&evidence, 110) });
     }
     line.trim_end().to_string()
 }
 
 /// Writes the report as JUnit XML: one `<testsuite name="dpctl smoke">`, one
-/// `<testcase>` per step or check (classname `dpctl.smoke` or
-/// `dpctl.plugin.check`), and the plugin's output in the suite's
-/// `<system-out>` and `<system-err>`.
+/// `<testcase>` per step or check (classname `dpctl.smoke.kubelet-1.37` or
+/// `dpctl.plugin.check.kubelet-1.37`, name `registration (kubelet-1.37)`:
+/// the release always, as in a run of several, so that the files of a CI
+/// matrix's jobs merge without two cases of one name), and the plugin's
+/// output in the suite's `<system-out>` and `<system-err>`.
 pub fn junit(w: &mut dyn Write, r: &SmokeReport) -> io::Result<()> {
     let props = junit_properties(r);
     suite_of(&r.suite, r, &props).open(w)?;
-    junit_body(w, r, None)?;
+    junit_body(w, r, &format!("kubelet-{}", r.kubelet_version))?;
     JunitSuite::close(w)
 }
 
@@ -343,14 +430,14 @@ pub fn junit_matrix(w: &mut dyn Write, m: &MatrixReport) -> io::Result<()> {
         let name = format!("{} (kubelet {})", r.suite, r.kubelet_version);
         let props = junit_properties(r);
         suite_of(&name, r, &props).open_suite(w)?;
-        junit_body(w, r, Some(&format!("kubelet-{}", r.kubelet_version)))?;
+        junit_body(w, r, &format!("kubelet-{}", r.kubelet_version))?;
         JunitSuite::close_suite(w)?;
     }
     xml::close_many(w)
 }
 
 /// The testcases and the plugin's output of one run.
-fn junit_body(w: &mut dyn Write, r: &SmokeReport, release: Option<&str>) -> io::Result<()> {
+fn junit_body(w: &mut dyn Write, r: &SmokeReport, release: &str) -> io::Result<()> {
     for c in &r.steps {
         testcase(w, c, release)?;
     }
@@ -446,17 +533,12 @@ pub fn matrix_summary(m: &MatrixReport) -> String {
     }
 }
 
-/// One `<testcase>`; with several releases (`release`: `kubelet-1.28`) the
-/// classname and the name carry it, so each is unique across the file.
-fn testcase(w: &mut dyn Write, c: &CheckResult, release: Option<&str>) -> io::Result<()> {
+/// One `<testcase>`; the classname and the name carry the release
+/// (`release`: `kubelet-1.28`), so each is unique across runs and files.
+fn testcase(w: &mut dyn Write, c: &CheckResult, release: &str) -> io::Result<()> {
     let classname = if kind_of(&c.name) == "check" { "dpctl.plugin.check" } else { "dpctl.smoke" };
-    match release {
-        None => xml::testcase(w, classname, c),
-        Some(rel) => {
-            let named = CheckResult { name: format!("{} ({rel})", c.name), ..c.clone() };
-            xml::testcase(w, &format!("{classname}.{rel}"), &named)
-        }
-    }
+    let named = CheckResult { name: format!("{} ({release})", c.name), ..c.clone() };
+    xml::testcase(w, &format!("{classname}.{release}"), &named)
 }
 
 #[cfg(test)]
@@ -528,8 +610,12 @@ mod tests {
         let mut out = Vec::new();
         junit(&mut out, &sample()).unwrap();
         let s = String::from_utf8(out).unwrap();
-        assert!(s.contains(r#"<testcase name="launch" classname="dpctl.smoke""#), "{s}");
-        assert!(s.contains(r#"<testcase name="options-answer" classname="dpctl.plugin.check""#), "{s}");
+        // One release: the names carry it all the same.
+        assert!(s.contains(r#"<testcase name="launch (kubelet-1.32)" classname="dpctl.smoke.kubelet-1.32""#), "{s}");
+        assert!(
+            s.contains(r#"<testcase name="options-answer (kubelet-1.32)" classname="dpctl.plugin.check.kubelet-1.32""#),
+            "{s}"
+        );
         assert!(s.contains("&lt;bad &amp; &quot;name&quot;&gt;"), "{s}");
         assert!(s.contains("<system-err>E0101 registration failed\n</system-err>"), "{s}");
         assert!(s.contains(r#"<property name="resource" value="example.com/gpu"/>"#), "{s}");

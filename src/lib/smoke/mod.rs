@@ -232,27 +232,54 @@ pub fn kind_of(name: &str) -> &'static str {
     if CheckId::from_name(name).is_some() { "check" } else { "smoke" }
 }
 
-/// Parses `--skip` names: smoke steps (those that can be skipped) and checks.
-pub fn select_skips(names: &[String]) -> Result<(Vec<StepId>, Vec<CheckId>)> {
-    let mut steps = Vec::new();
-    let mut checks = Vec::new();
+/// The steps and checks `--only` and `--skip` leave out, as
+/// `(steps, checks)`: the same rules as `plugin check`'s (one parser for
+/// both flags, [`crate::check::select`]'s errors). `--only` names the steps
+/// and checks to run (launch, registration and shutdown always run: the
+/// others need them); `--skip` those to leave out (any but those three); a
+/// name in both is refused.
+pub fn select(only: &[String], skip: &[String]) -> Result<(Vec<StepId>, Vec<CheckId>)> {
+    let only = parse_names("--only", only)?;
+    let skip = parse_names("--skip", skip)?;
+    if let Some(both) = skip.iter().find(|n| only.contains(n)) {
+        return Err(Error::invalid(
+            "--skip",
+            format!("{both:?} is in --only too; name it in one of them (--only runs only what it names)"),
+        ));
+    }
+    let left_out = |name: &str| if only.is_empty() { skip.contains(&name) } else { !only.contains(&name) };
+    let steps = StepId::ALL.into_iter().filter(|s| s.skippable() && left_out(s.name())).collect();
+    let checks = CheckId::ALL.into_iter().filter(|c| left_out(c.name())).collect();
+    Ok((steps, checks))
+}
+
+/// The names given to `flag` (`--only` or `--skip`), each a step or a check
+/// (`--skip`: a step that can be skipped; a retired check is already not run).
+fn parse_names(flag: &str, names: &[String]) -> Result<Vec<&'static str>> {
+    let mut out = Vec::new();
     for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
         if let Some(s) = StepId::from_name(n) {
-            if !s.skippable() {
-                return Err(Error::invalid("--skip", format!("{n:?} cannot be skipped: the other steps need it")));
+            if flag == "--skip" && !s.skippable() {
+                return Err(Error::invalid(flag, format!("{n:?} cannot be skipped: the other steps need it")));
             }
-            steps.push(s);
+            out.push(s.name());
         } else if let Some(c) = CheckId::from_name(n) {
-            checks.push(c);
-        } else if crate::check::retired(n).is_some() {
-            // A check that no longer exists is already not run.
+            out.push(c.name());
+        } else if let Some(why) = crate::check::retired(n) {
+            if flag == "--only" {
+                return Err(Error::invalid(flag, format!("check {n:?} was {why}")));
+            }
         } else {
-            let valid: Vec<&str> =
-                StepId::ALL.iter().filter(|s| s.skippable()).map(|s| s.name()).chain(CheckId::names()).collect();
-            return Err(Error::invalid("--skip", format!("unknown step or check {n:?}; valid: {}", valid.join(", "))));
+            let valid: Vec<&str> = StepId::ALL
+                .iter()
+                .filter(|s| flag == "--only" || s.skippable())
+                .map(|s| s.name())
+                .chain(CheckId::names())
+                .collect();
+            return Err(Error::invalid(flag, format!("unknown step or check {n:?}; valid: {}", valid.join(", "))));
         }
     }
-    Ok((steps, checks))
+    Ok(out)
 }
 
 /// How to run a smoke test.
@@ -297,6 +324,9 @@ pub struct SmokeConfig {
     pub skip_steps: Vec<StepId>,
     /// Checks to leave out.
     pub skip_checks: Vec<CheckId>,
+    /// The steps and checks left out are those `--only` did not name (the
+    /// evidence says so), not those `--skip` named.
+    pub only: bool,
     /// Write the plugin's whole output to files here.
     pub log_dir: Option<PathBuf>,
     /// Report each line of the plugin's output as progress.
@@ -320,6 +350,12 @@ pub struct SmokeConfig {
 }
 
 impl SmokeConfig {
+    /// The evidence of a step or check left out: `skipped with --skip`, or
+    /// `skipped: not named in --only`.
+    pub fn left_out(&self) -> &'static str {
+        if self.only { "skipped: not named in --only" } else { "skipped with --skip" }
+    }
+
     /// Checks what can be checked before anything runs: the resource name,
     /// and that the log directory exists or can be made.
     pub fn check_inputs(&self) -> Result<()> {
@@ -379,6 +415,7 @@ impl Default for SmokeConfig {
             stream_window: Duration::from_secs(2),
             skip_steps: Vec::new(),
             skip_checks: Vec::new(),
+            only: false,
             log_dir: None,
             forward_output: false,
             output_limit: 64 * 1024,
@@ -746,11 +783,29 @@ mod tests {
     #[test]
     fn skips_parse() {
         let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let (steps, checks) = select_skips(&s(&["kubelet-restart", "parallel-calls"])).unwrap();
+        let (steps, checks) = select(&[], &s(&["kubelet-restart", "parallel-calls"])).unwrap();
         assert_eq!(steps, [StepId::KubeletRestart]);
         assert_eq!(checks, [CheckId::ParallelCalls]);
-        assert!(select_skips(&s(&["registration"])).unwrap_err().to_string().contains("cannot be skipped"));
-        assert!(select_skips(&s(&["nope"])).unwrap_err().to_string().contains("admission"));
+        assert!(select(&[], &s(&["registration"])).unwrap_err().to_string().contains("cannot be skipped"));
+        assert!(select(&[], &s(&["nope"])).unwrap_err().to_string().contains("admission"));
+    }
+
+    // --only: everything it does not name is left out but the three steps the others need.
+    #[test]
+    fn only_leaves_out_what_it_does_not_name() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let (steps, checks) = select(&s(&["admission", "allocate-healthy", "launch"]), &[]).unwrap();
+        let kept: Vec<StepId> = StepId::ALL.into_iter().filter(|x| !steps.contains(x)).collect();
+        assert_eq!(kept, [StepId::Launch, StepId::Registration, StepId::Admission, StepId::Shutdown]);
+        assert_eq!(checks.len(), CheckId::ALL.len() - 1);
+        assert!(!checks.contains(&CheckId::AllocateHealthy));
+        let e = select(&s(&["nope"]), &[]).unwrap_err();
+        assert_eq!(e.exit_code(), crate::error::exit::USAGE);
+        assert!(e.to_string().contains("--only: unknown step or check \"nope\"; valid: launch, registration,"), "{e}");
+        let e = select(&s(&["admission"]), &s(&["admission"])).unwrap_err();
+        assert!(e.to_string().contains("--skip: \"admission\" is in --only too"), "{e}");
+        // --only and --skip of different names: --skip has nothing left to leave out, and that is fine.
+        assert!(select(&s(&["admission"]), &s(&["kubelet-restart"])).is_ok());
     }
 
     #[test]

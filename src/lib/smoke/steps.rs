@@ -473,7 +473,7 @@ impl Runner {
     fn registration_request(&mut self) {
         let id = StepId::RegistrationRequest;
         if self.skipped(id) {
-            return self.skip(id, "skipped with --skip");
+            return self.skip(id, self.cfg.left_out());
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
@@ -515,7 +515,7 @@ impl Runner {
     async fn first_snapshot(&mut self) {
         let id = StepId::FirstSnapshot;
         if self.skipped(id) {
-            return self.skip(id, "skipped with --skip");
+            return self.skip(id, self.cfg.left_out());
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
@@ -546,7 +546,7 @@ impl Runner {
     async fn health_report(&mut self) {
         let id = StepId::HealthReport;
         if self.skipped(id) {
-            return self.skip(id, "skipped with --skip");
+            return self.skip(id, self.cfg.left_out());
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
@@ -610,7 +610,7 @@ impl Runner {
                     self.judged.push(r.name.clone());
                     self.results.push(r);
                 }
-                None => self.record(CheckResult::new(c, Outcome::Skip, "skipped with --skip", Duration::ZERO)),
+                None => self.record(CheckResult::new(c, Outcome::Skip, self.cfg.left_out(), Duration::ZERO)),
             }
         }
     }
@@ -618,7 +618,7 @@ impl Runner {
     async fn admission(&mut self) {
         let id = StepId::Admission;
         if self.skipped(id) {
-            return self.skip(id, "skipped with --skip");
+            return self.skip(id, self.cfg.left_out());
         }
         if self.cfg.request == 0 {
             return self.skip(id, "--request 0: no pod admitted");
@@ -658,7 +658,7 @@ impl Runner {
     async fn pod_deletion(&mut self) {
         let id = StepId::PodDeletion;
         if self.skipped(id) {
-            return self.skip(id, "skipped with --skip");
+            return self.skip(id, self.cfg.left_out());
         }
         if !self.admitted {
             return self.skip(id, "no pod was admitted");
@@ -699,7 +699,7 @@ impl Runner {
     async fn kubelet_restart(&mut self) {
         let id = StepId::KubeletRestart;
         if self.skipped(id) {
-            return self.skip(id, "skipped with --skip");
+            return self.skip(id, self.cfg.left_out());
         }
         if let Some(why) = self.kubelet.cannot_restart() {
             return self.skip(id, format!("not played by {}: {why}", self.kubelet.name()));

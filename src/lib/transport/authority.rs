@@ -51,9 +51,10 @@ const FLAG_PADDED: u8 = 0x8;
 const FLAG_PRIORITY: u8 = 0x20;
 /// SETTINGS_MAX_FRAME_SIZE default; h2's server does not raise it.
 const MAX_FRAME: usize = 16_384;
-/// Largest frame a client may send: the server's SETTINGS_MAX_FRAME_SIZE,
-/// which tonic leaves at the protocol default (h2 answers FRAME_SIZE_ERROR).
-const MAX_INBOUND_FRAME: usize = MAX_FRAME;
+/// Largest frame a client may send: the SETTINGS_MAX_FRAME_SIZE dpctl's
+/// servers advertise (`http2::server_builder`); grpc-core sends a large
+/// message as frames of that size, which must pass whole.
+const MAX_INBOUND_FRAME: usize = super::http2::MAX_FRAME_SIZE as usize;
 /// Upper bound of one compressed header block (HEADERS plus CONTINUATIONs).
 const MAX_HEADER_BLOCK: usize = 64 * 1024;
 /// Most CONTINUATION frames in one header block.
@@ -960,7 +961,7 @@ mod tests {
     fn oversized_frames_and_table_sizes_are_refused() {
         let mut input = PREFACE.to_vec();
         let mut b = BytesMut::new();
-        put_frame_header(&mut b, MAX_FRAME + 1, 0, 0, 1);
+        put_frame_header(&mut b, MAX_INBOUND_FRAME + 1, 0, 0, 1);
         input.extend(b);
         let mut fix = AuthorityFix::new(());
         fix.raw.extend_from_slice(&input);

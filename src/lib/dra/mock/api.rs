@@ -17,7 +17,7 @@
 use serde_json::{Value, json};
 
 use super::MockConfig;
-use crate::apiserver::client::{Client, Failure};
+use crate::apiserver::client::{Client, Failure, pct};
 use crate::error::{Error, Result};
 use crate::proto::dra::v1 as pb;
 
@@ -41,15 +41,6 @@ pub(crate) struct Allocated {
 
 /// What publishing did to one slice: `create`, `update` or `delete`, and its name.
 pub type SliceWrite = (&'static str, String);
-
-fn pct(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
 
 const SLICES: &str = "/apis/resource.k8s.io/v1/resourceslices";
 

@@ -62,6 +62,9 @@ impl Shared {
         if let Some(e) = &self.cfg.faults.prepare_error {
             return err(e.clone());
         }
+        if self.cfg.faults.no_device {
+            return err(String::new());
+        }
         let allocated = match from_api {
             Some(a) => a,
             None => match self.allocate(&claim.uid) {
@@ -85,7 +88,10 @@ impl Shared {
         let kind = cdi::mock_kind(&self.cfg.driver);
         let names: Vec<String> = allocated.iter().map(|a| format!("{}-{}", a.pool, a.device)).collect();
         if !self.cfg.faults.unresolvable_cdi && !self.cfg.faults.bad_cdi_id {
-            let path = cdi::spec_path(&self.cfg.cdi_dir, &self.cfg.driver, &claim.uid);
+            let path = match cdi::spec_path(&self.cfg.cdi_dir, &self.cfg.driver, &claim.uid) {
+                Ok(p) => p,
+                Err(e) => return err(e),
+            };
             let entries: Vec<(String, Option<String>)> =
                 names.iter().zip(&allocated).map(|(n, a)| (n.clone(), self.cfg.device_node_of(&a.device))).collect();
             if let Err(e) = cdi::write_spec_nodes(&path, &kind, &entries) {
@@ -161,7 +167,10 @@ impl Shared {
                     {
                         st.free.extend(held);
                     }
-                    cdi::remove_spec(&cdi::spec_path(&self.cfg.cdi_dir, &self.cfg.driver, &claim.uid));
+                    // A UID that names no spec file had none written.
+                    if let Ok(path) = cdi::spec_path(&self.cfg.cdi_dir, &self.cfg.driver, &claim.uid) {
+                        cdi::remove_spec(&path);
+                    }
                     String::new()
                 }
             };

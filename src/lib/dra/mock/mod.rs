@@ -56,6 +56,8 @@ pub struct Faults {
     /// Answer every claim with the pool's first device (its CDI ID), whatever
     /// was allocated: two claims, one device.
     pub same_device: bool,
+    /// Answer every claim of Prepare with no device and no error.
+    pub no_device: bool,
 }
 
 /// How the mock driver runs.

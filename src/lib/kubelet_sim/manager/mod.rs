@@ -47,8 +47,8 @@ use std::time::{Duration, Instant};
 
 pub(crate) use admission::AllocationPlan;
 pub use admission::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
+pub use dra::{ApiView, ClaimInfo, DraInstance, DraStatus, PreparedDevice};
 pub(crate) use dra::{Batch, ClaimAnswer, DeviceHealthView, DraEffect, DraRegistration, Registered, Unpreparer};
-pub use dra::{ClaimInfo, DraInstance, DraStatus, PreparedDevice};
 #[cfg(test)]
 pub(crate) use fit::pod_request;
 pub(crate) use registration::Registrant;

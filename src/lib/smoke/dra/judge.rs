@@ -310,7 +310,12 @@ pub fn same_devices(
             took,
         );
     }
-    verdict(step, false, format!("{context}: first {before:?}, then {after:?}"), took)
+    verdict(
+        step,
+        false,
+        format!("{context}: first {}, then {}", crate::dra::answer_text(before), crate::dra::answer_text(after)),
+        took,
+    )
 }
 
 /// The verdict on a kubelet restart, which prepares nothing (a running pod
@@ -391,14 +396,14 @@ pub fn parallel(
         return verdict(
             StepId::ParallelPods,
             false,
-            format!("claims of different pods got the same device: {devices:?}"),
+            format!("claims of different pods got the same device: {}", crate::dra::pods_devices_text(devices)),
             took,
         );
     }
     verdict(
         StepId::ParallelPods,
         true,
-        format!("{} pods admitted at once and deleted: devices {devices:?}", outcomes.len()),
+        format!("{} pods admitted at once and deleted: {}", outcomes.len(), crate::dra::pods_devices_text(devices)),
         took,
     )
 }
@@ -417,7 +422,11 @@ pub fn distinct_devices(claims: &[ClaimAnswer], took: Duration) -> CheckResult {
         .iter()
         .map(|(claim, allocated, answer)| {
             let ids: Vec<&String> = answer.iter().flat_map(|a| &a.1).collect();
-            format!("{claim} (allocated {allocated}) answered {ids:?}")
+            let ids: Vec<String> = ids.into_iter().cloned().collect();
+            format!(
+                "{claim} (allocated {allocated}) answered {}",
+                if ids.is_empty() { "no CDI ID".into() } else { ids.join(", ") }
+            )
         })
         .collect();
     let answered = claims.iter().filter(|c| !c.2.is_empty()).count();
@@ -660,7 +669,7 @@ mod tests {
         let other = answer_of(&[dev("b", &[], &["v/c=b"])]);
         let r = same_devices(StepId::KubeletRestart, &before, &other, "x", Duration::ZERO);
         assert_eq!(r.outcome, Outcome::Fail);
-        assert!(r.evidence.contains("first [(\"p/a\""), "{}", r.evidence);
+        assert_eq!(r.evidence, "x: first p/a (v/c=a), then p/b (v/c=b)", "no Rust debug text");
     }
 
     // Two claims, two devices, two CDI IDs; the same ID for both fails, and

@@ -635,7 +635,13 @@ impl Runner<'_> {
         if let Some(p) = self.driver() {
             p.terminate(self.cfg.grace).await;
         }
-        let wiped = wipe(&self.sb.cdi_dir);
+        let wiped = match wipe(&self.sb.cdi_dir) {
+            Ok(n) => n,
+            Err(why) => {
+                self.push(judge::verdict(StepId::NodeReboot, false, why, t0.elapsed()));
+                return;
+            }
+        };
         let (rep, spawned) = tokio::join!(
             self.sim.reboot_when_drivers_back(self.cfg.register_timeout),
             spawn(&self.cfg, &self.sb, 1, false)
@@ -720,13 +726,31 @@ impl Runner<'_> {
     }
 }
 
-/// Empties the CDI directory (the sandbox's own): the reboot's tmpfs.
-fn wipe(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
-    entries
+/// Empties the CDI directory (the sandbox's own): the reboot's tmpfs. Only
+/// regular files directly in it go; a directory that is no longer a real
+/// directory (the driver, running as root, replaced it with a link to
+/// somewhere else) is not followed: the reason, for the step's failure.
+fn wipe(dir: &Path) -> std::result::Result<usize, String> {
+    match std::fs::symlink_metadata(dir) {
+        Ok(m) if m.file_type().is_symlink() => {
+            let to = std::fs::read_link(dir).map(|t| t.display().to_string()).unwrap_or_else(|_| "?".into());
+            return Err(format!(
+                "the CDI directory {} was replaced by a link to {to} while the driver ran: it was not emptied (dpctl \
+                 never follows a link out of a directory it cleans); write specs into {{cdi_dir}} itself",
+                dir.display()
+            ));
+        }
+        Ok(m) if !m.is_dir() => {
+            return Err(format!("the CDI directory {} is no longer a directory: it was not emptied", dir.display()));
+        }
+        Ok(_) => {}
+        Err(_) => return Ok(0),
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else { return Ok(0) };
+    Ok(entries
         .flatten()
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()) && std::fs::remove_file(e.path()).is_ok())
-        .count()
+        .count())
 }
 
 impl Runner<'_> {

@@ -40,7 +40,7 @@ impl Runner {
     pub(super) async fn plugin_restart(&mut self) {
         let id = StepId::PluginRestart;
         if self.skipped(id) {
-            return self.skip(id, "skipped with --skip");
+            return self.skip(id, self.cfg.left_out());
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
@@ -103,7 +103,7 @@ impl Runner {
     pub(super) async fn health_recovery(&mut self) {
         let id = StepId::HealthRecovery;
         if self.skipped(id) {
-            return self.skip(id, "skipped with --skip");
+            return self.skip(id, self.cfg.left_out());
         }
         let Some(reg) = self.reg.clone() else { return };
         let t = self.begin(id);
@@ -120,7 +120,7 @@ impl Runner {
     pub(super) async fn device_rescan(&mut self) {
         let id = StepId::DeviceRescan;
         if self.skipped(id) {
-            return self.skip(id, "skipped with --skip");
+            return self.skip(id, self.cfg.left_out());
         }
         let Some(reg) = self.reg.clone() else { return };
         let t = self.begin(id);

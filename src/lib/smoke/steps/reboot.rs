@@ -28,7 +28,7 @@ impl Runner {
     pub(super) async fn node_reboot(&mut self) {
         let id = StepId::NodeReboot;
         if self.skipped(id) {
-            return self.skip(id, "skipped with --skip");
+            return self.skip(id, self.cfg.left_out());
         }
         if let Some(why) = self.kubelet.cannot_restart() {
             return self.skip(id, format!("not played by {}: {why}", self.kubelet.name()));

@@ -143,6 +143,20 @@ pub struct DraStatus {
     /// Device health from the drivers' health streams (1.36+), by driver, pool, device.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_health: Vec<DeviceHealthView>,
+    /// The API server claims are read from: its URL, and the kubeconfig drivers are given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api: Option<ApiView>,
+}
+
+/// The API server the DRA manager reads claims from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiView {
+    /// `http://host:port`.
+    pub server: String,
+    /// The kubeconfig naming it.
+    pub kubeconfig: String,
+    /// `--api-objects` (served by the sim) or `--kubeconfig` (read only).
+    pub from: String,
 }
 
 /// The DRA manager's state.
@@ -286,6 +300,7 @@ impl DraState {
             claims: self.claims.values().cloned().collect(),
             checkpoint: None,
             device_health: self.health.values().cloned().collect(),
+            api: None,
         }
     }
 
