@@ -76,6 +76,13 @@ pub fn create_dir_undoable(dir: &Path, mode: u32) -> Result<MadeDirs> {
     Ok(MadeDirs(missing))
 }
 
+/// Creates directory `dir` (and its parents) with `mode` when missing. When
+/// something that is not a directory is in the way (a file, a dangling
+/// symbolic link, a link loop) it is bad input (exit 2) and the error names
+/// it, instead of the OS's bare "File exists". When the OS refuses (permission
+/// denied, read-only file system, disk full) it is
+/// [`Error::PermissionDenied`] or [`Error::Io`] (exit 3), as the README's
+/// exit-code table says.
 pub fn create_dir(dir: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     if dir.is_dir() {
