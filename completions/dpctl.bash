@@ -1,3 +1,10 @@
+__dpctl_sockets() {
+    local f
+    compgen -f -- "$1" | while IFS= read -r f; do
+        if [[ -S $f || -d $f ]]; then printf '%s\n' "$f"; fi
+    done
+}
+
 _dpctl() {
     local i cur prev opts cmd
     COMPREPLY=()
@@ -49,6 +56,9 @@ _dpctl() {
             dpctl,mock-plugin)
                 cmd="dpctl__subcmd__mock__subcmd__plugin"
                 ;;
+            dpctl,options)
+                cmd="dpctl__subcmd__options"
+                ;;
             dpctl,plugin)
                 cmd="dpctl__subcmd__plugin"
                 ;;
@@ -61,29 +71,14 @@ _dpctl() {
             dpctl,smoke)
                 cmd="dpctl__subcmd__smoke"
                 ;;
-            dpctl__subcmd__apiserver,help)
-                cmd="dpctl__subcmd__apiserver__subcmd__help"
-                ;;
             dpctl__subcmd__apiserver,slices)
                 cmd="dpctl__subcmd__apiserver__subcmd__slices"
                 ;;
             dpctl__subcmd__apiserver,writes)
                 cmd="dpctl__subcmd__apiserver__subcmd__writes"
                 ;;
-            dpctl__subcmd__apiserver__subcmd__help,help)
-                cmd="dpctl__subcmd__apiserver__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__apiserver__subcmd__help,slices)
-                cmd="dpctl__subcmd__apiserver__subcmd__help__subcmd__slices"
-                ;;
-            dpctl__subcmd__apiserver__subcmd__help,writes)
-                cmd="dpctl__subcmd__apiserver__subcmd__help__subcmd__writes"
-                ;;
             dpctl__subcmd__bench,allocate)
                 cmd="dpctl__subcmd__bench__subcmd__allocate"
-                ;;
-            dpctl__subcmd__bench,help)
-                cmd="dpctl__subcmd__bench__subcmd__help"
                 ;;
             dpctl__subcmd__bench,list)
                 cmd="dpctl__subcmd__bench__subcmd__list"
@@ -97,59 +92,17 @@ _dpctl() {
             dpctl__subcmd__bench,prestart)
                 cmd="dpctl__subcmd__bench__subcmd__prestart"
                 ;;
-            dpctl__subcmd__bench__subcmd__help,allocate)
-                cmd="dpctl__subcmd__bench__subcmd__help__subcmd__allocate"
-                ;;
-            dpctl__subcmd__bench__subcmd__help,help)
-                cmd="dpctl__subcmd__bench__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__bench__subcmd__help,list)
-                cmd="dpctl__subcmd__bench__subcmd__help__subcmd__list"
-                ;;
-            dpctl__subcmd__bench__subcmd__help,options)
-                cmd="dpctl__subcmd__bench__subcmd__help__subcmd__options"
-                ;;
-            dpctl__subcmd__bench__subcmd__help,preferred)
-                cmd="dpctl__subcmd__bench__subcmd__help__subcmd__preferred"
-                ;;
-            dpctl__subcmd__bench__subcmd__help,prestart)
-                cmd="dpctl__subcmd__bench__subcmd__help__subcmd__prestart"
-                ;;
-            dpctl__subcmd__checkpoint,help)
-                cmd="dpctl__subcmd__checkpoint__subcmd__help"
-                ;;
             dpctl__subcmd__checkpoint,show)
                 cmd="dpctl__subcmd__checkpoint__subcmd__show"
                 ;;
             dpctl__subcmd__checkpoint,verify)
                 cmd="dpctl__subcmd__checkpoint__subcmd__verify"
                 ;;
-            dpctl__subcmd__checkpoint__subcmd__help,help)
-                cmd="dpctl__subcmd__checkpoint__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__checkpoint__subcmd__help,show)
-                cmd="dpctl__subcmd__checkpoint__subcmd__help__subcmd__show"
-                ;;
-            dpctl__subcmd__checkpoint__subcmd__help,verify)
-                cmd="dpctl__subcmd__checkpoint__subcmd__help__subcmd__verify"
-                ;;
-            dpctl__subcmd__doctor,help)
-                cmd="dpctl__subcmd__doctor__subcmd__help"
-                ;;
             dpctl__subcmd__doctor,merge)
                 cmd="dpctl__subcmd__doctor__subcmd__merge"
                 ;;
-            dpctl__subcmd__doctor__subcmd__help,help)
-                cmd="dpctl__subcmd__doctor__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__doctor__subcmd__help,merge)
-                cmd="dpctl__subcmd__doctor__subcmd__help__subcmd__merge"
-                ;;
             dpctl__subcmd__dra,check)
                 cmd="dpctl__subcmd__dra__subcmd__check"
-                ;;
-            dpctl__subcmd__dra,help)
-                cmd="dpctl__subcmd__dra__subcmd__help"
                 ;;
             dpctl__subcmd__dra,info)
                 cmd="dpctl__subcmd__dra__subcmd__info"
@@ -169,218 +122,11 @@ _dpctl() {
             dpctl__subcmd__dra,watch-health)
                 cmd="dpctl__subcmd__dra__subcmd__watch__subcmd__health"
                 ;;
-            dpctl__subcmd__dra__subcmd__help,check)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__check"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,help)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,info)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__info"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,mock)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__mock"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,prepare)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__prepare"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,smoke)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__smoke"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,unprepare)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__unprepare"
-                ;;
-            dpctl__subcmd__dra__subcmd__help,watch-health)
-                cmd="dpctl__subcmd__dra__subcmd__help__subcmd__watch__subcmd__health"
-                ;;
-            dpctl__subcmd__help,apiserver)
-                cmd="dpctl__subcmd__help__subcmd__apiserver"
-                ;;
-            dpctl__subcmd__help,bench)
-                cmd="dpctl__subcmd__help__subcmd__bench"
-                ;;
-            dpctl__subcmd__help,checkpoint)
-                cmd="dpctl__subcmd__help__subcmd__checkpoint"
-                ;;
-            dpctl__subcmd__help,completions)
-                cmd="dpctl__subcmd__help__subcmd__completions"
-                ;;
-            dpctl__subcmd__help,demo)
-                cmd="dpctl__subcmd__help__subcmd__demo"
-                ;;
-            dpctl__subcmd__help,doctor)
-                cmd="dpctl__subcmd__help__subcmd__doctor"
-                ;;
-            dpctl__subcmd__help,dra)
-                cmd="dpctl__subcmd__help__subcmd__dra"
-                ;;
-            dpctl__subcmd__help,explain)
-                cmd="dpctl__subcmd__help__subcmd__explain"
-                ;;
-            dpctl__subcmd__help,help)
-                cmd="dpctl__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__help,kubelet-sim)
-                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim"
-                ;;
-            dpctl__subcmd__help,mock-plugin)
-                cmd="dpctl__subcmd__help__subcmd__mock__subcmd__plugin"
-                ;;
-            dpctl__subcmd__help,plugin)
-                cmd="dpctl__subcmd__help__subcmd__plugin"
-                ;;
-            dpctl__subcmd__help,podresources)
-                cmd="dpctl__subcmd__help__subcmd__podresources"
-                ;;
-            dpctl__subcmd__help,scenario)
-                cmd="dpctl__subcmd__help__subcmd__scenario"
-                ;;
-            dpctl__subcmd__help,smoke)
-                cmd="dpctl__subcmd__help__subcmd__smoke"
-                ;;
-            dpctl__subcmd__help__subcmd__apiserver,slices)
-                cmd="dpctl__subcmd__help__subcmd__apiserver__subcmd__slices"
-                ;;
-            dpctl__subcmd__help__subcmd__apiserver,writes)
-                cmd="dpctl__subcmd__help__subcmd__apiserver__subcmd__writes"
-                ;;
-            dpctl__subcmd__help__subcmd__bench,allocate)
-                cmd="dpctl__subcmd__help__subcmd__bench__subcmd__allocate"
-                ;;
-            dpctl__subcmd__help__subcmd__bench,list)
-                cmd="dpctl__subcmd__help__subcmd__bench__subcmd__list"
-                ;;
-            dpctl__subcmd__help__subcmd__bench,options)
-                cmd="dpctl__subcmd__help__subcmd__bench__subcmd__options"
-                ;;
-            dpctl__subcmd__help__subcmd__bench,preferred)
-                cmd="dpctl__subcmd__help__subcmd__bench__subcmd__preferred"
-                ;;
-            dpctl__subcmd__help__subcmd__bench,prestart)
-                cmd="dpctl__subcmd__help__subcmd__bench__subcmd__prestart"
-                ;;
-            dpctl__subcmd__help__subcmd__checkpoint,show)
-                cmd="dpctl__subcmd__help__subcmd__checkpoint__subcmd__show"
-                ;;
-            dpctl__subcmd__help__subcmd__checkpoint,verify)
-                cmd="dpctl__subcmd__help__subcmd__checkpoint__subcmd__verify"
-                ;;
-            dpctl__subcmd__help__subcmd__doctor,merge)
-                cmd="dpctl__subcmd__help__subcmd__doctor__subcmd__merge"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,check)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__check"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,info)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__info"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,mock)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__mock"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,prepare)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__prepare"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,smoke)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__smoke"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,unprepare)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__unprepare"
-                ;;
-            dpctl__subcmd__help__subcmd__dra,watch-health)
-                cmd="dpctl__subcmd__help__subcmd__dra__subcmd__watch__subcmd__health"
-                ;;
-            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,admit)
-                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__admit"
-                ;;
-            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,delete)
-                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__delete"
-                ;;
-            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,reboot)
-                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__reboot"
-                ;;
-            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,restart)
-                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart"
-                ;;
-            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,restart-container)
-                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart__subcmd__container"
-                ;;
-            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,set-grace)
-                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__set__subcmd__grace"
-                ;;
-            dpctl__subcmd__help__subcmd__kubelet__subcmd__sim,status)
-                cmd="dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__status"
-                ;;
-            dpctl__subcmd__help__subcmd__mock__subcmd__plugin,add-device)
-                cmd="dpctl__subcmd__help__subcmd__mock__subcmd__plugin__subcmd__add__subcmd__device"
-                ;;
-            dpctl__subcmd__help__subcmd__mock__subcmd__plugin,remove-device)
-                cmd="dpctl__subcmd__help__subcmd__mock__subcmd__plugin__subcmd__remove__subcmd__device"
-                ;;
-            dpctl__subcmd__help__subcmd__mock__subcmd__plugin,set-health)
-                cmd="dpctl__subcmd__help__subcmd__mock__subcmd__plugin__subcmd__set__subcmd__health"
-                ;;
-            dpctl__subcmd__help__subcmd__mock__subcmd__plugin,status)
-                cmd="dpctl__subcmd__help__subcmd__mock__subcmd__plugin__subcmd__status"
-                ;;
-            dpctl__subcmd__help__subcmd__plugin,call)
-                cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__call"
-                ;;
-            dpctl__subcmd__help__subcmd__plugin,check)
-                cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__check"
-                ;;
-            dpctl__subcmd__help__subcmd__plugin,watch)
-                cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__watch"
-                ;;
-            dpctl__subcmd__help__subcmd__plugin__subcmd__call,allocate)
-                cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__allocate"
-                ;;
-            dpctl__subcmd__help__subcmd__plugin__subcmd__call,list)
-                cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__list"
-                ;;
-            dpctl__subcmd__help__subcmd__plugin__subcmd__call,options)
-                cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__options"
-                ;;
-            dpctl__subcmd__help__subcmd__plugin__subcmd__call,preferred)
-                cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__preferred"
-                ;;
-            dpctl__subcmd__help__subcmd__plugin__subcmd__call,prestart)
-                cmd="dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__prestart"
-                ;;
-            dpctl__subcmd__help__subcmd__podresources,allocatable)
-                cmd="dpctl__subcmd__help__subcmd__podresources__subcmd__allocatable"
-                ;;
-            dpctl__subcmd__help__subcmd__podresources,dump)
-                cmd="dpctl__subcmd__help__subcmd__podresources__subcmd__dump"
-                ;;
-            dpctl__subcmd__help__subcmd__podresources,free)
-                cmd="dpctl__subcmd__help__subcmd__podresources__subcmd__free"
-                ;;
-            dpctl__subcmd__help__subcmd__podresources,get)
-                cmd="dpctl__subcmd__help__subcmd__podresources__subcmd__get"
-                ;;
-            dpctl__subcmd__help__subcmd__podresources,list)
-                cmd="dpctl__subcmd__help__subcmd__podresources__subcmd__list"
-                ;;
-            dpctl__subcmd__help__subcmd__podresources,serve)
-                cmd="dpctl__subcmd__help__subcmd__podresources__subcmd__serve"
-                ;;
-            dpctl__subcmd__help__subcmd__podresources,watch)
-                cmd="dpctl__subcmd__help__subcmd__podresources__subcmd__watch"
-                ;;
-            dpctl__subcmd__help__subcmd__scenario,diff)
-                cmd="dpctl__subcmd__help__subcmd__scenario__subcmd__diff"
-                ;;
-            dpctl__subcmd__help__subcmd__scenario,run)
-                cmd="dpctl__subcmd__help__subcmd__scenario__subcmd__run"
-                ;;
             dpctl__subcmd__kubelet__subcmd__sim,admit)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__admit"
                 ;;
             dpctl__subcmd__kubelet__subcmd__sim,delete)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__delete"
-                ;;
-            dpctl__subcmd__kubelet__subcmd__sim,help)
-                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help"
                 ;;
             dpctl__subcmd__kubelet__subcmd__sim,reboot)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__reboot"
@@ -397,35 +143,8 @@ _dpctl() {
             dpctl__subcmd__kubelet__subcmd__sim,status)
                 cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__status"
                 ;;
-            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,admit)
-                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__admit"
-                ;;
-            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,delete)
-                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__delete"
-                ;;
-            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,help)
-                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,reboot)
-                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__reboot"
-                ;;
-            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,restart)
-                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__restart"
-                ;;
-            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,restart-container)
-                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__restart__subcmd__container"
-                ;;
-            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,set-grace)
-                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__set__subcmd__grace"
-                ;;
-            dpctl__subcmd__kubelet__subcmd__sim__subcmd__help,status)
-                cmd="dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__status"
-                ;;
             dpctl__subcmd__mock__subcmd__plugin,add-device)
                 cmd="dpctl__subcmd__mock__subcmd__plugin__subcmd__add__subcmd__device"
-                ;;
-            dpctl__subcmd__mock__subcmd__plugin,help)
-                cmd="dpctl__subcmd__mock__subcmd__plugin__subcmd__help"
                 ;;
             dpctl__subcmd__mock__subcmd__plugin,remove-device)
                 cmd="dpctl__subcmd__mock__subcmd__plugin__subcmd__remove__subcmd__device"
@@ -436,38 +155,17 @@ _dpctl() {
             dpctl__subcmd__mock__subcmd__plugin,status)
                 cmd="dpctl__subcmd__mock__subcmd__plugin__subcmd__status"
                 ;;
-            dpctl__subcmd__mock__subcmd__plugin__subcmd__help,add-device)
-                cmd="dpctl__subcmd__mock__subcmd__plugin__subcmd__help__subcmd__add__subcmd__device"
-                ;;
-            dpctl__subcmd__mock__subcmd__plugin__subcmd__help,help)
-                cmd="dpctl__subcmd__mock__subcmd__plugin__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__mock__subcmd__plugin__subcmd__help,remove-device)
-                cmd="dpctl__subcmd__mock__subcmd__plugin__subcmd__help__subcmd__remove__subcmd__device"
-                ;;
-            dpctl__subcmd__mock__subcmd__plugin__subcmd__help,set-health)
-                cmd="dpctl__subcmd__mock__subcmd__plugin__subcmd__help__subcmd__set__subcmd__health"
-                ;;
-            dpctl__subcmd__mock__subcmd__plugin__subcmd__help,status)
-                cmd="dpctl__subcmd__mock__subcmd__plugin__subcmd__help__subcmd__status"
-                ;;
             dpctl__subcmd__plugin,call)
                 cmd="dpctl__subcmd__plugin__subcmd__call"
                 ;;
             dpctl__subcmd__plugin,check)
                 cmd="dpctl__subcmd__plugin__subcmd__check"
                 ;;
-            dpctl__subcmd__plugin,help)
-                cmd="dpctl__subcmd__plugin__subcmd__help"
-                ;;
             dpctl__subcmd__plugin,watch)
                 cmd="dpctl__subcmd__plugin__subcmd__watch"
                 ;;
             dpctl__subcmd__plugin__subcmd__call,allocate)
                 cmd="dpctl__subcmd__plugin__subcmd__call__subcmd__allocate"
-                ;;
-            dpctl__subcmd__plugin__subcmd__call,help)
-                cmd="dpctl__subcmd__plugin__subcmd__call__subcmd__help"
                 ;;
             dpctl__subcmd__plugin__subcmd__call,list)
                 cmd="dpctl__subcmd__plugin__subcmd__call__subcmd__list"
@@ -481,51 +179,6 @@ _dpctl() {
             dpctl__subcmd__plugin__subcmd__call,prestart)
                 cmd="dpctl__subcmd__plugin__subcmd__call__subcmd__prestart"
                 ;;
-            dpctl__subcmd__plugin__subcmd__call__subcmd__help,allocate)
-                cmd="dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__allocate"
-                ;;
-            dpctl__subcmd__plugin__subcmd__call__subcmd__help,help)
-                cmd="dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__plugin__subcmd__call__subcmd__help,list)
-                cmd="dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__list"
-                ;;
-            dpctl__subcmd__plugin__subcmd__call__subcmd__help,options)
-                cmd="dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__options"
-                ;;
-            dpctl__subcmd__plugin__subcmd__call__subcmd__help,preferred)
-                cmd="dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__preferred"
-                ;;
-            dpctl__subcmd__plugin__subcmd__call__subcmd__help,prestart)
-                cmd="dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__prestart"
-                ;;
-            dpctl__subcmd__plugin__subcmd__help,call)
-                cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__call"
-                ;;
-            dpctl__subcmd__plugin__subcmd__help,check)
-                cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__check"
-                ;;
-            dpctl__subcmd__plugin__subcmd__help,help)
-                cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__plugin__subcmd__help,watch)
-                cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__watch"
-                ;;
-            dpctl__subcmd__plugin__subcmd__help__subcmd__call,allocate)
-                cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__allocate"
-                ;;
-            dpctl__subcmd__plugin__subcmd__help__subcmd__call,list)
-                cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__list"
-                ;;
-            dpctl__subcmd__plugin__subcmd__help__subcmd__call,options)
-                cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__options"
-                ;;
-            dpctl__subcmd__plugin__subcmd__help__subcmd__call,preferred)
-                cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__preferred"
-                ;;
-            dpctl__subcmd__plugin__subcmd__help__subcmd__call,prestart)
-                cmd="dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__prestart"
-                ;;
             dpctl__subcmd__podresources,allocatable)
                 cmd="dpctl__subcmd__podresources__subcmd__allocatable"
                 ;;
@@ -538,9 +191,6 @@ _dpctl() {
             dpctl__subcmd__podresources,get)
                 cmd="dpctl__subcmd__podresources__subcmd__get"
                 ;;
-            dpctl__subcmd__podresources,help)
-                cmd="dpctl__subcmd__podresources__subcmd__help"
-                ;;
             dpctl__subcmd__podresources,list)
                 cmd="dpctl__subcmd__podresources__subcmd__list"
                 ;;
@@ -550,47 +200,11 @@ _dpctl() {
             dpctl__subcmd__podresources,watch)
                 cmd="dpctl__subcmd__podresources__subcmd__watch"
                 ;;
-            dpctl__subcmd__podresources__subcmd__help,allocatable)
-                cmd="dpctl__subcmd__podresources__subcmd__help__subcmd__allocatable"
-                ;;
-            dpctl__subcmd__podresources__subcmd__help,dump)
-                cmd="dpctl__subcmd__podresources__subcmd__help__subcmd__dump"
-                ;;
-            dpctl__subcmd__podresources__subcmd__help,free)
-                cmd="dpctl__subcmd__podresources__subcmd__help__subcmd__free"
-                ;;
-            dpctl__subcmd__podresources__subcmd__help,get)
-                cmd="dpctl__subcmd__podresources__subcmd__help__subcmd__get"
-                ;;
-            dpctl__subcmd__podresources__subcmd__help,help)
-                cmd="dpctl__subcmd__podresources__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__podresources__subcmd__help,list)
-                cmd="dpctl__subcmd__podresources__subcmd__help__subcmd__list"
-                ;;
-            dpctl__subcmd__podresources__subcmd__help,serve)
-                cmd="dpctl__subcmd__podresources__subcmd__help__subcmd__serve"
-                ;;
-            dpctl__subcmd__podresources__subcmd__help,watch)
-                cmd="dpctl__subcmd__podresources__subcmd__help__subcmd__watch"
-                ;;
             dpctl__subcmd__scenario,diff)
                 cmd="dpctl__subcmd__scenario__subcmd__diff"
                 ;;
-            dpctl__subcmd__scenario,help)
-                cmd="dpctl__subcmd__scenario__subcmd__help"
-                ;;
             dpctl__subcmd__scenario,run)
                 cmd="dpctl__subcmd__scenario__subcmd__run"
-                ;;
-            dpctl__subcmd__scenario__subcmd__help,diff)
-                cmd="dpctl__subcmd__scenario__subcmd__help__subcmd__diff"
-                ;;
-            dpctl__subcmd__scenario__subcmd__help,help)
-                cmd="dpctl__subcmd__scenario__subcmd__help__subcmd__help"
-                ;;
-            dpctl__subcmd__scenario__subcmd__help,run)
-                cmd="dpctl__subcmd__scenario__subcmd__help__subcmd__run"
                 ;;
             *)
                 ;;
@@ -599,7 +213,7 @@ _dpctl() {
 
     case "${cmd}" in
         dpctl)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version plugin kubelet-sim podresources mock-plugin dra apiserver smoke scenario demo checkpoint doctor explain bench completions help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version plugin kubelet-sim podresources mock-plugin dra apiserver smoke scenario demo checkpoint doctor explain bench completions options help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -625,7 +239,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__apiserver)
-            opts="-o -v -q -h -V --dir --objects --listen --kubeconfig-out --output --color --verbose --quiet --no-trunc --no-headers --help --version slices writes help"
+            opts="-o -v -q -h -V --dir --objects --listen --kubeconfig-out --output --color --verbose --quiet --no-trunc --no-headers --help --version slices writes"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -659,62 +273,6 @@ _dpctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__apiserver__subcmd__help)
-            opts="slices writes help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__apiserver__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__apiserver__subcmd__help__subcmd__slices)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__apiserver__subcmd__help__subcmd__writes)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -783,7 +341,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__bench)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version allocate preferred options prestart list help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version allocate preferred options prestart list"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -816,7 +374,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -894,104 +452,6 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__bench__subcmd__help)
-            opts="allocate preferred options prestart list help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__bench__subcmd__help__subcmd__allocate)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__bench__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__bench__subcmd__help__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__bench__subcmd__help__subcmd__options)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__bench__subcmd__help__subcmd__preferred)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__bench__subcmd__help__subcmd__prestart)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dpctl__subcmd__bench__subcmd__list)
             opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --concurrency --connections --duration --total --rate --warmup --devices-per-request --compare --fail-if --churn --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1000,7 +460,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -1086,7 +546,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -1172,7 +632,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -1258,7 +718,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -1337,7 +797,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__checkpoint)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version show verify help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version show verify"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1355,62 +815,6 @@ _dpctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint__subcmd__help)
-            opts="show verify help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint__subcmd__help__subcmd__show)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__checkpoint__subcmd__help__subcmd__verify)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -1547,7 +951,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__doctor)
-            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --kubelet-root-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --no-trunc --no-headers --help --version merge help"
+            opts="-o -v -q -h -V --root --dir --podresources-socket --registry-dir --kubelet-root-dir --cdi-dir --timeout --budget --node --kubelet-version --every --output --color --verbose --quiet --no-trunc --no-headers --help --version merge"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1562,7 +966,7 @@ _dpctl() {
                     return 0
                     ;;
                 --podresources-socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --registry-dir)
@@ -1616,48 +1020,6 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__doctor__subcmd__help)
-            opts="merge help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__doctor__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__doctor__subcmd__help__subcmd__merge)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dpctl__subcmd__doctor__subcmd__merge)
             opts="-o -v -q -h -V --all --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1685,7 +1047,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version info prepare unprepare watch-health check mock smoke help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version info prepare unprepare watch-health check mock smoke"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1765,132 +1127,6 @@ _dpctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help)
-            opts="info prepare unprepare watch-health check mock smoke help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__check)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__info)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__mock)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__prepare)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__smoke)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__unprepare)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__dra__subcmd__help__subcmd__watch__subcmd__health)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -2046,7 +1282,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --registration)
@@ -2182,7 +1418,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --registration)
@@ -2252,7 +1488,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --registration)
@@ -2329,852 +1565,24 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__help)
-            opts="plugin kubelet-sim podresources mock-plugin dra apiserver smoke scenario demo checkpoint doctor explain bench completions help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                *)
-                    COMPREPLY=()
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
                     ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__apiserver)
-            opts="slices writes"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
                     ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__apiserver__subcmd__slices)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
                     ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__apiserver__subcmd__writes)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__bench)
-            opts="allocate preferred options prestart list"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__bench__subcmd__allocate)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__bench__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__bench__subcmd__options)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__bench__subcmd__preferred)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__bench__subcmd__prestart)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__checkpoint)
-            opts="show verify"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__checkpoint__subcmd__show)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__checkpoint__subcmd__verify)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__completions)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__demo)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__doctor)
-            opts="merge"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__doctor__subcmd__merge)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra)
-            opts="info prepare unprepare watch-health check mock smoke"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__check)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__info)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__mock)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__prepare)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__smoke)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__unprepare)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__dra__subcmd__watch__subcmd__health)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__explain)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim)
-            opts="admit delete restart reboot restart-container status set-grace"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__admit)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__delete)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__reboot)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__restart__subcmd__container)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__set__subcmd__grace)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__kubelet__subcmd__sim__subcmd__status)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__mock__subcmd__plugin)
-            opts="set-health add-device remove-device status"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__mock__subcmd__plugin__subcmd__add__subcmd__device)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__mock__subcmd__plugin__subcmd__remove__subcmd__device)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__mock__subcmd__plugin__subcmd__set__subcmd__health)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__mock__subcmd__plugin__subcmd__status)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__plugin)
-            opts="call watch check"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__plugin__subcmd__call)
-            opts="options list allocate preferred prestart"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__allocate)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__options)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__preferred)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__plugin__subcmd__call__subcmd__prestart)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__plugin__subcmd__check)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__plugin__subcmd__watch)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__podresources)
-            opts="list get allocatable free watch dump serve"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__podresources__subcmd__allocatable)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__podresources__subcmd__dump)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__podresources__subcmd__free)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__podresources__subcmd__get)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__podresources__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__podresources__subcmd__serve)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__podresources__subcmd__watch)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__scenario)
-            opts="run diff"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__scenario__subcmd__diff)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__scenario__subcmd__run)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__help__subcmd__smoke)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;
@@ -3183,7 +1591,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__kubelet__subcmd__sim)
-            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --api-objects --kubeconfig --assume-claims-reserved --dra-wiping-delay --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --numa-nodes --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace help"
+            opts="-o -v -q -h -V --dir --force --kubelet-socket-delay --grace-period --podresources-socket --no-podresources --no-rate-limit --registry-dir --api-objects --kubeconfig --assume-claims-reserved --dra-wiping-delay --dial-timeout --rpc-timeout --no-checkpoint --kubelet-version --emulate-cleanup --adopt-checkpoint --expect --timeout --topology-manager-policy --numa-nodes --topology-manager-scope --topology-manager-policy-options --cpu-manager-policy --reserved-cpus --cpus-per-numa --numa-distances --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version admit delete restart reboot restart-container status set-grace"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3202,7 +1610,7 @@ _dpctl() {
                     return 0
                     ;;
                 --podresources-socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --registry-dir)
@@ -3392,132 +1800,6 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help)
-            opts="admit delete restart reboot restart-container status set-grace help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__admit)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__delete)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__reboot)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__restart)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__restart__subcmd__container)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__set__subcmd__grace)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__kubelet__subcmd__sim__subcmd__help__subcmd__status)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dpctl__subcmd__kubelet__subcmd__sim__subcmd__reboot)
             opts="-o -v -q -h -V --dir --order --seed --readmit-after --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -3697,7 +1979,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__mock__subcmd__plugin)
-            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --empty-first-message --same-device --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --stale-stream-after-restart --crash-after-restart --scan-stops-after --hang-on-sigterm --ids-change-per-start --register-twice --register-once --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --no-trunc --no-headers --help --version set-health add-device remove-device status help"
+            opts="-c -o -v -q -h -V --config --dir --resource --endpoint --devices --id-prefix --numa-nodes --unhealthy --pre-start --preferred --seed --refuse-unhealthy --env --cdi --flap --error --latency --fail-after --end-stream-after --end-stream-error --oversize-list --empty-first-message --same-device --register-version --register-resource-name --register-options-mismatch --register-before-serving --no-reregister --stale-stream-after-restart --crash-after-restart --scan-stops-after --hang-on-sigterm --ids-change-per-start --register-twice --register-once --no-register --registry-dir --record --no-control --force --hide-rpcs --register-timeout --run-for --output --color --verbose --quiet --no-trunc --no-headers --help --version set-health add-device remove-device status"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3872,90 +2154,6 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__mock__subcmd__plugin__subcmd__help)
-            opts="set-health add-device remove-device status help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__mock__subcmd__plugin__subcmd__help__subcmd__add__subcmd__device)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__mock__subcmd__plugin__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__mock__subcmd__plugin__subcmd__help__subcmd__remove__subcmd__device)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__mock__subcmd__plugin__subcmd__help__subcmd__set__subcmd__health)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__mock__subcmd__plugin__subcmd__help__subcmd__status)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dpctl__subcmd__mock__subcmd__plugin__subcmd__remove__subcmd__device)
             opts="-o -v -q -h -V --dir --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -4058,8 +2256,34 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dpctl__subcmd__options)
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dpctl__subcmd__plugin)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version call watch check help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version call watch check"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4085,7 +2309,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__plugin__subcmd__call)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version options list allocate preferred prestart help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version options list allocate preferred prestart"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4118,7 +2342,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -4164,104 +2388,6 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__plugin__subcmd__call__subcmd__help)
-            opts="options list allocate preferred prestart help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__allocate)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__options)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__preferred)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__call__subcmd__help__subcmd__prestart)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dpctl__subcmd__plugin__subcmd__call__subcmd__list)
             opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -4270,7 +2396,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -4320,7 +2446,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -4370,7 +2496,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -4432,7 +2558,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -4486,7 +2612,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -4560,146 +2686,6 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__plugin__subcmd__help)
-            opts="call watch check help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__help__subcmd__call)
-            opts="options list allocate preferred prestart"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__allocate)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__options)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__preferred)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__help__subcmd__call__subcmd__prestart)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 5 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__help__subcmd__check)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__plugin__subcmd__help__subcmd__watch)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dpctl__subcmd__plugin__subcmd__watch)
             opts="-o -v -q -h -V --socket --dir --endpoint --timeout --connect-timeout --max-recv-bytes --count --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -4708,7 +2694,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --dir)
@@ -4755,7 +2741,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__podresources)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version list get allocatable free watch dump serve help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version list get allocatable free watch dump serve"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4788,7 +2774,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -4834,7 +2820,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -4880,7 +2866,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -4942,7 +2928,7 @@ _dpctl() {
                     return 0
                     ;;
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -4980,132 +2966,6 @@ _dpctl() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        dpctl__subcmd__podresources__subcmd__help)
-            opts="list get allocatable free watch dump serve help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__podresources__subcmd__help__subcmd__allocatable)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__podresources__subcmd__help__subcmd__dump)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__podresources__subcmd__help__subcmd__free)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__podresources__subcmd__help__subcmd__get)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__podresources__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__podresources__subcmd__help__subcmd__list)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__podresources__subcmd__help__subcmd__serve)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__podresources__subcmd__help__subcmd__watch)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
         dpctl__subcmd__podresources__subcmd__list)
             opts="-n -A -w -o -v -q -h -V --socket --api --connect-timeout --max-recv-bytes --namespace --all-namespaces --resource --watch --timeout --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -5114,7 +2974,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -5172,7 +3032,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --data)
@@ -5218,7 +3078,7 @@ _dpctl() {
             fi
             case "${prev}" in
                 --socket)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    compopt -o filenames 2>/dev/null; COMPREPLY=($(__dpctl_sockets "${cur}"))
                     return 0
                     ;;
                 --api)
@@ -5277,7 +3137,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__scenario)
-            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version run diff help"
+            opts="-o -v -q -h -V --output --color --verbose --quiet --no-trunc --no-headers --help --version run diff"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -5329,62 +3189,6 @@ _dpctl() {
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__scenario__subcmd__help)
-            opts="run diff help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__scenario__subcmd__help__subcmd__diff)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__scenario__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        dpctl__subcmd__scenario__subcmd__help__subcmd__run)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

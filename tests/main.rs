@@ -39,6 +39,7 @@ mod smoke;
 mod smoke_corpus;
 mod sweep;
 mod terminal;
+mod terms;
 mod topology;
 mod transport;
 mod vectors;

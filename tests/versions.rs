@@ -301,7 +301,9 @@ async fn smoke_matrix_fails_a_double_register_from_1_37_only() {
     assert_eq!(hr["outcome"], "fail");
     let ev = hr["evidence"].as_str().unwrap();
     assert!(
-        ev.contains("kubelet 1.37 rejected another Register") && ev.contains("device plugin already connected: "),
+        ev.contains("a second Register, not a health report")
+            && ev.contains("kubelet 1.37 refused it")
+            && ev.contains("device plugin already connected: "),
         "{ev}"
     );
 }

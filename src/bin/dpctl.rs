@@ -5,8 +5,7 @@ use std::io::{IsTerminal, LineWriter, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::process::ExitCode;
 
-use clap::Parser;
-use dpctl::cli::{Cli, ColorChoice};
+use dpctl::cli::ColorChoice;
 use dpctl::output::Term;
 use tracing_subscriber::EnvFilter;
 
@@ -22,11 +21,15 @@ fn main() -> ExitCode {
     if let Some(code) = dpctl::smoke::isolate::helper_main(&mut std::io::stdout(), &mut std::io::stderr()) {
         return ExitCode::from(code);
     }
-    let cli = match Cli::try_parse() {
+    let cli = match dpctl::cli::help::parse() {
         Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            let _ = dpctl::cli::help::write_usage_error(&mut std::io::stderr(), &e);
+            return ExitCode::from(dpctl::error::exit::USAGE);
+        }
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { dpctl::error::exit::USAGE } else { 0 });
+            return ExitCode::SUCCESS;
         }
     };
     let level = match (cli.global.quiet, cli.global.verbose) {
@@ -51,7 +54,8 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("dpctl: error: cannot start the async runtime: {e}");
+            let message = format!("cannot start the async runtime: {e}");
+            let _ = dpctl::error::write(&mut std::io::stderr(), &message, None);
             return ExitCode::from(dpctl::error::exit::SOCKET);
         }
     };
@@ -65,10 +69,8 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) if e.is_closed_output() => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("dpctl: error: {e}");
-            if let Some(hint) = dpctl::podresources::hint(&e) {
-                eprintln!("  hint: {hint}");
-            }
+            let hint = dpctl::podresources::hint(&e);
+            let _ = dpctl::error::write(&mut std::io::stderr(), &e.to_string(), hint.as_deref());
             ExitCode::from(e.exit_code())
         }
     }

@@ -25,6 +25,17 @@ pub fn parse(s: &str) -> Result<Duration, String> {
     check(d).map_err(|e| format!("{s:?}: {e}"))
 }
 
+/// [`parse`] for a deadline or a limit to wait (`--timeout`,
+/// `--connect-timeout`): zero is refused, since a call given no time fails
+/// before it starts and a wait of none ends at once.
+pub fn parse_positive(s: &str) -> Result<Duration, String> {
+    let d = parse(s)?;
+    if d.is_zero() {
+        return Err(format!("{s:?} is no time at all: a deadline must be more than 0 ({EXAMPLES})"));
+    }
+    Ok(d)
+}
+
 /// A number of seconds as a duration, within [`MAX`].
 pub fn from_secs_f64(secs: f64) -> Result<Duration, String> {
     if !secs.is_finite() || secs < 0.0 {

@@ -95,7 +95,7 @@ pub enum Error {
         reason: String,
     },
     /// The server does not implement the service or method.
-    #[error("{rpc} on {}: not implemented by the server ({message})", path.display())]
+    #[error("{rpc} on {}: not implemented by the server{}", path.display(), in_parens(message))]
     Unimplemented {
         /// The full method, e.g. `v1beta1.DevicePlugin/Allocate`.
         rpc: String,
@@ -276,16 +276,19 @@ impl Error {
             Error::DeadlineExceeded { .. } | Error::Timeout { .. } => {
                 "the peer is slow or stuck; raise --timeout to wait longer".into()
             }
+            // pkg/kubelet/cm/devicemanager/manager.go, allocateContainerResources:
+            // an Allocate error fails admission with UnexpectedAdmissionError.
+            Error::Rpc { rpc, path, .. } if rpc.ends_with("DevicePlugin/Allocate") => format!(
+                "a kubelet would reject the pod with UnexpectedAdmissionError (`dpctl explain` reads the pod's \
+                 message). Are the IDs ones the plugin lists as Healthy (`dpctl plugin call list --socket {}`), \
+                 and does the plugin's log say why it refused?",
+                path.display()
+            ),
             Error::ConnectionClosedPastOthers { open, dpctl_cap, .. } => format!(
                 "the server closed this connection after {open} others to it had been opened: servers cap their \
                  connections (dpctl's own servers take {dpctl_cap} per gRPC server, closing the oldest idle ones \
                  to make room; a plugin may have its own limit); lower --connections"
             ),
-            Error::Unimplemented { rpc, .. } if rpc.contains(".DRAPlugin/") || rpc.contains(".DRAResourceHealth/") => {
-                "the driver does not serve this DRA service: `dpctl dra info` shows what it advertises and what it \
-                 serves; choose another with --api"
-                    .into()
-            }
             // The kubeletplugin helper's words for a claim whose UID is not
             // the API's (d-r-a kubeletplugin/draplugin.go).
             Error::Rpc { rpc, message, .. } if rpc.contains(".DRAPlugin/") && message.contains(" got replaced") => {
@@ -299,16 +302,7 @@ impl Error {
                  ResourceClaim there (allocated to this driver), or check the namespace and name in --claim"
                     .into()
             }
-            Error::Unimplemented { message, .. }
-                if message.contains("deviceplugin.") || message.contains("v1alpha") =>
-            {
-                "the peer speaks an old API (deviceplugin v1alpha); current kubelets only speak v1beta1".into()
-            }
-            Error::Unimplemented { .. } => {
-                "wrong API package or version: dpctl speaks device plugin v1beta1 and PodResources v1/v1alpha1; \
-                 is this the right socket?"
-                    .into()
-            }
+            Error::Unimplemented { .. } => return self.unimplemented_hint(),
             Error::MessageTooLarge { limit, .. } => format!(
                 "the kubelet accepts at most {} bytes (4 MiB) per message; \
                  a plugin that sends more is marked unhealthy and never retried. \
@@ -326,6 +320,46 @@ impl Error {
             Error::NotReplaceable { .. } => "move it away, or choose another socket path".into(),
             Error::Bind { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => {
                 "run as root, or choose a directory you can write to".into()
+            }
+            _ => return None,
+        })
+    }
+
+    /// [`Error::hint`] for a method the server does not serve: the socket
+    /// it was, or the API it speaks.
+    fn unimplemented_hint(&self) -> Option<String> {
+        Some(match self {
+            Error::Unimplemented { rpc, .. } if rpc.contains(".DRAPlugin/") || rpc.contains(".DRAResourceHealth/") => {
+                "the driver does not serve this DRA service: `dpctl dra info` shows what it advertises and what it \
+                 serves; choose another with --api"
+                    .into()
+            }
+            Error::Unimplemented { rpc, path, .. } if rpc.contains("DevicePlugin/") && kubelet_socket(path) => {
+                let dir = path.parent().unwrap_or(path).display();
+                format!(
+                    "{} is the kubelet's registration socket: it serves Registration (plugins call it), not \
+                     DevicePlugin. A plugin serves on its own socket in the same directory: `ls {dir}/*.sock`, or \
+                     `dpctl doctor --dir {dir}` lists them",
+                    path.display()
+                )
+            }
+            Error::Unimplemented { rpc, path, .. } if rpc.contains("DevicePlugin/") && podresources_socket(path) => {
+                format!(
+                    "{} is a PodResources socket, not a device plugin's: read it with `dpctl podresources list \
+                     --socket {}`",
+                    path.display(),
+                    path.display()
+                )
+            }
+            Error::Unimplemented { message, .. }
+                if message.contains("deviceplugin.") || message.contains("v1alpha") =>
+            {
+                "the peer speaks an old API (deviceplugin v1alpha); current kubelets only speak v1beta1".into()
+            }
+            Error::Unimplemented { .. } => {
+                "wrong API package or version: dpctl speaks device plugin v1beta1 and PodResources v1/v1alpha1; \
+                 is this the right socket?"
+                    .into()
             }
             _ => return None,
         })
@@ -380,6 +414,36 @@ fn too_large_size(message: &str) -> Option<Option<usize>> {
 
 /// Input the kubelet logic refused (`dpctl_kubelet`) is bad input like any
 /// other: exit 2, in dpctl's one error style.
+/// ` (MESSAGE)` after a status, or nothing when the server sent no message.
+fn in_parens(message: &str) -> String {
+    if message.is_empty() { String::new() } else { format!(" ({message})") }
+}
+
+/// `kubelet.sock` in a device-plugin directory: where the kubelet serves
+/// Registration (the PodResources socket of the same name lives in `pod-resources/`).
+fn kubelet_socket(path: &std::path::Path) -> bool {
+    path.file_name().is_some_and(|n| n == "kubelet.sock") && !podresources_socket(path)
+}
+
+/// A PodResources socket by its place: kubelet-sim's `pod-resources.sock`,
+/// or any socket in a kubelet's `pod-resources/` directory.
+fn podresources_socket(path: &std::path::Path) -> bool {
+    path.file_name().is_some_and(|n| n == "pod-resources.sock")
+        || path.parent().and_then(|p| p.file_name()).is_some_and(|n| n == "pod-resources")
+}
+
+/// The one way dpctl states an error on stderr, whoever finds it (the
+/// binary, a command that goes on after one, a steered sim's answer, a usage
+/// error, smoke's namespace helper): `dpctl: error: MESSAGE`, then
+/// `  hint: HINT` when there is one. Callers hand it the stream to write to.
+pub fn write(w: &mut dyn std::io::Write, message: &str, hint: Option<&str>) -> std::io::Result<()> {
+    writeln!(w, "dpctl: error: {message}")?;
+    if let Some(h) = hint.filter(|h| !h.is_empty()) {
+        writeln!(w, "  hint: {h}")?;
+    }
+    Ok(())
+}
+
 impl From<dpctl_kubelet::Invalid> for Error {
     fn from(e: dpctl_kubelet::Invalid) -> Self {
         Error::Invalid { place: e.place, message: e.message }

@@ -37,13 +37,6 @@ fn kind(meta: &std::fs::Metadata) -> &'static str {
     }
 }
 
-/// Creates directory `dir` (and its parents) with `mode` when missing. When
-/// something that is not a directory is in the way (a file, a dangling
-/// symbolic link, a link loop) it is bad input (exit 2) and the error names
-/// it, instead of the OS's bare "File exists". When the OS refuses (permission
-/// denied, read-only file system, disk full) it is
-/// [`Error::PermissionDenied`] or [`Error::Io`] (exit 3), as the README's
-/// exit-code table says.
 /// Directories a command made that it takes back when it fails before
 /// using them: each removed only while empty (`remove_dir`, never
 /// recursive, never through a link), deepest first, so a refused run leaves

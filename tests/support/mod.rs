@@ -8,6 +8,7 @@ pub mod go_built;
 pub mod h2raw;
 pub mod interop;
 pub mod kubelet;
+pub mod pty;
 pub mod silent;
 pub mod sim;
 

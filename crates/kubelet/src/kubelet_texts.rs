@@ -63,10 +63,13 @@ pub const NO_HEALTHY: KubeletText = KubeletText {
     reason: UNEXPECTED_ADMISSION_ERROR,
     template: "no healthy devices present; cannot allocate unhealthy devices {}",
     releases: ALL,
-    cause: "the kubelet counts no device of the resource as healthy: most often its ListAndWatch stream to the \
-            plugin ended (the kubelet then marks every device unhealthy and never reopens the stream), or the \
-            plugin itself reports them Unhealthy",
-    confirm: "dpctl doctor (the kubelet-view finding compares the plugin's own report with GetAllocatableResources)",
+    cause: "the kubelet counts no device of the resource as healthy: most often the kubelet restarted and the \
+            plugin has not registered again yet (a kubelet starts with no healthy device for every resource its \
+            checkpoint names, until that resource's plugin registers: pods admitted in that window fail), or its \
+            ListAndWatch stream to the plugin ended (the kubelet then marks every device unhealthy and never \
+            reopens the stream), or the plugin itself reports them Unhealthy",
+    confirm: "dpctl doctor (it names a resource that has not registered again since the kubelet restarted, and its \
+              kubelet-view finding compares the plugin's own report with GetAllocatableResources)",
     played: true,
 };
 

@@ -359,7 +359,12 @@ async fn allocate_unknown_id(p: &mut Probe<'_>) -> Finding {
         id = format!("dpctl-check-unknown-{:08x}", rand::random::<u32>());
     }
     let t = Instant::now();
-    match p.client.allocate(&[vec![id.clone()]]).await {
+    let answer = p.client.allocate(&[vec![id.clone()]]).await;
+    // Unavailable is both a status a plugin may send on purpose and what a
+    // dropped connection reads as: only a plugin that no longer answers crashed.
+    let crashed =
+        matches!(&answer, Err(Error::Rpc { code: tonic::Code::Unavailable, .. })) && p.client.options().await.is_err();
+    match answer {
         Ok(resp) => Finding::fail(format!(
             "Allocate of {id}, which the plugin never advertised, succeeded with {}",
             crate::text::count(resp.container_responses.len(), "container response", "container responses")
@@ -369,8 +374,9 @@ async fn allocate_unknown_id(p: &mut Probe<'_>) -> Finding {
              forever",
             fmt_duration(timeout)
         )),
-        Err(Error::Rpc { code: tonic::Code::Unavailable, message, .. }) => Finding::fail(format!(
-            "Allocate of {id} broke the connection (Unavailable: {message}); did the plugin crash?"
+        Err(Error::Rpc { code: tonic::Code::Unavailable, message, .. }) if crashed => Finding::fail(format!(
+            "Allocate of {id} broke the connection (Unavailable: {message}) and GetDevicePluginOptions gets no \
+             answer since: did the plugin crash?"
         )),
         Err(Error::Rpc { code, message, .. }) => {
             let refused = format!("refused in {} with {code:?}: {message}", fmt_duration(t.elapsed()));

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::duration::parse as parse_duration;
 use crate::error::Result;
 use crate::limits::KUBELET_MAX_RECV;
 use crate::paths::{DEFAULT_DEVICE_PLUGIN_DIR, ENV_DEVICE_PLUGIN_DIR};
@@ -46,10 +45,10 @@ pub struct Target {
     #[arg(long, value_name = "NAME")]
     pub endpoint: Option<String>,
     /// Deadline of the call; for `watch`, how long to watch [default: 10s; watch: until stopped].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive)]
     pub timeout: Option<Duration>,
     /// Limit for connecting to the socket.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "5s")]
     pub connect_timeout: Duration,
     /// Largest message accepted [default: the kubelet's 4 MiB].
     #[arg(long, value_name = "BYTES", default_value_t = KUBELET_MAX_RECV)]

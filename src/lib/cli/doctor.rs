@@ -98,7 +98,7 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "DIR")]
     pub cdi_dir: Vec<PathBuf>,
     /// Deadline of each probe (connect, one call, the first ListAndWatch message).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "1s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "1s")]
     pub timeout: Duration,
     /// Total time for the whole run.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]

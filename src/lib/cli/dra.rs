@@ -90,7 +90,7 @@ pub struct RegistrationTarget {
     #[arg(long, value_name = "DIR", default_value = dra::DEFAULT_REGISTRY_DIR)]
     pub registry_dir: PathBuf,
     /// Limit for connecting to each socket.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "10s")]
     pub connect_timeout: Duration,
 }
 
@@ -147,7 +147,7 @@ pub struct CallArgs {
     #[arg(long, value_name = "FILE")]
     pub claims: Option<PathBuf>,
     /// Deadline of the call [default: the kubelet's 45s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive)]
     pub timeout: Option<Duration>,
     /// CDI spec directory to resolve the answered IDs in; repeat [default: /etc/cdi, /var/run/cdi,
     /// and the cdi/ beside plugins_registry when it exists, as on a node kubelet-sim made].
@@ -197,7 +197,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "DIR")]
     pub cdi_dir: Vec<PathBuf>,
     /// Deadline of each call [default: the kubelet's 45s].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive)]
     pub timeout: Option<Duration>,
 }
 
@@ -214,7 +214,7 @@ pub struct WatchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// Stop after this long [default: until stopped].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive)]
     pub timeout: Option<Duration>,
 }
 
@@ -660,7 +660,7 @@ pub struct SmokeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "3s")]
     pub slice_timeout: Duration,
     /// Deadline of each Prepare and Unprepare: the kubelet's 45s, or lower.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "45s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "45s")]
     pub timeout: Duration,
     /// Pods admitted at once in parallel-pods.
     #[arg(long, value_name = "N", default_value_t = 3)]

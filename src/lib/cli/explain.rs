@@ -51,11 +51,15 @@ pub fn run(args: ExplainArgs, s: &mut Streams<'_>) -> Result<u8> {
     };
     let found = crate::kubelet_texts::explain(&input);
     if found.is_empty() {
-        s.note(format!(
-            "dpctl explain: no kubelet text dpctl knows in the input ({}); it knows: {}",
-            crate::text::count(input.chars().count() as u64, "character", "characters"),
+        let message = format!(
+            "no kubelet text dpctl knows in the input ({})",
+            crate::text::count(input.chars().count() as u64, "character", "characters")
+        );
+        let hint = format!(
+            "paste the kubelet's message (kubectl describe pod NAME | dpctl explain); dpctl knows: {}",
             crate::kubelet_texts::ALL_TEXTS.iter().map(|t| t.code).collect::<Vec<_>>().join(", ")
-        ))?;
+        );
+        output::write_error(&mut *s.err, &message, Some(&hint)).map_err(output::out_err)?;
         if s.format.is_json() {
             output::explain::explanation(s.out, s.format, &output::explain::Explanation::new(found))
                 .map_err(output::out_err)?;

@@ -42,12 +42,11 @@ No isolation is needed (unlike `dpctl smoke --isolate`): the sim serves whatever
 it and touches nothing else, so run it in a directory of its own. A plugin that only knows
 /var/lib/kubelet/device-plugins is smoked with `dpctl smoke --isolate -- PLUGIN`.";
 
-/// `--help`'s long text: examples, then the versions and differences the sim documents.
+/// `--help`'s long text: examples, then where the versions and differences are.
 fn sim_help() -> String {
     format!(
-        "{EXAMPLES}\n\n{}\nDRA release rules (the release table; docs/dra.md):\n{}",
-        crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES,
-        crate::kubelet_version::dra_rules_text()
+        "{EXAMPLES}\n\nWhat changes between the releases --kubelet-version plays, and where the sim differs from a \
+         kubelet: dpctl help kubelet-versions (docs/kubelet-versions.md)."
     )
 }
 
@@ -122,10 +121,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s", requires = "api_objects")]
     pub dra_wiping_delay: Duration,
     /// How long Register keeps dialing the plugin's socket before it fails.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "10s")]
     pub dial_timeout: Duration,
     /// Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "60s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "60s")]
     pub rpc_timeout: Duration,
     /// Do not read or write kubelet_internal_checkpoint.
     #[arg(long)]
@@ -146,7 +145,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "RESOURCE=COUNT")]
     pub expect: Vec<String>,
     /// Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive)]
     pub timeout: Option<Duration>,
     /// Topology Manager, CPU manager and the simulated machine.
     #[command(flatten)]

@@ -103,7 +103,7 @@ pub struct ControlTarget {
     #[command(flatten)]
     pub dir: DirArg,
     /// How long to wait for the mock to answer.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "5s")]
     pub timeout: Duration,
     /// The resource name, e.g. example.com/gpu.
     #[arg(value_name = "RESOURCE")]
@@ -118,7 +118,7 @@ pub struct StatusTarget {
     #[command(flatten)]
     pub dir: DirArg,
     /// How long to wait for the mock to answer.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "5s")]
     pub timeout: Duration,
     /// The resource name, e.g. example.com/gpu [default: the only mock running in --dir].
     #[arg(value_name = "RESOURCE")]

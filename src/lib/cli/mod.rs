@@ -12,6 +12,7 @@ pub mod demo;
 pub mod doctor;
 pub mod dra;
 pub mod explain;
+pub mod help;
 mod junit;
 pub mod kubelet_sim;
 pub mod mock_plugin;
@@ -48,7 +49,7 @@ Environment:
 /// Debug Kubernetes device plugins without a cluster: be the kubelet, poke a
 /// plugin's socket, read a kubelet's PodResources API, or be a device plugin.
 #[derive(Debug, Parser)]
-#[command(name = "dpctl", version, after_long_help = EXIT_CODES, propagate_version = true)]
+#[command(name = "dpctl", version, after_long_help = EXIT_CODES, propagate_version = true, disable_help_subcommand = true)]
 pub struct Cli {
     /// Options every command takes.
     #[command(flatten)]
@@ -136,11 +137,15 @@ pub enum Command {
     Bench(bench::BenchCommand),
     /// Print a shell completion script.
     Completions(completions::CompletionsArgs),
+    /// Print the options every command takes (they are left out of each command's help).
+    Options(help::OptionsArgs),
+    /// Print a command's full help, or a reference topic (dpctl help topics lists them).
+    Help(help::HelpArgs),
 }
 
 /// Runs a parsed command line. Returns the exit code (see `--help`).
 pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
-    crate::output::set_truncate(term.out_is_tty && !cli.global.no_trunc);
+    crate::output::set_width(if term.out_is_tty && !cli.global.no_trunc { Some(stdout_width()) } else { None });
     crate::output::set_no_headers(cli.global.no_headers);
     crate::output::set_yaml(cli.global.output == Format::Yaml);
     let detail = crate::output::verbose::Detail::from_flags(cli.global.verbose, cli.global.quiet, cli.global.output);
@@ -162,12 +167,20 @@ pub async fn run(cli: Cli, term: &mut Term) -> Result<u8> {
         Command::Explain(args) => explain::run(args, s)?,
         Command::Bench(cmd) => bench::run(cmd, s).await?,
         Command::Completions(args) => completions::run(&args, s)?,
+        Command::Options(_) => help::options(s)?,
+        Command::Help(args) => help::help(&args, s)?,
     };
     s.out.flush().map_err(out_err)?;
     Ok(code)
 }
 
 pub use crate::output::out_err;
+
+/// The width tables fit on stdout's terminal: its own, else `COLUMNS`, else 120.
+fn stdout_width() -> usize {
+    let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse::<usize>().ok()).filter(|w| *w >= 20);
+    crate::output::terminal_size(libc::STDOUT_FILENO).map(|(w, _)| w).or(columns).unwrap_or(120)
+}
 
 #[cfg(test)]
 mod tests {

@@ -155,6 +155,18 @@ async fn call_plugin(socket: &Path, config: &ClientConfig, call: Call, s: &mut S
             view.violations.len()
         }
         Call::Preferred(req) => {
+            // The kubelet calls GetPreferredAllocation only for a plugin whose
+            // options advertise it (pkg/kubelet/cm/devicemanager/manager.go,
+            // filterByAffinity / devicesToAllocate: `if !m.endpoints[...].opts.GetPreferredAllocationAvailable`).
+            let advertised = client.options().await.map(|o| o.get_preferred_allocation_available).unwrap_or(true);
+            if !advertised {
+                s.note(format!(
+                    "note: {} does not advertise GetPreferredAllocation (get_preferred_allocation_available is false \
+                     in its options), so the kubelet never calls it: the answer below reaches no pod",
+                    client.path().display()
+                ))?;
+            }
+            let out = &mut *s.out;
             let resp = client.preferred(vec![req.clone()]).await?;
             let view = render::PreferredView {
                 violations: crate::contract::check_preferred_response(&req, &resp),

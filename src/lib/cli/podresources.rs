@@ -79,7 +79,7 @@ pub struct Conn {
     #[arg(long, value_enum, default_value_t = ApiChoice::Auto)]
     pub api: ApiChoice,
     /// Limit for connecting to the socket.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "10s")]
     pub connect_timeout: Duration,
     /// Largest answer accepted, in bytes [default: 16 MiB, as upstream clients].
     #[arg(long, value_name = "BYTES", default_value_t = client::DEFAULT_MAX_RECV)]
@@ -145,7 +145,7 @@ pub struct Call<X: Args> {
     #[command(flatten)]
     pub own: X,
     /// Deadline of each call.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive, default_value = "10s")]
     pub timeout: Duration,
 }
 
@@ -201,7 +201,7 @@ pub struct WatchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// Stop after this long [default: until Ctrl-C].
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse_positive)]
     pub timeout: Option<Duration>,
     /// Do not print the pods present at the start; only changes.
     #[arg(long)]

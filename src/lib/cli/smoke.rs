@@ -258,13 +258,7 @@ fn smoke_help() -> String {
          also in the environment as DPCTL_SMOKE_DIR, DPCTL_KUBELET_SOCKET, DPCTL_REGISTRY_DIR, and \
          DPCTL_PODRESOURCES_SOCKET. The sim accepts registrations on kubelet.sock and through its plugins_registry \
          directory; --registration insists on one.\n\n\
-         --isolate: dpctl re-runs itself as a small helper that enters a new mount namespace (as root; as \
-         another user, a user namespace too, where the kernel allows one), makes every mount private, bind-mounts \
-         the sim's directories at the kubelet's paths, then execs the plugin. A mountpoint missing on this machine \
-         (no /var/lib/kubelet) is made inside the namespace only, on a tmpfs copy of its nearest existing parent \
-         with every entry bind-mounted back: nothing is created on the host, nothing is left behind. The setup is \
-         tried before the sim starts; a refusal (no privilege, AppArmor, a sysctl) exits 2 with the fix before \
-         the plugin starts. The report lists what was mounted where.\n\n\
+         --isolate runs the plugin on the kubelet's own paths without touching the host: dpctl help isolate.\n\n\
          dpctl smoke --kubelet-version 1.28,1.32,1.36 --junit smoke.xml -- ./my-plugin --socket-dir {{dir}}\n\
          dpctl smoke --kubelet-version 1.28-1.37 -- ./my-plugin --socket-dir {{dir}}   (1.28..1.37 too: all ten)\n\n\
          With several --kubelet-version values the whole smoke runs once per release against a fresh kubelet-sim \
@@ -272,12 +266,7 @@ fn smoke_help() -> String {
          release's report and then one row per release, -o json gives {{\"passed\":[…],\"failed\":[…],\"runs\":[…]}}, \
          and the JUnit file has one <testsuite> per release. Exit 1 when any release fails.\n\n\
          dpctl smoke --engine referee:target/referee --kubelet-version 1.34,1.37 -- ./my-plugin --dir {{dir}}\n\n\
-         --engine referee:PATH runs the same steps against the kubelet's own code (conformance/build.sh builds \
-         target/referee/dpctl-referee-1.NN; PATH is that directory, each release picking its binary, or one \
-         binary). The referee runs in a private mount namespace on the kubelet's paths (root, or a user \
-         namespace); the report names it with its exact version (\"engine\": \"referee v1.37.2\"). What it cannot \
-         see (the RegisterRequest's options, a message's size) the evidence says. A missing referee, one that \
-         cannot run or one of another release exits 2 before the plugin starts, with the build command.\n\n\
+         --engine referee:PATH runs the same steps against the kubelet's own code: dpctl help engines.\n\n\
          The plugin runs in its own process group with stdin closed; it is stopped at the end whatever happens \
          (SIGTERM, --grace, SIGKILL; also on Ctrl-C), and the fresh directory is removed (unless --keep). \
          Progress goes to stderr, the report to stdout.\n\n\
@@ -292,3 +281,31 @@ fn smoke_help() -> String {
         CheckId::names().join(", ")
     )
 }
+
+/// `dpctl help isolate`: how `--isolate` runs a plugin.
+pub const ISOLATE_HELP: &str = "\
+smoke --isolate: dpctl re-runs itself as a small helper that enters a new mount namespace (as root;
+as another user, a user namespace too, where the kernel allows one), makes every mount private,
+bind-mounts the sim's directories at the kubelet's paths, then execs the plugin. A mountpoint
+missing on this machine (no /var/lib/kubelet) is made inside the namespace only, on a tmpfs copy
+of its nearest existing parent with every entry bind-mounted back: nothing is created on the
+host, nothing is left behind. The setup is tried before the sim starts; a refusal (no privilege,
+AppArmor, a sysctl) exits 2 with the fix before the plugin starts. The report lists what was
+mounted where.
+
+Examples:
+  dpctl smoke --isolate -- ./vendor-device-plugin
+  dpctl smoke --isolate --bind ./cdi:/etc/cdi -- ./vendor-device-plugin";
+
+/// `dpctl help engines`: the referee engine.
+pub const ENGINE_HELP: &str = "\
+--engine referee:PATH (smoke, kubelet-sim, scenario) runs the same steps against the kubelet's own
+code (conformance/build.sh builds target/referee/dpctl-referee-1.NN; PATH is that directory, each
+release picking its binary, or one binary). The referee runs in a private mount namespace on the
+kubelet's paths (root, or a user namespace); the report names it with its exact version
+(\"engine\": \"referee v1.37.2\"). What it cannot see (the RegisterRequest's options, a message's
+size) the evidence says. A missing referee, one that cannot run or one of another release exits 2
+before the plugin starts, with the build command.
+
+Examples:
+  dpctl smoke --engine referee:target/referee --kubelet-version 1.34,1.37 -- ./my-plugin --dir {dir}";

@@ -182,16 +182,83 @@ fn allocate_note(
             crate::text::count(answers, "Allocate answer", "Allocate answers")
         )
     };
-    let id = healthy.first().copied().unwrap_or("ID");
+    // The checkpoint's entries are the devices pods hold: suggest one no pod holds.
+    let held: BTreeSet<&str> = checkpoint
+        .map(|c| {
+            c.entries.iter().filter(|e| e.resource == resource).flat_map(|e| e.devices_per_numa.values().flatten())
+        })
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    let call = match healthy.iter().find(|id| !held.contains(**id)) {
+        Some(id) => format!(
+            "to call Allocate yourself: `dpctl plugin call allocate --socket {subject} --devices {id}` ({id} is \
+             healthy and no pod holds it in the checkpoint; it allocates for real: the plugin may reserve or reset \
+             the device)"
+        ),
+        None if healthy.is_empty() => "no healthy device to call Allocate with".to_string(),
+        None => format!(
+            "every healthy device is held by a pod (checkpoint), so none is free to call Allocate with: \
+             `dpctl plugin call allocate --socket {subject} --devices ID` would allocate a device a running \
+             container uses"
+        ),
+    };
     out.hint(
         Severity::Ok,
         ("allocate", "allocate-not-called"),
         subject.to_string(),
         format!("Allocate not called (doctor is read-only); {seen}"),
-        format!(
-            "if pods fail admission, paste the pod's event into `dpctl explain`; to call Allocate yourself: \
-             `dpctl plugin call allocate --socket {subject} --devices {id}` (it allocates for real: the plugin may \
-             reserve or reset the device; use a device no pod holds)"
-        ),
+        format!("if pods fail admission, paste the pod's event into `dpctl explain`; {call}"),
     );
+}
+
+/// The commonest window for `no healthy devices present`: the kubelet
+/// restarted and a resource its checkpoint names has not registered again.
+/// A kubelet starting reads the checkpoint and gives every resource there an
+/// empty healthy set until its plugin registers (k8s.io/kubernetes
+/// pkg/kubelet/cm/devicemanager/manager.go, `readCheckpoint`), so pods asking
+/// for it fail admission meanwhile. Said when the checkpoint names the
+/// resource, no live plugin here serves it and the kubelet lists none of its
+/// devices; `kubelet_age` is kubelet.sock's (made when the kubelet started).
+pub(super) fn not_registered_again(
+    plugins: &[LivePlugin],
+    allocatable: Option<&Allocatable>,
+    checkpoint: Option<&CheckpointReport>,
+    kubelet_age: Option<std::time::Duration>,
+    out: &mut Out,
+) {
+    let (Some(checkpoint), Some(age)) = (checkpoint, kubelet_age) else { return };
+    let listed: BTreeSet<(String, String)> = match allocatable {
+        Some(Ok(a)) => a.clone(),
+        _ => BTreeSet::new(),
+    };
+    let served: BTreeSet<String> =
+        plugins.iter().filter_map(|p| resource_of(&p.devices, &listed, Some(checkpoint))).collect();
+    for resource in checkpoint.registered_devices.keys() {
+        if served.contains(resource) || listed.iter().any(|(r, _)| r == resource) {
+            continue;
+        }
+        let known = if matches!(allocatable, Some(Ok(_))) {
+            ", and the kubelet lists none of its devices as allocatable"
+        } else {
+            ""
+        };
+        out.hint(
+            Severity::Error,
+            ("kubelet-view", "not-registered-again"),
+            resource.clone(),
+            format!(
+                "{resource} has not registered again since the kubelet restarted {} s ago (kubelet.sock's age): \
+                 the checkpoint names it, no plugin socket in the directory serves it{known}",
+                age.as_secs()
+            ),
+            format!(
+                "until its plugin registers, the kubelet has no healthy {resource} device: pods asking for it fail \
+                 with UnexpectedAdmissionError (no healthy devices present). A plugin must call Register again \
+                 when kubelet.sock is created anew; restart it now. `dpctl smoke` checks that it does (step \
+                 kubelet-restart)"
+            ),
+        );
+    }
 }

@@ -191,7 +191,11 @@ impl Out {
     }
 }
 
+/// The PodResources socket kubelet-sim serves in its device-plugin directory.
+pub const SIM_PODRESOURCES_SOCKET: &str = "pod-resources.sock";
+
 /// Runs every check. Never fails: what cannot be looked at is a finding.
+/// long: one probe after another, each a line or two; splitting it would hide the order they run in.
 pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     let started = Instant::now();
     let budget_end = tokio::time::Instant::now() + cfg.budget;
@@ -210,11 +214,19 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     for (path, name, kind) in strays {
         judge::non_socket(&path, &name, kind, cfg.kubelet_version, &mut out);
     }
+    let podres_default = root.dir.join("pod-resources").join(crate::paths::KUBELET_SOCKET_NAME);
+    // kubelet-sim serves PodResources in the directory itself: read that one
+    // when no other is named, and probe it as PodResources, not as a plugin.
+    let sim_podres = dir.join(SIM_PODRESOURCES_SOCKET);
+    let podres_path = match &cfg.podresources_socket {
+        Some(p) => cfg.host(p),
+        None if sockets.contains(&sim_podres) => sim_podres.clone(),
+        None => cfg.host(&podres_default),
+    };
+    let sockets: Vec<PathBuf> = sockets.into_iter().filter(|p| *p != podres_path && *p != sim_podres).collect();
     let probes = futures_util::future::join_all(
         sockets.iter().cloned().map(|p| tokio::time::timeout_at(budget_end, probe::probe_plugin(p, timeout))),
     );
-    let podres_default = root.dir.join("pod-resources").join(crate::paths::KUBELET_SOCKET_NAME);
-    let podres_path = cfg.host(cfg.podresources_socket.as_ref().unwrap_or(&podres_default));
     let podres = tokio::time::timeout_at(budget_end, probe::probe_podresources(podres_path.clone(), timeout));
     let registry_dir = cfg.host(&dra::watched_registry(cfg, &root));
     let registry = tokio::time::timeout_at(budget_end, probe::probe_registry(registry_dir.clone(), timeout));
@@ -246,6 +258,14 @@ pub async fn run(cfg: &DoctorConfig) -> DoctorReport {
     judge::check_cdi(checkpoint.as_ref(), &cdi_dirs, &cdi_specs, &mut out);
     // The kubelet's view (GetAllocatableResources) against each plugin's own.
     kubelet_view::check(&live, allocatable.as_ref(), checkpoint.as_ref().map(|(r, _)| r), &mut out);
+    let kubelet_age = probe::age(&kubelet_sock);
+    kubelet_view::not_registered_again(
+        &live,
+        allocatable.as_ref(),
+        checkpoint.as_ref().map(|(r, _)| r),
+        kubelet_age,
+        &mut out,
+    );
 
     // plugins_registry, then DRA: registrations, dra_manager_state, and
     // device plugins against DRA drivers.

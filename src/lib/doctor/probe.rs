@@ -32,6 +32,13 @@ pub(super) struct DirSeen {
 /// The kubelet's checkpoint in the device-plugin directory: its path, and
 /// what reading and parsing it gave (a missing file is an error the judge
 /// tells apart).
+/// How long ago `path` was last modified (for a socket: created), or `None`
+/// when it cannot be read or its time is in the future.
+pub(super) fn age(path: &Path) -> Option<Duration> {
+    let modified = std::fs::symlink_metadata(path).ok()?.modified().ok()?;
+    std::time::SystemTime::now().duration_since(modified).ok()
+}
+
 pub(super) fn read_checkpoint(dir: &Path) -> (PathBuf, crate::Result<CheckpointReport>) {
     let path = dir.join(crate::paths::CHECKPOINT_FILE_NAME);
     let read = CheckpointReport::read(&path);

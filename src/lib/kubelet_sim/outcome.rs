@@ -269,6 +269,10 @@ pub struct TopologyReport {
     pub cpu_manager_policy: String,
     /// True for `admit --dry-run`: nothing was allocated and no plugin was called.
     pub dry_run: bool,
+    /// A dry run of a pod already admitted: judged as a second pod like it,
+    /// beside the first (which keeps its devices).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub beside_admitted: bool,
     /// The merges, in order (none under policy `none`).
     pub decisions: Vec<TopologyDecision>,
     /// Devices and exclusive CPUs per container and NUMA node.

@@ -19,16 +19,20 @@ pub(crate) async fn dry_run(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Adm
     if inner.is_stopped() {
         return Err(Error::invalid("kubelet-sim", "the sim has stopped"));
     }
-    if inner.lock().is_admitted(&spec.namespace, &spec.name) {
-        return Err(Error::invalid(
-            format!("pod {}/{}", spec.namespace, spec.name),
-            "is already admitted; delete it first",
-        ));
+    // What a user asks of a dry run for a pod the sim already admitted is
+    // whether one more like it fits now: it is judged as a second pod (its
+    // own UID) beside the first, whose devices stay taken.
+    let beside_admitted = inner.lock().is_admitted(&spec.namespace, &spec.name);
+    if beside_admitted {
+        spec.uid = Some("dry-run".into());
     }
     let started = std::time::Instant::now();
     let uid = spec.uid.get_or_insert_with(|| "dry-run".into()).clone();
     let mut outcome = AdmitOutcome::pending(&spec, uid);
     let result = inner.lock().dry_run(&spec, &mut outcome);
+    if let Some(t) = outcome.topology.as_mut() {
+        t.beside_admitted = beside_admitted;
+    }
     if let Err(r) = result {
         outcome.reason = Some(r.reason);
         outcome.message = Some(r.message);

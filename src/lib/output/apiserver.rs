@@ -54,7 +54,7 @@ fn slices_table(s: &mut Streams<'_>, slices: &[Value]) -> Result<()> {
             node,
             text(sl, "/spec/pool/name").to_string(),
             generation,
-            super::cell(&devices.join(","), 60),
+            devices.join(","),
         ]);
     }
     write_table(s.out, &t).map_err(out_err)

@@ -28,10 +28,7 @@ pub fn finished(io: &mut Streams<'_>, report: &Report, stable: bool) -> Result<(
             .map_err(out_err)?;
     }
     if let Some(u) = &report.unreachable {
-        writeln!(io.err, "dpctl: error: {}", u.message).map_err(out_err)?;
-        if let Some(h) = &u.hint {
-            writeln!(io.err, "  hint: {h}").map_err(out_err)?;
-        }
+        super::write_error(&mut *io.err, &u.message, u.hint.as_deref()).map_err(out_err)?;
     }
     Ok(())
 }
@@ -92,9 +89,6 @@ pub fn progress(bar: &indicatif::ProgressBar, p: Progress) {
     }
 }
 
-/// Widest DETAIL cell in the table (wide output shows everything).
-const DETAIL_WIDTH: usize = 110;
-
 /// Renders a report: one row per check, then each failure in full
 /// (evidence, rule, why it matters), each error on a line, then a summary.
 pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<()> {
@@ -118,7 +112,7 @@ pub fn report(w: &mut dyn Write, format: Format, report: &Report) -> io::Result<
     }
     let mut t = table(headers);
     for c in &report.checks {
-        let detail = if wide { c.evidence.clone() } else { super::cell(&c.evidence, DETAIL_WIDTH) };
+        let detail = c.evidence.clone();
         let mut row = vec![c.name.clone(), outcome(c.outcome), format!("{}ms", c.duration_ms), one_line(&detail)];
         if wide {
             row.push(c.reason.clone());

@@ -8,20 +8,15 @@ use std::path::Path;
 
 use colored::Colorize;
 
-use super::{Format, health, numa, table, write_json_line, write_table};
+use super::{Format, health, numa, table, write_json_line};
 use crate::demo::{DemoStep, Details, STEPS};
 use crate::kubelet_sim::RequestOptions;
 
 /// The error line of a failed step, as the binary prints errors (so even
 /// with --quiet).
 pub fn step_failed(w: &mut dyn Write, st: &DemoStep) -> io::Result<()> {
-    writeln!(
-        w,
-        "dpctl: error: demo step {}/{STEPS} ({}) failed: {}",
-        st.step,
-        st.title,
-        st.error.as_deref().unwrap_or("")
-    )
+    let message = format!("demo step {}/{STEPS} ({}) failed: {}", st.step, st.title, st.error.as_deref().unwrap_or(""));
+    super::write_error(w, &message, None)
 }
 
 /// The lines before the first step (nothing in JSON).
@@ -29,13 +24,15 @@ pub fn intro(w: &mut dyn Write, format: Format, dir: &Path) -> io::Result<()> {
     if format.is_json() {
         return Ok(());
     }
-    writeln!(
-        w,
-        "{} a kubelet (kubelet-sim) and a device plugin (mock-plugin) in this one process, speaking the\n\
+    let intro = format!(
+        "{} a kubelet (kubelet-sim) and a device plugin (mock-plugin) in this one process, speaking the \
          device-plugin gRPC API over unix sockets in {}.",
         "dpctl demo:".bold(),
         dir.display()
-    )?;
+    );
+    for line in super::layout::wrap(&intro, prose_width() + 4) {
+        writeln!(w, "{line}")?;
+    }
     writeln!(w)?;
     w.flush()
 }
@@ -53,7 +50,7 @@ pub fn step(w: &mut dyn Write, format: Format, s: &DemoStep) -> io::Result<()> {
         s.title.bold(),
         format!("{} ms", s.took_ms).dimmed()
     )?;
-    for line in wrap(s.why, WRAP) {
+    for line in wrap(s.why, prose_width()) {
         writeln!(w, "    {}", line.dimmed())?;
     }
     if let Some(e) = &s.error {
@@ -72,16 +69,23 @@ pub fn outro(w: &mut dyn Write, format: Format, steps: &[DemoStep]) -> io::Resul
     let total: u64 = steps.iter().map(|s| s.took_ms).sum();
     if steps.iter().all(|s| s.ok) {
         writeln!(w, "{} {} steps in {total} ms, nothing left behind.", "Done:".green().bold(), steps.len())?;
-        writeln!(
-            w,
-            "Next: dpctl kubelet-sim --help · dpctl mock-plugin --help · dpctl smoke --help · dpctl plugin check --help"
-        )?;
+        let next = "Next: dpctl kubelet-sim --help · dpctl mock-plugin --help · dpctl smoke --help · dpctl plugin \
+                    check --help";
+        for line in super::layout::wrap(next, prose_width() + 4) {
+            writeln!(w, "{line}")?;
+        }
     }
     w.flush()
 }
 
 /// Width of the wrapped explanation lines.
 const WRAP: usize = 96;
+
+/// The explanations' width: [`WRAP`], or less on a narrower terminal (they
+/// sit 4 columns in), so no line is wrapped again by the terminal.
+fn prose_width() -> usize {
+    super::width().map_or(WRAP, |w| w.saturating_sub(4).clamp(30, WRAP))
+}
 
 /// Splits `text` into lines of at most `width` characters, at spaces.
 fn wrap(text: &str, width: usize) -> Vec<String> {
@@ -111,7 +115,15 @@ fn opts(o: &RequestOptions) -> String {
 
 /// A label column, then text.
 fn kv(w: &mut dyn Write, key: &str, value: impl std::fmt::Display) -> io::Result<()> {
-    writeln!(w, "    {:<22} {value}", key.cyan())
+    let lines = super::layout::wrap(&value.to_string(), prose_width().saturating_sub(23).max(20));
+    for (i, line) in lines.iter().enumerate() {
+        if i == 0 {
+            writeln!(w, "    {:<22} {line}", key.cyan())?;
+        } else {
+            writeln!(w, "    {:<22} {line}", "")?;
+        }
+    }
+    Ok(())
 }
 
 /// What a step saw, one labelled line each (tables for device lists).
@@ -243,9 +255,7 @@ fn restart(w: &mut dyn Write, d: &Details) -> io::Result<()> {
 
 /// A table indented under the step's title.
 fn indented(w: &mut dyn Write, t: &comfy_table::Table) -> io::Result<()> {
-    let mut buf = Vec::new();
-    write_table(&mut buf, t)?;
-    for line in String::from_utf8_lossy(&buf).lines() {
+    for line in super::table_lines(t, super::width().map(|w| w.saturating_sub(4)), super::Fit::Cut) {
         writeln!(w, "    {line}")?;
     }
     Ok(())

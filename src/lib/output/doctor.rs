@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use colored::Colorize;
 
-use super::{Format, Streams, out_err, table, write_json, write_table};
+use super::{Format, Streams, out_err, table, write_json, write_table, write_table_wrapped};
 use crate::doctor::merge::MergedReport;
 use crate::doctor::{DoctorReport, Severity};
 
@@ -87,7 +87,7 @@ pub fn merged(w: &mut dyn Write, format: Format, m: &MergedReport) -> io::Result
                 t.add_row([String::new(), String::new(), String::new(), String::new(), hint]);
             }
         }
-        write_table(w, &t)?;
+        write_table_wrapped(w, &t)?;
     }
     let bad = m.nodes.iter().filter(|n| n.worst != Severity::Ok).count();
     writeln!(w, "\n{}: {bad} with warnings or errors", crate::text::count(m.nodes.len(), "node", "nodes"))
@@ -107,7 +107,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &DoctorReport) -> io::Result
             t.add_row([String::new(), String::new(), String::new(), hint]);
         }
     }
-    write_table(w, &t)?;
+    write_table_wrapped(w, &t)?;
     let (ok, warn, err) = r.counts();
     writeln!(
         w,

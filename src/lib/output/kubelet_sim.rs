@@ -300,7 +300,7 @@ pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()
     }
     let by = if s.engine == crate::kubelet_sim::default_engine() { "simulated".to_string() } else { s.engine.clone() };
     writeln!(w, "kubelet {} ({by}){}", s.kubelet_version, if s.running { "" } else { ", stopped" })?;
-    for line in status_lines(s, format == Format::Wide) {
+    for line in status_lines(s, format == Format::Wide, super::width(), super::Fit::Cut) {
         writeln!(w, "{line}")?;
     }
     if let Some(d) = &s.dra {
@@ -378,7 +378,8 @@ fn resource_row(r: &ResourceStatus, running: bool, wide: bool) -> Vec<String> {
     row
 }
 
-fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
+/// The status as lines, its tables fitted to `width` by `fit`.
+fn status_lines(s: &SimStatus, wide: bool, width: Option<usize>, fit: super::Fit) -> Vec<String> {
     let mut out = Vec::new();
     let dra_drivers = s.dra.as_ref().map_or(0, |d| d.drivers.len());
     if s.resources.is_empty() && dra_drivers > 0 {
@@ -394,9 +395,7 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
         for r in &s.resources {
             t.add_row(resource_row(r, s.running, wide));
         }
-        let mut buf = Vec::new();
-        let _ = write_table(&mut buf, &t);
-        out.extend(String::from_utf8_lossy(&buf).lines().map(String::from));
+        out.extend(super::table_lines(&t, width, fit));
         for r in s.resources.iter().filter(|r| r.state != "serving") {
             if let Some(why) = &r.stream_end_reason {
                 out.push(format!("{}: stream ended: {why}", r.resource));
@@ -426,9 +425,7 @@ fn status_lines(s: &SimStatus, wide: bool) -> Vec<String> {
                 t.add_row([format!("uid {} (checkpoint)", p.uid), c.name.clone(), "-".into(), list(&devs)]);
             }
         }
-        let mut buf = Vec::new();
-        let _ = write_table(&mut buf, &t);
-        out.extend(String::from_utf8_lossy(&buf).lines().map(String::from));
+        out.extend(super::table_lines(&t, width, fit));
     }
     if s.refused_over_limit > 0 {
         out.push(String::new());
@@ -598,7 +595,7 @@ pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize, height: usiz
     ];
     out.extend(dra_head(s));
     out.push(String::new());
-    out.extend(status_lines(s, false));
+    out.extend(status_lines(s, false, Some(width), super::Fit::Live));
     out.push(String::new());
     out.push("RECENT EVENTS".bold().to_string());
     // Room for the events: the frame keeps one line free (the cursor's) and the footer (2 lines).
@@ -619,35 +616,7 @@ pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize, height: usiz
         out.push("Ctrl-C to stop".dimmed().to_string());
     }
     out.truncate(height.saturating_sub(1).max(3));
-    out.into_iter().map(|l| truncate(&l, width)).collect()
-}
-
-/// Cuts a line to `width` visible characters (keeping ANSI escapes whole).
-fn truncate(line: &str, width: usize) -> String {
-    let mut out = String::new();
-    let mut visible = 0;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            out.push(c);
-            for e in chars.by_ref() {
-                out.push(e);
-                if e.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-            continue;
-        }
-        if visible >= width {
-            continue;
-        }
-        out.push(c);
-        visible += 1;
-    }
-    if line.contains('\x1b') {
-        out.push_str("\x1b[0m");
-    }
-    out
+    out.into_iter().map(|l| super::layout::cut(&l, width)).collect()
 }
 
 /// Renders an admission outcome.
@@ -657,6 +626,9 @@ pub fn admit(w: &mut dyn Write, format: Format, o: &AdmitOutcome) -> io::Result<
     }
     let who = format!("{}/{}", o.namespace, o.pod);
     let dry = o.topology.as_ref().is_some_and(|t| t.dry_run);
+    if o.topology.as_ref().is_some_and(|t| t.beside_admitted) {
+        writeln!(w, "{who} is already admitted and keeps its devices; judged as a second pod like it:")?;
+    }
     if o.admitted && dry {
         writeln!(w, "{} {who}", "would be admitted".green().bold())?;
     } else if o.admitted {
@@ -974,13 +946,7 @@ pub fn answer(w: &mut dyn Write, format: Format, a: &Answer) -> io::Result<()> {
 pub fn steered(s: &mut Streams<'_>, reply: &std::result::Result<Answer, RemoteError>) -> crate::Result<()> {
     match reply {
         Ok(a) => answer(s.out, s.format, a).map_err(out_err),
-        Err(remote) => {
-            writeln!(s.err, "dpctl: error: {}", remote.message).map_err(out_err)?;
-            if let Some(h) = &remote.hint {
-                writeln!(s.err, "  hint: {h}").map_err(out_err)?;
-            }
-            Ok(())
-        }
+        Err(remote) => super::write_error(&mut *s.err, &remote.message, remote.hint.as_deref()).map_err(out_err),
     }
 }
 
@@ -994,10 +960,7 @@ pub fn expect_verdict(s: &mut Streams<'_>, results: Vec<ExpectResult>, met: bool
 /// The size (columns, rows) of the terminal on stderr, where the live view
 /// is drawn; `None` when stderr is not a terminal.
 fn terminal_size() -> Option<(usize, usize)> {
-    let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
-    // SAFETY: TIOCGWINSZ writes one winsize into the pointed-to struct, which is valid and owned here.
-    let rc = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) };
-    (rc == 0 && ws.ws_col > 0 && ws.ws_row > 0).then(|| (usize::from(ws.ws_col), usize::from(ws.ws_row)))
+    super::terminal_size(libc::STDERR_FILENO)
 }
 
 /// The terminal width from the terminal, `COLUMNS`, or 120.
@@ -1113,6 +1076,13 @@ mod tests {
         assert!(small.len() < 24, "{} lines: {small:#?}", small.len());
         assert!(small[0].starts_with("kubelet-sim 1.37"), "{small:#?}");
         assert!(small.iter().any(|l| l.contains("resource_removed")), "{small:#?}");
+        // 80 columns: the pods table keeps every column (DEVICES last), cells cut with a marker.
+        let at80 = live_frame(&status, &[], 80, 50);
+        assert!(at80.iter().any(|l| l.starts_with("POD") && l.contains("DEVICES")), "{at80:#?}");
+        assert!(at80.iter().all(|l| l.chars().count() <= 80), "{at80:#?}");
+        let at50 = live_frame(&status, &[], 50, 50);
+        assert!(at50.iter().any(|l| l.starts_with("POD") && l.contains("DEVI")), "{at50:#?}");
+        assert!(at50.iter().filter(|l| l.chars().count() == 50).all(|l| l.ends_with('…')), "{at50:#?}");
         // A wide terminal: long lines are not cut at 120.
         let wide = live_frame(&status, &[ev], 300, 50).join("\n");
         assert!(wide.contains("x.io/y: grace period over, capacity 0"), "{wide}");
@@ -1160,9 +1130,9 @@ mod tests {
 
     #[test]
     fn truncation_keeps_escapes() {
-        assert_eq!(truncate("abcdef", 3), "abc");
-        let t = truncate("\x1b[1mabcdef\x1b[0m", 2);
-        assert!(t.starts_with("\x1b[1mab\x1b[0m"), "{t:?}");
+        assert_eq!(crate::output::layout::cut("abcdef", 3), "ab…");
+        let t = crate::output::layout::cut("\x1b[1mabcdef\x1b[0m", 2);
+        assert!(t.starts_with("\x1b[1ma\x1b[0m…"), "{t:?}");
     }
 }
 

@@ -16,6 +16,7 @@ pub mod fd;
 pub mod github;
 pub mod junit;
 pub mod kubelet_sim;
+pub mod layout;
 pub mod mock_plugin;
 pub mod plugin;
 pub mod podresources;
@@ -30,6 +31,7 @@ use colored::Colorize;
 use comfy_table::{ContentArrangement, Table, presets};
 use serde::Serialize;
 
+pub use crate::error::write as write_error;
 pub use crate::text::{list, ranges, timestamp};
 
 /// How a command renders its data.
@@ -171,14 +173,33 @@ fn yaml(w: &mut dyn Write, value: &(impl Serialize + ?Sized), document: bool) ->
     w.write_all(text.as_bytes())
 }
 
-/// Whether tables shorten long cells; see [`set_truncate`].
-static TRUNCATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The width tables are fitted to, or 0 for none; see [`set_width`].
+static WIDTH: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// Tables shorten long cells only for a person at a terminal: the command
-/// layer sets this once (stdout is a terminal and no `--no-trunc`). Pipes,
-/// files and CI logs get every cell whole.
-pub fn set_truncate(on: bool) {
-    TRUNCATE.store(on, std::sync::atomic::Ordering::Relaxed);
+/// Below this many columns a table too wide for the terminal is stacked
+/// (one `HEADER  value` line per cell, rows apart); from it up the table
+/// keeps its columns and its widest cells give way.
+pub const STACK_BELOW: usize = 100;
+
+/// Tables fit the terminal only for a person at one: the command layer sets
+/// this once to stdout's width (a terminal, no `--no-trunc`) or `None`.
+/// Pipes, files and CI logs get every cell whole on one line.
+pub fn set_width(width: Option<usize>) {
+    WIDTH.store(width.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The width tables are fitted to ([`set_width`]), if any.
+pub fn width() -> Option<usize> {
+    Some(WIDTH.load(std::sync::atomic::Ordering::Relaxed)).filter(|w| *w > 0)
+}
+
+/// The size (columns, rows) of the terminal on `fd`; `None` when it is not
+/// one (or reports no size): `libc::STDOUT_FILENO` or `libc::STDERR_FILENO`.
+pub fn terminal_size(fd: std::os::fd::RawFd) -> Option<(usize, usize)> {
+    let mut ws = libc::winsize { ws_row: 0, ws_col: 0, ws_xpixel: 0, ws_ypixel: 0 };
+    // SAFETY: TIOCGWINSZ writes one winsize into the pointed-to struct, which is valid and owned here.
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) };
+    (rc == 0 && ws.ws_col > 0 && ws.ws_row > 0).then(|| (usize::from(ws.ws_col), usize::from(ws.ws_row)))
 }
 
 /// Whether tables leave out their header line; see [`set_no_headers`].
@@ -194,9 +215,63 @@ pub fn no_headers() -> bool {
     NO_HEADERS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// `s` shortened to `max` characters when tables shorten cells, else whole.
-pub fn cell(s: &str, max: usize) -> String {
-    if TRUNCATE.load(std::sync::atomic::Ordering::Relaxed) { crate::text::shorten(s, max) } else { s.to_string() }
+/// How a table too wide for the terminal gives way from [`STACK_BELOW`] up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// One line per row; the widest cells are cut, each cut marked `…`
+    /// (lists, whose rows people scan; `-o wide` or a pipe shows them whole).
+    Cut,
+    /// Cells wrap inside their column (prose people read: evidence, hints).
+    Wrap,
+    /// As `Cut` at any width, never stacked: a live view redrawn in place
+    /// keeps one line per row and every column.
+    Live,
+}
+
+/// Writes a table followed by a newline, with trailing spaces trimmed,
+/// fitted to the terminal ([`set_width`]) with its rows cut.
+pub fn write_table(w: &mut dyn Write, table: &Table) -> io::Result<()> {
+    write_table_fit(w, table, width(), Fit::Cut)
+}
+
+/// [`write_table`] with rows that wrap instead of being cut.
+pub fn write_table_wrapped(w: &mut dyn Write, table: &Table) -> io::Result<()> {
+    write_table_fit(w, table, width(), Fit::Wrap)
+}
+
+/// Writes a table fitted to `width` columns (none: as wide as it is): as
+/// it is when it fits, stacked below [`STACK_BELOW`], else by `fit`.
+pub fn write_table_fit(w: &mut dyn Write, table: &Table, width: Option<usize>, fit: Fit) -> io::Result<()> {
+    for line in table_lines(table, width, fit) {
+        writeln!(w, "{line}")?;
+    }
+    Ok(())
+}
+
+/// The lines [`write_table_fit`] writes.
+pub fn table_lines(table: &Table, width: Option<usize>, fit: Fit) -> Vec<String> {
+    // Padding is set after the header exists; columns added later get it here.
+    let mut t = table.clone();
+    for col in t.column_iter_mut() {
+        col.set_padding((0, 3));
+    }
+    let skip = usize::from(no_headers() && t.header().is_some());
+    let natural: Vec<String> = t.lines().skip(skip).map(|l| l.trim_end().to_string()).collect();
+    let Some(width) = width else { return natural };
+    if natural.iter().all(|l| layout::visible_width(l) <= width) {
+        return natural;
+    }
+    if width < STACK_BELOW && fit != Fit::Live {
+        return layout::stacked(&t, width);
+    }
+    t.set_content_arrangement(ContentArrangement::Dynamic).set_width(u16::try_from(width).unwrap_or(u16::MAX));
+    if fit != Fit::Wrap {
+        t.set_truncation_indicator("…");
+        for row in t.row_iter_mut() {
+            row.max_height(1);
+        }
+    }
+    t.lines().skip(skip).map(|l| l.trim_end().to_string()).collect()
 }
 
 /// A table in dpctl's style: kubectl-like columns, upper-case headers, no borders.
@@ -211,20 +286,6 @@ where
         col.set_padding((0, 3));
     }
     t
-}
-
-/// Writes a table followed by a newline, with trailing spaces trimmed.
-pub fn write_table(w: &mut dyn Write, table: &Table) -> io::Result<()> {
-    // Padding is set after the header exists; columns added later get it here.
-    let mut t = table.clone();
-    for col in t.column_iter_mut() {
-        col.set_padding((0, 3));
-    }
-    let skip = usize::from(no_headers() && t.header().is_some());
-    for line in t.lines().skip(skip) {
-        writeln!(w, "{}", line.trim_end())?;
-    }
-    Ok(())
 }
 
 /// Writes `value` as pretty JSON and a newline.

@@ -635,10 +635,15 @@ fn explain_allocatable(s: &mut Streams<'_>, a: &AllocatableView) -> crate::Resul
     if s.format.is_json() {
         return Ok(());
     }
+    // k8s.io/kubernetes pkg/kubelet/apis/podresources/server_v1.go, containerDevicesFromResourceDeviceInstances:
+    // a device with a TopologyInfo is listed once per NUMA node in it, so one with none listed never.
     if a.devices.is_empty() && a.cpu_ids.is_empty() && a.memory.is_empty() {
         s.note(
-            "the kubelet reports nothing allocatable: no device plugin has registered healthy devices, the \
-             CPU manager policy is not static, and the memory manager policy is not Static",
+            "the kubelet reports nothing allocatable: the CPU manager policy is not static, the memory manager \
+             policy is not Static, and no device is listed: either no device plugin has registered healthy \
+             devices, or the devices registered carry a TopologyInfo with no NUMA node (the kubelet lists a \
+             device once per node of its topology, so one with an empty TopologyInfo is never listed, though it \
+             counts in capacity; `dpctl plugin watch --socket PLUGIN` shows each device's NUMA nodes)",
         )?;
     } else if a.cpu_ids.is_empty() {
         s.note("no CPUs listed: the kubelet fills cpu_ids only with the static CPU manager policy")?;

@@ -20,9 +20,6 @@ use crate::smoke::matrix::MatrixProgress;
 use crate::smoke::{MatrixReport, SmokeProgress, SmokeReport, Stream, kind_of, shell_words};
 use crate::text::shorten;
 
-/// Widest DETAIL cell in the table (wide output shows everything).
-const DETAIL_WIDTH: usize = 110;
-
 /// Lines of the plugin's output shown under a failed run's table.
 const TAIL_LINES: usize = 20;
 
@@ -278,7 +275,7 @@ pub fn report(w: &mut dyn Write, format: Format, r: &SmokeReport) -> io::Result<
             i += run;
             continue;
         }
-        let detail = if wide { one_line(&c.evidence) } else { super::cell(&one_line(&c.evidence), DETAIL_WIDTH) };
+        let detail = one_line(&c.evidence);
         let mut row = vec![c.name.clone(), outcome(c.outcome), format!("{}ms", c.duration_ms), detail];
         if wide {
             row.insert(1, kind_of(&c.name).to_string());
@@ -494,7 +491,7 @@ pub fn matrix(w: &mut dyn Write, format: Format, m: &MatrixReport) -> io::Result
             .steps
             .iter()
             .find(|c| c.outcome.is_failure())
-            .map_or_else(|| "-".to_string(), |c| super::cell(&format!("{}: {}", c.name, one_line(&c.evidence)), 70));
+            .map_or_else(|| "-".to_string(), |c| format!("{}: {}", c.name, one_line(&c.evidence)));
         t.add_row([
             if r.engine == crate::kubelet_sim::default_engine() {
                 r.kubelet_version.to_string()

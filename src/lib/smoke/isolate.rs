@@ -403,7 +403,8 @@ pub fn helper_main(out: &mut dyn Write, err: &mut dyn Write) -> Option<u8> {
     };
     let spec: Option<Spec> = std::env::var(ENV_SPEC).ok().and_then(|s| serde_json::from_str(&s).ok());
     let Some(spec) = spec else {
-        let _ = writeln!(err, "dpctl: error: {HELPER_ARG} is dpctl smoke --isolate's helper; it is not run by hand");
+        let message = format!("{HELPER_ARG} is dpctl smoke --isolate's helper; it is not run by hand");
+        let _ = crate::error::write(err, &message, Some("run dpctl smoke --isolate -- PLUGIN"));
         return Some(crate::error::exit::USAGE);
     };
     let result = setup(&spec);

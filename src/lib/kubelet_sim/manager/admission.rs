@@ -85,7 +85,9 @@ impl Manager {
             warnings.push(Warning {
                 rule: CDI_DEVICES_GATED.into(),
                 evidence: format!(
-                    "kubelet {version} keeps cdi_devices in the answer but passes them to the runtime only with feature                  gate DevicePluginCDIDevices on (alpha in 1.28, off by default; on from 1.29), so on a default node                  the container gets none of: {}; return device nodes (DeviceSpec) or mounts too",
+                    "kubelet {version} keeps cdi_devices in the answer but passes them to the runtime only with feature \
+                     gate DevicePluginCDIDevices on (alpha in 1.28, off by default; on from 1.29), so on a default \
+                     node the container gets none of: {}; return device nodes (DeviceSpec) or mounts too",
                     names.join(", ")
                 ),
             });

@@ -383,6 +383,10 @@ fn cdi_devices_dropped_1_26_to_1_27() {
 #[test]
 fn cdi_devices_kept_but_gated_in_1_28() {
     assert_eq!(cdi_rules(28), (1, vec![super::CDI_DEVICES_GATED.to_string()]));
+    let (_, warnings) = manager(28, Instant::now()).allocate_answer(&cdi_answer()).unwrap();
+    let text = &warnings.iter().find(|w| w.rule == super::CDI_DEVICES_GATED).unwrap().evidence;
+    assert!(text.contains("only with feature gate DevicePluginCDIDevices on"), "{text}");
+    assert!(!text.contains("  "), "a run of spaces: {text:?}");
 }
 
 /// 1.29+: passed to the runtime, no warning.

@@ -129,6 +129,7 @@ impl PodTopology {
                 CpuPolicy::Static => "static".into(),
             },
             dry_run,
+            beside_admitted: false,
             decisions: Vec::new(),
             placements: Vec::new(),
             cpus: BTreeMap::new(),

@@ -102,9 +102,10 @@ pub(super) fn health_report(seen: &HealthSeen<'_>) -> (Outcome, String) {
     for (endpoint, message) in &later_rejections {
         // 1.37+ (PR #135437) refuse a second client at a live (name, socket).
         problems.push(format!(
-            "after the accepted registration, kubelet {} rejected another Register of {} (endpoint {endpoint}): \
-             {message}",
-            seen.kubelet_version, res.resource
+            "a second Register, not a health report: after the accepted registration the plugin called Register \
+             for {} again (endpoint {endpoint}) and kubelet {} refused it: {message}. A plugin registers once per \
+             kubelet start (again only when kubelet.sock is created anew)",
+            res.resource, seen.kubelet_version
         ));
     }
     if let Some(reason) = &stream_end
@@ -710,12 +711,12 @@ mod tests {
         let (outcome, evidence) = judge(&resource("serving", vec![device("g0", "Healthy", None)]), &events);
         assert_eq!(outcome, Outcome::Fail);
         let want = format!(
-            "after the accepted registration, kubelet {} rejected another Register of example.com/gpu (endpoint \
-             gpu2.sock): {message}; capacity 1",
+            "a second Register, not a health report: after the accepted registration the plugin called Register \
+             for example.com/gpu again (endpoint gpu2.sock) and kubelet {} refused it: {message}.",
             KubeletVersion::NEWEST
         );
         assert!(evidence.starts_with(&want), "{evidence}");
-        assert_eq!(evidence.matches("rejected another Register").count(), 1);
+        assert_eq!(evidence.matches("a second Register").count(), 1);
     }
 
     /// An ended stream fails the step while the resource stays ended (with
