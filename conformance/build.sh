@@ -10,8 +10,9 @@
 # sample-device-plugin) and the upstream DRA test driver
 # (k8s.io/kubernetes/test/e2e/dra/test-driver), as sample-device-plugin and
 # dra-test-driver into ${DPCTL_UPSTREAM_DIR:-<repo>/target/upstream}.
-# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 dra-driver upstream]
-#        (default: all four referees, the DRA driver and the upstream programs)
+# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 1.38 dra-driver upstream]
+#        (default: all five referees, the DRA driver and the upstream
+#        programs; 1.38 is a pre-release, v1.38.0-beta.0)
 #        conformance/build.sh [--lean] kubelet [1.34 1.35 1.36 1.37]
 #        (default: 1.37) builds the real kubelet (k8s.io/kubernetes/cmd/kubelet
 #        from the module proxy, pinned by the referee's modfiles/1.NN.mod) as
@@ -44,7 +45,7 @@ fi
 if [ $kubelet = yes ]; then
 	targets=${*:-1.37}
 else
-	targets=${*:-1.34 1.35 1.36 1.37 dra-driver upstream}
+	targets=${*:-1.34 1.35 1.36 1.37 1.38 dra-driver upstream}
 fi
 releases=
 dra_driver=no
@@ -52,6 +53,13 @@ upstream=no
 for r in $targets; do
 	case $r in
 	1.34 | 1.35 | 1.36 | 1.37) releases="$releases $r" ;;
+	1.38)
+		if [ $kubelet = yes ]; then
+			echo "build.sh: 'kubelet' builds kubelet releases 1.34 1.35 1.36 1.37 (1.38 is a pre-release: referee only)" >&2
+			exit 2
+		fi
+		releases="$releases $r"
+		;;
 	dra-driver | upstream)
 		if [ $kubelet = yes ]; then
 			echo "build.sh: 'kubelet' builds kubelet releases only (known: 1.34 1.35 1.36 1.37)" >&2
@@ -60,7 +68,7 @@ for r in $targets; do
 		if [ "$r" = upstream ]; then upstream=yes; else dra_driver=yes; fi
 		;;
 	*)
-		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37; or dra-driver, upstream)" >&2
+		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37 1.38; or dra-driver, upstream)" >&2
 		exit 2
 		;;
 	esac
@@ -89,9 +97,17 @@ cd "$here/referee"
 for r in $releases; do
 	tag=k8s_$(echo "$r" | tr . _)
 	bin="$out/dpctl-referee-$r"
+	# A release whose go line is newer than the local toolchain (1.38 needs
+	# go 1.27) builds with that toolchain, fetched from the module proxy as
+	# GOTOOLCHAIN=auto would, unless GOTOOLCHAIN is set.
+	need=go$(sed -n 's/^go \(.*\)/\1/p' "modfiles/$r.mod")
+	toolchain=${GOTOOLCHAIN:-}
+	if [ -z "$toolchain" ] && [ "$(printf '%s\n%s\n' "$need" "$(GOTOOLCHAIN=local go env GOVERSION)" | sort -V | head -1)" != "$need" ]; then
+		toolchain=$need
+	fi
 	# Static, path-free binaries: no C toolchain needed, and the same
 	# sources give the same binary on any machine.
-	if ! CGO_ENABLED=${CGO_ENABLED:-0} go build -trimpath -ldflags="-s -w" -modfile="modfiles/$r.mod" -tags "$tag" -o "$bin" .; then
+	if ! GOTOOLCHAIN=${toolchain:-local} CGO_ENABLED=${CGO_ENABLED:-0} go build -trimpath -ldflags="-s -w" -modfile="modfiles/$r.mod" -tags "$tag" -o "$bin" .; then
 		echo "build.sh: building the referee for kubelet $r failed" >&2
 		exit 1
 	fi

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 	"k8s.io/kubernetes/pkg/kubelet/cm/dra"
+	draplugin "k8s.io/kubernetes/pkg/kubelet/cm/dra/plugin"
 )
 
 // claimRef, claimObject, allocation: the DRA part of the control
@@ -98,13 +100,13 @@ func (r *referee) storeClaims(pod *podSpec) {
 // directory and starts it, as the container manager does at each kubelet
 // start; its context ends with this kubelet's managers.
 func (r *referee) startDRA(m *managers) error {
-	ctx, cancel := context.WithCancel(r.ctx)
+	ctx, cancel := context.WithCancel(m.ctx)
 	mgr, err := dra.NewManager(r.logger, r.api, r.cfg.draStateDir)
 	if err != nil {
 		cancel()
 		return fmt.Errorf("DRA manager: %w", err)
 	}
-	if err := startDRAManager(ctx, mgr, r.activePods, r.nodeObject, &r.sources); err != nil {
+	if err := startDRAManager(ctx, mgr, m.gen.activePods, r.nodeObject, m.gen); err != nil {
 		cancel()
 		return fmt.Errorf("start DRA manager: %w", err)
 	}
@@ -162,6 +164,47 @@ func (r *referee) unprepare(m *managers, ap *admittedPod) *draOutcome {
 		out.Error = strp(err.Error())
 	}
 	return out
+}
+
+// claimDrivers: the DRA drivers the admitted pods' claims name.
+func (r *referee) claimDrivers() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	drivers := map[string]bool{}
+	for _, p := range r.pods {
+		for _, c := range p.spec.ClaimObjects {
+			for _, res := range c.Results {
+				drivers[res.Driver] = true
+			}
+		}
+	}
+	return sortedKeys(drivers)
+}
+
+// awaitDrivers waits (every 10 ms, at most until `deadline`) for every
+// driver the admitted pods' claims name to be registered with this start's
+// DRA plugin manager, and says whether all are.
+func (r *referee) awaitDrivers(m *managers, deadline time.Time) bool {
+	drivers := r.claimDrivers()
+	pm, _ := m.dra.GetWatcherHandler().(*draplugin.DRAPluginManager)
+	if pm == nil {
+		return len(drivers) == 0
+	}
+	for {
+		missing := false
+		for _, d := range drivers {
+			if _, err := pm.GetPlugin(d); err != nil {
+				missing = true
+			}
+		}
+		if !missing {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // dynamicResources is the container manager's GetDynamicResources

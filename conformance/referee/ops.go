@@ -229,9 +229,12 @@ func (r *referee) admit(spec podSpec) (*admitOutcome, *opError) {
 	ap := &admittedPod{spec: spec, pod: pod, ids: map[string]string{}, running: map[string]bool{}}
 	r.mu.Lock()
 	r.pending = nil
+	delete(r.rejected, spec.Namespace+"/"+spec.Name)
 	if result.Admit {
 		pod.Status.Phase = v1.PodRunning
 		r.pods = append(r.pods, ap)
+	} else {
+		r.rejectLocked(pod)
 	}
 	r.mu.Unlock()
 	if !result.Admit {
@@ -253,12 +256,19 @@ func (r *referee) admit(spec podSpec) (*admitOutcome, *opError) {
 	if len(spec.ResourceClaims) > 0 {
 		out.Dra = r.prepare(m, ap)
 	}
+	// The pod worker starts init containers one at a time and a regular
+	// container only once every init container completed (sidecars:
+	// started): computeInitContainerActions in
+	// pkg/kubelet/kuberuntime/kuberuntime_container.go returns before any
+	// regular container is considered while an init container has not
+	// succeeded. A container that failed to start is retried with backoff,
+	// never skipped, so nothing after it starts.
 	initFailed := false
 	for _, c := range spec.Containers {
 		co := r.containerOutcome(m, ap, c, allocs[c.Name])
 		if out.Dra != nil && out.Dra.Error != nil {
 			co.StartError = out.Dra.Error
-		} else if c.Kind == "regular" || !initFailed {
+		} else if !initFailed {
 			r.startContainer(m, ap, c, &co)
 			if !co.Started && c.Kind != "regular" {
 				initFailed = true
@@ -348,9 +358,15 @@ func (r *referee) notFound(namespace, name string) *opError {
 	return invalid(fmt.Sprintf("pod %s/%s", namespace, name), "not found (admitted: %s)", strings.Join(known, ", "))
 }
 
-// del deletes a pod: its containers stop (the Topology Manager forgets
-// them) and it leaves the active pods, so the device manager frees its
-// devices the next time it looks (UpdateAllocatedDevices), as in the kubelet.
+// del deletes a pod: the pod worker's SyncTerminatingPod
+// (pkg/kubelet/kubelet.go) stops its containers (the Topology Manager
+// forgets them), then unprepares its claims; only when that returns nil is
+// the pod known terminated and out of the active pods, so the device
+// manager frees its devices the next time it looks
+// (UpdateAllocatedDevices), as in the kubelet. When the unprepare fails,
+// SyncTerminatingPod returns the error: the pod stays active (terminating)
+// and keeps its devices, and the pod worker tries again (here: the next
+// delete of the pod).
 func (r *referee) del(namespace, name string) (*deleteOutcome, *opError) {
 	i, ap := r.findPod(namespace, name)
 	if ap == nil {
@@ -360,23 +376,42 @@ func (r *referee) del(namespace, name string) (*deleteOutcome, *opError) {
 	m := r.m
 	r.mu.RUnlock()
 	out := &deleteOutcome{Result: "delete", Pod: name, Namespace: namespace, Freed: map[string][]string{}}
+	r.mu.Lock()
+	ids := ap.ids
+	ap.ids = map[string]string{}
+	ap.running = map[string]bool{}
+	r.mu.Unlock()
+	for _, id := range ids {
+		_ = containerStopped(r.logger, m, id)
+	}
+	if len(ap.spec.ResourceClaims) > 0 {
+		out.Dra = r.unprepare(m, ap)
+		if out.Dra.Error != nil {
+			return out, nil
+		}
+	}
 	for _, c := range ap.spec.Containers {
 		for res, ids := range r.devicesOf(m, ap.pod.UID, c.Name) {
 			out.Freed[res] = sets.List(sets.New(append(out.Freed[res], ids...)...))
 		}
 	}
-	for _, id := range ap.ids {
-		_ = containerStopped(r.logger, m, id)
-	}
-	// SyncTerminatedPod unprepares the pod's claims once its containers stopped.
-	if len(ap.spec.ResourceClaims) > 0 {
-		out.Dra = r.unprepare(m, ap)
-	}
 	r.mu.Lock()
-	r.pods = append(r.pods[:i], r.pods[i+1:]...)
+	if i, _ = r.indexOf(ap); i >= 0 {
+		r.pods = append(r.pods[:i], r.pods[i+1:]...)
+	}
 	r.deleted.Insert(string(ap.pod.UID))
 	r.mu.Unlock()
 	return out, nil
+}
+
+// indexOf: where ap is in r.pods (-1 when gone); r.mu held.
+func (r *referee) indexOf(ap *admittedPod) (int, bool) {
+	for i, p := range r.pods {
+		if p == ap {
+			return i, true
+		}
+	}
+	return -1, false
 }
 
 // restartContainer starts one container of an admitted pod again.

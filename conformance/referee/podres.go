@@ -42,16 +42,36 @@ func (r *referee) servePodResources(m *managers) (*grpc.Server, error) {
 	return srv, nil
 }
 
-// podsProvider is the kubelet's pod manager over the referee's pods.
+// podsProvider is the kubelet's kubeletPodsProvider (pkg/kubelet/kubelet.go)
+// over the referee's pods: GetActivePods is the kubelet's GetActivePods,
+// GetPods the pod manager's every pod (rejected ones too).
 type podsProvider struct{ r *referee }
 
 func (p podsProvider) GetActivePods() []*v1.Pod { return p.r.activePods() }
-func (p podsProvider) GetPods() []*v1.Pod       { return p.r.activePods() }
+func (p podsProvider) GetPods() []*v1.Pod {
+	out := p.r.activePods()
+	p.r.mu.RLock()
+	defer p.r.mu.RUnlock()
+	for _, key := range sortedKeys(p.r.rejected) {
+		out = append(out, p.r.rejected[key])
+	}
+	return out
+}
+
+// GetPodByName: the pod manager's pod of that name; from 1.35 the kubelet
+// filters it as GetActivePods does (isPodInactive), so a rejected pod
+// (phase Failed) is not found; 1.34 returns it (getFindsRejected).
 func (p podsProvider) GetPodByName(namespace, name string) (*v1.Pod, bool) {
 	if _, ap := p.r.findPod(namespace, name); ap != nil {
 		return ap.pod, true
 	}
-	return nil, false
+	if !getFindsRejected {
+		return nil, false
+	}
+	p.r.mu.RLock()
+	defer p.r.mu.RUnlock()
+	pod, ok := p.r.rejected[namespace+"/"+name]
+	return pod, ok
 }
 
 type devicesProvider struct {

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 )
 
@@ -27,14 +29,26 @@ func (g *sourcesGate) AllReady() bool   { return !g.notReady.Load() }
 // readmitAll runs the admit handlers again on every admitted pod, in
 // admission order, with their containers still running, and reports each
 // pod's verdict with its containers (running or not, the devices the device
-// manager holds for them).
+// manager holds for them). The new kubelet's pod manager holds only the pods
+// handed to it so far (HandlePodAdditions adds each before admitting it and
+// admits it against GetActivePods), so each pod is judged against the pods
+// re-admitted before it, and the managers see those as the active pods.
 func (r *referee) readmitAll(m *managers) []admitOutcome {
-	r.mu.RLock()
+	r.mu.Lock()
 	pods := append([]*admittedPod(nil), r.pods...)
-	r.mu.RUnlock()
+	r.readmitted = sets.New[string]()
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.readmitted = nil
+		r.mu.Unlock()
+	}()
 	out := []admitOutcome{}
 	for _, ap := range pods {
 		began := time.Now()
+		r.mu.Lock()
+		r.pending = ap.pod
+		r.mu.Unlock()
 		attrs := admitAttrs(ap.pod, r.otherPods(ap.pod))
 		result := lifecycle.PodAdmitResult{Admit: true}
 		for _, h := range m.admitters {
@@ -42,6 +56,12 @@ func (r *referee) readmitAll(m *managers) []admitOutcome {
 				break
 			}
 		}
+		r.mu.Lock()
+		r.pending = nil
+		if result.Admit {
+			r.readmitted.Insert(string(ap.pod.UID))
+		}
+		r.mu.Unlock()
 		o := admitOutcome{Result: "admit", Pod: ap.spec.Name, Namespace: ap.spec.Namespace, UID: string(ap.pod.UID),
 			Admitted: result.Admit, Containers: []containerOutcome{}}
 		r.mu.RLock()
@@ -63,7 +83,8 @@ func (r *referee) readmitAll(m *managers) []admitOutcome {
 }
 
 // kill: a pod rejected at its re-admission is killed; it leaves the active
-// pods, so the device manager frees its devices once its sources are ready.
+// pods (rejectPod sets its phase Failed; the pod manager keeps it), so the
+// device manager frees its devices once its sources are ready.
 func (r *referee) kill(m *managers, ap *admittedPod) {
 	for _, id := range ap.ids {
 		_ = containerStopped(r.logger, m, id)
@@ -77,4 +98,16 @@ func (r *referee) kill(m *managers, ap *admittedPod) {
 		}
 	}
 	r.deleted.Insert(string(ap.pod.UID))
+	r.rejectLocked(ap.pod)
+}
+
+// rejectLocked keeps a rejected pod in the pod manager, phase Failed
+// (rejectPod in pkg/kubelet/kubelet.go), under its namespace/name; r.mu held.
+func (r *referee) rejectLocked(pod *v1.Pod) {
+	failed := pod.DeepCopy()
+	failed.Status.Phase = v1.PodFailed
+	if r.rejected == nil {
+		r.rejected = map[string]*v1.Pod{}
+	}
+	r.rejected[pod.Namespace+"/"+pod.Name] = failed
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,7 +73,36 @@ type managers struct {
 	podres    *grpc.Server
 	dra       *dra.Manager
 	draStop   context.CancelFunc
+	// gen is what this start's managers see of the pods; stop ends it.
+	gen *generation
+	// ctx ends when this start's managers stop (the plugin manager's
+	// reconciler runs on it from 1.37).
+	ctx    context.Context
+	cancel context.CancelFunc
 }
+
+// generation is one kubelet start's pod sources, as its managers see them.
+// A kubelet restart is a new process: the old CPU manager's reconcile loop
+// (started with wait.NeverStop in cpumanager.(*manager).Start,
+// pkg/kubelet/cm/cpumanager/cpu_manager.go) dies with it. The referee
+// restarts in process and that loop has no stop, so once its start is
+// stopped the loop sees no active pod and sources that are never ready:
+// removeStaleState returns at once and reconcileState has nothing to
+// update, so it writes nothing (the new CPU manager owns cpu_manager_state).
+type generation struct {
+	r       *referee
+	stopped atomic.Bool
+}
+
+func (g *generation) activePods() []*v1.Pod {
+	if g.stopped.Load() {
+		return nil
+	}
+	return g.r.activePods()
+}
+
+func (g *generation) AddSource(string) {}
+func (g *generation) AllReady() bool   { return !g.stopped.Load() && g.r.sources.AllReady() }
 
 // A pod the referee admitted: active until deleted.
 type admittedPod struct {
@@ -96,9 +126,18 @@ type referee struct {
 	// turn serializes the control operations (the kubelet admits one pod at a time).
 	turn sync.Mutex
 
-	mu       sync.RWMutex
-	pods     []*admittedPod
-	pending  *v1.Pod // the pod under admission: active, as in the kubelet's pod manager
+	mu      sync.RWMutex
+	pods    []*admittedPod
+	pending *v1.Pod // the pod under admission: active, as in the kubelet's pod manager
+	// While a restart re-admits its pods: the UIDs re-admitted so far (the
+	// new kubelet's pod manager holds only the pods its sources handed it
+	// so far; HandlePodAdditions in pkg/kubelet/kubelet.go adds them one at
+	// a time). nil otherwise.
+	readmitted sets.Set[string]
+	// Pods the admit handlers rejected: the kubelet's pod manager keeps
+	// them (phase Failed, inactive) until the API server deletes them, by
+	// namespace/name (the newest pod of that name).
+	rejected map[string]*v1.Pod
 	node     *v1.Node
 	m        *managers
 	restarts uint32
@@ -132,6 +171,9 @@ func (r *referee) activePods() []*v1.Pod {
 	defer r.mu.RUnlock()
 	out := make([]*v1.Pod, 0, len(r.pods)+1)
 	for _, p := range r.pods {
+		if r.readmitted != nil && !r.readmitted.Has(string(p.pod.UID)) {
+			continue
+		}
 		out = append(out, p.pod)
 	}
 	if r.pending != nil {
@@ -171,7 +213,8 @@ func (sourcesReady) AllReady() bool   { return true }
 // order (Topology Manager, device manager, CPU manager, memory manager; then
 // Start: CPU, memory, device manager), then the plugin manager and PodResources.
 func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]) (*managers, error) {
-	m := &managers{}
+	m := &managers{gen: &generation{r: r}}
+	m.ctx, m.cancel = context.WithCancel(r.ctx)
 	var err error
 	topo := r.machine.Topology
 	if m.tm, err = newTopologyManager(r.logger, topo, r.cfg.tmPolicy, r.cfg.tmScope, r.cfg.tmOptions); err != nil {
@@ -191,13 +234,13 @@ func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]
 	}
 	addHintProvider(r.logger, m.tm, m.mem)
 
-	if err := startCPUManager(r.ctx, m.cpu, r.activePods, &r.sources, r, runtimeStub{}, cmap.Clone()); err != nil {
+	if err := startCPUManager(m.ctx, m.cpu, m.gen.activePods, m.gen, r, runtimeStub{}, cmap.Clone()); err != nil {
 		return nil, fmt.Errorf("start cpu manager error: %w", err)
 	}
-	if err := m.mem.Start(r.ctx, r.activePods, &r.sources, r, runtimeStub{}, cmap.Clone()); err != nil {
+	if err := m.mem.Start(m.ctx, m.gen.activePods, m.gen, r, runtimeStub{}, cmap.Clone()); err != nil {
 		return nil, fmt.Errorf("start memory manager error: %w", err)
 	}
-	if err := startDeviceManager(r.logger, m.dm, r.activePods, &r.sources, cmap.Clone(), running); err != nil {
+	if err := startDeviceManager(r.logger, m.dm, m.gen.activePods, m.gen, cmap.Clone(), running); err != nil {
 		return nil, fmt.Errorf("start device manager: %w", err)
 	}
 
@@ -220,7 +263,10 @@ func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]
 	m.pm.AddHandler(pluginregistration.DevicePlugin, m.dm.GetWatcherHandler())
 	m.pm.AddHandler(pluginregistration.DRAPlugin, m.dra.GetWatcherHandler())
 	m.pmStop = make(chan struct{})
-	go runPluginManager(r.ctx, m.pm, sourcesReady{}, m.pmStop)
+	// Its reconciler runs on m.ctx (1.37+: reconciler.Run(ctx) in
+	// pkg/kubelet/pluginmanager/plugin_manager.go), so it ends with this
+	// start as it ends with a kubelet process.
+	go runPluginManager(m.ctx, m.pm, sourcesReady{}, m.pmStop)
 
 	if podResourcesServed() {
 		srv, err := r.servePodResources(m)
@@ -236,7 +282,9 @@ func (r *referee) start(cmap containermap.ContainerMap, running sets.Set[string]
 // manager and the registration server (its plugin connections) stop, the
 // PodResources socket goes away. The CPU and memory managers have no stop.
 func (r *referee) stop(m *managers) {
+	m.gen.stopped.Store(true)
 	close(m.pmStop)
+	defer m.cancel()
 	r.stopDRA(m)
 	if err := stopDeviceManager(r.logger, m.dm); err != nil {
 		r.logger.Error(err, "stopping the device manager")
@@ -247,15 +295,24 @@ func (r *referee) stop(m *managers) {
 	}
 }
 
-// allocatableReservation: --reserved-cpus reserves that many CPUs of node
-// allocatable (the kubelet's system-reserved cpu when ReservedSystemCPUs is set).
+// allocatableReservation is the container manager's
+// GetNodeAllocatableReservation (pkg/kubelet/cm/node_container_manager_linux.go):
+// --reserved-cpus reserves that many CPUs (the kubelet's system-reserved cpu
+// when ReservedSystemCPUs is set), and hardEvictionReservation
+// (pkg/kubelet/cm/helpers.go) adds the default hard eviction threshold,
+// memory.available<100Mi (DefaultEvictionHard, pkg/kubelet/eviction/defaults_linux.go),
+// to memory. The machine has no ephemeral-storage capacity, so nodefs.available
+// reserves nothing.
 func (r *referee) allocatableReservation() v1.ResourceList {
-	out := v1.ResourceList{}
+	out := v1.ResourceList{v1.ResourceMemory: hardEvictionMemory}
 	if n := r.cfg.reservedCPUs.Size(); n > 0 {
 		out[v1.ResourceCPU] = *resource.NewQuantity(int64(n), resource.DecimalSI)
 	}
 	return out
 }
+
+// hardEvictionMemory is the kubelet's default memory.available hard eviction threshold.
+var hardEvictionMemory = resource.MustParse("100Mi")
 
 // cachedNode is the kubelet's node as its status setter last made it:
 // the referee runs the kubelet's MachineInfo setter before every read, so
@@ -372,10 +429,12 @@ func (r *referee) capacity(m *managers) (map[string]counts, sets.Set[string]) {
 
 // restart stops this kubelet's managers and starts new ones as a kubelet
 // start does: admitted pods stay active and their running containers are
-// handed to the device manager's Start; with `readmit`, that long after the
-// start every pod is admitted again before the sources are ready
-// (readmit.go); then it waits up to `wait` for the resources known before
-// to have devices again.
+// handed to the device manager's Start; `readmit` after the start (at once
+// when nil: every kubelet start gets its pods from its sources again and
+// admits each, HandlePodAdditions in pkg/kubelet/kubelet.go) every pod is
+// admitted again before the sources are ready (readmit.go); then it waits
+// up to `wait` for the resources known before to have devices again, and
+// for the DRA drivers the admitted pods' claims name to be registered.
 func (r *referee) restart(wait time.Duration, readmit *time.Duration) restartReport {
 	r.mu.RLock()
 	old := r.m
@@ -398,7 +457,7 @@ func (r *referee) restart(wait time.Duration, readmit *time.Duration) restartRep
 	r.mu.RUnlock()
 
 	startedAt := time.Now()
-	r.sources.notReady.Store(readmit != nil)
+	r.sources.notReady.Store(true)
 	m, err := r.start(cmap, running)
 	if err != nil {
 		// A kubelet that cannot start exits; so does the referee.
@@ -410,51 +469,21 @@ func (r *referee) restart(wait time.Duration, readmit *time.Duration) restartRep
 	r.restarts++
 	r.mu.Unlock()
 
-	var readmitted []admitOutcome
+	after := time.Duration(0)
 	if readmit != nil {
-		time.Sleep(time.Until(startedAt.Add(*readmit)))
-		readmitted = r.readmitAll(m)
-		r.sources.notReady.Store(false)
+		after = *readmit
 	}
+	time.Sleep(time.Until(startedAt.Add(after)))
+	readmitted := r.readmitAll(m)
+	r.sources.notReady.Store(false)
 	rep := restartReport{Result: "restart", KubeletVersion: r.release,
 		DeletedSockets: []string{}, DeletedFiles: []string{}, WouldDelete: []string{}, Resources: []resourceReturn{}}
-	after := dirEntries(devicePluginsDir)
-	for name, was := range entries {
-		if now, still := after[name]; still && now.inode == was.inode {
-			continue
-		}
-		if was.socket {
-			rep.DeletedSockets = append(rep.DeletedSockets, name)
-		} else {
-			rep.DeletedFiles = append(rep.DeletedFiles, name)
-		}
-	}
-	sort.Strings(rep.DeletedSockets)
-	sort.Strings(rep.DeletedFiles)
-
-	// Who came back: a resource known before has capacity again (its plugin
-	// registered and sent devices), seen through GetCapacity every 10ms.
-	names := make([]string, 0, len(before))
-	for n := range before {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	back := map[string]uint64{}
+	rep.DeletedSockets, rep.DeletedFiles = deletedEntries(entries, dirEntries(devicePluginsDir))
 	deadline := startedAt.Add(wait)
-	for {
-		now, _ := r.capacity(m)
-		for _, n := range names {
-			if _, seen := back[n]; !seen && now[n].capacity > 0 {
-				back[n] = uint64(time.Since(startedAt).Milliseconds())
-			}
-		}
-		if len(back) == len(names) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	back := r.awaitReturn(m, before, startedAt, deadline)
 	rep.WaitedMs = uint64(time.Since(startedAt).Milliseconds())
 	now, _ := r.capacity(m)
+	names := sortedKeys(before)
 	rep.AllReturned = len(back) == len(names)
 	for _, n := range names {
 		rr := resourceReturn{Resource: n, Capacity: now[n].capacity, Allocatable: now[n].allocatable}
@@ -469,8 +498,61 @@ func (r *referee) restart(wait time.Duration, readmit *time.Duration) restartRep
 		rep.Resources = append(rep.Resources, rr)
 	}
 	rep.RestoredPods = r.checkpointPods()
+	// The DRA drivers count as the resources do: every driver an admitted
+	// pod's claims name must be registered again.
+	if !r.awaitDrivers(m, deadline) {
+		rep.AllReturned = false
+	}
 	rep.Readmitted = readmitted
 	return rep
+}
+
+// deletedEntries: what the device manager's cleanup at start removed (an
+// entry gone, or a new inode under the same name).
+func deletedEntries(before, after map[string]entry) (sockets, files []string) {
+	sockets, files = []string{}, []string{}
+	for name, was := range before {
+		if now, still := after[name]; still && now.inode == was.inode {
+			continue
+		}
+		if was.socket {
+			sockets = append(sockets, name)
+		} else {
+			files = append(files, name)
+		}
+	}
+	sort.Strings(sockets)
+	sort.Strings(files)
+	return sockets, files
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// awaitReturn: who came back, a resource known before having capacity
+// again (its plugin registered and sent devices), seen through GetCapacity
+// every 10ms until all are back or `deadline`; ms after `startedAt`.
+func (r *referee) awaitReturn(m *managers, before map[string]counts, startedAt, deadline time.Time) map[string]uint64 {
+	names := sortedKeys(before)
+	back := map[string]uint64{}
+	for {
+		now, _ := r.capacity(m)
+		for _, n := range names {
+			if _, seen := back[n]; !seen && now[n].capacity > 0 {
+				back[n] = uint64(time.Since(startedAt).Milliseconds())
+			}
+		}
+		if len(back) == len(names) || time.Now().After(deadline) {
+			return back
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // checkpointPods counts the pods the device manager's checkpoint holds.

@@ -86,3 +86,7 @@ func startDRAManager(ctx context.Context, mgr *dra.Manager, pods func() []*v1.Po
 
 // setShareID: 1.34's DRA checkpoint has no ShareID.
 func setShareID(*podresourcesv1.ClaimResource, drastate.Device) {}
+
+// getFindsRejected: 1.34's kubeletPodsProvider.GetPodByName returns the pod
+// manager's pod unfiltered (pkg/kubelet/kubelet.go), rejected pods included.
+const getFindsRejected = true

@@ -62,3 +62,7 @@ func runContainerOptions(ctx context.Context, dm *devicemanager.ManagerImpl, pod
 func setShareID(res *podresourcesv1.ClaimResource, d drastate.Device) {
 	res.ShareId = (*string)(d.ShareID)
 }
+
+// getFindsRejected: from 1.35 kubeletPodsProvider.GetPodByName filters out
+// inactive pods (isPodInactive, pkg/kubelet/kubelet.go): not a rejected one.
+const getFindsRejected = false

@@ -60,7 +60,7 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
         Err(reject) => {
             // The checkpoint keeps what was written for the containers
             // allocated so far until the next write, as the kubelet's does.
-            inner.lock().admission_failed();
+            inner.lock().admission_failed(&pod);
             outcome.reason = Some(reject.reason.clone());
             outcome.message = Some(reject.message.clone());
             outcome.took_ms = crate::text::millis(started.elapsed());
@@ -167,18 +167,21 @@ async fn allocate_pod(inner: &Arc<Inner>, pod: &mut Pod, outcome: &mut AdmitOutc
         inner.lock().update_reuse(c.kind, pod.allocs.get(&c.name), &mut reuse);
         outcome.containers.push(co);
     }
-    // The predicate admit handler, for extended resources the device manager
-    // skipped (docs/kubelet-versions.md §5, every version): rejected when node
-    // status lists the resource (capacity 0), else the request is stripped
-    // (removeMissingExtendedResources) and the pod admitted.
+    // The predicate admit handler (docs/kubelet-versions.md §5, every
+    // version): an extended resource the device manager skipped and node
+    // status does not list is stripped (removeMissingExtendedResources);
+    // then the node-resources fit against the other active pods (manager/fit.rs).
     outcome.topology = Some(Box::new(tm.report));
-    let (listed, stripped) = inner.lock().unknown_resources(&containers);
-    if let Some(r) = listed.first() {
-        let requested = effective_request(&pod.spec, r);
-        return Err(Rejection {
-            reason: format!("OutOf{r}"),
-            message: crate::kubelet_texts::OUT_OF.fill(&[&r, &requested, &0, &0]),
-        });
+    let fit = {
+        let m = inner.lock();
+        let (_, stripped) = m.unknown_resources(&containers);
+        let others = m.other_specs(pod.uid());
+        let others: Vec<&PodSpec> = others.iter().collect();
+        (m.node_fit(&pod.spec, &held_ids(pod), &others, &stripped), stripped)
+    };
+    let (rejection, stripped) = fit;
+    if let Some(r) = rejection {
+        return Err(r);
     }
     for co in &mut outcome.containers {
         let Some(spec) = containers.iter().find(|c| c.name == co.name) else { continue };
@@ -224,24 +227,15 @@ async fn record(inner: &Arc<Inner>, pod: &Pod) -> Result<(), Rejection> {
     })
 }
 
-/// The pod's effective request of `resource`: the larger of the running
-/// containers' sum and each init container's need (with the sidecars before it).
-fn effective_request(spec: &PodSpec, resource: &str) -> u64 {
-    let get = |c: &ContainerSpec| c.limits.get(resource).copied().unwrap_or(0);
-    let mut sidecars = 0;
-    let mut init_peak = 0;
-    for c in &spec.containers {
-        match c.kind {
-            ContainerKind::Init => init_peak = init_peak.max(sidecars + get(c)),
-            ContainerKind::Sidecar => {
-                sidecars += get(c);
-                init_peak = init_peak.max(sidecars);
-            }
-            ContainerKind::Regular => {}
+/// The device IDs a pod holds, per resource.
+pub(crate) fn held_ids(pod: &Pod) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for by_res in pod.allocs.values() {
+        for (r, a) in by_res {
+            out.entry(r.clone()).or_default().extend(a.ids.iter().cloned());
         }
     }
-    let running: u64 = spec.containers.iter().filter(|c| c.kind != ContainerKind::Init).map(get).sum();
-    running.max(init_peak)
+    out
 }
 
 /// The kubelet's `devicesToAllocate` plus the Allocate call, for one
@@ -257,7 +251,11 @@ async fn allocate_one(
     reusable: &BTreeSet<String>,
     hint: Option<crate::topology::Mask>,
 ) -> Result<Option<(ResourceOutcome, Alloc)>, Rejection> {
-    let planned = inner.lock().plan_allocation(pod, resource, required, reusable, hint)?;
+    let planned = {
+        let mut m = inner.lock();
+        m.before_allocate(pod, resource);
+        m.plan_allocation(pod, resource, required, reusable, hint)?
+    };
     let Some(AllocationPlan { reused, take, preferred, endpoint }) = planned else {
         return Ok(None);
     };
@@ -341,7 +339,7 @@ async fn call_allocate(
 /// The PreStartContainer calls to make: per container, per resource whose plugin requires it.
 type PreStartPlan = Vec<(String, Vec<(String, Vec<String>, Option<PluginClient>)>)>;
 
-fn plan_pre_start(inner: &Arc<Inner>, pod: &Pod) -> PreStartPlan {
+pub(super) fn plan_pre_start(inner: &Arc<Inner>, pod: &Pod) -> PreStartPlan {
     let plan = inner.lock().pre_start_plan(pod);
     plan.into_iter()
         .map(|(c, calls)| {
@@ -354,12 +352,14 @@ fn plan_pre_start(inner: &Arc<Inner>, pod: &Pod) -> PreStartPlan {
 /// Starts the containers in order: PreStartContainer where required
 /// (docs/kubelet-versions.md §5). A failing init container or sidecar stops the
 /// containers after it; a failing regular container stops only itself.
-async fn start_containers(inner: &Arc<Inner>, outcome: &mut AdmitOutcome, plan: PreStartPlan) {
+pub(super) async fn start_containers(inner: &Arc<Inner>, outcome: &mut AdmitOutcome, plan: PreStartPlan) {
     let mut blocked = false;
     for (name, calls) in plan {
         let Some(co) = outcome.containers.iter_mut().find(|c| c.name == name) else { continue };
         if blocked {
-            co.start_error = Some("not started: an earlier container failed to start".into());
+            // Waiting (PodInitializing), no error of its own: the pod worker
+            // starts nothing after an init container that has not completed
+            // (computeInitContainerActions, pkg/kubelet/kuberuntime/kuberuntime_container.go).
             continue;
         }
         let mut error = None;
@@ -552,16 +552,21 @@ pub(crate) async fn delete(inner: &Arc<Inner>, namespace: &str, name: &str) -> R
             }
         }
     }
-    // The device manager writes its checkpoint when it drops a pod it held
-    // devices for (UpdateAllocatedDevices in pkg/kubelet/cm/devicemanager/manager.go);
-    // a pod with none (a pod with only DRA claims) changes nothing.
-    if freed.values().any(|ids| !ids.is_empty()) {
-        inner.dirty();
-    }
-    inner.emit(EventKind::PodDeleted { pod: name.into(), namespace: namespace.into(), freed: freed.clone() });
-    // The kubelet unprepares in SyncTerminatingPod, once the containers stopped.
+    // Deleting a pod writes no checkpoint in the kubelet: UpdateAllocatedDevices
+    // (pkg/kubelet/cm/devicemanager/manager.go) drops the pod in memory the next
+    // time it looks, and the next write (an allocation, a device list update)
+    // leaves it out; until then the file still lists it, and a restart restores it.
+    // The kubelet unprepares in SyncTerminatingPod, once the containers
+    // stopped; when that fails SyncTerminatingPod returns the error, the pod
+    // is not terminated and stays active (isPodInactive, pkg/kubelet/kubelet.go)
+    // with its devices, and the pod worker tries again (here: the next delete).
     let who = super::manager::Unpreparer::Deleted(&pod.spec.resource_claims);
     let dra = super::dra::unprepare_pod(inner, &pod.spec, pod.uid(), who).await.map(Box::new);
+    if dra.as_ref().is_some_and(|d| d.error.is_some()) {
+        inner.lock().still_terminating(pod);
+        return Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed: BTreeMap::new(), dra });
+    }
+    inner.emit(EventKind::PodDeleted { pod: name.into(), namespace: namespace.into(), freed: freed.clone() });
     Ok(DeleteOutcome { pod: name.into(), namespace: namespace.into(), freed, dra })
 }
 
@@ -605,7 +610,8 @@ spec:
             [("fetch", ContainerKind::Init), ("proxy", ContainerKind::Sidecar), ("main", ContainerKind::Regular)]
         );
         assert_eq!(p.containers[2].limits, BTreeMap::from([("example.com/gpu".to_string(), 2)]));
-        assert_eq!(effective_request(&p, "example.com/gpu"), 3);
+        let gpu = |c: &ContainerSpec| c.limits.get("example.com/gpu").copied().unwrap_or(0);
+        assert_eq!(crate::kubelet_sim::manager::pod_request(&p, gpu), 3);
     }
 
     #[test]

@@ -1097,12 +1097,19 @@ impl SimHandle {
         self.restart_readmit(wait, None).await
     }
 
-    /// [`SimHandle::restart`], and with `readmit_after` the kubelet's
-    /// re-admission of every pod that long after the new kubelet.sock, pods
-    /// still running (see `restart.rs`).
-    // long: the kubelet restart in its order (stop, checkpoint write and read-back, socket
-    // cleanup, a new kubelet.sock, the re-admission, the wait for re-registration).
+    /// [`SimHandle::restart`] with the kubelet's re-admission of every pod,
+    /// pods still running (see `restart.rs`): `readmit_after` after the new
+    /// kubelet.sock, at once when `None` (every kubelet start admits the
+    /// pods its sources hand it, HandlePodAdditions in pkg/kubelet/kubelet.go).
     pub async fn restart_readmit(&self, wait: Duration, readmit_after: Option<Duration>) -> Result<RestartReport> {
+        self.restart_with(wait, Some(readmit_after.unwrap_or(Duration::ZERO))).await
+    }
+
+    /// The restart itself; `readmit_after: None` re-admits nothing (a
+    /// reboot admits its pods itself, their containers gone).
+    // long: the kubelet restart in its order (stop, checkpoint read, socket cleanup, a new
+    // kubelet.sock, the re-admission, the wait for re-registration).
+    async fn restart_with(&self, wait: Duration, readmit_after: Option<Duration>) -> Result<RestartReport> {
         let inner = &self.inner;
         let turn = inner.admission.lock().await;
         if inner.is_stopped() {
@@ -1114,18 +1121,16 @@ impl SimHandle {
         let closed = inner.lock().drop_connections();
         inner.apply(closed);
         let snapshot = inner.lock().checkpoint();
-        // The kubelet writes its checkpoint and the new one reads it back; a
-        // checkpoint the sim may not write is left alone and the state carries over.
-        // A device manager that never held a device or a registration never
-        // wrote one, and a restart does not create it (the referee shows no
-        // file after restarting a kubelet with only DRA drivers, 1.34-1.37).
-        let empty = snapshot.data.pod_device_entries.as_ref().is_none_or(Vec::is_empty)
-            && snapshot.data.registered_devices.as_ref().is_none_or(BTreeMap::is_empty);
-        let checkpoint = if inner.writes_checkpoint() && (!empty || inner.paths.checkpoint.exists()) {
-            {
-                let _write = inner.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                checkpoint::write_owned(&snapshot, &inner.paths.checkpoint, &inner.paths.marker, &inner.tmp_tag, true)?;
-            }
+        // A kubelet writes no checkpoint when it stops; the new one reads the
+        // file as the old one last wrote it (readCheckpoint in
+        // pkg/kubelet/cm/devicemanager/manager.go): a deleted pod's entries
+        // are still there, and the devices listed are those of the last
+        // device list update. A checkpoint the sim may not write is left
+        // alone and the state carries over, as when there is no file (a
+        // device manager that never held a device or a registration never
+        // wrote one).
+        let checkpoint = if inner.writes_checkpoint() && inner.paths.checkpoint.exists() {
+            let _write = inner.checkpoint_write.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             match crate::checkpoint::Checkpoint::read(&inner.paths.checkpoint, inner.config.checkpoint_v1)? {
                 Some(cp) if cp.verify().ok() => cp,
                 _ => snapshot,
@@ -1160,7 +1165,12 @@ impl SimHandle {
         });
         drop(turn);
         let readmitted = match readmit_after {
-            Some(after) => self.readmit_running(t0, after).await,
+            Some(after) => {
+                inner.lock().set_sources_ready(false);
+                let out = self.readmit_running(t0, after).await;
+                inner.lock().set_sources_ready(true);
+                out
+            }
             None => Vec::new(),
         };
         let deadline = crate::duration::deadline(wait.saturating_sub(t0.elapsed()));
@@ -1189,6 +1199,11 @@ impl SimHandle {
             }
         }
         let resources = self.returns(&expected, t0);
+        // The DRA drivers count as the plugins do: every driver an admitted
+        // pod's claims name must be registered again within the wait.
+        let drivers = self.claim_drivers();
+        let dra_ok =
+            self.wait_dra_drivers(&drivers, deadline.saturating_duration_since(tokio::time::Instant::now())).await;
         let report = RestartReport {
             kubelet_version: inner.config.kubelet_version,
             cleanup_rule: inner.config.kubelet_version.cleanup_rule(),
@@ -1198,7 +1213,7 @@ impl SimHandle {
             restored_pods,
             checkpoint: inner.config.checkpoint.then(|| inner.paths.checkpoint.display().to_string()),
             waited_ms: crate::text::millis(t0.elapsed()),
-            all_returned: resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
+            all_returned: dra_ok && resources.iter().all(|r| r.reregistered && r.first_snapshot_after_ms.is_some()),
             resources,
             readmitted,
             kubelet_socket_late_ms: (!late.is_zero()).then(|| crate::text::millis(late)),

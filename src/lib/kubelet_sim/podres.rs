@@ -19,8 +19,12 @@ pub(crate) struct SimPodResources {
 }
 
 impl Provider for SimPodResources {
+    /// List looks at the active pods first (UpdateAllocatedDevices in
+    /// pkg/kubelet/apis/podresources/server_v1.go).
     fn list(&self) -> Vec<v1::PodResources> {
-        self.inner.lock().podres_list()
+        let mut m = self.inner.lock();
+        m.update_allocated_devices();
+        m.podres_list()
     }
 
     fn get(&self, name: &str, namespace: &str) -> Option<v1::PodResources> {

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::manager::Pod;
 use super::outcome::{AdmitOutcome, ContainerOutcome, UNEXPECTED_ADMISSION_ERROR};
-use super::{ContainerKind, PodSpec, SimHandle};
+use super::{PodSpec, SimHandle};
 use crate::error::{Error, Result};
 
 /// What a reboot did: every pod admitted again, in the order used.
@@ -94,7 +94,7 @@ impl SimHandle {
         // The order is checked before anything changes.
         let known = self.inner.lock().pods();
         order_pods(known, order)?;
-        self.restart(Duration::ZERO).await?;
+        self.restart_with(Duration::ZERO, None).await?;
         tokio::time::sleep(readmit_after).await;
         self.readmit_all(order).await
     }
@@ -105,6 +105,14 @@ impl SimHandle {
     /// `dra smoke`'s reboot, where the driver starts again with the node.
     pub async fn reboot_when_drivers_back(&self, wait: Duration) -> Result<RebootReport> {
         let deadline = crate::duration::deadline(wait);
+        let drivers = self.claim_drivers();
+        self.restart_with(Duration::ZERO, None).await?;
+        self.wait_dra_drivers(&drivers, deadline.saturating_duration_since(tokio::time::Instant::now())).await;
+        self.readmit_all(&[]).await
+    }
+
+    /// The DRA drivers the admitted pods' claims name, sorted.
+    pub(super) fn claim_drivers(&self) -> Vec<String> {
         let drivers: std::collections::BTreeSet<String> = self
             .inner
             .lock()
@@ -112,10 +120,7 @@ impl SimHandle {
             .iter()
             .flat_map(|p| p.spec.claim_objects.iter().flat_map(|c| c.results.iter().map(|r| r.driver.clone())))
             .collect();
-        self.restart(Duration::ZERO).await?;
-        let drivers: Vec<String> = drivers.into_iter().collect();
-        self.wait_dra_drivers(&drivers, deadline.saturating_duration_since(tokio::time::Instant::now())).await;
-        self.readmit_all(&[]).await
+        drivers.into_iter().collect()
     }
 
     /// Waits (at most `wait`) until every driver named is registered with
@@ -136,8 +141,17 @@ impl SimHandle {
 
     /// Every pod admitted again, in `order`: a pod whose checkpointed
     /// devices are still there keeps them; the others go through admission
-    /// (the DRA claims prepared again: new sandboxes).
+    /// (the DRA claims prepared again: new sandboxes). The pods are the new
+    /// kubelet's first pod list: its sources are not ready until every one
+    /// was admitted again.
     async fn readmit_all(&self, order: &[String]) -> Result<RebootReport> {
+        self.inner.lock().set_sources_ready(false);
+        let out = self.readmit_each(order).await;
+        self.inner.lock().set_sources_ready(true);
+        out.map(|pods| RebootReport { pods })
+    }
+
+    async fn readmit_each(&self, order: &[String]) -> Result<Vec<AdmitOutcome>> {
         let pods = {
             let taken = self.inner.lock().take_pods();
             order_pods(taken, order)?
@@ -148,9 +162,7 @@ impl SimHandle {
         for pod in pods {
             let asks = self.asks_for_devices(&pod.spec);
             let outcome = if asks && !pod.allocs.is_empty() {
-                let spec = pod.spec.clone();
-                let kept = self.readmit_kept(pod);
-                self.prepare_kept(kept, &spec).await
+                self.readmit_kept(pod).await
             } else {
                 let mut spec = pod.spec;
                 spec.uid = Some(pod_uid(&spec));
@@ -158,27 +170,7 @@ impl SimHandle {
             };
             out.push(outcome);
         }
-        Ok(RebootReport { pods: out })
-    }
-
-    /// A pod kept on its checkpointed devices gets a new sandbox too, so
-    /// its claims are prepared again before its containers start (SyncPod,
-    /// pkg/kubelet/kuberuntime/kuberuntime_manager.go); a failure keeps them
-    /// all from starting.
-    async fn prepare_kept(&self, mut outcome: AdmitOutcome, spec: &PodSpec) -> AdmitOutcome {
-        if !outcome.admitted {
-            return outcome;
-        }
-        if let Some(dra) = super::dra::prepare_pod(&self.inner, spec).await {
-            if let Some(e) = &dra.error {
-                for c in &mut outcome.containers {
-                    c.started = false;
-                    c.start_error = Some(e.clone());
-                }
-            }
-            outcome.dra = Some(Box::new(dra));
-        }
-        outcome
+        Ok(out)
     }
 
     fn asks_for_devices(&self, spec: &PodSpec) -> bool {
@@ -187,14 +179,21 @@ impl SimHandle {
 
     /// The pod whose checkpointed devices are still there: every container's
     /// devices must belong to a registered resource with healthy devices,
-    /// all of its own healthy; then it is admitted on them, no plugin called.
-    fn readmit_kept(&self, mut pod: Pod) -> AdmitOutcome {
+    /// all of its own healthy, and the pod must fit next to the pods admitted
+    /// again before it (manager/fit.rs); then it is admitted on them, no
+    /// Allocate called. It gets a new sandbox, so its claims are prepared
+    /// again before its containers start (SyncPod,
+    /// pkg/kubelet/kuberuntime/kuberuntime_manager.go; a failure keeps them
+    /// all from starting), and each container starts afresh asking the
+    /// device manager for its run options: PreStartContainer where the plugin
+    /// requires it (GetDeviceRunContainerOptions in pkg/kubelet/cm/devicemanager/manager.go).
+    async fn readmit_kept(&self, mut pod: Pod) -> AdmitOutcome {
         let uid = pod_uid(&pod.spec);
         let mut outcome = AdmitOutcome::pending(&pod.spec, uid);
-        let refusal = self.inner.lock().readmit_refusal(&pod);
-        if let Some(err) = refusal {
-            outcome.reason = Some(UNEXPECTED_ADMISSION_ERROR.into());
-            outcome.message = Some(crate::kubelet_texts::WRAPPER.fill(&[&err]));
+        if let Some((reason, message)) = self.kept_refusal(&pod) {
+            self.inner.lock().readmit_refused(&pod);
+            outcome.reason = Some(reason);
+            outcome.message = Some(message);
             return outcome;
         }
         for c in &pod.spec.containers {
@@ -202,16 +201,39 @@ impl SimHandle {
             for (resource, alloc) in pod.allocs.get(&c.name).into_iter().flatten() {
                 co.keep(c, resource, &alloc.ids);
             }
-            co.started = true;
             outcome.containers.push(co);
         }
         outcome.admitted = true;
-        // Every container started afresh; the plain init containers ran to completion.
-        pod.running =
-            pod.spec.containers.iter().filter(|c| c.kind != ContainerKind::Init).map(|c| c.name.clone()).collect();
+        let spec = pod.spec.clone();
+        let plan = super::admission::plan_pre_start(&self.inner, &pod);
+        pod.running.clear();
         // Nothing was allocated: the kubelet writes no checkpoint for it.
         self.inner.lock().readmit_kept(pod);
+        if let Some(dra) = super::dra::prepare_pod(&self.inner, &spec).await {
+            let failed = dra.error.clone();
+            outcome.dra = Some(Box::new(dra));
+            if let Some(e) = failed {
+                for c in &mut outcome.containers {
+                    c.start_error = Some(e.clone());
+                }
+                return outcome;
+            }
+        }
+        super::admission::start_containers(&self.inner, &mut outcome, plan).await;
         outcome
+    }
+
+    /// Why a kept pod is refused: its devices gone or unhealthy, or it does
+    /// not fit next to the pods admitted again before it.
+    fn kept_refusal(&self, pod: &Pod) -> Option<(String, String)> {
+        let m = self.inner.lock();
+        if let Some(err) = m.readmit_refusal(pod) {
+            return Some((UNEXPECTED_ADMISSION_ERROR.to_string(), crate::kubelet_texts::WRAPPER.fill(&[&err])));
+        }
+        let (_, stripped) = m.unknown_resources(&pod.spec.containers);
+        let others = m.other_specs(pod.uid());
+        let others: Vec<&PodSpec> = others.iter().collect();
+        m.node_fit(&pod.spec, &super::admission::held_ids(pod), &others, &stripped).map(|r| (r.reason, r.message))
     }
 }
 

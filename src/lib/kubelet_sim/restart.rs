@@ -15,6 +15,7 @@ use super::SimHandle;
 use super::events::EventKind;
 use super::manager::Pod;
 use super::outcome::{AdmitOutcome, ContainerOutcome, UNEXPECTED_ADMISSION_ERROR};
+use super::pod::PodSpec;
 
 impl SimHandle {
     /// Re-admits every admitted pod, in admission order, `after` past `t0`
@@ -26,22 +27,38 @@ impl SimHandle {
         let _turn = inner.admission.lock().await;
         let pods = inner.lock().pods();
         let mut out = Vec::new();
+        // The new kubelet's pod manager holds only the pods re-admitted so
+        // far: each is judged against those (HandlePodAdditions in pkg/kubelet/kubelet.go).
+        let mut so_far: Vec<PodSpec> = Vec::new();
         for pod in pods {
-            let refusal = inner.lock().readmission(&pod);
+            let refusal = {
+                let m = inner.lock();
+                match m.readmission(&pod) {
+                    Some(err) => {
+                        Some((UNEXPECTED_ADMISSION_ERROR.to_string(), crate::kubelet_texts::WRAPPER.fill(&[&err])))
+                    }
+                    None => {
+                        let (_, stripped) = m.unknown_resources(&pod.spec.containers);
+                        let others: Vec<&PodSpec> = so_far.iter().collect();
+                        m.node_fit(&pod.spec, &super::admission::held_ids(&pod), &others, &stripped)
+                            .map(|r| (r.reason, r.message))
+                    }
+                }
+            };
             let mut outcome = readmission_outcome(&pod);
-            if let Some(err) = refusal {
-                let message = crate::kubelet_texts::WRAPPER.fill(&[&err]);
+            if let Some((reason, message)) = refusal {
                 inner.lock().readmission_refused(pod.uid());
                 inner.emit(EventKind::AdmissionRejected {
                     pod: outcome.pod.clone(),
                     namespace: outcome.namespace.clone(),
-                    reason: UNEXPECTED_ADMISSION_ERROR.into(),
+                    reason: reason.clone(),
                     message: message.clone(),
                 });
-                outcome.reason = Some(UNEXPECTED_ADMISSION_ERROR.into());
+                outcome.reason = Some(reason);
                 outcome.message = Some(message);
             } else {
                 outcome.admitted = true;
+                so_far.push(pod.spec.clone());
             }
             out.push(outcome);
         }

@@ -455,11 +455,9 @@ pub struct Difference {
     /// The step name it is at [default: any step].
     #[serde(default)]
     pub step: Option<String>,
-    /// JSON pointer prefix of the observable, e.g. `/result/message`.
+    /// JSON pointer of the one observable that differs, e.g. `/result/message`:
+    /// matched exactly, so a declaration never hides another difference below it.
     pub path: String,
-    /// Only the observable at `path` itself, not the ones below it.
-    #[serde(default)]
-    pub exact: bool,
     /// The releases it holds for [default: all of the scenario's].
     #[serde(default)]
     pub releases: Vec<String>,
@@ -473,11 +471,11 @@ pub struct Difference {
 }
 
 impl Difference {
-    /// True when it covers an entry at `step` / `pointer` on `release`.
+    /// True when it covers an entry at `step` / `pointer` on `release`: the
+    /// same observable exactly, never one below it.
     pub fn covers(&self, step: &str, pointer: &str, release: &str) -> bool {
         self.step.as_deref().is_none_or(|s| s == step)
-            && (pointer == self.path
-                || (!self.exact && pointer.starts_with(&format!("{}/", self.path.trim_end_matches('/')))))
+            && pointer == self.path
             && (self.releases.is_empty() || self.releases.iter().any(|r| r == release))
     }
 }
@@ -863,11 +861,10 @@ allocatable = 2
     }
 
     #[test]
-    fn differences_cover_by_step_prefix_and_release() {
+    fn differences_cover_one_observable_exactly_by_step_and_release() {
         let d = Difference {
             step: Some("admit".into()),
             path: "/result/message".into(),
-            exact: false,
             releases: vec!["1.34".into()],
             reason: "r".into(),
             status: DiffStatus::Open,
@@ -875,6 +872,7 @@ allocatable = 2
         };
         assert!(d.covers("admit", "/result/message", "1.34"));
         assert!(!d.covers("admit", "/result/messages", "1.34"));
+        assert!(!d.covers("admit", "/result/message/0", "1.34"), "nothing below the declared observable");
         assert!(!d.covers("admit", "/result/message", "1.35"));
         assert!(!d.covers("other", "/result/message", "1.34"));
     }

@@ -388,8 +388,9 @@ impl Runner<'_> {
         })
     }
 
-    /// A kubelet restart: who came back, and with `readmit_after` each pod's
-    /// re-admission (its containers: running or not, the devices they hold).
+    /// A kubelet restart: who came back, and each pod's re-admission (at once,
+    /// or `readmit_after` later; its containers: running or not, the devices
+    /// they hold).
     async fn restart_kubelet(&mut self, wait: Duration, readmit_after: Option<Duration>) -> Result<Value> {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         let req = Request::Restart { wait_ms: ms(wait), readmit_after_ms: readmit_after.map(ms) };
@@ -402,9 +403,8 @@ impl Runner<'_> {
                 back.sort_unstable();
                 missing.sort_unstable();
                 let mut v = json!({"all_returned": r.all_returned, "reregistered": back, "not_reregistered": missing});
-                if readmit_after.is_some() {
-                    v["pods"] = r.readmitted.iter().map(readmitted_value).collect();
-                }
+                // Every restart re-admits the pods (at once without readmit_after).
+                v["pods"] = r.readmitted.iter().map(readmitted_value).collect();
                 v
             }
             Ok(other) => json!({"unexpected": format!("{other:?}")}),

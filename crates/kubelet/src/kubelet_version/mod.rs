@@ -280,6 +280,14 @@ impl KubeletVersion {
         self.at_least(27)
     }
 
+    /// docs/kubelet-versions.md §8: `Get` finds a pod the kubelet rejected (the pod manager keeps
+    /// it, phase Failed) up to 1.34, whose `kubeletPodsProvider.GetPodByName`
+    /// (pkg/kubelet/kubelet.go) returns the pod manager's pod unfiltered; 1.35+ filter inactive
+    /// pods (`isPodInactive`) and answer "not found". Played against the referee 1.34-1.38.
+    pub fn podresources_get_finds_rejected(self) -> bool {
+        !self.at_least(35)
+    }
+
     /// docs/kubelet-versions.md §8: `List`/`Get` include restartable init containers: 1.30–1.32 when
     /// `SidecarContainers` is on (beta, on by default), always from 1.33.
     pub fn list_includes_sidecars(self) -> bool {

@@ -124,6 +124,19 @@ impl Manager {
         self.st.pod_index(namespace, name).is_some()
     }
 
+    /// Allocate's first step for a device-plugin resource
+    /// (`allocateContainerResources` in pkg/kubelet/cm/devicemanager/manager.go):
+    /// `UpdateAllocatedDevices` drops the entries of pods no longer active.
+    pub fn before_allocate(&mut self, pod: &Pod, resource: &str) {
+        let st = &self.st;
+        let device_plugin = st.resources.get(resource).is_some_and(|r| r.known())
+            || st.any_allocated(resource)
+            || pod.allocs.values().any(|m| m.contains_key(resource));
+        if device_plugin {
+            self.update_allocated_devices();
+        }
+    }
+
     /// The kubelet's `devicesToAllocate` before any call (see
     /// [`AllocationPlan`]). `Ok(None)`: not a device-plugin resource, or
     /// nothing required.
@@ -215,8 +228,18 @@ impl Manager {
 
     /// The admission was rejected: the pod being admitted is dropped (the
     /// checkpoint keeps what was written until the next write, as the kubelet's does).
-    pub fn admission_failed(&mut self) {
+    pub fn admission_failed(&mut self, pod: &Pod) {
         self.st.admitting = None;
+        self.rejected(pod);
+    }
+
+    /// A rejected pod (at admission, or killed at its re-admission) is
+    /// inactive: its checkpointed entries go at the device manager's next
+    /// look, and the pod manager keeps it, phase Failed, without devices.
+    pub(super) fn rejected(&mut self, pod: &Pod) {
+        self.st.gone.insert(pod.uid().to_string());
+        let kept = Pod { spec: pod.spec.clone(), allocs: BTreeMap::new(), running: BTreeSet::new() };
+        self.st.rejected.insert((pod.spec.namespace.clone(), pod.spec.name.clone()), kept);
     }
 
     /// The predicate admit handler, for extended resources the device
@@ -239,6 +262,7 @@ impl Manager {
     pub fn admit(&mut self, pod: Pod, outcome: &AdmitOutcome) {
         super::topology::commit(&mut self.st, pod.uid(), outcome);
         self.st.admitting = None;
+        self.st.rejected.remove(&(pod.spec.namespace.clone(), pod.spec.name.clone()));
         self.st.pods.push(pod);
     }
 

@@ -20,6 +20,7 @@
 mod admission;
 mod checkpoint;
 mod dra;
+mod fit;
 mod podres;
 mod reboot;
 mod registration;
@@ -48,6 +49,8 @@ pub(crate) use admission::AllocationPlan;
 pub use admission::{CDI_DEVICES_GATED, CDI_DEVICES_UNKNOWN};
 pub use dra::{ApiView, ClaimInfo, DraInstance, DraStatus, PreparedDevice};
 pub(crate) use dra::{Batch, ClaimAnswer, DeviceHealthView, DraEffect, DraRegistration, Registered, Unpreparer};
+#[cfg(test)]
+pub(crate) use fit::pod_request;
 pub(crate) use registration::Registrant;
 pub(crate) use rejection::{Rejection, unexpected};
 use state::State;
@@ -282,6 +285,35 @@ impl Manager {
         };
         let p = st.pods.remove(i);
         st.exclusive_cpus.remove(p.uid());
+        st.gone.insert(p.uid().to_string());
         Ok(p)
+    }
+
+    /// The device manager's `UpdateAllocatedDevices`
+    /// (pkg/kubelet/cm/devicemanager/manager.go): once the pod sources are
+    /// ready, the entries of pods no longer active (deleted, killed or
+    /// rejected by this sim, restored from the checkpoint by a restart) are
+    /// dropped in memory; the next checkpoint write leaves them out.
+    pub fn update_allocated_devices(&mut self) {
+        let st = &mut self.st;
+        if !st.sources_ready {
+            return;
+        }
+        let gone = &st.gone;
+        st.foreign_entries.retain(|e| !gone.contains(&e.pod_uid));
+    }
+
+    /// A deleted pod whose termination failed (its claims did not
+    /// unprepare) stays active with its devices, its containers stopped.
+    pub fn still_terminating(&mut self, mut pod: Pod) {
+        pod.running.clear();
+        self.st.gone.remove(pod.uid());
+        self.st.pods.push(pod);
+    }
+
+    /// Whether the pod sources are ready (false while a restarted kubelet
+    /// admits its first pod list).
+    pub fn set_sources_ready(&mut self, ready: bool) {
+        self.st.sources_ready = ready;
     }
 }

@@ -80,11 +80,19 @@ impl Manager {
     }
 
     /// v1 `Get` of one pod.
+    /// A rejected pod is found where the release's GetPodByName does not
+    /// filter inactive pods (docs/kubelet-versions.md §8).
     pub fn podres_get(&self, name: &str, namespace: &str) -> Option<v1::PodResources> {
         let sidecars = self.sidecars();
         let st = &self.st;
-        st.pod_index(namespace, name)
-            .map(|i| pod_v1(&st.pods[i], st.exclusive_cpus.get(st.pods[i].uid()), sidecars, &self.dra))
+        let found = st.pod_index(namespace, name).map(|i| &st.pods[i]);
+        let found = found.or_else(|| {
+            self.version
+                .podresources_get_finds_rejected()
+                .then(|| st.rejected.get(&(namespace.to_string(), name.to_string())))
+                .flatten()
+        });
+        found.map(|p| pod_v1(p, st.exclusive_cpus.get(p.uid()), sidecars, &self.dra))
     }
 
     /// v1alpha1 `List`: regular containers only, in the v1 shape.

@@ -35,6 +35,15 @@ impl Manager {
             .find_map(|(resource, alloc)| self.kept_devices_refusal(resource, &alloc.ids))
     }
 
+    /// `pod` is refused at its re-admission after a reboot: the pod manager
+    /// keeps it, phase Failed, without devices (HandlePodAdditions in
+    /// pkg/kubelet/kubelet.go adds the pod to the pod manager before
+    /// canAdmitPod, and rejectPod only sets its status), so 1.34's
+    /// PodResources `Get` still finds it, as the referee shows.
+    pub fn readmit_refused(&mut self, pod: &Pod) {
+        self.rejected(pod);
+    }
+
     /// `pod` is admitted again on its kept devices, no plugin called and no
     /// checkpoint written (the kubelet writes only after an Allocate).
     pub fn readmit_kept(&mut self, pod: Pod) {

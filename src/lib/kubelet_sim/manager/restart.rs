@@ -76,7 +76,10 @@ impl Manager {
     /// The pod refused at its re-admission leaves (the kubelet kills it):
     /// its devices are free.
     pub fn readmission_refused(&mut self, uid: &str) {
-        self.st.pods.retain(|p| p.uid() != uid);
+        if let Some(i) = self.st.pods.iter().position(|p| p.uid() == uid) {
+            let pod = self.st.pods.remove(i);
+            self.rejected(&pod);
+        }
     }
 }
 

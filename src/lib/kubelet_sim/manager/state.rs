@@ -199,6 +199,19 @@ pub(crate) struct State {
     pub(super) socket_created: Instant,
     /// Exclusive CPUs (static CPU manager) per pod UID, then container.
     pub(super) exclusive_cpus: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
+    /// UIDs of the pods this sim deleted, killed or rejected: no longer
+    /// active. Their checkpoint entries (a deletion writes nothing, as in
+    /// the kubelet) come back at a restart among `foreign_entries` and are
+    /// dropped the next time the device manager looks at the active pods
+    /// with its sources ready (`UpdateAllocatedDevices`).
+    pub(super) gone: BTreeSet<String>,
+    /// False while a restarted kubelet admits its first pod list (its pod
+    /// sources are not ready: `UpdateAllocatedDevices` drops nothing).
+    pub(super) sources_ready: bool,
+    /// Pods the admit handlers rejected, by namespace/name (the newest of
+    /// that name): the kubelet's pod manager keeps a rejected pod (phase
+    /// Failed) until the API server deletes it.
+    pub(super) rejected: BTreeMap<(String, String), Pod>,
 }
 
 impl State {
@@ -217,6 +230,9 @@ impl State {
             refused_over_limit: 0,
             socket_created: now,
             exclusive_cpus: BTreeMap::new(),
+            gone: BTreeSet::new(),
+            sources_ready: true,
+            rejected: BTreeMap::new(),
         }
     }
 

@@ -326,7 +326,7 @@ fn the_pod_being_admitted_is_checkpointed_until_it_fails() {
     m.admitting(&pod_holding("p", &["g0"]));
     assert_eq!(entries(&m), 1);
     assert!(!m.is_admitted("default", "p"));
-    m.admission_failed();
+    m.admission_failed(&pod_holding("p", &["g0"]));
     assert_eq!(entries(&m), 0);
     let pod = pod_holding("p", &["g0"]);
     m.admitting(&pod);

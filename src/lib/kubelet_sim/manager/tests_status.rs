@@ -321,3 +321,22 @@ fn restart_expects_the_resources_back_and_sees_who_returned() {
     assert_eq!(m.returned(GPU, t1 + Duration::from_secs(1)).registered_at, None, "registered before that");
     assert_eq!(m.returned("example.com/none", t1).counts, Counts::default());
 }
+
+/// A pod refused at its re-admission after a reboot stays in the pod
+/// manager, phase Failed: 1.34's PodResources `Get` finds it without devices,
+/// 1.35+ answer not found (scenario reboot-plugin-late, played against the referee).
+#[test]
+fn a_pod_refused_after_a_reboot_is_found_by_get_on_1_34_only() {
+    for (minor, found) in [(34, true), (35, false), (37, false)] {
+        let mut m = Manager::new(KubeletVersion::Release(minor), GRACE, 1024, Default::default(), Instant::now());
+        three_container_pod(&mut m);
+        let pods = m.take_pods();
+        m.readmit_refused(&pods[0]);
+        let got = m.podres_get("p", "default");
+        assert_eq!(got.is_some(), found, "1.{minor}");
+        if let Some(p) = got {
+            assert!(p.containers.iter().all(|c| c.devices.is_empty()), "1.{minor}: no devices: {p:?}");
+        }
+        assert!(m.podres_list().is_empty(), "1.{minor}: List has only active pods");
+    }
+}

@@ -2,8 +2,9 @@
 
 package main
 
-// API glue for kubelet 1.37 (the default go.mod): the signatures that
-// changed between releases, one small function each.
+// API glue for kubelet 1.37 (the default go.mod) and 1.38 (-tags k8s_1_38,
+// v1.38.0-beta.0: none of the signatures the referee calls changed): the
+// signatures that changed between releases, one small function each.
 
 import (
 	"context"
