@@ -11,8 +11,9 @@
 # (k8s.io/kubernetes/test/e2e/dra/test-driver), as sample-device-plugin and
 # dra-test-driver into ${DPCTL_UPSTREAM_DIR:-<repo>/target/upstream}.
 # Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 1.38 dra-driver upstream]
-#        (default: all five referees, the DRA driver and the upstream
-#        programs; 1.38 is a pre-release, v1.38.0-beta.0)
+#        (default: the referees of the release table, 1.34-1.37, the DRA
+#        driver and the upstream programs; 1.38, a pre-release referee
+#        (v1.38.0-beta.0) no test uses yet, is built only when named)
 #        conformance/build.sh [--lean] kubelet [1.34 1.35 1.36 1.37]
 #        (default: 1.37) builds the real kubelet (k8s.io/kubernetes/cmd/kubelet
 #        from the module proxy, pinned by the referee's modfiles/1.NN.mod) as
@@ -45,7 +46,7 @@ fi
 if [ $kubelet = yes ]; then
 	targets=${*:-1.37}
 else
-	targets=${*:-1.34 1.35 1.36 1.37 1.38 dra-driver upstream}
+	targets=${*:-1.34 1.35 1.36 1.37 dra-driver upstream}
 fi
 releases=
 dra_driver=no

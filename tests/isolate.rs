@@ -354,9 +354,13 @@ async fn help_says_where_isolation_is_and_is_not_needed() {
     }
     let run = crate::support::dpctl(&["smoke", "--help"]).await;
     run.expect_code(0);
-    for needle in ["--isolate", "--bind <SRC:DST>", "--registration <WAY>", "{registry_dir}", "tmpfs copy"] {
+    for needle in ["--isolate", "--bind <SRC:DST>", "--registration <WAY>", "{registry_dir}", "dpctl help isolate"] {
         assert!(run.stdout.contains(needle), "smoke --help lacks {needle}: {}", run.stdout);
     }
+    // The reference prose lives in its help topic, which smoke's help names.
+    let run = crate::support::dpctl(&["help", "isolate"]).await;
+    run.expect_code(0);
+    assert!(run.stdout.contains("tmpfs copy") && run.stdout.contains("nothing is left behind"), "{}", run.stdout);
 }
 
 /// A plugin in a container (or --isolate's namespace) announces its GetInfo

@@ -55,21 +55,11 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
     super::dra_api::resolve_claims(inner, &mut spec).await?;
     let mut pod = Pod { spec, allocs: BTreeMap::new(), running: BTreeSet::new() };
     let mut outcome = AdmitOutcome::pending(&pod.spec, pod.uid().to_string());
+    inner.lock().remove_stale_cpus();
     match allocate_pod(inner, &mut pod, &mut outcome).await {
         Ok(()) => {}
         Err(reject) => {
-            // The checkpoint keeps what was written for the containers
-            // allocated so far until the next write, as the kubelet's does.
-            inner.lock().admission_failed(&pod);
-            outcome.reason = Some(reject.reason.clone());
-            outcome.message = Some(reject.message.clone());
-            outcome.took_ms = crate::text::millis(started.elapsed());
-            inner.emit(EventKind::AdmissionRejected {
-                pod: outcome.pod.clone(),
-                namespace: outcome.namespace.clone(),
-                reason: reject.reason,
-                message: reject.message,
-            });
+            rejected(inner, &pod, reject, &mut outcome, started);
             return Ok(outcome);
         }
     }
@@ -110,6 +100,28 @@ pub(crate) async fn admit(inner: &Arc<Inner>, mut spec: PodSpec) -> Result<Admit
     start_containers(inner, &mut outcome, pre_start).await;
     outcome.took_ms = crate::text::millis(started.elapsed());
     Ok(outcome)
+}
+
+/// The admit handlers rejected the pod: the outcome says why, and the
+/// event is sent. The checkpoint keeps what was written for the containers
+/// allocated so far until the next write, as the kubelet's does; so does
+/// the CPU manager's state (`State::stale_cpus`).
+fn rejected(inner: &Inner, pod: &Pod, reject: Rejection, outcome: &mut AdmitOutcome, started: Instant) {
+    let cpus = outcome.topology.as_ref().map(|t| t.cpus.clone()).unwrap_or_default();
+    {
+        let mut m = inner.lock();
+        m.admission_failed(pod);
+        m.cpus_left_by_rejection(pod.uid(), &cpus);
+    }
+    outcome.reason = Some(reject.reason.clone());
+    outcome.message = Some(reject.message.clone());
+    outcome.took_ms = crate::text::millis(started.elapsed());
+    inner.emit(EventKind::AdmissionRejected {
+        pod: outcome.pod.clone(),
+        namespace: outcome.namespace.clone(),
+        reason: reject.reason,
+        message: reject.message,
+    });
 }
 
 /// Chooses and allocates devices for every container, init containers first.

@@ -233,6 +233,21 @@ impl Manager {
         self.rejected(pod);
     }
 
+    /// The CPUs the static CPU manager gave the rejected pod's containers
+    /// before its rejection stay its own until the next admission (see
+    /// `State::stale_cpus`).
+    pub fn cpus_left_by_rejection(&mut self, uid: &str, cpus: &BTreeMap<String, Vec<u32>>) {
+        if !cpus.is_empty() {
+            self.st.stale_cpus.insert(uid.to_string(), cpus.clone());
+        }
+    }
+
+    /// The CPU manager's `removeStaleState`, at the start of an admission:
+    /// CPUs left by rejected pods are free again.
+    pub fn remove_stale_cpus(&mut self) {
+        self.st.stale_cpus.clear();
+    }
+
     /// A rejected pod (at admission, or killed at its re-admission) is
     /// inactive: its checkpointed entries go at the device manager's next
     /// look, and the pod manager keeps it, phase Failed, without devices.

@@ -92,7 +92,10 @@ impl Manager {
                 .then(|| st.rejected.get(&(namespace.to_string(), name.to_string())))
                 .flatten()
         });
-        found.map(|p| pod_v1(p, st.exclusive_cpus.get(p.uid()), sidecars, &self.dra))
+        found.map(|p| {
+            let cpus = st.exclusive_cpus.get(p.uid()).or_else(|| st.stale_cpus.get(p.uid()));
+            pod_v1(p, cpus, sidecars, &self.dra)
+        })
     }
 
     /// v1alpha1 `List`: regular containers only, in the v1 shape.

@@ -212,6 +212,13 @@ pub(crate) struct State {
     /// that name): the kubelet's pod manager keeps a rejected pod (phase
     /// Failed) until the API server deletes it.
     pub(super) rejected: BTreeMap<(String, String), Pod>,
+    /// Exclusive CPUs the static CPU manager gave a pod's containers before
+    /// the pod was rejected, per pod UID then container: nothing releases
+    /// them at the rejection; the CPU manager's next `removeStaleState`
+    /// (at the start of its next GetTopologyHints or Allocate, for any
+    /// pod) drops them (pkg/kubelet/cm/cpumanager/cpu_manager.go). Only
+    /// a Get that finds rejected pods shows them.
+    pub(super) stale_cpus: BTreeMap<String, BTreeMap<String, Vec<u32>>>,
 }
 
 impl State {
@@ -233,6 +240,7 @@ impl State {
             gone: BTreeSet::new(),
             sources_ready: true,
             rejected: BTreeMap::new(),
+            stale_cpus: BTreeMap::new(),
         }
     }
 
