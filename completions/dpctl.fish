@@ -283,7 +283,7 @@ yaml\t'The JSON data as YAML; a document per event for streams'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l color -d 'When to color the output' -r -f -a "auto\t'When stdout is a terminal and NO_COLOR is unset'
 always\t'Always'
 never\t'Never'"
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-readmit -d 'Do not admit the pods again (they keep their devices unchecked)'
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-readmit -d 'Do not admit the pods again (they keep their devices unchecked): a sim-only choice, the kubelet always admits them again'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s v -l verbose -d 'More detail on stderr. plugin call|watch|check, smoke and kubelet-sim show each gRPC call to a plugin as grpcurl -v does: -v the method, each request and response message as JSON, the status and the latency; -vv adds the request and response headers and the trailers; -vvv prints long messages whole. With -o json, one JSON line per event. Logging rises too (-v info, -vv debug, -vvv trace)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -s q -l quiet -d 'Only errors on stderr; no progress display'
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and __fish_seen_subcommand_from restart" -l no-trunc -d 'Never shorten table cells (they are shortened only when stdout is a terminal)'

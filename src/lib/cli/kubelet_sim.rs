@@ -283,7 +283,8 @@ pub enum SimCommand {
         /// register within it are back in time [default: 0s, before any plugin].
         #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
         readmit_after: Duration,
-        /// Do not admit the pods again (they keep their devices unchecked).
+        /// Do not admit the pods again (they keep their devices unchecked): a sim-only
+        /// choice, the kubelet always admits them again.
         #[arg(long, conflicts_with = "readmit_after")]
         no_readmit: bool,
     },

@@ -319,10 +319,14 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
         Request::Admit { pod } => sim.admit(pod).await.map(Answer::Admit),
         Request::DryRun { pod } => sim.admit_dry_run(pod).await.map(Answer::Admit),
         Request::Delete { namespace, name } => sim.delete(&namespace, &name).await.map(Answer::Delete),
-        Request::Restart { wait_ms, readmit_after_ms } => sim
-            .restart_readmit(Duration::from_millis(wait_ms), readmit_after_ms.map(Duration::from_millis))
+        Request::Restart { wait_ms, readmit_after_ms: Some(after) } => sim
+            .restart_readmit(Duration::from_millis(wait_ms), Some(Duration::from_millis(after)))
             .await
             .map(Answer::Restart),
+        // `restart --no-readmit`: the pods keep their devices unchecked.
+        Request::Restart { wait_ms, readmit_after_ms: None } => {
+            sim.restart_without_readmission(Duration::from_millis(wait_ms)).await.map(Answer::Restart)
+        }
         Request::RestartContainer { namespace, name, container } => {
             sim.restart_container(&namespace, &name, &container).await.map(Answer::RestartContainer)
         }

@@ -1105,6 +1105,13 @@ impl SimHandle {
         self.restart_with(wait, Some(readmit_after.unwrap_or(Duration::ZERO))).await
     }
 
+    /// `kubelet-sim restart --no-readmit`: a restart whose pods are not
+    /// admitted again (they keep their devices unchecked). A sim-only
+    /// choice: every kubelet start admits the pods its sources hand it.
+    pub async fn restart_without_readmission(&self, wait: Duration) -> Result<RestartReport> {
+        self.restart_with(wait, None).await
+    }
+
     /// The restart itself; `readmit_after: None` re-admits nothing (a
     /// reboot admits its pods itself, their containers gone).
     // long: the kubelet restart in its order (stop, checkpoint read, socket cleanup, a new
