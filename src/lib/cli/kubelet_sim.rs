@@ -357,7 +357,7 @@ pub async fn run(args: KubeletSimArgs, s: &mut Streams<'_>) -> Result<u8> {
         }
         SimCommand::Restart { target, wait, readmit_after, no_readmit } => {
             let readmit_after_ms = (!no_readmit).then(|| crate::text::millis(readmit_after));
-            (target, Request::Restart { wait_ms: crate::text::millis(wait), readmit_after_ms })
+            (target, Request::Restart { wait_ms: crate::text::millis(wait), readmit_after_ms, no_readmit })
         }
         SimCommand::RestartContainer { target, pod, container, namespace } => {
             let (namespace, name) = steer::pod_ref(pod, namespace);

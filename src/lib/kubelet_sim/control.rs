@@ -43,9 +43,13 @@ pub enum Request {
         wait_ms: u64,
         /// Admit every pod again this long after the new kubelet.sock, its
         /// containers still running, as the kubelet does with its first pod
-        /// list (absent: no re-admission).
+        /// list (absent: at once).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         readmit_after_ms: Option<u64>,
+        /// `kubelet-sim restart --no-readmit`: admit nothing again (a
+        /// sim-only choice; the kubelet always admits its pods again).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        no_readmit: bool,
     },
     /// Restart one container of an admitted pod.
     RestartContainer {
@@ -302,7 +306,9 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
     // Durations from another process get the bound flags have (365 days):
     // a raw request could set a grace period of 584 billion years.
     let (field, ms) = match &request {
-        Request::Restart { readmit_after_ms: Some(after), wait_ms } if after > wait_ms => ("readmit_after_ms", *after),
+        Request::Restart { readmit_after_ms: Some(after), wait_ms, .. } if after > wait_ms => {
+            ("readmit_after_ms", *after)
+        }
         Request::Restart { wait_ms, .. } => ("wait_ms", *wait_ms),
         Request::SetGrace { grace_period_ms } => ("grace_period_ms", *grace_period_ms),
         Request::Reboot { readmit_after_ms, .. } => ("readmit_after_ms", *readmit_after_ms),
@@ -319,14 +325,14 @@ pub(crate) async fn handle(sim: SimHandle, request: std::result::Result<Request,
         Request::Admit { pod } => sim.admit(pod).await.map(Answer::Admit),
         Request::DryRun { pod } => sim.admit_dry_run(pod).await.map(Answer::Admit),
         Request::Delete { namespace, name } => sim.delete(&namespace, &name).await.map(Answer::Delete),
-        Request::Restart { wait_ms, readmit_after_ms: Some(after) } => sim
-            .restart_readmit(Duration::from_millis(wait_ms), Some(Duration::from_millis(after)))
-            .await
-            .map(Answer::Restart),
         // `restart --no-readmit`: the pods keep their devices unchecked.
-        Request::Restart { wait_ms, readmit_after_ms: None } => {
+        Request::Restart { wait_ms, no_readmit: true, .. } => {
             sim.restart_without_readmission(Duration::from_millis(wait_ms)).await.map(Answer::Restart)
         }
+        Request::Restart { wait_ms, readmit_after_ms, no_readmit: false } => sim
+            .restart_readmit(Duration::from_millis(wait_ms), readmit_after_ms.map(Duration::from_millis))
+            .await
+            .map(Answer::Restart),
         Request::RestartContainer { namespace, name, container } => {
             sim.restart_container(&namespace, &name, &container).await.map(Answer::RestartContainer)
         }

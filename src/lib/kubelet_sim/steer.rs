@@ -141,7 +141,7 @@ impl Request {
             Request::Admit { .. } | Request::DryRun { .. } => Duration::from_secs(300),
             Request::Delete { .. } => Duration::from_secs(30),
             // The re-admission (no plugin call) is within the wait, or just after it.
-            Request::Restart { wait_ms, readmit_after_ms } => Duration::from_millis(*wait_ms)
+            Request::Restart { wait_ms, readmit_after_ms, .. } => Duration::from_millis(*wait_ms)
                 .max(Duration::from_millis(readmit_after_ms.unwrap_or(0)))
                 .saturating_add(Duration::from_secs(30)),
             Request::RestartContainer { .. } => Duration::from_secs(60),
@@ -230,9 +230,13 @@ mod tests {
 
     #[test]
     fn a_restart_waits_longer_than_its_wait() {
-        assert_eq!(Request::Restart { wait_ms: 1000, readmit_after_ms: None }.deadline(), Duration::from_secs(31));
+        assert_eq!(
+            Request::Restart { wait_ms: 1000, readmit_after_ms: None, no_readmit: false }.deadline(),
+            Duration::from_secs(31)
+        );
         assert!(
-            Request::Restart { wait_ms: u64::MAX, readmit_after_ms: None }.deadline() > Duration::from_millis(u64::MAX)
+            Request::Restart { wait_ms: u64::MAX, readmit_after_ms: None, no_readmit: false }.deadline()
+                > Duration::from_millis(u64::MAX)
         );
     }
 }

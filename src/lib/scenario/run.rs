@@ -393,7 +393,7 @@ impl Runner<'_> {
     /// they hold).
     async fn restart_kubelet(&mut self, wait: Duration, readmit_after: Option<Duration>) -> Result<Value> {
         let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
-        let req = Request::Restart { wait_ms: ms(wait), readmit_after_ms: readmit_after.map(ms) };
+        let req = Request::Restart { wait_ms: ms(wait), readmit_after_ms: readmit_after.map(ms), no_readmit: false };
         Ok(match self.engine.call(req).await? {
             Ok(Answer::Restart(r)) => {
                 let mut back: Vec<&str> =

@@ -307,7 +307,7 @@ impl Kubelet {
 
     pub(super) async fn restart(&self, wait: Duration) -> Result<RestartReport, String> {
         let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
-        match self.ask(Request::Restart { wait_ms, readmit_after_ms: None }).await? {
+        match self.ask(Request::Restart { wait_ms, readmit_after_ms: None, no_readmit: false }).await? {
             Answer::Restart(r) => Ok(r),
             other => Err(format!("answered restart with {other:?}")),
         }
