@@ -254,19 +254,7 @@ async fn rolling_with_a_driver_that_cannot_run_twice_names_the_second_instances_
 async fn the_go_driver_on_the_real_helper_passes() {
     let Some(bin) = crate::support::go_built::dra_driver_or_skip("dra_smoke") else { return };
     let bin = bin.to_str().unwrap();
-    let cmd = [
-        bin,
-        "--kubeconfig",
-        "{kubeconfig}",
-        "--node-name",
-        "{node}",
-        "--registry-dir",
-        "{registry_dir}",
-        "--plugin-dir",
-        "{plugin_dir}/gpu.dpctl.example",
-        "--cdi-dir",
-        "{cdi_dir}",
-    ];
+    let cmd = go_driver(bin);
     // A driver built before --rolling-update-uid cannot run twice: say so, and fail under CI.
     let help = std::process::Command::new(bin).arg("--help").output().unwrap();
     let rolls = String::from_utf8_lossy(&help.stderr).contains("rolling-update-uid");
@@ -302,7 +290,20 @@ async fn the_go_driver_on_the_real_helper_passes() {
 async fn rolling_with_a_helper_driver_that_takes_the_sockets_over_fails_at_once() {
     let Some(bin) = crate::support::go_built::dra_driver_or_skip("dra_smoke") else { return };
     let bin = bin.to_str().unwrap();
-    let cmd = [
+    let cmd = go_driver(bin);
+    let run = smoke(&["--slice-timeout", "10s", "--rolling", "--skip", "long-socket-path"], &cmd).await;
+    run.expect_code(1);
+    let r = run.json();
+    assert_eq!(outcome(&r, "rolling-update"), "fail", "{r:#}");
+    let ev = evidence(&r, "rolling-update");
+    assert!(ev.contains("took them over") && ev.contains("gpu.dpctl.example-reg.sock"), "{ev}");
+    let took = step(&r, "rolling-update")["duration_ms"].as_f64().unwrap_or(f64::MAX);
+    assert!(took < 20_000.0, "it waited for the registration timeout: {took} ms");
+}
+
+/// The helper-built Go driver's command line, on the sandbox's paths.
+fn go_driver(bin: &str) -> [&str; 11] {
+    [
         bin,
         "--kubeconfig",
         "{kubeconfig}",
@@ -314,15 +315,7 @@ async fn rolling_with_a_helper_driver_that_takes_the_sockets_over_fails_at_once(
         "{plugin_dir}/gpu.dpctl.example",
         "--cdi-dir",
         "{cdi_dir}",
-    ];
-    let run = smoke(&["--slice-timeout", "10s", "--rolling", "--skip", "long-socket-path"], &cmd).await;
-    run.expect_code(1);
-    let r = run.json();
-    assert_eq!(outcome(&r, "rolling-update"), "fail", "{r:#}");
-    let ev = evidence(&r, "rolling-update");
-    assert!(ev.contains("took them over") && ev.contains("gpu.dpctl.example-reg.sock"), "{ev}");
-    let took = step(&r, "rolling-update")["duration_ms"].as_f64().unwrap_or(f64::MAX);
-    assert!(took < 20_000.0, "it waited for the registration timeout: {took} ms");
+    ]
 }
 
 /// Bad input: the documented exit code 2 and a message naming the flag.
