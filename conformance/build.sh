@@ -10,13 +10,16 @@
 # sample-device-plugin) and the upstream DRA test driver
 # (k8s.io/kubernetes/test/e2e/dra/test-driver), as sample-device-plugin and
 # dra-test-driver into ${DPCTL_UPSTREAM_DIR:-<repo>/target/upstream}.
-# Usage: conformance/build.sh [--lean] [1.34 1.35 1.36 1.37 1.38 dra-driver upstream]
-#        (default: the referees of the release table, 1.34-1.37, the DRA
-#        driver and the upstream programs; 1.38, a pre-release referee
-#        (v1.38.0-beta.0) no test uses yet, is built only when named)
-#        conformance/build.sh [--lean] kubelet [1.34 1.35 1.36 1.37]
+# Usage: conformance/build.sh [--lean] [1.NN ... dra-driver upstream]
+#        (default: a referee for every release of the release table that has
+#        one, 1.34-1.38: one per referee/modfiles/1.NN.mod, which
+#        tests/conformance.rs checks against KubeletVersion::referee_releases;
+#        1.38 is a pre-release, v1.38.0-beta.0, built with go 1.27; then the
+#        DRA driver and the upstream programs)
+#        conformance/build.sh [--lean] kubelet [1.NN ...]
 #        (default: 1.37) builds the real kubelet (k8s.io/kubernetes/cmd/kubelet
-#        from the module proxy, pinned by the referee's modfiles/1.NN.mod) as
+#        from the module proxy, pinned by the referee's modfiles/1.NN.mod; a
+#        release whose modfile pins a pre-release has no kubelet build) as
 #        kubelet-1.NN into ${DPCTL_KUBELET_DIR:-<repo>/target/kubelet}, with
 #        the two images `dpctl smoke --engine kubelet` runs (pause.tar from the
 #        kubelet module's build/pause/linux/pause.c, compiled static; busybox.tar
@@ -43,34 +46,50 @@ if [ "${1:-}" = "kubelet" ]; then
 	kubelet=yes
 	shift
 fi
+# The referee releases: one per modfiles/1.NN.mod, oldest first. A release
+# whose modfile pins a pre-release of k8s.io/kubernetes (a tag with a '-')
+# has a referee but no real kubelet build.
+modfiles=$here/referee/modfiles
+known=$(cd "$modfiles" && ls 1.*.mod | sed 's/\.mod$//' | sort -V | tr '\n' ' ')
+known=${known% }
+prerelease() {
+	sed -n 's|^[[:space:]]*k8s.io/kubernetes v[0-9.]*-.*|pre|p' "$modfiles/$1.mod" | head -1
+}
+released=
+for r in $known; do
+	[ -n "$(prerelease "$r")" ] || released="$released $r"
+done
+released=${released# }
 if [ $kubelet = yes ]; then
 	targets=${*:-1.37}
 else
-	targets=${*:-1.34 1.35 1.36 1.37 dra-driver upstream}
+	targets=${*:-$known dra-driver upstream}
 fi
 releases=
 dra_driver=no
 upstream=no
 for r in $targets; do
-	case $r in
-	1.34 | 1.35 | 1.36 | 1.37) releases="$releases $r" ;;
-	1.38)
-		if [ $kubelet = yes ]; then
-			echo "build.sh: 'kubelet' builds kubelet releases 1.34 1.35 1.36 1.37 (1.38 is a pre-release: referee only)" >&2
-			exit 2
-		fi
-		releases="$releases $r"
+	case " $known dra-driver upstream " in
+	*" $r "*) ;;
+	*)
+		echo "build.sh: no referee for kubelet release '$r' (known: $known; or dra-driver, upstream)" >&2
+		exit 2
 		;;
+	esac
+	case $r in
 	dra-driver | upstream)
 		if [ $kubelet = yes ]; then
-			echo "build.sh: 'kubelet' builds kubelet releases only (known: 1.34 1.35 1.36 1.37)" >&2
+			echo "build.sh: 'kubelet' builds kubelet releases only (known: $released)" >&2
 			exit 2
 		fi
 		if [ "$r" = upstream ]; then upstream=yes; else dra_driver=yes; fi
 		;;
 	*)
-		echo "build.sh: no referee for kubelet release '$r' (known: 1.34 1.35 1.36 1.37 1.38; or dra-driver, upstream)" >&2
-		exit 2
+		if [ $kubelet = yes ] && [ -n "$(prerelease "$r")" ]; then
+			echo "build.sh: 'kubelet' builds kubelet releases $released ($r is a pre-release: referee only)" >&2
+			exit 2
+		fi
+		releases="$releases $r"
 		;;
 	esac
 done
@@ -99,7 +118,8 @@ for r in $releases; do
 	tag=k8s_$(echo "$r" | tr . _)
 	bin="$out/dpctl-referee-$r"
 	# A release whose go line is newer than the local toolchain (1.38 needs
-	# go 1.27) builds with that toolchain, fetched from the module proxy as
+	# go 1.27: its packages compile apart from the other releases', as Go's
+	# cache is per toolchain) builds with that toolchain, fetched from the module proxy as
 	# GOTOOLCHAIN=auto would, unless GOTOOLCHAIN is set.
 	need=go$(sed -n 's/^go \(.*\)/\1/p' "modfiles/$r.mod")
 	toolchain=${GOTOOLCHAIN:-}

@@ -101,12 +101,14 @@ fn referees() -> Result<(PathBuf, Vec<KubeletVersion>), String> {
     let dir = std::env::var_os("DPCTL_REFEREE_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/referee"));
-    let wanted = ["1.34", "1.35", "1.36", "1.37"];
-    let missing: Vec<&str> =
-        wanted.iter().copied().filter(|r| !dir.join(format!("{REFEREE_PREFIX}{r}")).is_file()).collect();
+    let wanted = KubeletVersion::referee_releases();
+    let missing: Vec<String> = wanted
+        .iter()
+        .map(ToString::to_string)
+        .filter(|r| !dir.join(format!("{REFEREE_PREFIX}{r}")).is_file())
+        .collect();
     if missing.is_empty() {
-        let versions = KubeletVersion::parse_list(&wanted.join(",")).map_err(|e| e.to_string())?;
-        return Ok((dir, versions));
+        return Ok((dir, wanted));
     }
     let go = std::process::Command::new("go").arg("version").output().is_ok_and(|o| o.status.success());
     let missing = missing.iter().map(|r| format!("{REFEREE_PREFIX}{r}")).collect::<Vec<_>>().join(", ");
@@ -131,8 +133,9 @@ fn referees_or_skip() -> Option<(PathBuf, Vec<KubeletVersion>)> {
     }
 }
 
-/// Every scenario on the referee of each release it names (1.34-1.37): the
-/// diff against the sim must be empty or declared in the scenario.
+/// Every scenario on the referee of each release it names (the release
+/// table's referee releases, 1.34-1.38 with the pre-release 1.38): the diff
+/// against the sim must be empty or declared in the scenario.
 #[test]
 fn every_scenario_diffs_empty_or_declared_against_the_referee() {
     let Some((dir, versions)) = referees_or_skip() else { return };
@@ -157,13 +160,13 @@ fn every_scenario_diffs_empty_or_declared_against_the_referee() {
     assert!(problems.is_empty(), "undeclared differences from the kubelet's code:\n  {}", problems.join("\n  "));
 }
 
-/// The referee plays the kubelet's own DRA manager, 1.34-1.37: the mock
+/// The referee plays the kubelet's own DRA manager, 1.34-1.38: the mock
 /// driver is called by it (NodePrepareResources at admission, with the
 /// claim; NodeUnprepareResources at deletion), the containers get the CDI
 /// IDs the kubelet's GetResources hands out, its `dra_manager_state` holds
 /// the claim with the pod and verifies, and PodResources lists the claim.
 #[test]
-fn the_referee_prepares_and_unprepares_claims_with_the_kubelets_dra_manager_1_34_1_37() {
+fn the_referee_prepares_and_unprepares_claims_with_the_kubelets_dra_manager_1_34_1_38() {
     let Some((dir, versions)) = referees_or_skip() else { return };
     let s = dpctl::scenario::Scenario::load(&corpus().join("dra-prepare-cdi-by-request.toml")).expect("it loads");
     let jobs = versions.iter().map(|v| (s.clone(), *v, EngineKind::Referee(dir.clone()))).collect();
@@ -185,6 +188,40 @@ fn the_referee_prepares_and_unprepares_claims_with_the_kubelets_dra_manager_1_34
         assert_eq!(delete["drivers"]["gpu"]["calls"][0]["rpc"], "v1.DRAPlugin/NodeUnprepareResources", "{delete:#}");
         assert_eq!(delete["dra_state"]["claims"], serde_json::json!([]), "{delete:#}");
     }
+}
+
+/// The release table is the one list of releases: `conformance/build.sh`
+/// builds a referee per `referee/modfiles/1.NN.mod`, and those are exactly
+/// `KubeletVersion::referee_releases()` (1.34-1.38); every scenario that
+/// plays the default release (1.37) plays every newer referee release too,
+/// so a new release enters the whole corpus at once.
+#[test]
+fn build_sh_and_the_corpus_follow_the_release_table() {
+    let modfiles = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/referee/modfiles");
+    let mut built: Vec<KubeletVersion> = std::fs::read_dir(&modfiles)
+        .expect("the modfiles")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".mod").map(str::to_string))
+        .map(|r| KubeletVersion::parse(&r).unwrap_or_else(|e| panic!("modfiles/{r}.mod: {e}")))
+        .collect();
+    built.sort();
+    assert_eq!(built, KubeletVersion::referee_releases(), "conformance/referee/modfiles/*.mod against the table");
+    let newer: Vec<KubeletVersion> =
+        KubeletVersion::referee_releases().into_iter().filter(|v| *v > KubeletVersion::DEFAULT).collect();
+    let plan = plan(&[corpus()], None).expect("the corpus loads");
+    let mut missing = Vec::new();
+    for s in plan.runs.iter().filter(|(_, v)| *v == KubeletVersion::DEFAULT).map(|(s, _)| s) {
+        for v in &newer {
+            if !plan.runs.iter().any(|(t, w)| t.name == s.name && w == v) {
+                missing.push(format!("{} lacks {v}", s.name));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "scenarios that play {} but not the newer releases:\n  {}",
+        KubeletVersion::DEFAULT,
+        missing.join("\n  ")
+    );
 }
 
 fn scenario_cli(args: &[&str]) -> (i32, String) {

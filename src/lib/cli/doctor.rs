@@ -106,8 +106,10 @@ pub struct DoctorArgs {
     /// Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName).
     #[arg(long, value_name = "NAME", env = crate::paths::ENV_NODE_NAME)]
     pub node: Option<String>,
-    /// The kubelet release to judge files and the checkpoint by: 1.26 … 1.37 or master.
-    #[arg(long, value_name = "VERSION", default_value = "1.37", value_parser = super::values::kubelet_version())]
+    /// The kubelet release to judge files and the checkpoint by (help text: `values::release_help`).
+    #[arg(long, value_name = "VERSION", default_value_t = KubeletVersion::DEFAULT,
+        value_parser = super::values::kubelet_version(), help = super::values::release_help(
+        "The kubelet release to judge files and the checkpoint by: {all}."))]
     pub kubelet_version: KubeletVersion,
     /// Run again every DURATION until stopped (one report per run; one JSON line each with -o json).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

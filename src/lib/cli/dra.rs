@@ -649,9 +649,11 @@ pub struct SmokeArgs {
     /// The driver to test when several register [default: the first].
     #[arg(long, value_name = "NAME")]
     pub driver: Option<String>,
-    /// The kubelet releases whose DRA manager kubelet-sim plays (1.34 or later), one run each:
-    /// comma-separated, or a range (1.34-1.37 or 1.34..1.37).
-    #[arg(long, value_name = "VERSION,...", default_value = "1.37", value_parser = super::values::kubelet_versions())]
+    /// The kubelet releases whose DRA manager kubelet-sim plays (help text: `values::release_help`).
+    #[arg(long, value_name = "VERSION,...", default_value_t = crate::kubelet_version::KubeletVersion::DEFAULT.to_string(),
+        value_parser = super::values::kubelet_versions(), help = super::values::release_help(
+        "The kubelet releases whose DRA manager kubelet-sim plays (1.34 or later), one run each: \
+         comma-separated, or a range ({referees} or 1.34..{newest})."))]
     pub kubelet_version: String,
     /// How long the driver may take to start and register (also again after a restart).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]

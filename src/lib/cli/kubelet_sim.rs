@@ -129,8 +129,10 @@ pub struct ServeArgs {
     /// Do not read or write kubelet_internal_checkpoint.
     #[arg(long)]
     pub no_checkpoint: bool,
-    /// The kubelet release to play: 1.26 … 1.37 or master (v1.30 and 1.30.7 mean 1.30).
-    #[arg(long, value_name = "VERSION", default_value = "1.37", value_parser = super::values::kubelet_version())]
+    /// The kubelet release to play (help text: `values::release_help`).
+    #[arg(long, value_name = "VERSION", default_value_t = KubeletVersion::DEFAULT,
+        value_parser = super::values::kubelet_version(), help = super::values::release_help(
+        "The kubelet release to play: {all} (v1.30 and 1.30.7 mean 1.30)."))]
     pub kubelet_version: KubeletVersion,
     /// At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every
     /// non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported.

@@ -50,9 +50,11 @@ pub struct RunArgs {
     /// dpctl-referee-1.NN binaries built by conformance/build.sh).
     #[arg(long, value_name = "ENGINE", default_value = "sim")]
     pub engine: EngineKind,
-    /// Only these releases of each scenario's, comma-separated (e.g. 1.34,1.37) or a range (1.34-1.37)
-    /// [default: each scenario's].
-    #[arg(long, value_name = "VERSION,...", value_parser = super::values::kubelet_versions())]
+    /// Only these releases of each scenario's (help text: `values::release_help`).
+    #[arg(long, value_name = "VERSION,...", value_parser = super::values::kubelet_versions(),
+        help = super::values::release_help(
+        "Only these releases of each scenario's, comma-separated (e.g. 1.34,{default}) or a range ({referees}) \
+         [default: each scenario's]."))]
     pub kubelet_version: Option<String>,
 }
 
@@ -65,8 +67,11 @@ pub struct DiffArgs {
     /// A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary.
     #[arg(long, value_name = "PATH")]
     pub referee: PathBuf,
-    /// Only these releases of each scenario's, comma-separated or a range (1.34-1.37) [default: each scenario's].
-    #[arg(long, value_name = "VERSION,...", value_parser = super::values::kubelet_versions())]
+    /// Only these releases of each scenario's (help text: `values::release_help`).
+    #[arg(long, value_name = "VERSION,...", value_parser = super::values::kubelet_versions(),
+        help = super::values::release_help(
+        "Only these releases of each scenario's, comma-separated or a range ({referees}) [default: each \
+         scenario's]."))]
     pub kubelet_version: Option<String>,
 }
 

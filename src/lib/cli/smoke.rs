@@ -124,10 +124,12 @@ pub struct SmokeArgs {
     #[arg(long, value_name = "WAY", default_value = "auto", value_parser = super::values::offering(
         |s: &str| smoke::parse_registration(s).map(Registration), &["auto", "kubelet-sock", "plugins-registry"]))]
     pub registration: Registration,
-    /// The kubelet release(s) to play, comma-separated (1.26 … 1.37, master) or a range (1.28-1.37 or
-    /// 1.28..1.37: every release in between): the whole smoke runs once per release, and the report
-    /// says which ones the plugin passes.
-    #[arg(long, value_name = "VERSION,...", default_value = "1.37", value_parser = super::values::kubelet_versions())]
+    /// The kubelet release(s) to play (help text: `values::release_help`).
+    #[arg(long, value_name = "VERSION,...", default_value_t = KubeletVersion::DEFAULT.to_string(),
+        value_parser = super::values::kubelet_versions(), help = super::values::release_help(
+        "The kubelet release(s) to play, comma-separated ({all}) or a range (1.28-{newest} or 1.28..{newest}: \
+         every release in between): the whole smoke runs once per release, and the report says which ones the \
+         plugin passes."))]
     pub kubelet_version: String,
     /// Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet's
     /// own device manager, plugin manager and Topology Manager at one release (a referee binary, or a

@@ -163,6 +163,24 @@ fn leaked(names: impl IntoIterator<Item = String>) -> Vec<&'static str> {
     names.into_iter().map(|n| &*Box::leak(n.into_boxed_str())).collect()
 }
 
+/// A `--kubelet-version` help text from the release table: `{all}` becomes
+/// `1.26 … 1.38 or master`, `{newest}` the newest release, `{default}` the
+/// default, `{referees}` the referees' range (`1.34-1.38`); a pre-release gets
+/// a sentence saying so. The one place these help texts take releases from.
+pub fn release_help(text: &str) -> String {
+    use crate::kubelet_sim::KubeletVersion as V;
+    let (oldest, newest) = (V::Release(crate::kubelet_version::OLDEST_MINOR), V::NEWEST);
+    let mut s = text
+        .replace("{all}", &format!("{oldest} … {newest} or master"))
+        .replace("{newest}", &newest.to_string())
+        .replace("{default}", &V::DEFAULT.to_string())
+        .replace("{referees}", &V::referee_range());
+    if let Some(tag) = newest.pre_release() {
+        s.push_str(&format!(" {newest} is a pre-release ({tag}), played only when named."));
+    }
+    s
+}
+
 /// `--kubelet-version`: offers 1.26 … master; parses what `KubeletVersion` parses.
 pub fn kubelet_version() -> Offered<impl clap::builder::TypedValueParser<Value = crate::kubelet_sim::KubeletVersion>> {
     let values = leaked(crate::kubelet_sim::KubeletVersion::all().iter().map(ToString::to_string));

@@ -262,7 +262,7 @@ mod tests {
             node: node.map(str::to_string),
             root: "/host".into(),
             dir: "/host/var/lib/kubelet/device-plugins".into(),
-            kubelet_version: crate::kubelet_version::KubeletVersion::NEWEST,
+            kubelet_version: crate::kubelet_version::KubeletVersion::DEFAULT,
             findings: vec![Finding {
                 severity: sev,
                 check: "socket".into(),

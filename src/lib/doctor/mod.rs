@@ -111,7 +111,7 @@ impl DoctorConfig {
             cdi_dirs: vec![PathBuf::from("/etc/cdi"), PathBuf::from("/var/run/cdi")],
             probe_timeout: Duration::from_secs(1),
             budget: Duration::from_secs(5),
-            kubelet_version: KubeletVersion::NEWEST,
+            kubelet_version: KubeletVersion::DEFAULT,
         }
     }
 

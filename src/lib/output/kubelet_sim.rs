@@ -68,7 +68,7 @@ pub fn event_detail(kind: &EventKind) -> String {
             restored_resources,
             ..
         } => {
-            let mut s = format!("kubelet {kubelet_version}: serving {kubelet_socket}");
+            let mut s = format!("kubelet {}: serving {kubelet_socket}", kubelet_version.label());
             if let Some(p) = podresources_socket {
                 s.push_str(&format!(", PodResources on {p}"));
             }
@@ -299,7 +299,7 @@ pub fn status(w: &mut dyn Write, format: Format, s: &SimStatus) -> io::Result<()
         return write_json(w, s);
     }
     let by = if s.engine == crate::kubelet_sim::default_engine() { "simulated".to_string() } else { s.engine.clone() };
-    writeln!(w, "kubelet {} ({by}){}", s.kubelet_version, if s.running { "" } else { ", stopped" })?;
+    writeln!(w, "kubelet {} ({by}){}", s.kubelet_version.label(), if s.running { "" } else { ", stopped" })?;
     for line in status_lines(s, format == Format::Wide, super::width(), super::Fit::Cut) {
         writeln!(w, "{line}")?;
     }
@@ -582,7 +582,7 @@ pub fn live_frame(s: &SimStatus, recent: &[SimEvent], width: usize, height: usiz
         format!(
             "{} {}{}  {}  grace {}  restarts {}",
             "kubelet-sim".bold(),
-            s.kubelet_version,
+            s.kubelet_version.label(),
             if s.running { "" } else { " (stopped)" },
             s.kubelet_socket,
             ms(s.grace_period_ms),
@@ -756,7 +756,7 @@ pub fn restart(w: &mut dyn Write, format: Format, r: &RestartReport) -> io::Resu
     writeln!(
         w,
         "restarted kubelet {}: deleted sockets {}{}; {} their devices; waited {}",
-        r.kubelet_version,
+        r.kubelet_version.label(),
         list(&r.deleted_sockets),
         cleanup_extra(&r.deleted_files, &r.would_delete),
         if r.restored_pods == 1 { "1 pod kept".to_string() } else { format!("{} pods kept", r.restored_pods) },

@@ -9,12 +9,18 @@ use super::{Streams, out_err, write_json};
 use crate::scenario::diff::{DiffReport, ScenarioDiff, Verdict};
 use crate::scenario::run::{RunReport, ScenarioRun};
 
+/// A release as reports name it (`KubeletVersion::label`): `1.37`, or
+/// `1.38 (pre-release v1.38.0-beta.0)`.
+fn labelled(release: &str) -> String {
+    crate::kubelet_version::KubeletVersion::parse(release).map_or_else(|_| release.to_string(), |v| v.label())
+}
+
 /// A progress line on `err` per run as it ends (`show`: not -q, not JSON).
 pub fn run_progress<'a>(err: &'a mut (dyn Write + Send), show: bool) -> impl FnMut(&ScenarioRun) + Send + 'a {
     move |r: &ScenarioRun| {
         if show {
             let word = if r.passed() { "ok" } else { "FAILED" };
-            let _ = writeln!(err, "{} {} on {}: {word}", r.scenario, r.release, r.engine);
+            let _ = writeln!(err, "{} {} on {}: {word}", r.scenario, labelled(&r.release), r.engine);
         }
     }
 }
@@ -27,7 +33,7 @@ pub fn diff_progress<'a>(err: &'a mut (dyn Write + Send), show: bool) -> impl Fn
                 err,
                 "{} {}: {}",
                 d.scenario,
-                d.release,
+                labelled(&d.release),
                 crate::text::count(d.entries.len(), "difference", "differences")
             );
         }
@@ -49,7 +55,7 @@ fn write_run(w: &mut dyn Write, json: bool, r: &RunReport) -> io::Result<()> {
             w,
             "{verdict} {} {} on {} ({} steps, {} ms)",
             run.scenario,
-            run.release,
+            labelled(&run.release),
             run.engine,
             run.steps.len(),
             run.duration_ms
@@ -80,14 +86,19 @@ fn write_diff(w: &mut dyn Write, json: bool, r: &DiffReport) -> io::Result<()> {
     for d in &r.diffs {
         let verdict =
             if d.unexplained() == 0 && d.run_failures.is_empty() { "SAME".green().bold() } else { "DIFF".red().bold() };
-        writeln!(w, "{verdict} {} {} ({} vs {})", d.scenario, d.release, d.left, d.right)?;
+        let glue = match d.glue_answered() {
+            0 => String::new(),
+            n => format!("; {n} of {} observations glue-answered", d.observations),
+        };
+        writeln!(w, "{verdict} {} {} ({} vs {}){glue}", d.scenario, labelled(&d.release), d.left, d.right)?;
         for e in &d.entries {
             let how = match e.verdict {
                 Verdict::Unexplained => "unexplained".red().to_string(),
                 Verdict::Stated => format!("stated: {}", e.reason.as_deref().unwrap_or_default()),
                 Verdict::Open => format!("open: {}", e.reason.as_deref().unwrap_or_default()),
             };
-            writeln!(w, "    {} {}: sim {} | referee {}  [{how}]", e.step, e.path, e.left, e.right)?;
+            let glue = if e.glue.is_some() { ", glue-answered" } else { "" };
+            writeln!(w, "    {} {}: sim {} | referee {}  [{how}{glue}]", e.step, e.path, e.left, e.right)?;
         }
         for f in &d.run_failures {
             writeln!(w, "    {} {f}", "failed:".red())?;
@@ -103,5 +114,31 @@ fn write_diff(w: &mut dyn Write, json: bool, r: &DiffReport) -> io::Result<()> {
         "{}: {}, {declared} declared",
         crate::text::count(r.diffs.len(), "comparison", "comparisons"),
         crate::text::count(unexplained, "unexplained difference", "unexplained differences")
-    )
+    )?;
+    write_glue(w, r)
+}
+
+/// The glue-answered observations of every comparison, by kind: agreements
+/// there are with our reading of the kubelet, not with its code.
+fn write_glue(w: &mut dyn Write, r: &DiffReport) -> io::Result<()> {
+    let total: usize = r.diffs.iter().map(|d| d.observations).sum();
+    let mut kinds: Vec<(&crate::scenario::glue::Glue, usize)> = Vec::new();
+    for g in r.diffs.iter().flat_map(|d| &d.glue) {
+        match kinds.iter_mut().find(|(k, _)| **k == g.glue) {
+            Some((_, n)) => *n += g.observations,
+            None => kinds.push((&g.glue, g.observations)),
+        }
+    }
+    let answered: usize = kinds.iter().map(|(_, n)| n).sum();
+    if answered == 0 {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "{answered} of {total} observations answered by the referee's glue, not the kubelet's code (weaker agreements):"
+    )?;
+    for (g, n) in kinds {
+        writeln!(w, "    {n:>6}  {} {}: {}", g.action, g.path, g.answered_by)?;
+    }
+    Ok(())
 }

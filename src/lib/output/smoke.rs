@@ -136,9 +136,9 @@ fn releases(m: &MatrixReport) -> Vec<String> {
         .iter()
         .map(|r| {
             if r.engine == crate::kubelet_sim::default_engine() {
-                r.kubelet_version.to_string()
+                r.kubelet_version.label()
             } else {
-                format!("{} ({})", r.kubelet_version, r.engine)
+                format!("{} ({})", r.kubelet_version.label(), r.engine)
             }
         })
         .collect()
@@ -372,7 +372,7 @@ pub fn summary(r: &SmokeReport) -> String {
         t.skipped,
         if t.errors > 0 { errors.magenta().bold().to_string() } else { errors },
         r.duration_ms as f64 / 1000.0,
-        r.kubelet_version,
+        r.kubelet_version.label(),
         engine_note(r),
         shell_words(&r.command)
     )
@@ -451,6 +451,9 @@ fn junit_properties(r: &SmokeReport) -> Vec<(&'static str, String)> {
         ("dir", r.dir.clone()),
         ("kubelet_socket", r.kubelet_socket.clone()),
     ];
+    if let Some(tag) = r.kubelet_version.pre_release() {
+        props.push(("pre_release", tag.to_string()));
+    }
     if let Some(res) = &r.resource {
         props.push(("resource", res.clone()));
     }
@@ -474,7 +477,7 @@ pub fn matrix(w: &mut dyn Write, format: Format, m: &MatrixReport) -> io::Result
         return write_json(w, m);
     }
     for r in &m.runs {
-        writeln!(w, "{}", format!("== kubelet {}{} ==", r.kubelet_version, engine_note(r)).bold())?;
+        writeln!(w, "{}", format!("== kubelet {}{} ==", r.kubelet_version.label(), engine_note(r)).bold())?;
         report(w, format, r)?;
         writeln!(w)?;
     }
@@ -494,9 +497,9 @@ pub fn matrix(w: &mut dyn Write, format: Format, m: &MatrixReport) -> io::Result
             .map_or_else(|| "-".to_string(), |c| format!("{}: {}", c.name, one_line(&c.evidence)));
         t.add_row([
             if r.engine == crate::kubelet_sim::default_engine() {
-                r.kubelet_version.to_string()
+                r.kubelet_version.label()
             } else {
-                format!("{} ({})", r.kubelet_version, r.engine)
+                format!("{} ({})", r.kubelet_version.label(), r.engine)
             },
             verdict,
             r.totals.total.to_string(),

@@ -41,6 +41,20 @@ pub struct DiffEntry {
     pub verdict: Verdict,
     /// The declared reason, for stated and open ones.
     pub reason: Option<String>,
+    /// What answers this observation on the referee when it is the
+    /// referee's glue, not the kubelet's code ([`super::glue::GLUE`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub glue: Option<&'static str>,
+}
+
+/// The observations of one comparison a kind of glue answered.
+#[derive(Debug, Clone, Serialize)]
+pub struct GlueCount {
+    /// Which glue ([`super::glue::GLUE`]: step, pointer, what answers it).
+    #[serde(flatten)]
+    pub glue: super::glue::Glue,
+    /// How many observations (leaves) of the referee's run it answered.
+    pub observations: usize,
 }
 
 /// The comparison of two runs.
@@ -50,12 +64,20 @@ pub struct ScenarioDiff {
     pub scenario: String,
     /// The release.
     pub release: String,
+    /// The pre-release tag the release is played from (1.38:
+    /// `v1.38.0-beta.0`); absent for a release that is out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_release: Option<String>,
     /// The left engine's name.
     pub left: String,
     /// The right engine's name.
     pub right: String,
     /// Every difference.
     pub entries: Vec<DiffEntry>,
+    /// The observations (leaves) of the referee's run.
+    pub observations: usize,
+    /// Those its glue answered, not the kubelet's code, by kind.
+    pub glue: Vec<GlueCount>,
     /// Failures of either run (expectations, steps that could not run).
     pub run_failures: Vec<String>,
 }
@@ -65,21 +87,55 @@ impl ScenarioDiff {
     pub fn unexplained(&self) -> usize {
         self.entries.iter().filter(|e| e.verdict == Verdict::Unexplained).count()
     }
+
+    /// The observations the referee's glue answered.
+    pub fn glue_answered(&self) -> usize {
+        self.glue.iter().map(|g| g.observations).sum()
+    }
+}
+
+/// Counts the observations of `run` (the referee's) and those its glue
+/// answered, by kind of glue, in [`super::glue::GLUE`]'s order.
+fn glue_counts(run: &ScenarioRun) -> (usize, Vec<GlueCount>) {
+    let mut total = 0;
+    let mut counts = vec![0usize; super::glue::GLUE.len()];
+    for st in &run.steps {
+        let mut leaves = Vec::new();
+        super::glue::each_leaf("", &st.observed, &mut leaves);
+        total += leaves.len();
+        for (path, _) in leaves {
+            if let Some(g) = super::glue::glue_of(&st.action, &path)
+                && let Some(i) = super::glue::GLUE.iter().position(|x| x == g)
+            {
+                counts[i] += 1;
+            }
+        }
+    }
+    let glue = super::glue::GLUE
+        .iter()
+        .zip(counts)
+        .filter(|(_, n)| *n > 0)
+        .map(|(g, observations)| GlueCount { glue: *g, observations })
+        .collect();
+    (total, glue)
 }
 
 /// Diffs two runs of `scenario` on one release.
 pub fn diff(scenario: &Scenario, left: &ScenarioRun, right: &ScenarioRun) -> ScenarioDiff {
     let mut raw = Vec::new();
+    let mut actions = std::collections::HashMap::new();
     let n = left.steps.len().max(right.steps.len());
     for i in 0..n {
         let (l, r) = (left.steps.get(i), right.steps.get(i));
         let step = l.or(r).map(|s| s.step.clone()).unwrap_or_default();
+        actions.insert(step.clone(), l.or(r).map(|s| s.action.clone()).unwrap_or_default());
         let null = Value::Null;
         compare(&step, "", l.map_or(&null, |s| &s.observed), r.map_or(&null, |s| &s.observed), &mut raw);
     }
     let entries = raw
         .into_iter()
         .map(|(step, path, left_v, right_v)| {
+            let glue = actions.get(&step).and_then(|a| super::glue::glue_of(a, &path)).map(|g| g.answered_by);
             let declared = scenario.differences.iter().find(|d| d.covers(&step, &path, &left.release));
             let (verdict, reason) = match declared {
                 Some(d) => (
@@ -91,7 +147,7 @@ pub fn diff(scenario: &Scenario, left: &ScenarioRun, right: &ScenarioRun) -> Sce
                 ),
                 None => (Verdict::Unexplained, None),
             };
-            DiffEntry { step, path, left: left_v, right: right_v, verdict, reason }
+            DiffEntry { step, path, left: left_v, right: right_v, verdict, reason, glue }
         })
         .collect();
     let run_failures = left
@@ -100,12 +156,16 @@ pub fn diff(scenario: &Scenario, left: &ScenarioRun, right: &ScenarioRun) -> Sce
         .map(|f| format!("{}: {f}", left.engine))
         .chain(right.failures.iter().map(|f| format!("{}: {f}", right.engine)))
         .collect();
+    let (observations, glue) = glue_counts(right);
     ScenarioDiff {
         scenario: scenario.name.clone(),
         release: left.release.clone(),
+        pre_release: left.pre_release.clone(),
         left: left.engine.clone(),
         right: right.engine.clone(),
         entries,
+        observations,
+        glue,
         run_failures,
     }
 }
@@ -191,6 +251,7 @@ mod tests {
             scenario: "s".into(),
             path: "s.toml".into(),
             release: "1.36".into(),
+            pre_release: None,
             engine: engine.into(),
             steps: vec![StepObservation { step: "admit".into(), action: "admit".into(), observed }],
             failures: Vec::new(),

@@ -6,6 +6,7 @@
 
 pub mod diff;
 pub mod dra;
+pub mod glue;
 pub mod observe;
 pub mod run;
 

@@ -55,6 +55,10 @@ pub struct ScenarioRun {
     pub path: String,
     /// The release played.
     pub release: String,
+    /// The pre-release tag the release is played from (1.38:
+    /// `v1.38.0-beta.0`); absent for a release that is out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_release: Option<String>,
     /// What answered (`kubelet-sim`, `referee v1.37.2`).
     pub engine: String,
     /// Per step.
@@ -209,6 +213,7 @@ pub async fn run(scenario: &Scenario, config: &RunConfig) -> Result<ScenarioRun>
         scenario: scenario.name.clone(),
         path: place,
         release,
+        pre_release: config.version.pre_release().map(str::to_string),
         engine: engine_name,
         steps,
         failures,

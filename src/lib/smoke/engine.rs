@@ -90,7 +90,7 @@ impl EngineKind {
 }
 
 /// The release name the referee binaries use: `1.NN`, with the sim's
-/// `master` being the release after its newest (`1.37` when the newest is 1.36).
+/// `master` being the release after its newest (`1.39` when the newest is 1.38).
 pub fn release_name(v: KubeletVersion) -> String {
     match v {
         KubeletVersion::Release(m) => format!("1.{m}"),
@@ -104,12 +104,13 @@ pub fn release_name(v: KubeletVersion) -> String {
 pub fn referee_binary(path: &Path, version: KubeletVersion) -> Result<PathBuf> {
     let release = release_name(version);
     let place = place_of(path);
-    if !REFEREE_RELEASES.contains(&release.as_str()) {
+    if !KubeletVersion::referee_releases().contains(&version) {
+        let built = KubeletVersion::referee_releases().iter().map(ToString::to_string).collect::<Vec<_>>();
         return Err(Error::invalid(
             &place,
             format!(
                 "no referee plays kubelet {version}: conformance/build.sh builds the releases {}",
-                REFEREE_RELEASES.join(", ")
+                built.join(", ")
             ),
         ));
     }
@@ -142,9 +143,6 @@ pub fn referee_binary(path: &Path, version: KubeletVersion) -> Result<PathBuf> {
         ),
     ))
 }
-
-/// The releases `conformance/build.sh` builds a referee for.
-pub const REFEREE_RELEASES: [&str; 4] = ["1.34", "1.35", "1.36", "1.37"];
 
 /// `--engine referee:PATH` for errors, a very long PATH shortened.
 fn place_of(path: &Path) -> String {

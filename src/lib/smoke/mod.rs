@@ -421,7 +421,7 @@ impl Default for SmokeConfig {
             output_limit: 64 * 1024,
             registration: None,
             isolate: None,
-            kubelet_version: KubeletVersion::NEWEST,
+            kubelet_version: KubeletVersion::DEFAULT,
             topology: crate::topology::TopologyConfig::default(),
             engine: engine::EngineKind::Sim,
             helper: None,

@@ -872,7 +872,7 @@ impl Runner {
         };
         SmokeReport {
             suite: SUITE_NAME.into(),
-            kubelet_version: crate::kubelet_sim::KubeletVersion::NEWEST,
+            kubelet_version: crate::kubelet_sim::KubeletVersion::DEFAULT,
             command: self.command.clone(),
             dir: dir.display().to_string(),
             dir_kept,

@@ -36,9 +36,9 @@ impl fmt::Display for CleanupRule {
 }
 
 impl Default for CleanupRule {
-    /// The rule of the newest release.
+    /// The rule of the default release.
     fn default() -> Self {
-        KubeletVersion::NEWEST.cleanup_rule()
+        KubeletVersion::DEFAULT.cleanup_rule()
     }
 }
 

@@ -1,10 +1,18 @@
 //! Which kubelet release dpctl plays or judges against (`--kubelet-version`): one
-//! [`KubeletVersion`] per release from 1.26 to 1.37 plus `master`, with one
-//! method per device-manager behaviour that changed between them. Every
-//! method names the releases it holds for and, for the newer ones, the
-//! kubelet file or PR it was read from; where a release is inferred or
-//! unverified, the method says so. `master` is 1.37 plus what is known to be
-//! merged after it; nothing known differs yet, so it plays 1.37.
+//! [`KubeletVersion`] per release from 1.26 to the newest ([`NEWEST_MINOR`]) plus
+//! `master`, with one method per device-manager behaviour that changed between
+//! them. Every method names the releases it holds for and, for the newer ones,
+//! the kubelet file or PR it was read from; where a release is inferred or
+//! unverified, the method says so. The newest release may be a pre-release
+//! ([`PRE_RELEASE`]): it is played from its referee (the kubelet's code at that
+//! tag), is never the default, and every report labels it ([`KubeletVersion::label`]).
+//! `master` is the newest release plus what is known to be merged after it;
+//! nothing known differs yet, so it plays the newest release.
+//!
+//! This is the one release table: every list of releases (the flag's values, the
+//! referees `conformance/build.sh` builds, the scenario corpus's releases, the
+//! help texts) follows from these constants; tests check the lists that live
+//! outside Rust (build.sh's modfiles, the corpus).
 
 use std::fmt;
 use std::str::FromStr;
@@ -21,29 +29,89 @@ pub use dra::{DRA_RULES, ReleaseRule, dra_rules_text};
 
 /// The oldest release the sim plays.
 pub const OLDEST_MINOR: u8 = 26;
-/// The newest release (the default).
-pub const NEWEST_MINOR: u8 = 37;
+/// The newest release the sim plays (a pre-release while [`PRE_RELEASE`] names it).
+pub const NEWEST_MINOR: u8 = 38;
+/// The oldest release with a referee (`conformance/build.sh`: the kubelet's own
+/// code, built from the Go module proxy): every release from here to
+/// [`NEWEST_MINOR`] has one.
+pub const OLDEST_REFEREE_MINOR: u8 = 34;
+
+/// A release played before it is out: its minor and the `k8s.io/kubernetes`
+/// tag its referee is built from (`conformance/referee/modfiles/1.NN.mod`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreRelease {
+    /// The minor release (`38` for 1.38).
+    pub minor: u8,
+    /// The tag its referee runs, e.g. `v1.38.0-beta.0`.
+    pub tag: &'static str,
+}
+
+/// The newest release while it is a pre-release: played from what its referee
+/// shows, labelled in every report, never the default. `None` once it is out
+/// (then [`KubeletVersion::DEFAULT`] moves to it).
+pub const PRE_RELEASE: Option<PreRelease> = Some(PreRelease { minor: 38, tag: "v1.38.0-beta.0" });
 
 /// A kubelet release (minor version; patch releases are treated as their
 /// `.0`, except where a method says otherwise) or `master`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum KubeletVersion {
-    /// `1.<minor>`, 26 ..= 37.
+    /// `1.<minor>`, [`OLDEST_MINOR`] ..= [`NEWEST_MINOR`].
     Release(u8),
-    /// The development branch after 1.37: 1.37 plus what is known to be
-    /// merged since (nothing the device manager shows, so far).
+    /// The development branch after the newest release: that release plus
+    /// what is known to be merged since (nothing the device manager shows, so far).
     Master,
 }
 
 impl Default for KubeletVersion {
     fn default() -> Self {
-        KubeletVersion::NEWEST
+        KubeletVersion::DEFAULT
     }
 }
 
+/// The newest release that is out: [`NEWEST_MINOR`], or the one before it
+/// while that is a pre-release.
+const DEFAULT_MINOR: u8 = match PRE_RELEASE {
+    Some(p) if p.minor == NEWEST_MINOR => NEWEST_MINOR - 1,
+    _ => NEWEST_MINOR,
+};
+
 impl KubeletVersion {
-    /// The newest release: the default.
+    /// The newest release the sim plays (a pre-release while [`PRE_RELEASE`] names it).
     pub const NEWEST: KubeletVersion = KubeletVersion::Release(NEWEST_MINOR);
+
+    /// The default of every `--kubelet-version`: the newest release that is
+    /// out (a pre-release is played only when named).
+    pub const DEFAULT: KubeletVersion = KubeletVersion::Release(DEFAULT_MINOR);
+
+    /// The pre-release this version is played from (its `k8s.io/kubernetes`
+    /// tag), or `None` for a release that is out and for `master`.
+    pub fn pre_release(self) -> Option<&'static str> {
+        match (self, PRE_RELEASE) {
+            (KubeletVersion::Release(m), Some(p)) if p.minor == m => Some(p.tag),
+            _ => None,
+        }
+    }
+
+    /// The name reports show: `1.37`, `master`, or for a pre-release
+    /// `1.38 (pre-release v1.38.0-beta.0)`. Machine-read names (JSON, file
+    /// names, JUnit) keep the plain form ([`fmt::Display`]).
+    pub fn label(self) -> String {
+        match self.pre_release() {
+            Some(tag) => format!("{self} (pre-release {tag})"),
+            None => self.to_string(),
+        }
+    }
+
+    /// The releases a referee is built for (`conformance/build.sh` with no
+    /// release named builds them all), oldest first.
+    pub fn referee_releases() -> Vec<KubeletVersion> {
+        (OLDEST_REFEREE_MINOR..=NEWEST_MINOR).map(KubeletVersion::Release).collect()
+    }
+
+    /// `1.34-1.38`: the referees' releases as a range, for help texts and errors.
+    pub fn referee_range() -> String {
+        format!("1.{OLDEST_REFEREE_MINOR}-1.{NEWEST_MINOR}")
+    }
 
     /// Every version the sim plays, oldest first.
     pub fn all() -> Vec<KubeletVersion> {
@@ -414,7 +482,7 @@ mod tests {
         assert_eq!(KubeletVersion::parse(" master ").unwrap(), KubeletVersion::Master);
         assert_eq!(KubeletVersion::parse("v1.37.2").unwrap(), KubeletVersion::Release(37));
         assert_eq!(KubeletVersion::default(), KubeletVersion::Release(37));
-        assert_eq!(KubeletVersion::all().len(), 13);
+        assert_eq!(KubeletVersion::all().len(), 14);
         assert_eq!(KubeletVersion::Master.to_string(), "master");
     }
 
@@ -442,10 +510,10 @@ mod tests {
         // A 100,000-character value is not echoed back whole.
         let e = KubeletVersion::parse(&"1".repeat(100_000)).unwrap_err().to_string();
         assert!(e.len() < 400, "{} bytes", e.len());
-        for bad in ["1.25", "1.38", "2.30", "1", "1.30.7.1", "1.x", "", "1.-3", "v", "1.030000"] {
+        for bad in ["1.25", "1.39", "2.30", "1", "1.30.7.1", "1.x", "", "1.-3", "v", "1.030000"] {
             let e = KubeletVersion::parse(bad).unwrap_err();
             let text = e.to_string();
-            assert!(text.contains("1.26, 1.27") && text.contains("1.37, master"), "{bad}: {text}");
+            assert!(text.contains("1.26, 1.27") && text.contains("1.38, master"), "{bad}: {text}");
         }
         let e = KubeletVersion::parse_list("1.28,,1.36").unwrap_err().to_string();
         assert!(e.contains("empty entry") && e.contains(KubeletVersion::LIST_FORMS), "{e}");
@@ -474,7 +542,7 @@ mod tests {
         for (bad, says) in [
             ("1.37-1.28", "write the older release first (1.28-1.37)"),
             ("1.25-1.30", "\"1.25\" is not a release dpctl plays"),
-            ("1.30..1.38", "\"1.38\" is not a release dpctl plays"),
+            ("1.30..1.39", "\"1.39\" is not a release dpctl plays"),
             ("1.30..", "\"\" is not a release"),
             ("1.28-1.37-1.30", "is not a release"),
         ] {
@@ -488,7 +556,29 @@ mod tests {
             assert!(text.contains("a range names 10 releases, and this takes one"), "{text}");
         }
         // The release after the newest is not a name: master is.
-        assert!(KubeletVersion::parse_list("1.34,1.38").unwrap_err().to_string().contains("1.37, master"));
+        assert!(KubeletVersion::parse_list("1.34,1.39").unwrap_err().to_string().contains("1.38, master"));
+    }
+
+    /// 1.38 is played from v1.38.0-beta.0: named only, never the default,
+    /// and labelled as a pre-release wherever a report names it; its
+    /// referee is built like every other release 1.34-1.38.
+    #[test]
+    fn a_pre_release_is_played_when_named_and_labelled_never_the_default() {
+        let v = KubeletVersion::Release;
+        assert_eq!(KubeletVersion::parse("1.38").unwrap(), v(38));
+        assert_eq!(KubeletVersion::parse("v1.38.0-beta.0").unwrap(), v(38));
+        assert_eq!(KubeletVersion::NEWEST, v(38));
+        assert_eq!(KubeletVersion::DEFAULT, v(37));
+        assert_eq!(KubeletVersion::default(), v(37));
+        assert_eq!(v(38).pre_release(), Some("v1.38.0-beta.0"));
+        assert_eq!(v(38).label(), "1.38 (pre-release v1.38.0-beta.0)");
+        assert_eq!(v(38).to_string(), "1.38");
+        for plain in [v(37), v(26), KubeletVersion::Master] {
+            assert_eq!(plain.pre_release(), None);
+            assert_eq!(plain.label(), plain.to_string());
+        }
+        assert_eq!(KubeletVersion::referee_releases(), [v(34), v(35), v(36), v(37), v(38)]);
+        assert_eq!(KubeletVersion::referee_range(), "1.34-1.38");
     }
 
     #[test]
@@ -539,32 +629,37 @@ mod tests {
         assert!(!v(35).device_hints_only_on_device_nodes() && v(36).device_hints_only_on_device_nodes());
     }
 
-    /// Nothing known to be merged after 1.37 changes what the device
-    /// manager shows, so master answers every behaviour question as 1.37.
-    #[test]
-    fn master_plays_1_37() {
-        let (m, r) = (KubeletVersion::Master, KubeletVersion::Release(37));
-        assert_eq!(m.replaces_by_name(), r.replaces_by_name());
-        assert_eq!(m.rejects_duplicate_socket(), r.rejects_duplicate_socket());
-        assert_eq!(m.cleanup_rule(), r.cleanup_rule());
-        assert_eq!(m.empty_allocate_text(), r.empty_allocate_text());
-        assert_eq!(m.knows_cdi_devices(), r.knows_cdi_devices());
-        assert_eq!(m.passes_cdi_devices_to_runtime(), r.passes_cdi_devices_to_runtime());
-        assert_eq!(m.reuses_sidecar_devices(), r.reuses_sidecar_devices());
-        assert_eq!(m.skips_running_containers_after_restart(), r.skips_running_containers_after_restart());
-        assert_eq!(m.reads_v1_checkpoint(), r.reads_v1_checkpoint());
-        assert_eq!(m.podresources_get_default(), r.podresources_get_default());
-        assert_eq!(m.podresources_has_get(), r.podresources_has_get());
-        assert_eq!(m.podresources_rate_limited(), r.podresources_rate_limited());
-        assert_eq!(m.list_includes_sidecars(), r.list_includes_sidecars());
-        assert_eq!(m.register_context_bounds_dial(), r.register_context_bounds_dial());
-        assert_eq!(m.deregisters_by_endpoint(), r.deregisters_by_endpoint());
-        assert_eq!(m.retries_refused_registry_plugins(), r.retries_refused_registry_plugins());
-        assert_eq!(m.device_hints_only_on_device_nodes(), r.device_hints_only_on_device_nodes());
+    /// Nothing known to be merged after the newest release changes what
+    /// the device manager shows, so master answers every behaviour question
+    /// as the newest release; and 1.38 (v1.38.0-beta.0) as 1.37: the
+    /// referees of both play the whole scenario corpus alike.
+    fn master_plays_the_newest_release_and_1_38_plays_1_37() {
+        for (m, r) in [
+            (KubeletVersion::Master, KubeletVersion::NEWEST),
+            (KubeletVersion::Release(38), KubeletVersion::Release(37)),
+        ] {
+            assert_eq!(m.replaces_by_name(), r.replaces_by_name());
+            assert_eq!(m.rejects_duplicate_socket(), r.rejects_duplicate_socket());
+            assert_eq!(m.cleanup_rule(), r.cleanup_rule());
+            assert_eq!(m.empty_allocate_text(), r.empty_allocate_text());
+            assert_eq!(m.knows_cdi_devices(), r.knows_cdi_devices());
+            assert_eq!(m.passes_cdi_devices_to_runtime(), r.passes_cdi_devices_to_runtime());
+            assert_eq!(m.reuses_sidecar_devices(), r.reuses_sidecar_devices());
+            assert_eq!(m.skips_running_containers_after_restart(), r.skips_running_containers_after_restart());
+            assert_eq!(m.reads_v1_checkpoint(), r.reads_v1_checkpoint());
+            assert_eq!(m.podresources_get_default(), r.podresources_get_default());
+            assert_eq!(m.podresources_has_get(), r.podresources_has_get());
+            assert_eq!(m.podresources_rate_limited(), r.podresources_rate_limited());
+            assert_eq!(m.list_includes_sidecars(), r.list_includes_sidecars());
+            assert_eq!(m.register_context_bounds_dial(), r.register_context_bounds_dial());
+            assert_eq!(m.deregisters_by_endpoint(), r.deregisters_by_endpoint());
+            assert_eq!(m.retries_refused_registry_plugins(), r.retries_refused_registry_plugins());
+            assert_eq!(m.device_hints_only_on_device_nodes(), r.device_hints_only_on_device_nodes());
+        }
     }
 
     /// A referee running the kubelet's own code may play the release after
-    /// the newest one the sim names (today 1.38): read as `master`; any
+    /// the newest one the sim names (today 1.39): read as `master`; any
     /// other release as itself, and past that an error.
     #[test]
     fn deserializes_releases_and_the_next_release_as_master() {

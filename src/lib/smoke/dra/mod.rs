@@ -328,7 +328,7 @@ impl Default for DraSmokeConfig {
             rolling: false,
             grace: Duration::from_secs(5),
             skip: Vec::new(),
-            kubelet_version: KubeletVersion::NEWEST,
+            kubelet_version: KubeletVersion::DEFAULT,
             log_dir: None,
             output_limit: 64 * 1024,
         }

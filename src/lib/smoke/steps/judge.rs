@@ -627,7 +627,7 @@ mod tests {
 
     fn judge(status: &ResourceStatus, events: &[SimEvent]) -> (Outcome, String) {
         let exit_note = " (the plugin process exited with status 1)".to_string();
-        health_report(&HealthSeen { status, events, kubelet_version: KubeletVersion::NEWEST, exit_note })
+        health_report(&HealthSeen { status, events, kubelet_version: KubeletVersion::DEFAULT, exit_note })
     }
 
     #[test]
@@ -713,7 +713,7 @@ mod tests {
         let want = format!(
             "a second Register, not a health report: after the accepted registration the plugin called Register \
              for example.com/gpu again (endpoint gpu2.sock) and kubelet {} refused it: {message}.",
-            KubeletVersion::NEWEST
+            KubeletVersion::DEFAULT
         );
         assert!(evidence.starts_with(&want), "{evidence}");
         assert_eq!(evidence.matches("a second Register").count(), 1);
@@ -991,7 +991,7 @@ mod tests {
 
     fn restart_report(resources: Vec<ResourceReturn>, late_ms: Option<u64>) -> RestartReport {
         RestartReport {
-            kubelet_version: KubeletVersion::NEWEST,
+            kubelet_version: KubeletVersion::DEFAULT,
             cleanup_rule: Default::default(),
             deleted_sockets: vec!["kubelet.sock".into(), "gpu.sock".into()],
             deleted_files: Vec::new(),
