@@ -109,8 +109,8 @@ async fn row_2_bad_usage_or_input() {
         // One --kubelet-version parser: a range backwards, past the releases played, or
         // where one release is taken is refused with the accepted forms, never run as one.
         ("a backwards range", vec!["smoke", "--kubelet-version", "1.37-1.28", "--", "true"], "1.28-1.37 or 1.28..1.37"),
-        ("a range past 1.37", vec!["dra", "smoke", "--kubelet-version", "1.34..1.38", "--", "true"], "\"1.38\""),
-        ("1.38 in scenario run", vec!["scenario", "run", "--kubelet-version", "1.38", dir], "1.37, master"),
+        ("a range past 1.38", vec!["dra", "smoke", "--kubelet-version", "1.34..1.39", "--", "true"], "\"1.39\""),
+        ("1.39 in scenario run", vec!["scenario", "run", "--kubelet-version", "1.39", dir], "1.38, master"),
         ("a range for one release", vec!["kubelet-sim", "--kubelet-version", "1.28-1.37"], "a range names 10 releases"),
         ("a range for doctor", vec!["doctor", "--kubelet-version", "1.28..1.30"], "a range names 3 releases"),
         // dra check and prepare read --kubeconfig before they call the driver; a checkpoint

@@ -31,7 +31,7 @@ pub struct KubeletText {
 /// The reason of a device manager failure during admission.
 pub const UNEXPECTED_ADMISSION_ERROR: &str = "UnexpectedAdmissionError";
 
-const ALL: &str = "1.26-1.37 (every release dpctl plays)";
+const ALL: &str = "1.26-1.38 (every release dpctl plays)";
 
 /// `Allocate failed due to {}, which is unexpected`: the admission handler's
 /// wrapper around every device manager error.
@@ -115,9 +115,25 @@ pub const ENDPOINT_STOPPED: KubeletText = KubeletText {
     reason: UNEXPECTED_ADMISSION_ERROR,
     template: "endpoint {} has been stopped",
     releases: ALL,
-    cause: "the plugin's ListAndWatch stream ended and the kubelet stopped its endpoint; it is not reopened \
-            until the plugin registers again",
+    cause: "more than 5 minutes (the grace period) after the plugin's ListAndWatch stream ended, before the \
+            kubelet's next node-status sync dropped the endpoint (endpoint.go isStopped); within the 5 minutes \
+            the call fails on the closed connection instead (plugin-connection-closing)",
     confirm: "dpctl doctor (kubelet-view), then restart the plugin",
+    played: false,
+};
+
+/// `rpc error: code = Canceled desc = grpc: the client connection is closing`:
+/// a call on the plugin's connection after the kubelet closed it.
+pub const CONNECTION_CLOSING: KubeletText = KubeletText {
+    code: "plugin-connection-closing",
+    reason: UNEXPECTED_ADMISSION_ERROR,
+    template: "rpc error: code = Canceled desc = grpc: the client connection is closing",
+    releases: ALL,
+    cause: "the plugin's ListAndWatch stream ended while the call (Allocate, GetPreferredAllocation, \
+            PreStartContainer) was in flight, or before it within the 5-minute grace period: the kubelet closed its \
+            connection to the plugin (plugin/v1beta1/handler.go runClient, client.go Disconnect), so the call \
+            failed without the plugin's answer",
+    confirm: "dpctl doctor (kubelet-view); the plugin's log says why its stream ended; restart the plugin",
     played: true,
 };
 
@@ -126,7 +142,7 @@ pub const EMPTY_ALLOCATE: KubeletText = KubeletText {
     code: "empty-allocate-response",
     reason: UNEXPECTED_ADMISSION_ERROR,
     template: "no containers return in allocation response {}",
-    releases: "1.26-1.37; up to 1.33 followed by the gogo dump &AllocateResponse{...}, from 1.34 by nothing",
+    releases: "1.26-1.38; up to 1.33 followed by the gogo dump &AllocateResponse{...}, from 1.34 by nothing",
     cause: "the plugin's Allocate answered with no container response",
     confirm: "dpctl plugin call allocate --socket SOCKET --devices ID (this allocates for real: use a device no pod holds)",
     played: true,
@@ -172,7 +188,7 @@ pub const PREVIOUSLY_ALLOCATED_UNHEALTHY: KubeletText = KubeletText {
     code: "previously-allocated-unhealthy",
     reason: UNEXPECTED_ADMISSION_ERROR,
     template: "previously allocated devices are no longer healthy; cannot allocate unhealthy devices {}",
-    releases: "1.34-1.37 (kubelet-sim plays it when a reboot admits a pod again on its kept devices)",
+    releases: "1.34-1.38 (kubelet-sim plays it when a reboot admits a pod again on its kept devices)",
     cause: "a restarted container's devices, held from before, are now reported Unhealthy",
     confirm: "dpctl plugin watch --socket SOCKET (the health the plugin reports)",
     played: true,
@@ -196,7 +212,7 @@ pub const TOPOLOGY_AFFINITY_POD: KubeletText = KubeletText {
     code: "topology-affinity-pod-scope",
     reason: "TopologyAffinityError",
     template: "Pod Scope Resources cannot be allocated with Topology locality",
-    releases: "1.34-1.37 (read in their source; kubelet-sim does not play it)",
+    releases: "1.34-1.38 (read in their source; kubelet-sim does not play it)",
     cause: "as TopologyAffinityError, under topology-manager-scope=pod: the whole pod's resources on one placement",
     confirm: "dpctl podresources allocatable -o wide",
     played: false,
@@ -230,7 +246,7 @@ pub const DRA_PREPARE: KubeletText = KubeletText {
     code: "dra-prepare-failed",
     reason: "FailedPrepareDynamicResources",
     template: "Failed to prepare dynamic resources: {}",
-    releases: "1.34-1.37 (read in their source; kubelet-sim does not play DRA)",
+    releases: "1.34-1.38 (read in their source; kubelet-sim does not play DRA)",
     cause: "a DRA driver's NodePrepareResources failed (or the driver is not registered on this node); \
             this is not a device plugin",
     confirm: "ls /var/lib/kubelet/plugins_registry (the driver's socket); dpctl doctor lists its GetInfo",
@@ -284,6 +300,7 @@ pub const ALL_TEXTS: &[KubeletText] = &[
     ENDPOINT_STOPPED,
     EMPTY_ALLOCATE,
     PREFERRED_FAILED,
+    CONNECTION_CLOSING,
     RPC_ERROR,
     CHECKPOINT_WRITE,
     PRESTART_FAILED,
@@ -367,6 +384,12 @@ pub fn explain(input: &str) -> Vec<(KubeletText, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_release_dpctl_plays_follows_the_release_table() {
+        use crate::kubelet_version::{NEWEST_MINOR, OLDEST_MINOR};
+        assert_eq!(ALL, format!("1.{OLDEST_MINOR}-1.{NEWEST_MINOR} (every release dpctl plays)"));
+    }
 
     #[test]
     fn every_text_is_found_with_its_values() {

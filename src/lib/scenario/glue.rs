@@ -152,7 +152,8 @@ mod tests {
         let v = json!({"a": [1, 2, {"b": null}], "c": {}, "d": []});
         assert_eq!(leaves(&v), 5);
         let mut out = Vec::new();
-        each_leaf("", &json!({"x/y": [true]}), &mut out);
+        let v = json!({"x/y": [true]});
+        each_leaf("", &v, &mut out);
         assert_eq!(out, [("/x~1y/0".to_string(), &json!(true))]);
     }
 }

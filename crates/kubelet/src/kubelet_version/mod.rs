@@ -633,6 +633,7 @@ mod tests {
     /// the device manager shows, so master answers every behaviour question
     /// as the newest release; and 1.38 (v1.38.0-beta.0) as 1.37: the
     /// referees of both play the whole scenario corpus alike.
+    #[test]
     fn master_plays_the_newest_release_and_1_38_plays_1_37() {
         for (m, r) in [
             (KubeletVersion::Master, KubeletVersion::NEWEST),
