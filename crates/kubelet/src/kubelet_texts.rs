@@ -115,11 +115,10 @@ pub const ENDPOINT_STOPPED: KubeletText = KubeletText {
     reason: UNEXPECTED_ADMISSION_ERROR,
     template: "endpoint {} has been stopped",
     releases: ALL,
-    cause: "more than 5 minutes (the grace period) after the plugin's ListAndWatch stream ended, before the \
-            kubelet's next node-status sync dropped the endpoint (endpoint.go isStopped); within the 5 minutes \
-            the call fails on the closed connection instead (plugin-connection-closing)",
+    cause: "the plugin's ListAndWatch stream ended and the kubelet stopped its endpoint; it is not reopened \
+            until the plugin registers again",
     confirm: "dpctl doctor (kubelet-view), then restart the plugin",
-    played: false,
+    played: true,
 };
 
 /// `rpc error: code = Canceled desc = grpc: the client connection is closing`:
@@ -130,9 +129,9 @@ pub const CONNECTION_CLOSING: KubeletText = KubeletText {
     template: "rpc error: code = Canceled desc = grpc: the client connection is closing",
     releases: ALL,
     cause: "the plugin's ListAndWatch stream ended while the call (Allocate, GetPreferredAllocation, \
-            PreStartContainer) was in flight, or before it within the 5-minute grace period: the kubelet closed its \
-            connection to the plugin (plugin/v1beta1/handler.go runClient, client.go Disconnect), so the call \
-            failed without the plugin's answer",
+            PreStartContainer) was in flight: the kubelet closed its connection to the plugin \
+            (plugin/v1beta1/handler.go runClient, client.go Disconnect), so the call failed without the plugin's \
+            answer",
     confirm: "dpctl doctor (kubelet-view); the plugin's log says why its stream ended; restart the plugin",
     played: true,
 };

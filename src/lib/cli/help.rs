@@ -22,7 +22,7 @@ struct Topic {
 fn kubelet_versions() -> String {
     format!(
         "{}\nDRA release rules (the release table; docs/dra.md):\n{}",
-        crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES,
+        crate::kubelet_sim::differences::versions_and_differences(),
         crate::kubelet_version::dra_rules_text()
     )
 }

@@ -20,10 +20,9 @@ pub use super::outcome::{
     AdmitOutcome, ContainerOutcome, PreferredCall, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
 };
 pub use super::pod::{ContainerKind, ContainerSpec, PodSpec};
-use super::registration::go_rpc_error;
+use super::registration::ConnClient;
 use crate::error::{Error, Result};
 use crate::model::ContainerAllocation;
-use crate::plugin_client::PluginClient;
 use crate::proto::deviceplugin::v1beta1 as dp;
 
 /// A random UID in the usual 8-4-4-4-12 form.
@@ -303,7 +302,7 @@ async fn allocate_one(
 /// the first container response is read. Returns the call and the answer.
 async fn call_preferred(
     ask: &crate::topology::Ask,
-    pc: &PluginClient,
+    pc: &ConnClient,
 ) -> Result<(Option<PreferredCall>, Vec<String>), Rejection> {
     let size = i32::try_from(ask.size).unwrap_or(i32::MAX);
     let req = dp::ContainerPreferredAllocationRequest {
@@ -312,9 +311,9 @@ async fn call_preferred(
         allocation_size: size,
     };
     let resp = pc
-        .preferred(vec![req.clone()])
+        .call(pc.client.preferred(vec![req.clone()]))
         .await
-        .map_err(|e| unexpected(crate::kubelet_texts::PREFERRED_FAILED.fill(&[&go_rpc_error(&e)])))?;
+        .map_err(|e| unexpected(crate::kubelet_texts::PREFERRED_FAILED.fill(&[&e])))?;
     let answer = crate::contract::preferred_answer(&resp);
     let warnings = crate::contract::check_preferred_response(&req, &resp).into_iter().map(Warning::from).collect();
     let call = PreferredCall {
@@ -329,12 +328,14 @@ async fn call_preferred(
 
 /// Allocate for the devices this container gets (the kubelet calls it even
 /// when they all come from init containers): the plugin must be known and
-/// its endpoint not stopped, and the answer must hold a container response
-/// (the first is the one read). Returns it and the contract warnings.
+/// its endpoint not stopped (endpoint.go `allocate`), and the answer must
+/// hold a container response (the first is the one read). A stream end while
+/// the call is in flight closes the connection under it
+/// ([`ConnClient::call`]). Returns the answer and the contract warnings.
 async fn call_allocate(
     inner: &Arc<Inner>,
     resource: &str,
-    client: Option<PluginClient>,
+    client: Option<ConnClient>,
     allocated: &[String],
 ) -> Result<(dp::ContainerAllocateResponse, Vec<Warning>), Rejection> {
     let Some(client) = client else {
@@ -342,14 +343,14 @@ async fn call_allocate(
     };
     let stopped = inner.lock().endpoint_stopped(resource);
     if stopped {
-        return Err(unexpected(crate::kubelet_texts::ENDPOINT_STOPPED.fill(&[&client.path().display()])));
+        return Err(unexpected(crate::kubelet_texts::ENDPOINT_STOPPED.fill(&[&client.client.path().display()])));
     }
-    let resp = client.allocate(&[allocated.to_vec()]).await.map_err(|e| unexpected(go_rpc_error(&e)))?;
+    let resp = client.call(client.client.allocate(&[allocated.to_vec()])).await.map_err(unexpected)?;
     inner.lock().allocate_answer(&resp)
 }
 
 /// The PreStartContainer calls to make: per container, per resource whose plugin requires it.
-type PreStartPlan = Vec<(String, Vec<(String, Vec<String>, Option<PluginClient>)>)>;
+type PreStartPlan = Vec<(String, Vec<(String, Vec<String>, Option<ConnClient>)>)>;
 
 pub(super) fn plan_pre_start(inner: &Arc<Inner>, pod: &Pod) -> PreStartPlan {
     let plan = inner.lock().pre_start_plan(pod);
@@ -413,15 +414,15 @@ pub(super) async fn start_containers(inner: &Arc<Inner>, outcome: &mut AdmitOutc
 async fn pre_start_one(
     resource: &str,
     ids: Vec<String>,
-    client: Option<PluginClient>,
+    client: Option<ConnClient>,
 ) -> std::result::Result<(), String> {
     match client {
         None => Err(crate::kubelet_texts::PRESTART_NO_ENDPOINT.fill(&[&resource])),
         Some(c) => c
-            .pre_start(ids)
+            .call(c.client.pre_start(ids))
             .await
             .map(|_| ())
-            .map_err(|e| crate::kubelet_texts::PRESTART_FAILED.fill(&[&go_rpc_error(&e)])),
+            .map_err(|e| crate::kubelet_texts::PRESTART_FAILED.fill(&[&e])),
     }
 }
 

@@ -3,12 +3,34 @@
 //! beside the sim's code: change it when that behaviour changes.
 
 /// The versions list and the deliberate differences, as `--help` shows them
-/// (after the examples). Each line states a behaviour of this module's code.
-pub const VERSIONS_AND_DIFFERENCES: &str = "\
-Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
-  1.26, 1.27, ... 1.37, master. master is 1.37 plus what is known to be
-  merged after it; nothing known changes the device manager, so master
-  plays 1.37. What changes between them (docs/kubelet-versions.md):
+/// (after the examples): the releases from the release table, then
+/// [`DIFFERENCES`].
+pub fn versions_and_differences() -> String {
+    use crate::kubelet_version::{KubeletVersion as V, OLDEST_MINOR};
+    let newest = V::NEWEST;
+    let pre = newest
+        .pre_release()
+        .map(|tag| {
+            format!(
+                " {newest} is the pre-release {tag}: played\n  only when named, labelled in every report, as {} (its referee plays the\n  scenario corpus as {}'s does).",
+                V::DEFAULT,
+                V::DEFAULT
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "Kubelet versions (--kubelet-version, default {}; also v1.30 and 1.30.7):\n  1.{OLDEST_MINOR}, 1.{}, ... \
+         {newest}, master.{pre} master is {newest} plus what is known to be\n  merged after it; nothing known \
+         changes the device manager, so master\n  plays {newest}. What changes between them \
+         (docs/kubelet-versions.md):\n{DIFFERENCES}",
+        V::DEFAULT,
+        OLDEST_MINOR + 1
+    )
+}
+
+/// What changes between releases and where the sim deliberately differs
+/// from a real kubelet. Each line states a behaviour of this module's code.
+pub const DIFFERENCES: &str = "\
   - same resource registered again: 1.26-1.36 replace the plugin by name; the
     old connection stays open and its stream still feeds the resource, and
     when it ends the kubelet disconnects the NEW plugin (issue #121994).
@@ -85,7 +107,9 @@ Kubelet versions (--kubelet-version, default 1.37; also v1.30 and 1.30.7):
   ListAndWatch message is admitted with the request stripped (node status
   does not list the resource) or rejected OutOf<resource> (it lists it at 0);
   PreStartContainer runs at every container start (restart-container); a
-  device limit of 0 still gets topology hints (every mask, single nodes
+  stream end closes the plugin's connection, so a call in flight then fails
+  (\"grpc: the client connection is closing\") and a later one is refused
+  (\"endpoint ... has been stopped\"); a device limit of 0 still gets topology hints (every mask, single nodes
   preferred), which can make the merge non-preferred.
 
 Where the sim deliberately differs from a real kubelet:

@@ -195,7 +195,7 @@ impl SimConfig {
             checkpoint_v1: crate::checkpoint::LegacyFormat::Refuse,
             cleanup_on_start: true,
             event_capacity: 16 * 1024,
-            kubelet_version: KubeletVersion::NEWEST,
+            kubelet_version: KubeletVersion::DEFAULT,
             owns_dir: false,
             emulate_cleanup: false,
             topology: crate::topology::TopologyConfig::default(),
@@ -293,6 +293,8 @@ struct Conn {
     pre_start: PluginClient,
     /// The ListAndWatch task.
     task: Option<tokio::task::AbortHandle>,
+    /// The kubelet's `ClientConn.Close` of this connection (see [`registration::ConnClient`]).
+    closing: tokio_util::sync::CancellationToken,
 }
 
 /// The socket server of kubelet.sock, stopped and re-created on restart.
@@ -401,13 +403,21 @@ impl Inner {
     }
 
     /// The Allocate/GetPreferredAllocation client of endpoint `id`.
-    fn client(&self, id: u64) -> Option<PluginClient> {
-        self.conns().get(&id).map(|c| c.client.clone())
+    fn client(&self, id: u64) -> Option<registration::ConnClient> {
+        self.conns().get(&id).map(|c| registration::ConnClient::new(c.client.clone(), &c.closing))
     }
 
     /// The PreStartContainer client of endpoint `id`.
-    fn pre_start_client(&self, id: u64) -> Option<PluginClient> {
-        self.conns().get(&id).map(|c| c.pre_start.clone())
+    fn pre_start_client(&self, id: u64) -> Option<registration::ConnClient> {
+        self.conns().get(&id).map(|c| registration::ConnClient::new(c.pre_start.clone(), &c.closing))
+    }
+
+    /// The kubelet's client `Disconnect` of endpoint `id`: its connection
+    /// closes, so every call on it, in flight or later, fails.
+    fn close_conn(&self, id: u64) {
+        if let Some(c) = self.conns().get(&id) {
+            c.closing.cancel();
+        }
     }
 
     /// Performs what a transition of the manager asks for, in order.
@@ -417,11 +427,13 @@ impl Inner {
                 Effect::Emit(kind) => self.emit(kind),
                 Effect::WriteCheckpoint => self.write_checkpoint_now(),
                 Effect::StopStream(id) => {
+                    self.close_conn(id);
                     if let Some(t) = self.conns().get_mut(&id).and_then(|c| c.task.take()) {
                         t.abort();
                     }
                 }
                 Effect::Close(id) => {
+                    self.close_conn(id);
                     if let Some(t) = self.conns().remove(&id).and_then(|c| c.task) {
                         t.abort();
                     }

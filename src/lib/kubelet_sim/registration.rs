@@ -300,7 +300,8 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
 fn connect(inner: &Arc<Inner>, resource: &str, id: u64, client: PluginClient, pre_start: PluginClient) {
     let task = tokio::spawn(watch(Arc::clone(inner), resource.to_string(), id, client.clone()));
     let abort = task.abort_handle();
-    inner.conns().insert(id, super::Conn { client, pre_start, task: Some(abort) });
+    let closing = tokio_util::sync::CancellationToken::new();
+    inner.conns().insert(id, super::Conn { client, pre_start, task: Some(abort), closing });
     // Checked after the insert: a Close for `id` from now on finds the entry.
     if !inner.lock().knows_endpoint(id) {
         inner.apply(vec![Effect::Close(id)]);
@@ -339,10 +340,20 @@ pub(crate) fn deregister(inner: &Arc<Inner>, resource: &str, socket: &Path, dele
     inner.apply(effects);
 }
 
-/// Runs ListAndWatch for endpoint `id` until the stream ends.
+/// Runs ListAndWatch for endpoint `id` until the stream ends. When the
+/// kubelet then disconnects this client (`runClient` in
+/// pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go finds it), its
+/// `Disconnect` (client.go) closes the connection: calls in flight fail.
 async fn watch(inner: Arc<Inner>, resource: String, id: u64, client: PluginClient) {
     let ended = |reason: String| {
-        let effects = inner.lock().stream_ended(&resource, id, reason, Instant::now());
+        let (effects, disconnected) = {
+            let mut m = inner.lock();
+            let effects = m.stream_ended(&resource, id, reason, Instant::now());
+            (effects, m.stopped_endpoint(&resource, id))
+        };
+        if disconnected {
+            inner.close_conn(id);
+        }
         inner.apply(effects);
     };
     let mut stream = match client.list_and_watch().await {
@@ -359,6 +370,39 @@ async fn watch(inner: Arc<Inner>, resource: String, id: u64, client: PluginClien
         }
     }
     ended("the plugin ended the stream (status OK)".into());
+}
+
+/// A plugin connection's client as the kubelet's grpc `ClientConn` is: once
+/// the kubelet closes it (its client `Disconnect` at the plugin's stream end,
+/// plugin/v1beta1/client.go), a call in flight fails at once with grpc's
+/// `Canceled: grpc: the client connection is closing`, and the plugin's
+/// late answer is never read (a new call is refused before, by the stopped
+/// endpoint: endpoint.go `isStopped`).
+#[derive(Clone)]
+pub(crate) struct ConnClient {
+    /// The client.
+    pub client: PluginClient,
+    closing: tokio_util::sync::CancellationToken,
+}
+
+impl ConnClient {
+    /// `client` on a connection that `closing` closes.
+    pub(crate) fn new(client: PluginClient, closing: &tokio_util::sync::CancellationToken) -> Self {
+        ConnClient { client, closing: closing.clone() }
+    }
+
+    /// Makes `call` on the connection; its error as the kubelet prints it.
+    pub(crate) async fn call<T>(&self, call: impl Future<Output = crate::Result<T>>) -> Result<T, String> {
+        let closing = || crate::kubelet_texts::CONNECTION_CLOSING.template.to_string();
+        if self.closing.is_cancelled() {
+            return Err(closing());
+        }
+        tokio::select! {
+            biased;
+            () = self.closing.cancelled() => Err(closing()),
+            r = call => r.map_err(|e| go_rpc_error(&e)),
+        }
+    }
 }
 
 /// Removes the resource (capacity 0) once the grace period after its stop

@@ -726,7 +726,7 @@ impl Scenario {
 /// differences text (whitespace runs compared as one space).
 pub fn stated_in_help(words: &str) -> bool {
     let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    squash(crate::kubelet_sim::differences::VERSIONS_AND_DIFFERENCES).contains(&squash(words))
+    squash(&crate::kubelet_sim::differences::versions_and_differences()).contains(&squash(words))
 }
 
 /// A wait from a scenario: a duration up to [`MAX_WAIT`].

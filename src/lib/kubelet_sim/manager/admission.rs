@@ -207,10 +207,19 @@ impl Manager {
         }))
     }
 
-    /// The resource's current endpoint is gone or its stream ended: Allocate
-    /// fails (`endpoint ... has been stopped`).
+    /// The resource's current endpoint is gone or its stream ended: a call
+    /// fails before it is made (`endpoint ... has been stopped`: endpoint.go
+    /// `isStopped`, true from the disconnect on).
     pub fn endpoint_stopped(&self, resource: &str) -> bool {
         self.st.resources.get(resource).and_then(|r| r.endpoint.as_ref()).is_none_or(|e| e.stopped)
+    }
+
+    /// Endpoint `id` is the resource's, stopped: its stream ended and the
+    /// kubelet disconnected its client (`runClient` found it), closing the
+    /// connection. An untracked client's stream end (1.26-1.36) and a
+    /// replaced one's do not stop the stored endpoint.
+    pub fn stopped_endpoint(&self, resource: &str, id: u64) -> bool {
+        self.st.resources.get(resource).and_then(|r| r.endpoint.as_ref()).is_some_and(|e| e.id == id && e.stopped)
     }
 
     /// Device IDs per NUMA node, from the resource's current device list.

@@ -116,6 +116,31 @@ fn current_stream_end_fails_over_to_a_stored_endpoint_from_1_37() {
     assert_eq!(counts(&m), Counts { capacity: 2, allocatable: 2 });
 }
 
+/// docs/kubelet-versions.md §3, 1.26-1.38: a stream end disconnects the
+/// stored endpoint's client (runClient finds it), which closes its
+/// connection: the shell then fails every call on it, an Allocate in flight
+/// included. 1.26-1.36's untracked client (a later Register failed) is
+/// never disconnected, so its connection stays open.
+#[test]
+fn a_stream_end_closes_the_stored_endpoints_connection_1_26_to_1_38() {
+    for minor in each(26..=38) {
+        let t0 = Instant::now();
+        let mut m = manager(minor, t0);
+        let id = plugin(&mut m, "a.sock", 3, t0);
+        assert!(!m.stopped_endpoint(GPU, id), "1.{minor}");
+        m.stream_ended(GPU, id, "EOF".into(), t0);
+        assert!(m.stopped_endpoint(GPU, id) && !m.stopped_endpoint(GPU, id + 1), "1.{minor}");
+    }
+    for minor in each(26..=36) {
+        let t0 = Instant::now();
+        let mut m = manager(minor, t0);
+        let live = plugin(&mut m, "a.sock", 3, t0);
+        m.register_failed(GPU, &PathBuf::from("/dp/other.sock"));
+        m.stream_ended(GPU, live, "EOF".into(), t0);
+        assert!(!m.stopped_endpoint(GPU, live), "1.{minor}: untracked, never disconnected");
+    }
+}
+
 /// docs/kubelet-versions.md §2, 1.26-1.36: a Register that fails its
 /// dial-back while a plugin of the name is live leaves that plugin
 /// untracked: its stream end keeps health and starts no grace period.
