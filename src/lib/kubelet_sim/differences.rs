@@ -180,6 +180,11 @@ Where the sim deliberately differs from a real kubelet:
   - Capacity drops to 0 the moment the grace period after a stream end passes;
     the kubelet drops it at the first node-status update (every 10 s by
     default) after the 5 minutes.
+  - The static CPU manager's reconcile loop (every 10 s, the kubelet's
+    --cpu-manager-reconcile-period) is not played: stale exclusive CPUs are
+    dropped at the next admission only (the kubelet's Allocate does that
+    first too), so 1.34's PodResources Get of a rejected pod shows its
+    exclusive CPUs until then, where a kubelet drops them within 10 s.
   - Rejected pods are not kept, so PodResources never lists them.
   - kubelet.sock is created owner-only (0600); the kubelet's socket mode follows its umask.
   - `reboot` (docs/kubelet-versions.md §10): a pod that keeps its checkpointed

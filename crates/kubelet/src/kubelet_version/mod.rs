@@ -534,7 +534,7 @@ mod tests {
         assert_eq!(KubeletVersion::parse_list("1.28-1.37").unwrap(), all);
         assert_eq!(KubeletVersion::parse_list("1.28..1.37").unwrap(), all);
         assert_eq!(KubeletVersion::parse_list("v1.28 - v1.37").unwrap(), all);
-        assert_eq!(KubeletVersion::parse_list("1.36-master").unwrap(), [v(36), v(37), KubeletVersion::Master]);
+        assert_eq!(KubeletVersion::parse_list("1.36-master").unwrap(), [v(36), v(37), v(38), KubeletVersion::Master]);
         assert_eq!(KubeletVersion::parse_list("1.26,1.34-1.35,1.35").unwrap(), [v(26), v(34), v(35)]);
         assert_eq!(KubeletVersion::parse_list("1.30-1.30").unwrap(), [v(30)]);
         // Managed clusters' suffixes are still one release.
