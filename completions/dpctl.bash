@@ -994,7 +994,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 1.38 master" -- "${cur}"))
                     return 0
                     ;;
                 --every)
@@ -1356,7 +1356,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 1.38 master" -- "${cur}"))
                     return 0
                     ;;
                 --register-timeout)
@@ -1638,7 +1638,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 1.38 master" -- "${cur}"))
                     return 0
                     ;;
                 --expect)
@@ -3174,7 +3174,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 1.38 master" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -3208,7 +3208,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 1.38 master" -- "${cur}"))
                     return 0
                     ;;
                 --output)
@@ -3330,7 +3330,7 @@ _dpctl() {
                     return 0
                     ;;
                 --kubelet-version)
-                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 master" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "1.26 1.27 1.28 1.29 1.30 1.31 1.32 1.33 1.34 1.35 1.36 1.37 1.38 master" -- "${cur}"))
                     return 0
                     ;;
                 --engine)

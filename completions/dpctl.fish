@@ -181,7 +181,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace" -l dra-wiping-delay -d 'With --api-objects: how long a DRA driver has to register again after its last instance went before the sim deletes its ResourceSlices (the kubelet\'s fixed 30 s)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace" -l dial-timeout -d 'How long Register keeps dialing the plugin\'s socket before it fails' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace" -l rpc-timeout -d 'Deadline of GetDevicePluginOptions, GetPreferredAllocation and Allocate (the kubelet sets none)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace" -l kubelet-version -d 'The kubelet release to play: 1.26 … 1.37 or master (v1.30 and 1.30.7 mean 1.30)' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace" -l kubelet-version -d 'The kubelet release to play: 1.26 … 1.38 or master (v1.30 and 1.30.7 mean 1.30). 1.38 is a pre-release (v1.38.0-beta.0), played only when named.' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''
@@ -193,6 +193,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_
 1.35\t''
 1.36\t''
 1.37\t''
+1.38\t''
 master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace" -l expect -d 'Expect RESOURCE to have exactly COUNT allocatable devices (repeatable); exit 0 once all hold' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand kubelet-sim; and not __fish_seen_subcommand_from admit delete restart reboot restart-container status set-grace" -l timeout -d 'Stop after this long [default: run until Ctrl-C; with --expect: 30s, then exit 1]' -r
@@ -825,7 +826,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l driver -d 'The driver to test when several register [default: the first]' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l kubelet-version -d 'The kubelet releases whose DRA manager kubelet-sim plays (1.34 or later), one run each: comma-separated, or a range (1.34-1.37 or 1.34..1.37)' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l kubelet-version -d 'The kubelet releases whose DRA manager kubelet-sim plays (1.34 or later), one run each: comma-separated, or a range (1.34-1.38 or 1.34..1.38). 1.38 is a pre-release (v1.38.0-beta.0), played only when named.' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''
@@ -837,6 +838,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 1.35\t''
 1.36\t''
 1.37\t''
+1.38\t''
 master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l register-timeout -d 'How long the driver may take to start and register (also again after a restart)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l slice-timeout -d 'How long to wait for the driver\'s first ResourceSlice' -r
@@ -986,7 +988,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l bind -d 'With --is
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l registration -d 'How the plugin must register: on kubelet.sock, through plugins_registry (the plugin watcher\'s GetInfo), or auto (whichever it does; the report says which)' -r -f -a "auto\t''
 kubelet-sock\t''
 plugins-registry\t''"
-complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d 'The kubelet release(s) to play, comma-separated (1.26 … 1.37, master) or a range (1.28-1.37 or 1.28..1.37: every release in between): the whole smoke runs once per release, and the report says which ones the plugin passes' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d 'The kubelet release(s) to play, comma-separated (1.26 … 1.38 or master) or a range (1.28-1.38 or 1.28..1.38: every release in between): the whole smoke runs once per release, and the report says which ones the plugin passes. 1.38 is a pre-release (v1.38.0-beta.0), played only when named.' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''
@@ -998,6 +1000,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l kubelet-version -d
 1.35\t''
 1.36\t''
 1.37\t''
+1.38\t''
 master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -l engine -d 'Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet\'s own device manager, plugin manager and Topology Manager at one release (a referee binary, or a directory of dpctl-referee-1.NN binaries built by conformance/build.sh: with a directory, --kubelet-version picks dpctl-referee-1.NN per release). The referee runs in a private mount namespace on the kubelet\'s standard paths (see below). kubelet:PATH: a real kubelet (a binary, or a directory of kubelet-1.NN built by conformance/build.sh kubelet, with pause.tar and busybox.tar beside it) with containerd and runc, as root, in private namespaces: pods run as real containers and each one is checked from inside for what the plugin\'s Allocate promised' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
@@ -1033,7 +1036,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff" -f -a "run" -d 'Run scenarios on one engine; show what was observed after each step'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff" -f -a "diff" -d 'Run scenarios on kubelet-sim and on a referee; show every difference'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l engine -d 'sim (kubelet-sim, in-process) or referee:PATH (a referee binary, or a directory of dpctl-referee-1.NN binaries built by conformance/build.sh)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated (e.g. 1.34,1.37) or a range (1.34-1.37) [default: each scenario\'s]' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated (e.g. 1.34,1.37) or a range (1.34-1.38) [default: each scenario\'s]. 1.38 is a pre-release (v1.38.0-beta.0), played only when named.' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''
@@ -1045,6 +1048,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_su
 1.35\t''
 1.36\t''
 1.37\t''
+1.38\t''
 master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
@@ -1060,7 +1064,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_su
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l referee -d 'A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary' -r -F
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated or a range (1.34-1.37) [default: each scenario\'s]' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated or a range (1.34-1.38) [default: each scenario\'s]. 1.38 is a pre-release (v1.38.0-beta.0), played only when named.' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''
@@ -1072,6 +1076,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_su
 1.35\t''
 1.36\t''
 1.37\t''
+1.38\t''
 master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
@@ -1157,7 +1162,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge" -l timeout -d 'Deadline of each probe (connect, one call, the first ListAndWatch message)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge" -l budget -d 'Total time for the whole run' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge" -l node -d 'Name of this node, recorded in the report (a DaemonSet sets it from spec.nodeName)' -r
-complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge" -l kubelet-version -d 'The kubelet release to judge files and the checkpoint by: 1.26 … 1.37 or master' -r -f -a "1.26\t''
+complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge" -l kubelet-version -d 'The kubelet release to judge files and the checkpoint by: 1.26 … 1.38 or master. 1.38 is a pre-release (v1.38.0-beta.0), played only when named.' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''
 1.29\t''
@@ -1169,6 +1174,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_
 1.35\t''
 1.36\t''
 1.37\t''
+1.38\t''
 master\t''"
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge" -l every -d 'Run again every DURATION until stopped (one report per run; one JSON line each with -o json)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand doctor; and not __fish_seen_subcommand_from merge" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
