@@ -10,7 +10,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::Inner;
 use super::events::EventKind;
 use super::manager::{
     Batch, ClaimAnswer, DeviceHealthView, DraEffect, DraInstance, DraRegistration, PreparedDevice, Registered,
@@ -18,6 +17,7 @@ use super::manager::{
 };
 use super::outcome::{DraCall, DraOutcome};
 use super::pod::PodSpec;
+use super::shell::Inner;
 use crate::error::{Error, Result};
 use crate::proto::pluginregistration as reg;
 use crate::proto::pluginregistration::registration_client::RegistrationClient;
@@ -171,7 +171,7 @@ async fn health_loop(inner: &Arc<Inner>, inst: &DraInstance, api: crate::dra::He
     };
     let mut last_error = None;
     let mut events = inner.events.subscribe();
-    let gone = |ev: &super::SimEvent| {
+    let gone = |ev: &super::events::SimEvent| {
         matches!(&ev.kind, EventKind::DraDeregistered { driver, endpoint }
             if *driver == inst.driver && *endpoint == inst.endpoint)
     };
