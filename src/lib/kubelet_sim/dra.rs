@@ -34,8 +34,9 @@ pub(crate) fn check_pod(inner: &Inner, spec: &PodSpec) -> Result<()> {
         return Err(Error::invalid(
             format!("pod {}/{} spec.resourceClaims", spec.namespace, spec.name),
             format!(
-                "kubelet-sim plays DRA from 1.34 (DynamicResourceAllocation is off by default in {v}); \
-                 hint: --kubelet-version 1.34 or later"
+                "kubelet-sim plays DRA from {first} (DynamicResourceAllocation is off by default in {v}); \
+                 hint: --kubelet-version {first} or later",
+                first = crate::kubelet_version::KubeletVersion::FIRST_WITH_DRA
             ),
         ));
     }
