@@ -657,7 +657,7 @@ pub struct SmokeArgs {
     pub driver: Option<String>,
     /// The kubelet releases whose DRA manager kubelet-sim plays (1.34 or later), one run each:
     /// comma-separated, or a range (1.34-1.37 or 1.34..1.37).
-    #[arg(long, value_name = "VERSION,...", default_value = "1.37", value_parser = super::values::kubelet_versions())]
+    #[arg(long, value_name = "VERSION,...", default_value = crate::kubelet_version::NEWEST_NAME, value_parser = super::values::kubelet_versions())]
     pub kubelet_version: String,
     /// How long the driver may take to start and register (also again after a restart).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]

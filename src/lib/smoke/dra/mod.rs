@@ -349,8 +349,10 @@ impl DraSmokeConfig {
             return Err(Error::invalid(
                 "--kubelet-version",
                 format!(
-                    "{}: kubelet-sim plays the DRA manager from 1.34 (DRA is off by default before); hint: 1.34 or later",
-                    self.kubelet_version
+                    "{}: kubelet-sim plays the DRA manager from {first} (DRA is off by default before); hint: {first} \
+                     or later",
+                    self.kubelet_version,
+                    first = KubeletVersion::FIRST_WITH_DRA
                 ),
             ));
         }
