@@ -516,7 +516,7 @@ async fn explain_names_the_cause_of_the_sims_rejection_after_a_stream_cut() {
     assert!(run.stdout.contains("values:   example.com/gpu"), "{}", run.stdout);
     assert!(run.stdout.contains("stream to the plugin ended"), "{}", run.stdout);
     assert!(run.stdout.contains("confirm:  dpctl doctor"), "{}", run.stdout);
-    assert!(run.stdout.contains("releases: 1.26-1.37"), "{}", run.stdout);
+    assert!(run.stdout.contains("releases: 1.26-1.38"), "{}", run.stdout);
     let json = dpctl(&["explain", "-o", "json", &pasted]).await;
     json.expect_code(0);
     let codes: Vec<String> =

@@ -47,7 +47,9 @@ async fn plugin_check_fits_80_and_200_columns_and_pipes_keep_rows_whole() {
 /// `dpctl options`; the differences list is `dpctl help kubelet-versions`.
 #[tokio::test]
 async fn help_is_a_screen_and_reference_prose_has_its_own_place() {
-    for cmd in [&["kubelet-sim", "-h"][..], &["smoke", "-h"], &["plugin", "check", "-h"], &["-h"]] {
+    for cmd in
+        [&["kubelet-sim", "-h"][..], &["smoke", "-h"], &["plugin", "check", "-h"], &["mock-plugin", "-h"], &["-h"]]
+    {
         for cols in [80, 200] {
             let r = on_terminal(cmd, cols).await;
             r.expect_code(0);
@@ -56,6 +58,20 @@ async fn help_is_a_screen_and_reference_prose_has_its_own_place() {
             assert!(!r.stdout.contains("--no-headers "), "global options repeated:\n{}", r.stdout);
             assert!(r.stdout.contains("dpctl options"), "{}", r.stdout);
         }
+    }
+    // mock-plugin's twenty faults are one paragraph in -h, every line of each in --help.
+    for cols in [80, 200] {
+        let short = on_terminal(&["mock-plugin", "-h"], cols).await;
+        let out = &short.expect_code(0).stdout;
+        assert!(out.contains("Faults (20 flags; each explained in --help): --error, --latency"), "{out}");
+        assert!(out.contains("--register-once"), "every fault named: {out}");
+        assert!(!out.contains("Fault: answer RPC with an error status"), "fault lines in -h: {out}");
+        assert!(out.lines().all(|l| l.chars().count() <= usize::from(cols)), "wider than {cols}: {out}");
+    }
+    let long = dpctl(&["mock-plugin", "--help"]).await;
+    let out = &long.expect_code(0).stdout;
+    for line in ["Fault: answer RPC with an error status", "--register-once", "--hang-on-sigterm", "--devices <N>"] {
+        assert!(out.contains(line), "{line} missing from --help:\n{out}");
     }
     let long = dpctl(&["kubelet-sim", "--help"]).await;
     long.expect_code(0);
@@ -170,9 +186,22 @@ async fn doctor_on_a_sim_directory_names_the_restart_window() {
     let held = kubelet.status().pods[0].containers[0].devices[GPU][0].clone();
     let hint = allocate["hint"].as_str().unwrap();
     assert!(hint.contains("no pod holds it") && !hint.contains(&format!("--devices {held} ")), "{hint}");
+    // podresources allocatable with the plugin registered: every device the checkpoint records, no warning.
+    let podres = format!("{dir}/pod-resources.sock");
+    for _ in 0..2 {
+        let r = dpctl(&["podresources", "allocatable", "--socket", &podres]).await;
+        assert!(!r.expect_code(0).stderr.contains("warning:"), "{}", r.stderr);
+    }
 
     mock.stop().await.unwrap();
     kubelet.restart(Duration::from_millis(200)).await.unwrap();
+    // Not back after the restart: allocatable names the resource, the checkpoint and the cause.
+    let r = dpctl(&["podresources", "allocatable", "--socket", &podres]).await;
+    let err = &r.expect_code(0).stderr;
+    assert!(err.contains("warning: example.com/gpu: the kubelet's checkpoint ("), "{err}");
+    assert!(err.contains("records 2 devices registered, but GetAllocatableResources lists none"), "{err}");
+    assert!(err.contains("its plugin is not registered now (uninstalled, crashed, or not registered again"), "{err}");
+    assert!(!err.contains("no device plugin has registered healthy devices"), "the general guess: {err}");
     let r = dpctl(&["doctor", "--dir", &dir, "-o", "json"]).await;
     r.expect_code(1);
     let j = r.json();

@@ -107,7 +107,7 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "NAME", env = crate::paths::ENV_NODE_NAME)]
     pub node: Option<String>,
     /// The kubelet release to judge files and the checkpoint by (help text: `values::release_help`).
-    #[arg(long, value_name = "VERSION", default_value_t = KubeletVersion::DEFAULT,
+    #[arg(long, value_name = "VERSION", default_value = crate::kubelet_version::NEWEST_NAME,
         value_parser = super::values::kubelet_version(), help = super::values::release_help(
         "The kubelet release to judge files and the checkpoint by: {all}."))]
     pub kubelet_version: KubeletVersion,

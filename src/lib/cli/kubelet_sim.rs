@@ -130,7 +130,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_checkpoint: bool,
     /// The kubelet release to play (help text: `values::release_help`).
-    #[arg(long, value_name = "VERSION", default_value_t = KubeletVersion::DEFAULT,
+    #[arg(long, value_name = "VERSION", default_value = crate::kubelet_version::NEWEST_NAME,
         value_parser = super::values::kubelet_version(), help = super::values::release_help(
         "The kubelet release to play: {all} (v1.30 and 1.30.7 mean 1.30)."))]
     pub kubelet_version: KubeletVersion,

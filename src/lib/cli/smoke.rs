@@ -125,7 +125,7 @@ pub struct SmokeArgs {
         |s: &str| smoke::parse_registration(s).map(Registration), &["auto", "kubelet-sock", "plugins-registry"]))]
     pub registration: Registration,
     /// The kubelet release(s) to play (help text: `values::release_help`).
-    #[arg(long, value_name = "VERSION,...", default_value_t = KubeletVersion::DEFAULT.to_string(),
+    #[arg(long, value_name = "VERSION,...", default_value = crate::kubelet_version::NEWEST_NAME,
         value_parser = super::values::kubelet_versions(), help = super::values::release_help(
         "The kubelet release(s) to play, comma-separated ({all}) or a range (1.28-{newest} or 1.28..{newest}: \
          every release in between): the whole smoke runs once per release, and the report says which ones the \
@@ -160,7 +160,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     }
     if let EngineKind::Kubelet(path) = &args.engine {
         for v in &versions {
-            smoke::node::kubelet_binary(path, &smoke::engine::release_name(*v))?;
+            smoke::node::kubelet_binary(path, &v.numbered())?;
         }
     }
     let config = SmokeConfig {

@@ -169,7 +169,7 @@ fn leaked(names: impl IntoIterator<Item = String>) -> Vec<&'static str> {
 /// a sentence saying so. The one place these help texts take releases from.
 pub fn release_help(text: &str) -> String {
     use crate::kubelet_sim::KubeletVersion as V;
-    let (oldest, newest) = (V::Release(crate::kubelet_version::OLDEST_MINOR), V::NEWEST);
+    let (oldest, newest) = (V::all()[0], V::NEWEST);
     let mut s = text
         .replace("{all}", &format!("{oldest} … {newest} or master"))
         .replace("{newest}", &newest.to_string())

@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::Inner;
 use super::events::EventKind;
 use super::manager::{Alloc, Pod};
 use super::manager::{AllocationPlan, PodTopology, Rejection, unexpected};
@@ -20,7 +19,8 @@ pub use super::outcome::{
     AdmitOutcome, ContainerOutcome, PreferredCall, ResourceOutcome, UNEXPECTED_ADMISSION_ERROR, Warning,
 };
 pub use super::pod::{ContainerKind, ContainerSpec, PodSpec};
-use super::registration::ConnClient;
+use super::registration::go_rpc_error;
+use super::shell::{CallError, ConnClient, Inner};
 use crate::error::{Error, Result};
 use crate::model::ContainerAllocation;
 use crate::proto::deviceplugin::v1beta1 as dp;
@@ -313,7 +313,7 @@ async fn call_preferred(
     let resp = pc
         .call(pc.client.preferred(vec![req.clone()]))
         .await
-        .map_err(|e| unexpected(crate::kubelet_texts::PREFERRED_FAILED.fill(&[&e])))?;
+        .map_err(|e| unexpected(crate::kubelet_texts::PREFERRED_FAILED.fill(&[&call_error(e)])))?;
     let answer = crate::contract::preferred_answer(&resp);
     let warnings = crate::contract::check_preferred_response(&req, &resp).into_iter().map(Warning::from).collect();
     let call = PreferredCall {
@@ -345,8 +345,17 @@ async fn call_allocate(
     if stopped {
         return Err(unexpected(crate::kubelet_texts::ENDPOINT_STOPPED.fill(&[&client.client.path().display()])));
     }
-    let resp = client.call(client.client.allocate(&[allocated.to_vec()])).await.map_err(unexpected)?;
+    let resp =
+        client.call(client.client.allocate(&[allocated.to_vec()])).await.map_err(|e| unexpected(call_error(e)))?;
     inner.lock().allocate_answer(&resp)
+}
+
+/// A failed call on a plugin connection as the kubelet prints it.
+fn call_error(e: CallError) -> String {
+    match e {
+        CallError::Closing => crate::kubelet_texts::CONNECTION_CLOSING.template.to_string(),
+        CallError::Rpc(e) => go_rpc_error(&e),
+    }
 }
 
 /// The PreStartContainer calls to make: per container, per resource whose plugin requires it.
@@ -422,7 +431,7 @@ async fn pre_start_one(
             .call(c.client.pre_start(ids))
             .await
             .map(|_| ())
-            .map_err(|e| crate::kubelet_texts::PRESTART_FAILED.fill(&[&e])),
+            .map_err(|e| crate::kubelet_texts::PRESTART_FAILED.fill(&[&call_error(e)])),
     }
 }
 

@@ -6,8 +6,8 @@
 /// (after the examples): the releases from the release table, then
 /// [`DIFFERENCES`].
 pub fn versions_and_differences() -> String {
-    use crate::kubelet_version::{KubeletVersion as V, OLDEST_MINOR};
-    let newest = V::NEWEST;
+    use crate::kubelet_version::KubeletVersion as V;
+    let (newest, all) = (V::NEWEST, V::all());
     let pre = newest
         .pre_release()
         .map(|tag| {
@@ -19,12 +19,13 @@ pub fn versions_and_differences() -> String {
         })
         .unwrap_or_default();
     format!(
-        "Kubelet versions (--kubelet-version, default {}; also v1.30 and 1.30.7):\n  1.{OLDEST_MINOR}, 1.{}, ... \
+        "Kubelet versions (--kubelet-version, default {}; also v1.30 and 1.30.7):\n  {}, {}, ... \
          {newest}, master.{pre} master is {newest} plus what is known to be\n  merged after it; nothing known \
          changes the device manager, so master\n  plays {newest}. What changes between them \
          (docs/kubelet-versions.md):\n{DIFFERENCES}",
         V::DEFAULT,
-        OLDEST_MINOR + 1
+        all[0],
+        all[1]
     )
 }
 

@@ -91,6 +91,8 @@ fn write_diff(w: &mut dyn Write, json: bool, r: &DiffReport) -> io::Result<()> {
             n => format!("; {n} of {} observations glue-answered", d.observations),
         };
         writeln!(w, "{verdict} {} {} ({} vs {}){glue}", d.scenario, labelled(&d.release), d.left, d.right)?;
+        // `referee` or `kubelet`: the right engine's name without its version.
+        let right = d.right.split(' ').next().unwrap_or("referee");
         for e in &d.entries {
             let how = match e.verdict {
                 Verdict::Unexplained => "unexplained".red().to_string(),
@@ -98,7 +100,7 @@ fn write_diff(w: &mut dyn Write, json: bool, r: &DiffReport) -> io::Result<()> {
                 Verdict::Open => format!("open: {}", e.reason.as_deref().unwrap_or_default()),
             };
             let glue = if e.glue.is_some() { ", glue-answered" } else { "" };
-            writeln!(w, "    {} {}: sim {} | referee {}  [{how}{glue}]", e.step, e.path, e.left, e.right)?;
+            writeln!(w, "    {} {}: sim {} | {right} {}  [{how}{glue}]", e.step, e.path, e.left, e.right)?;
         }
         for f in &d.run_failures {
             writeln!(w, "    {} {f}", "failed:".red())?;
