@@ -297,3 +297,45 @@ async fn a_missing_kubelet_is_bad_input_naming_how_to_build_it() {
     run.expect_code(2);
     assert!(run.stderr.contains("conformance/build.sh kubelet 1.37"), "{}", run.stderr);
 }
+
+/// `scenario diff --engine kubelet:DIR`: kubelet-sim and the real kubelet
+/// show the same on scenarios static pods express (an Allocate answer, an
+/// init container whose PreStartContainer fails, a resource no plugin
+/// registered, a pod admitted before its plugin), and one static pods
+/// cannot express is skipped with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_diff_finds_no_difference_between_the_sim_and_the_real_kubelet() {
+    let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let _node = ONE_NODE.lock().await;
+    let before = host_state();
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/scenarios");
+    let files: Vec<String> = [
+        "admit-allocate-answer",
+        "glue-init-failed-no-regular",
+        "admit-unknown-resource",
+        "register-late-plugin",
+        "fit-extended-stripped-counted",
+    ]
+    .iter()
+    .map(|n| scenarios.join(format!("{n}.toml")).display().to_string())
+    .collect();
+    let engine = format!("--engine=kubelet:{}", dir.display());
+    let mut args = vec!["scenario", "diff", &engine, "--kubelet-version", KUBELET_RELEASE, "-o", "json"];
+    args.extend(files.iter().map(String::as_str));
+    let mut c = dpctl_command();
+    c.args(&args);
+    let run = run_bounded(c, &args, RUN_WAIT * 2).await;
+    let v = run.json();
+    assert_eq!(run.code, 0, "{v:#}\n{}", run.stderr);
+    let diffs = v["diffs"].as_array().expect("diffs");
+    assert_eq!(diffs.len(), 4, "{v:#}");
+    for d in diffs {
+        assert!(d["right"].as_str().unwrap().starts_with("kubelet v1.37"), "{d:#}");
+        assert_eq!(d["entries"], serde_json::json!([]), "{d:#}");
+        assert_eq!(d["run_failures"], serde_json::json!([]), "{d:#}");
+    }
+    let skipped = v["skipped"].to_string();
+    assert!(skipped.contains("fit-extended-stripped-counted: not on a real kubelet"), "{skipped}");
+    assert!(skipped.contains("a static pod never gets"), "{skipped}");
+    assert_eq!(host_state(), before, "the host is as before the run");
+}

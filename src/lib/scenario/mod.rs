@@ -844,6 +844,25 @@ allocatable = 2
         }
     }
 
+    /// What a real kubelet with static pods cannot play is named; the rest it plays.
+    #[test]
+    fn static_pods_play_what_needs_no_api_server_restart_or_machine() {
+        assert_eq!(Scenario::parse(MINIMAL, "t").unwrap().static_pods_cannot(), None);
+        let why = |extra: &str| Scenario::parse(&format!("{MINIMAL}{extra}"), "t").unwrap().static_pods_cannot();
+        let restart = why("[[step]]\ndo = \"restart-kubelet\"\n").unwrap();
+        assert!(restart.contains("step 2 is a restart-kubelet"), "{restart}");
+        let cpu = why(
+            "[[step]]\ndo = \"admit\"\npod = \"metadata: {name: p}\\nspec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}\"\n",
+        );
+        assert!(cpu.unwrap().contains("asks for CPU or memory"));
+        let out_of = why(
+            "[[step]]\ndo = \"admit\"\npod = \"metadata: {name: p}\\nspec: {containers: [{name: c}]}\"\nexpect = { \"/result/reason\" = \"OutOfcpu\" }\n",
+        );
+        assert!(out_of.unwrap().contains("a static pod never gets"));
+        let topology = why("[node]\ntopology_manager_policy = \"restricted\"\n").unwrap();
+        assert!(topology.contains("NUMA nodes and CPUs"), "{topology}");
+    }
+
     #[test]
     fn a_minimal_scenario_parses() {
         let s = Scenario::parse(MINIMAL, "t").unwrap();
