@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::kubelet_sim::control::{Answer, RemoteError, Request};
 use crate::kubelet_sim::{KubeletVersion, PodSpec, SimConfig};
 use crate::mock_plugin::{MockConfig, MockEvent, MockHandle, MockPlugin};
-use crate::smoke::engine::{Engine, EngineKind, release_name};
+use crate::smoke::engine::{Engine, EngineKind};
 use crate::smoke::isolate::{Layout, STANDARD_DEVICE_PLUGINS, STANDARD_PLUGINS_REGISTRY, STANDARD_POD_RESOURCES};
 
 /// How often a `wait until capacity` asks the kubelet.
@@ -146,7 +146,7 @@ impl Plugin {
 /// Runs `scenario` on `config`'s engine and release.
 pub async fn run(scenario: &Scenario, config: &RunConfig) -> Result<ScenarioRun> {
     let t0 = Instant::now();
-    let release = release_name(config.version);
+    let release = config.version.numbered();
     let place = scenario.path.display().to_string();
     let topology = scenario.node.topology(&place)?;
     let layout = Layout::create(None)?;
@@ -853,7 +853,7 @@ pub fn plan(files: &[PathBuf], versions: Option<&[KubeletVersion]>) -> Result<Pl
             None => mine.clone(),
         };
         if chosen.is_empty() {
-            let names: Vec<String> = mine.iter().map(|v| release_name(*v)).collect();
+            let names: Vec<String> = mine.iter().map(|v| v.numbered()).collect();
             skipped.push(format!("{}: it runs on {} only", s.name, names.join(", ")));
         }
         for v in chosen {
