@@ -707,7 +707,10 @@ async fn dra_check_passes_the_helper_built_driver_with_its_socket_and_kubeconfig
         );
         let (outcome, evidence) = case(&v, "published");
         assert_eq!(outcome, "pass", "{v}");
-        assert!(evidence.contains("node-1/gpu-0 prepared, each in a current ResourceSlice of gpu.dpctl.example"), "{v}");
+        assert!(
+            evidence.contains("node-1/gpu-0 prepared, each in a current ResourceSlice of gpu.dpctl.example"),
+            "{v}"
+        );
         assert!(v["notes"][0].as_str().unwrap().contains("allocated node-1/gpu-0 of driver gpu.dpctl.example"), "{v}");
         assert!(v["notes"][1].as_str().unwrap().starts_with("deleted ResourceClaim default/dpctl-check-"), "{v}");
     }
@@ -727,7 +730,10 @@ async fn dra_check_passes_the_helper_built_driver_with_its_socket_and_kubeconfig
     let out = &r.expect_code(1).stdout;
     assert!(out.contains("prepare                skip"), "{out}");
     assert!(out.contains("3 passed, 0 failed, 7 skipped"), "{out}");
-    assert!(out.contains("NOT CHECKED: Prepare and Unprepare were never judged, only the registration (exit 1)"), "{out}");
+    assert!(
+        out.contains("NOT CHECKED: Prepare and Unprepare were never judged, only the registration (exit 1)"),
+        "{out}"
+    );
     let v = dpctl(&["dra", "check", "--registration", &sock, "-o", "json"]).await.expect_code(1).json();
     assert_eq!((v["checked"].as_bool(), v["ok"].as_bool()), (Some(false), Some(false)), "{v}");
     assert!(out.contains("pass --kubeconfig FILE, the kubeconfig the driver uses"), "{out}");

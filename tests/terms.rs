@@ -47,7 +47,8 @@ async fn plugin_check_fits_80_and_200_columns_and_pipes_keep_rows_whole() {
 /// `dpctl options`; the differences list is `dpctl help kubelet-versions`.
 #[tokio::test]
 async fn help_is_a_screen_and_reference_prose_has_its_own_place() {
-    for cmd in [&["kubelet-sim", "-h"][..], &["smoke", "-h"], &["plugin", "check", "-h"], &["mock-plugin", "-h"], &["-h"]]
+    for cmd in
+        [&["kubelet-sim", "-h"][..], &["smoke", "-h"], &["plugin", "check", "-h"], &["mock-plugin", "-h"], &["-h"]]
     {
         for cols in [80, 200] {
             let r = on_terminal(cmd, cols).await;

@@ -103,11 +103,7 @@ fn collapse(cmd: clap::Command, width: usize) -> (clap::Command, String) {
         if flags.is_empty() {
             continue;
         }
-        let para = format!(
-            "{heading} ({} flags; each explained in --help): {}",
-            flags.len(),
-            flags.join(", ")
-        );
+        let para = format!("{heading} ({} flags; each explained in --help): {}", flags.len(), flags.join(", "));
         let lines = crate::output::layout::wrap(&para, width.saturating_sub(2).max(40));
         text.push_str(&lines.join("\n  "));
         cmd = cmd.mut_args(|a| if a.get_help_heading() == Some(heading) { a.hide_short_help(true) } else { a });

@@ -133,7 +133,9 @@ impl<W: std::io::Write> Clean<W> {
         };
         let tail_from = utf8_end.saturating_sub(32);
         match h[tail_from..utf8_end].iter().rposition(|&b| b == 0x1b) {
-            Some(i) if h[tail_from + i + 1..utf8_end].iter().all(|b| b.is_ascii_digit() || *b == b'[' || *b == b';') => {
+            Some(i)
+                if h[tail_from + i + 1..utf8_end].iter().all(|b| b.is_ascii_digit() || *b == b'[' || *b == b';') =>
+            {
                 tail_from + i
             }
             _ => utf8_end,

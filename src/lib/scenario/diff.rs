@@ -172,7 +172,7 @@ pub async fn diff_plan(
                 crate::smoke::engine::referee_binary(path, *v)?;
             }
             EngineKind::Kubelet(path) => {
-                crate::smoke::node::kubelet_binary(path, &crate::smoke::engine::release_name(*v))?;
+                crate::smoke::node::kubelet_binary(path, &v.numbered())?;
             }
             EngineKind::Sim => {
                 return Err(crate::error::Error::invalid(

@@ -207,7 +207,12 @@ pub fn admission_published(
     if problems.is_empty() {
         return row;
     }
-    verdict(StepId::Admission, false, format!("{}; {}", row.evidence, problems.join("; ")), Duration::from_millis(row.duration_ms))
+    verdict(
+        StepId::Admission,
+        false,
+        format!("{}; {}", row.evidence, problems.join("; ")),
+        Duration::from_millis(row.duration_ms),
+    )
 }
 
 /// One device node a CDI spec names for an ID, and whether it exists.
