@@ -8,6 +8,7 @@ mod apiserver;
 mod bench;
 mod check;
 mod checkpoint;
+mod cluster_engine;
 mod ci_output;
 mod completions;
 mod conformance;

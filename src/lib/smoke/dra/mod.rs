@@ -13,6 +13,7 @@
 //! verdicts of `dra check` where they apply, [`judge`] for the rest); the
 //! report is a [`SmokeReport`], rendered as `dpctl smoke`'s.
 
+mod cluster;
 pub mod judge;
 mod runner;
 
@@ -100,6 +101,10 @@ pub enum StepId {
     PublishedSlices,
     /// A pod with a claim is admitted: the claim prepared by the kubelet's rules.
     Admission,
+    /// A claim for two devices allocated by the real scheduler and prepared (`--engine cluster`).
+    MultiDeviceClaim,
+    /// A claim for more devices than published is refused by the real scheduler (`--engine cluster`).
+    UnsatisfiableClaim,
     /// The CDI IDs the pod's container gets parse, resolve, and name device nodes that exist.
     Cdi,
     /// A claim allocated for a subrequest (`gpu/large`): request_names stripped.
@@ -128,13 +133,15 @@ pub enum StepId {
 
 impl StepId {
     /// Every step, in report order.
-    pub const ALL: [StepId; 18] = [
+    pub const ALL: [StepId; 20] = [
         StepId::Launch,
         StepId::Registration,
         StepId::AdvertisedServed,
         StepId::SocketPaths,
         StepId::PublishedSlices,
         StepId::Admission,
+        StepId::MultiDeviceClaim,
+        StepId::UnsatisfiableClaim,
         StepId::Cdi,
         StepId::RequestNames,
         StepId::PrepareIdempotent,
@@ -154,6 +161,8 @@ impl StepId {
         matches!(
             self,
             StepId::PublishedSlices
+                | StepId::MultiDeviceClaim
+                | StepId::UnsatisfiableClaim
                 | StepId::RequestNames
                 | StepId::PrepareIdempotent
                 | StepId::KubeletRestart
@@ -202,6 +211,19 @@ impl Case for StepId {
                 reason: "a pod with claims starts only after NodePrepareResources answers every claim the kubelet's way",
                 rule: "one NodePrepareResources per driver with the pod's claims; every claim answered under its UID and \
                        no other, no per-claim error, within the deadline (docs/dra.md §3)",
+            },
+            StepId::MultiDeviceClaim => CaseInfo {
+                name: "multi-device-claim",
+                reason: "a claim may ask for several devices; the scheduler allocates them from the published slices \
+                         and the kubelet prepares them in one call",
+                rule: "on a cluster (--engine cluster): a pod whose claim asks for exactly 2 devices of the driver is \
+                       scheduled, its claim allocated 2 distinct devices, prepared, and the pod runs",
+            },
+            StepId::UnsatisfiableClaim => CaseInfo {
+                name: "unsatisfiable-claim",
+                reason: "a claim for more devices than the node publishes must stay unscheduled, not land on the node",
+                rule: "on a cluster (--engine cluster): a pod whose claim asks for one device more than the driver \
+                       publishes stays Pending, the scheduler saying `cannot allocate all claims`",
             },
             StepId::Cdi => CaseInfo {
                 name: "cdi",
@@ -313,6 +335,8 @@ pub struct DraSmokeConfig {
     pub log_dir: Option<PathBuf>,
     /// Bytes of each output stream kept in the report.
     pub output_limit: usize,
+    /// `--engine cluster:DIR`: a one-node cluster from DIR instead of the sim.
+    pub cluster: Option<PathBuf>,
 }
 
 impl Default for DraSmokeConfig {
@@ -331,6 +355,7 @@ impl Default for DraSmokeConfig {
             kubelet_version: KubeletVersion::NEWEST,
             log_dir: None,
             output_limit: 64 * 1024,
+            cluster: None,
         }
     }
 }
