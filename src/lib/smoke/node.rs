@@ -370,9 +370,11 @@ fn write_cni(paths: &Paths) -> std::io::Result<()> {
     let (bin, conf) = (inside(config::CNI_BIN), inside(config::CNI_CONF));
     std::fs::create_dir_all(&bin)?;
     std::fs::create_dir_all(&conf)?;
-    let plugin = bin.join(config::CNI_PLUGIN);
-    std::fs::write(&plugin, config::cni_plugin())?;
-    std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755))?;
+    for name in [config::CNI_PLUGIN, "loopback"] {
+        let plugin = bin.join(name);
+        std::fs::write(&plugin, config::cni_plugin())?;
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755))?;
+    }
     std::fs::write(conf.join("10-dpctl.conf"), config::cni_conf())
 }
 

@@ -5,10 +5,11 @@
 //! which it must refuse), the real kubelet prepares and unprepares them.
 //! The steps this engine does not play are reported `skip` with the reason.
 //!
-//! The driver runs on the host, unmodified, with the node's kubelet root as
-//! `{dir}` (the directory bound on /var/lib/kubelet inside the node's
-//! namespace: the kubelet's plugin watcher sees its registration socket
-//! there) and the API server behind `kubectl proxy` as `{kubeconfig}`.
+//! The driver runs on the host, unmodified, with the run's root as `{dir}`
+//! (its `plugins_registry` is the directory bound on the node's
+//! /var/lib/kubelet/plugins_registry: the kubelet's plugin watcher sees the
+//! registration socket there, and dials the endpoint by its host path) and
+//! the API server behind `kubectl proxy` as `{kubeconfig}`.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -88,11 +89,14 @@ pub async fn run(
             return Err(e);
         }
     };
-    let kubelet_root = layout.root.join("var-lib").join("kubelet");
-    let mut sb = Sandbox::under(&kubelet_root, &layout.device_plugins);
-    sb.cdi_dir = layout.root.join("cdi");
+    // The run's root is laid out as the kubelet's: plugins_registry is the
+    // directory bound on the node's /var/lib/kubelet/plugins_registry.
+    let mut sb = Sandbox::under(&layout.root, &layout.device_plugins);
+    sb.registry_dir = layout.plugins_registry.clone();
     sb.kubeconfig = cluster.proxy_kubeconfig().to_path_buf();
-    let _ = std::fs::create_dir_all(&sb.cdi_dir);
+    for d in [&sb.cdi_dir, &sb.plugin_dir] {
+        let _ = std::fs::create_dir_all(d);
+    }
     progress(SmokeProgress::SimReady {
         dir: layout.root.clone(),
         kubelet_socket: layout.device_plugins.join(crate::paths::KUBELET_SOCKET_NAME),

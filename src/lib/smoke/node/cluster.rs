@@ -178,6 +178,9 @@ fn commands(dir: &Path, f: &Files, p: Ports) -> Vec<(&'static str, Vec<String>)>
             format!("--etcd-servers={etcd_url}"),
             "--bind-address=127.0.0.1".into(),
             "--advertise-address=127.0.0.1".into(),
+            // A loopback address is refused with the default reconciler; the
+            // `kubernetes` Service's endpoints are not needed here.
+            "--endpoint-reconciler-type=none".into(),
             format!("--secure-port={}", p.api),
             format!("--cert-dir={}", d(&f.certs)),
             "--service-cluster-ip-range=10.96.0.0/24".into(),
@@ -328,7 +331,7 @@ impl Cluster {
         for (name, command) in commands(dir, files, ports) {
             if name == "kube-controller-manager" {
                 // Its --root-ca-file is the certificate the API server made at its start.
-                wait_for(name, &control[1].1, || {
+                wait_for("kube-apiserver", &control[1].1, || {
                     let ready = client.request("GET", "/readyz", None);
                     async move { ready.await.is_ok() }
                 })

@@ -67,15 +67,18 @@ pub const CNI_CONF: &str = "/run/dpctl-cni/net.d";
 pub const CNI_PLUGIN: &str = "dpctl-noop";
 
 /// A no-op CNI plugin: the pod keeps the network namespace the runtime made
-/// (loopback only). containerd 1.6 wants ADD's result to name an `eth0`
-/// with an IP, else the sandbox fails; every pod gets the same address,
-/// which nothing routes (the smoke's pods need no network).
+/// (loopback only, and down). containerd 1.6 wants ADD's result to name an
+/// `eth0` with an IP, else the sandbox fails; every pod gets the same
+/// address, which nothing routes (the smoke's pods need no network).
+/// containerd also runs a `loopback` plugin from the same directory first:
+/// the same script under that name answers for `lo`.
 pub fn cni_plugin() -> String {
     r#"#!/bin/sh
 # dpctl's no-op CNI plugin (written by the cluster engine of dpctl dra smoke).
 cat >/dev/null
+if [ "${0##*/}" = loopback ]; then if_=lo ip=127.0.0.1/8; else if_=eth0 ip=10.88.0.2/24; fi
 case "$CNI_COMMAND" in
-ADD) printf '{"cniVersion":"0.4.0","interfaces":[{"name":"eth0","sandbox":"%s"}],"ips":[{"version":"4","address":"10.88.0.2/24","interface":0}]}' "$CNI_NETNS" ;;
+ADD) printf '{"cniVersion":"0.4.0","interfaces":[{"name":"%s","sandbox":"%s"}],"ips":[{"version":"4","address":"%s","interface":0}]}' "$if_" "$CNI_NETNS" "$ip" ;;
 VERSION) printf '{"cniVersion":"0.4.0","supportedVersions":["0.3.0","0.3.1","0.4.0"]}' ;;
 esac
 exit 0
@@ -148,7 +151,12 @@ authorization:
 "#,
         s.cgroup_root,
         match s.server_port {
-            Some(p) => format!("enableServer: true\nport: {p}\naddress: 127.0.0.1\n"),
+            // A cluster's kubelet evicts pods and taints its node below 10-15 % free disk
+            // (its default evictionHard): a test node on a shared disk keeps its pods.
+            Some(p) => format!(
+                "enableServer: true\nport: {p}\naddress: 127.0.0.1\nevictionHard:\n  memory.available: 1Mi\n  \
+                 nodefs.available: 1Mi\n  imagefs.available: 1Mi\n  nodefs.inodesFree: \"1\"\n  imagefs.inodesFree: \"1\"\n"
+            ),
             None => "enableServer: false\n".into(),
         },
         s.topology_policy,
