@@ -62,12 +62,22 @@ fn mock(extra: &[&'static str]) -> Vec<&'static str> {
 
 /// The steps the cluster plays pass; the others are skipped with a reason.
 fn assert_cluster_passes(v: &serde_json::Value, stderr: &str) {
-    for name in
-        ["launch", "registration", "published-slices", "admission", "multi-device-claim", "unsatisfiable-claim", "unprepare-idempotent", "shutdown"]
-    {
+    for name in [
+        "launch",
+        "registration",
+        "published-slices",
+        "admission",
+        "multi-device-claim",
+        "unsatisfiable-claim",
+        "unprepare-idempotent",
+        "shutdown",
+    ] {
         assert_eq!(step(v, name)["outcome"], "pass", "{name}: {:#} {stderr}", step(v, name));
     }
-    assert!(step(v, "unsatisfiable-claim")["evidence"].as_str().unwrap().contains("cannot allocate all claims"), "{v:#}");
+    assert!(
+        step(v, "unsatisfiable-claim")["evidence"].as_str().unwrap().contains("cannot allocate all claims"),
+        "{v:#}"
+    );
     for s in v["steps"].as_array().unwrap() {
         if s["outcome"] == "skip" {
             assert!(!s["evidence"].as_str().unwrap_or_default().is_empty(), "{s:#}");
@@ -136,11 +146,7 @@ async fn a_dir_without_the_binaries_is_refused_with_the_build_command() {
     let run = run_bounded(cmd, &args, Duration::from_secs(30)).await;
     assert_eq!(run.code, 2, "{}", run.stderr);
     // As root the binaries are looked for (root is checked first otherwise).
-    assert!(
-        run.stderr.contains("conformance/build.sh cluster") || run.stderr.contains("root"),
-        "{}",
-        run.stderr
-    );
+    assert!(run.stderr.contains("conformance/build.sh cluster") || run.stderr.contains("root"), "{}", run.stderr);
     let bad = ["dra", "smoke", "--engine", "cluster:", "--", "true"];
     let mut cmd = dpctl_command();
     cmd.args(bad);

@@ -17,7 +17,6 @@ use crate::support::{Child, Sandbox, dpctl_bin, dpctl_command, interop, run_boun
 /// A run starts containerd and the kubelet (about 1.5 s) and pods (under 1 s each).
 const RUN_WAIT: Duration = Duration::from_secs(180);
 
-
 /// What a run could leave on the host.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct HostState {

@@ -130,7 +130,14 @@ struct LogState {
     events: Vec<WireEvent>,
     warnings: Vec<PodWarning>,
     tail: std::collections::VecDeque<String>,
+    /// The plugin watcher's registrations (bounded): the log line of each.
+    registrations: Vec<String>,
 }
+
+/// What the kubelet's plugin manager logs when it registers a plugin
+/// (k8s.io/kubernetes pkg/kubelet/pluginmanager/reconciler/reconciler.go
+/// `reconcileNew`, V(1)): GetInfo and the handler's registration follow.
+const REGISTER_STARTED: &str = "OperationExecutor.RegisterPlugin started";
 
 /// A running node: containerd and the kubelet.
 #[derive(Debug)]
@@ -608,6 +615,15 @@ impl Node {
         }
     }
 
+    /// Whether the kubelet's plugin watcher took up the plugin whose
+    /// registration socket is named `socket` (a line naming no socket at
+    /// all counts for any).
+    pub fn registering(&self, socket: &std::ffi::OsStr) -> bool {
+        let log = self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let needle = socket.to_string_lossy();
+        log.registrations.iter().any(|l| l.contains(needle.as_ref()) || !l.contains(".sock"))
+    }
+
     /// The kubelet's last lines of output.
     pub fn output_tail(&self) -> String {
         let log = self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -680,6 +696,9 @@ async fn read_log(mut rx: mpsc::UnboundedReceiver<(Stream, String)>, log: Arc<Mu
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let fact = reader.observe(&line, u64::try_from(now.as_millis()).unwrap_or(u64::MAX));
         let mut state = log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if line.contains(REGISTER_STARTED) && state.registrations.len() < 1000 {
+            state.registrations.push(crate::text::shorten(&line, 1000));
+        }
         // The errors it logged are what explain a kubelet that does not come up.
         if line.contains("\"err\":") || !line.starts_with('{') {
             if state.tail.len() >= TAIL_LINES {

@@ -53,6 +53,7 @@ fn not_played(step: StepId) -> Option<&'static str> {
 }
 
 struct Runner<'p> {
+    cluster: &'p Cluster,
     cfg: DraSmokeConfig,
     sb: Sandbox,
     api: Client,
@@ -104,6 +105,7 @@ pub async fn run(
     });
     let command = sb.substitute(&cfg.command, 1);
     let mut r = Runner {
+        cluster: &cluster,
         cfg,
         sb,
         api: cluster.client().clone(),
@@ -174,13 +176,21 @@ impl Runner<'_> {
         if !admitted {
             self.why_not = "admission failed".into();
         }
+        // The template pod goes first: its device is free again for the
+        // 2-device claim (a driver may publish only 2).
+        self.unprepare(admitted).await;
         if admitted && !self.skipped(StepId::MultiDeviceClaim) {
-            self.claim_pod(StepId::MultiDeviceClaim, "pair-pod", 2, false).await;
+            if self.devices >= 2 {
+                self.claim_pod(StepId::MultiDeviceClaim, "pair-pod", 2, false).await;
+            } else {
+                let why = "the driver publishes 1 device: a claim for 2 has nothing to be allocated from";
+                self.push(judge::result(StepId::MultiDeviceClaim, Outcome::Skip, why, Duration::ZERO));
+            }
         }
         if !self.skipped(StepId::UnsatisfiableClaim) {
             self.unsatisfiable().await;
         }
-        self.unprepare(admitted).await;
+        self.delete_pods().await;
         self.shutdown().await;
     }
 
@@ -203,13 +213,16 @@ impl Runner<'_> {
         let client = crate::transport::ClientConfig::default();
         loop {
             for socket in sockets(&self.sb.registry_dir) {
+                if !self.cluster.node().registering(socket.file_name().unwrap_or_default()) {
+                    continue;
+                }
                 if let Ok(info) = crate::dra::client::get_info(&socket, &client).await
                     && self.cfg.driver.as_deref().is_none_or(|d| d == info.name)
                 {
                     let took = t0.elapsed();
                     self.push(judge::verdict(StepId::Launch, true, format!("pid {}", self.pid()), took));
                     let ev = format!(
-                        "{} registered at {} (endpoint {}); the real kubelet's plugin watcher took it from there",
+                        "{} registered at {} (endpoint {}): the kubelet's plugin watcher took it up",
                         info.name,
                         socket.display(),
                         info.endpoint
@@ -229,7 +242,7 @@ impl Runner<'_> {
             if tokio::time::Instant::now() >= deadline {
                 self.push(judge::verdict(StepId::Launch, true, format!("pid {}", self.pid()), t0.elapsed()));
                 let ev = format!(
-                    "no registration socket in {} answered GetInfo within {} ms",
+                    "no registration socket in {} taken up by the kubelet and answering GetInfo within {} ms",
                     self.sb.registry_dir.display(),
                     self.cfg.register_timeout.as_millis()
                 );
@@ -331,7 +344,9 @@ impl Runner<'_> {
             .unwrap_or_default()
             .iter()
             .filter(|e| e["type"] == "Warning")
-            .map(|e| format!("{}: {}", e["reason"].as_str().unwrap_or_default(), e["message"].as_str().unwrap_or_default()))
+            .map(|e| {
+                format!("{}: {}", e["reason"].as_str().unwrap_or_default(), e["message"].as_str().unwrap_or_default())
+            })
             .map(|t| crate::text::shorten(&t, 400))
             .collect()
     }
@@ -385,9 +400,10 @@ impl Runner<'_> {
         let seen = loop {
             let seen = self.pod("too-many-pod").await;
             let decided = seen.pointer("/spec/nodeName").is_some()
-                || seen.pointer("/status/conditions").and_then(Value::as_array).is_some_and(|c| {
-                    c.iter().any(|c| c["type"] == "PodScheduled" && c["status"] == "False")
-                });
+                || seen
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|c| c.iter().any(|c| c["type"] == "PodScheduled" && c["status"] == "False"));
             if decided || tokio::time::Instant::now() >= deadline {
                 break seen;
             }
@@ -403,28 +419,17 @@ impl Runner<'_> {
         self.started(StepId::UnprepareIdempotent);
         let t0 = Instant::now();
         let claim = self.claim_ref("template-pod").await;
-        for p in self.pods.clone() {
-            let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/{p}");
-            let _ = self.api.request("DELETE", &path, Some(&json!({"gracePeriodSeconds": 0}))).await;
-        }
-        let deadline = crate::duration::deadline(POD_TIMEOUT);
-        let mut left = self.pods.clone();
-        while !left.is_empty() && tokio::time::Instant::now() < deadline {
-            let mut still = Vec::new();
-            for p in &left {
-                if !self.pod(p).await.is_null() {
-                    still.push(p.clone());
-                }
-            }
-            left = still;
-            tokio::time::sleep(POLL).await;
-        }
+        let left = self.delete_pods().await;
         if !admitted {
             self.push(judge::not_run(StepId::UnprepareIdempotent, "admission failed"));
             return;
         }
         let kubelet_error = (!left.is_empty()).then(|| {
-            format!("pods {} still there {} s after deletion: the kubelet did not finish unpreparing", left.join(", "), POD_TIMEOUT.as_secs())
+            format!(
+                "pods {} still there {} s after deletion: the kubelet did not finish unpreparing",
+                left.join(", "),
+                POD_TIMEOUT.as_secs()
+            )
         });
         let second = match (&self.endpoint, claim) {
             (Some(endpoint), Some(claim)) => {
@@ -437,6 +442,33 @@ impl Runner<'_> {
             _ => Err("the template pod's claim was not found".into()),
         };
         self.push(judge::unprepare(kubelet_error.as_deref(), second, t0.elapsed()));
+    }
+
+    /// Deletes the pods made so far and waits (bounded) for them to go:
+    /// the ones still there.
+    async fn delete_pods(&mut self) -> Vec<String> {
+        let pods = std::mem::take(&mut self.pods);
+        for p in &pods {
+            let path = format!("/api/v1/namespaces/{NAMESPACE}/pods/{p}");
+            // Not 0: that removes the object at once (a force delete), before
+            // the kubelet has stopped the pod and unprepared its claims.
+            let _ = self.api.request("DELETE", &path, Some(&json!({"gracePeriodSeconds": 1}))).await;
+        }
+        let deadline = crate::duration::deadline(POD_TIMEOUT);
+        let mut left = pods;
+        while !left.is_empty() && tokio::time::Instant::now() < deadline {
+            let mut still = Vec::new();
+            for p in &left {
+                if !self.pod(p).await.is_null() {
+                    still.push(p.clone());
+                }
+            }
+            left = still;
+            if !left.is_empty() {
+                tokio::time::sleep(POLL).await;
+            }
+        }
+        left
     }
 
     /// The claim a pod got from its template, as a kubelet names it.

@@ -246,7 +246,10 @@ pub fn cluster_running(
         .collect();
     let shown = devices.iter().cloned().collect::<Vec<_>>().join(", ");
     if phase == "Running" && devices.len() == count {
-        let ev = format!("pod Running {} ms after it was created; claim allocated {shown} by the scheduler, prepared by the kubelet", took.as_millis());
+        let ev = format!(
+            "pod Running {} ms after it was created; claim allocated {shown} by the scheduler, prepared by the kubelet",
+            took.as_millis()
+        );
         return verdict(step, true, ev, took);
     }
     let mut ev = format!("pod {phase}, not Running within {} ms: {}", took.as_millis(), pod_conditions(pod));
