@@ -15,7 +15,7 @@ use std::sync::Arc;
 use dpctl::kubelet_sim::KubeletVersion;
 use dpctl::scenario::diff::{ScenarioDiff, Verdict, diff};
 use dpctl::scenario::run::{RunConfig, ScenarioRun, plan, run};
-use dpctl::smoke::engine::{EngineKind, REFEREE_PREFIX, release_name};
+use dpctl::smoke::engine::{EngineKind, REFEREE_PREFIX};
 
 use crate::support::dpctl_bin;
 
@@ -41,7 +41,7 @@ fn run_all(jobs: Vec<(dpctl::scenario::Scenario, KubeletVersion, EngineKind)>) -
             handles.push(tokio::spawn(async move {
                 let _turn = limit.acquire_owned().await.expect("semaphore");
                 let config = RunConfig { engine, version: v, helper: Some(dpctl_bin().into()) };
-                let name = format!("{} {}", s.name, release_name(v));
+                let name = format!("{} {}", s.name, v.numbered());
                 run(&s, &config).await.unwrap_or_else(|e| panic!("{name}: could not run: {e}"))
             }));
         }

@@ -107,7 +107,7 @@ pub struct DoctorArgs {
     #[arg(long, value_name = "NAME", env = crate::paths::ENV_NODE_NAME)]
     pub node: Option<String>,
     /// The kubelet release to judge files and the checkpoint by: 1.26 … 1.37 or master.
-    #[arg(long, value_name = "VERSION", default_value = "1.37", value_parser = super::values::kubelet_version())]
+    #[arg(long, value_name = "VERSION", default_value = crate::kubelet_version::NEWEST_NAME, value_parser = super::values::kubelet_version())]
     pub kubelet_version: KubeletVersion,
     /// Run again every DURATION until stopped (one report per run; one JSON line each with -o json).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration)]

@@ -277,7 +277,7 @@ async fn check(a: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
     let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT), s.wire.clone());
     let report = dra::check::run(&socket, opts, &cfg).await?;
     render::check(s, &report)?;
-    Ok(if crate::check::any_failure(&report.results) { exit::CHECK_FAILED } else { exit::OK })
+    Ok(if report.ok() { exit::OK } else { exit::CHECK_FAILED })
 }
 
 /// The client settings of a `dra` call, with the `-v`/`-vv` wire tap
@@ -391,6 +391,9 @@ Faults (--fault, repeatable):
   register-once     GetInfo is answered once: after a kubelet restart the driver never registers again
   same-device       every claim is answered with the pool's first device (its CDI ID), whatever was
                     allocated: two claims, one device
+  unpublished-device
+                    every claim is answered with dev-N (N = --devices), a device no ResourceSlice
+                    publishes: an off-by-one (dra check's published case, dra smoke's admission)
 
 Examples:
   dpctl dra mock gpu.example.com --dir /tmp/k --devices 4
@@ -483,6 +486,8 @@ pub enum FaultArg {
     SameDevice,
     /// Every claim answered with no device and no error.
     NoDevice,
+    /// Every claim answered with a device no ResourceSlice publishes.
+    UnpublishedDevice,
 }
 
 fn mock_config(a: MockArgs) -> Result<MockConfig> {
@@ -496,6 +501,7 @@ fn mock_config(a: MockArgs) -> Result<MockConfig> {
         register_once: has(FaultArg::RegisterOnce),
         same_device: has(FaultArg::SameDevice),
         no_device: has(FaultArg::NoDevice),
+        unpublished_device: has(FaultArg::UnpublishedDevice),
         prepare_delay: a.prepare_delay,
         prepare_error: a.prepare_error,
         prepare_status: a.prepare_status,
@@ -651,7 +657,7 @@ pub struct SmokeArgs {
     pub driver: Option<String>,
     /// The kubelet releases whose DRA manager kubelet-sim plays (1.34 or later), one run each:
     /// comma-separated, or a range (1.34-1.37 or 1.34..1.37).
-    #[arg(long, value_name = "VERSION,...", default_value = "1.37", value_parser = super::values::kubelet_versions())]
+    #[arg(long, value_name = "VERSION,...", default_value = crate::kubelet_version::NEWEST_NAME, value_parser = super::values::kubelet_versions())]
     pub kubelet_version: String,
     /// How long the driver may take to start and register (also again after a restart).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "20s")]

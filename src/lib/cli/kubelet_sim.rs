@@ -130,7 +130,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_checkpoint: bool,
     /// The kubelet release to play: 1.26 … 1.37 or master (v1.30 and 1.30.7 mean 1.30).
-    #[arg(long, value_name = "VERSION", default_value = "1.37", value_parser = super::values::kubelet_version())]
+    #[arg(long, value_name = "VERSION", default_value = crate::kubelet_version::NEWEST_NAME, value_parser = super::values::kubelet_version())]
     pub kubelet_version: KubeletVersion,
     /// At start and restart, also delete the non-socket files the chosen kubelet deletes (1.26-1.32: every
     /// non-directory; 1.33+: symlinks to sockets). Without it only sockets are deleted and the rest is reported.

@@ -127,7 +127,7 @@ pub struct SmokeArgs {
     /// The kubelet release(s) to play, comma-separated (1.26 … 1.37, master) or a range (1.28-1.37 or
     /// 1.28..1.37: every release in between): the whole smoke runs once per release, and the report
     /// says which ones the plugin passes.
-    #[arg(long, value_name = "VERSION,...", default_value = "1.37", value_parser = super::values::kubelet_versions())]
+    #[arg(long, value_name = "VERSION,...", default_value = crate::kubelet_version::NEWEST_NAME, value_parser = super::values::kubelet_versions())]
     pub kubelet_version: String,
     /// Which kubelet the plugin meets: sim (kubelet-sim, in-process) or referee:PATH, the kubelet's
     /// own device manager, plugin manager and Topology Manager at one release (a referee binary, or a
@@ -158,7 +158,7 @@ pub async fn run(args: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     }
     if let EngineKind::Kubelet(path) = &args.engine {
         for v in &versions {
-            smoke::node::kubelet_binary(path, &smoke::engine::release_name(*v))?;
+            smoke::node::kubelet_binary(path, &v.numbered())?;
         }
     }
     let config = SmokeConfig {

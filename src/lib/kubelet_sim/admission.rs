@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use super::Inner;
 use super::events::EventKind;
 use super::manager::{Alloc, Pod};
 use super::manager::{AllocationPlan, PodTopology, Rejection, unexpected};
@@ -21,6 +20,7 @@ pub use super::outcome::{
 };
 pub use super::pod::{ContainerKind, ContainerSpec, PodSpec};
 use super::registration::go_rpc_error;
+use super::shell::Inner;
 use crate::error::{Error, Result};
 use crate::model::ContainerAllocation;
 use crate::plugin_client::PluginClient;

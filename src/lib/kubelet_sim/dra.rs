@@ -10,7 +10,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::Inner;
 use super::events::EventKind;
 use super::manager::{
     Batch, ClaimAnswer, DeviceHealthView, DraEffect, DraInstance, DraRegistration, PreparedDevice, Registered,
@@ -18,6 +17,7 @@ use super::manager::{
 };
 use super::outcome::{DraCall, DraOutcome};
 use super::pod::PodSpec;
+use super::shell::Inner;
 use crate::error::{Error, Result};
 use crate::proto::pluginregistration as reg;
 use crate::proto::pluginregistration::registration_client::RegistrationClient;
@@ -34,8 +34,9 @@ pub(crate) fn check_pod(inner: &Inner, spec: &PodSpec) -> Result<()> {
         return Err(Error::invalid(
             format!("pod {}/{} spec.resourceClaims", spec.namespace, spec.name),
             format!(
-                "kubelet-sim plays DRA from 1.34 (DynamicResourceAllocation is off by default in {v}); \
-                 hint: --kubelet-version 1.34 or later"
+                "kubelet-sim plays DRA from {first} (DynamicResourceAllocation is off by default in {v}); \
+                 hint: --kubelet-version {first} or later",
+                first = crate::kubelet_version::KubeletVersion::FIRST_WITH_DRA
             ),
         ));
     }
@@ -171,7 +172,7 @@ async fn health_loop(inner: &Arc<Inner>, inst: &DraInstance, api: crate::dra::He
     };
     let mut last_error = None;
     let mut events = inner.events.subscribe();
-    let gone = |ev: &super::SimEvent| {
+    let gone = |ev: &super::events::SimEvent| {
         matches!(&ev.kind, EventKind::DraDeregistered { driver, endpoint }
             if *driver == inst.driver && *endpoint == inst.endpoint)
     };

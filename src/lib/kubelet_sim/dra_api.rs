@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use super::Inner;
 use super::events::EventKind;
 use super::pod::PodSpec;
+use super::shell::Inner;
 use crate::error::{Error, Result};
 
 /// Binds the embedded API server of `--api-objects` (docs/dra.md §6): its

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::Inner;
+use super::shell::Inner;
 use crate::error::{Error, Result};
 
 /// The record that the sim wrote `dra_manager_state`, inside `<dir>/.dpctl/`.

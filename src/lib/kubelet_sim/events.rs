@@ -87,7 +87,7 @@ pub enum EventKind {
     /// The sim serves its sockets.
     Started {
         /// The kubelet release the sim plays.
-        kubelet_version: super::KubeletVersion,
+        kubelet_version: super::version::KubeletVersion,
         /// The device-plugin directory.
         dir: String,
         /// The registration socket.
@@ -99,7 +99,7 @@ pub enum EventKind {
         /// The plugins_registry directory, when watched.
         registry_dir: Option<String>,
         /// What the played kubelet deletes at start.
-        cleanup_rule: super::CleanupRule,
+        cleanup_rule: super::version::CleanupRule,
         /// Sockets deleted from the directory at start (as a kubelet does).
         deleted_sockets: Vec<String>,
         /// Other entries deleted (only in a directory the sim created, or with `--emulate-cleanup`).
@@ -328,7 +328,7 @@ pub enum EventKind {
     /// The restart report: who came back, and how fast.
     RestartReport {
         /// The report.
-        report: super::RestartReport,
+        report: super::outcome::RestartReport,
     },
     /// The grace period was changed.
     GracePeriodSet {

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::pod::{ContainerKind, ContainerSpec};
+use super::version::{CleanupRule, KubeletVersion};
 use crate::checkpoint::Format;
 use crate::model::ContainerAllocation;
 use crate::topology::HintView;
@@ -313,4 +314,62 @@ pub struct CheckpointStatus {
     /// Why the sim's own allocations file was not used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_error: Option<String>,
+}
+
+/// Whether and how fast one resource's plugin came back after a restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceReturn {
+    /// Resource name.
+    pub resource: String,
+    /// The plugin registered again.
+    pub reregistered: bool,
+    /// Time from the new kubelet.sock to the answered Register.
+    pub register_after_ms: Option<u64>,
+    /// Time from the new kubelet.sock to the first snapshot.
+    pub first_snapshot_after_ms: Option<u64>,
+    /// Capacity when the report was made.
+    pub capacity: usize,
+    /// Allocatable when the report was made.
+    pub allocatable: usize,
+}
+
+/// What a restart did and who came back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartReport {
+    /// The kubelet release the sim plays.
+    #[serde(default)]
+    pub kubelet_version: KubeletVersion,
+    /// What the played kubelet deletes at start.
+    #[serde(default)]
+    pub cleanup_rule: CleanupRule,
+    /// Sockets deleted from the directory.
+    pub deleted_sockets: Vec<String>,
+    /// Other entries deleted (only in a directory the sim created, or with `--emulate-cleanup`).
+    #[serde(default)]
+    pub deleted_files: Vec<String>,
+    /// Entries that kubelet would also have deleted, kept because the sim did not create the directory.
+    #[serde(default)]
+    pub would_delete: Vec<String>,
+    /// Pods whose allocations were restored from the checkpoint.
+    pub restored_pods: usize,
+    /// The checkpoint written and read back, when enabled.
+    pub checkpoint: Option<String>,
+    /// How long the sim waited.
+    pub waited_ms: u64,
+    /// Every resource's plugin registered again and sent a snapshot.
+    pub all_returned: bool,
+    /// Per resource known before the restart.
+    pub resources: Vec<ResourceReturn>,
+    /// Every pod admitted again after the restart (when asked), in admission
+    /// order: its containers with `running` (what the runtime reported) and
+    /// the devices they hold; a rejected pod was killed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readmitted: Vec<AdmitOutcome>,
+    /// How long kubelet.sock stayed away between the cleanup and its
+    /// re-creation (`--kubelet-socket-delay`; absent: at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubelet_socket_late_ms: Option<u64>,
+    /// Claims read back from `dra_manager_state`.
+    #[serde(default)]
+    pub dra_restored_claims: usize,
 }

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use super::Inner;
+use super::shell::Inner;
 use crate::podresources::server::{Provider, to_v1alpha1};
 use crate::proto::podresources::{v1, v1alpha1};
 

@@ -19,9 +19,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::handle::SimHandle;
 use super::manager::Pod;
 use super::outcome::{AdmitOutcome, ContainerOutcome, UNEXPECTED_ADMISSION_ERROR};
-use super::{PodSpec, SimHandle};
+use super::pod::PodSpec;
 use crate::error::{Error, Result};
 
 /// What a reboot did: every pod admitted again, in the order used.
@@ -109,34 +110,6 @@ impl SimHandle {
         self.restart_with(Duration::ZERO, None).await?;
         self.wait_dra_drivers(&drivers, deadline.saturating_duration_since(tokio::time::Instant::now())).await;
         self.readmit_all(&[]).await
-    }
-
-    /// The DRA drivers the admitted pods' claims name, sorted.
-    pub(super) fn claim_drivers(&self) -> Vec<String> {
-        let drivers: std::collections::BTreeSet<String> = self
-            .inner
-            .lock()
-            .pods()
-            .iter()
-            .flat_map(|p| p.spec.claim_objects.iter().flat_map(|c| c.results.iter().map(|r| r.driver.clone())))
-            .collect();
-        drivers.into_iter().collect()
-    }
-
-    /// Waits (at most `wait`) until every driver named is registered with
-    /// the DRA manager; true when they all are.
-    pub async fn wait_dra_drivers(&self, drivers: &[String], wait: Duration) -> bool {
-        let deadline = crate::duration::deadline(wait);
-        let mut rx = self.subscribe();
-        loop {
-            if drivers.iter().all(|d| self.inner.lock().dra_plugin(d).is_ok()) {
-                return true;
-            }
-            tokio::select! {
-                r = rx.recv() => if let Err(tokio::sync::broadcast::error::RecvError::Closed) = r { return false },
-                () = tokio::time::sleep_until(deadline) => return false,
-            }
-        }
     }
 
     /// Every pod admitted again, in `order`: a pod whose checkpointed

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use tonic::{Request, Response, Status};
 
-use super::Inner;
 use super::events::{EventKind, Via};
 use super::manager::{Effect, Registrant};
+use super::shell::Inner;
 use crate::error::Error;
 use crate::limits::KUBELET_MAX_RECV;
 use crate::plugin_client::PluginClient;
@@ -121,14 +121,6 @@ fn go_clean(path: &[u8]) -> Vec<u8> {
 pub(crate) struct RegistrationService {
     pub inner: Arc<Inner>,
 }
-
-/// Distinct resource names the sim tracks at once by default
-/// ([`super::SimConfig::max_resources`]). Each costs a device
-/// table, a plugin connection and its ListAndWatch task (about 60 KB); a
-/// kubelet has no limit, but 3,000 names took the sim from 25 to 207 MB, so
-/// a client looping over names could exhaust a CI runner. A Register of a
-/// known name is always taken.
-pub const MAX_RESOURCES: usize = 1024;
 
 #[tonic::async_trait]
 impl Registration for RegistrationService {
@@ -300,7 +292,7 @@ pub(crate) async fn register(inner: &Arc<Inner>, input: RegisterInput) -> Result
 fn connect(inner: &Arc<Inner>, resource: &str, id: u64, client: PluginClient, pre_start: PluginClient) {
     let task = tokio::spawn(watch(Arc::clone(inner), resource.to_string(), id, client.clone()));
     let abort = task.abort_handle();
-    inner.conns().insert(id, super::Conn { client, pre_start, task: Some(abort) });
+    inner.conns().insert(id, super::shell::Conn { client, pre_start, task: Some(abort) });
     // Checked after the insert: a Close for `id` from now on finds the entry.
     if !inner.lock().knows_endpoint(id) {
         inner.apply(vec![Effect::Close(id)]);
@@ -359,32 +351,6 @@ async fn watch(inner: Arc<Inner>, resource: String, id: u64, client: PluginClien
         }
     }
     ended("the plugin ended the stream (status OK)".into());
-}
-
-/// Removes the resource (capacity 0) once the grace period after its stop
-/// has passed, unless it registered again meanwhile. Follows changes of the
-/// grace period.
-pub(crate) fn spawn_grace(owner: &Arc<Inner>, resource: &str, generation: u64) {
-    let inner = Arc::clone(owner);
-    let resource = resource.to_string();
-    let task = tokio::spawn(async move {
-        let mut shutdown = inner.shutdown.subscribe();
-        loop {
-            let notified = inner.grace_changed.notified();
-            let Some(deadline) = inner.lock().grace_deadline(&resource, generation) else { return };
-            if Instant::now() >= deadline {
-                let effects = inner.lock().grace_expired(&resource, generation, Instant::now());
-                inner.apply(effects);
-                return;
-            }
-            tokio::select! {
-                () = tokio::time::sleep_until(tokio::time::Instant::from_std(deadline)) => {}
-                () = notified => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-        }
-    });
-    owner.track(task);
 }
 
 #[cfg(test)]

@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex};
 
 use notify::Watcher;
 
-use super::Inner;
 use super::events::{EventKind, Via};
 use super::manager::Registrant;
 use super::registration::{RegisterInput, deregister, dial, register};
+use super::shell::Inner;
 use crate::error::{Error, Result};
 use crate::proto::deviceplugin::v1beta1 as dp;
 use crate::proto::pluginregistration as reg;

@@ -130,7 +130,7 @@ pub async fn seeded_reboot_order(dir: &std::path::Path, seed: u64) -> crate::Res
         Err(e) => return Err(crate::Error::invalid("kubelet-sim", e.message)),
     };
     let names: Vec<String> = status.pods.iter().map(|p| format!("{}/{}", p.namespace, p.name)).collect();
-    Ok(super::seeded_order(&names, seed))
+    Ok(super::reboot::seeded_order(&names, seed))
 }
 
 impl Request {

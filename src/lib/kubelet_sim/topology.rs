@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use super::Inner;
 use super::outcome::AdmitOutcome;
 pub use super::outcome::{NumaIds, Placement, ProviderHintsView, TopologyDecision, TopologyReport};
 use super::pod::PodSpec;
+use super::shell::Inner;
 use crate::error::{Error, Result};
 
 /// `kubelet-sim admit --dry-run`: the same hints, verdicts and choices,

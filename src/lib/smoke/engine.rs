@@ -89,20 +89,11 @@ impl EngineKind {
     }
 }
 
-/// The release name the referee binaries use: `1.NN`, with the sim's
-/// `master` being the release after its newest (`1.37` when the newest is 1.36).
-pub fn release_name(v: KubeletVersion) -> String {
-    match v {
-        KubeletVersion::Release(m) => format!("1.{m}"),
-        KubeletVersion::Master => format!("1.{}", crate::kubelet_sim::version::NEWEST_MINOR + 1),
-    }
-}
-
 /// The referee binary for `version`: `path` itself when it is a file, else
 /// `path/dpctl-referee-1.NN`. A missing one is bad input naming the ones
 /// that exist and how to build it.
 pub fn referee_binary(path: &Path, version: KubeletVersion) -> Result<PathBuf> {
-    let release = release_name(version);
+    let release = version.numbered();
     let place = place_of(path);
     if !REFEREE_RELEASES.contains(&release.as_str()) {
         return Err(Error::invalid(
@@ -174,7 +165,7 @@ pub async fn referee_version(binary: &Path, version: KubeletVersion) -> Result<S
     let out = match tokio::time::timeout(VERSION_TIMEOUT, cmd.output()).await {
         Ok(Ok(o)) => o,
         Ok(Err(e)) => {
-            let release = release_name(version);
+            let release = version.numbered();
             return Err(Error::invalid(
                 &place,
                 format!("cannot run it: {e}; build it with conformance/build.sh {release} (it must be executable)"),
@@ -194,11 +185,11 @@ pub async fn referee_version(binary: &Path, version: KubeletVersion) -> Result<S
                  build one with conformance/build.sh {}",
                 crate::text::shorten(&text, 80),
                 out.status,
-                release_name(version)
+                version.numbered()
             ),
         ));
     };
-    let release = release_name(version);
+    let release = version.numbered();
     let minor_of = |v: &str| v.split('.').take(2).collect::<Vec<_>>().join(".");
     if minor_of(&played) != release {
         return Err(Error::invalid(
@@ -252,7 +243,7 @@ impl Engine {
                 Ok(Engine { running: Running::Referee { process, control }, name: format!("referee {played}"), dir })
             }
             EngineKind::Kubelet(path) => {
-                let release = release_name(config.kubelet_version);
+                let release = config.kubelet_version.numbered();
                 let node = super::node::Node::start(path, &release, &config, layout, helper).await?;
                 Ok(Engine { name: node.name().to_string(), running: Running::Kubelet(Box::new(node)), dir })
             }
@@ -262,6 +253,16 @@ impl Engine {
     /// True when the engine can restart the kubelet and reboot the node on request.
     pub fn plays_restarts(&self) -> bool {
         !matches!(self.running, Running::Kubelet(_))
+    }
+
+    /// What a real kubelet appends to a static pod's name (`-<node name>`,
+    /// k8s.io/kubernetes pkg/kubelet/config/common.go `applyDefaults`), as
+    /// PodResources names it; empty on the sim and the referee.
+    pub fn static_pod_suffix(&self) -> String {
+        match self.running {
+            Running::Kubelet(_) => super::node::config::static_pod_name(""),
+            Running::Sim(_) | Running::Referee { .. } => String::new(),
+        }
     }
 
     /// What answers: `kubelet-sim` or `referee v1.N.P`.
@@ -487,7 +488,7 @@ mod tests {
     #[test]
     fn master_is_the_release_after_the_newest_for_referee_binaries_only() {
         let next = crate::kubelet_sim::version::NEWEST_MINOR + 1;
-        assert_eq!(release_name(KubeletVersion::Master), format!("1.{next}"));
+        assert_eq!(KubeletVersion::Master.numbered(), format!("1.{next}"));
         assert!(KubeletVersion::parse_list(&format!("1.34,1.{next}")).is_err());
     }
 

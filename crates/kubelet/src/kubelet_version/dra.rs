@@ -84,6 +84,10 @@ pub const DRA_RULES: &[ReleaseRule] = &[
 ];
 
 impl KubeletVersion {
+    /// The first release with DRA on by default ([`DRA_RULES`]' `has_dra`
+    /// row), for errors and hints that name it.
+    pub const FIRST_WITH_DRA: KubeletVersion = KubeletVersion::Release(HAS_DRA.first);
+
     fn holds(self, rule: &ReleaseRule) -> bool {
         self.at_least(rule.first)
     }

@@ -23,6 +23,9 @@ pub use dra::{DRA_RULES, ReleaseRule, dra_rules_text};
 pub const OLDEST_MINOR: u8 = 26;
 /// The newest release (the default).
 pub const NEWEST_MINOR: u8 = 37;
+/// [`NEWEST_MINOR`] as `--kubelet-version` writes it: the flags' default
+/// (a unit test holds the two together).
+pub const NEWEST_NAME: &str = "1.37";
 
 /// A kubelet release (minor version; patch releases are treated as their
 /// `.0`, except where a method says otherwise) or `master`.
@@ -48,6 +51,15 @@ impl KubeletVersion {
     /// Every version the sim plays, oldest first.
     pub fn all() -> Vec<KubeletVersion> {
         (OLDEST_MINOR..=NEWEST_MINOR).map(KubeletVersion::Release).chain([KubeletVersion::Master]).collect()
+    }
+
+    /// The release's `1.NN` number, `master` being the release after the
+    /// newest: the name the referee binaries and kubelet builds carry.
+    pub fn numbered(self) -> String {
+        match self {
+            KubeletVersion::Release(m) => format!("1.{m}"),
+            KubeletVersion::Master => format!("1.{}", NEWEST_MINOR + 1),
+        }
     }
 
     /// The accepted names, for errors and `--help`: `1.26, 1.27, …, master`.
@@ -384,6 +396,16 @@ impl<'de> Deserialize<'de> for KubeletVersion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // The flags' default is the newest release, and master is numbered as
+    // the release after it.
+    #[test]
+    fn the_default_name_is_the_newest_release() {
+        assert_eq!(NEWEST_NAME, KubeletVersion::NEWEST.to_string());
+        assert_eq!(KubeletVersion::parse(NEWEST_NAME).unwrap(), KubeletVersion::NEWEST);
+        assert_eq!(KubeletVersion::Release(34).numbered(), "1.34");
+        assert_eq!(KubeletVersion::Master.numbered(), format!("1.{}", NEWEST_MINOR + 1));
+    }
 
     // Every release: the minor and the patch are 1 to 4 digits each; the
     // cleanup rules read as `doctor` prints them.

@@ -77,7 +77,7 @@ pub async fn run(
     let started = SystemTime::now();
     let t0 = Instant::now();
     let layout = Layout::create(None)?;
-    let release = crate::smoke::engine::release_name(cfg.kubelet_version);
+    let release = cfg.kubelet_version.numbered();
     let sim = SimConfig::new(&layout.device_plugins);
     crate::smoke::process::become_subreaper();
     // Started to the end even on Ctrl-C (every wait in it is bounded), so

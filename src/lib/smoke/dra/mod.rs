@@ -210,7 +210,8 @@ impl Case for StepId {
                 name: "admission",
                 reason: "a pod with claims starts only after NodePrepareResources answers every claim the kubelet's way",
                 rule: "one NodePrepareResources per driver with the pod's claims; every claim answered under its UID and \
-                       no other, no per-claim error, within the deadline (docs/dra.md §3)",
+                       no other, no per-claim error, within the deadline; every device prepared is one a current \
+                       ResourceSlice of the driver publishes (docs/dra.md §3)",
             },
             StepId::MultiDeviceClaim => CaseInfo {
                 name: "multi-device-claim",
@@ -373,8 +374,10 @@ impl DraSmokeConfig {
             return Err(Error::invalid(
                 "--kubelet-version",
                 format!(
-                    "{}: kubelet-sim plays the DRA manager from 1.34 (DRA is off by default before); hint: 1.34 or later",
-                    self.kubelet_version
+                    "{}: kubelet-sim plays the DRA manager from {first} (DRA is off by default before); hint: {first} \
+                     or later",
+                    self.kubelet_version,
+                    first = KubeletVersion::FIRST_WITH_DRA
                 ),
             ));
         }
