@@ -155,6 +155,7 @@ async fn write_files(root: &Path, node: &str, ports: Ports) -> Result<Files> {
 }
 
 /// Each control-plane program's command line, in start order.
+// long: the five command lines, one flag a line, as the programs' docs list them.
 fn commands(dir: &Path, f: &Files, p: Ports) -> Vec<(&'static str, Vec<String>)> {
     let bin = |b: &str| dir.join(b).display().to_string();
     let d = |p: &Path| p.display().to_string();
