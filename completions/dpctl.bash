@@ -1220,7 +1220,7 @@ _dpctl() {
                     return 0
                     ;;
                 --fault)
-                    COMPREPLY=($(compgen -W "missing-uid not-idempotent unresolvable-cdi bad-cdi-id health-unserved register-once same-device no-device" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "missing-uid not-idempotent unresolvable-cdi bad-cdi-id health-unserved register-once same-device no-device unpublished-device" -- "${cur}"))
                     return 0
                     ;;
                 --prepare-delay)
@@ -3167,13 +3167,17 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__scenario__subcmd__diff)
-            opts="-o -v -q -h -V --referee --kubelet-version --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --referee --engine --kubelet-version --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --referee)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -802,7 +802,8 @@ bad-cdi-id\t'CDI IDs that do not parse'
 health-unserved\t'Health advertised, not served'
 register-once\t'GetInfo answered once: no registration after a kubelet restart'
 same-device\t'Every claim answered with the first device'
-no-device\t'Every claim answered with no device and no error'"
+no-device\t'Every claim answered with no device and no error'
+unpublished-device\t'Every claim answered with a device no ResourceSlice publishes'"
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-delay -d 'Wait this long before answering each Prepare' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-error -d 'Answer every claim of Prepare with this error' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from mock" -l prepare-status -d 'Fail Prepare as a whole with this gRPC code (e.g. unavailable)' -r
@@ -1032,7 +1033,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_see
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff" -s V -l version -d 'Print version'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff" -f -a "run" -d 'Run scenarios on one engine; show what was observed after each step'
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff" -f -a "diff" -d 'Run scenarios on kubelet-sim and on a referee; show every difference'
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and not __fish_seen_subcommand_from run diff" -f -a "diff" -d 'Run scenarios on kubelet-sim and on a referee or a real kubelet; show every difference'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l engine -d 'sim (kubelet-sim, in-process) or referee:PATH (a referee binary, or a directory of dpctl-referee-1.NN binaries built by conformance/build.sh)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated (e.g. 1.34,1.37) or a range (1.34-1.37) [default: each scenario\'s]' -r -f -a "1.26\t''
 1.27\t''
@@ -1060,7 +1061,8 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_su
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -l no-headers -d 'Tables without their header line (for `| awk`, as kubectl\'s --no-headers)'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from run" -s V -l version -d 'Print version'
-complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l referee -d 'A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l referee -d 'A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary (the same as --engine referee:PATH)' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l engine -d 'What kubelet-sim is compared with: referee:PATH, or kubelet:PATH (a real kubelet, conformance/build.sh kubelet; root, containerd and runc): only the scenarios static pods can express run there, the others are listed as skipped with the reason' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand scenario; and __fish_seen_subcommand_from diff" -l kubelet-version -d 'Only these releases of each scenario\'s, comma-separated or a range (1.34-1.37) [default: each scenario\'s]' -r -f -a "1.26\t''
 1.27\t''
 1.28\t''

@@ -25,7 +25,20 @@ use crate::error::{Error, Result};
 use crate::kubelet_sim::KubeletVersion;
 use crate::smoke::matrix::{MatrixProgress, MatrixReport};
 
-pub use runner::run;
+/// Runs a DRA smoke test on the sim ([`runner`]) or, with
+/// `--engine cluster:DIR`, on a one-node cluster ([`cluster`]).
+/// `interrupt` completes on Ctrl-C. `Err` only when nothing could run.
+pub async fn run(
+    cfg: DraSmokeConfig,
+    interrupt: impl std::future::Future<Output = ()>,
+    progress: &mut (dyn FnMut(crate::smoke::SmokeProgress) + Send),
+) -> Result<crate::smoke::SmokeReport> {
+    cfg.check_inputs()?;
+    if cfg.cluster.is_some() {
+        return cluster::run(cfg, interrupt, progress).await;
+    }
+    runner::run(cfg, interrupt, progress).await
+}
 
 /// `dpctl dra smoke --kubelet-version 1.34-1.37`: [`run`] once per release,
 /// in order, each against a fresh kubelet-sim and API server, in one

@@ -83,9 +83,6 @@ pub async fn run(
     progress: &mut (dyn FnMut(SmokeProgress) + Send),
 ) -> Result<SmokeReport> {
     cfg.check_inputs()?;
-    if cfg.cluster.is_some() {
-        return super::cluster::run(cfg, interrupt, progress).await;
-    }
     let started = SystemTime::now();
     let t0 = Instant::now();
     let root = crate::paths::fresh_dir("dpctl-dra-smoke")?;
