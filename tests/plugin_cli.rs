@@ -211,3 +211,26 @@ async fn watch_reports_a_stream_the_plugin_ends() {
     assert!(!r.stderr.contains("Ok:"), "no bogus status in: {}", r.stderr);
     assert!(r.stderr.contains("the plugin ended the stream"), "{}", r.stderr);
 }
+
+#[tokio::test]
+async fn control_characters_in_a_plugins_device_ids_are_shown_escaped() {
+    let sb = Sandbox::new();
+    let devices = vec![
+        device("GPU\x1b[2J-0", "Healthy", Some(&[0])),
+        device("GPU-1\rFAKE-9", "Healthy", None),
+        device("GPU-\u{202e}2", "Unhealthy\x1b]0;owned\x07", None),
+    ];
+    let p = FakePlugin::new(devices, Behaviour::default());
+    let path = sb.join("gpu.sock");
+    let _stop = p.serve(&path).await;
+    let s = path.to_str().unwrap();
+    let r = dpctl(&["plugin", "call", "list", "--socket", s]).await;
+    r.expect_code(0);
+    assert!(!r.stdout.contains(['\x1b', '\r', '\x07', '\u{202e}']), "raw control characters: {:?}", r.stdout);
+    for shown in ["GPU\\x1b[2J-0", "GPU-1\\rFAKE-9", "GPU-\\u{202e}2", "Unhealthy\\x1b]0;owned\\x07"] {
+        assert!(r.stdout.contains(shown), "{shown} not in {:?}", r.stdout);
+    }
+    // JSON carries the IDs as they are (its own escapes).
+    let v = dpctl(&["plugin", "call", "list", "--socket", s, "-o", "json"]).await.expect_code(0).json();
+    assert_eq!(v["devices"][0]["id"], "GPU\x1b[2J-0");
+}

@@ -186,9 +186,22 @@ async fn doctor_on_a_sim_directory_names_the_restart_window() {
     let held = kubelet.status().pods[0].containers[0].devices[GPU][0].clone();
     let hint = allocate["hint"].as_str().unwrap();
     assert!(hint.contains("no pod holds it") && !hint.contains(&format!("--devices {held} ")), "{hint}");
+    // podresources allocatable with the plugin registered: every device the checkpoint records, no warning.
+    let podres = format!("{dir}/pod-resources.sock");
+    for _ in 0..2 {
+        let r = dpctl(&["podresources", "allocatable", "--socket", &podres]).await;
+        assert!(!r.expect_code(0).stderr.contains("warning:"), "{}", r.stderr);
+    }
 
     mock.stop().await.unwrap();
     kubelet.restart(Duration::from_millis(200)).await.unwrap();
+    // Not back after the restart: allocatable names the resource, the checkpoint and the cause.
+    let r = dpctl(&["podresources", "allocatable", "--socket", &podres]).await;
+    let err = &r.expect_code(0).stderr;
+    assert!(err.contains("warning: example.com/gpu: the kubelet's checkpoint ("), "{err}");
+    assert!(err.contains("records 2 devices registered, but GetAllocatableResources lists none"), "{err}");
+    assert!(err.contains("its plugin is not registered now (uninstalled, crashed, or not registered again"), "{err}");
+    assert!(!err.contains("no device plugin has registered healthy devices"), "the general guess: {err}");
     let r = dpctl(&["doctor", "--dir", &dir, "-o", "json"]).await;
     r.expect_code(1);
     let j = r.json();

@@ -200,6 +200,20 @@ pub enum Error {
         /// The kubelet's message.
         message: String,
     },
+    /// A Kubernetes API server answered a request with an error status.
+    #[error("{what} at {server}: HTTP {code}{}: {message}", if reason.is_empty() { String::new() } else { format!(" {reason}") })]
+    Api {
+        /// The request, in words ("LIST ResourceSlices").
+        what: String,
+        /// The server's URL.
+        server: String,
+        /// The HTTP status.
+        code: u16,
+        /// The Status `reason` (`Forbidden`, `NotFound`, `Conflict`), or empty.
+        reason: String,
+        /// The Status `message`.
+        message: String,
+    },
     /// A wait ran out of time.
     #[error("timed out after {}: {what}", crate::text::fmt_duration(*timeout))]
     Timeout {
@@ -302,6 +316,17 @@ impl Error {
                  ResourceClaim there (allocated to this driver), or check the namespace and name in --claim"
                     .into()
             }
+            Error::Api { code: 401 | 403, .. } => {
+                "the API server refused the kubeconfig's credentials: give --kubeconfig the file the server wrote \
+                 (its bearer token)"
+                    .into()
+            }
+            Error::Api { code: 404, .. } => "the object is not in this API server: check the kubeconfig, the \
+                 namespace and the name"
+                .into(),
+            Error::Api { code: 409, .. } => {
+                "another client changed or created the object meanwhile: run the command again".into()
+            }
             Error::Unimplemented { .. } => return self.unimplemented_hint(),
             Error::MessageTooLarge { limit, .. } => format!(
                 "the kubelet accepts at most {} bytes (4 MiB) per message; \
@@ -381,6 +406,7 @@ impl Error {
             | Error::MessageTooLarge { .. }
             | Error::Rpc { .. }
             | Error::Rejected { .. }
+            | Error::Api { .. }
             | Error::StreamEnded { .. } => exit::RPC,
             Error::ConnectTimeout { .. } | Error::DeadlineExceeded { .. } | Error::Timeout { .. } => exit::TIMEOUT,
             // A socket path no socket can have is bad input, whoever reads it.

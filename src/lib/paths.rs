@@ -79,12 +79,64 @@ pub const ENV_ROOT: &str = "DPCTL_ROOT";
 /// DaemonSet sets it from spec.nodeName).
 pub const ENV_NODE_NAME: &str = "DPCTL_NODE_NAME";
 
-/// `path` (a host path) as seen under `root`: `/host` + `/var/lib/...`.
+/// Most symbolic links [`under_root`] follows in one path (Linux's own limit).
+const MAX_LINKS: usize = 40;
+
+/// `path` (a host path) as seen under `root`: `/host` + `/var/lib/...`,
+/// resolved as if `root` were `/`: `..` never climbs above `root`, and a
+/// symbolic link is followed inside it (an absolute target starts at
+/// `root`), so the result names nothing outside `root`, whatever a planted
+/// `--root-dir`, registration or link says. What does not exist yet is
+/// joined as it is; a path with more than 40 links ends in a name no
+/// file can have (a NUL), so nothing is opened through it.
 pub fn under_root(root: &Path, path: &Path) -> PathBuf {
+    use std::path::Component;
     if root.as_os_str().is_empty() || root == Path::new("/") {
         return path.to_path_buf();
     }
-    root.join(path.strip_prefix("/").unwrap_or(path))
+    let mut done = root.to_path_buf();
+    let mut depth = 0usize;
+    let mut todo: std::collections::VecDeque<std::ffi::OsString> = std::collections::VecDeque::new();
+    let push_front = |todo: &mut std::collections::VecDeque<std::ffi::OsString>, p: &Path| {
+        for c in p.components().rev() {
+            match c {
+                Component::Normal(n) => todo.push_front(n.to_os_string()),
+                Component::ParentDir => todo.push_front("..".into()),
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
+        }
+    };
+    push_front(&mut todo, path);
+    let mut links = 0;
+    while let Some(c) = todo.pop_front() {
+        if c == ".." {
+            if depth > 0 {
+                done.pop();
+                depth -= 1;
+            }
+            continue;
+        }
+        let next = done.join(&c);
+        match std::fs::symlink_metadata(&next) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let Ok(target) = std::fs::read_link(&next) else { return next.join("\0") };
+                links += 1;
+                if links > MAX_LINKS {
+                    return next.join("\0");
+                }
+                if target.is_absolute() {
+                    done = root.to_path_buf();
+                    depth = 0;
+                }
+                push_front(&mut todo, &target);
+            }
+            _ => {
+                done = next;
+                depth += 1;
+            }
+        }
+    }
+    done
 }
 
 /// The device-plugin directory: the environment override or the default.
@@ -141,6 +193,29 @@ pub fn fresh_dir(prefix: &str) -> crate::Result<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_path_under_root_never_leaves_it() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().join("host");
+        std::fs::create_dir_all(root.join("var/lib/kubelet")).unwrap();
+        std::fs::create_dir_all(root.join("data")).unwrap();
+        symlink("/data", root.join("var/lib/abs")).unwrap();
+        symlink("../../../../../../..", root.join("var/lib/kubelet/up")).unwrap();
+        symlink("loop", root.join("loop")).unwrap();
+        let under = |p: &str| super::under_root(&root, std::path::Path::new(p));
+        assert_eq!(under("/var/lib/kubelet"), root.join("var/lib/kubelet"));
+        assert_eq!(under("/var/lib/abs/x.sock"), root.join("data/x.sock"), "an absolute link starts at the root");
+        assert_eq!(under("/var/lib/kubelet/up/etc/passwd"), root.join("etc/passwd"), "a relative link stops there");
+        assert_eq!(under("/../../../etc/shadow"), root.join("etc/shadow"), ".. stops at the root");
+        assert_eq!(under("../x"), root.join("x"));
+        assert!(under("/loop/x").to_string_lossy().contains('\0'), "a link loop opens nothing");
+        assert_eq!(
+            super::under_root(std::path::Path::new("/"), std::path::Path::new("/a/../b")),
+            std::path::Path::new("/a/../b")
+        );
+    }
+
     use super::*;
 
     #[test]

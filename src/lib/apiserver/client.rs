@@ -31,6 +31,29 @@ pub struct Failure {
     pub reason: String,
     /// The Status `message`, or what went wrong on the way.
     pub message: String,
+    /// No answer came within the request's deadline.
+    pub timed_out: bool,
+}
+
+impl Failure {
+    /// The error a command stops with when request `what` to `server`
+    /// failed, with the README's exit codes: no connection 3, an error
+    /// answered (401/403, 404, 409, ...) 4, no answer in time 5.
+    pub fn error(self, server: &str, what: &str) -> Error {
+        if self.timed_out {
+            return Error::Timeout { what: format!("{what} at {server}"), timeout: REQUEST_TIMEOUT };
+        }
+        if self.code == 0 {
+            return Error::Connect { path: server.into(), reason: format!("{what}: {}", self.message) };
+        }
+        Error::Api {
+            what: what.into(),
+            server: server.into(),
+            code: self.code,
+            reason: self.reason,
+            message: self.message,
+        }
+    }
 }
 
 impl std::fmt::Display for Failure {
@@ -86,7 +109,7 @@ impl Client {
 
     /// One request; the JSON answer of a 2xx, else the Status as a [`Failure`].
     pub async fn request(&self, method: &str, path: &str, body: Option<&Value>) -> std::result::Result<Value, Failure> {
-        let fail = |message: String| Failure { code: 0, reason: String::new(), message };
+        let fail = |message: String| Failure { code: 0, reason: String::new(), message, timed_out: false };
         let call = async {
             let stream = tokio::net::TcpStream::connect(&self.authority)
                 .await
@@ -119,11 +142,12 @@ impl Client {
             }
             let text = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
             let message = if text("message").is_empty() { format!("HTTP {code}") } else { text("message") };
-            Err(Failure { code, reason: text("reason"), message })
+            Err(Failure { code, reason: text("reason"), message, timed_out: false })
         };
-        tokio::time::timeout(REQUEST_TIMEOUT, call)
-            .await
-            .unwrap_or_else(|_| Err(fail(format!("{method} {path}: no answer within {REQUEST_TIMEOUT:?}"))))
+        tokio::time::timeout(REQUEST_TIMEOUT, call).await.unwrap_or_else(|_| {
+            let message = format!("{method} {path}: no answer within {REQUEST_TIMEOUT:?}");
+            Err(Failure { timed_out: true, ..fail(message) })
+        })
     }
 }
 
@@ -234,6 +258,21 @@ pub fn token_of(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failures_exit_as_the_readme_says() {
+        let f =
+            |code: u16, timed_out: bool| Failure { code, reason: "Forbidden".into(), message: "m".into(), timed_out };
+        let exit = |f: Failure| f.error("http://127.0.0.1:1", "LIST ResourceSlices").exit_code();
+        assert_eq!(exit(f(0, false)), 3, "no connection");
+        for code in [401, 403, 404, 409, 500] {
+            assert_eq!(exit(f(code, false)), 4, "HTTP {code}");
+        }
+        assert_eq!(exit(f(0, true)), 5, "no answer in time");
+        let e = f(403, false).error("http://127.0.0.1:1", "LIST ResourceSlices");
+        assert_eq!(e.to_string(), "LIST ResourceSlices at http://127.0.0.1:1: HTTP 403 Forbidden: m");
+        assert!(e.hint().is_some_and(|h| h.contains("credentials")));
+    }
 
     #[test]
     fn the_server_is_the_current_contexts_and_https_is_refused() {

@@ -258,8 +258,8 @@ pub async fn run(cmd: PodResourcesCommand, s: &mut Streams<'_>) -> Result<u8> {
             render::got(s, &view, &calls)?;
         }
         PodResourcesCommand::Allocatable(a) => {
-            let (report, calls) = query::allocatable(&a.conn.socket, &a.config()).await?;
-            render::allocatable_answer(s, &report, &calls)?;
+            let (report, causes, calls) = query::allocatable(&a.conn.socket, &a.config()).await?;
+            render::allocatable_answer(s, &report, &causes, &calls)?;
         }
         PodResourcesCommand::Free(a) => {
             let opts = FreeOptions { resource: a.own.resource.clone(), cpus_per_numa: a.own.cpus_per_numa };

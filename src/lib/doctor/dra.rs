@@ -111,7 +111,10 @@ fn from_driver(cfg: &DoctorConfig, p: &Path) -> (PathBuf, PathBuf) {
         && !root.as_os_str().is_empty()
         && let Ok(rest) = p.strip_prefix(root)
     {
-        return (Path::new("/").join(rest), p.to_path_buf());
+        // Resolved inside the root, as every other path doctor opens.
+        let host = Path::new("/").join(rest);
+        let open = cfg.host(&host);
+        return (host, open);
     }
     (p.to_path_buf(), cfg.host(p))
 }
@@ -316,6 +319,11 @@ mod tests {
         assert_eq!(from_driver(&cfg, p), (p.to_path_buf(), PathBuf::from("/host/var/lib/kubelet/plugins/d/dra.sock")));
         let inside = Path::new("/host/var/lib/kubelet/x.sock");
         assert_eq!(from_driver(&cfg, inside).0, PathBuf::from("/var/lib/kubelet/x.sock"));
+        // A driver's `..` never leads doctor out of the root.
+        let out = Path::new("/var/lib/kubelet/plugins/../../../../../../tmp/x.sock");
+        assert_eq!(from_driver(&cfg, out).1, PathBuf::from("/host/tmp/x.sock"));
+        let out = Path::new("/host/../tmp/x.sock");
+        assert_eq!(from_driver(&cfg, out).1, PathBuf::from("/host/tmp/x.sock"));
         cfg.root = PathBuf::from("/");
         assert_eq!(from_driver(&cfg, p), (p.to_path_buf(), p.to_path_buf()));
     }

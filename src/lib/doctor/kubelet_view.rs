@@ -213,6 +213,12 @@ fn allocate_note(
     );
 }
 
+/// How long after its start a kubelet counts as just restarted: the
+/// device manager's grace period for a plugin that went away
+/// (k8s.io/kubernetes pkg/kubelet/cm/devicemanager/endpoint.go,
+/// `endpointStopGracePeriod`, 5 minutes).
+const RESTART_WINDOW: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// The commonest window for `no healthy devices present`: the kubelet
 /// restarted and a resource its checkpoint names has not registered again.
 /// A kubelet starting reads the checkpoint and gives every resource there an
@@ -244,15 +250,28 @@ pub(super) fn not_registered_again(
         } else {
             ""
         };
-        out.hint(
-            Severity::Error,
-            ("kubelet-view", "not-registered-again"),
-            resource.clone(),
+        // Past the restart window the plugin left while the kubelet ran:
+        // uninstalled, or crashed, with its socket gone for good.
+        let evidence = if age <= RESTART_WINDOW {
             format!(
                 "{resource} has not registered again since the kubelet restarted {} s ago (kubelet.sock's age): \
                  the checkpoint names it, no plugin socket in the directory serves it{known}",
                 age.as_secs()
-            ),
+            )
+        } else {
+            format!(
+                "{resource} has not registered again: its plugin socket is gone and never came back (uninstalled, \
+                 or crashed), while the kubelet has run {} s (kubelet.sock's age, past a restart window of {} s): \
+                 the checkpoint names it, no plugin socket in the directory serves it{known}",
+                age.as_secs(),
+                RESTART_WINDOW.as_secs()
+            )
+        };
+        out.hint(
+            Severity::Error,
+            ("kubelet-view", "not-registered-again"),
+            resource.clone(),
+            evidence,
             format!(
                 "until its plugin registers, the kubelet has no healthy {resource} device: pods asking for it fail \
                  with UnexpectedAdmissionError (no healthy devices present). A plugin must call Register again \
@@ -260,5 +279,53 @@ pub(super) fn not_registered_again(
                  kubelet-restart)"
             ),
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use super::*;
+
+    fn checkpoint() -> CheckpointReport {
+        CheckpointReport {
+            path: "kubelet_internal_checkpoint".into(),
+            format: None,
+            stored_checksum: None,
+            computed_checksum: None,
+            verifies: true,
+            meaning: String::new(),
+            error: None,
+            entries: vec![],
+            registered_devices: BTreeMap::from([("example.com/gpu".to_string(), Some(vec!["g0".to_string()]))]),
+        }
+    }
+
+    fn evidence(age: u64, listed: &[(&str, &str)]) -> Vec<String> {
+        let mut out = Out(Vec::new());
+        let listed: Allocatable = Ok(listed.iter().map(|(r, d)| (r.to_string(), d.to_string())).collect());
+        not_registered_again(&[], Some(&listed), Some(&checkpoint()), Some(Duration::from_secs(age)), &mut out);
+        out.0.into_iter().map(|f| f.evidence).collect()
+    }
+
+    /// Within five minutes of the kubelet's start: the restart window. Past
+    /// it: the plugin left while the kubelet ran (uninstalled, crashed).
+    /// A plugin the kubelet lists is fine either way.
+    #[test]
+    fn the_restart_window_and_an_uninstalled_plugin_are_told_apart() {
+        let ev = evidence(12, &[]);
+        assert!(ev[0].starts_with("example.com/gpu has not registered again since the kubelet restarted 12 s ago"));
+        let ev = evidence(4000, &[]);
+        assert!(
+            ev[0].starts_with(
+                "example.com/gpu has not registered again: its plugin socket is gone and never came back \
+                 (uninstalled, or crashed), while the kubelet has run 4000 s"
+            ),
+            "{ev:?}"
+        );
+        assert!(evidence(4000, &[("example.com/gpu", "g0")]).is_empty());
+        assert!(evidence(12, &[("example.com/gpu", "g0")]).is_empty());
     }
 }

@@ -45,15 +45,15 @@ pub struct OwnClaim {
     pub device: Published,
 }
 
-fn api_error(place: &str, what: &str, e: impl std::fmt::Display) -> Error {
-    Error::invalid(place, format!("{what}: {e}"))
+fn api_error(client: &Client, what: &str, e: crate::apiserver::client::Failure) -> Error {
+    e.error(client.server(), what)
 }
 
 /// The first device a ResourceSlice of `driver` publishes, or None.
 pub async fn first_published(client: &Client, driver: &str) -> Result<Option<Published>> {
     let selector = pct(&format!("spec.driver={driver}"));
     let listed = client.request("GET", &format!("{SLICES}?fieldSelector={selector}"), None).await;
-    let listed = listed.map_err(|e| api_error("--kubeconfig", "LIST ResourceSlices", e))?;
+    let listed = listed.map_err(|e| api_error(client, "LIST ResourceSlices", e))?;
     let items = listed.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
     Ok(items.iter().find_map(|s| {
         let pool = s.pointer("/spec/pool/name").and_then(Value::as_str)?;
@@ -108,7 +108,7 @@ impl OwnClaim {
         let obj = claim_object(&name, driver, &device, &uid_of(&hex));
         let path = format!("{CLAIMS}/{NAMESPACE}/resourceclaims");
         let made = client.request("POST", &path, Some(&obj)).await;
-        let mut made = made.map_err(|e| api_error("--kubeconfig", "create the check's ResourceClaim", e))?;
+        let mut made = made.map_err(|e| api_error(&client, "create the check's ResourceClaim", e))?;
         if made.pointer("/status/allocation").is_none() {
             let mut with = made.clone();
             with["status"] = obj["status"].clone();
@@ -117,7 +117,7 @@ impl OwnClaim {
                 Ok(v) => v,
                 Err(e) => {
                     let _ = client.request("DELETE", &format!("{path}/{name}"), None).await;
-                    return Err(api_error("--kubeconfig", "allocate the check's ResourceClaim (PUT status)", e));
+                    return Err(api_error(&client, "allocate the check's ResourceClaim (PUT status)", e));
                 }
             };
         }
@@ -130,8 +130,7 @@ impl OwnClaim {
     pub async fn delete(&self) -> Result<()> {
         let path = format!("{CLAIMS}/{NAMESPACE}/resourceclaims/{}", pct(&self.claim.name));
         let r = self.client.request("DELETE", &path, None).await;
-        r.map(|_| ())
-            .map_err(|e| api_error("--kubeconfig", &format!("delete the check's claim {}", self.claim.name), e))
+        r.map(|_| ()).map_err(|e| api_error(&self.client, &format!("delete the check's claim {}", self.claim.name), e))
     }
 }
 

@@ -630,9 +630,17 @@ pub fn got(s: &mut Streams<'_>, view: &GetView, c: &Calls) -> crate::Result<()> 
     emit(s, |w, f| get(w, f, view))
 }
 
-/// Says why nothing (or no CPU) is allocatable, for people.
-fn explain_allocatable(s: &mut Streams<'_>, a: &AllocatableView) -> crate::Result<()> {
+/// Says why nothing (or no CPU) is allocatable, for people: the causes
+/// found against the node's checkpoint first (each a `warning:`), else
+/// the general reasons.
+fn explain_allocatable(s: &mut Streams<'_>, a: &AllocatableView, causes: &[String]) -> crate::Result<()> {
     if s.format.is_json() {
+        return Ok(());
+    }
+    for c in causes {
+        s.note(format!("warning: {c}"))?;
+    }
+    if !causes.is_empty() {
         return Ok(());
     }
     // k8s.io/kubernetes pkg/kubelet/apis/podresources/server_v1.go, containerDevicesFromResourceDeviceInstances:
@@ -652,16 +660,21 @@ fn explain_allocatable(s: &mut Streams<'_>, a: &AllocatableView) -> crate::Resul
 }
 
 /// Shows `allocatable`'s answer.
-pub fn allocatable_answer(s: &mut Streams<'_>, report: &AllocatableReport, c: &Calls) -> crate::Result<()> {
+pub fn allocatable_answer(
+    s: &mut Streams<'_>,
+    report: &AllocatableReport,
+    causes: &[String],
+    c: &Calls,
+) -> crate::Result<()> {
     calls(s, c)?;
-    explain_allocatable(s, &report.allocatable)?;
+    explain_allocatable(s, &report.allocatable, causes)?;
     emit(s, |w, f| allocatable(w, f, report))
 }
 
 /// Shows `free`'s answer.
 pub fn free_answer(s: &mut Streams<'_>, report: &FreeReport, alloc: &AllocatableView, c: &Calls) -> crate::Result<()> {
     calls(s, c)?;
-    explain_allocatable(s, alloc)?;
+    explain_allocatable(s, alloc, &[])?;
     emit(s, |w, f| free(w, f, report))
 }
 

@@ -5,6 +5,7 @@
 //! state, or a JSON [`fixture`]); both keep to the kubelet's rate limit
 //! with one [`ratelimit::TokenBucket`].
 
+pub mod cause;
 pub mod client;
 pub mod diff;
 pub mod fake;

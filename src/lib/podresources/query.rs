@@ -61,12 +61,20 @@ pub async fn get(socket: &Path, config: &PodResourcesConfig, pod: &str, namespac
     Ok((view, Calls::of(&client)))
 }
 
-/// `allocatable`: GetAllocatableResources.
-pub async fn allocatable(socket: &Path, config: &PodResourcesConfig) -> Result<(AllocatableReport, Calls)> {
+/// `allocatable`: GetAllocatableResources, and why it lacks devices the
+/// node's checkpoint records ([`super::cause`]; empty when it lacks none or
+/// no checkpoint is beside the socket).
+pub async fn allocatable(
+    socket: &Path,
+    config: &PodResourcesConfig,
+) -> Result<(AllocatableReport, Vec<String>, Calls)> {
     let client = PodResourcesClient::connect(socket, config).await?;
     let alloc = client.allocatable().await?;
     let report = AllocatableReport { schema_version: SCHEMA_VERSION, allocatable: AllocatableView::from(&alloc) };
-    Ok((report, Calls::of(&client)))
+    let causes = super::cause::device_plugin_dir(socket)
+        .map(|d| super::cause::causes(&report.allocatable, &d))
+        .unwrap_or_default();
+    Ok((report, causes, Calls::of(&client)))
 }
 
 /// What `free` reports on.

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::MockConfig;
 use crate::apiserver::client::{Client, Failure, pct};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::proto::dra::v1 as pb;
 
 /// The versions the helper's client walks, in its order.
@@ -49,21 +49,19 @@ impl Api {
     pub(crate) async fn publish(&self, cfg: &MockConfig) -> Result<Vec<SliceWrite>> {
         let place = format!("--node-name {}", self.node);
         let node = self.client.request("GET", &format!("/api/v1/nodes/{}", pct(&self.node)), None).await;
-        let node = node.map_err(|e| {
-            let hint = if e.code == 404 { "; hint: the objects file must hold the Node" } else { "" };
-            Error::invalid(&place, format!("GET the Node from {}: {e}{hint}", self.client.server()))
-        })?;
+        let server = self.client.server().to_string();
+        let node = node.map_err(|e| e.error(&server, &format!("GET the Node {} ({place})", self.node)))?;
         let node_uid = node.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default().to_string();
         let selector = pct(&format!("spec.driver={},spec.nodeName={}", cfg.driver, self.node));
         let listed = self.client.request("GET", &format!("{SLICES}?fieldSelector={selector}"), None).await;
-        let listed = listed.map_err(|e| Error::invalid(&place, format!("LIST ResourceSlices: {e}")))?;
+        let listed = listed.map_err(|e| e.error(&server, "LIST ResourceSlices"))?;
         let devices: Vec<Value> = cfg.device_names().into_iter().map(|d| json!({"name": d})).collect();
         let items = listed.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
         let (mine, others): (Vec<Value>, Vec<Value>) =
             items.into_iter().partition(|s| s.pointer("/spec/pool/name").and_then(Value::as_str) == Some(&cfg.pool));
         let mut writes = Vec::new();
         let mut keep = mine.into_iter();
-        let failed = |what: &str, e: Failure| Error::invalid(&place, format!("{what} ResourceSlice: {e}"));
+        let failed = |what: &str, e: Failure| e.error(&server, &format!("{what} ResourceSlice ({place})"));
         match keep.next() {
             None => {
                 let slice = json!({
@@ -112,7 +110,12 @@ impl Api {
                 Err(e) => return Err(e),
             }
         }
-        Err(last.unwrap_or(Failure { code: 404, reason: "NotFound".into(), message: "not found".into() }))
+        Err(last.unwrap_or(Failure {
+            code: 404,
+            reason: "NotFound".into(),
+            message: "not found".into(),
+            timed_out: false,
+        }))
     }
 
     /// The allocated devices of each claim of a Prepare call for `driver`,
