@@ -12,27 +12,22 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::support::go_built::{KUBELET_RELEASE, kubelet_or_skip};
+use crate::support::go_built::{KUBELET_RELEASE, ONE_NODE, kubelet_or_skip};
 use crate::support::{Child, Sandbox, dpctl_bin, dpctl_command, interop, run_bounded};
 
 /// A run starts containerd and the kubelet (about 1.5 s) and pods (under 1 s each).
 const RUN_WAIT: Duration = Duration::from_secs(180);
 
-/// One node at a time: a run's cgroups and mounts, while it runs, would show
-/// in another test's before/after comparison of the host (and two kubelets
-/// with containerd on 2 cores slow each other past their deadlines).
-static ONE_NODE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// What a run could leave on the host.
 #[derive(Debug, PartialEq, Eq)]
-struct HostState {
+pub(crate) struct HostState {
     mounts: BTreeSet<String>,
     cgroups: BTreeSet<String>,
     kubelet_dir: bool,
     run_containerd: bool,
 }
 
-fn host_state() -> HostState {
+pub(crate) fn host_state() -> HostState {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap_or_default()
         .lines()
@@ -56,7 +51,7 @@ fn host_state() -> HostState {
 }
 
 /// No process of the run (containerd, its shims, the kubelet, the pods) is left.
-fn assert_no_process_of(dir: &str) {
+pub(crate) fn assert_no_process_of(dir: &str) {
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
