@@ -416,6 +416,10 @@ async fn check_passes_a_well_behaved_driver() {
     let v = r.expect_code(0).json();
     assert_eq!(v["totals"]["passed"], 9, "{v}");
     assert_eq!(v["claim"]["namespace"], "dpctl-check");
+    let published = v["results"].as_array().unwrap().iter().find(|c| c["name"] == "published").unwrap();
+    assert_eq!(published["outcome"], "skip", "no API server to read slices from: {published}");
+    assert!(published["evidence"].as_str().unwrap().contains("pass --kubeconfig"), "{published}");
+    assert_eq!(v["checked"], true, "{v}");
 }
 
 /// `dra check` names each fault of a misbehaving driver under its case.

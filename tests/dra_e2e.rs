@@ -702,8 +702,14 @@ async fn dra_check_passes_the_helper_built_driver_with_its_socket_and_kubeconfig
         let v = r.expect_code(0).json();
         assert_eq!(
             (v["totals"]["passed"].as_u64(), v["claim_source"].as_str()),
-            (Some(9), Some("created")),
+            (Some(10), Some("created")),
             "{run}: {v}"
+        );
+        let (outcome, evidence) = case(&v, "published");
+        assert_eq!(outcome, "pass", "{v}");
+        assert!(
+            evidence.contains("node-1/gpu-0 prepared, each in a current ResourceSlice of gpu.dpctl.example"),
+            "{v}"
         );
         assert!(v["notes"][0].as_str().unwrap().contains("allocated node-1/gpu-0 of driver gpu.dpctl.example"), "{v}");
         assert!(v["notes"][1].as_str().unwrap().starts_with("deleted ResourceClaim default/dpctl-check-"), "{v}");
@@ -719,9 +725,17 @@ async fn dra_check_passes_the_helper_built_driver_with_its_socket_and_kubeconfig
         .map(|w| w["verb"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(claims, ["create", "delete", "create", "delete", "create", "delete"], "each claim created is deleted");
+    // Without the kubeconfig only the registration is judged: not a pass (exit 1), and said so.
     let r = dpctl(&["dra", "check", "--registration", &sock]).await;
-    let out = &r.expect_code(0).stdout;
+    let out = &r.expect_code(1).stdout;
     assert!(out.contains("prepare                skip"), "{out}");
+    assert!(out.contains("3 passed, 0 failed, 7 skipped"), "{out}");
+    assert!(
+        out.contains("NOT CHECKED: Prepare and Unprepare were never judged, only the registration (exit 1)"),
+        "{out}"
+    );
+    let v = dpctl(&["dra", "check", "--registration", &sock, "-o", "json"]).await.expect_code(1).json();
+    assert_eq!((v["checked"].as_bool(), v["ok"].as_bool()), (Some(false), Some(false)), "{v}");
     assert!(out.contains("pass --kubeconfig FILE, the kubeconfig the driver uses"), "{out}");
     assert!(out.contains("retrieve claim dpctl-check/dpctl-check"), "the helper's words: {out}");
     // The claim the pod holds: refused, named, untouched.
@@ -756,8 +770,10 @@ spec: {nodeName: node-1, containers: [{name: main, image: busybox}]}
 ";
 
 /// 1.36: `dra check --kubeconfig` on `dra mock --kubeconfig` (a helper-like
-/// driver): the correct mock passes (twice, the same verdict); one that
-/// leaves the claim out of its answer fails prepare in the kubelet's words.
+/// driver): the correct mock passes (three times, the same verdict,
+/// `published` included); one that leaves the claim out of its answer fails
+/// prepare in the kubelet's words; one that prepares a device its slice
+/// does not publish (`dev-4` of 4) fails `published`, naming the device.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dra_check_with_kubeconfig_fails_a_helper_like_driver_that_skips_the_claim_1_36() {
     let sb = Sandbox::new();
@@ -765,18 +781,30 @@ async fn dra_check_with_kubeconfig_fails_a_helper_like_driver_that_skips_the_cla
     let (reg, kc) = (node.registry.clone(), node.kubeconfig());
     let cdi = node.root.join("plugins").join(MOCK).join("cdi");
     let args = ["dra", "check", "--driver", MOCK, "--registry-dir", &reg, "--kubeconfig", &kc, "--cdi-dir"];
-    for (fault, code) in [(None, 0), (None, 0), (Some("missing-uid"), 1)] {
+    let runs = [(None, 0), (None, 0), (None, 0), (Some("missing-uid"), 1), (Some("unpublished-device"), 1)];
+    for (fault, code) in runs {
         let mut mock = mock_driver(&node, fault.map(|f| vec!["--fault", f]).as_deref().unwrap_or(&[]));
         mock.event("serving").await;
         let r = dpctl(&[&args[..], &[cdi.to_str().unwrap(), "-o", "json"]].concat()).await;
         let v = r.expect_code(code).json();
         let (outcome, evidence) = case(&v, "prepare");
-        if fault.is_some() {
-            assert_eq!(outcome, "fail", "{v}");
-            assert!(evidence.contains("NodePrepareResources skipped 1 ResourceClaims"), "{v}");
-        } else {
-            assert_eq!((outcome.as_str(), v["totals"]["passed"].as_u64()), ("pass", Some(9)), "{v}");
-            assert!(evidence.contains("pool-0/dev-0"), "the device the mock publishes: {v}");
+        let published = case(&v, "published");
+        match fault {
+            Some("missing-uid") => {
+                assert_eq!(outcome, "fail", "{v}");
+                assert!(evidence.contains("NodePrepareResources skipped 1 ResourceClaims"), "{v}");
+            }
+            Some(_) => {
+                assert_eq!((outcome.as_str(), published.0.as_str()), ("pass", "fail"), "{v}");
+                let want = "prepared pool-0/dev-4, which no ResourceSlice of driver gpu.example.com publishes \
+                            (pool pool-0 generation 1 has 4 devices)";
+                assert!(published.1.contains(want), "{v}");
+            }
+            None => {
+                assert_eq!((outcome.as_str(), v["totals"]["passed"].as_u64()), ("pass", Some(10)), "{v}");
+                assert!(evidence.contains("pool-0/dev-0"), "the device the mock publishes: {v}");
+                assert_eq!(published.0, "pass", "{v}");
+            }
         }
         mock.stop().await;
     }

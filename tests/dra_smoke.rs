@@ -116,6 +116,23 @@ async fn the_mock_on_the_api_publishes_and_strips_subrequests_1_37() {
     assert!(evidence(&r, "request-names").contains("request_names gpu"), "{r:#}");
 }
 
+/// The mock on the API preparing `dev-4` of its 4 published devices (an
+/// off-by-one): the sim admits the pod as the kubelet does (it never holds
+/// answers against slices), and admission fails naming the device.
+#[tokio::test]
+async fn a_device_no_slice_publishes_fails_admission() {
+    let extra = ["--kubeconfig", "{kubeconfig}", "--node-name", "{node}", "--fault", "unpublished-device"];
+    let r = fails(
+        &extra,
+        &["--slice-timeout", "10s", "--skip", "long-socket-path"],
+        "admission",
+        "prepared pool-0/dev-4, which no ResourceSlice of driver gpu.example.com publishes (pool pool-0 generation 1",
+        "every device prepared is one a current ResourceSlice of the driver publishes",
+    )
+    .await;
+    assert_eq!(outcome(&r, "published-slices"), "pass", "{r:#}");
+}
+
 /// A fault's run: exit 1, and `step` failed with the rule and this evidence.
 async fn fails(extra: &[&'static str], flags: &[&str], failed: &str, evidence_has: &str, rule_has: &str) -> Value {
     let run = smoke(flags, &mock(extra)).await;

@@ -1,8 +1,9 @@
 //! `dpctl smoke --engine kubelet:DIR`: plugins meet a real kubelet (built by
 //! `conformance/build.sh kubelet`) with containerd and runc, as root. The
-//! mock plugin and the grpcio peer pass; an Allocate answer whose mount names
-//! a host path that does not exist fails admission from inside the
-//! container; after every run, and after Ctrl-C, nothing is left on the host
+//! mock plugin, the grpcio peer and the upstream sample device plugin pass;
+//! an Allocate answer whose mount names a host path that does not exist, and
+//! one whose device node the container does not get, fail admission from
+//! inside the container; after every run, and after Ctrl-C, nothing is left on the host
 //! (mounts, cgroups, /var/lib/kubelet, the run's directory, processes).
 //! Without the kubelet (or root, containerd, runc) these print the suite's
 //! one SKIPPED line; under CI=true that is a failure.
@@ -89,12 +90,17 @@ fn step<'a>(v: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
 /// A mock-plugin configuration whose Allocate answer sets an env var, bind-mounts
 /// `mount_source` read-only at /data and gives /dev/null as a device node.
 fn mock_config(sb: &Sandbox, mount_source: &str) -> PathBuf {
+    mock_config_with(sb, mount_source, "/dev/null")
+}
+
+/// [`mock_config`] with the device node's host path `device_host`.
+fn mock_config_with(sb: &Sandbox, mount_source: &str, device_host: &str) -> PathBuf {
     let config = sb.join("mock.toml");
     let text = format!(
         "[[resource]]\nname = \"example.com/gpu\"\n[[resource.device]]\nid = \"GPU-0\"\n[[resource.device]]\nid = \"GPU-1\"\n\
          [resource.allocate]\nenvs = {{ GPU_IDS = \"{{ids}}\" }}\n\
          mounts = [ {{ container_path = \"/data\", host_path = \"{mount_source}\", read_only = true }} ]\n\
-         devices = [ {{ container_path = \"/dev/gpu-{{id}}\", host_path = \"/dev/null\" }} ]\n"
+         devices = [ {{ container_path = \"/dev/gpu-{{id}}\", host_path = \"{device_host}\" }} ]\n"
     );
     std::fs::write(&config, text).expect("write the mock's configuration");
     config
@@ -140,6 +146,96 @@ async fn a_mount_whose_host_path_does_not_exist_fails_admission_inside_the_conta
         assert!(ev.contains(needle), "admission evidence lacks {needle:?}: {ev}");
     }
     assert!(!sb.join("no-such-dir").exists(), "the runtime made nothing on the host");
+    assert_eq!(host_state(), before, "the host is as before the run");
+}
+
+/// A device node whose host path is a directory without device nodes: the
+/// kubelet passes it on and the container starts, but containerd adds only
+/// the device nodes found under a directory (github.com/containerd/containerd
+/// oci/utils_unix.go `getDevices`), so the container has no /dev/gpu-*: the
+/// check from inside fails admission, naming the path, the answer and what
+/// the container saw (the env var it did get).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_device_the_container_does_not_get_fails_admission_from_inside_the_container() {
+    let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let _node = ONE_NODE.lock().await;
+    let before = host_state();
+    let sb = Sandbox::new();
+    let empty = sb.join("no-devices-here");
+    std::fs::create_dir(&empty).expect("an empty directory");
+    let config = mock_config_with(&sb, sb.path().to_str().unwrap(), empty.to_str().unwrap());
+    let cmd = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--config", config.to_str().unwrap()];
+    let (code, v, stderr) = smoke(&dir, &cmd).await;
+    assert_eq!(code, 1, "{v:#}\n{stderr}");
+    let admission = step(&v, "admission");
+    assert_eq!(admission["outcome"], "fail", "{admission:#}");
+    let ev = admission["evidence"].as_str().unwrap();
+    for needle in [
+        "inside the running container: device /dev/gpu-GPU-",
+        "does not exist in the container",
+        "the container saw: envs [GPU_IDS=GPU-",
+        ":<absent>]",
+    ] {
+        assert!(ev.contains(needle), "admission evidence lacks {needle:?}: {ev}");
+    }
+    assert!(!ev.contains("is not set in the container"), "the env var reached the container: {ev}");
+    // Only the container view failed: the rest of the run passed.
+    let failed: Vec<&str> = v["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["outcome"] == "fail")
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["admission"], "{v:#}");
+    assert_eq!(host_state(), before, "the host is as before the run");
+}
+
+/// The upstream sample device plugin (k8s.io/kubernetes
+/// test/images/sample-device-plugin, built by conformance/build.sh upstream)
+/// dials the kubelet's standard path, so it runs `--isolate`: inside its
+/// namespace the run's device-plugins directory is at
+/// /var/lib/kubelet/device-plugins, as it is in the kubelet's. Its container
+/// gets the mount its Allocate answer names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_sample_device_plugin_passes_on_the_real_kubelet() {
+    let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let Some(bin) = crate::support::go_built::upstream_or_skip("kubelet_engine", "sample-device-plugin") else {
+        return;
+    };
+    let _node = ONE_NODE.lock().await;
+    let before = host_state();
+    let engine = format!("--engine=kubelet:{}", dir.display());
+    let args = [
+        "smoke",
+        &engine,
+        "--kubelet-version",
+        KUBELET_RELEASE,
+        "--isolate",
+        "--restart-deadline",
+        "30s",
+        "--stream-window",
+        "300ms",
+        "-o",
+        "json",
+        "--",
+        bin.to_str().unwrap(),
+    ];
+    let mut c = dpctl_command();
+    c.args(args);
+    let run = run_bounded(c, &args, RUN_WAIT).await;
+    let v = run.json();
+    assert_eq!(run.code, 0, "{v:#}\n{}", run.stderr);
+    assert_eq!(v["resource"], "example.com/resource", "{v:#}");
+    let admission = step(&v, "admission");
+    assert_eq!(admission["outcome"], "pass", "{admission:#}");
+    assert!(admission["evidence"].as_str().unwrap().contains("→ 1 mount"), "{admission:#}");
+    for name in ["registration", "first-snapshot", "pod-deletion", "plugin-restart", "shutdown"] {
+        assert_eq!(step(&v, name)["outcome"], "pass", "{name}: {:#}", step(&v, name));
+    }
+    let root = v["dir"].as_str().unwrap_or_default().trim_end_matches("/device-plugins").to_string();
+    assert!(!root.is_empty() && !Path::new(&root).exists(), "the run's directory {root} is removed");
+    assert_no_process_of(&root);
     assert_eq!(host_state(), before, "the host is as before the run");
 }
 

@@ -47,7 +47,9 @@ async fn plugin_check_fits_80_and_200_columns_and_pipes_keep_rows_whole() {
 /// `dpctl options`; the differences list is `dpctl help kubelet-versions`.
 #[tokio::test]
 async fn help_is_a_screen_and_reference_prose_has_its_own_place() {
-    for cmd in [&["kubelet-sim", "-h"][..], &["smoke", "-h"], &["plugin", "check", "-h"], &["-h"]] {
+    for cmd in
+        [&["kubelet-sim", "-h"][..], &["smoke", "-h"], &["plugin", "check", "-h"], &["mock-plugin", "-h"], &["-h"]]
+    {
         for cols in [80, 200] {
             let r = on_terminal(cmd, cols).await;
             r.expect_code(0);
@@ -56,6 +58,20 @@ async fn help_is_a_screen_and_reference_prose_has_its_own_place() {
             assert!(!r.stdout.contains("--no-headers "), "global options repeated:\n{}", r.stdout);
             assert!(r.stdout.contains("dpctl options"), "{}", r.stdout);
         }
+    }
+    // mock-plugin's twenty faults are one paragraph in -h, every line of each in --help.
+    for cols in [80, 200] {
+        let short = on_terminal(&["mock-plugin", "-h"], cols).await;
+        let out = &short.expect_code(0).stdout;
+        assert!(out.contains("Faults (20 flags; each explained in --help): --error, --latency"), "{out}");
+        assert!(out.contains("--register-once"), "every fault named: {out}");
+        assert!(!out.contains("Fault: answer RPC with an error status"), "fault lines in -h: {out}");
+        assert!(out.lines().all(|l| l.chars().count() <= usize::from(cols)), "wider than {cols}: {out}");
+    }
+    let long = dpctl(&["mock-plugin", "--help"]).await;
+    let out = &long.expect_code(0).stdout;
+    for line in ["Fault: answer RPC with an error status", "--register-once", "--hang-on-sigterm", "--devices <N>"] {
+        assert!(out.contains(line), "{line} missing from --help:\n{out}");
     }
     let long = dpctl(&["kubelet-sim", "--help"]).await;
     long.expect_code(0);

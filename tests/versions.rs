@@ -297,15 +297,25 @@ async fn smoke_matrix_fails_a_double_register_from_1_37_only() {
     assert_eq!(v["passed"], serde_json::json!(["1.28", "1.36"]), "{v:#}");
     assert_eq!(v["failed"], serde_json::json!(["1.37"]));
     let master = &v["runs"][2];
-    let hr = master["steps"].as_array().unwrap().iter().find(|s| s["name"] == "health-report").unwrap();
-    assert_eq!(hr["outcome"], "fail");
-    let ev = hr["evidence"].as_str().unwrap();
+    // Reported where a user looks for a registration problem, right after registration; not as health.
+    let steps = master["steps"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names[1..3], ["registration", "registration-request"], "{names:?}");
+    let rr = steps.iter().find(|s| s["name"] == "registration-request").unwrap();
+    assert_eq!(rr["outcome"], "fail", "{rr}");
+    let ev = rr["evidence"].as_str().unwrap();
     assert!(
-        ev.contains("a second Register, not a health report")
+        ev.contains("a second Register: after the accepted registration")
             && ev.contains("kubelet 1.37 refused it")
             && ev.contains("device plugin already connected: "),
         "{ev}"
     );
+    let hr = steps.iter().find(|s| s["name"] == "health-report").unwrap();
+    assert_eq!(hr["outcome"], "pass", "the devices' health is fine: {hr}");
+    for run in v["runs"].as_array().unwrap().iter().take(2) {
+        let rr = run["steps"].as_array().unwrap().iter().find(|s| s["name"] == "registration-request").unwrap();
+        assert_eq!(rr["outcome"], "pass", "1.28 and 1.36 replace the plugin by name: {rr}");
+    }
 }
 
 /// docs/kubelet-versions.md §5 "A pod arriving between Register and the first

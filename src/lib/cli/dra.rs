@@ -269,7 +269,7 @@ async fn check(a: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
     let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT), s.wire.clone());
     let report = dra::check::run(&socket, opts, &cfg).await?;
     render::check(s, &report)?;
-    Ok(if crate::check::any_failure(&report.results) { exit::CHECK_FAILED } else { exit::OK })
+    Ok(if report.ok() { exit::OK } else { exit::CHECK_FAILED })
 }
 
 /// The client settings of a `dra` call, with the `-v`/`-vv` wire tap
@@ -383,6 +383,9 @@ Faults (--fault, repeatable):
   register-once     GetInfo is answered once: after a kubelet restart the driver never registers again
   same-device       every claim is answered with the pool's first device (its CDI ID), whatever was
                     allocated: two claims, one device
+  unpublished-device
+                    every claim is answered with dev-N (N = --devices), a device no ResourceSlice
+                    publishes: an off-by-one (dra check's published case, dra smoke's admission)
 
 Examples:
   dpctl dra mock gpu.example.com --dir /tmp/k --devices 4
@@ -475,6 +478,8 @@ pub enum FaultArg {
     SameDevice,
     /// Every claim answered with no device and no error.
     NoDevice,
+    /// Every claim answered with a device no ResourceSlice publishes.
+    UnpublishedDevice,
 }
 
 fn mock_config(a: MockArgs) -> Result<MockConfig> {
@@ -488,6 +493,7 @@ fn mock_config(a: MockArgs) -> Result<MockConfig> {
         register_once: has(FaultArg::RegisterOnce),
         same_device: has(FaultArg::SameDevice),
         no_device: has(FaultArg::NoDevice),
+        unpublished_device: has(FaultArg::UnpublishedDevice),
         prepare_delay: a.prepare_delay,
         prepare_error: a.prepare_error,
         prepare_status: a.prepare_status,

@@ -85,12 +85,40 @@ pub fn parse() -> std::result::Result<Cli, clap::Error> {
     Cli::from_arg_matches_mut(&mut matches)
 }
 
+/// The headings whose flags `-h` names in one paragraph instead of a line
+/// each (`mock-plugin`'s twenty faults); `--help` keeps every line.
+const COLLAPSED_HEADINGS: [&str; 1] = ["Faults"];
+
+/// Hides the flags of [`COLLAPSED_HEADINGS`] from `-h` and returns the
+/// paragraph that names them, wrapped at `width` (empty: none there).
+fn collapse(cmd: clap::Command, width: usize) -> (clap::Command, String) {
+    let mut text = String::new();
+    let mut cmd = cmd;
+    for heading in COLLAPSED_HEADINGS {
+        let flags: Vec<String> = cmd
+            .get_arguments()
+            .filter(|a| !a.is_hide_set() && a.get_help_heading() == Some(heading))
+            .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+            .collect();
+        if flags.is_empty() {
+            continue;
+        }
+        let para = format!("{heading} ({} flags; each explained in --help): {}", flags.len(), flags.join(", "));
+        let lines = crate::output::layout::wrap(&para, width.saturating_sub(2).max(40));
+        text.push_str(&lines.join("\n  "));
+        cmd = cmd.mut_args(|a| if a.get_help_heading() == Some(heading) { a.hide_short_help(true) } else { a });
+    }
+    (cmd, text)
+}
+
 /// Each argument's `-h` line is its first sentence (the whole text, with its
 /// default and possible values, stays in `--help`); each subcommand's the
 /// same; every page ends with [`GLOBAL_LINE`].
 fn shorten(cmd: clap::Command, width: usize) -> clap::Command {
     let after_long = cmd.get_after_long_help().map(|h| format!("{h}\n\n{GLOBAL_LINE}"));
-    let mut cmd = cmd.after_help(GLOBAL_LINE).after_long_help(after_long.unwrap_or_else(|| GLOBAL_LINE.into()));
+    let (cmd, collapsed) = collapse(cmd, width);
+    let short = if collapsed.is_empty() { GLOBAL_LINE.to_string() } else { format!("{collapsed}\n\n{GLOBAL_LINE}") };
+    let mut cmd = cmd.after_help(short).after_long_help(after_long.unwrap_or_else(|| GLOBAL_LINE.into()));
     if cmd.get_long_about().is_none()
         && let Some(about) = cmd.get_about().map(ToString::to_string)
         && first_sentence(&about, width.saturating_sub(28).max(24)) != about

@@ -19,12 +19,15 @@ Examples:
   dpctl scenario run conformance/scenarios/register-basic.toml --kubelet-version 1.34 -o json
   dpctl scenario run conformance/scenarios/ --engine referee:target/referee
   dpctl scenario diff conformance/scenarios/ --referee target/referee --kubelet-version 1.36,1.37
+  sudo dpctl scenario diff conformance/scenarios/ --engine kubelet:target/kubelet --kubelet-version 1.37
 
 A scenario (TOML, see docs/scenarios.md) names a node, mock plugins and steps; after each step
 the run records what a user or a plugin can observe: registrations and calls each plugin saw,
 capacity and allocatable, admission verdicts and devices, the checkpoint, PodResources.
-`diff` runs each scenario on kubelet-sim and on the referee (conformance/build.sh builds them)
-and exits 1 on a difference the scenario does not declare.
+`diff` runs each scenario on kubelet-sim and on the referee (conformance/build.sh builds them),
+or with --engine kubelet:PATH on a real kubelet (static pods: scenarios with DRA drivers,
+restarts, reboots or a Topology/CPU manager are skipped, each with the reason), and exits 1 on
+a difference the scenario does not declare.
 
 Exit codes: 0 all good; 1 an expectation failed or an undeclared difference; 2 bad input
 (a scenario file, a missing referee: the message says how to build it).";
@@ -35,7 +38,7 @@ pub enum ScenarioCommand {
     /// Run scenarios on one engine; show what was observed after each step.
     #[command(after_long_help = EXAMPLES)]
     Run(RunArgs),
-    /// Run scenarios on kubelet-sim and on a referee; show every difference.
+    /// Run scenarios on kubelet-sim and on a referee or a real kubelet; show every difference.
     #[command(after_long_help = EXAMPLES)]
     Diff(DiffArgs),
 }
@@ -62,9 +65,15 @@ pub struct DiffArgs {
     /// Scenario files, or directories of them (*.toml).
     #[arg(value_name = "FILE", required = true)]
     pub files: Vec<PathBuf>,
-    /// A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary.
-    #[arg(long, value_name = "PATH")]
-    pub referee: PathBuf,
+    /// A directory of dpctl-referee-1.NN binaries (conformance/build.sh), or one binary
+    /// (the same as --engine referee:PATH).
+    #[arg(long, value_name = "PATH", required_unless_present = "engine", conflicts_with = "engine")]
+    pub referee: Option<PathBuf>,
+    /// What kubelet-sim is compared with: referee:PATH, or kubelet:PATH (a real kubelet,
+    /// conformance/build.sh kubelet; root, containerd and runc): only the scenarios static pods
+    /// can express run there, the others are listed as skipped with the reason.
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<EngineKind>,
     /// Only these releases of each scenario's, comma-separated or a range (1.34-1.37) [default: each scenario's].
     #[arg(long, value_name = "VERSION,...", value_parser = super::values::kubelet_versions())]
     pub kubelet_version: Option<String>,
@@ -90,7 +99,13 @@ pub async fn run(cmd: ScenarioCommand, s: &mut Streams<'_>) -> Result<u8> {
             let report = {
                 let show = !s.quiet && !s.format.is_json();
                 let mut each = render::diff_progress(&mut *s.err, show);
-                diff_plan(plan, &a.referee, None, &mut each).await?
+                let other = a.engine.or(a.referee.map(EngineKind::Referee)).ok_or_else(|| {
+                    crate::error::Error::invalid(
+                        "scenario diff",
+                        "compare with what? give --referee PATH or --engine ENGINE",
+                    )
+                })?;
+                diff_plan(plan, &other, None, &mut each).await?
             };
             render::diffed(s, &report)?;
             Ok(report.exit_code())

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::transport::ClientConfig;
 
 /// The cases, in run order.
-pub const CASES: [CaseInfo; 9] = [
+pub const CASES: [CaseInfo; 10] = [
     CaseInfo {
         name: "registration",
         reason: "a registration the kubelet refuses leaves the driver unused",
@@ -36,6 +36,11 @@ pub const CASES: [CaseInfo; 9] = [
         name: "prepare",
         reason: "the kubelet fails the pod on any break of its map rules",
         rule: "every claim answered under its UID and no other, no per-claim error (docs/dra.md §3)",
+    },
+    CaseInfo {
+        name: "published",
+        reason: "a device no current ResourceSlice publishes was never allocated: the container gets what the cluster did not give it",
+        rule: "every device prepared is one the driver publishes in its pool's current generation (docs/dra.md §3)",
     },
     CaseInfo {
         name: "cdi",
@@ -80,6 +85,25 @@ pub struct DraCheckReport {
     pub results: Vec<CheckResult>,
 }
 
+impl DraCheckReport {
+    /// Why the driver's calls went unchecked: the evidence of a skipped
+    /// `prepare` (no service a kubelet would use, or a driver that reads
+    /// claims from an API server it was not given). A run that checked
+    /// only the registration is not a pass: `dra check` exits 1 on it.
+    pub fn not_checked(&self) -> Option<&str> {
+        match self.results.iter().find(|r| r.name == "prepare") {
+            Some(r) if r.outcome == Outcome::Skip => Some(r.evidence.as_str()),
+            Some(_) => None,
+            None => Some("Prepare was not called"),
+        }
+    }
+
+    /// Every case passed or was skipped, and Prepare was called.
+    pub fn ok(&self) -> bool {
+        !crate::check::any_failure(&self.results) && self.not_checked().is_none()
+    }
+}
+
 /// What `dra check` is given besides the driver.
 #[derive(Debug, Clone, Default)]
 pub struct CheckOptions {
@@ -105,8 +129,8 @@ fn skipped(name: &str, why: &str) -> CheckResult {
     CheckResult::of(case(name), Outcome::Skip, why, Duration::ZERO)
 }
 
-const CALL_CASES: [&str; 6] =
-    ["prepare", "cdi", "request-names", "prepare-idempotent", "unprepare-idempotent", "call-time"];
+const CALL_CASES: [&str; 7] =
+    ["prepare", "published", "cdi", "request-names", "prepare-idempotent", "unprepare-idempotent", "call-time"];
 
 /// A made-up claim: a random UID in namespace and name `dpctl-check`.
 pub fn made_up_claim() -> ClaimRef {
@@ -170,7 +194,7 @@ pub async fn run(registration: &Path, opts: CheckOptions, cfg: &ClientConfig) ->
         report.results = results;
         return Ok(report);
     };
-    let own = match (&opts.claim, client) {
+    let own = match (&opts.claim, client.clone()) {
         (None, Some(c)) => Some(OwnClaim::create(c, &info.driver).await?),
         _ => None,
     };
@@ -188,6 +212,10 @@ pub async fn run(registration: &Path, opts: CheckOptions, cfg: &ClientConfig) ->
         info.endpoint.clone()
     });
     let calls = calls(&endpoint, api, &report.claim, cfg, &opts.cdi_dirs).await;
+    let pools = match &client {
+        Some(c) => Some(super::check_claim::pools(c, &info.driver).await),
+        None => None,
+    };
     if let Some(o) = &own {
         report.notes.push(match o.delete().await {
             Ok(()) => format!("deleted ResourceClaim {}/{}", o.claim.namespace, o.claim.name),
@@ -207,9 +235,49 @@ pub async fn run(registration: &Path, opts: CheckOptions, cfg: &ClientConfig) ->
         results.extend(CALL_CASES[1..].iter().map(|n| skipped(n, rest)));
     } else {
         results.extend(call_results(&calls.0, &calls.1, &calls.2, &calls.3));
+        let at = results.iter().position(|r| r.name == "prepare").map_or(results.len(), |i| i + 1);
+        results.insert(at, published(&calls.0, pools.as_ref(), &info.driver));
     }
     report.results = results;
     Ok(report)
+}
+
+/// The published verdict: every device the first Prepare answered is in
+/// a current ResourceSlice of the driver (`super::published`). Skipped
+/// without an API server to read slices from, or with nothing prepared.
+pub fn published(
+    first: &Result<CallReport>,
+    pools: Option<&std::result::Result<super::published::Pools, String>>,
+    driver: &str,
+) -> CheckResult {
+    let Ok(p1) = first else { return skipped("published", "Prepare failed") };
+    let devices: Vec<(&str, &str)> =
+        p1.claims.iter().flat_map(|c| &c.devices).map(|d| (d.pool.as_str(), d.device.as_str())).collect();
+    let pools = match pools {
+        None => {
+            return skipped(
+                "published",
+                "no API server to read the driver's ResourceSlices from: pass --kubeconfig, the one the driver uses",
+            );
+        }
+        Some(Err(e)) => return CheckResult::of(case("published"), Outcome::Error, e.clone(), Duration::ZERO),
+        Some(Ok(p)) => p,
+    };
+    if devices.is_empty() {
+        return skipped("published", "Prepare answered no device: nothing to hold against the ResourceSlices");
+    }
+    let problems = pools.problems(driver, devices.iter().copied());
+    let ev = if problems.is_empty() {
+        let shown: Vec<String> = devices.iter().map(|(p, d)| format!("{p}/{d}")).collect();
+        format!(
+            "{} prepared, each in a current ResourceSlice of {driver} ({} published)",
+            shown.join(", "),
+            pools.device_count()
+        )
+    } else {
+        problems.join("; ")
+    };
+    result("published", problems.is_empty(), ev, Duration::ZERO)
 }
 
 type Calls = (Result<CallReport>, Result<CallReport>, Result<CallReport>, Result<CallReport>);

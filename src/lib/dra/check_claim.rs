@@ -62,6 +62,15 @@ pub async fn first_published(client: &Client, driver: &str) -> Result<Option<Pub
     }))
 }
 
+/// Every ResourceSlice of `driver` (any node), as pools; the API error as text.
+pub async fn pools(client: &Client, driver: &str) -> std::result::Result<super::published::Pools, String> {
+    let selector = pct(&format!("spec.driver={driver}"));
+    let listed = client.request("GET", &format!("{SLICES}?fieldSelector={selector}"), None).await;
+    let listed = listed.map_err(|e| format!("LIST ResourceSlices from {}: {e}", client.server()))?;
+    let items = listed.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+    Ok(super::published::Pools::of(&items, driver))
+}
+
 /// The ResourceClaim check creates: one request, allocated to `device` of
 /// `driver`, reserved for a made-up pod.
 pub fn claim_object(name: &str, driver: &str, device: &Published, pod_uid: &str) -> Value {

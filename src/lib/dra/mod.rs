@@ -21,6 +21,7 @@ pub mod check_claim;
 pub mod claims;
 pub mod client;
 pub mod mock;
+pub mod published;
 pub mod state;
 
 use std::time::Duration;

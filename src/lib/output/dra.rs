@@ -208,10 +208,9 @@ pub fn mock_event(w: &mut dyn Write, json: bool, e: &DraEvent) -> io::Result<()>
 
 /// `dra check`: a results table, each failure in full.
 pub fn check(s: &mut Streams<'_>, r: &crate::dra::check::DraCheckReport) -> Result<()> {
-    let failed = crate::check::any_failure(&r.results);
     if s.format.is_json() {
         let totals = crate::check::Totals::of(&r.results);
-        write_json(s.out, &serde_json::json!({"registration": r.registration, "claim": r.claim, "claim_source": r.claim_source, "notes": r.notes, "results": r.results, "totals": totals, "ok": !failed}))
+        write_json(s.out, &serde_json::json!({"registration": r.registration, "claim": r.claim, "claim_source": r.claim_source, "notes": r.notes, "results": r.results, "totals": totals, "checked": r.not_checked().is_none(), "not_checked": r.not_checked(), "ok": r.ok()}))
             .map_err(out_err)?;
         return Ok(());
     }
@@ -231,6 +230,14 @@ pub fn check(s: &mut Streams<'_>, r: &crate::dra::check::DraCheckReport) -> Resu
         totals.passed, totals.failed, totals.skipped, r.claim.namespace, r.claim.name, r.claim.uid, r.claim_source
     )
     .map_err(out_err)?;
+    if let Some(why) = r.not_checked() {
+        writeln!(
+            s.out,
+            "NOT CHECKED: Prepare and Unprepare were never judged, only the registration (exit 1): {}",
+            super::cases::one_line(why)
+        )
+        .map_err(out_err)?;
+    }
     Ok(())
 }
 

@@ -82,6 +82,12 @@ impl Term {
     /// progress display only on a terminal, not quiet, not `-v`, not JSON.
     pub fn streams(&mut self, format: Format, quiet: bool, verbose: u8) -> Streams<'_> {
         let progress = self.err_is_tty && !quiet && verbose == 0 && !format.is_json();
+        if !format.is_json() {
+            // Text for people: no control character from a plugin, driver
+            // or file reaches the terminal (JSON and YAML escape their own).
+            let out = std::mem::replace(&mut self.out, Box::new(io::sink()));
+            self.out = Box::new(layout::Clean::new(out));
+        }
         Streams {
             out: &mut *self.out,
             err: &mut *self.err,
@@ -250,8 +256,9 @@ pub fn write_table_fit(w: &mut dyn Write, table: &Table, width: Option<usize>, f
 
 /// The lines [`write_table_fit`] writes.
 pub fn table_lines(table: &Table, width: Option<usize>, fit: Fit) -> Vec<String> {
-    // Padding is set after the header exists; columns added later get it here.
-    let mut t = table.clone();
+    // Every cell made safe and bounded ([`layout::cell`]) before the layout
+    // sees it; padding is set after the header exists, columns added later get it here.
+    let mut t = cleaned(table);
     for col in t.column_iter_mut() {
         col.set_padding((0, 3));
     }
@@ -272,6 +279,24 @@ pub fn table_lines(table: &Table, width: Option<usize>, fit: Fit) -> Vec<String>
         }
     }
     t.lines().skip(skip).map(|l| l.trim_end().to_string()).collect()
+}
+
+/// `table` with every cell as [`layout::cell`] shows it.
+fn cleaned(table: &Table) -> Table {
+    let cells =
+        |r: &comfy_table::Row| r.cell_iter().map(|c| layout::cell(&c.content()).into_owned()).collect::<Vec<_>>();
+    let mut t = match table.header() {
+        Some(h) => self::table(cells(h)),
+        None => {
+            let mut t = Table::new();
+            t.load_preset(presets::NOTHING).set_content_arrangement(ContentArrangement::Disabled);
+            t
+        }
+    };
+    for row in table.row_iter() {
+        t.add_row(cells(row));
+    }
+    t
 }
 
 /// A table in dpctl's style: kubectl-like columns, upper-case headers, no borders.

@@ -81,13 +81,15 @@ fn write_diff(w: &mut dyn Write, json: bool, r: &DiffReport) -> io::Result<()> {
         let verdict =
             if d.unexplained() == 0 && d.run_failures.is_empty() { "SAME".green().bold() } else { "DIFF".red().bold() };
         writeln!(w, "{verdict} {} {} ({} vs {})", d.scenario, d.release, d.left, d.right)?;
+        // `referee` or `kubelet`: the right engine's name without its version.
+        let right = d.right.split(' ').next().unwrap_or("referee");
         for e in &d.entries {
             let how = match e.verdict {
                 Verdict::Unexplained => "unexplained".red().to_string(),
                 Verdict::Stated => format!("stated: {}", e.reason.as_deref().unwrap_or_default()),
                 Verdict::Open => format!("open: {}", e.reason.as_deref().unwrap_or_default()),
             };
-            writeln!(w, "    {} {}: sim {} | referee {}  [{how}]", e.step, e.path, e.left, e.right)?;
+            writeln!(w, "    {} {}: sim {} | {right} {}  [{how}]", e.step, e.path, e.left, e.right)?;
         }
         for f in &d.run_failures {
             writeln!(w, "    {} {f}", "failed:".red())?;

@@ -158,22 +158,35 @@ impl DiffReport {
 /// `referee`, and compares them; `each` sees each comparison as it ends.
 pub async fn diff_plan(
     plan: Plan,
-    referee: &std::path::Path,
+    other: &EngineKind,
     helper: Option<PathBuf>,
     each: &mut (dyn FnMut(&ScenarioDiff) + Send),
 ) -> Result<DiffReport> {
-    // Every referee is found (and its release checked) before anything runs.
+    let plan = plan.for_engine(other);
+    // Every referee or kubelet is found (and its release checked) before anything runs.
     let mut releases: Vec<KubeletVersion> = plan.runs.iter().map(|(_, v)| *v).collect();
     releases.dedup();
     for v in &releases {
-        crate::smoke::engine::referee_binary(referee, *v)?;
+        match other {
+            EngineKind::Referee(path) => {
+                crate::smoke::engine::referee_binary(path, *v)?;
+            }
+            EngineKind::Kubelet(path) => {
+                crate::smoke::node::kubelet_binary(path, &v.numbered())?;
+            }
+            EngineKind::Sim => {
+                return Err(crate::error::Error::invalid(
+                    "--engine sim",
+                    "scenario diff compares kubelet-sim with another engine: referee:PATH or kubelet:PATH",
+                ));
+            }
+        }
     }
     let mut diffs = Vec::new();
     for (s, v) in &plan.runs {
         let sim = run(s, &RunConfig { engine: EngineKind::Sim, version: *v, helper: helper.clone() }).await?;
-        let reference = EngineKind::Referee(referee.to_path_buf());
-        let other = run(s, &RunConfig { engine: reference, version: *v, helper: helper.clone() }).await?;
-        let d = diff(s, &sim, &other);
+        let reference = run(s, &RunConfig { engine: other.clone(), version: *v, helper: helper.clone() }).await?;
+        let d = diff(s, &sim, &reference);
         each(&d);
         diffs.push(d);
     }

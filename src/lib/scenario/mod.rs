@@ -481,6 +481,55 @@ impl Difference {
 }
 
 impl Scenario {
+    /// Why a real kubelet with static pods (`--engine kubelet:PATH`) cannot
+    /// play this scenario, or `None` when it can: it has no API server (no
+    /// DRA driver's claims), is not restarted or rebooted on request, and
+    /// runs on this machine's CPUs and NUMA nodes, not the scenario's.
+    pub fn static_pods_cannot(&self) -> Option<String> {
+        if !self.drivers.is_empty() {
+            return Some("its DRA drivers need ResourceClaims from an API server".into());
+        }
+        let unplayable = |a: &Action| {
+            matches!(a, Action::RestartKubelet { .. } | Action::Reboot { .. } | Action::RestartContainer { .. })
+        };
+        if let Some((i, step)) = self.steps.iter().enumerate().find(|(_, st)| unplayable(&st.action)) {
+            let word = step.action.word();
+            return Some(format!("its step {} is a {word}, which the kubelet engine does not play", i + 1));
+        }
+        let compute = |pod: &str| {
+            crate::kubelet_sim::PodSpec::from_manifest(pod, "admit")
+                .is_ok_and(|p| p.containers.iter().any(|c| c.compute != Default::default()))
+        };
+        if let Some(i) = self.steps.iter().position(|st| matches!(&st.action, Action::Admit { pod } if compute(pod))) {
+            return Some(format!(
+                "its step {} asks for CPU or memory, which fits this machine's capacity, not the scenario's node",
+                i + 1
+            ));
+        }
+        // A static pod is critical (k8s.io/kubernetes pkg/kubelet/types/pod_update.go
+        // `IsCriticalPod`), so a node-resources fit refusal becomes an attempt to
+        // preempt other pods, refused as UnexpectedAdmissionError
+        // (pkg/kubelet/preemption/preemption.go `HandleAdmissionFailure`): the
+        // OutOf<resource> an API server's pod gets cannot be seen with static pods.
+        let out_of = |st: &StepDef| st.expect.values().any(|v| v.as_str().is_some_and(|r| r.starts_with("OutOf")));
+        if let Some(i) = self.steps.iter().position(out_of) {
+            return Some(format!(
+                "its step {} expects an OutOf<resource> refusal, which a static pod never gets: it is critical, \
+                 and the kubelet tries preemption instead (UnexpectedAdmissionError)",
+                i + 1
+            ));
+        }
+        let n = &self.node;
+        let machine = n.topology_manager_policy != Policy::None
+            || n.cpu_manager_policy != CpuPolicy::None
+            || n.reserved_cpus.is_some()
+            || n.numa_distances.is_some()
+            || n.topology_manager_policy_options.is_some();
+        machine.then(|| {
+            "its [node] Topology or CPU manager needs the scenario's NUMA nodes and CPUs, not this machine's".into()
+        })
+    }
+
     /// Reads and checks a scenario file.
     pub fn load(path: &Path) -> Result<Scenario> {
         let place = path.display().to_string();

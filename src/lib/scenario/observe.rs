@@ -263,8 +263,9 @@ pub fn expected_entries(status: &SimStatus) -> Entries {
 
 /// PodResources v1 as a client sees it: List, Get of each pod in `pods`
 /// (namespace, name) and GetAllocatableResources; an error is recorded as
-/// its text.
-pub async fn podresources(socket: &Path, pods: &[(String, String)]) -> Value {
+/// its text. A real kubelet names a static pod `NAME<suffix>`: Get asks for
+/// that name, and the pods are shown under the names the scenario gave.
+pub async fn podresources(socket: &Path, pods: &[(String, String)], suffix: &str) -> Value {
     let config = PodResourcesConfig {
         api: crate::podresources::client::ApiChoice::V1,
         rate_limit_retries: 5,
@@ -276,7 +277,7 @@ pub async fn podresources(socket: &Path, pods: &[(String, String)]) -> Value {
     };
     let list = match client.list().await {
         Ok(l) => {
-            let mut pods: Vec<Value> = l.pods.iter().map(pod_value).collect();
+            let mut pods: Vec<Value> = l.pods.iter().map(|p| pod_value(p, suffix)).collect();
             pods.sort_by_key(|p| format!("{}/{}", p["namespace"], p["name"]));
             Value::Array(pods)
         }
@@ -284,9 +285,9 @@ pub async fn podresources(socket: &Path, pods: &[(String, String)]) -> Value {
     };
     let mut get = Map::new();
     for (ns, name) in pods {
-        let v = match client.get(name, ns).await {
-            Ok(p) => pod_value(&p),
-            Err(e) => json!({"error": e.to_string()}),
+        let v = match client.get(&format!("{name}{suffix}"), ns).await {
+            Ok(p) => pod_value(&p, suffix),
+            Err(e) => json!({"error": e.to_string().replace(&format!("{name}{suffix}"), name)}),
         };
         get.insert(format!("{ns}/{name}"), v);
     }
@@ -301,7 +302,7 @@ pub async fn podresources(socket: &Path, pods: &[(String, String)]) -> Value {
     json!({"list": list, "get": get, "allocatable": allocatable})
 }
 
-fn pod_value(p: &v1::PodResources) -> Value {
+fn pod_value(p: &v1::PodResources, suffix: &str) -> Value {
     let mut containers: Vec<Value> = p
         .containers
         .iter()
@@ -317,7 +318,8 @@ fn pod_value(p: &v1::PodResources) -> Value {
         .collect();
     // The kubelet lists containers in spec order: kept.
     containers.iter_mut().for_each(sort_scalar_lists);
-    json!({"name": p.name, "namespace": p.namespace, "containers": containers})
+    let name = if suffix.is_empty() { &p.name } else { p.name.strip_suffix(suffix).unwrap_or(&p.name) };
+    json!({"name": name, "namespace": p.namespace, "containers": containers})
 }
 
 /// A container's DRA claims as PodResources lists them (claims and their

@@ -447,7 +447,13 @@ impl Runner<'_> {
                 if !self.pods.contains(&key) {
                     self.pods.push(key.clone());
                 }
-                let answer = self.engine.call(Request::Admit { pod: spec }).await?;
+                let mut answer = self.engine.call(Request::Admit { pod: spec }).await?;
+                if let (Ok(Answer::Admit(o)), false) = (&mut answer, self.engine.static_pod_suffix().is_empty()) {
+                    // A real kubelet's start errors quote the runtime's failure with the node's context.
+                    for c in &mut o.containers {
+                        c.start_error = c.start_error.as_deref().map(|e| crate::smoke::node::kubelet_message(e).into());
+                    }
+                }
                 if let Ok(Answer::Admit(o)) = &answer {
                     self.names.add(o.uid.clone(), format!("uid-{}-{}", key.0, key.1));
                 }
@@ -598,7 +604,9 @@ impl Runner<'_> {
         let expect = observe::expected_entries(&status);
         let cp = self.layout.device_plugins.join(crate::paths::CHECKPOINT_FILE_NAME);
         observed["checkpoint"] = observe::checkpoint(&cp, &expect).await;
-        observed["podresources"] = observe::podresources(&self.layout.podresources_socket(), &self.pods).await;
+        observed["podresources"] =
+            observe::podresources(&self.layout.podresources_socket(), &self.pods, &self.engine.static_pod_suffix())
+                .await;
         if !self.drivers.is_empty() {
             let mut drivers = serde_json::Map::new();
             let deadline = crate::duration::deadline(HANDSHAKE_MAX);
@@ -810,6 +818,28 @@ pub struct Plan {
     pub skipped: Vec<String>,
 }
 
+impl Plan {
+    /// The runs `engine` can play: on a real kubelet (`kubelet:PATH`) a
+    /// scenario static pods cannot express is left out with the reason.
+    pub fn for_engine(mut self, engine: &EngineKind) -> Plan {
+        if let EngineKind::Kubelet(_) = engine {
+            let mut left_out: Vec<String> = Vec::new();
+            self.runs.retain(|(s, _)| match s.static_pods_cannot() {
+                None => true,
+                Some(why) => {
+                    let line = format!("{}: not on a real kubelet: {why}", s.name);
+                    if !left_out.contains(&line) {
+                        left_out.push(line);
+                    }
+                    false
+                }
+            });
+            self.skipped.extend(left_out);
+        }
+        self
+    }
+}
+
 /// Loads the scenario files (directories: their `*.toml`) and pairs each
 /// with its releases, filtered by `versions`.
 pub fn plan(files: &[PathBuf], versions: Option<&[KubeletVersion]>) -> Result<Plan> {
@@ -860,6 +890,7 @@ pub async fn run_plan(
     helper: Option<PathBuf>,
     each: &mut (dyn FnMut(&ScenarioRun) + Send),
 ) -> Result<RunReport> {
+    let plan = plan.for_engine(engine);
     let mut runs = Vec::new();
     for (s, v) in &plan.runs {
         let r = run(s, &RunConfig { engine: engine.clone(), version: *v, helper: helper.clone() }).await?;

@@ -255,6 +255,16 @@ impl Engine {
         !matches!(self.running, Running::Kubelet(_))
     }
 
+    /// What a real kubelet appends to a static pod's name (`-<node name>`,
+    /// k8s.io/kubernetes pkg/kubelet/config/common.go `applyDefaults`), as
+    /// PodResources names it; empty on the sim and the referee.
+    pub fn static_pod_suffix(&self) -> String {
+        match self.running {
+            Running::Kubelet(_) => super::node::config::static_pod_name(""),
+            Running::Sim(_) | Running::Referee { .. } => String::new(),
+        }
+    }
+
     /// What answers: `kubelet-sim` or `referee v1.N.P`.
     pub fn name(&self) -> &str {
         &self.name

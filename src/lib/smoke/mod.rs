@@ -136,7 +136,8 @@ impl Case for StepId {
                 reason: "the kubelet joins the endpoint to its directory and turns the resource name into a node resource",
                 rule: "version is v1beta1; resource_name is an extended resource name (<domain>/<name>, not in \
                  kubernetes.io); endpoint is a bare file name in the device-plugin directory (the kubelet uses \
-                 filepath.Join(dir, endpoint))",
+                 filepath.Join(dir, endpoint)); Register called once per kubelet start (1.37+ refuse a second \
+                 client at a live socket)",
             },
             StepId::FirstSnapshot => CaseInfo {
                 name: "first-snapshot",

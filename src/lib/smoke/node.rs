@@ -21,7 +21,7 @@
 //! containers to go; `status` reads the kubelet's PodResources API and its
 //! log; `events` are read off the log ([`kubelet_log`]).
 
-mod config;
+pub(super) mod config;
 pub mod container_view;
 pub mod kubelet_log;
 
@@ -731,7 +731,8 @@ impl Node {
     async fn admit(&self, pod: PodSpec) -> std::result::Result<AdmitOutcome, RemoteError> {
         let key = (pod.namespace.clone(), pod.name.clone());
         if self.pods.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(&key) {
-            return Err(remote(format!("pod {}/{} is already admitted", pod.namespace, pod.name)));
+            // The sim's words (kubelet_sim/admission.rs), so that a scenario diff sees none.
+            return Err(remote(format!("pod {}/{}: is already admitted; delete it first", pod.namespace, pod.name)));
         }
         let uid = pod.uid.clone().unwrap_or_else(crate::apiserver::store::new_uid);
         let wanted: usize = pod.containers.iter().map(|c| c.limits.values().filter(|n| **n > 0).count()).sum();
@@ -743,9 +744,15 @@ impl Node {
             if let Some(w) = self.warnings(&pod.namespace, &pod.name, seen).into_iter().find(PodWarning::is_rejection) {
                 break Err(w);
             }
+            // Admitted: every (container, resource) asked for is in the
+            // checkpoint, or the pod's containers exist (a resource no plugin
+            // registered gets no entry: the predicate admit handler strips
+            // it, k8s.io/kubernetes pkg/kubelet/lifecycle/predicate.go
+            // `removeMissingExtendedResources`). A pod's containers are made
+            // only after admission allocated every device.
             let entries = self.entries(&uid);
-            if entries.len() >= wanted && (wanted > 0 || self.pod_containers(&uid).await.is_ok_and(|c| !c.is_empty())) {
-                break Ok(entries);
+            if (wanted > 0 && entries.len() >= wanted) || self.pod_containers(&uid).await.is_ok_and(|c| !c.is_empty()) {
+                break Ok(self.entries(&uid));
             }
             if tokio::time::Instant::now() >= deadline || self.kubelet.exit().is_some() {
                 let _ = std::fs::remove_file(&file);
@@ -789,6 +796,21 @@ impl Node {
         Ok(outcome)
     }
 }
+
+/// The runtime's failure a container's start error quotes, as the sim and the
+/// referee give it: this node words it `the kubelet could not run it:
+/// REASON: Error: MESSAGE; Allocate answered: ...` ([`Node::wait_running`],
+/// [`Node::check_inside`]; the kubelet's event is `"Error: %v"`,
+/// k8s.io/kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go
+/// `startContainer`), and MESSAGE is returned; any other text is returned whole.
+pub fn kubelet_message(start_error: &str) -> &str {
+    let Some(rest) = start_error.strip_prefix(COULD_NOT_RUN) else { return start_error };
+    let rest = rest.split_once("; Allocate answered: ").map_or(rest, |(m, _)| m);
+    rest.split_once(": Error: ").map_or(rest, |(_, m)| m)
+}
+
+/// How a container's start error begins when the kubelet logged the runtime's failure.
+const COULD_NOT_RUN: &str = "the kubelet could not run it: ";
 
 /// Why the steps that need them cannot run on a real kubelet.
 pub const NOT_PLAYED: &str = "a real kubelet cannot be restarted, rebooted or have one container restarted on \
@@ -855,25 +877,27 @@ impl Node {
         self.containers_of(uid, None).await
     }
 
-    /// Waits for container `name` of the pod to run: its ID, or the
-    /// runtime's failure the kubelet logged (or a timeout) as text.
+    /// Waits for container `name` of the pod to run (`made`: to exist, as
+    /// an init container that ran to completion does): its ID, or the
+    /// runtime's failure the kubelet logged for it or its pod (or a
+    /// timeout) as text.
     async fn wait_running(
         &self,
         pod: &PodSpec,
         uid: &str,
-        name: &str,
+        (name, made): (&str, bool),
         from: usize,
     ) -> std::result::Result<String, String> {
         let deadline = crate::duration::deadline(POD_TIMEOUT);
         loop {
             let ids = self.containers_of(uid, Some(name)).await?;
-            let running = self.running_containers().await?;
+            let running = if made { ids.clone() } else { self.running_containers().await? };
             if let Some(id) = ids.into_iter().find(|id| running.contains(id)) {
                 return Ok(id);
             }
-            if let Some(w) = self.warnings(&pod.namespace, &pod.name, from).into_iter().find(PodWarning::is_run_failure)
-            {
-                return Err(format!("the kubelet could not run it: {}: {}", w.reason, w.message));
+            let mine = |w: &PodWarning| w.is_run_failure() && (w.container.is_empty() || w.container == name);
+            if let Some(w) = self.warnings(&pod.namespace, &pod.name, from).into_iter().find(mine) {
+                return Err(format!("{COULD_NOT_RUN}{}: {}", w.reason, w.message));
             }
             if tokio::time::Instant::now() >= deadline {
                 return Err(format!(
@@ -914,6 +938,7 @@ impl Node {
     /// the answer promised.
     async fn containers(&self, pod: &PodSpec, uid: &str, entries: &[Entry], from: usize) -> Vec<ContainerOutcome> {
         let mut out = Vec::new();
+        let mut blocked = false;
         for c in &pod.containers {
             let mut o = ContainerOutcome::new(c);
             let mut promised = crate::model::ContainerAllocation::default();
@@ -943,13 +968,21 @@ impl Node {
                 }
                 o.resources.push(r);
             }
-            let checked = if c.kind == crate::kubelet_sim::ContainerKind::Init {
-                Ok(())
+            // The kubelet starts no later container while an init container
+            // has not succeeded, and retries a failed one with backoff
+            // (k8s.io/kubernetes pkg/kubelet/kuberuntime/kuberuntime_container.go
+            // `computeInitContainerActions`): after one failed, the later
+            // containers are not started and not waited for.
+            let checked = if blocked {
+                Err(None)
+            } else if c.kind == crate::kubelet_sim::ContainerKind::Init {
+                self.wait_running(pod, uid, (&c.name, true), from).await.map(drop).map_err(Some)
             } else {
-                self.check_inside(pod, uid, &c.name, &promised, from).await
+                self.check_inside(pod, uid, &c.name, &promised, from).await.map_err(Some)
             };
             o.started = checked.is_ok();
-            o.start_error = checked.err();
+            o.start_error = checked.err().flatten();
+            blocked |= !o.started && c.kind != crate::kubelet_sim::ContainerKind::Regular;
             out.push(o);
         }
         out
@@ -965,8 +998,10 @@ impl Node {
         from: usize,
     ) -> std::result::Result<(), String> {
         let answer = container_view::promised_text(promised);
-        let id =
-            self.wait_running(pod, uid, name, from).await.map_err(|e| format!("{e}; Allocate answered: {answer}"))?;
+        let id = self
+            .wait_running(pod, uid, (name, false), from)
+            .await
+            .map_err(|e| format!("{e}; Allocate answered: {answer}"))?;
         if promised.envs.is_empty() && promised.mounts.is_empty() && promised.devices.is_empty() {
             return Ok(());
         }
@@ -1160,5 +1195,18 @@ fn fill_socket(e: &mut WireEvent, outside: &Path) {
     if let Some((_, name)) = newest {
         *endpoint = name.to_string_lossy().into_owned();
         *socket = Path::new(super::isolate::STANDARD_DEVICE_PLUGINS).join(&name).display().to_string();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::kubelet_message;
+
+    #[test]
+    fn the_kubelets_message_is_taken_out_of_a_start_error() {
+        let e = "the kubelet could not run it: Failed: Error: device plugin PreStartContainer rpc failed with err: x; \
+                 Allocate answered: envs [], mounts [], devices []";
+        assert_eq!(kubelet_message(e), "device plugin PreStartContainer rpc failed with err: x");
+        assert_eq!(kubelet_message("inside the running container: env A"), "inside the running container: env A");
     }
 }

@@ -234,10 +234,16 @@ impl Runner {
             self.stop_reason = Some("not run: the plugin did not register".into());
             return;
         }
-        self.registration_request();
         // The checks first: they take a while (the stream window), so the
-        // health report below also sees a stream that ended meanwhile.
+        // health report below also sees a stream that ended meanwhile, and
+        // the registration request a second Register the kubelet refused
+        // (its row still goes right after registration's).
+        let at = self.results.len();
         self.checks().await;
+        self.registration_request().await;
+        if let Some(r) = self.results.pop() {
+            self.results.insert(at.min(self.results.len()), r);
+        }
         self.first_snapshot().await;
         self.health_report().await;
         self.admission().await;
@@ -470,14 +476,18 @@ impl Runner {
         evidence
     }
 
-    fn registration_request(&mut self) {
+    async fn registration_request(&mut self) {
         let id = StepId::RegistrationRequest;
         if self.skipped(id) {
             return self.skip(id, self.cfg.left_out());
         }
         let t = self.begin(id);
         let Some(reg) = self.reg.clone() else { return };
-        let problems = judge::registration_problems(&reg, &self.dir);
+        let mut problems = judge::registration_problems(&reg, &self.dir);
+        self.kubelet.pull().await;
+        let version = self.kubelet.status().await.map(|s| s.kubelet_version).unwrap_or(self.cfg.kubelet_version);
+        let events = self.kubelet.seen.get(reg.index..).unwrap_or_default();
+        problems.extend(judge::second_registers(events, &reg.resource, version));
         if reg.via == Via::PluginsRegistry {
             let seen = format!(
                 "through plugins_registry: GetInfo named {}, endpoint {} (dialled as {}), supported versions include \
@@ -552,7 +562,7 @@ impl Runner {
         let Some(reg) = self.reg.clone() else { return };
         self.kubelet.pull().await;
         let status = self.kubelet.status().await;
-        let Some((status, res)) = status.as_ref().and_then(|s| Some((s, s.resource(&reg.resource)?))) else {
+        let Some(res) = status.as_ref().and_then(|s| s.resource(&reg.resource)) else {
             let ev = format!("{} does not know {}", self.kubelet.name(), reg.resource);
             self.done(id, Outcome::Error, ev, t);
             return;
@@ -560,7 +570,6 @@ impl Runner {
         let seen = judge::HealthSeen {
             status: res,
             events: self.kubelet.seen.get(reg.index..).unwrap_or_default(),
-            kubelet_version: status.kubelet_version,
             exit_note: self.exit_note(),
         };
         let (outcome, evidence) = judge::health_report(&seen);

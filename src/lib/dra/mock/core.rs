@@ -82,6 +82,9 @@ impl Shared {
                 .into_iter()
                 .map(|a| super::api::Allocated { pool: self.cfg.pool.clone(), device: first.clone(), ..a })
                 .collect()
+        } else if self.cfg.faults.unpublished_device {
+            let past = format!("dev-{}", self.cfg.devices);
+            allocated.into_iter().map(|a| super::api::Allocated { device: past.clone(), ..a }).collect()
         } else {
             allocated
         };

@@ -58,6 +58,9 @@ pub struct Faults {
     pub same_device: bool,
     /// Answer every claim of Prepare with no device and no error.
     pub no_device: bool,
+    /// Answer each device one past the pool's last (`dev-N` of N devices),
+    /// which no ResourceSlice publishes: an off-by-one in the driver.
+    pub unpublished_device: bool,
 }
 
 /// How the mock driver runs.

@@ -190,6 +190,31 @@ pub fn admission(o: &AdmitOutcome) -> CheckResult {
     )
 }
 
+/// The admission verdict held against the driver's published pools: a
+/// claim prepared with a device no current ResourceSlice publishes fails
+/// it (`crate::dra::published`). Unchanged when the driver published no
+/// slice (the claims then name made-up devices) or admission failed.
+pub fn admission_published(
+    row: CheckResult,
+    pools: &crate::dra::published::Pools,
+    driver: &str,
+    prepared: &[PreparedDevice],
+) -> CheckResult {
+    if row.outcome != Outcome::Pass || pools.is_empty() {
+        return row;
+    }
+    let problems = pools.problems(driver, prepared.iter().map(|d| (d.pool.as_str(), d.device.as_str())));
+    if problems.is_empty() {
+        return row;
+    }
+    verdict(
+        StepId::Admission,
+        false,
+        format!("{}; {}", row.evidence, problems.join("; ")),
+        Duration::from_millis(row.duration_ms),
+    )
+}
+
 /// One device node a CDI spec names for an ID, and whether it exists.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceNode {

@@ -201,7 +201,8 @@ impl Case for StepId {
                 name: "admission",
                 reason: "a pod with claims starts only after NodePrepareResources answers every claim the kubelet's way",
                 rule: "one NodePrepareResources per driver with the pod's claims; every claim answered under its UID and \
-                       no other, no per-claim error, within the deadline (docs/dra.md §3)",
+                       no other, no per-claim error, within the deadline; every device prepared is one a current \
+                       ResourceSlice of the driver publishes (docs/dra.md §3)",
             },
             StepId::Cdi => CaseInfo {
                 name: "cdi",

@@ -471,7 +471,9 @@ impl Runner<'_> {
             }
         };
         self.main = Some(MainPod { pod: tp.pod.clone(), claim: tp.claim.clone() });
-        let row = judge::admission(&out);
+        let driver = self.reg.as_ref().map(|r| r.driver.clone()).unwrap_or_default();
+        let pools = crate::dra::published::Pools::of(&self.api.slices(), &driver);
+        let row = judge::admission_published(judge::admission(&out), &pools, &driver, &self.devices_of(&tp.claim.uid));
         let ok = row.outcome == Outcome::Pass;
         self.push(row);
         if !ok {

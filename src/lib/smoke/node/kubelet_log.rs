@@ -33,6 +33,9 @@ pub struct PodWarning {
     pub namespace: String,
     /// The pod's name, as the kubelet knows it (a static pod's has `-<node>`).
     pub name: String,
+    /// The container it is about (its `fieldPath`, `spec.containers{NAME}`
+    /// or `spec.initContainers{NAME}`); empty for the pod.
+    pub container: String,
     /// `UnexpectedAdmissionError`, `OutOf<resource>`, `Failed`, ...
     pub reason: String,
     /// The kubelet's text.
@@ -57,6 +60,13 @@ impl PodWarning {
     pub fn is_run_failure(&self) -> bool {
         self.reason.starts_with("Failed") || self.reason.starts_with("Err") || self.reason == "BackOff"
     }
+}
+
+/// The container an event's `fieldPath` names (k8s.io/kubernetes
+/// pkg/kubelet/container/ref.go `fieldPath`: `spec.containers{NAME}`,
+/// `spec.initContainers{NAME}`), or empty.
+fn field_path_container(path: &str) -> String {
+    path.split_once('{').and_then(|(_, rest)| rest.strip_suffix('}')).unwrap_or_default().to_string()
 }
 
 /// Where a registration under way began.
@@ -189,6 +199,7 @@ impl LogReader {
                     unix_ms,
                     namespace: text(&object, "namespace"),
                     name: text(&object, "name"),
+                    container: field_path_container(&text(&v, "fieldPath")),
                     reason: text(&v, "reason"),
                     message: text(&v, "message"),
                 }))
@@ -265,6 +276,10 @@ mod tests {
         let failed = line.replace("UnexpectedAdmissionError", "Failed");
         let Some(Fact::PodWarning(w)) = r.observe(&failed, 0) else { panic!() };
         assert!(!w.is_rejection() && w.is_run_failure());
+        assert_eq!(w.container, "");
+        let at_init = line.replace(r#""fieldPath":"""#, r#""fieldPath":"spec.initContainers{init}""#);
+        let Some(Fact::PodWarning(w)) = r.observe(&at_init, 0) else { panic!("a warning") };
+        assert_eq!(w.container, "init");
         let Some(Fact::PodWarning(w)) = r.observe(&line.replace("UnexpectedAdmissionError", "DNSConfigForming"), 0)
         else {
             panic!()
