@@ -98,15 +98,7 @@ impl RegistrationTarget {
     fn socket(&self) -> Result<Option<PathBuf>> {
         match (&self.registration, &self.driver) {
             (Some(p), _) => Ok(Some(p.clone())),
-            (None, Some(d)) => {
-                if d.is_empty() || d.contains('/') || d.len() > 253 {
-                    return Err(Error::invalid(
-                        "--driver",
-                        format!("{:?} is not a driver name (a DNS subdomain)", d.chars().take(64).collect::<String>()),
-                    ));
-                }
-                Ok(Some(self.registry_dir.join(format!("{d}-reg.sock"))))
-            }
+            (None, Some(d)) => dra::registration_socket(&self.registry_dir, d, "--driver").map(Some),
             (None, None) => Ok(None),
         }
     }
