@@ -19,7 +19,7 @@ Examples:
   dpctl scenario run conformance/scenarios/register-basic.toml --kubelet-version 1.34 -o json
   dpctl scenario run conformance/scenarios/ --engine referee:target/referee
   dpctl scenario diff conformance/scenarios/ --referee target/referee --kubelet-version 1.36,1.37
-  sudo dpctl scenario diff conformance/scenarios/ --engine kubelet:target/kubelet --kubelet-version 1.37
+  sudo dpctl scenario diff conformance/scenarios/ --engine kubelet:target/kubelet
 
 A scenario (TOML, see docs/scenarios.md) names a node, mock plugins and steps; after each step
 the run records what a user or a plugin can observe: registrations and calls each plugin saw,

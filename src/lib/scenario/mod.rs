@@ -300,6 +300,11 @@ pub struct StepDef {
     /// (`/result/admitted`, `/resources/example.com~1gpu/allocatable`).
     #[serde(default)]
     pub expect: BTreeMap<String, toml::Value>,
+    /// JSON pointers this step's observation leaves out on every engine:
+    /// what wall-clock timing decides (how many retries of a refused
+    /// registration fell inside the step), never what the kubelet decides.
+    #[serde(default)]
+    pub unobserved: Vec<String>,
 }
 
 /// What a step does.
