@@ -1345,7 +1345,7 @@ _dpctl() {
             return 0
             ;;
         dpctl__subcmd__dra__subcmd__smoke)
-            opts="-o -v -q -h -V --driver --kubelet-version --register-timeout --slice-timeout --timeout --parallel --rolling --grace --skip --stable --junit --log-dir --keep --output --color --verbose --quiet --no-trunc --no-headers --help --version"
+            opts="-o -v -q -h -V --driver --kubelet-version --register-timeout --slice-timeout --timeout --parallel --rolling --grace --skip --stable --junit --log-dir --keep --engine --output --color --verbose --quiet --no-trunc --no-headers --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1388,6 +1388,10 @@ _dpctl() {
                     return 0
                     ;;
                 --log-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -849,6 +849,7 @@ complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcomm
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l skip -d 'Leave out these steps (comma-separated): published-slices, request-names, prepare-idempotent, kubelet-restart, node-reboot, parallel-pods, distinct-devices, rolling-update, long-socket-path' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l junit -d 'Also write the report as JUnit XML to FILE (testsuite "dpctl dra smoke")' -r -F
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l log-dir -d 'Write the driver\'s whole output to DIR/plugin.stdout.log and DIR/plugin.stderr.log' -r -F
+complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -l engine -d 'What plays the node: `sim` (kubelet-sim and dpctl\'s API server; no root), or `cluster:DIR`, a one-node cluster: etcd, kube-apiserver, kube-scheduler, kube-controller-manager and kubectl from DIR (conformance/build.sh cluster), the real kubelet with containerd and runc, in a private mount namespace (root; docs/cluster.md)' -r
 complete -c dpctl -n "__fish_dpctl_using_subcommand dra; and __fish_seen_subcommand_from smoke" -s o -l output -d 'Output format: table for people, json for programs (JSON Lines for streams)' -r -f -a "table\t'Aligned columns for people'
 wide\t'Like `table`, with more columns'
 json\t'JSON with stable snake_case keys; JSON Lines for streams'

@@ -28,6 +28,11 @@
 #        kubelet module's build/pause/linux/pause.c, compiled static; busybox.tar
 #        from the host's static busybox, Debian's busybox-static) in the same
 #        directory; see kubelet.sh.
+#        conformance/build.sh [--lean] cluster [1.34 1.35 1.36 1.37]
+#        (default: 1.37) builds the control plane of a one-node cluster
+#        (etcd at the version k8s.io/kubernetes 1.NN requires, kube-apiserver,
+#        kube-scheduler, kube-controller-manager, kubectl) into
+#        ${DPCTL_CLUSTER_DIR:-<repo>/target/cluster}/1.NN; see cluster.sh.
 # GOMODCACHE, GOCACHE and GOFLAGS come from the environment; the builds
 # share GOCACHE, so packages that did not change between releases compile
 # once.
@@ -45,8 +50,14 @@ if [ "${1:-}" = "--lean" ]; then
 	shift
 fi
 kubelet=no
+cluster=no
 if [ "${1:-}" = "kubelet" ]; then
 	kubelet=yes
+	shift
+elif [ "${1:-}" = "cluster" ]; then
+	# The same releases as the kubelet: the same checks below.
+	kubelet=yes
+	cluster=yes
 	shift
 fi
 # The referee releases: one per modfiles/1.NN.mod, oldest first. A release
@@ -112,6 +123,9 @@ if [ $lean = yes ]; then
 			;;
 		esac
 	done
+fi
+if [ $cluster = yes ]; then
+	DPCTL_BUILD_LEAN=$lean exec "$here/cluster.sh" $releases
 fi
 if [ $kubelet = yes ]; then
 	DPCTL_BUILD_LEAN=$lean exec "$here/kubelet.sh" $releases

@@ -348,6 +348,9 @@ async fn bad_input_names_the_flag() {
         (&["--parallel", "0"][..], "--parallel"),
         (&["--driver", "Not_A_Name"][..], "--driver"),
         (&["--junit", "/nonexistent-dir/x.xml"][..], "--junit"),
+        (&["--engine", "kubelet:/x"][..], "cluster:DIR"),
+        (&["--engine", "cluster:"][..], "cluster:DIR"),
+        (&["--engine", "cluster:/x", "--kubelet-version", "1.34,1.37"][..], "one release"),
     ] {
         let mut args = vec!["dra", "smoke"];
         args.extend_from_slice(flags);

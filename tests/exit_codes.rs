@@ -28,6 +28,7 @@ async fn row_2_bad_usage_or_input() {
     std::fs::write(sb.join("file"), b"x").unwrap();
     std::fs::write(sb.join("bin.toml"), [0xff, 0xfe, b'\n']).unwrap();
     let file = sb.join("file");
+    let scenario_file = concat!(env!("CARGO_MANIFEST_DIR"), "/conformance/scenarios/register-basic.toml");
     let gone_sock = sb.join("gone.sock").display().to_string();
     let missing = sb.join("no-such-kubeconfig").display().to_string();
     let tls = sb.join("tls-kubeconfig");
@@ -111,6 +112,23 @@ async fn row_2_bad_usage_or_input() {
         ("a backwards range", vec!["smoke", "--kubelet-version", "1.37-1.28", "--", "true"], "1.28-1.37 or 1.28..1.37"),
         ("a range past 1.38", vec!["dra", "smoke", "--kubelet-version", "1.34..1.39", "--", "true"], "\"1.39\""),
         ("1.39 in scenario run", vec!["scenario", "run", "--kubelet-version", "1.39", dir], "1.38, master"),
+        // scenario diff compares the sim with another engine: which one must be said, and not the sim.
+        ("scenario diff with nothing to compare with", vec!["scenario", "diff", dir], "--referee"),
+        (
+            "scenario diff with the sim",
+            vec!["scenario", "diff", "--engine", "sim", scenario_file],
+            "referee:PATH or kubelet:PATH",
+        ),
+        (
+            "scenario diff with two engines",
+            vec!["scenario", "diff", "--engine", "kubelet:/x", "--referee", dir, dir],
+            "--engine",
+        ),
+        (
+            "scenario diff on no kubelet",
+            vec!["scenario", "diff", "--engine", "kubelet:/nonexistent", scenario_file],
+            "conformance/build.sh kubelet",
+        ),
         ("a range for one release", vec!["kubelet-sim", "--kubelet-version", "1.28-1.37"], "a range names 10 releases"),
         ("a range for doctor", vec!["doctor", "--kubelet-version", "1.28..1.30"], "a range names 3 releases"),
         // dra check and prepare read --kubeconfig before they call the driver; a checkpoint

@@ -12,27 +12,22 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::support::go_built::{KUBELET_RELEASE, kubelet_or_skip};
+use crate::support::go_built::{KUBELET_RELEASE, ONE_NODE, kubelet_or_skip};
 use crate::support::{Child, Sandbox, dpctl_bin, dpctl_command, interop, run_bounded};
 
 /// A run starts containerd and the kubelet (about 1.5 s) and pods (under 1 s each).
 const RUN_WAIT: Duration = Duration::from_secs(180);
 
-/// One node at a time: a run's cgroups and mounts, while it runs, would show
-/// in another test's before/after comparison of the host (and two kubelets
-/// with containerd on 2 cores slow each other past their deadlines).
-static ONE_NODE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// What a run could leave on the host.
 #[derive(Debug, PartialEq, Eq)]
-struct HostState {
+pub(crate) struct HostState {
     mounts: BTreeSet<String>,
     cgroups: BTreeSet<String>,
     kubelet_dir: bool,
     run_containerd: bool,
 }
 
-fn host_state() -> HostState {
+pub(crate) fn host_state() -> HostState {
     let mounts = std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap_or_default()
         .lines()
@@ -56,7 +51,7 @@ fn host_state() -> HostState {
 }
 
 /// No process of the run (containerd, its shims, the kubelet, the pods) is left.
-fn assert_no_process_of(dir: &str) {
+pub(crate) fn assert_no_process_of(dir: &str) {
     for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
         let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
         let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
@@ -296,4 +291,46 @@ async fn a_missing_kubelet_is_bad_input_naming_how_to_build_it() {
     let run = run_bounded(cmd, &args, Duration::from_secs(20)).await;
     run.expect_code(2);
     assert!(run.stderr.contains("conformance/build.sh kubelet 1.37"), "{}", run.stderr);
+}
+
+/// `scenario diff --engine kubelet:DIR`: kubelet-sim and the real kubelet
+/// show the same on scenarios static pods express (an Allocate answer, an
+/// init container whose PreStartContainer fails, a resource no plugin
+/// registered, a pod admitted before its plugin), and one static pods
+/// cannot express is skipped with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenario_diff_finds_no_difference_between_the_sim_and_the_real_kubelet() {
+    let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let _node = ONE_NODE.lock().await;
+    let before = host_state();
+    let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance/scenarios");
+    let files: Vec<String> = [
+        "admit-allocate-answer",
+        "glue-init-failed-no-regular",
+        "admit-unknown-resource",
+        "register-late-plugin",
+        "fit-extended-stripped-counted",
+    ]
+    .iter()
+    .map(|n| scenarios.join(format!("{n}.toml")).display().to_string())
+    .collect();
+    let engine = format!("--engine=kubelet:{}", dir.display());
+    let mut args = vec!["scenario", "diff", &engine, "--kubelet-version", KUBELET_RELEASE, "-o", "json"];
+    args.extend(files.iter().map(String::as_str));
+    let mut c = dpctl_command();
+    c.args(&args);
+    let run = run_bounded(c, &args, RUN_WAIT * 2).await;
+    let v = run.json();
+    assert_eq!(run.code, 0, "{v:#}\n{}", run.stderr);
+    let diffs = v["diffs"].as_array().expect("diffs");
+    assert_eq!(diffs.len(), 4, "{v:#}");
+    for d in diffs {
+        assert!(d["right"].as_str().unwrap().starts_with("kubelet v1.37"), "{d:#}");
+        assert_eq!(d["entries"], serde_json::json!([]), "{d:#}");
+        assert_eq!(d["run_failures"], serde_json::json!([]), "{d:#}");
+    }
+    let skipped = v["skipped"].to_string();
+    assert!(skipped.contains("fit-extended-stripped-counted: not on a real kubelet"), "{skipped}");
+    assert!(skipped.contains("a static pod never gets"), "{skipped}");
+    assert_eq!(host_state(), before, "the host is as before the run");
 }

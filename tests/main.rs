@@ -9,6 +9,7 @@ mod bench;
 mod check;
 mod checkpoint;
 mod ci_output;
+mod cluster_engine;
 mod completions;
 mod conformance;
 mod corpus;

@@ -103,3 +103,29 @@ pub fn kubelet_or_skip(area: &str) -> Option<PathBuf> {
     }
     Some(dir)
 }
+
+/// One node at a time: a run's cgroups and mounts, while it runs, would show
+/// in another test's before/after comparison of the host (and two kubelets
+/// with containerd on 2 cores slow each other past their deadlines). Every
+/// real-kubelet and cluster test holds it.
+pub static ONE_NODE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The cluster's binaries for [`KUBELET_RELEASE`] (`DPCTL_CLUSTER_DIR`,
+/// default `target/cluster`, then `1.37/`: `conformance/build.sh cluster`)
+/// and the kubelet directory ([`kubelet_or_skip`]), or `None` after the
+/// SKIPPED line.
+pub fn cluster_or_skip(area: &str) -> Option<(PathBuf, PathBuf)> {
+    let base = std::env::var_os("DPCTL_CLUSTER_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/cluster"));
+    let dir = base.join(KUBELET_RELEASE);
+    for b in ["etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubectl"] {
+        if !dir.join(b).is_file() {
+            let why = format!("no {} (build it with conformance/build.sh cluster)", dir.join(b).display());
+            skip(area, &why);
+            return None;
+        }
+    }
+    let kubelets = kubelet_or_skip(area)?;
+    Some((dir, kubelets))
+}

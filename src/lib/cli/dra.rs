@@ -98,15 +98,7 @@ impl RegistrationTarget {
     fn socket(&self) -> Result<Option<PathBuf>> {
         match (&self.registration, &self.driver) {
             (Some(p), _) => Ok(Some(p.clone())),
-            (None, Some(d)) => {
-                if d.is_empty() || d.contains('/') || d.len() > 253 {
-                    return Err(Error::invalid(
-                        "--driver",
-                        format!("{:?} is not a driver name (a DNS subdomain)", d.chars().take(64).collect::<String>()),
-                    ));
-                }
-                Ok(Some(self.registry_dir.join(format!("{d}-reg.sock"))))
-            }
+            (None, Some(d)) => dra::registration_socket(&self.registry_dir, d, "--driver").map(Some),
             (None, None) => Ok(None),
         }
     }
@@ -696,12 +688,42 @@ pub struct SmokeArgs {
     /// Keep the fresh kubelet root afterwards (checkpoint, CDI specs, API server record).
     #[arg(long)]
     pub keep: bool,
+    /// What plays the node: `sim` (kubelet-sim and dpctl's API server; no root), or
+    /// `cluster:DIR`, a one-node cluster: etcd, kube-apiserver, kube-scheduler,
+    /// kube-controller-manager and kubectl from DIR (conformance/build.sh cluster), the real
+    /// kubelet with containerd and runc, in a private mount namespace (root; docs/cluster.md).
+    #[arg(long, value_name = "ENGINE", default_value = "sim", value_parser = parse_dra_engine)]
+    pub engine: DraEngine,
+}
+
+/// `dra smoke --engine`: the sim, or a cluster's binary directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DraEngine(pub Option<PathBuf>);
+
+fn parse_dra_engine(s: &str) -> std::result::Result<DraEngine, String> {
+    match s {
+        "sim" => Ok(DraEngine(None)),
+        _ => match s.strip_prefix("cluster:") {
+            Some(d) if !d.is_empty() => Ok(DraEngine(Some(PathBuf::from(d)))),
+            _ => Err(format!(
+                "{:?}: want sim or cluster:DIR (DIR: the binaries conformance/build.sh cluster builds)",
+                crate::text::shorten(s, 64)
+            )),
+        },
+    }
 }
 
 async fn smoke(a: SmokeArgs, s: &mut Streams<'_>) -> Result<u8> {
     use crate::smoke::dra::{DraSmokeConfig, select_skips};
     let versions = crate::kubelet_sim::KubeletVersion::parse_list(&a.kubelet_version)?;
+    if a.engine.0.is_some() && versions.len() > 1 {
+        return Err(Error::invalid(
+            "--kubelet-version",
+            "--engine cluster:DIR runs one release (the one its binaries are): name one, e.g. 1.37",
+        ));
+    }
     let config = DraSmokeConfig {
+        cluster: a.engine.0,
         command: a.command,
         keep: a.keep,
         driver: a.driver,

@@ -159,6 +159,24 @@ impl Service {
     }
 }
 
+/// The registration socket a DRA driver named `driver` serves under the
+/// kubelet's `plugins_registry` directory (`<driver>-reg.sock`, as the
+/// kubeletplugin helper names it). A name that cannot be a driver's (empty,
+/// with a `/`, over 253 bytes) is refused, naming `flag`.
+pub fn registration_socket(
+    registry_dir: &std::path::Path,
+    driver: &str,
+    flag: &str,
+) -> crate::Result<std::path::PathBuf> {
+    if driver.is_empty() || driver.contains('/') || driver.len() > 253 {
+        return Err(crate::Error::invalid(
+            flag,
+            format!("{:?} is not a driver name (a DNS subdomain)", driver.chars().take(64).collect::<String>()),
+        ));
+    }
+    Ok(registry_dir.join(format!("{driver}-reg.sock")))
+}
+
 /// The node service a kubelet of 1.34 or later picks from a driver's
 /// `supported_versions`: the first entry it knows, in the driver's order
 /// (docs/dra.md §2). `None` when it knows none (registration fails).

@@ -124,7 +124,17 @@ impl SimHandle {
 
     /// The state: resources, plugins, pods.
     pub fn status(&self) -> SimStatus {
-        let mut s = self.inner.lock().status(&self.inner.status_paths(), true, Instant::now());
+        self.status_with(true)
+    }
+
+    /// Like [`SimHandle::status`] without the device lists (cheap with many devices).
+    pub fn summary(&self) -> SimStatus {
+        self.status_with(false)
+    }
+
+    /// The state, with the device lists when `devices`.
+    fn status_with(&self, devices: bool) -> SimStatus {
+        let mut s = self.inner.lock().status(&self.inner.status_paths(), devices, Instant::now());
         s.resource_limit = self.inner.config.max_resources;
         s.running = !self.inner.is_stopped();
         s.kubelet_version = self.inner.config.kubelet_version;
@@ -155,16 +165,6 @@ impl SimHandle {
             _ => None,
         };
         Some(Box::new(st))
-    }
-
-    /// Like [`SimHandle::status`] without the device lists (cheap with many devices).
-    pub fn summary(&self) -> SimStatus {
-        let mut s = self.inner.lock().status(&self.inner.status_paths(), false, Instant::now());
-        s.resource_limit = self.inner.config.max_resources;
-        s.running = !self.inner.is_stopped();
-        s.kubelet_version = self.inner.config.kubelet_version;
-        s.dra = self.dra_status();
-        s
     }
 
     /// Capacity and allocatable per resource, as node status shows them

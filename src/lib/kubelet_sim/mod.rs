@@ -30,6 +30,7 @@ pub mod differences;
 mod dra;
 mod dra_api;
 mod dra_claims;
+mod dra_effects;
 mod dra_file;
 pub mod events;
 mod handle;

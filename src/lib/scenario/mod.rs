@@ -301,6 +301,11 @@ pub struct StepDef {
     /// (`/result/admitted`, `/resources/example.com~1gpu/allocatable`).
     #[serde(default)]
     pub expect: BTreeMap<String, toml::Value>,
+    /// JSON pointers this step's observation leaves out on every engine:
+    /// what wall-clock timing decides (how many retries of a refused
+    /// registration fell inside the step), never what the kubelet decides.
+    #[serde(default)]
+    pub unobserved: Vec<String>,
 }
 
 /// What a step does.
@@ -843,6 +848,25 @@ allocatable = 2
         for f in files {
             Scenario::load(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
         }
+    }
+
+    /// What a real kubelet with static pods cannot play is named; the rest it plays.
+    #[test]
+    fn static_pods_play_what_needs_no_api_server_restart_or_machine() {
+        assert_eq!(Scenario::parse(MINIMAL, "t").unwrap().static_pods_cannot(), None);
+        let why = |extra: &str| Scenario::parse(&format!("{MINIMAL}{extra}"), "t").unwrap().static_pods_cannot();
+        let restart = why("[[step]]\ndo = \"restart-kubelet\"\n").unwrap();
+        assert!(restart.contains("step 2 is a restart-kubelet"), "{restart}");
+        let cpu = why(
+            "[[step]]\ndo = \"admit\"\npod = \"metadata: {name: p}\\nspec: {containers: [{name: c, resources: {requests: {cpu: 1}}}]}\"\n",
+        );
+        assert!(cpu.unwrap().contains("asks for CPU or memory"));
+        let out_of = why(
+            "[[step]]\ndo = \"admit\"\npod = \"metadata: {name: p}\\nspec: {containers: [{name: c}]}\"\nexpect = { \"/result/reason\" = \"OutOfcpu\" }\n",
+        );
+        assert!(out_of.unwrap().contains("a static pod never gets"));
+        let topology = why("[node]\ntopology_manager_policy = \"restricted\"\n").unwrap();
+        assert!(topology.contains("NUMA nodes and CPUs"), "{topology}");
     }
 
     #[test]

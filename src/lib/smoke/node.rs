@@ -21,9 +21,12 @@
 //! containers to go; `status` reads the kubelet's PodResources API and its
 //! log; `events` are read off the log ([`kubelet_log`]).
 
+pub mod cluster;
 pub(super) mod config;
 pub mod container_view;
 pub mod kubelet_log;
+
+pub use config::BUSYBOX_IMAGE;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -127,7 +130,14 @@ struct LogState {
     events: Vec<WireEvent>,
     warnings: Vec<PodWarning>,
     tail: std::collections::VecDeque<String>,
+    /// The plugin watcher's registrations (bounded): the log line of each.
+    registrations: Vec<String>,
 }
+
+/// What the kubelet's plugin manager logs when it registers a plugin
+/// (k8s.io/kubernetes pkg/kubelet/pluginmanager/reconciler/reconciler.go
+/// `reconcileNew`, V(1)): GetInfo and the handler's registration follow.
+const REGISTER_STARTED: &str = "OperationExecutor.RegisterPlugin started";
 
 /// A running node: containerd and the kubelet.
 #[derive(Debug)]
@@ -301,7 +311,13 @@ fn make_cgroups(name: &str) -> Result<Vec<PathBuf>> {
 
 /// The run's directories and configuration files; the binds that put them
 /// in place inside the namespaces.
-fn prepare(layout: &Layout, paths: &Paths, cgroup: &str, sim: &SimConfig) -> Result<(Vec<Bind>, PathBuf, PathBuf)> {
+fn prepare(
+    layout: &Layout,
+    paths: &Paths,
+    cgroup: &str,
+    sim: &SimConfig,
+    join: Option<&Join>,
+) -> Result<(Vec<Bind>, PathBuf, PathBuf)> {
     let io = |what: &Path| {
         let what = what.display().to_string();
         move |e| Error::io(format!("creating {what}"), e)
@@ -335,16 +351,51 @@ fn prepare(layout: &Layout, paths: &Paths, cgroup: &str, sim: &SimConfig) -> Res
         binds.push(Bind { source: file, target: Path::new("/proc/sys").join(sysctl) });
     }
     let containerd_toml = paths.root.join("containerd.toml");
-    std::fs::write(&containerd_toml, config::containerd_toml(!has_sys_resource())).map_err(io(&containerd_toml))?;
+    let containerd = config::containerd_toml(!has_sys_resource(), join.is_some());
+    std::fs::write(&containerd_toml, containerd).map_err(io(&containerd_toml))?;
+    if let Some(join) = join {
+        binds.extend(join.binds.iter().cloned());
+        write_cni(paths).map_err(|e| Error::io("writing the node's CNI plugin", e))?;
+    }
     let settings = config::KubeletSettings {
         cgroup_root: format!("/{cgroup}"),
         topology_policy: sim.topology.policy.name().into(),
         topology_scope: sim.topology.scope.name().into(),
+        server_port: join.map(|j| j.port),
     };
     let kubelet_yaml = paths.root.join("kubelet.yaml");
     std::fs::write(&kubelet_yaml, config::kubelet_yaml(&settings)).map_err(io(&kubelet_yaml))?;
     let _ = layout;
     Ok((binds, containerd_toml, kubelet_yaml))
+}
+
+/// The no-op CNI plugin and its configuration, under the run's /run
+/// (containerd reads them at [`config::CNI_BIN`] and [`config::CNI_CONF`]).
+fn write_cni(paths: &Paths) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let inside = |p: &str| paths.run.join(p.trim_start_matches("/run/"));
+    let (bin, conf) = (inside(config::CNI_BIN), inside(config::CNI_CONF));
+    std::fs::create_dir_all(&bin)?;
+    std::fs::create_dir_all(&conf)?;
+    for name in [config::CNI_PLUGIN, "loopback"] {
+        let plugin = bin.join(name);
+        std::fs::write(&plugin, config::cni_plugin())?;
+        std::fs::set_permissions(&plugin, std::fs::Permissions::from_mode(0o755))?;
+    }
+    std::fs::write(conf.join("10-dpctl.conf"), config::cni_conf())
+}
+
+/// What a cluster's node adds to a standalone one ([`cluster`]).
+#[derive(Debug, Clone)]
+struct Join {
+    /// The kubeconfig the kubelet registers with (a host path).
+    kubeconfig: PathBuf,
+    /// The kubelet's server port.
+    port: u16,
+    /// The node's name.
+    node: String,
+    /// Binds beside the node's own (the private /etc/hosts).
+    binds: Vec<Bind>,
 }
 
 /// Spawns `command` in a namespace made by `plan`, its output kept (and
@@ -424,6 +475,18 @@ impl Node {
         layout: &Layout,
         helper: Option<PathBuf>,
     ) -> Result<Node> {
+        Node::start_joined(path, release, config, layout, helper, None).await
+    }
+
+    /// [`Node::start`], the kubelet registering with a cluster's API server when `join` is given.
+    async fn start_joined(
+        path: &Path,
+        release: &str,
+        config: &SimConfig,
+        layout: &Layout,
+        helper: Option<PathBuf>,
+        join: Option<&Join>,
+    ) -> Result<Node> {
         preflight()?;
         let binary = kubelet_binary(path, release)?;
         let played = kubelet_version(&binary, release).await?;
@@ -432,7 +495,7 @@ impl Node {
         let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let cgroup = format!("{CGROUP_PREFIX}{}-{n}", std::process::id());
         let cgroups = make_cgroups(&cgroup)?;
-        match Node::launch(&binary, &played, config, layout, helper, cgroups.clone()).await {
+        match Node::launch(&binary, &played, config, layout, helper, cgroups.clone(), join).await {
             Ok(node) => Ok(node),
             Err(e) => {
                 remove_cgroups(&cgroups).await;
@@ -449,10 +512,12 @@ impl Node {
         layout: &Layout,
         helper: Option<PathBuf>,
         cgroups: Vec<PathBuf>,
+        join: Option<&Join>,
     ) -> Result<Node> {
         let paths = Paths::new(layout);
         let cgroup = cgroups.first().and_then(|c| c.file_name()).map(|n| n.to_string_lossy().into_owned());
-        let (binds, containerd_toml, kubelet_yaml) = prepare(layout, &paths, &cgroup.unwrap_or_default(), config)?;
+        let (binds, containerd_toml, kubelet_yaml) =
+            prepare(layout, &paths, &cgroup.unwrap_or_default(), config, join)?;
         let isolate = |pid_namespace| IsolateConfig {
             binds: binds.clone(),
             helper: helper.clone(),
@@ -484,14 +549,17 @@ impl Node {
         let (tx, rx) = mpsc::unbounded_channel();
         let log = Arc::new(Mutex::new(LogState::default()));
         tokio::spawn(read_log(rx, Arc::clone(&log), layout.device_plugins.clone()));
-        let kubelet_cmd = vec![
+        let mut kubelet_cmd = vec![
             binary.display().to_string(),
             "--config".into(),
             kubelet_yaml.display().to_string(),
-            format!("--hostname-override={}", config::NODE_NAME),
+            format!("--hostname-override={}", join.map_or(config::NODE_NAME, |j| j.node.as_str())),
             "--logging-format=json".into(),
             "--v=3".into(),
         ];
+        if let Some(j) = join {
+            kubelet_cmd.push(format!("--kubeconfig={}", j.kubeconfig.display()));
+        }
         let mut plan = Plan::new(&isolate(false), layout)?;
         let kubelet = match spawn_in(&mut plan, kubelet_cmd, Some(tx)).await {
             Ok(k) => k,
@@ -545,6 +613,15 @@ impl Node {
             _ = self.kubelet.exited() => {}
             _ = self.containerd.exited() => {}
         }
+    }
+
+    /// Whether the kubelet's plugin watcher took up the plugin whose
+    /// registration socket is named `socket` (a line naming no socket at
+    /// all counts for any).
+    pub fn registering(&self, socket: &std::ffi::OsStr) -> bool {
+        let log = self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let needle = socket.to_string_lossy();
+        log.registrations.iter().any(|l| l.contains(needle.as_ref()) || !l.contains(".sock"))
     }
 
     /// The kubelet's last lines of output.
@@ -619,6 +696,9 @@ async fn read_log(mut rx: mpsc::UnboundedReceiver<(Stream, String)>, log: Arc<Mu
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
         let fact = reader.observe(&line, u64::try_from(now.as_millis()).unwrap_or(u64::MAX));
         let mut state = log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if line.contains(REGISTER_STARTED) && state.registrations.len() < 1000 {
+            state.registrations.push(crate::text::shorten(&line, 1000));
+        }
         // The errors it logged are what explain a kubelet that does not come up.
         if line.contains("\"err\":") || !line.starts_with('{') {
             if state.tail.len() >= TAIL_LINES {

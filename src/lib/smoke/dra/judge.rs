@@ -163,6 +163,125 @@ pub fn pod_manifest(pod: (&str, &str), claim: &Value) -> String {
     json!({"apiVersion": "v1", "kind": "List", "items": [pod_doc, claim]}).to_string()
 }
 
+/// A pod of the cluster engine, with one container `main` using the claim
+/// `gpu`: from a ResourceClaimTemplate (`template`) or a claim by name.
+pub fn cluster_pod(name: &str, claim: (&str, bool)) -> Value {
+    let source = if claim.1 {
+        json!({"name": "gpu", "resourceClaimTemplateName": claim.0})
+    } else {
+        json!({"name": "gpu", "resourceClaimName": claim.0})
+    };
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "automountServiceAccountToken": false,
+            "terminationGracePeriodSeconds": 0,
+            "resourceClaims": [source],
+            "containers": [{
+                "name": "main",
+                "image": crate::smoke::node::BUSYBOX_IMAGE,
+                "imagePullPolicy": "Never",
+                "command": ["/bin/sleep", "2147483647"],
+                "resources": {"claims": [{"name": "gpu"}]}
+            }]
+        }
+    })
+}
+
+/// The claim spec asking for `count` devices of the smoke's DeviceClass.
+pub fn cluster_claim_spec(count: usize) -> Value {
+    json!({"devices": {"requests": [{"name": "gpu", "exactly": {
+        "deviceClassName": NAMESPACE, "allocationMode": "ExactCount", "count": count
+    }}]}})
+}
+
+/// The DeviceClass selecting the driver's devices.
+pub fn cluster_device_class(driver: &str) -> Value {
+    json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": NAMESPACE},
+        "spec": {"selectors": [{"cel": {"expression": format!("device.driver == {driver:?}")}}]}
+    })
+}
+
+/// What a pod's conditions say, for evidence: `Type=Status (reason: message)`.
+pub fn pod_conditions(pod: &Value) -> String {
+    let conds = pod.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let text: Vec<String> = conds
+        .iter()
+        .filter(|c| c["status"] != "True")
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+            format!("{}={} ({}: {})", s("type"), s("status"), s("reason"), s("message"))
+        })
+        .collect();
+    if text.is_empty() { "no failing condition".into() } else { text.join("; ") }
+}
+
+/// A cluster pod's verdict: Running with its claim allocated `count`
+/// distinct devices of `driver`; else what the pod, the claim and the
+/// events (the kubelet's `FailedPrepareDynamicResources`) said.
+pub fn cluster_running(
+    step: StepId,
+    pod: &Value,
+    claim: Option<&Value>,
+    count: usize,
+    driver: &str,
+    events: &[String],
+    took: Duration,
+) -> CheckResult {
+    let phase = pod.pointer("/status/phase").and_then(Value::as_str).unwrap_or("unknown");
+    let results = claim
+        .and_then(|c| c.pointer("/status/allocation/devices/results"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let devices: BTreeSet<String> = results
+        .iter()
+        .filter(|r| r["driver"] == driver)
+        .map(|r| format!("{}/{}", r["pool"].as_str().unwrap_or_default(), r["device"].as_str().unwrap_or_default()))
+        .collect();
+    let shown = devices.iter().cloned().collect::<Vec<_>>().join(", ");
+    if phase == "Running" && devices.len() == count {
+        let ev = format!(
+            "pod Running {} ms after it was created; claim allocated {shown} by the scheduler, prepared by the kubelet",
+            took.as_millis()
+        );
+        return verdict(step, true, ev, took);
+    }
+    let mut ev = format!("pod {phase}, not Running within {} ms: {}", took.as_millis(), pod_conditions(pod));
+    if devices.len() != count && phase == "Running" {
+        ev = format!("claim allocated {} device(s) of {driver} ({shown}), {count} asked for", devices.len());
+    }
+    if !events.is_empty() {
+        ev.push_str(&format!("; events: {}", events.join(" | ")));
+    }
+    verdict(step, false, ev, took)
+}
+
+/// The unsatisfiable-claim verdict: the pod stays unscheduled with the
+/// scheduler's `cannot allocate all claims`.
+pub fn cluster_unsatisfiable(pod: &Value, asked: usize, took: Duration) -> CheckResult {
+    let node = pod.pointer("/spec/nodeName").and_then(Value::as_str);
+    let conds = pod.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let scheduled = conds.iter().find(|c| c["type"] == "PodScheduled");
+    let message = scheduled.and_then(|c| c["message"].as_str()).unwrap_or_default();
+    if let Some(n) = node {
+        let ev = format!("a claim for {asked} devices was scheduled onto {n}: more devices than the driver publishes");
+        return verdict(StepId::UnsatisfiableClaim, false, ev, took);
+    }
+    let refused = scheduled.is_some_and(|c| c["status"] == "False") && message.contains("cannot allocate all claims");
+    let ev = if refused {
+        format!("a claim for {asked} devices stays Pending: {message}")
+    } else {
+        format!("no scheduler verdict within {} ms: {}", took.as_millis(), pod_conditions(pod))
+    };
+    verdict(StepId::UnsatisfiableClaim, refused, ev, took)
+}
+
 /// The admission verdict: the kubelet's words when it failed the pod.
 pub fn admission(o: &AdmitOutcome) -> CheckResult {
     let took = Duration::from_millis(o.took_ms);

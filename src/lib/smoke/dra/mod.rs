@@ -13,6 +13,7 @@
 //! verdicts of `dra check` where they apply, [`judge`] for the rest); the
 //! report is a [`SmokeReport`], rendered as `dpctl smoke`'s.
 
+mod cluster;
 pub mod judge;
 mod runner;
 
@@ -24,7 +25,20 @@ use crate::error::{Error, Result};
 use crate::kubelet_sim::KubeletVersion;
 use crate::smoke::matrix::{MatrixProgress, MatrixReport};
 
-pub use runner::run;
+/// Runs a DRA smoke test on the sim ([`runner`]) or, with
+/// `--engine cluster:DIR`, on a one-node cluster ([`cluster`]).
+/// `interrupt` completes on Ctrl-C. `Err` only when nothing could run.
+pub async fn run(
+    cfg: DraSmokeConfig,
+    interrupt: impl std::future::Future<Output = ()>,
+    progress: &mut (dyn FnMut(crate::smoke::SmokeProgress) + Send),
+) -> Result<crate::smoke::SmokeReport> {
+    cfg.check_inputs()?;
+    if cfg.cluster.is_some() {
+        return cluster::run(cfg, interrupt, progress).await;
+    }
+    runner::run(cfg, interrupt, progress).await
+}
 
 /// `dpctl dra smoke --kubelet-version 1.34-1.37`: [`run`] once per release,
 /// in order, each against a fresh kubelet-sim and API server, in one
@@ -100,6 +114,10 @@ pub enum StepId {
     PublishedSlices,
     /// A pod with a claim is admitted: the claim prepared by the kubelet's rules.
     Admission,
+    /// A claim for two devices allocated by the real scheduler and prepared (`--engine cluster`).
+    MultiDeviceClaim,
+    /// A claim for more devices than published is refused by the real scheduler (`--engine cluster`).
+    UnsatisfiableClaim,
     /// The CDI IDs the pod's container gets parse, resolve, and name device nodes that exist.
     Cdi,
     /// A claim allocated for a subrequest (`gpu/large`): request_names stripped.
@@ -128,13 +146,15 @@ pub enum StepId {
 
 impl StepId {
     /// Every step, in report order.
-    pub const ALL: [StepId; 18] = [
+    pub const ALL: [StepId; 20] = [
         StepId::Launch,
         StepId::Registration,
         StepId::AdvertisedServed,
         StepId::SocketPaths,
         StepId::PublishedSlices,
         StepId::Admission,
+        StepId::MultiDeviceClaim,
+        StepId::UnsatisfiableClaim,
         StepId::Cdi,
         StepId::RequestNames,
         StepId::PrepareIdempotent,
@@ -154,6 +174,8 @@ impl StepId {
         matches!(
             self,
             StepId::PublishedSlices
+                | StepId::MultiDeviceClaim
+                | StepId::UnsatisfiableClaim
                 | StepId::RequestNames
                 | StepId::PrepareIdempotent
                 | StepId::KubeletRestart
@@ -203,6 +225,19 @@ impl Case for StepId {
                 rule: "one NodePrepareResources per driver with the pod's claims; every claim answered under its UID and \
                        no other, no per-claim error, within the deadline; every device prepared is one a current \
                        ResourceSlice of the driver publishes (docs/dra.md §3)",
+            },
+            StepId::MultiDeviceClaim => CaseInfo {
+                name: "multi-device-claim",
+                reason: "a claim may ask for several devices; the scheduler allocates them from the published slices \
+                         and the kubelet prepares them in one call",
+                rule: "on a cluster (--engine cluster): a pod whose claim asks for exactly 2 devices of the driver is \
+                       scheduled, its claim allocated 2 distinct devices, prepared, and the pod runs",
+            },
+            StepId::UnsatisfiableClaim => CaseInfo {
+                name: "unsatisfiable-claim",
+                reason: "a claim for more devices than the node publishes must stay unscheduled, not land on the node",
+                rule: "on a cluster (--engine cluster): a pod whose claim asks for one device more than the driver \
+                       publishes stays Pending, the scheduler saying `cannot allocate all claims`",
             },
             StepId::Cdi => CaseInfo {
                 name: "cdi",
@@ -314,6 +349,8 @@ pub struct DraSmokeConfig {
     pub log_dir: Option<PathBuf>,
     /// Bytes of each output stream kept in the report.
     pub output_limit: usize,
+    /// `--engine cluster:DIR`: a one-node cluster from DIR instead of the sim.
+    pub cluster: Option<PathBuf>,
 }
 
 impl Default for DraSmokeConfig {
@@ -332,6 +369,7 @@ impl Default for DraSmokeConfig {
             kubelet_version: KubeletVersion::DEFAULT,
             log_dir: None,
             output_limit: 64 * 1024,
+            cluster: None,
         }
     }
 }

@@ -183,7 +183,7 @@ async fn start_sim(cfg: &DraSmokeConfig, sb: &Sandbox) -> Result<SimHandle> {
 }
 
 /// Starts one instance of the driver in `sb`.
-async fn spawn(cfg: &DraSmokeConfig, sb: &Sandbox, instance: u32, logs: bool) -> Result<PluginProcess> {
+pub(super) async fn spawn(cfg: &DraSmokeConfig, sb: &Sandbox, instance: u32, logs: bool) -> Result<PluginProcess> {
     PluginProcess::spawn(Launch {
         command: sb.substitute(&cfg.command, instance),
         env: sb.env(instance),
@@ -298,6 +298,12 @@ impl Runner<'_> {
             return;
         }
         self.published_slices().await;
+        for step in [StepId::MultiDeviceClaim, StepId::UnsatisfiableClaim] {
+            if !self.skipped(step) {
+                let why = "the sim engine has no scheduler: --engine cluster:DIR plays it with the real one";
+                self.push(judge::result(step, Outcome::Skip, why, Duration::ZERO));
+            }
+        }
         let admitted = self.admission().await;
         if admitted {
             self.request_names().await;

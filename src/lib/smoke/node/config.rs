@@ -28,8 +28,8 @@ pub const MANIFESTS: &str = "/var/lib/dpctl-node/manifests";
 /// plugin's `restrict_oom_score_adj`: without CAP_SYS_RESOURCE, runc cannot
 /// lower a container's oom_score_adj below containerd's and fails every
 /// sandbox with `can't get final child's PID from pipe: EOF`.
-pub fn containerd_toml(restrict_oom: bool) -> String {
-    format!(
+pub fn containerd_toml(restrict_oom: bool, cni: bool) -> String {
+    let mut out = format!(
         r#"version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -47,7 +47,56 @@ state = "/run/containerd"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
 "#
-    )
+    );
+    if cni {
+        // A cluster's node is NotReady until the runtime reports its
+        // network ready: a CNI configuration must be found (the kubelet's
+        // runtime-status check, pkg/kubelet/kubelet.go `updateRuntimeUp`).
+        out.push_str(&format!(
+            "  [plugins.\"io.containerd.grpc.v1.cri\".cni]\n    bin_dir = \"{CNI_BIN}\"\n    conf_dir = \"{CNI_CONF}\"\n"
+        ));
+    }
+    out
+}
+
+/// Where the cluster node's CNI plugin and configuration sit (under the rebound /run).
+pub const CNI_BIN: &str = "/run/dpctl-cni/bin";
+/// See [`CNI_BIN`].
+pub const CNI_CONF: &str = "/run/dpctl-cni/net.d";
+/// The no-op CNI plugin's file name under [`CNI_BIN`] (its `type`).
+pub const CNI_PLUGIN: &str = "dpctl-noop";
+
+/// A no-op CNI plugin: the pod keeps the network namespace the runtime made
+/// (loopback only, and down). containerd 1.6 wants ADD's result to name an
+/// `eth0` with an IP, else the sandbox fails; every pod gets the same
+/// address, which nothing routes (the smoke's pods need no network).
+/// containerd also runs a `loopback` plugin from the same directory first:
+/// the same script under that name answers for `lo`.
+pub fn cni_plugin() -> String {
+    r#"#!/bin/sh
+# dpctl's no-op CNI plugin (written by the cluster engine of dpctl dra smoke).
+cat >/dev/null
+if [ "${0##*/}" = loopback ]; then if_=lo ip=127.0.0.1/8; else if_=eth0 ip=10.88.0.2/24; fi
+case "$CNI_COMMAND" in
+ADD) printf '{"cniVersion":"0.4.0","interfaces":[{"name":"%s","sandbox":"%s"}],"ips":[{"version":"4","address":"%s","interface":0}]}' "$if_" "$CNI_NETNS" "$ip" ;;
+VERSION) printf '{"cniVersion":"0.4.0","supportedVersions":["0.3.0","0.3.1","0.4.0"]}' ;;
+esac
+exit 0
+"#
+    .to_string()
+}
+
+/// The CNI configuration naming [`cni_plugin`].
+pub fn cni_conf() -> String {
+    format!(r#"{{"cniVersion":"0.4.0","name":"dpctl","type":"{CNI_PLUGIN}"}}"#)
+}
+
+/// The private /etc/hosts of the cluster's processes: the node name is
+/// loopback, so that the API server reaches the kubelet by name
+/// (`--kubelet-preferred-address-types=Hostname`) while the kubelet keeps
+/// its own choice of node IP (it refuses a loopback `--node-ip`).
+pub fn hosts(node: &str) -> String {
+    format!("127.0.0.1 localhost {node}\n::1 localhost\n")
 }
 
 /// What the kubelet's configuration depends on.
@@ -60,6 +109,10 @@ pub struct KubeletSettings {
     pub topology_policy: String,
     /// See `topology_policy`.
     pub topology_scope: String,
+    /// A cluster's node: the kubelet's server on this port (the API server
+    /// reaches it for logs), anonymous requests allowed (the API server
+    /// sends no client certificate).
+    pub server_port: Option<u16>,
 }
 
 /// The kubelet's configuration (KubeletConfiguration v1beta1) for a
@@ -81,8 +134,7 @@ cgroupDriver: cgroupfs
 cgroupRoot: {}
 failSwapOn: false
 failCgroupV1: false
-enableServer: false
-readOnlyPort: 0
+{}readOnlyPort: 0
 healthzPort: 0
 volumePluginDir: /var/lib/kubelet/volumeplugins
 imageGCHighThresholdPercent: 100
@@ -91,13 +143,25 @@ topologyManagerPolicy: {}
 topologyManagerScope: {}
 authentication:
   anonymous:
-    enabled: false
+    enabled: {}
   webhook:
     enabled: false
 authorization:
   mode: AlwaysAllow
 "#,
-        s.cgroup_root, s.topology_policy, s.topology_scope
+        s.cgroup_root,
+        match s.server_port {
+            // A cluster's kubelet evicts pods and taints its node below 10-15 % free disk
+            // (its default evictionHard): a test node on a shared disk keeps its pods.
+            Some(p) => format!(
+                "enableServer: true\nport: {p}\naddress: 127.0.0.1\nevictionHard:\n  memory.available: 1Mi\n  \
+                 nodefs.available: 1Mi\n  imagefs.available: 1Mi\n  nodefs.inodesFree: \"1\"\n  imagefs.inodesFree: \"1\"\n"
+            ),
+            None => "enableServer: false\n".into(),
+        },
+        s.topology_policy,
+        s.topology_scope,
+        s.server_port.is_some()
     )
 }
 
@@ -172,14 +236,18 @@ mod tests {
 
     #[test]
     fn the_configurations_name_what_the_node_needs() {
-        assert!(containerd_toml(true).contains("restrict_oom_score_adj = true"));
-        assert!(containerd_toml(false).contains("restrict_oom_score_adj = false"));
+        assert!(containerd_toml(true, false).contains("restrict_oom_score_adj = true"));
+        assert!(containerd_toml(false, false).contains("restrict_oom_score_adj = false"));
+        assert!(!containerd_toml(true, false).contains("cni"));
+        assert!(containerd_toml(true, true).contains(&format!("conf_dir = \"{CNI_CONF}\"")));
         let y = kubelet_yaml(&KubeletSettings {
             cgroup_root: "/dpctl-smoke-1".into(),
             topology_policy: "none".into(),
             topology_scope: "container".into(),
+            server_port: None,
         });
         assert!(y.contains("cgroupRoot: /dpctl-smoke-1") && y.contains("failCgroupV1: false"), "{y}");
+        assert!(y.contains("enableServer: false") && y.contains("enabled: false"), "{y}");
         assert!(y.contains("volumePluginDir: /var/lib/"), "{y}");
     }
 }
