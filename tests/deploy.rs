@@ -130,6 +130,8 @@ fn documented_commands_match_the_manifests() {
     let readme = std::fs::read_to_string(root.join("deploy/README.md")).unwrap();
     let debug: Vec<&str> = readme.lines().filter(|l| l.starts_with("kubectl debug \"node/")).collect();
     assert_eq!(debug.len(), 2, "{debug:?}");
+    // The general profile runs the image's user (65532): root comes from --custom.
+    assert!(debug.iter().all(|l| l.contains("--profile=general --custom=deploy/debug-as-root.yaml")), "{debug:?}");
     let mut recipe = readme.lines().skip_while(|l| !l.starts_with("kubectl debug \"node/")).skip(1);
     let run = recipe.next().unwrap().trim().trim_start_matches("-- ");
     let argv: Vec<&str> = std::iter::once("dpctl").chain(run.split_whitespace().skip(1)).collect();

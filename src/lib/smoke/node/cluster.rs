@@ -33,6 +33,9 @@ pub const BINARIES: [&str; 5] = ["etcd", "kube-apiserver", "kube-scheduler", "ku
 
 const PLACE: &str = "--engine cluster";
 
+/// How long `ctr images import` may take (an image of a debug build is over 100 MB).
+const IMPORT_TIMEOUT: Duration = Duration::from_secs(120);
+
 /// A running one-node cluster.
 #[derive(Debug)]
 pub struct Cluster {
@@ -44,6 +47,8 @@ pub struct Cluster {
     client: Client,
     node_name: String,
     version: String,
+    /// The node's containerd socket (on the host, under the run's root).
+    containerd_socket: PathBuf,
 }
 
 /// The control-plane binaries in `dir` and the kubelet paired with them:
@@ -268,15 +273,24 @@ impl Cluster {
         helper: Option<PathBuf>,
         node: &str,
     ) -> Result<Cluster> {
-        super::preflight()?;
-        if super::find_on_path("openssl").is_none() {
-            return Err(Error::invalid(
-                PLACE,
-                "openssl is not on PATH (it makes the service-account key); install it (Debian/Ubuntu: apt-get \
-                 install openssl)",
-            ));
-        }
+        preflight()?;
         let kubelet = binaries(dir, release)?;
+        Cluster::start_with(dir, &kubelet, release, config, layout, helper, node).await
+    }
+
+    /// [`Cluster::start`] with the kubelet binary given (beside it
+    /// `pause.tar` and `busybox.tar`) instead of looked for.
+    pub async fn start_with(
+        dir: &Path,
+        kubelet: &Path,
+        release: &str,
+        config: &SimConfig,
+        layout: &Layout,
+        helper: Option<PathBuf>,
+        node: &str,
+    ) -> Result<Cluster> {
+        preflight()?;
+        let kubelet = super::kubelet_binary(kubelet, release)?;
         let version = control_version(dir, release).await?;
         let ports = Ports {
             etcd: free_port()?,
@@ -316,6 +330,10 @@ impl Cluster {
             client,
             node_name: node.to_string(),
             version,
+            containerd_socket: layout
+                .root
+                .join("run")
+                .join(super::config::CONTAINERD_SOCKET.trim_start_matches("/run/")),
         };
         if let Err(e) = cluster.wait_node_ready().await {
             let _ = cluster.stop().await;
@@ -430,6 +448,25 @@ impl Cluster {
         &self.node_name
     }
 
+    /// Imports a docker-save or OCI image tarball into the node's containerd
+    /// (namespace `k8s.io`, where the kubelet looks): pods then run it
+    /// without a registry (deploy/image-tar.sh makes one of dpctl).
+    pub async fn import_image(&self, tar: &Path) -> Result<()> {
+        let args: Vec<String> = vec![
+            "--address".into(),
+            self.containerd_socket.display().to_string(),
+            "--namespace".into(),
+            "k8s.io".into(),
+            "images".into(),
+            "import".into(),
+            tar.display().to_string(),
+        ];
+        run_bounded(Path::new("ctr"), &args, IMPORT_TIMEOUT)
+            .await
+            .map(drop)
+            .map_err(|e| Error::invalid(PLACE, format!("importing {} into the node's containerd: {e}", tar.display())))
+    }
+
     /// Completes when any of the cluster's processes ends on its own.
     pub async fn exited(&self) -> String {
         let control = futures_util::future::select_all(
@@ -448,6 +485,19 @@ impl Cluster {
         stop_control(&self.control).await;
         node
     }
+}
+
+/// Root, containerd, runc and openssl.
+fn preflight() -> Result<()> {
+    super::preflight()?;
+    if super::find_on_path("openssl").is_none() {
+        return Err(Error::invalid(
+            PLACE,
+            "openssl is not on PATH (it makes the service-account key); install it (Debian/Ubuntu: apt-get install \
+             openssl)",
+        ));
+    }
+    Ok(())
 }
 
 /// Stops control-plane processes, the last started first.
