@@ -1,6 +1,6 @@
 //! `kubelet-sim --api-objects` against another local user who opens 1,000
-//! idle connections to its API server's port (issue 33: 1,019 of them
-//! under a 1,024-fd limit used to lock root out of the control socket and
+//! idle connections to its API server's port (1,019 of them under a
+//! 1,024-fd limit used to lock root out of the control socket and
 //! kubelet.sock while the sim burned CPU on EMFILE). The sim runs with a
 //! 1,024 open-file limit; the connections come from a process running as
 //! uid/gid 65534 (`setpriv`). Thresholds: while they are held, the control

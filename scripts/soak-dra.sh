@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# soak-dra.sh: the DRA soak of issue 33 (BENCHMARKS.md). `dpctl kubelet-sim --api-objects` (its
+# soak-dra.sh: the DRA soak (BENCHMARKS.md): leaks that only show over time. `dpctl kubelet-sim --api-objects` (its
 # API server in-process) and `dpctl dra mock --kubeconfig` (publishing its pool there and GETting
 # each claim it prepares) as their own processes, and pods with a ResourceClaim of their own
 # admitted and deleted in a loop: each admission stores its claim in the sim's API (the manifest

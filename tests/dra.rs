@@ -387,8 +387,9 @@ async fn checkpoint_verify_reads_dra_manager_state_of_1_34_to_1_37() {
     assert_eq!(dev["ShareID"], "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa");
 }
 
-/// --dra finds the file in the kubelet root (the parent of --dir); bad
-/// files are exit 2.
+/// --dra finds the file in the kubelet root (the parent of --dir); a file
+/// that does not parse fails verify (exit 1) and is bad input to show (2),
+/// as the device checkpoint; a missing one is exit 2.
 #[tokio::test]
 async fn checkpoint_dra_flag_and_bad_files() {
     let sb = Sandbox::new();
@@ -400,6 +401,8 @@ async fn checkpoint_dra_flag_and_bad_files() {
     let bad = sb.join("dra_manager_state");
     std::fs::write(&bad, "{\"Data\": 5}").unwrap();
     let r = dpctl(&["checkpoint", "verify", bad.to_str().unwrap()]).await;
+    assert!(r.expect_code(1).stdout.contains("not a DRA checkpoint"), "{}", r.stdout);
+    let r = dpctl(&["checkpoint", "show", bad.to_str().unwrap()]).await;
     assert!(r.expect_code(2).stderr.contains("not a DRA checkpoint"), "{}", r.stderr);
     let r = dpctl(&["checkpoint", "verify", "--dra", "--dir", sb.path().join("x/y").to_str().unwrap()]).await;
     r.expect_code(2);
