@@ -25,6 +25,7 @@ pub mod cluster;
 pub(super) mod config;
 pub mod container_view;
 pub mod kubelet_log;
+mod restart;
 
 pub use config::BUSYBOX_IMAGE;
 
@@ -151,7 +152,14 @@ pub struct Node {
     podresources: PathBuf,
     device_plugins: PathBuf,
     containerd: PluginProcess,
-    kubelet: PluginProcess,
+    /// The running kubelet: a restart ([`restart`]) puts a new process here.
+    kubelet: Mutex<Arc<PluginProcess>>,
+    /// How the kubelet is started again: its namespace's plan and command line.
+    kubelet_start: (Plan, Vec<String>),
+    /// True while a restart has stopped the kubelet on purpose.
+    restarting: std::sync::atomic::AtomicBool,
+    /// Kubelet restarts so far.
+    restarts: std::sync::atomic::AtomicU32,
     cgroups: Vec<PathBuf>,
     log: Arc<Mutex<LogState>>,
     pods: Mutex<BTreeMap<(String, String), String>>,
@@ -561,6 +569,7 @@ impl Node {
             kubelet_cmd.push(format!("--kubeconfig={}", j.kubeconfig.display()));
         }
         let mut plan = Plan::new(&isolate(false), layout)?;
+        let kubelet_start = (plan.clone(), kubelet_cmd.clone());
         let kubelet = match spawn_in(&mut plan, kubelet_cmd, Some(tx)).await {
             Ok(k) => k,
             Err(e) => {
@@ -594,7 +603,10 @@ impl Node {
             podresources: paths.podresources,
             device_plugins: layout.device_plugins.clone(),
             containerd,
-            kubelet,
+            kubelet: Mutex::new(Arc::new(kubelet)),
+            kubelet_start,
+            restarting: std::sync::atomic::AtomicBool::new(false),
+            restarts: std::sync::atomic::AtomicU32::new(0),
             cgroups,
             log,
             pods: Mutex::new(BTreeMap::new()),
@@ -607,12 +619,31 @@ impl Node {
         &self.name
     }
 
-    /// Completes when the kubelet or containerd ends on its own.
+    /// Completes when the kubelet or containerd ends on its own (not when
+    /// a restart stops the kubelet).
     pub async fn exited(&self) {
+        let kubelet = async {
+            loop {
+                let k = self.kubelet();
+                k.exited().await;
+                let replaced = !Arc::ptr_eq(&k, &self.kubelet());
+                if !replaced && !self.restarting.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                if !replaced {
+                    tokio::time::sleep(POLL).await;
+                }
+            }
+        };
         tokio::select! {
-            _ = self.kubelet.exited() => {}
+            () = kubelet => {}
             _ = self.containerd.exited() => {}
         }
+    }
+
+    /// The kubelet process running now.
+    fn kubelet(&self) -> Arc<PluginProcess> {
+        Arc::clone(&self.kubelet.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// Whether the kubelet's plugin watcher took up the plugin whose
@@ -640,14 +671,15 @@ impl Node {
             }
         }
         let deadline = crate::duration::deadline(Duration::from_secs(20));
-        while self.kubelet.exit().is_none() && tokio::time::Instant::now() < deadline {
+        let kubelet = self.kubelet();
+        while kubelet.exit().is_none() && tokio::time::Instant::now() < deadline {
             match self.running_containers().await {
                 Ok(ids) if ids.is_empty() => break,
                 Err(_) => break,
                 Ok(_) => tokio::time::sleep(POLL).await,
             }
         }
-        let _ = self.kubelet.terminate(STOP_GRACE).await;
+        let _ = kubelet.terminate(STOP_GRACE).await;
         let _ = self.containerd.terminate(STOP_GRACE).await;
         remove_cgroups(&self.cgroups).await;
         Ok(())
@@ -744,6 +776,9 @@ impl Node {
                 Ok(Answer::Events { events: log.events[from..].to_vec(), next: log.events.len() as u64 })
             }
             Request::DryRun { .. } => Err(remote("a real kubelet has no dry-run admission")),
+            Request::Restart { wait_ms, readmit_after_ms: None, no_readmit: false } => {
+                self.restart(Duration::from_millis(wait_ms)).await.map(Answer::Restart)
+            }
             Request::Restart { .. }
             | Request::Reboot { .. }
             | Request::RestartContainer { .. }
@@ -834,7 +869,7 @@ impl Node {
             if (wanted > 0 && entries.len() >= wanted) || self.pod_containers(&uid).await.is_ok_and(|c| !c.is_empty()) {
                 break Ok(self.entries(&uid));
             }
-            if tokio::time::Instant::now() >= deadline || self.kubelet.exit().is_some() {
+            if tokio::time::Instant::now() >= deadline || self.kubelet().exit().is_some() {
                 let _ = std::fs::remove_file(&file);
                 return Err(remote(format!(
                     "kubelet {} gave no verdict on pod {}/{} within {} s; its errors: {}",
@@ -893,8 +928,9 @@ pub fn kubelet_message(start_error: &str) -> &str {
 const COULD_NOT_RUN: &str = "the kubelet could not run it: ";
 
 /// Why the steps that need them cannot run on a real kubelet.
-pub const NOT_PLAYED: &str = "a real kubelet cannot be restarted, rebooted or have one container restarted on \
-    request without an API server here; the sim and the referee play these";
+pub const NOT_PLAYED: &str = "the kubelet engine restarts the kubelet, but does not reboot the node (containerd \
+    and every container stopped), restart one container or change the grace period on request; the sim and the \
+    referee play these";
 
 fn request_name(r: &Request) -> &'static str {
     match r {
@@ -1240,9 +1276,9 @@ impl Node {
             "kubelet_socket": self.device_plugins.join(crate::paths::KUBELET_SOCKET_NAME).display().to_string(),
             "podresources_socket": self.podresources.display().to_string(),
             "control_socket": null,
-            "running": self.kubelet.exit().is_none(),
+            "running": self.kubelet().exit().is_none(),
             "grace_period_ms": 0,
-            "restarts": 0,
+            "restarts": self.restarts.load(std::sync::atomic::Ordering::Relaxed),
             "resources": resources,
             "pods": [],
         });
