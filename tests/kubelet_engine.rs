@@ -146,7 +146,7 @@ async fn a_plugin_that_never_registers_again_fails_the_real_kubelets_restart() {
     let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
     let _node = ONE_NODE.lock().await;
     let before = host_state();
-    let cmd = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--no-reregister"];
+    let cmd = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--resource", "example.com/gpu", "--no-reregister"];
     let (code, v, stderr) = smoke_with(&dir, &["--restart-deadline", "3s"], &cmd).await;
     assert_eq!(code, 1, "{v:#}\n{stderr}");
     let restart = step(&v, "kubelet-restart");
@@ -167,7 +167,8 @@ async fn a_stale_stream_after_the_real_kubelets_restart_fails_health_recovery() 
     let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
     let _node = ONE_NODE.lock().await;
     let before = host_state();
-    let cmd = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--stale-stream-after-restart"];
+    let cmd =
+        [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--resource", "example.com/gpu", "--stale-stream-after-restart"];
     let flags = ["--settle", "1s", "--recovery-deadline", "1500ms", "--grace", "500ms", "--skip", "parallel-calls"];
     let (code, v, stderr) = smoke_with(&dir, &flags, &cmd).await;
     assert_eq!(code, 1, "{v:#}\n{stderr}");

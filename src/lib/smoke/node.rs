@@ -133,6 +133,8 @@ struct LogState {
     tail: std::collections::VecDeque<String>,
     /// The plugin watcher's registrations (bounded): the log line of each.
     registrations: Vec<String>,
+    /// Where the running kubelet's events begin (a restart starts anew).
+    kubelet_from: usize,
 }
 
 /// What the kubelet's plugin manager logs when it registers a plugin
@@ -1226,9 +1228,13 @@ impl Node {
     /// PodResources API (whose List frees the devices of pods that ended,
     /// k8s.io/kubernetes pkg/kubelet/apis/podresources/server_v1.go `List`).
     async fn status(&self) -> std::result::Result<SimStatus, RemoteError> {
-        let seen = {
+        // A restarted kubelet knows the resources of its checkpoint with no
+        // device until their plugins register again (k8s.io/kubernetes
+        // pkg/kubelet/cm/devicemanager/manager.go `readCheckpoint`): the
+        // capacity is the running kubelet's own.
+        let (seen, running) = {
             let log = self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            seen_per_resource(&log.events)
+            (seen_per_resource(&log.events), seen_per_resource(log.events.get(log.kubelet_from..).unwrap_or_default()))
         };
         let config = crate::podresources::client::PodResourcesConfig::default();
         let client = crate::podresources::client::PodResourcesClient::connect(&self.podresources, &config).await;
@@ -1254,18 +1260,19 @@ impl Node {
             .iter()
             .map(|(name, s)| {
                 let devices = healthy.remove(name).unwrap_or_default();
+                let (capacity, stream_end) = running.get(name).map_or((0, None), |r| (r.capacity, r.stream_end.clone()));
                 serde_json::json!({
                     "resource": name,
-                    "state": if s.stream_end.is_some() { "stream-ended" } else { "registered" },
+                    "state": if stream_end.is_some() || !running.contains_key(name) { "stream-ended" } else { "registered" },
                     "reported": s.snapshots > 0,
-                    "capacity": s.capacity.max(devices.len()),
+                    "capacity": capacity.max(devices.len()),
                     "allocatable": devices.len(),
                     "in_use": in_use.get(name).copied().unwrap_or(0),
                     "socket": s.socket, "endpoint": s.endpoint, "via": s.via,
                     "pre_start_required": false, "get_preferred_allocation_available": false,
                     "snapshots": s.snapshots, "registrations": s.registrations, "removal_in_ms": null,
                     "devices": devices,
-                    "stream_end_reason": s.stream_end,
+                    "stream_end_reason": stream_end,
                 })
             })
             .collect();

@@ -93,7 +93,8 @@ impl Node {
     pub(super) async fn restart(&self, wait: Duration) -> Result<RestartReport, RemoteError> {
         let known: Vec<String> = {
             let log = self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            seen_per_resource(&log.events).into_iter().filter(|(_, s)| s.capacity > 0).map(|(r, _)| r).collect()
+            let running = log.events.get(log.kubelet_from..).unwrap_or_default();
+            seen_per_resource(running).into_iter().filter(|(_, s)| s.capacity > 0).map(|(r, _)| r).collect()
         };
         let restored_pods = self.checkpoint_pods();
         let old = self.kubelet();
@@ -103,7 +104,11 @@ impl Node {
             tracing::warn!("the kubelet ignored SIGTERM for {} s and was killed", STOP_GRACE.as_secs());
         }
         let before = entries(&self.device_plugins);
-        let from = self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner).events.len();
+        let from = {
+            let mut log = self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            log.kubelet_from = log.events.len();
+            log.kubelet_from
+        };
         let (tx, rx) = mpsc::unbounded_channel();
         tokio::spawn(super::read_log(rx, Arc::clone(&self.log), self.device_plugins.clone()));
         let (mut plan, command) = self.kubelet_start.clone();
