@@ -355,8 +355,10 @@ async fn a_missing_kubelet_is_bad_input_naming_how_to_build_it() {
 /// `scenario diff --engine kubelet:DIR`: kubelet-sim and the real kubelet
 /// show the same on scenarios static pods express (an Allocate answer, an
 /// init container whose PreStartContainer fails, a resource no plugin
-/// registered, a pod admitted before its plugin), and one static pods
-/// cannot express is skipped with the reason.
+/// registered, a pod admitted before its plugin, two resources whose answers
+/// set one env var: the container has either value, as the kubelet takes
+/// them in Go's map order), and one static pods cannot express is skipped
+/// with the reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_diff_finds_no_difference_between_the_sim_and_the_real_kubelet() {
     let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
@@ -369,6 +371,7 @@ async fn scenario_diff_finds_no_difference_between_the_sim_and_the_real_kubelet(
         "admit-unknown-resource",
         "register-late-plugin",
         "fit-extended-stripped-counted",
+        "register-two-resources",
     ]
     .iter()
     .map(|n| scenarios.join(format!("{n}.toml")).display().to_string())
@@ -382,7 +385,7 @@ async fn scenario_diff_finds_no_difference_between_the_sim_and_the_real_kubelet(
     let v = run.json();
     assert_eq!(run.code, 0, "{v:#}\n{}", run.stderr);
     let diffs = v["diffs"].as_array().expect("diffs");
-    assert_eq!(diffs.len(), 4, "{v:#}");
+    assert_eq!(diffs.len(), 5, "{v:#}");
     for d in diffs {
         assert!(d["right"].as_str().unwrap().starts_with("kubelet v1.37"), "{d:#}");
         assert_eq!(d["entries"], serde_json::json!([]), "{d:#}");

@@ -1060,6 +1060,7 @@ impl Node {
         for c in &pod.containers {
             let mut o = ContainerOutcome::new(c);
             let mut promised = crate::model::ContainerAllocation::default();
+            let mut conflicts = Conflicts::new();
             for (resource, n) in c.limits.iter().filter(|(_, n)| **n > 0) {
                 let e = entries.iter().find(|e| e.container == c.name && &e.resource == resource);
                 let mut r = crate::kubelet_sim::ResourceOutcome {
@@ -1073,7 +1074,7 @@ impl Node {
                     pre_start: None,
                 };
                 if let Some(a) = &r.allocation {
-                    merge(&mut promised, a);
+                    merge(&mut promised, &mut conflicts, a);
                     if !a.cdi_devices.is_empty() {
                         r.warnings.push(crate::kubelet_sim::Warning {
                             rule: "cdi-not-checkable".into(),
@@ -1096,7 +1097,7 @@ impl Node {
             } else if c.kind == crate::kubelet_sim::ContainerKind::Init {
                 self.wait_running(pod, uid, (&c.name, true), from).await.map(drop).map_err(Some)
             } else {
-                self.check_inside(pod, uid, &c.name, &promised, from).await.map_err(Some)
+                self.check_inside(pod, uid, &c.name, (&promised, &conflicts), from).await.map_err(Some)
             };
             o.started = checked.is_ok();
             o.start_error = checked.err().flatten();
@@ -1112,7 +1113,7 @@ impl Node {
         pod: &PodSpec,
         uid: &str,
         name: &str,
-        promised: &crate::model::ContainerAllocation,
+        (promised, conflicts): (&crate::model::ContainerAllocation, &Conflicts),
         from: usize,
     ) -> std::result::Result<(), String> {
         let answer = container_view::promised_text(promised);
@@ -1127,22 +1128,53 @@ impl Node {
         let seen = self.view(&id, &paths).await.map_err(|e| format!("looking inside the running container: {e}"))?;
         let hosts: BTreeMap<String, Option<container_view::Node>> =
             promised.devices.iter().map(|d| (d.host_path.clone(), host_node(&d.host_path))).collect();
-        let missing = container_view::missing(promised, &hosts, &seen);
+        // Of an env var two answers set differently the container has either value.
+        let mut promised = promised.clone();
+        for (k, values) in conflicts {
+            if let Some(got) = seen.env.get(k).filter(|got| values.contains(*got)) {
+                promised.envs.insert(k.clone(), got.clone());
+            }
+        }
+        let missing = container_view::missing(&promised, &hosts, &seen);
         if missing.is_empty() {
             return Ok(());
         }
         Err(format!(
             "inside the running container: {}; Allocate answered: {answer}; the container saw: {}",
             missing.join("; "),
-            container_view::seen_text(promised, &seen)
+            container_view::seen_text(&promised, &seen)
         ))
     }
 }
 
+/// Env vars that the answers of several resources set to different values:
+/// every value set.
+type Conflicts = BTreeMap<String, Vec<String>>;
+
 /// Adds one resource's answer to a container's (the kubelet merges every
-/// resource's answer into the container's runtime options).
-fn merge(into: &mut crate::model::ContainerAllocation, a: &crate::model::ContainerAllocation) {
-    into.envs.extend(a.envs.clone());
+/// resource's answer into the container's runtime options). An env var set
+/// by two answers keeps the value of the one the kubelet takes first, in Go's
+/// map order over the container's resources, which is random (it logs
+/// "Environment variable has conflicting setting", k8s.io/kubernetes
+/// pkg/kubelet/cm/devicemanager/pod_devices.go `deviceRunContainerOptions`):
+/// the values are kept in `conflicts`.
+fn merge(
+    into: &mut crate::model::ContainerAllocation,
+    conflicts: &mut Conflicts,
+    a: &crate::model::ContainerAllocation,
+) {
+    for (k, v) in &a.envs {
+        match into.envs.get(k) {
+            Some(old) if old != v => {
+                let values = conflicts.entry(k.clone()).or_insert_with(|| vec![old.clone()]);
+                values.push(v.clone());
+            }
+            Some(_) => {}
+            None => {
+                into.envs.insert(k.clone(), v.clone());
+            }
+        }
+    }
     into.mounts.extend(a.mounts.iter().cloned());
     into.devices.extend(a.devices.iter().cloned());
     into.cdi_devices.extend(a.cdi_devices.iter().cloned());
@@ -1323,7 +1355,20 @@ fn fill_socket(e: &mut WireEvent, outside: &Path) {
 
 #[cfg(test)]
 mod tests {
-    use super::kubelet_message;
+    use super::{Conflicts, kubelet_message, merge};
+
+    #[test]
+    fn an_env_var_two_answers_set_differently_may_have_either_value() {
+        let answer = |v: &str| crate::model::ContainerAllocation {
+            envs: [("DEVICES".to_string(), v.to_string()), (format!("ONLY_{v}"), "1".to_string())].into(),
+            ..Default::default()
+        };
+        let (mut into, mut conflicts) = (crate::model::ContainerAllocation::default(), Conflicts::new());
+        merge(&mut into, &mut conflicts, &answer("GPU-0"));
+        merge(&mut into, &mut conflicts, &answer("NIC-0"));
+        assert_eq!(conflicts, Conflicts::from([("DEVICES".to_string(), vec!["GPU-0".into(), "NIC-0".into()])]));
+        assert_eq!(into.envs.len(), 3);
+    }
 
     #[test]
     fn the_kubelets_message_is_taken_out_of_a_start_error() {
