@@ -310,6 +310,32 @@ fn a_bad_scenario_file_names_the_problem() {
     assert_eq!(code, 2, "{err}");
 }
 
+/// A step's `unobserved` pointer that matches nothing hides nothing: the run
+/// fails naming it, so a misspelt pointer cannot look like it did its job.
+#[test]
+fn an_unobserved_pointer_that_matches_nothing_fails_the_run() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let f = dir.path().join("s.toml");
+    let scenario = |pointer: &str| {
+        format!(
+            "description = \"x\"\nreleases = [\"1.36\"]\n[[plugin]]\nid = \"gpu\"\n[[plugin.resource]]\n\
+             name = \"example.com/gpu\"\ncount = 2\n[[step]]\nname = \"up\"\ndo = \"wait\"\nuntil = \"capacity\"\n\
+             resource = \"example.com/gpu\"\ncapacity = 2\nallocatable = 2\nunobserved = [\"{pointer}\"]\n"
+        )
+    };
+    std::fs::write(&f, scenario("/plugins/gpu/registration")).expect("a file");
+    let out = crate::support::dpctl_command()
+        .args(["scenario", "run", f.to_str().expect("utf-8")])
+        .output()
+        .expect("dpctl runs");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{shown}");
+    assert!(shown.contains("failed: step up: unobserved /plugins/gpu/registration matches nothing"), "{shown}");
+    std::fs::write(&f, scenario("/plugins/gpu/registrations")).expect("a file");
+    let (code, err) = scenario_cli(&["scenario", "run", f.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// `dpctl smoke --engine referee:DIR --kubelet-version RELEASES -o json --
 /// COMMAND` (the whole smoke once per release against the kubelet's own
 /// code), bounded; the exit code and the report.
