@@ -60,9 +60,15 @@ pub(crate) fn assert_no_process_of(dir: &str) {
 }
 
 async fn smoke(dir: &Path, command: &[&str]) -> (i32, serde_json::Value, String) {
+    smoke_with(dir, &[], command).await
+}
+
+/// [`smoke`] with smoke's flags `flags`.
+async fn smoke_with(dir: &Path, flags: &[&str], command: &[&str]) -> (i32, serde_json::Value, String) {
     let engine = format!("--engine=kubelet:{}", dir.display());
     let mut args =
         vec!["smoke", &engine, "--kubelet-version", KUBELET_RELEASE, "--stream-window", "300ms", "-o", "json"];
+    args.extend_from_slice(flags);
     args.push("--");
     args.extend_from_slice(command);
     let mut cmd = dpctl_command();
@@ -101,6 +107,9 @@ fn mock_config_with(sb: &Sandbox, mount_source: &str, device_host: &str) -> Path
     config
 }
 
+/// The mock passes, its container shows its answer, and it comes back from
+/// each of three restarts of the real kubelet (SIGTERM, then the same
+/// kubelet on the same state; the pod's container keeps running).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mock_plugin_passes_on_the_real_kubelet_and_its_container_shows_the_answer() {
     let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
@@ -109,16 +118,66 @@ async fn the_mock_plugin_passes_on_the_real_kubelet_and_its_container_shows_the_
     let sb = Sandbox::new();
     let config = mock_config(&sb, sb.path().to_str().unwrap());
     let cmd = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--config", config.to_str().unwrap()];
-    let (code, v, stderr) = smoke(&dir, &cmd).await;
+    let (code, v, stderr) = smoke_with(&dir, &["--restarts", "3"], &cmd).await;
     assert_eq!(code, 0, "{v:#}\n{stderr}");
     assert!(v["runs"][0]["engine"].as_str().unwrap_or_default().starts_with("kubelet v1.37"), "{v:#}");
     let admission = step(&v, "admission");
     assert_eq!(admission["outcome"], "pass", "{admission:#}");
     assert!(admission["evidence"].as_str().unwrap().contains("1 device node, 1 mount"), "{admission:#}");
-    for name in ["kubelet-restart", "node-reboot"] {
-        let s = step(&v, name);
-        assert_eq!(s["outcome"], "skip", "{s:#}");
-        assert!(s["evidence"].as_str().unwrap().contains("not played by kubelet v1.37"), "{s:#}");
+    let restart = step(&v, "kubelet-restart");
+    assert_eq!(restart["outcome"], "pass", "{restart:#}");
+    let ev = restart["evidence"].as_str().unwrap();
+    for needle in ["re-registered 3/3", "restarted the kubelet: deleted ", "example.com/gpu registered again "] {
+        assert!(ev.contains(needle), "kubelet-restart evidence lacks {needle:?}: {ev}");
+    }
+    for name in ["health-recovery", "device-rescan"] {
+        assert_eq!(step(&v, name)["outcome"], "pass", "{name}: {:#}", step(&v, name));
+    }
+    let reboot = step(&v, "node-reboot");
+    assert_eq!(reboot["outcome"], "skip", "{reboot:#}");
+    assert!(reboot["evidence"].as_str().unwrap().contains("not played by kubelet v1.37"), "{reboot:#}");
+    assert_eq!(host_state(), before, "the host is as before the run");
+}
+
+/// A plugin that registers once and never again fails kubelet-restart on
+/// the real kubelet, naming the deadline; nothing is left on the host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_never_registers_again_fails_the_real_kubelets_restart() {
+    let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let _node = ONE_NODE.lock().await;
+    let before = host_state();
+    let cmd = [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--resource", "example.com/gpu", "--no-reregister"];
+    let (code, v, stderr) = smoke_with(&dir, &["--restart-deadline", "3s"], &cmd).await;
+    assert_eq!(code, 1, "{v:#}\n{stderr}");
+    let restart = step(&v, "kubelet-restart");
+    assert_eq!(restart["outcome"], "fail", "{restart:#}");
+    let ev = restart["evidence"].as_str().unwrap();
+    for needle in ["example.com/gpu did not register again within 3s", "A plugin must notice kubelet.sock"] {
+        assert!(ev.contains(needle), "kubelet-restart evidence lacks {needle:?}: {ev}");
+    }
+    assert_eq!(host_state(), before, "the host is as before the run");
+}
+
+/// A plugin whose old ListAndWatch goroutine keeps the updates after a
+/// kubelet restart (the new stream never hears of a change) registers
+/// again, but health-recovery on the process that lived through the real
+/// kubelet's restart fails: the fault never reached the kubelet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_stream_after_the_real_kubelets_restart_fails_health_recovery() {
+    let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
+    let _node = ONE_NODE.lock().await;
+    let before = host_state();
+    let cmd =
+        [dpctl_bin(), "mock-plugin", "--dir", "{dir}", "--resource", "example.com/gpu", "--stale-stream-after-restart"];
+    let flags = ["--settle", "1s", "--recovery-deadline", "1500ms", "--grace", "500ms", "--skip", "parallel-calls"];
+    let (code, v, stderr) = smoke_with(&dir, &flags, &cmd).await;
+    assert_eq!(code, 1, "{v:#}\n{stderr}");
+    assert_eq!(step(&v, "kubelet-restart")["outcome"], "pass", "{:#}", step(&v, "kubelet-restart"));
+    let health = step(&v, "health-recovery");
+    assert_eq!(health["outcome"], "fail", "{health:#}");
+    let ev = health["evidence"].as_str().unwrap();
+    for needle in ["the process that lived through the kubelet restart", "the fault never reached the kubelet"] {
+        assert!(ev.contains(needle), "health-recovery evidence lacks {needle:?}: {ev}");
     }
     assert_eq!(host_state(), before, "the host is as before the run");
 }
@@ -296,8 +355,10 @@ async fn a_missing_kubelet_is_bad_input_naming_how_to_build_it() {
 /// `scenario diff --engine kubelet:DIR`: kubelet-sim and the real kubelet
 /// show the same on scenarios static pods express (an Allocate answer, an
 /// init container whose PreStartContainer fails, a resource no plugin
-/// registered, a pod admitted before its plugin), and one static pods
-/// cannot express is skipped with the reason.
+/// registered, a pod admitted before its plugin, two resources whose answers
+/// set one env var: the container has either value, as the kubelet takes
+/// them in Go's map order), and one static pods cannot express is skipped
+/// with the reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scenario_diff_finds_no_difference_between_the_sim_and_the_real_kubelet() {
     let Some(dir) = kubelet_or_skip("kubelet_engine") else { return };
@@ -310,6 +371,7 @@ async fn scenario_diff_finds_no_difference_between_the_sim_and_the_real_kubelet(
         "admit-unknown-resource",
         "register-late-plugin",
         "fit-extended-stripped-counted",
+        "register-two-resources",
     ]
     .iter()
     .map(|n| scenarios.join(format!("{n}.toml")).display().to_string())
@@ -323,7 +385,7 @@ async fn scenario_diff_finds_no_difference_between_the_sim_and_the_real_kubelet(
     let v = run.json();
     assert_eq!(run.code, 0, "{v:#}\n{}", run.stderr);
     let diffs = v["diffs"].as_array().expect("diffs");
-    assert_eq!(diffs.len(), 4, "{v:#}");
+    assert_eq!(diffs.len(), 5, "{v:#}");
     for d in diffs {
         assert!(d["right"].as_str().unwrap().starts_with("kubelet v1.37"), "{d:#}");
         assert_eq!(d["entries"], serde_json::json!([]), "{d:#}");

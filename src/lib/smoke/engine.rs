@@ -248,9 +248,10 @@ impl Engine {
         }
     }
 
-    /// True when the engine can restart the kubelet and reboot the node on request.
-    pub fn plays_restarts(&self) -> bool {
-        !matches!(self.running, Running::Kubelet(_))
+    /// Why the engine cannot reboot the node on request (a real kubelet), or
+    /// `None` when it can; every engine restarts the kubelet.
+    pub fn cannot_reboot(&self) -> Option<&'static str> {
+        matches!(self.running, Running::Kubelet(_)).then_some(super::node::NOT_PLAYED)
     }
 
     /// What a real kubelet appends to a static pod's name (`-<node name>`,

@@ -62,10 +62,10 @@ impl Kubelet {
         self.engine.sim().is_none()
     }
 
-    /// Why the engine cannot restart the kubelet or reboot the node on
-    /// request (a real kubelet), or `None` when it can.
-    pub(super) fn cannot_restart(&self) -> Option<&'static str> {
-        (!self.engine.plays_restarts()).then_some(super::node::NOT_PLAYED)
+    /// Why the engine cannot reboot the node on request (a real kubelet),
+    /// or `None` when it can.
+    pub(super) fn cannot_reboot(&self) -> Option<&'static str> {
+        self.engine.cannot_reboot()
     }
 
     /// `kubelet-sim` or `referee v1.N.P`.

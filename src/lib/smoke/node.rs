@@ -25,6 +25,7 @@ pub mod cluster;
 pub(super) mod config;
 pub mod container_view;
 pub mod kubelet_log;
+mod restart;
 
 pub use config::BUSYBOX_IMAGE;
 
@@ -132,6 +133,8 @@ struct LogState {
     tail: std::collections::VecDeque<String>,
     /// The plugin watcher's registrations (bounded): the log line of each.
     registrations: Vec<String>,
+    /// Where the running kubelet's events begin (a restart starts anew).
+    kubelet_from: usize,
 }
 
 /// What the kubelet's plugin manager logs when it registers a plugin
@@ -151,7 +154,14 @@ pub struct Node {
     podresources: PathBuf,
     device_plugins: PathBuf,
     containerd: PluginProcess,
-    kubelet: PluginProcess,
+    /// The running kubelet: a restart ([`restart`]) puts a new process here.
+    kubelet: Mutex<Arc<PluginProcess>>,
+    /// How the kubelet is started again: its namespace's plan and command line.
+    kubelet_start: (Plan, Vec<String>),
+    /// True while a restart has stopped the kubelet on purpose.
+    restarting: std::sync::atomic::AtomicBool,
+    /// Kubelet restarts so far.
+    restarts: std::sync::atomic::AtomicU32,
     cgroups: Vec<PathBuf>,
     log: Arc<Mutex<LogState>>,
     pods: Mutex<BTreeMap<(String, String), String>>,
@@ -561,6 +571,7 @@ impl Node {
             kubelet_cmd.push(format!("--kubeconfig={}", j.kubeconfig.display()));
         }
         let mut plan = Plan::new(&isolate(false), layout)?;
+        let kubelet_start = (plan.clone(), kubelet_cmd.clone());
         let kubelet = match spawn_in(&mut plan, kubelet_cmd, Some(tx)).await {
             Ok(k) => k,
             Err(e) => {
@@ -594,7 +605,10 @@ impl Node {
             podresources: paths.podresources,
             device_plugins: layout.device_plugins.clone(),
             containerd,
-            kubelet,
+            kubelet: Mutex::new(Arc::new(kubelet)),
+            kubelet_start,
+            restarting: std::sync::atomic::AtomicBool::new(false),
+            restarts: std::sync::atomic::AtomicU32::new(0),
             cgroups,
             log,
             pods: Mutex::new(BTreeMap::new()),
@@ -607,12 +621,31 @@ impl Node {
         &self.name
     }
 
-    /// Completes when the kubelet or containerd ends on its own.
+    /// Completes when the kubelet or containerd ends on its own (not when
+    /// a restart stops the kubelet).
     pub async fn exited(&self) {
+        let kubelet = async {
+            loop {
+                let k = self.kubelet();
+                k.exited().await;
+                let replaced = !Arc::ptr_eq(&k, &self.kubelet());
+                if !replaced && !self.restarting.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+                if !replaced {
+                    tokio::time::sleep(POLL).await;
+                }
+            }
+        };
         tokio::select! {
-            _ = self.kubelet.exited() => {}
+            () = kubelet => {}
             _ = self.containerd.exited() => {}
         }
+    }
+
+    /// The kubelet process running now.
+    fn kubelet(&self) -> Arc<PluginProcess> {
+        Arc::clone(&self.kubelet.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// Whether the kubelet's plugin watcher took up the plugin whose
@@ -640,14 +673,15 @@ impl Node {
             }
         }
         let deadline = crate::duration::deadline(Duration::from_secs(20));
-        while self.kubelet.exit().is_none() && tokio::time::Instant::now() < deadline {
+        let kubelet = self.kubelet();
+        while kubelet.exit().is_none() && tokio::time::Instant::now() < deadline {
             match self.running_containers().await {
                 Ok(ids) if ids.is_empty() => break,
                 Err(_) => break,
                 Ok(_) => tokio::time::sleep(POLL).await,
             }
         }
-        let _ = self.kubelet.terminate(STOP_GRACE).await;
+        let _ = kubelet.terminate(STOP_GRACE).await;
         let _ = self.containerd.terminate(STOP_GRACE).await;
         remove_cgroups(&self.cgroups).await;
         Ok(())
@@ -744,6 +778,9 @@ impl Node {
                 Ok(Answer::Events { events: log.events[from..].to_vec(), next: log.events.len() as u64 })
             }
             Request::DryRun { .. } => Err(remote("a real kubelet has no dry-run admission")),
+            Request::Restart { wait_ms, readmit_after_ms: None, no_readmit: false } => {
+                self.restart(Duration::from_millis(wait_ms)).await.map(Answer::Restart)
+            }
             Request::Restart { .. }
             | Request::Reboot { .. }
             | Request::RestartContainer { .. }
@@ -834,7 +871,7 @@ impl Node {
             if (wanted > 0 && entries.len() >= wanted) || self.pod_containers(&uid).await.is_ok_and(|c| !c.is_empty()) {
                 break Ok(self.entries(&uid));
             }
-            if tokio::time::Instant::now() >= deadline || self.kubelet.exit().is_some() {
+            if tokio::time::Instant::now() >= deadline || self.kubelet().exit().is_some() {
                 let _ = std::fs::remove_file(&file);
                 return Err(remote(format!(
                     "kubelet {} gave no verdict on pod {}/{} within {} s; its errors: {}",
@@ -893,8 +930,9 @@ pub fn kubelet_message(start_error: &str) -> &str {
 const COULD_NOT_RUN: &str = "the kubelet could not run it: ";
 
 /// Why the steps that need them cannot run on a real kubelet.
-pub const NOT_PLAYED: &str = "a real kubelet cannot be restarted, rebooted or have one container restarted on \
-    request without an API server here; the sim and the referee play these";
+pub const NOT_PLAYED: &str = "the kubelet engine restarts the kubelet, but does not reboot the node (containerd \
+    and every container stopped), restart one container or change the grace period on request; the sim and the \
+    referee play these";
 
 fn request_name(r: &Request) -> &'static str {
     match r {
@@ -1022,6 +1060,7 @@ impl Node {
         for c in &pod.containers {
             let mut o = ContainerOutcome::new(c);
             let mut promised = crate::model::ContainerAllocation::default();
+            let mut conflicts = Conflicts::new();
             for (resource, n) in c.limits.iter().filter(|(_, n)| **n > 0) {
                 let e = entries.iter().find(|e| e.container == c.name && &e.resource == resource);
                 let mut r = crate::kubelet_sim::ResourceOutcome {
@@ -1035,7 +1074,7 @@ impl Node {
                     pre_start: None,
                 };
                 if let Some(a) = &r.allocation {
-                    merge(&mut promised, a);
+                    merge(&mut promised, &mut conflicts, a);
                     if !a.cdi_devices.is_empty() {
                         r.warnings.push(crate::kubelet_sim::Warning {
                             rule: "cdi-not-checkable".into(),
@@ -1058,7 +1097,7 @@ impl Node {
             } else if c.kind == crate::kubelet_sim::ContainerKind::Init {
                 self.wait_running(pod, uid, (&c.name, true), from).await.map(drop).map_err(Some)
             } else {
-                self.check_inside(pod, uid, &c.name, &promised, from).await.map_err(Some)
+                self.check_inside(pod, uid, &c.name, (&promised, &conflicts), from).await.map_err(Some)
             };
             o.started = checked.is_ok();
             o.start_error = checked.err().flatten();
@@ -1074,7 +1113,7 @@ impl Node {
         pod: &PodSpec,
         uid: &str,
         name: &str,
-        promised: &crate::model::ContainerAllocation,
+        (promised, conflicts): (&crate::model::ContainerAllocation, &Conflicts),
         from: usize,
     ) -> std::result::Result<(), String> {
         let answer = container_view::promised_text(promised);
@@ -1089,22 +1128,53 @@ impl Node {
         let seen = self.view(&id, &paths).await.map_err(|e| format!("looking inside the running container: {e}"))?;
         let hosts: BTreeMap<String, Option<container_view::Node>> =
             promised.devices.iter().map(|d| (d.host_path.clone(), host_node(&d.host_path))).collect();
-        let missing = container_view::missing(promised, &hosts, &seen);
+        // Of an env var two answers set differently the container has either value.
+        let mut promised = promised.clone();
+        for (k, values) in conflicts {
+            if let Some(got) = seen.env.get(k).filter(|got| values.contains(*got)) {
+                promised.envs.insert(k.clone(), got.clone());
+            }
+        }
+        let missing = container_view::missing(&promised, &hosts, &seen);
         if missing.is_empty() {
             return Ok(());
         }
         Err(format!(
             "inside the running container: {}; Allocate answered: {answer}; the container saw: {}",
             missing.join("; "),
-            container_view::seen_text(promised, &seen)
+            container_view::seen_text(&promised, &seen)
         ))
     }
 }
 
+/// Env vars that the answers of several resources set to different values:
+/// every value set.
+type Conflicts = BTreeMap<String, Vec<String>>;
+
 /// Adds one resource's answer to a container's (the kubelet merges every
-/// resource's answer into the container's runtime options).
-fn merge(into: &mut crate::model::ContainerAllocation, a: &crate::model::ContainerAllocation) {
-    into.envs.extend(a.envs.clone());
+/// resource's answer into the container's runtime options). An env var set
+/// by two answers keeps the value of the one the kubelet takes first, in Go's
+/// map order over the container's resources, which is random (it logs
+/// "Environment variable has conflicting setting", k8s.io/kubernetes
+/// pkg/kubelet/cm/devicemanager/pod_devices.go `deviceRunContainerOptions`):
+/// the values are kept in `conflicts`.
+fn merge(
+    into: &mut crate::model::ContainerAllocation,
+    conflicts: &mut Conflicts,
+    a: &crate::model::ContainerAllocation,
+) {
+    for (k, v) in &a.envs {
+        match into.envs.get(k) {
+            Some(old) if old != v => {
+                let values = conflicts.entry(k.clone()).or_insert_with(|| vec![old.clone()]);
+                values.push(v.clone());
+            }
+            Some(_) => {}
+            None => {
+                into.envs.insert(k.clone(), v.clone());
+            }
+        }
+    }
     into.mounts.extend(a.mounts.iter().cloned());
     into.devices.extend(a.devices.iter().cloned());
     into.cdi_devices.extend(a.cdi_devices.iter().cloned());
@@ -1190,9 +1260,13 @@ impl Node {
     /// PodResources API (whose List frees the devices of pods that ended,
     /// k8s.io/kubernetes pkg/kubelet/apis/podresources/server_v1.go `List`).
     async fn status(&self) -> std::result::Result<SimStatus, RemoteError> {
-        let seen = {
+        // A restarted kubelet knows the resources of its checkpoint with no
+        // device until their plugins register again (k8s.io/kubernetes
+        // pkg/kubelet/cm/devicemanager/manager.go `readCheckpoint`): the
+        // capacity is the running kubelet's own.
+        let (seen, running) = {
             let log = self.log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            seen_per_resource(&log.events)
+            (seen_per_resource(&log.events), seen_per_resource(log.events.get(log.kubelet_from..).unwrap_or_default()))
         };
         let config = crate::podresources::client::PodResourcesConfig::default();
         let client = crate::podresources::client::PodResourcesClient::connect(&self.podresources, &config).await;
@@ -1218,18 +1292,19 @@ impl Node {
             .iter()
             .map(|(name, s)| {
                 let devices = healthy.remove(name).unwrap_or_default();
+                let (capacity, stream_end) = running.get(name).map_or((0, None), |r| (r.capacity, r.stream_end.clone()));
                 serde_json::json!({
                     "resource": name,
-                    "state": if s.stream_end.is_some() { "stream-ended" } else { "registered" },
+                    "state": if stream_end.is_some() || !running.contains_key(name) { "stream-ended" } else { "registered" },
                     "reported": s.snapshots > 0,
-                    "capacity": s.capacity.max(devices.len()),
+                    "capacity": capacity.max(devices.len()),
                     "allocatable": devices.len(),
                     "in_use": in_use.get(name).copied().unwrap_or(0),
                     "socket": s.socket, "endpoint": s.endpoint, "via": s.via,
                     "pre_start_required": false, "get_preferred_allocation_available": false,
                     "snapshots": s.snapshots, "registrations": s.registrations, "removal_in_ms": null,
                     "devices": devices,
-                    "stream_end_reason": s.stream_end,
+                    "stream_end_reason": stream_end,
                 })
             })
             .collect();
@@ -1240,9 +1315,9 @@ impl Node {
             "kubelet_socket": self.device_plugins.join(crate::paths::KUBELET_SOCKET_NAME).display().to_string(),
             "podresources_socket": self.podresources.display().to_string(),
             "control_socket": null,
-            "running": self.kubelet.exit().is_none(),
+            "running": self.kubelet().exit().is_none(),
             "grace_period_ms": 0,
-            "restarts": 0,
+            "restarts": self.restarts.load(std::sync::atomic::Ordering::Relaxed),
             "resources": resources,
             "pods": [],
         });
@@ -1280,7 +1355,20 @@ fn fill_socket(e: &mut WireEvent, outside: &Path) {
 
 #[cfg(test)]
 mod tests {
-    use super::kubelet_message;
+    use super::{Conflicts, kubelet_message, merge};
+
+    #[test]
+    fn an_env_var_two_answers_set_differently_may_have_either_value() {
+        let answer = |v: &str| crate::model::ContainerAllocation {
+            envs: [("DEVICES".to_string(), v.to_string()), (format!("ONLY_{v}"), "1".to_string())].into(),
+            ..Default::default()
+        };
+        let (mut into, mut conflicts) = (crate::model::ContainerAllocation::default(), Conflicts::new());
+        merge(&mut into, &mut conflicts, &answer("GPU-0"));
+        merge(&mut into, &mut conflicts, &answer("NIC-0"));
+        assert_eq!(conflicts, Conflicts::from([("DEVICES".to_string(), vec!["GPU-0".into(), "NIC-0".into()])]));
+        assert_eq!(into.envs.len(), 3);
+    }
 
     #[test]
     fn the_kubelets_message_is_taken_out_of_a_start_error() {

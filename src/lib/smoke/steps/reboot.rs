@@ -30,7 +30,7 @@ impl Runner {
         if self.skipped(id) {
             return self.skip(id, self.cfg.left_out());
         }
-        if let Some(why) = self.kubelet.cannot_restart() {
+        if let Some(why) = self.kubelet.cannot_reboot() {
             return self.skip(id, format!("not played by {}: {why}", self.kubelet.name()));
         }
         if self.cfg.request == 0 {
