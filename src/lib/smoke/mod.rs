@@ -20,6 +20,7 @@
 
 pub mod dra;
 pub mod engine;
+pub(crate) mod harness;
 pub mod isolate;
 mod kubelet;
 pub mod matrix;

@@ -16,6 +16,7 @@
 mod cluster;
 pub mod judge;
 mod runner;
+mod sim;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -25,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::kubelet_sim::KubeletVersion;
 use crate::smoke::matrix::{MatrixProgress, MatrixReport};
 
-/// Runs a DRA smoke test on the sim ([`runner`]) or, with
+/// Runs a DRA smoke test ([`runner`]) on the sim ([`sim`]) or, with
 /// `--engine cluster:DIR`, on a one-node cluster ([`cluster`]).
 /// `interrupt` completes on Ctrl-C. `Err` only when nothing could run.
 pub async fn run(
@@ -37,7 +38,7 @@ pub async fn run(
     if cfg.cluster.is_some() {
         return cluster::run(cfg, interrupt, progress).await;
     }
-    runner::run(cfg, interrupt, progress).await
+    sim::run(cfg, interrupt, progress).await
 }
 
 /// `dpctl dra smoke --kubelet-version 1.34-1.37`: [`run`] once per release,
