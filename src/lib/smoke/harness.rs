@@ -48,16 +48,24 @@ impl<'p, S: Case + PartialEq> Rows<'p, S> {
         self.skip.contains(&step)
     }
 
+    /// The rows so far.
+    pub fn results(&self) -> &[CheckResult] {
+        &self.results
+    }
+
+    /// The rows so far, to add a row already shown, or to reorder them.
+    pub fn results_mut(&mut self) -> &mut Vec<CheckResult> {
+        &mut self.results
+    }
+
     /// Whether a row named `name` was recorded.
     pub fn has(&self, name: &str) -> bool {
         self.results.iter().any(|r| r.name == name)
     }
 
-    /// The steps of `order` with no row yet, in that order.
-    pub fn missing(&self, order: &[S]) -> Vec<S>
-    where
-        S: Copy,
-    {
+    /// The cases of `order` (steps, or checks run among them) with no row
+    /// yet, in that order.
+    pub fn missing<C: Case + Copy>(&self, order: &[C]) -> Vec<C> {
         order.iter().copied().filter(|s| !self.has(s.name())).collect()
     }
 
@@ -112,8 +120,8 @@ pub(crate) struct Ran {
 }
 
 impl Head {
-    /// The report of `steps` and the plugin `plugin` (none when it never started).
-    pub fn report(self, ran: Ran, steps: Vec<CheckResult>, plugin: Option<&PluginProcess>) -> SmokeReport {
+    /// The report of `steps` and the plugin's process as it shows (its last one).
+    pub fn report(self, ran: Ran, steps: Vec<CheckResult>, plugin: PluginReport) -> SmokeReport {
         SmokeReport {
             suite: self.suite.into(),
             kubelet_version: self.kubelet_version,
@@ -129,7 +137,7 @@ impl Head {
             interrupted: ran.interrupted,
             totals: Totals::default(),
             steps,
-            plugin: plugin_report(plugin),
+            plugin,
             registry_dir: self.registry_dir,
             isolation: None,
             restarts: None,

@@ -74,7 +74,7 @@ pub(super) async fn drive<'p, E: Engine<'p>>(
     let survivors = crate::smoke::process::kill_survivors();
     let ran = Ran { started, took: t0.elapsed(), interrupted };
     let steps = engine.rows().take();
-    let mut report = engine.head().report(ran, steps, engine.plugin());
+    let mut report = engine.head().report(ran, steps, harness::plugin_report(engine.plugin()));
     harness::close(&mut report, "driver", &survivors);
     report
 }
