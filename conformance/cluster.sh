@@ -32,43 +32,36 @@ command -v go >/dev/null 2>&1 || {
 	echo "build.sh cluster: go is not on PATH (the control plane is Go; see conformance/README.md)" >&2
 	exit 2
 }
+. "$here/k8s-release.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/dpctl-cluster-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 for r in $releases; do
-	mod=$here/referee/modfiles/$r.mod
-	version=$(sed -n 's/^require k8s.io\/kubernetes \(v[^ ]*\)$/\1/p; s/^\tk8s.io\/kubernetes \(v[^ ]*\)$/\1/p' "$mod" | head -1)
-	if [ -z "$version" ]; then
-		echo "build.sh cluster: $mod does not pin k8s.io/kubernetes" >&2
-		exit 1
-	fi
-	cp "$mod" "$work/$r.mod"
-	cp "${mod%.mod}.sum" "$work/$r.sum"
+	k8s_release cluster "$r" "$work"
 	dir=$out/$r
 	mkdir -p "$dir"
-	major=$(echo "$version" | cut -d. -f1 | tr -d v)
-	minor=$(echo "$version" | cut -d. -f2)
-	ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version"
-	ldflags="$ldflags -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor"
-	ldflags="$ldflags -X k8s.io/component-base/version.gitTreeState=clean"
 	start=$(date +%s)
 	# etcd: the version k8s.io/kubernetes requires, made a direct requirement
-	# of the modfile copy (it is `// indirect` there).
+	# of the modfile copy (it is `// indirect` there); its binary without the
+	# component-base version stamp (a main of etcd's own).
 	etcd=$(cd "$here/cluster" && go list -mod=mod -modfile="$work/$r.mod" -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)
 	(cd "$here/cluster" && go mod edit -modfile="$work/$r.mod" -require="go.etcd.io/etcd/server/v3@$etcd")
-	if ! (cd "$here/cluster" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -modfile="$work/$r.mod" \
-		-trimpath -ldflags="-s -w" -o "$dir/etcd.tmp" ./etcd); then
+	if ! k8s_build "$here/cluster" "$work/$r.mod" "-s -w" -o "$dir/etcd.tmp" ./etcd; then
 		echo "build.sh cluster: building etcd $etcd failed" >&2
 		exit 1
 	fi
 	mv "$dir/etcd.tmp" "$dir/etcd"
+	# The four commands in one `go build`: one package load, and the link of
+	# one overlaps the compiling or linking of another.
+	rm -rf "$work/cmd"
+	mkdir -p "$work/cmd"
+	if ! k8s_build "$here/cluster" "$work/$r.mod" "$ldflags" -o "$work/cmd/" k8s.io/kubernetes/cmd/kube-apiserver \
+		k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubectl; then
+		echo "build.sh cluster: building kube-apiserver, kube-scheduler, kube-controller-manager and kubectl $version failed" >&2
+		exit 1
+	fi
 	for cmd in kube-apiserver kube-scheduler kube-controller-manager kubectl; do
-		if ! (cd "$here/cluster" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -modfile="$work/$r.mod" \
-			-trimpath -ldflags="$ldflags" -o "$dir/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd"); then
-			echo "build.sh cluster: building $cmd $version failed" >&2
-			exit 1
-		fi
-		mv "$dir/$cmd.tmp" "$dir/$cmd"
+		mv "$work/cmd/$cmd" "$dir/$cmd"
 	done
 	echo "built $dir: etcd $etcd, kube-apiserver kube-scheduler kube-controller-manager kubectl $version" \
 		"($(($(date +%s) - start)) s, $(du -cm "$dir"/etcd "$dir"/kube-* "$dir"/kubectl | tail -1 | cut -f1) MB)"

@@ -37,6 +37,7 @@ if [ -z "$busybox" ] || ldd "$busybox" >/dev/null 2>&1; then
 	echo "build.sh kubelet: no static busybox on PATH (the pods' image; Debian: apt-get install busybox-static)" >&2
 	exit 2
 fi
+. "$here/k8s-release.sh"
 mkdir -p "$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/dpctl-kubelet-build.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -60,23 +61,10 @@ image() {
 }
 
 for r in $releases; do
-	mod=$here/referee/modfiles/$r.mod
-	version=$(sed -n 's/^require k8s.io\/kubernetes \(v[^ ]*\)$/\1/p; s/^\tk8s.io\/kubernetes \(v[^ ]*\)$/\1/p' "$mod" | head -1)
-	if [ -z "$version" ]; then
-		echo "build.sh kubelet: $mod does not pin k8s.io/kubernetes" >&2
-		exit 1
-	fi
-	cp "$mod" "$work/$r.mod"
-	cp "${mod%.mod}.sum" "$work/$r.sum"
+	k8s_release kubelet "$r" "$work"
 	bin=$out/kubelet-$r
-	major=$(echo "$version" | cut -d. -f1 | tr -d v)
-	minor=$(echo "$version" | cut -d. -f2)
-	ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version"
-	ldflags="$ldflags -X k8s.io/component-base/version.gitMajor=$major -X k8s.io/component-base/version.gitMinor=$minor"
-	ldflags="$ldflags -X k8s.io/component-base/version.gitTreeState=clean"
 	start=$(date +%s)
-	if ! (cd "$here/referee" && CGO_ENABLED=${CGO_ENABLED:-0} go build -mod=mod -modfile="$work/$r.mod" \
-		-trimpath -ldflags="$ldflags" -o "$bin.tmp" k8s.io/kubernetes/cmd/kubelet); then
+	if ! k8s_build "$here/referee" "$work/$r.mod" "$ldflags" -o "$bin.tmp" k8s.io/kubernetes/cmd/kubelet; then
 		echo "build.sh kubelet: building kubelet $version failed" >&2
 		exit 1
 	fi

@@ -4,6 +4,8 @@
 //! input is refused with exit 2. Figures that depend on timing (latency,
 //! rate accuracy) are in BENCHMARKS.md, not asserted here.
 
+use std::time::Duration;
+
 use dpctl::mock_plugin::control::{ControlReply, ControlRequest};
 use dpctl::mock_plugin::{ErrorSpec, MockConfig, MockHandle, MockPlugin, ResourceConfig, Rpc, RpcFault, RpcSelector};
 
@@ -55,10 +57,26 @@ async fn allocate_total_sends_exactly_n_kubelet_like_requests() {
 async fn ctrl_c_stops_the_load_and_reports_what_was_measured() {
     let sb = Sandbox::new();
     let (h, sock) = unregistered_mock(&sb, ResourceConfig::new(GPU, 4)).await;
-    let args = ["bench", "allocate", "--socket", &sock, "--duration", "10m", "--warmup", "0s", "-o", "json"];
+    let args = [
+        "bench",
+        "allocate",
+        "--socket",
+        &sock,
+        "--duration",
+        "10m",
+        "--warmup",
+        "0s",
+        "--concurrency",
+        "2",
+        "-o",
+        "json",
+    ];
     let mut bench = Child::dpctl(&args);
-    within("the first Allocate", async {
-        while calls(&h, "Allocate") == 0 {
+    // A worker sends its next call only once the last one was answered:
+    // past 2 calls, at least one answer was counted (a call in flight at
+    // the signal is given up).
+    within("the third Allocate", async {
+        while calls(&h, "Allocate") <= 2 {
             tokio::task::yield_now().await;
         }
     })
@@ -69,6 +87,39 @@ async fn ctrl_c_stops_the_load_and_reports_what_was_measured() {
     assert_eq!(code, 1, "{report}");
     assert_eq!(report["interrupted"], true, "{report}");
     assert!(report["passed"] == false && report["targets"][0]["ok"].as_u64() > Some(0), "{report}");
+    h.stop().await.unwrap();
+}
+
+/// Ctrl-C while every worker waits on a plugin that never answers: the
+/// calls in flight are given up at once (not after the 10 s call
+/// timeout), and the report says interrupted, with exit 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_gives_up_the_calls_a_hanging_plugin_holds() {
+    let sb = Sandbox::new();
+    let mut res = ResourceConfig::new(GPU, 4);
+    let hang = RpcFault {
+        rpc: RpcSelector::One(Rpc::Allocate),
+        error: None,
+        latency: Some(Duration::from_secs(600)),
+        after: 0,
+    };
+    res.faults.rpc = vec![hang];
+    let (h, sock) = unregistered_mock(&sb, res).await;
+    let args = ["bench", "allocate", "--socket", &sock, "--total", "10", "--warmup", "0s", "-o", "json"];
+    let mut bench = Child::dpctl(&args).patience(Duration::from_secs(5));
+    within("the first Allocate", async {
+        while calls(&h, "Allocate") == 0 {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    let asked = std::time::Instant::now();
+    bench.interrupt();
+    let code = bench.wait().await;
+    assert!(asked.elapsed() < Duration::from_secs(5), "stopped after {:?}", asked.elapsed());
+    let report: serde_json::Value = serde_json::from_str(&bench.rest().await.join("\n")).expect("a JSON report");
+    assert_eq!((code, &report["interrupted"]), (1, &serde_json::json!(true)), "{report}");
+    assert_eq!(report["targets"][0]["ok"], 0, "{report}");
     h.stop().await.unwrap();
 }
 

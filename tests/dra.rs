@@ -387,8 +387,9 @@ async fn checkpoint_verify_reads_dra_manager_state_of_1_34_to_1_37() {
     assert_eq!(dev["ShareID"], "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa");
 }
 
-/// --dra finds the file in the kubelet root (the parent of --dir); bad
-/// files are exit 2.
+/// --dra finds the file in the kubelet root (the parent of --dir); a file
+/// that does not parse fails verify (exit 1) and is bad input to show (2),
+/// as the device checkpoint; a missing one is exit 2.
 #[tokio::test]
 async fn checkpoint_dra_flag_and_bad_files() {
     let sb = Sandbox::new();
@@ -400,6 +401,8 @@ async fn checkpoint_dra_flag_and_bad_files() {
     let bad = sb.join("dra_manager_state");
     std::fs::write(&bad, "{\"Data\": 5}").unwrap();
     let r = dpctl(&["checkpoint", "verify", bad.to_str().unwrap()]).await;
+    assert!(r.expect_code(1).stdout.contains("not a DRA checkpoint"), "{}", r.stdout);
+    let r = dpctl(&["checkpoint", "show", bad.to_str().unwrap()]).await;
     assert!(r.expect_code(2).stderr.contains("not a DRA checkpoint"), "{}", r.stderr);
     let r = dpctl(&["checkpoint", "verify", "--dra", "--dir", sb.path().join("x/y").to_str().unwrap()]).await;
     r.expect_code(2);
@@ -570,4 +573,84 @@ async fn dra_calls_show_on_the_wire_with_v() {
     assert!(all.contains("> #1 call /k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"), "{all}");
     assert!(all.contains(r#"> #1 request {"claims":[{"name":"gpu","namespace":"default","uid":"uid-1"}]}"#), "{all}");
     assert!(all.contains("< #1 status OK"), "{all}");
+}
+
+/// Waits for the `-v` wire tap's line of `rpc` on `child`'s stderr: the
+/// call is on its way to the driver.
+async fn sent(child: &mut Child, rpc: &str) {
+    loop {
+        match child.stderr_line().await {
+            Some(l) if l.contains(rpc) => return,
+            Some(_) => {}
+            None => panic!("stderr closed before {rpc} was sent"),
+        }
+    }
+}
+
+/// Ctrl-C or SIGTERM while a driver holds Prepare (or Unprepare) unanswered:
+/// `dra prepare|unprepare` stop at once and say what was sent and that no
+/// answer came, exit 1 (before: the default action, exit 130 or 143, no report).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_ends_a_prepare_the_driver_holds_with_what_was_sent() {
+    let sb = Sandbox::new();
+    let m = mock(&sb, &["--prepare-delay", "600s"]).await;
+    // Unprepare: a server that completes the HTTP/2 handshake and never answers a call.
+    use crate::support::silent::{Silence, SilentServer};
+    let silent = SilentServer::start(&sb.join("silent.sock"), Silence::Handshake);
+    let silent = silent.path.to_str().unwrap().to_string();
+    for (verb, socket, rpc, sigint, json) in [
+        ("prepare", &m.endpoint, "NodePrepareResources", true, false),
+        ("unprepare", &silent, "NodeUnprepareResources", false, true),
+    ] {
+        let mut args = vec!["dra", verb, "--socket", socket, "--claim", "default/gpu/uid-1", "-v"];
+        if json {
+            args.extend(["-o", "json"]);
+        }
+        let mut c = Child::dpctl(&args).patience(std::time::Duration::from_secs(5));
+        sent(&mut c, rpc).await;
+        let asked = std::time::Instant::now();
+        if sigint {
+            c.interrupt()
+        } else {
+            c.terminate()
+        }
+        let code = c.wait().await;
+        assert!(asked.elapsed() < std::time::Duration::from_secs(5), "{verb}: {:?}", asked.elapsed());
+        let out = c.rest().await.join("\n");
+        assert_eq!(code, 1, "{verb}: {out}\n{}", c.stderr());
+        if json {
+            let v: serde_json::Value = serde_json::from_str(&out).expect("a JSON report");
+            assert_eq!(
+                (&v["interrupted"], &v["ok"], &v["claims"][0]),
+                (&true.into(), &false.into(), &"default/gpu/uid-1".into()),
+                "{v}"
+            );
+        } else {
+            assert!(out.contains("INTERRUPTED") && out.contains(rpc) && out.contains("default/gpu/uid-1"), "{out}");
+            assert!(out.contains("no answer after"), "{out}");
+        }
+    }
+}
+
+/// Ctrl-C during `dra check` while the driver holds Prepare: the check
+/// stops at once with the registration cases it judged, the call cases
+/// skipped as interrupted, INTERRUPTED, exit 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_ends_dra_check_with_what_it_judged() {
+    let sb = Sandbox::new();
+    let m = mock(&sb, &["--prepare-delay", "600s"]).await;
+    let reg = format!("{}/{DRIVER}-reg.sock", m.registry);
+    let mut c =
+        Child::dpctl(&["dra", "check", "--registration", &reg, "-v"]).patience(std::time::Duration::from_secs(5));
+    sent(&mut c, "NodePrepareResources").await;
+    let asked = std::time::Instant::now();
+    c.interrupt();
+    let code = c.wait().await;
+    assert!(asked.elapsed() < std::time::Duration::from_secs(5), "{:?}", asked.elapsed());
+    let out = c.rest().await.join("\n");
+    assert_eq!(code, 1, "{out}\n{}", c.stderr());
+    assert!(out.contains("INTERRUPTED"), "{out}");
+    let prepare = out.lines().find(|l| l.starts_with("prepare ")).unwrap_or_default();
+    assert!(prepare.contains("skip") && prepare.contains("interrupted"), "{out}");
+    assert!(out.lines().any(|l| l.contains("pass")), "the registration cases judged before it: {out}");
 }

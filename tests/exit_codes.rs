@@ -284,6 +284,32 @@ async fn row_2_a_symlink_loop_given_to_checkpoint() {
     }
 }
 
+/// A checkpoint that does not parse, device or DRA alike: `show` refuses it
+/// as bad input (2), `verify` fails it (1, the kubelet cannot read it
+/// either). The DRA checkpoint used to exit 2 for `verify` too.
+#[tokio::test]
+async fn an_unparsable_checkpoint_exits_the_same_for_the_device_and_the_dra_file() {
+    let sb = Sandbox::new();
+    let device = sb.join("kubelet_internal_checkpoint");
+    std::fs::write(&device, "{not json").unwrap();
+    let dra = sb.join("dra_manager_state");
+    std::fs::write(&dra, "{not json").unwrap();
+    for (file, extra) in [(&device, None), (&dra, None), (&dra, Some("--dra"))] {
+        for (cmd, code) in [("show", 2), ("verify", 1)] {
+            let mut args = vec!["checkpoint", cmd, file.to_str().unwrap()];
+            args.extend(extra);
+            let r = dpctl(&args).await;
+            r.expect_code(code);
+            let said = format!("{}{}", r.stdout, r.stderr);
+            assert!(said.contains("not a") || said.contains("parse"), "{args:?}: {said}");
+        }
+    }
+    let r = dpctl(&["checkpoint", "verify", "--dra", dra.to_str().unwrap(), "-o", "json"]).await;
+    let v = r.expect_code(1).json();
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(v["problems"][0].as_str().unwrap().contains("does not parse"), "{v}");
+}
+
 #[tokio::test]
 async fn row_4_the_peer_answered_with_an_error() {
     let sb = Sandbox::new();

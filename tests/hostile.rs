@@ -392,3 +392,38 @@ async fn client_commands_time_out_on_a_socket_that_accepts_and_is_silent() {
 async fn client_commands_time_out_on_a_server_that_never_answers_a_call() {
     commands_end_within_their_timeouts(crate::support::silent::Silence::Handshake).await;
 }
+
+/// A driver whose registration GetInfo answers absurd fields (a name of a
+/// megabyte, an endpoint past PATH_MAX, a hundred thousand services, each
+/// of which `dra info` would probe): refused with the field and its size,
+/// exit 4 (the peer's answer), at once, by every command that reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn absurd_dra_getinfo_fields_are_refused_naming_the_field() {
+    let sb = Sandbox::new();
+    let ok_versions = vec!["v1.DRAPlugin".to_string()];
+    let cases: Vec<(String, String, Vec<String>, &str)> = vec![
+        ("x".repeat(1 << 20), String::new(), ok_versions.clone(), "name is 1048576 bytes, over the bound of 253"),
+        ("gpu.example.com".into(), format!("/{}", "e".repeat(5000)), ok_versions.clone(), "endpoint is 5001 bytes"),
+        ("gpu.example.com".into(), String::new(), vec!["v1.DRAPlugin".into(); 100_000], "has 100000 entries"),
+        ("gpu.example.com".into(), String::new(), vec!["v".repeat(300)], "supported_versions[0] is 300 bytes"),
+    ];
+    for (i, (name, endpoint, versions, said)) in cases.into_iter().enumerate() {
+        let path = sb.join(&format!("absurd-{i}-reg.sock"));
+        let behaviour =
+            Behaviour { info: Some(("DRAPlugin".into(), name, endpoint, versions)), ..Behaviour::default() };
+        let _stop = FakePlugin::new(vec![], behaviour).serve(&path).await;
+        let reg = path.to_str().unwrap();
+        for args in [
+            vec!["dra", "info", "--registration", reg],
+            vec!["dra", "prepare", "--registration", reg, "--claim", "default/gpu/uid-1"],
+            vec!["dra", "check", "--registration", reg],
+        ] {
+            let started = Instant::now();
+            let r = dpctl(&args).await;
+            assert_eq!(r.code, 4, "{args:?}: {}{}", r.stdout, r.stderr);
+            assert!(r.stderr.contains(said) && r.stderr.contains("answer refused"), "{args:?}: {}", r.stderr);
+            assert!(r.stderr.len() < 2000, "{args:?}: the refusal quotes none of it: {} bytes", r.stderr.len());
+            assert!(started.elapsed() < Duration::from_secs(10), "{args:?} took {:?}", started.elapsed());
+        }
+    }
+}

@@ -70,7 +70,7 @@ fn main() -> ExitCode {
         Err(e) if e.is_closed_output() => ExitCode::SUCCESS,
         Err(e) => {
             let hint = dpctl::podresources::hint(&e);
-            let _ = dpctl::error::write(&mut std::io::stderr(), &e.to_string(), hint.as_deref());
+            let _ = dpctl::output::write_error(&mut std::io::stderr(), &e.to_string(), hint.as_deref());
             ExitCode::from(e.exit_code())
         }
     }

@@ -107,8 +107,77 @@ pub fn kubelet_or_skip(area: &str) -> Option<PathBuf> {
 /// One node at a time: a run's cgroups and mounts, while it runs, would show
 /// in another test's before/after comparison of the host (and two kubelets
 /// with containerd on 2 cores slow each other past their deadlines). Every
-/// real-kubelet and cluster test holds it.
-pub static ONE_NODE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// real-kubelet and cluster test holds it: `ONE_NODE.lock().await`, within
+/// this process and, through [`ROOT_ENGINE_LOCK`], against every other.
+pub static ONE_NODE: OneNode = OneNode(tokio::sync::Mutex::const_new(()));
+
+/// The file whose exclusive `flock` a real kubelet or cluster run holds: the
+/// one by-hand runs take with `flock /tmp/dpctl-root-engine.lock <command>`,
+/// so two test processes (or a test and a by-hand run) never run a node at
+/// once.
+pub const ROOT_ENGINE_LOCK: &str = "/tmp/dpctl-root-engine.lock";
+
+/// How long a test waits for another process's node run to end: longer than
+/// the slowest such run (a cluster smoke on a loaded 2-core machine).
+const ROOT_ENGINE_WAIT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// See [`ONE_NODE`].
+pub struct OneNode(tokio::sync::Mutex<()>);
+
+/// Held while a test runs a node: the in-process turn and the file lock
+/// (released when the file closes).
+pub struct OneNodeGuard {
+    _file: std::fs::File,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl OneNode {
+    /// Waits for this process's turn, then for [`ROOT_ENGINE_LOCK`]; panics
+    /// naming the lock when another process holds it past [`ROOT_ENGINE_WAIT`].
+    pub async fn lock(&'static self) -> OneNodeGuard {
+        let turn = self.0.lock().await;
+        let locking = tokio::task::spawn_blocking(|| {
+            let file = root_engine_lock_file()?;
+            file.lock()?;
+            Ok::<_, std::io::Error>(file)
+        });
+        match tokio::time::timeout(ROOT_ENGINE_WAIT, locking).await {
+            Ok(Ok(Ok(file))) => OneNodeGuard { _file: file, _turn: turn },
+            Ok(Ok(Err(e))) => panic!("locking {ROOT_ENGINE_LOCK}: {e}"),
+            Ok(Err(e)) => panic!("locking {ROOT_ENGINE_LOCK}: {e}"),
+            Err(_) => panic!(
+                "another process held {ROOT_ENGINE_LOCK} (a real kubelet or cluster run) for {} min: \
+                 see `grep FLOCK /proc/locks`",
+                ROOT_ENGINE_WAIT.as_secs() / 60
+            ),
+        }
+    }
+}
+
+/// [`ROOT_ENGINE_LOCK`] opened for `flock`: a duplicate of a descriptor this
+/// process inherited on it when there is one (`flock /tmp/dpctl-root-engine.lock
+/// cargo test ...`: the lock the run already holds is taken again at once, not
+/// waited for), else the file itself, created when missing.
+fn root_engine_lock_file() -> std::io::Result<std::fs::File> {
+    use std::os::fd::FromRawFd;
+    for entry in std::fs::read_dir("/proc/self/fd")?.flatten() {
+        let Ok(target) = std::fs::read_link(entry.path()) else { continue };
+        let Some(fd) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        if target == Path::new(ROOT_ENGINE_LOCK) {
+            // SAFETY: dup takes a descriptor number and returns a new one or -1.
+            let dup = unsafe { libc::dup(fd) };
+            if dup >= 0 {
+                // SAFETY: `dup` is a fresh descriptor this process owns alone.
+                return Ok(unsafe { std::fs::File::from_raw_fd(dup) });
+            }
+        }
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(ROOT_ENGINE_LOCK)
+        .or_else(|_| std::fs::File::open(ROOT_ENGINE_LOCK))
+}
 
 /// The cluster's binaries for [`KUBELET_RELEASE`] (`DPCTL_CLUSTER_DIR`,
 /// default `target/cluster`, then `1.37/`: `conformance/build.sh cluster`)

@@ -188,7 +188,11 @@ async fn worker(
         out.last_send = Some(sent);
         out.tally.sent += 1;
         progress.sent.fetch_add(1, Ordering::Relaxed);
-        let outcome = tokio::time::timeout(timeout, call(&mut conn, op, &pool, i)).await;
+        let outcome = tokio::select! {
+            o = tokio::time::timeout(timeout, call(&mut conn, op, &pool, i)) => o,
+            // Stopped (Ctrl-C, SIGTERM): the call in flight is given up, not counted.
+            () = progress.until_stopped() => break,
+        };
         let done = Instant::now();
         // Open-loop: from when the request should have gone out, so time spent
         // waiting for a free worker behind a slow answer counts.

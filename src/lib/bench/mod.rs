@@ -108,12 +108,34 @@ pub struct Progress {
     /// Set by the caller (Ctrl-C, SIGTERM): no new request is sent, and the
     /// run ends with what it measured so far.
     pub stop: std::sync::atomic::AtomicBool,
+    /// Wakes the calls in flight when the run is stopped.
+    stopping: tokio::sync::Notify,
 }
 
 impl Progress {
     /// True once the caller asked the run to stop.
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Stops the run at once: no new request is sent, a call in flight is
+    /// given up (a plugin that never answers must not hold Ctrl-C for the
+    /// call timeout), and the report has what was measured until then.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.stopping.notify_waiters();
+    }
+
+    /// Completes once [`Progress::request_stop`] was called.
+    pub async fn until_stopped(&self) {
+        loop {
+            // Registered before the flag is read: a stop in between still wakes it.
+            let woken = self.stopping.notified();
+            if self.stopped() {
+                return;
+            }
+            woken.await;
+        }
     }
 }
 

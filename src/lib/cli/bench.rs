@@ -150,7 +150,7 @@ async fn run_bench(session: &Session, s: &mut Streams<'_>) -> Result<u8> {
     let stopper = Arc::clone(&progress);
     let watcher = tokio::spawn(async move {
         signalled.await;
-        stopper.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        stopper.request_stop();
     });
     let report = crate::bench::session::run(session, &progress).await;
     watcher.abort();

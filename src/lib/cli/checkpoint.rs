@@ -93,15 +93,23 @@ impl FileArgs {
 pub fn run(cmd: CheckpointCommand, s: &mut Streams<'_>) -> Result<u8> {
     match &cmd {
         CheckpointCommand::Show(a) | CheckpointCommand::Verify(a) if a.is_dra(&a.path()) => {
-            let report = dra::state::read(&a.path())?;
-            return match cmd {
-                CheckpointCommand::Show(_) => {
-                    crate::output::dra::state_shown(s, &report)?;
+            // As the device checkpoint: a file that cannot be read is bad
+            // input (2) for both; one that does not parse is bad input for
+            // `show` (2) and a failed verification for `verify` (1).
+            let text = dra::state::read_text(&a.path())?;
+            let parsed = dra::state::parse(&a.path(), &text);
+            return match (cmd, parsed) {
+                (CheckpointCommand::Show(_), report) => {
+                    crate::output::dra::state_shown(s, &report?)?;
                     Ok(exit::OK)
                 }
-                CheckpointCommand::Verify(_) => {
+                (CheckpointCommand::Verify(_), Ok(report)) => {
                     crate::output::dra::state_verified(s, &report)?;
                     Ok(if report.problems.is_empty() { exit::OK } else { exit::CHECK_FAILED })
+                }
+                (CheckpointCommand::Verify(a), Err(e)) => {
+                    crate::output::dra::state_unparsable(s, &a.path(), &e)?;
+                    Ok(exit::CHECK_FAILED)
                 }
             };
         }

@@ -245,6 +245,8 @@ pub async fn run(cmd: DraCommand, s: &mut Streams<'_>) -> Result<u8> {
 }
 
 async fn check(a: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
+    // Ctrl-C or SIGTERM: the call in flight is given up, the report shows what was done (exit 1).
+    let stop = crate::signal::shutdown();
     let Some(socket) = a.target.socket()? else {
         return Err(Error::invalid("--driver", "name the driver (--driver NAME) or its socket (--registration PATH)"));
     };
@@ -267,7 +269,7 @@ async fn check(a: CheckArgs, s: &mut Streams<'_>) -> Result<u8> {
     };
     let opts = dra::check::CheckOptions { claim: a.claim, kubeconfig: a.kubeconfig, kubelet_root, cdi_dirs: dirs };
     let cfg = client_config(a.target.connect_timeout, a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT), s.wire.clone());
-    let report = dra::check::run(&socket, opts, &cfg).await?;
+    let report = dra::check::run(&socket, opts, &cfg, stop).await?;
     render::check(s, &report)?;
     Ok(if report.ok() { exit::OK } else { exit::CHECK_FAILED })
 }
@@ -293,6 +295,8 @@ async fn resolve(t: &ServiceTarget, tap: Option<crate::wire_events::Tap>) -> Res
 }
 
 async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
+    // Ctrl-C or SIGTERM: the call is given up and reported unanswered (exit 1).
+    let stop = crate::signal::shutdown();
     let claims = claims::collect(a.claim, a.claims.as_deref())?;
     if let Some(k) = &a.kubeconfig {
         // A bad kubeconfig is bad input, found before the driver is called.
@@ -312,8 +316,8 @@ async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
         a.timeout.unwrap_or(dra::KUBELET_CALL_TIMEOUT),
         s.wire.clone(),
     );
-    let report = if prepare {
-        let dirs = match (a.no_cdi_check, a.cdi_dir.is_empty()) {
+    let dirs = if prepare {
+        match (a.no_cdi_check, a.cdi_dir.is_empty()) {
             (true, _) => vec![],
             (false, true) => {
                 // A node kubelet-sim made keeps its /var/run/cdi in <root>/cdi (root: plugins_registry's parent).
@@ -323,10 +327,26 @@ async fn call(a: CallArgs, prepare: bool, s: &mut Streams<'_>) -> Result<u8> {
                 d
             }
             (false, false) => a.cdi_dir,
-        };
-        dra::client::prepare(&socket, api, &claims, &cfg, &dirs).await
+        }
     } else {
-        dra::client::unprepare(&socket, api, &claims, &cfg).await
+        vec![]
+    };
+    let sent = std::time::Instant::now();
+    let answer = async {
+        if prepare {
+            dra::client::prepare(&socket, api, &claims, &cfg, &dirs).await
+        } else {
+            dra::client::unprepare(&socket, api, &claims, &cfg).await
+        }
+    };
+    let report = tokio::select! {
+        r = answer => r,
+        () = stop => {
+            let rpc = if prepare { "NodePrepareResources" } else { "NodeUnprepareResources" };
+            let c = render::UnansweredCall { rpc, socket: &socket, claims: &claims, waited: sent.elapsed() };
+            render::call_interrupted(s, &c)?;
+            return Ok(exit::CHECK_FAILED);
+        }
     };
     let report = match (report, &a.kubeconfig) {
         (Err(Error::Rpc { rpc, path, code, message }), Some(kc)) if message.contains(" got replaced") => {

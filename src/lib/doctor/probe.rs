@@ -256,7 +256,17 @@ pub(super) async fn probe_registry(dir: PathBuf, timeout: Duration) -> Registry 
         let channel = transport::connect(p, timeout).await?;
         let mut c = reg::registration_client::RegistrationClient::new(channel);
         match tokio::time::timeout(timeout, c.get_info(reg::InfoRequest {})).await {
-            Ok(Ok(r)) => Ok(r.into_inner()),
+            Ok(Ok(r)) => {
+                let info = r.into_inner();
+                // A name of megabytes or a hundred thousand services is refused, not judged.
+                crate::dra::client::bounded_info(&info).map_err(|message| Error::Rpc {
+                    rpc: "pluginregistration.Registration/GetInfo".into(),
+                    path: p.clone(),
+                    code: tonic::Code::OutOfRange,
+                    message: format!("answer refused by dpctl: {message}"),
+                })?;
+                Ok(info)
+            }
             Ok(Err(s)) => Err(Error::from_status("pluginregistration.Registration/GetInfo", p, &s, KUBELET_MAX_RECV)),
             Err(_) => Err(Error::DeadlineExceeded {
                 rpc: "pluginregistration.Registration/GetInfo".into(),

@@ -132,6 +132,9 @@ pub struct DraCheckReport {
     pub notes: Vec<String>,
     /// Results, in case order.
     pub results: Vec<CheckResult>,
+    /// Ctrl-C or SIGTERM ended the run: the results are what was done until
+    /// then, the calls not answered are skipped.
+    pub interrupted: bool,
 }
 
 impl DraCheckReport {
@@ -147,9 +150,9 @@ impl DraCheckReport {
         }
     }
 
-    /// Every case passed or was skipped, and Prepare was called.
+    /// Every case passed or was skipped, Prepare was called, and the run was not interrupted.
     pub fn ok(&self) -> bool {
-        !crate::check::any_failure(&self.results) && self.not_checked().is_none()
+        !self.interrupted && !crate::check::any_failure(&self.results) && self.not_checked().is_none()
     }
 }
 
@@ -220,7 +223,15 @@ async fn refuse_held(root: &Path, claim: &ClaimRef, kubeconfig: Option<&Path>) -
 /// Runs every case on the driver registered at `registration`, preparing
 /// (then unpreparing) the claim of `opts`: the one given, one created in
 /// the API server of `opts.kubeconfig` (deleted afterwards), or a made-up one.
-pub async fn run(registration: &Path, opts: CheckOptions, cfg: &ClientConfig) -> Result<DraCheckReport> {
+/// When `stop` completes (Ctrl-C, SIGTERM) the call in flight is given up and
+/// the report has what was done until then, marked interrupted.
+// long: the run's cases in order, each step's outcome feeding the next.
+pub async fn run(
+    registration: &Path,
+    opts: CheckOptions,
+    cfg: &ClientConfig,
+    stop: impl std::future::Future<Output = ()>,
+) -> Result<DraCheckReport> {
     let started = Instant::now();
     // A bad kubeconfig is bad input, found before the driver is called.
     let client = match &opts.kubeconfig {
@@ -239,6 +250,7 @@ pub async fn run(registration: &Path, opts: CheckOptions, cfg: &ClientConfig) ->
         claim_source: if opts.claim.is_some() { "given" } else { "made-up" },
         notes: vec![],
         results: vec![],
+        interrupted: false,
     };
     let Some(api) = super::chosen_node_api(&info.supported_versions) else {
         for case in CALL_CASES {
@@ -264,7 +276,18 @@ pub async fn run(registration: &Path, opts: CheckOptions, cfg: &ClientConfig) ->
     } else {
         info.endpoint.clone()
     });
-    let calls = calls(&endpoint, api, &report.claim, cfg, &opts.cdi_dirs).await;
+    let mut answered = Vec::new();
+    report.interrupted = tokio::select! {
+        () = calls(&endpoint, api, &report.claim, cfg, &opts.cdi_dirs, &mut answered) => false,
+        () = stop => true,
+    };
+    let calls = match <[Result<CallReport>; 4]>::try_from(answered) {
+        Ok([a, b, c, d]) if !report.interrupted => (a, b, c, d),
+        Ok(_) | Err(_) => {
+            interrupted(&mut report, results, own.as_ref()).await;
+            return Ok(report);
+        }
+    };
     let pools = match &client {
         Some(c) => Some(super::check_claim::pools(c, &info.driver).await),
         None => None,
@@ -333,16 +356,40 @@ pub fn published(
     result(DraCase::Published, problems.is_empty(), ev, Duration::ZERO)
 }
 
-type Calls = (Result<CallReport>, Result<CallReport>, Result<CallReport>, Result<CallReport>);
-
-/// Prepare twice, then Unprepare twice.
-async fn calls(endpoint: &Path, api: super::NodeApi, claim: &ClaimRef, cfg: &ClientConfig, dirs: &[PathBuf]) -> Calls {
+/// Prepare twice, then Unprepare twice, each answer kept in `answered` as it comes.
+async fn calls(
+    endpoint: &Path,
+    api: super::NodeApi,
+    claim: &ClaimRef,
+    cfg: &ClientConfig,
+    dirs: &[PathBuf],
+    answered: &mut Vec<Result<CallReport>>,
+) {
     let claims = [claim.clone()];
-    let first = client::prepare(endpoint, api, &claims, cfg, dirs).await;
-    let second = client::prepare(endpoint, api, &claims, cfg, dirs).await;
-    let un1 = client::unprepare(endpoint, api, &claims, cfg).await;
-    let un2 = client::unprepare(endpoint, api, &claims, cfg).await;
-    (first, second, un1, un2)
+    answered.push(client::prepare(endpoint, api, &claims, cfg, dirs).await);
+    answered.push(client::prepare(endpoint, api, &claims, cfg, dirs).await);
+    answered.push(client::unprepare(endpoint, api, &claims, cfg).await);
+    answered.push(client::unprepare(endpoint, api, &claims, cfg).await);
+}
+
+/// An interrupted run: the registration cases it judged, every call case
+/// skipped (saying how far the calls got), and the claim check created
+/// deleted all the same.
+async fn interrupted(report: &mut DraCheckReport, mut results: Vec<CheckResult>, own: Option<&OwnClaim>) {
+    let why = "not run: interrupted (Ctrl-C or SIGTERM) before the driver answered every Prepare and Unprepare";
+    results.extend(CALL_CASES.iter().map(|n| skipped(n, why)));
+    report.results = results;
+    let c = &report.claim;
+    report.notes.push(format!(
+        "interrupted: claim {}/{} (uid {}) may be left prepared on the driver (dpctl dra unprepare --claim {}/{}/{})",
+        c.namespace, c.name, c.uid, c.namespace, c.name, c.uid
+    ));
+    if let Some(o) = own {
+        report.notes.push(match o.delete().await {
+            Ok(()) => format!("deleted ResourceClaim {}/{}", o.claim.namespace, o.claim.name),
+            Err(e) => format!("could not delete ResourceClaim {}/{}: {e}", o.claim.namespace, o.claim.name),
+        });
+    }
 }
 
 /// The kubeletplugin helper's failure for a claim its API server does not

@@ -56,7 +56,52 @@ pub async fn get_info(socket: &Path, cfg: &ClientConfig) -> Result<reg::PluginIn
     let ch = dial(socket, cfg).await?;
     let mut c = reg::registration_client::RegistrationClient::new(ch);
     let t = cfg.call_timeout;
-    unary("pluginregistration.Registration/GetInfo", socket, t, c.get_info(request(reg::InfoRequest {}, t))).await
+    let info = unary(GET_INFO, socket, t, c.get_info(request(reg::InfoRequest {}, t))).await?;
+    bounded_info(&info).map_err(|message| Error::Rpc {
+        rpc: GET_INFO.into(),
+        path: socket.to_path_buf(),
+        code: tonic::Code::OutOfRange,
+        message: format!("answer refused by dpctl: {message}"),
+    })?;
+    Ok(info)
+}
+
+const GET_INFO: &str = "pluginregistration.Registration/GetInfo";
+
+/// The most bytes of a GetInfo `type` or `name` dpctl reads: a DNS
+/// subdomain's length (a driver name is one; a type is `DRAPlugin`).
+pub const MAX_INFO_NAME_BYTES: usize = 253;
+/// The most bytes of a GetInfo `endpoint`: a path (PATH_MAX); a socket
+/// path over 107 bytes is a registration problem [`info`] reports.
+pub const MAX_INFO_ENDPOINT_BYTES: usize = 4096;
+/// The most `supported_versions` entries, and bytes of each: a kubelet knows
+/// four services; each one is probed by `dra info`.
+pub const MAX_INFO_VERSIONS: usize = 64;
+
+/// Refuses a GetInfo answer past the bounds above (a driver's answer can
+/// be up to the 4 MiB message limit: a name of megabytes, a hundred
+/// thousand services each to probe), saying which field and by how much.
+pub fn bounded_info(info: &reg::PluginInfo) -> std::result::Result<(), String> {
+    let over = |field: &str, len: usize, max: usize, what: &str| {
+        (len > max).then(|| format!("{field} is {len} bytes, over the bound of {max} ({what})"))
+    };
+    let problem = over("type", info.r#type.len(), MAX_INFO_NAME_BYTES, "a type is DRAPlugin or DevicePlugin")
+        .or_else(|| over("name", info.name.len(), MAX_INFO_NAME_BYTES, "a DRA driver name is a DNS subdomain"))
+        .or_else(|| over("endpoint", info.endpoint.len(), MAX_INFO_ENDPOINT_BYTES, "a path is at most PATH_MAX"))
+        .or_else(|| {
+            (info.supported_versions.len() > MAX_INFO_VERSIONS).then(|| {
+                format!(
+                    "supported_versions has {} entries, over the bound of {MAX_INFO_VERSIONS} (kubelets know 4 services)",
+                    info.supported_versions.len()
+                )
+            })
+        })
+        .or_else(|| {
+            info.supported_versions.iter().enumerate().find_map(|(i, v)| {
+                over(&format!("supported_versions[{i}]"), v.len(), MAX_INFO_NAME_BYTES, "a gRPC service name")
+            })
+        });
+    problem.map_or(Ok(()), Err)
 }
 
 /// The service socket a registration names: its endpoint, or the

@@ -148,9 +148,15 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
 
 /// Reads and judges the file; an unreadable or non-checkpoint file is bad input.
 pub fn read(path: &Path) -> Result<StateReport> {
+    parse(path, &read_text(path)?)
+}
+
+/// The file's text: a file that cannot be a checkpoint (missing, not a
+/// regular file, over the size limit, not UTF-8) is refused here, before
+/// [`parse`] judges what it holds.
+pub fn read_text(path: &Path) -> Result<String> {
     let place = path.display().to_string();
-    let text = crate::input::read_text_within(path, &place, crate::checkpoint::MAX_CHECKPOINT_BYTES)?;
-    parse(path, &text)
+    crate::input::read_text_within(path, &place, crate::checkpoint::MAX_CHECKPOINT_BYTES)
 }
 
 /// Judges checkpoint text (see [`read`]).

@@ -210,7 +210,7 @@ pub fn mock_event(w: &mut dyn Write, json: bool, e: &DraEvent) -> io::Result<()>
 pub fn check(s: &mut Streams<'_>, r: &crate::dra::check::DraCheckReport) -> Result<()> {
     if s.format.is_json() {
         let totals = crate::check::Totals::of(&r.results);
-        write_json(s.out, &serde_json::json!({"registration": r.registration, "claim": r.claim, "claim_source": r.claim_source, "notes": r.notes, "results": r.results, "totals": totals, "checked": r.not_checked().is_none(), "not_checked": r.not_checked(), "ok": r.ok()}))
+        write_json(s.out, &serde_json::json!({"registration": r.registration, "claim": r.claim, "claim_source": r.claim_source, "notes": r.notes, "results": r.results, "totals": totals, "checked": r.not_checked().is_none(), "not_checked": r.not_checked(), "interrupted": r.interrupted, "ok": r.ok()}))
             .map_err(out_err)?;
         return Ok(());
     }
@@ -230,7 +230,10 @@ pub fn check(s: &mut Streams<'_>, r: &crate::dra::check::DraCheckReport) -> Resu
         totals.passed, totals.failed, totals.skipped, r.claim.namespace, r.claim.name, r.claim.uid, r.claim_source
     )
     .map_err(out_err)?;
-    if let Some(why) = r.not_checked() {
+    if r.interrupted {
+        writeln!(s.out, "INTERRUPTED (Ctrl-C or SIGTERM): the results above are what was done until then (exit 1)")
+            .map_err(out_err)?;
+    } else if let Some(why) = r.not_checked() {
         writeln!(
             s.out,
             "NOT CHECKED: Prepare and Unprepare were never judged, only the registration (exit 1): {}",
@@ -304,4 +307,55 @@ pub fn state_verified(s: &mut Streams<'_>, r: &StateReport) -> Result<()> {
             .map_err(out_err)?;
     }
     Ok(())
+}
+
+/// `checkpoint verify` for a `dra_manager_state` that does not parse: the
+/// kubelet cannot read it either (its DRA manager, and so the kubelet, does
+/// not start), so it does not verify.
+pub fn state_unparsable(s: &mut Streams<'_>, file: &std::path::Path, why: &crate::Error) -> Result<()> {
+    let problem = format!("the file does not parse: {why}; the kubelet cannot read it and does not start");
+    if s.format.is_json() {
+        let v = serde_json::json!({"file": file, "ok": false, "problems": [problem]});
+        return write_json(s.out, &v).map_err(out_err);
+    }
+    let mut t = table(["FIELD", "VALUE"]);
+    t.add_row(["file".to_string(), file.display().to_string()]);
+    t.add_row(["checksum".to_string(), "not computed: the file does not parse".to_string()]);
+    write_table(s.out, &t).map_err(out_err)?;
+    problems(s.out, &[problem]).map_err(out_err)
+}
+
+/// A `dra prepare|unprepare` call that Ctrl-C or SIGTERM ended before the
+/// driver answered: what was sent, where, and for how long it waited.
+pub struct UnansweredCall<'a> {
+    /// `NodePrepareResources` or `NodeUnprepareResources`.
+    pub rpc: &'a str,
+    /// The driver's service socket.
+    pub socket: &'a std::path::Path,
+    /// The claims sent.
+    pub claims: &'a [crate::dra::claims::ClaimRef],
+    /// How long the call waited.
+    pub waited: std::time::Duration,
+}
+
+/// `dra prepare|unprepare` interrupted: the call and how long it waited
+/// (the report of a call that got no answer).
+pub fn call_interrupted(s: &mut Streams<'_>, c: &UnansweredCall<'_>) -> Result<()> {
+    let claims: Vec<String> = c.claims.iter().map(|r| format!("{}/{}/{}", r.namespace, r.name, r.uid)).collect();
+    let waited_ms = c.waited.as_secs_f64() * 1000.0;
+    if s.format.is_json() {
+        let v = serde_json::json!({"rpc": c.rpc, "socket": c.socket, "claims": claims, "interrupted": true,
+            "waited_ms": waited_ms, "ok": false});
+        return write_json(s.out, &v).map_err(out_err);
+    }
+    writeln!(
+        s.out,
+        "{} (Ctrl-C or SIGTERM): {} for {} sent to {}, no answer after {:.1} s; the driver may still act on it",
+        "INTERRUPTED".magenta().bold(),
+        c.rpc,
+        crate::text::list(&claims),
+        c.socket.display(),
+        c.waited.as_secs_f64()
+    )
+    .map_err(out_err)
 }

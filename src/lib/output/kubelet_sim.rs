@@ -548,8 +548,10 @@ impl LiveView {
         if self.lines > 0 {
             write!(err, "\x1b[{}A\x1b[J", self.lines)?;
         }
+        // The frame's text (plugins' resource names, drivers' errors) made
+        // safe; the cursor moves above are the view's own.
         for l in &frame {
-            writeln!(err, "{l}")?;
+            writeln!(err, "{}", super::layout::clean_line(l))?;
         }
         err.flush()?;
         self.lines = frame.len();

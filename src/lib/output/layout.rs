@@ -74,12 +74,30 @@ fn clean_as(s: &str, colours: bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// [`clean`], with newlines escaped too: for a value shown on one line (an
-/// ID, a name, a message) where a newline would forge a line of its own.
+/// Whether `c` ends a line on a terminal or in a reader that follows
+/// Unicode: newline, and the line and paragraph separators (vertical tab,
+/// form feed, carriage return and NEL are controls, escaped by [`clean`]).
+fn line_break(c: char) -> bool {
+    matches!(c, '\n' | '\u{2028}' | '\u{2029}')
+}
+
+/// [`clean`], with line breaks escaped too (`\n`, `\u{2028}`): for a value
+/// shown on one line (an ID, a name, a message, a table cell) where a line
+/// break would forge a line, or a row, of its own.
 pub fn clean_line(s: &str) -> Cow<'_, str> {
     match clean(s) {
-        c if !c.contains('\n') => c,
-        c => Cow::Owned(c.replace('\n', "\\n")),
+        c if !c.contains(line_break) => c,
+        c => {
+            let mut out = String::with_capacity(c.len() + 8);
+            for ch in c.chars() {
+                match ch {
+                    '\n' => out.push_str("\\n"),
+                    ch if line_break(ch) => out.push_str(&format!("\\u{{{:04x}}}", u32::from(ch))),
+                    ch => out.push(ch),
+                }
+            }
+            Cow::Owned(out)
+        }
     }
 }
 
@@ -163,13 +181,14 @@ impl<W: std::io::Write> Drop for Clean<W> {
     }
 }
 
-/// A table cell as shown: [`clean`], and cut to [`MAX_CELL_CHARS`] with the
-/// length it had.
+/// A table cell as shown: [`clean_line`] (a line break in a cell would
+/// break its row: it is shown as `\n`), and cut to [`MAX_CELL_CHARS`] with
+/// the length it had.
 pub fn cell(s: &str) -> Cow<'_, str> {
     let cut = s.char_indices().nth(MAX_CELL_CHARS).map(|(i, _)| i);
     match cut {
-        None => clean(s),
-        Some(i) => Cow::Owned(format!("{}…({} bytes; -o json shows it whole)", clean(&s[..i]), s.len())),
+        None => clean_line(s),
+        Some(i) => Cow::Owned(format!("{}…({} bytes; -o json shows it whole)", clean_line(&s[..i]), s.len())),
     }
 }
 

@@ -31,7 +31,12 @@ use colored::Colorize;
 use comfy_table::{ContentArrangement, Table, presets};
 use serde::Serialize;
 
-pub use crate::error::write as write_error;
+/// Writes an error and its hint (`dpctl: error: ...`, `  hint: ...`),
+/// made safe for a terminal ([`layout::clean`]): an error often quotes a
+/// plugin's or driver's message, or a file's text.
+pub fn write_error(w: &mut dyn Write, message: &str, hint: Option<&str>) -> io::Result<()> {
+    crate::error::write(w, &layout::clean(message), hint.map(layout::clean).as_deref())
+}
 pub use crate::text::{list, ranges, timestamp};
 
 /// How a command renders its data.
@@ -131,10 +136,13 @@ impl std::fmt::Debug for Streams<'_> {
 }
 
 impl Streams<'_> {
-    /// Writes a line of narration to `err` unless quiet.
+    /// Writes a line of narration to `err` unless quiet, made safe for a
+    /// terminal ([`layout::clean`]): narration quotes plugins, drivers and
+    /// files. (The live views write their own cursor moves to `err`, so
+    /// `err` as a whole is not filtered.)
     pub fn note(&mut self, line: impl std::fmt::Display) -> crate::Result<()> {
         if !self.quiet {
-            writeln!(self.err, "{line}").map_err(out_err)?;
+            writeln!(self.err, "{}", layout::clean(&line.to_string())).map_err(out_err)?;
         }
         Ok(())
     }
@@ -394,5 +402,45 @@ mod tests {
         write_table(&mut out, &t).unwrap();
         let s = String::from_utf8(out).unwrap();
         assert_eq!(s, "ID      HEALTH\ndev-0   Healthy\n");
+    }
+
+    /// A line break inside a cell (a plugin's device ID, a driver's error)
+    /// stays inside its row, at every width and fit.
+    #[test]
+    fn a_line_break_in_a_cell_keeps_its_row_whole() {
+        let mut t = table(["ID", "HEALTH"]);
+        t.add_row(["dev-0\nFORGED   Healthy", "Healthy"]);
+        t.add_row(["dev-1\u{2028}x\r\x0bz", "Unhealthy"]);
+        for (width, fit) in [(None, Fit::Cut), (Some(60), Fit::Wrap), (Some(120), Fit::Cut), (Some(30), Fit::Live)] {
+            let lines = table_lines(&t, width, fit);
+            assert_eq!(lines.len(), 3, "{width:?} {fit:?}: {lines:#?}");
+            assert!(lines[1].starts_with("dev-0\\nFORGED"), "{lines:#?}");
+            assert!(lines[2].starts_with("dev-1\\u{2028}x"), "{lines:#?}");
+        }
+    }
+
+    /// Narration and errors on stderr quote plugins and drivers: their
+    /// control characters are escaped (dpctl's own line breaks kept).
+    #[test]
+    fn narration_and_errors_on_stderr_are_escaped() {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let mut s = Streams {
+            out: &mut out,
+            err: &mut err,
+            format: Format::Table,
+            quiet: false,
+            progress: false,
+            out_is_tty: false,
+            err_is_tty: false,
+            wire: None,
+        };
+        s.note("plugin says \x1b[2J\x1b]0;owned\x07 done").unwrap();
+        let mut e = Vec::new();
+        write_error(&mut e, "rpc error: \x1b[1A\rfine", Some("ask \u{202e}them")).unwrap();
+        assert_eq!(String::from_utf8(err).unwrap(), "plugin says \\x1b[2J\\x1b]0;owned\\x07 done\n");
+        assert_eq!(
+            String::from_utf8(e).unwrap(),
+            "dpctl: error: rpc error: \\x1b[1A\\rfine\n  hint: ask \\u{202e}them\n"
+        );
     }
 }

@@ -185,6 +185,8 @@ impl<'a> Narrator<'a> {
         if self.quiet {
             return;
         }
+        // Steps' evidence quotes the plugin: no control character of it reaches the terminal.
+        let line = super::layout::clean(&line).into_owned();
         match self.bar {
             Some(b) => b.println(line),
             None => {

@@ -695,6 +695,19 @@ impl Scenario {
                     )));
                 }
             }
+            for pointer in &step.unobserved {
+                if !pointer.starts_with('/') {
+                    return Err(bad(format!(
+                        "step {name}: unobserved {pointer:?} is not a JSON pointer (/drivers/...)"
+                    )));
+                }
+                // What is left out cannot also be expected: one of the two is a mistake.
+                if let Some(e) = step.expect.keys().find(|e| *e == pointer || e.starts_with(&format!("{pointer}/"))) {
+                    return Err(bad(format!(
+                        "step {name}: unobserved {pointer:?} leaves out what expect {e:?} checks"
+                    )));
+                }
+            }
             match &step.action {
                 Action::Start { plugin: p } | Action::Stop { plugin: p } => {
                     known(p)?;
@@ -887,6 +900,16 @@ allocatable = 2
         let e =
             Scenario::parse(&MINIMAL.replace("until = \"capacity\"", "until = \"capacity\"\ntimeout = \"1h\""), "t");
         assert!(e.unwrap_err().to_string().contains("longer than"));
+    }
+
+    #[test]
+    fn unobserved_pointers_are_pointers_and_never_hide_what_is_expected() {
+        let with = |line: &str| Scenario::parse(&format!("{MINIMAL}{line}\n"), "t");
+        with("unobserved = [\"/plugins/gpu/registrations\"]").unwrap();
+        let e = with("unobserved = [\"plugins\"]").unwrap_err().to_string();
+        assert!(e.contains("step 1-wait: unobserved \"plugins\" is not a JSON pointer"), "{e}");
+        let e = with("expect = { \"/result/admitted\" = true }\nunobserved = [\"/result\"]").unwrap_err().to_string();
+        assert!(e.contains("unobserved \"/result\" leaves out what expect \"/result/admitted\" checks"), "{e}");
     }
 
     /// A wait for the counts before a stop is met before the kubelet sees the

@@ -271,8 +271,12 @@ impl Runner<'_> {
             let mut observed = self.names.value(observed);
             observe::sort_scalar_lists(&mut observed["result"]);
             for pointer in &step.unobserved {
-                if let Some(v) = observed.pointer_mut(pointer) {
-                    *v = Value::String("unobserved: timing decides it".into());
+                match observed.pointer_mut(pointer) {
+                    Some(v) => *v = Value::String("unobserved: timing decides it".into()),
+                    // A misspelt pointer would hide nothing and look like it did.
+                    None => self.failures.push(format!(
+                        "step {name}: unobserved {pointer} matches nothing this step observes (a misspelt pointer hides nothing)"
+                    )),
                 }
             }
             for (pointer, want) in &step.expect {
