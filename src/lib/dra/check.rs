@@ -377,7 +377,7 @@ async fn calls(
 /// deleted all the same.
 async fn interrupted(report: &mut DraCheckReport, mut results: Vec<CheckResult>, own: Option<&OwnClaim>) {
     let why = "not run: interrupted (Ctrl-C or SIGTERM) before the driver answered every Prepare and Unprepare";
-    results.extend(CALL_CASES.iter().map(|n| skipped(n, why)));
+    results.extend(CALL_CASES.iter().map(|c| skipped(*c, why)));
     report.results = results;
     let c = &report.claim;
     report.notes.push(format!(
