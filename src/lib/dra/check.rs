@@ -11,63 +11,112 @@ use std::time::{Duration, Instant};
 use super::check_claim::OwnClaim;
 use super::claims::ClaimRef;
 use super::client::{self, CallReport, InfoReport};
-use crate::check::{CaseInfo, CheckResult, Outcome};
+use crate::check::{Case, CaseInfo, CheckResult, Outcome};
 use crate::error::{Error, Result};
 use crate::transport::ClientConfig;
 
-/// The cases, in run order.
-pub const CASES: [CaseInfo; 10] = [
-    CaseInfo {
-        name: "registration",
-        reason: "a registration the kubelet refuses leaves the driver unused",
-        rule: "GetInfo: type DRAPlugin, a DNS-subdomain name, a known DRAPlugin service in supported_versions (docs/dra.md §2)",
-    },
-    CaseInfo {
-        name: "advertised-served",
-        reason: "an advertised service that is not served fails every call on it, or spams the kubelet's log",
-        rule: "every advertised DRAPlugin and DRAResourceHealth service answers on the endpoint (docs/dra.md §2)",
-    },
-    CaseInfo {
-        name: "socket-paths",
-        reason: "a socket path over 107 bytes cannot be bound or dialed",
-        rule: "registration socket and endpoint at most 107 bytes (docs/dra.md §2)",
-    },
-    CaseInfo {
-        name: "prepare",
-        reason: "the kubelet fails the pod on any break of its map rules",
-        rule: "every claim answered under its UID and no other, no per-claim error (docs/dra.md §3)",
-    },
-    CaseInfo {
-        name: "published",
-        reason: "a device no current ResourceSlice publishes was never allocated: the container gets what the cluster did not give it",
-        rule: "every device prepared is one the driver publishes in its pool's current generation (docs/dra.md §3)",
-    },
-    CaseInfo {
-        name: "cdi",
-        reason: "the runtime fails the container on a CDI ID it cannot resolve; the kubelet does not check",
-        rule: "each CDI ID parses as vendor/class=name and a spec in --cdi-dir defines it (docs/dra.md §3)",
-    },
-    CaseInfo {
-        name: "request-names",
-        reason: "a request name with '/' matches no container's request: the container gets no device",
-        rule: "request_names hold whole request names, subrequests stripped (docs/dra.md §3)",
-    },
-    CaseInfo {
-        name: "prepare-idempotent",
-        reason: "after a kubelet restart a prepared claim is prepared again and must get the same devices",
-        rule: "Prepare of a prepared claim answers the same devices and CDI IDs (docs/dra.md §3)",
-    },
-    CaseInfo {
-        name: "unprepare-idempotent",
-        reason: "the kubelet repeats Unprepare until it succeeds; a pod stays Terminating while it fails",
-        rule: "Unprepare succeeds, and again for a claim already unprepared (docs/dra.md §3)",
-    },
-    CaseInfo {
-        name: "call-time",
-        reason: "the kubelet gives up after 45 s and retries only at the next pod sync",
-        rule: "each Prepare and Unprepare well within 45 s: under half of it (docs/dra.md §2)",
-    },
-];
+/// The cases, in run order: a name the compiler checks (a misspelt case
+/// does not build).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DraCase {
+    /// GetInfo as the kubelet checks it.
+    Registration,
+    /// Every advertised service is served.
+    AdvertisedServed,
+    /// Registration socket and endpoint fit a unix socket.
+    SocketPaths,
+    /// Prepare answered by the kubelet's map rules.
+    Prepare,
+    /// Every device prepared is published.
+    Published,
+    /// The CDI IDs parse and resolve.
+    Cdi,
+    /// Request names without subrequests.
+    RequestNames,
+    /// Prepare again: the same devices.
+    PrepareIdempotent,
+    /// Unprepare, and again.
+    UnprepareIdempotent,
+    /// Every call well within the deadline.
+    CallTime,
+}
+
+impl DraCase {
+    /// Every case, in run order.
+    pub const ALL: [DraCase; 10] = [
+        DraCase::Registration,
+        DraCase::AdvertisedServed,
+        DraCase::SocketPaths,
+        DraCase::Prepare,
+        DraCase::Published,
+        DraCase::Cdi,
+        DraCase::RequestNames,
+        DraCase::PrepareIdempotent,
+        DraCase::UnprepareIdempotent,
+        DraCase::CallTime,
+    ];
+}
+
+impl Case for DraCase {
+    fn all() -> &'static [Self] {
+        &DraCase::ALL
+    }
+
+    fn info(self) -> CaseInfo {
+        match self {
+            DraCase::Registration => CaseInfo {
+                name: "registration",
+                reason: "a registration the kubelet refuses leaves the driver unused",
+                rule: "GetInfo: type DRAPlugin, a DNS-subdomain name, a known DRAPlugin service in supported_versions (docs/dra.md §2)",
+            },
+            DraCase::AdvertisedServed => CaseInfo {
+                name: "advertised-served",
+                reason: "an advertised service that is not served fails every call on it, or spams the kubelet's log",
+                rule: "every advertised DRAPlugin and DRAResourceHealth service answers on the endpoint (docs/dra.md §2)",
+            },
+            DraCase::SocketPaths => CaseInfo {
+                name: "socket-paths",
+                reason: "a socket path over 107 bytes cannot be bound or dialed",
+                rule: "registration socket and endpoint at most 107 bytes (docs/dra.md §2)",
+            },
+            DraCase::Prepare => CaseInfo {
+                name: "prepare",
+                reason: "the kubelet fails the pod on any break of its map rules",
+                rule: "every claim answered under its UID and no other, no per-claim error (docs/dra.md §3)",
+            },
+            DraCase::Published => CaseInfo {
+                name: "published",
+                reason: "a device no current ResourceSlice publishes was never allocated: the container gets what the cluster did not give it",
+                rule: "every device prepared is one the driver publishes in its pool's current generation (docs/dra.md §3)",
+            },
+            DraCase::Cdi => CaseInfo {
+                name: "cdi",
+                reason: "the runtime fails the container on a CDI ID it cannot resolve; the kubelet does not check",
+                rule: "each CDI ID parses as vendor/class=name and a spec in --cdi-dir defines it (docs/dra.md §3)",
+            },
+            DraCase::RequestNames => CaseInfo {
+                name: "request-names",
+                reason: "a request name with '/' matches no container's request: the container gets no device",
+                rule: "request_names hold whole request names, subrequests stripped (docs/dra.md §3)",
+            },
+            DraCase::PrepareIdempotent => CaseInfo {
+                name: "prepare-idempotent",
+                reason: "after a kubelet restart a prepared claim is prepared again and must get the same devices",
+                rule: "Prepare of a prepared claim answers the same devices and CDI IDs (docs/dra.md §3)",
+            },
+            DraCase::UnprepareIdempotent => CaseInfo {
+                name: "unprepare-idempotent",
+                reason: "the kubelet repeats Unprepare until it succeeds; a pod stays Terminating while it fails",
+                rule: "Unprepare succeeds, and again for a claim already unprepared (docs/dra.md §3)",
+            },
+            DraCase::CallTime => CaseInfo {
+                name: "call-time",
+                reason: "the kubelet gives up after 45 s and retries only at the next pod sync",
+                rule: "each Prepare and Unprepare well within 45 s: under half of it (docs/dra.md §2)",
+            },
+        }
+    }
+}
 
 /// A check run's report.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -94,7 +143,7 @@ impl DraCheckReport {
     /// claims from an API server it was not given). A run that checked
     /// only the registration is not a pass: `dra check` exits 1 on it.
     pub fn not_checked(&self) -> Option<&str> {
-        match self.results.iter().find(|r| r.name == "prepare") {
+        match self.results.iter().find(|r| r.name == DraCase::Prepare.name()) {
             Some(r) if r.outcome == Outcome::Skip => Some(r.evidence.as_str()),
             Some(_) => None,
             None => Some("Prepare was not called"),
@@ -120,20 +169,24 @@ pub struct CheckOptions {
     pub cdi_dirs: Vec<PathBuf>,
 }
 
-fn case(name: &str) -> CaseInfo {
-    CASES.iter().copied().find(|c| c.name == name).unwrap_or(CASES[0])
+fn result(case: DraCase, ok: bool, evidence: String, took: Duration) -> CheckResult {
+    CheckResult::new(case, if ok { Outcome::Pass } else { Outcome::Fail }, evidence, took)
 }
 
-fn result(name: &str, ok: bool, evidence: String, took: Duration) -> CheckResult {
-    CheckResult::of(case(name), if ok { Outcome::Pass } else { Outcome::Fail }, evidence, took)
+fn skipped(case: DraCase, why: &str) -> CheckResult {
+    CheckResult::new(case, Outcome::Skip, why, Duration::ZERO)
 }
 
-fn skipped(name: &str, why: &str) -> CheckResult {
-    CheckResult::of(case(name), Outcome::Skip, why, Duration::ZERO)
-}
-
-const CALL_CASES: [&str; 7] =
-    ["prepare", "published", "cdi", "request-names", "prepare-idempotent", "unprepare-idempotent", "call-time"];
+/// The cases of the driver's calls (after registration and its paths).
+const CALL_CASES: [DraCase; 7] = [
+    DraCase::Prepare,
+    DraCase::Published,
+    DraCase::Cdi,
+    DraCase::RequestNames,
+    DraCase::PrepareIdempotent,
+    DraCase::UnprepareIdempotent,
+    DraCase::CallTime,
+];
 
 /// A made-up claim: a random UID in namespace and name `dpctl-check`.
 pub fn made_up_claim() -> ClaimRef {
@@ -200,8 +253,8 @@ pub async fn run(
         interrupted: false,
     };
     let Some(api) = super::chosen_node_api(&info.supported_versions) else {
-        for name in CALL_CASES {
-            results.push(skipped(name, "no DRAPlugin service a 1.34+ kubelet knows is advertised"));
+        for case in CALL_CASES {
+            results.push(skipped(case, "no DRAPlugin service a 1.34+ kubelet knows is advertised"));
         }
         report.results = results;
         return Ok(report);
@@ -253,12 +306,12 @@ pub async fn run(
              there (and deletes it afterwards)",
             calls.0.as_ref().err().map(ToString::to_string).unwrap_or_default()
         );
-        results.push(skipped("prepare", &why));
+        results.push(skipped(DraCase::Prepare, &why));
         let rest = "no claim to prepare: see prepare (pass --kubeconfig)";
-        results.extend(CALL_CASES[1..].iter().map(|n| skipped(n, rest)));
+        results.extend(CALL_CASES[1..].iter().map(|c| skipped(*c, rest)));
     } else {
         results.extend(call_results(&calls.0, &calls.1, &calls.2, &calls.3));
-        let at = results.iter().position(|r| r.name == "prepare").map_or(results.len(), |i| i + 1);
+        let at = results.iter().position(|r| r.name == DraCase::Prepare.name()).map_or(results.len(), |i| i + 1);
         results.insert(at, published(&calls.0, pools.as_ref(), &info.driver));
     }
     report.results = results;
@@ -273,21 +326,21 @@ pub fn published(
     pools: Option<&std::result::Result<super::published::Pools, String>>,
     driver: &str,
 ) -> CheckResult {
-    let Ok(p1) = first else { return skipped("published", "Prepare failed") };
+    let Ok(p1) = first else { return skipped(DraCase::Published, "Prepare failed") };
     let devices: Vec<(&str, &str)> =
         p1.claims.iter().flat_map(|c| &c.devices).map(|d| (d.pool.as_str(), d.device.as_str())).collect();
     let pools = match pools {
         None => {
             return skipped(
-                "published",
+                DraCase::Published,
                 "no API server to read the driver's ResourceSlices from: pass --kubeconfig, the one the driver uses",
             );
         }
-        Some(Err(e)) => return CheckResult::of(case("published"), Outcome::Error, e.clone(), Duration::ZERO),
+        Some(Err(e)) => return CheckResult::new(DraCase::Published, Outcome::Error, e.clone(), Duration::ZERO),
         Some(Ok(p)) => p,
     };
     if devices.is_empty() {
-        return skipped("published", "Prepare answered no device: nothing to hold against the ResourceSlices");
+        return skipped(DraCase::Published, "Prepare answered no device: nothing to hold against the ResourceSlices");
     }
     let problems = pools.problems(driver, devices.iter().copied());
     let ev = if problems.is_empty() {
@@ -300,7 +353,7 @@ pub fn published(
     } else {
         problems.join("; ")
     };
-    result("published", problems.is_empty(), ev, Duration::ZERO)
+    result(DraCase::Published, problems.is_empty(), ev, Duration::ZERO)
 }
 
 /// Prepare twice, then Unprepare twice, each answer kept in `answered` as it comes.
@@ -324,7 +377,7 @@ async fn calls(
 /// deleted all the same.
 async fn interrupted(report: &mut DraCheckReport, mut results: Vec<CheckResult>, own: Option<&OwnClaim>) {
     let why = "not run: interrupted (Ctrl-C or SIGTERM) before the driver answered every Prepare and Unprepare";
-    results.extend(CALL_CASES.iter().map(|n| skipped(n, why)));
+    results.extend(CALL_CASES.iter().map(|c| skipped(*c, why)));
     report.results = results;
     let c = &report.claim;
     report.notes.push(format!(
@@ -372,10 +425,10 @@ pub fn registration_results(registration: &Path, info: &InfoReport, took: Durati
     let reg_len = registration.as_os_str().len();
     let paths_ok = ep_len <= max && reg_len <= max;
     vec![
-        result("registration", other.is_empty(), reg_ev, took),
-        result("advertised-served", served.is_empty(), srv_ev, took),
+        result(DraCase::Registration, other.is_empty(), reg_ev, took),
+        result(DraCase::AdvertisedServed, served.is_empty(), srv_ev, took),
         result(
-            "socket-paths",
+            DraCase::SocketPaths,
             paths_ok,
             format!("registration {reg_len} bytes, endpoint {ep_len} bytes (limit {max})"),
             Duration::ZERO,
@@ -391,12 +444,12 @@ fn call_results(
 ) -> Vec<CheckResult> {
     let Ok(p1) = first else {
         let e = first.as_ref().err().map(ToString::to_string).unwrap_or_default();
-        let mut out = vec![CheckResult::of(case("prepare"), Outcome::Fail, e, Duration::ZERO)];
-        for name in ["cdi", "request-names", "prepare-idempotent"] {
-            out.push(skipped(name, "Prepare failed"));
+        let mut out = vec![CheckResult::new(DraCase::Prepare, Outcome::Fail, e, Duration::ZERO)];
+        for case in [DraCase::Cdi, DraCase::RequestNames, DraCase::PrepareIdempotent] {
+            out.push(skipped(case, "Prepare failed"));
         }
         out.push(unprepare_result(un1, un2));
-        out.push(skipped("call-time", "Prepare failed"));
+        out.push(skipped(DraCase::CallTime, "Prepare failed"));
         return out;
     };
     let took = Duration::from_millis(p1.duration_ms);
@@ -417,15 +470,15 @@ fn call_results(
     let (cdi, names) = (of("CDI"), of("request name"));
     let ids: usize = p1.claims.iter().flat_map(|c| &c.devices).map(|d| d.cdi_device_ids.len()).sum();
     vec![
-        result("prepare", map_problems.is_empty(), prepare_ev, took),
+        result(DraCase::Prepare, map_problems.is_empty(), prepare_ev, took),
         result(
-            "cdi",
+            DraCase::Cdi,
             cdi.is_empty(),
             if cdi.is_empty() { format!("{ids} CDI IDs parse and resolve") } else { cdi.join("; ") },
             Duration::ZERO,
         ),
         result(
-            "request-names",
+            DraCase::RequestNames,
             names.is_empty(),
             if names.is_empty() { "no '/' in request names".into() } else { names.join("; ") },
             Duration::ZERO,
@@ -457,21 +510,21 @@ fn answer(r: &CallReport) -> Vec<(String, Vec<String>)> {
 
 fn idempotent(p1: &CallReport, second: &Result<CallReport>) -> CheckResult {
     match second {
-        Err(e) => result("prepare-idempotent", false, format!("the second Prepare failed: {e}"), Duration::ZERO),
+        Err(e) => result(DraCase::PrepareIdempotent, false, format!("the second Prepare failed: {e}"), Duration::ZERO),
         Ok(p2) if answer(p1) != answer(p2) => result(
-            "prepare-idempotent",
+            DraCase::PrepareIdempotent,
             false,
             format!("first {}, then {}", super::answer_text(&answer(p1)), super::answer_text(&answer(p2))),
             Duration::ZERO,
         ),
         Ok(p2) if !map_problems(p2).is_empty() => result(
-            "prepare-idempotent",
+            DraCase::PrepareIdempotent,
             false,
             format!("the second Prepare is not accepted: {}", map_problems(p2).join("; ")),
             Duration::ZERO,
         ),
         Ok(p2) => result(
-            "prepare-idempotent",
+            DraCase::PrepareIdempotent,
             true,
             format!("the same {} devices again", answer(p2).len()),
             Duration::from_millis(p2.duration_ms),
@@ -490,7 +543,7 @@ fn unprepare_result(un1: &Result<CallReport>, un2: &Result<CallReport>) -> Check
     let problems: Vec<String> = [judge(un1, "the first"), judge(un2, "the second")].into_iter().flatten().collect();
     let ok = problems.is_empty();
     result(
-        "unprepare-idempotent",
+        DraCase::UnprepareIdempotent,
         ok,
         if ok { "both Unprepare calls accepted".into() } else { problems.join("; ") },
         Duration::ZERO,
@@ -514,5 +567,5 @@ pub fn call_times(times: &[u64], deadline_hit: bool, deadline: Duration) -> Chec
     } else {
         format!("slowest of {} calls {worst} ms (limit {limit} ms)", times.len())
     };
-    result("call-time", ok, ev, Duration::from_millis(worst))
+    result(DraCase::CallTime, ok, ev, Duration::from_millis(worst))
 }

@@ -20,6 +20,7 @@
 
 pub mod dra;
 pub mod engine;
+pub(crate) mod harness;
 pub mod isolate;
 mod kubelet;
 pub mod matrix;
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::check::{Case, CaseInfo, CheckId, CheckResult, Outcome, Totals, any_failure};
+use crate::check::{Case, CaseInfo, CheckId, CheckResult, Totals, any_failure};
 use crate::error::{Error, Result};
 use crate::kubelet_sim::{KubeletVersion, SimConfig, Via};
 pub use matrix::{MatrixReport, run_matrix};
@@ -615,7 +616,6 @@ pub async fn run_smoke(
         }
     };
     process::become_subreaper();
-    let sim_version = config.kubelet_version;
     let engine = match start_engine(&config, &layout, plan.as_ref()).await {
         Ok(e) => std::sync::Arc::new(e),
         Err(e) => {
@@ -653,16 +653,10 @@ pub async fn run_smoke(
     let survivors = process::kill_survivors();
     // A --dir is always kept (only the sim's sockets are removed from it).
     let kept = keep || runner.config().dir.is_some();
-    let mut report = runner.into_report(&dir, kept, started, t0.elapsed(), interrupted);
+    let ran = harness::Ran { started, took: t0.elapsed(), interrupted };
+    let mut report = runner.into_report(&dir, kept, ran);
     report.isolation = isolation;
-    report.kubelet_version = sim_version;
-    if !survivors.is_empty() {
-        // A plugin that daemonises outlives its process and the run, as it would
-        // outlive its pod on a node: that is a failure, not a pass.
-        let evidence = format!("still running after the plugin was stopped, now killed: {}", survivors.join(", "));
-        report.steps.push(CheckResult::of(LEAVES_NO_PROCESSES, Outcome::Fail, evidence, Duration::ZERO));
-    }
-    report.tally();
+    harness::close(&mut report, "plugin", &survivors);
     Ok(report)
 }
 

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
 
 use super::engine::Engine;
+use super::harness::{self, Head, Ran, Rows};
 mod judge;
 mod lifecycle;
 mod reboot;
@@ -16,8 +17,8 @@ use super::isolate::{Layout, Plan};
 use super::kubelet::{Kubelet, Waited};
 use super::process::{Launch, PluginProcess, Stream};
 use super::{
-    ENV_KUBELET_SOCKET, ENV_REGISTRY_DIR, ENV_SMOKE_DIR, PluginReport, SUITE_NAME, SmokeConfig, SmokeProgress,
-    SmokeReport, StepId, shell_words, substitute,
+    ENV_KUBELET_SOCKET, ENV_REGISTRY_DIR, ENV_SMOKE_DIR, SUITE_NAME, SmokeConfig, SmokeProgress, SmokeReport, StepId,
+    shell_words, substitute,
 };
 use crate::check::{self, Case, CheckId, CheckOptions, CheckResult, CheckTarget, Outcome, Progress, Registration};
 use crate::kubelet_sim::{EventKind, PodSpec, RequestOptions, Via};
@@ -62,9 +63,8 @@ pub(super) struct Runner {
     launched_at: Option<SystemTime>,
     reg: Option<Reg>,
     admitted: bool,
-    results: Vec<CheckResult>,
-    /// Why the remaining steps do not run.
-    stop_reason: Option<String>,
+    /// The rows, and why the remaining steps do not run.
+    rows: Rows<'static, StepId>,
     /// The plugins_registry directory the sim watches.
     registry_dir: PathBuf,
     /// `--isolate`: how to wrap the command.
@@ -106,6 +106,10 @@ impl Runner {
             .into_iter()
             .map(|a| a.replace("{registry_dir}", &registry))
             .collect();
+        let shown = tx.clone();
+        let rows = Rows::new(cfg.skip_steps.clone(), move |p| {
+            let _ = shown.send(p);
+        });
         Runner {
             cfg,
             kubelet: Kubelet::new(engine, layout.path_map()),
@@ -118,8 +122,7 @@ impl Runner {
             launched_at: None,
             reg: None,
             admitted: false,
-            results: Vec::new(),
-            stop_reason: None,
+            rows,
             registry_dir: layout.plugins_registry.clone(),
             isolate,
             restarts: None,
@@ -143,8 +146,8 @@ impl Runner {
         let _ = self.tx.send(p);
     }
 
-    fn begin(&self, id: StepId) -> Instant {
-        self.send(SmokeProgress::StepStarted(id.name().into()));
+    fn begin(&mut self, id: StepId) -> Instant {
+        self.rows.started(id);
         Instant::now()
     }
 
@@ -161,8 +164,7 @@ impl Runner {
             r.evidence = format!("{}; but {gone}", r.evidence);
         }
         self.judged.push(r.name.clone());
-        self.send(SmokeProgress::StepFinished(r.clone()));
-        self.results.push(r);
+        self.rows.record(r);
     }
 
     /// The evidence when the current plugin process has ended: its exit
@@ -200,7 +202,7 @@ impl Runner {
     }
 
     fn skipped(&self, id: StepId) -> bool {
-        self.cfg.skip_steps.contains(&id)
+        self.rows.skipped(id)
     }
 
     fn skip(&mut self, id: StepId, why: impl Into<String>) {
@@ -208,7 +210,7 @@ impl Runner {
     }
 
     fn any_failed(&self) -> bool {
-        check::any_failure(&self.results)
+        check::any_failure(self.rows.results())
     }
 
     /// " (the plugin process exited with code 1)" when it has ended.
@@ -227,22 +229,23 @@ impl Runner {
     /// All steps up to (not including) shutdown.
     pub(super) async fn run_steps(&mut self) {
         if !self.launch().await {
-            self.stop_reason = Some("not run: the plugin did not start".into());
+            self.rows.why_not = Some("not run: the plugin did not start".into());
             return;
         }
         if !self.registration().await {
-            self.stop_reason = Some("not run: the plugin did not register".into());
+            self.rows.why_not = Some("not run: the plugin did not register".into());
             return;
         }
         // The checks first: they take a while (the stream window), so the
         // health report below also sees a stream that ended meanwhile, and
         // the registration request a second Register the kubelet refused
         // (its row still goes right after registration's).
-        let at = self.results.len();
+        let at = self.rows.results().len();
         self.checks().await;
         self.registration_request().await;
-        if let Some(r) = self.results.pop() {
-            self.results.insert(at.min(self.results.len()), r);
+        let rows = self.rows.results_mut();
+        if let Some(r) = rows.pop() {
+            rows.insert(at.min(rows.len()), r);
         }
         self.first_snapshot().await;
         self.health_report().await;
@@ -617,7 +620,7 @@ impl Runner {
             match by_name.remove(c.name()) {
                 Some(r) => {
                     self.judged.push(r.name.clone());
-                    self.results.push(r);
+                    self.rows.results_mut().push(r);
                 }
                 None => self.record(CheckResult::new(c, Outcome::Skip, self.cfg.left_out(), Duration::ZERO)),
             }
@@ -781,19 +784,17 @@ impl Runner {
         let why = if interrupted {
             "not run: interrupted".to_string()
         } else {
-            self.stop_reason.clone().unwrap_or_else(|| "not run".into())
+            self.rows.why_not.clone().unwrap_or_else(|| "not run".into())
         };
-        let done: BTreeSet<String> = self.results.iter().map(|r| r.name.clone()).collect();
         let mut missing = Vec::new();
         for s in StepId::ALL {
             if s == StepId::FirstSnapshot {
-                for c in CheckId::ALL {
-                    if !done.contains(c.name()) {
-                        missing.push(CheckResult::new(c, Outcome::Skip, why.clone(), Duration::ZERO));
-                    }
-                }
+                let checks = self.rows.missing(&CheckId::ALL);
+                missing.extend(
+                    checks.into_iter().map(|c| CheckResult::new(c, Outcome::Skip, why.clone(), Duration::ZERO)),
+                );
             }
-            if s != StepId::Shutdown && !done.contains(s.name()) {
+            if s != StepId::Shutdown && !self.rows.has(s.name()) {
                 missing.push(CheckResult::new(s, Outcome::Skip, why.clone(), Duration::ZERO));
             }
         }
@@ -812,10 +813,11 @@ impl Runner {
             None => String::new(),
         };
         self.stopping = true;
-        let Some(p) = &self.process else {
+        if self.process.is_none() {
             return self.skip(id, "the plugin never started");
-        };
+        }
         let t = self.begin(id);
+        let Some(p) = &self.process else { return };
         self.send(SmokeProgress::Stopping { grace: self.cfg.grace });
         let term = p.terminate(self.cfg.grace).await;
         let by_sigterm = term.exit.as_ref().is_some_and(|e| e.signal == Some(libc::SIGTERM));
@@ -859,44 +861,28 @@ impl Runner {
         }
     }
 
-    pub(super) fn into_report(
-        self,
-        dir: &Path,
-        dir_kept: bool,
-        started: SystemTime,
-        took: Duration,
-        interrupted: bool,
-    ) -> SmokeReport {
-        let empty = super::OutputView { bytes: 0, tail: String::new(), truncated: false, file: None };
-        let mut processes = self.retired;
+    pub(super) fn into_report(mut self, dir: &Path, dir_kept: bool, ran: Ran) -> SmokeReport {
+        let mut processes = std::mem::take(&mut self.retired);
         if let Some(p) = &self.process {
-            processes.push(process_report(p, self.started_by, self.judged));
+            processes.push(process_report(p, self.started_by, std::mem::take(&mut self.judged)));
         }
-        let plugin = match processes.last() {
-            Some(p) => p.plugin.clone(),
-            None => PluginReport { pid: None, exit: None, stdout: empty.clone(), stderr: empty },
-        };
-        SmokeReport {
-            suite: SUITE_NAME.into(),
-            kubelet_version: crate::kubelet_sim::KubeletVersion::DEFAULT,
+        let plugin = processes.last().map_or_else(|| harness::plugin_report(None), |p| p.plugin.clone());
+        let head = Head {
+            suite: SUITE_NAME,
+            kubelet_version: self.cfg.kubelet_version,
+            engine: self.kubelet.name().to_string(),
             command: self.command.clone(),
             dir: dir.display().to_string(),
             dir_kept,
             kubelet_socket: self.kubelet_socket.display().to_string(),
-            engine: self.kubelet.name().to_string(),
+            registry_dir: self.registry_dir.display().to_string(),
             resource: self.reg.as_ref().map(|r| r.resource.clone()),
             plugin_socket: self.reg.as_ref().map(|r| r.socket.display().to_string()),
-            started: crate::text::timestamp(started),
-            duration_ms: crate::text::millis(took),
-            interrupted,
-            totals: check::Totals::default(),
-            steps: self.results,
-            plugin,
-            processes,
-            registry_dir: self.registry_dir.display().to_string(),
-            isolation: None,
-            restarts: self.restarts,
-        }
+        };
+        let mut report = head.report(ran, self.rows.take(), plugin);
+        report.processes = processes;
+        report.restarts = self.restarts;
+        report
     }
 }
 
@@ -923,12 +909,7 @@ fn process_report(p: &PluginProcess, by: StepId, judged: Vec<String>) -> super::
     super::ProcessReport {
         started_by: by.name().to_string(),
         judged_in: judged,
-        plugin: PluginReport {
-            pid: Some(p.pid()),
-            exit: p.exit(),
-            stdout: p.output(Stream::Stdout),
-            stderr: p.output(Stream::Stderr),
-        },
+        plugin: harness::plugin_report(Some(p)),
     }
 }
 

@@ -18,15 +18,17 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Value, json};
 
 use super::judge;
+use super::runner::Engine;
 use super::{DraSmokeConfig, NAMESPACE, NODE_NAME, SUITE_NAME, Sandbox, StepId};
 use crate::apiserver::client::Client;
-use crate::check::{Case, CheckResult, Outcome, Totals};
+use crate::check::Outcome;
 use crate::error::Result;
 use crate::kubelet_sim::SimConfig;
+use crate::smoke::harness::{Head, Rows};
 use crate::smoke::isolate::Layout;
 use crate::smoke::node::cluster::Cluster;
-use crate::smoke::process::{OutputView, PluginProcess, Stream};
-use crate::smoke::{PluginReport, SmokeProgress, SmokeReport};
+use crate::smoke::process::PluginProcess;
+use crate::smoke::{SmokeProgress, SmokeReport};
 
 /// How long a pod may take to run, or the scheduler to refuse one.
 const POD_TIMEOUT: Duration = Duration::from_secs(60);
@@ -62,9 +64,8 @@ struct Runner<'p> {
     endpoint: Option<PathBuf>,
     devices: usize,
     pods: Vec<String>,
-    results: Vec<CheckResult>,
-    why_not: String,
-    progress: &'p mut (dyn FnMut(SmokeProgress) + Send),
+    rows: Rows<'p, StepId>,
+    layout: &'p Layout,
 }
 
 /// Runs the smoke on a cluster (see the module docs). `Err` when the cluster could not start.
@@ -103,9 +104,10 @@ pub async fn run(
         kubelet_socket: layout.device_plugins.join(crate::paths::KUBELET_SOCKET_NAME),
         engine: cluster.name(),
     });
-    let command = sb.substitute(&cfg.command, 1);
+    let keep = cfg.keep;
     let mut r = Runner {
         cluster: &cluster,
+        rows: super::runner::rows(&cfg, progress),
         cfg,
         sb,
         api: cluster.client().clone(),
@@ -114,33 +116,10 @@ pub async fn run(
         endpoint: None,
         devices: 0,
         pods: Vec::new(),
-        results: Vec::new(),
-        why_not: "interrupted".into(),
-        progress,
+        layout: &layout,
     };
-    let interrupted = tokio::select! {
-        () = r.steps() => false,
-        () = interrupt => true,
-        why = cluster.exited() => {
-            r.why_not = format!("the cluster stopped: {why}");
-            false
-        }
-    };
-    if let Some(p) = &r.driver
-        && p.exit().is_none()
-    {
-        p.terminate(r.cfg.grace).await;
-    }
-    let _ = cluster.stop().await;
-    r.fill_missing();
-    let survivors = crate::smoke::process::kill_survivors();
-    let keep = r.cfg.keep;
-    let mut report = r.into_report(command, &layout, cluster.name(), started, t0.elapsed(), interrupted);
-    if !survivors.is_empty() {
-        let evidence = format!("still running after the driver was stopped, now killed: {}", survivors.join(", "));
-        report.steps.push(CheckResult::of(crate::smoke::LEAVES_NO_PROCESSES, Outcome::Fail, evidence, Duration::ZERO));
-    }
-    report.tally();
+    let lost = async { format!("the cluster stopped: {}", cluster.exited().await) };
+    let report = super::runner::drive(&mut r, interrupt, lost, started, t0).await;
     if !keep {
         layout.remove();
     }
@@ -148,67 +127,21 @@ pub async fn run(
 }
 
 impl Runner<'_> {
-    fn push(&mut self, r: CheckResult) {
-        (self.progress)(SmokeProgress::StepFinished(r.clone()));
-        self.results.push(r);
-    }
-
-    fn started(&mut self, step: StepId) {
-        (self.progress)(SmokeProgress::StepStarted(step.name().to_string()));
-    }
-
-    fn skipped(&self, step: StepId) -> bool {
-        self.cfg.skip.contains(&step)
-    }
-
-    async fn steps(&mut self) {
-        if !self.launch_and_register().await {
-            return;
-        }
-        if !self.published_slices().await {
-            return;
-        }
-        if let Err(e) = self.objects().await {
-            self.why_not = format!("the smoke's objects could not be made: {e}");
-            return;
-        }
-        let admitted = self.claim_pod(StepId::Admission, "template-pod", 1, true).await;
-        if !admitted {
-            self.why_not = "admission failed".into();
-        }
-        // The template pod goes first: its device is free again for the
-        // 2-device claim (a driver may publish only 2).
-        self.unprepare(admitted).await;
-        if admitted && !self.skipped(StepId::MultiDeviceClaim) {
-            if self.devices >= 2 {
-                self.claim_pod(StepId::MultiDeviceClaim, "pair-pod", 2, false).await;
-            } else {
-                let why = "the driver publishes 1 device: a claim for 2 has nothing to be allocated from";
-                self.push(judge::result(StepId::MultiDeviceClaim, Outcome::Skip, why, Duration::ZERO));
-            }
-        }
-        if !self.skipped(StepId::UnsatisfiableClaim) {
-            self.unsatisfiable().await;
-        }
-        self.delete_pods().await;
-        self.shutdown().await;
-    }
-
     /// launch and registration: the driver starts, and a registration
     /// socket in the kubelet's plugins_registry answers GetInfo.
     async fn launch_and_register(&mut self) -> bool {
-        self.started(StepId::Launch);
+        self.rows.started(StepId::Launch);
         let t0 = Instant::now();
         let proc = match super::runner::spawn(&self.cfg, &self.sb, 1, true).await {
             Ok(p) => p,
             Err(e) => {
-                self.push(judge::verdict(StepId::Launch, false, e.to_string(), t0.elapsed()));
-                self.why_not = "the driver did not start".into();
+                self.rows.record(judge::verdict(StepId::Launch, false, e.to_string(), t0.elapsed()));
+                self.rows.why_not = Some("the driver did not start".into());
                 return false;
             }
         };
         self.driver = Some(proc);
-        self.started(StepId::Registration);
+        self.rows.started(StepId::Registration);
         let deadline = crate::duration::deadline(self.cfg.register_timeout);
         let client = crate::transport::ClientConfig::default();
         loop {
@@ -220,7 +153,7 @@ impl Runner<'_> {
                     && self.cfg.driver.as_deref().is_none_or(|d| d == info.name)
                 {
                     let took = t0.elapsed();
-                    self.push(judge::verdict(StepId::Launch, true, format!("pid {}", self.pid()), took));
+                    self.rows.record(judge::verdict(StepId::Launch, true, format!("pid {}", self.pid()), took));
                     let ev = format!(
                         "{} registered at {} (endpoint {}): the kubelet's plugin watcher took it up",
                         info.name,
@@ -229,25 +162,25 @@ impl Runner<'_> {
                     );
                     self.endpoint = Some(PathBuf::from(&info.endpoint));
                     self.name = Some(info.name);
-                    self.push(judge::verdict(StepId::Registration, true, ev, took));
+                    self.rows.record(judge::verdict(StepId::Registration, true, ev, took));
                     return true;
                 }
             }
             if let Some(exit) = self.driver.as_ref().and_then(PluginProcess::exit) {
                 let ev = format!("the driver exited: {}", exit.text);
-                self.push(judge::verdict(StepId::Launch, false, ev, t0.elapsed()));
-                self.why_not = "the driver did not start".into();
+                self.rows.record(judge::verdict(StepId::Launch, false, ev, t0.elapsed()));
+                self.rows.why_not = Some("the driver did not start".into());
                 return false;
             }
             if tokio::time::Instant::now() >= deadline {
-                self.push(judge::verdict(StepId::Launch, true, format!("pid {}", self.pid()), t0.elapsed()));
+                self.rows.record(judge::verdict(StepId::Launch, true, format!("pid {}", self.pid()), t0.elapsed()));
                 let ev = format!(
                     "no registration socket in {} taken up by the kubelet and answering GetInfo within {} ms",
                     self.sb.registry_dir.display(),
                     self.cfg.register_timeout.as_millis()
                 );
-                self.push(judge::verdict(StepId::Registration, false, ev, t0.elapsed()));
-                self.why_not = "the driver did not register".into();
+                self.rows.record(judge::verdict(StepId::Registration, false, ev, t0.elapsed()));
+                self.rows.why_not = Some("the driver did not register".into());
                 return false;
             }
             tokio::time::sleep(POLL).await;
@@ -261,7 +194,7 @@ impl Runner<'_> {
     /// The driver's ResourceSlices for the node, as the API server stores them.
     async fn published_slices(&mut self) -> bool {
         let driver = self.name.clone().unwrap_or_default();
-        self.started(StepId::PublishedSlices);
+        self.rows.started(StepId::PublishedSlices);
         let t0 = Instant::now();
         let deadline = crate::duration::deadline(self.cfg.slice_timeout.max(Duration::from_secs(10)));
         let slices = loop {
@@ -286,12 +219,12 @@ impl Runner<'_> {
         if row.outcome == Outcome::Skip {
             // The real scheduler allocates only published devices: nothing to allocate.
             let ev = format!("{}; the scheduler allocates only published devices", row.evidence);
-            self.push(judge::verdict(StepId::PublishedSlices, false, ev, t0.elapsed()));
+            self.rows.record(judge::verdict(StepId::PublishedSlices, false, ev, t0.elapsed()));
         } else {
-            self.push(row);
+            self.rows.record(row);
         }
         if !ok {
-            self.why_not = "no devices published".into();
+            self.rows.why_not = Some("no devices published".into());
         }
         ok
     }
@@ -354,12 +287,12 @@ impl Runner<'_> {
     /// A pod with one claim (`template`: from the template `one`; else the
     /// claim `two`) until Running or the timeout; the verdict of `step`.
     async fn claim_pod(&mut self, step: StepId, name: &str, count: usize, template: bool) -> bool {
-        self.started(step);
+        self.rows.started(step);
         let t0 = Instant::now();
         let claim = if template { "one" } else { "two" };
         let pod = judge::cluster_pod(name, (claim, template));
         if let Err(e) = self.create(&format!("/api/v1/namespaces/{NAMESPACE}/pods"), &pod).await {
-            self.push(judge::result(step, Outcome::Error, e, t0.elapsed()));
+            self.rows.record(judge::result(step, Outcome::Error, e, t0.elapsed()));
             return false;
         }
         self.pods.push(name.to_string());
@@ -382,17 +315,17 @@ impl Runner<'_> {
         let driver = self.name.clone().unwrap_or_default();
         let row = judge::cluster_running(step, &seen, claim_obj.as_ref(), count, &driver, &events, t0.elapsed());
         let ok = row.outcome == Outcome::Pass;
-        self.push(row);
+        self.rows.record(row);
         ok
     }
 
     /// A pod whose claim asks for one device more than published.
     async fn unsatisfiable(&mut self) {
-        self.started(StepId::UnsatisfiableClaim);
+        self.rows.started(StepId::UnsatisfiableClaim);
         let t0 = Instant::now();
         let pod = judge::cluster_pod("too-many-pod", ("too-many", false));
         if let Err(e) = self.create(&format!("/api/v1/namespaces/{NAMESPACE}/pods"), &pod).await {
-            self.push(judge::result(StepId::UnsatisfiableClaim, Outcome::Error, e, t0.elapsed()));
+            self.rows.record(judge::result(StepId::UnsatisfiableClaim, Outcome::Error, e, t0.elapsed()));
             return;
         }
         self.pods.push("too-many-pod".into());
@@ -409,19 +342,19 @@ impl Runner<'_> {
             }
             tokio::time::sleep(POLL).await;
         };
-        self.push(judge::cluster_unsatisfiable(&seen, self.devices + 1, t0.elapsed()));
+        self.rows.record(judge::cluster_unsatisfiable(&seen, self.devices + 1, t0.elapsed()));
     }
 
     /// Deletes the pods; the kubelet unprepares their claims before it lets
     /// them go. Then Unprepare again, as `dra check` does, on the template
     /// pod's claim.
     async fn unprepare(&mut self, admitted: bool) {
-        self.started(StepId::UnprepareIdempotent);
+        self.rows.started(StepId::UnprepareIdempotent);
         let t0 = Instant::now();
         let claim = self.claim_ref("template-pod").await;
         let left = self.delete_pods().await;
         if !admitted {
-            self.push(judge::not_run(StepId::UnprepareIdempotent, "admission failed"));
+            self.rows.record(judge::not_run(StepId::UnprepareIdempotent, "admission failed"));
             return;
         }
         let kubelet_error = (!left.is_empty()).then(|| {
@@ -441,7 +374,7 @@ impl Runner<'_> {
             }
             _ => Err("the template pod's claim was not found".into()),
         };
-        self.push(judge::unprepare(kubelet_error.as_deref(), second, t0.elapsed()));
+        self.rows.record(judge::unprepare(kubelet_error.as_deref(), second, t0.elapsed()));
     }
 
     /// Deletes the pods made so far and waits (bounded) for them to go:
@@ -486,7 +419,7 @@ impl Runner<'_> {
 
     async fn shutdown(&mut self) {
         let Some(p) = &self.driver else { return };
-        (self.progress)(SmokeProgress::Stopping { grace: self.cfg.grace });
+        self.rows.send(SmokeProgress::Stopping { grace: self.cfg.grace });
         let t = p.terminate(self.cfg.grace).await;
         let exit = t.exit.map(|e| e.text).unwrap_or_else(|| "ended".into());
         let row = if t.already_exited {
@@ -499,68 +432,79 @@ impl Runner<'_> {
             };
             judge::verdict(StepId::Shutdown, t.exited_on_sigterm, ev, t.after)
         };
-        self.push(row);
+        self.rows.record(row);
+    }
+}
+
+impl<'p> Engine<'p> for Runner<'p> {
+    fn rows(&mut self) -> &mut Rows<'p, StepId> {
+        &mut self.rows
     }
 
-    /// A row for each step that did not run, in report order.
-    fn fill_missing(&mut self) {
-        for s in StepId::ALL {
-            if self.results.iter().any(|r| r.name == s.name()) {
-                continue;
-            }
-            let row = if self.skipped(s) {
-                judge::result(s, Outcome::Skip, "skipped (--skip)", Duration::ZERO)
-            } else if let Some(why) = not_played(s) {
-                judge::result(s, Outcome::Skip, why, Duration::ZERO)
-            } else {
-                judge::not_run(s, &self.why_not.clone())
-            };
-            self.results.push(row);
+    async fn steps(&mut self) {
+        if !self.launch_and_register().await {
+            return;
         }
-        let pos = |name: &str| StepId::ALL.iter().position(|s| s.name() == name).unwrap_or(usize::MAX);
-        self.results.sort_by_key(|r| pos(&r.name));
+        if !self.published_slices().await {
+            return;
+        }
+        if let Err(e) = self.objects().await {
+            self.rows.why_not = Some(format!("the smoke's objects could not be made: {e}"));
+            return;
+        }
+        let admitted = self.claim_pod(StepId::Admission, "template-pod", 1, true).await;
+        if !admitted {
+            self.rows.why_not = Some("admission failed".into());
+        }
+        // The template pod goes first: its device is free again for the
+        // 2-device claim (a driver may publish only 2).
+        self.unprepare(admitted).await;
+        if admitted && !self.rows.skipped(StepId::MultiDeviceClaim) {
+            if self.devices >= 2 {
+                self.claim_pod(StepId::MultiDeviceClaim, "pair-pod", 2, false).await;
+            } else {
+                let why = "the driver publishes 1 device: a claim for 2 has nothing to be allocated from";
+                self.rows.record(judge::result(StepId::MultiDeviceClaim, Outcome::Skip, why, Duration::ZERO));
+            }
+        }
+        if !self.rows.skipped(StepId::UnsatisfiableClaim) {
+            self.unsatisfiable().await;
+        }
+        self.delete_pods().await;
+        self.shutdown().await;
     }
 
-    fn into_report(
-        self,
-        command: Vec<String>,
-        layout: &Layout,
-        engine: String,
-        started: SystemTime,
-        took: Duration,
-        interrupted: bool,
-    ) -> SmokeReport {
-        let empty = OutputView { bytes: 0, tail: String::new(), truncated: false, file: None };
-        let plugin = match &self.driver {
-            Some(p) => PluginReport {
-                pid: Some(p.pid()),
-                exit: p.exit(),
-                stdout: p.output(Stream::Stdout),
-                stderr: p.output(Stream::Stderr),
-            },
-            None => PluginReport { pid: None, exit: None, stdout: empty.clone(), stderr: empty },
-        };
-        SmokeReport {
-            suite: SUITE_NAME.into(),
+    /// The driver, then the cluster.
+    async fn stop(&mut self) {
+        if let Some(p) = &self.driver
+            && p.exit().is_none()
+        {
+            p.terminate(self.cfg.grace).await;
+        }
+        let _ = self.cluster.stop().await;
+    }
+
+    fn not_played(step: StepId) -> Option<&'static str> {
+        not_played(step)
+    }
+
+    fn head(&self) -> Head {
+        Head {
+            suite: SUITE_NAME,
             kubelet_version: self.cfg.kubelet_version,
-            engine,
-            command,
-            dir: layout.root.display().to_string(),
+            engine: self.cluster.name(),
+            command: self.sb.substitute(&self.cfg.command, 1),
+            dir: self.layout.root.display().to_string(),
             dir_kept: self.cfg.keep,
-            kubelet_socket: layout.device_plugins.join(crate::paths::KUBELET_SOCKET_NAME).display().to_string(),
+            kubelet_socket: self.layout.device_plugins.join(crate::paths::KUBELET_SOCKET_NAME).display().to_string(),
+            registry_dir: self.sb.registry_dir.display().to_string(),
             resource: self.name.clone(),
             plugin_socket: self.endpoint.as_ref().map(|e| e.display().to_string()),
-            started: crate::text::timestamp(started),
-            duration_ms: crate::text::millis(took),
-            interrupted,
-            totals: Totals::default(),
-            steps: self.results,
-            plugin,
-            registry_dir: self.sb.registry_dir.display().to_string(),
-            isolation: None,
-            restarts: None,
-            processes: Vec::new(),
         }
+    }
+
+    fn plugin(&self) -> Option<&PluginProcess> {
+        self.driver.as_ref()
     }
 }
 
@@ -583,6 +527,7 @@ fn sockets(dir: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::check::Case;
 
     #[test]
     fn every_step_the_engine_does_not_play_says_why() {

@@ -16,16 +16,18 @@
 mod cluster;
 pub mod judge;
 mod runner;
+mod sim;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::check::{Case, CaseInfo};
+use crate::dra::check::DraCase;
 use crate::error::{Error, Result};
 use crate::kubelet_sim::KubeletVersion;
 use crate::smoke::matrix::{MatrixProgress, MatrixReport};
 
-/// Runs a DRA smoke test on the sim ([`runner`]) or, with
+/// Runs a DRA smoke test ([`runner`]) on the sim ([`sim`]) or, with
 /// `--engine cluster:DIR`, on a one-node cluster ([`cluster`]).
 /// `interrupt` completes on Ctrl-C. `Err` only when nothing could run.
 pub async fn run(
@@ -37,7 +39,7 @@ pub async fn run(
     if cfg.cluster.is_some() {
         return cluster::run(cfg, interrupt, progress).await;
     }
-    runner::run(cfg, interrupt, progress).await
+    sim::run(cfg, interrupt, progress).await
 }
 
 /// `dpctl dra smoke --kubelet-version 1.34-1.37`: [`run`] once per release,
@@ -188,10 +190,6 @@ impl StepId {
     }
 }
 
-fn check_case(name: &str) -> CaseInfo {
-    crate::dra::check::CASES.iter().copied().find(|c| c.name == name).unwrap_or(crate::dra::check::CASES[0])
-}
-
 impl Case for StepId {
     fn all() -> &'static [Self] {
         &StepId::ALL
@@ -211,8 +209,8 @@ impl Case for StepId {
                 rule: "a registration socket in plugins_registry; GetInfo: type DRAPlugin, a DNS-subdomain name, a \
                        DRAPlugin service the release knows; the kubelet's RegisterPlugin accepts it (docs/dra.md §2, §6)",
             },
-            StepId::AdvertisedServed => check_case("advertised-served"),
-            StepId::SocketPaths => check_case("socket-paths"),
+            StepId::AdvertisedServed => DraCase::AdvertisedServed.info(),
+            StepId::SocketPaths => DraCase::SocketPaths.info(),
             StepId::PublishedSlices => CaseInfo {
                 name: "published-slices",
                 reason: "the scheduler allocates only devices a ResourceSlice publishes; a bad slice hides them",
@@ -245,8 +243,8 @@ impl Case for StepId {
                 rule: "each CDI ID the container gets parses as vendor/class=name, a spec in the CDI directory defines \
                        it, and the device nodes the spec names exist (docs/dra.md §3)",
             },
-            StepId::RequestNames => check_case("request-names"),
-            StepId::PrepareIdempotent => check_case("prepare-idempotent"),
+            StepId::RequestNames => DraCase::RequestNames.info(),
+            StepId::PrepareIdempotent => DraCase::PrepareIdempotent.info(),
             StepId::KubeletRestart => CaseInfo {
                 name: "kubelet-restart",
                 reason: "a kubelet restart keeps running pods in their sandboxes: it reads the claims back from \
@@ -261,7 +259,7 @@ impl Case for StepId {
                 rule: "driver and kubelet start again with the CDI directory empty; the pod is admitted again once \
                        the driver is back, its claim prepared again, and its CDI IDs resolve",
             },
-            StepId::UnprepareIdempotent => check_case("unprepare-idempotent"),
+            StepId::UnprepareIdempotent => DraCase::UnprepareIdempotent.info(),
             StepId::ParallelPods => CaseInfo {
                 name: "parallel-pods",
                 reason: "the kubelet's pod workers prepare and unprepare pods concurrently",
@@ -291,7 +289,7 @@ impl Case for StepId {
                 rule: "under a kubelet root whose socket paths pass 107 bytes the driver is still reachable, or it \
                        stops with an error naming the path (docs/dra.md §2)",
             },
-            StepId::CallTime => check_case("call-time"),
+            StepId::CallTime => DraCase::CallTime.info(),
             StepId::Shutdown => CaseInfo {
                 name: "shutdown",
                 reason: "DaemonSet updates and node drains stop the driver with SIGTERM",

@@ -142,7 +142,7 @@ impl Runner {
     /// repeat that finding. `None` when there is something to judge, or when
     /// nothing failed before (then an empty resource is this step's finding).
     pub(super) async fn follow_on(&self, r: &str) -> Option<String> {
-        let first = self.results.iter().find(|r| r.outcome.is_failure())?.name.clone();
+        let first = self.rows.results().iter().find(|r| r.outcome.is_failure())?.name.clone();
         let capacity = self.kubelet.counts().await.get(r).map_or(0, |c| c.capacity);
         (capacity == 0).then(|| format!("not run: the kubelet has no device of {r} (see {first})"))
     }
@@ -150,7 +150,7 @@ impl Runner {
     /// A step on a process that has ended: failed, unless a step before it
     /// failed already (the one that saw it end), which is then named.
     pub(super) fn ended_before(&mut self, id: StepId, gone: String, t: Instant) {
-        match self.results.iter().find(|r| r.outcome.is_failure()).map(|r| r.name.clone()) {
+        match self.rows.results().iter().find(|r| r.outcome.is_failure()).map(|r| r.name.clone()) {
             Some(first) => {
                 self.done(id, Outcome::Skip, format!("not run: {gone} (see {first})"), t);
             }
