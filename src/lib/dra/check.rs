@@ -177,16 +177,9 @@ fn skipped(case: DraCase, why: &str) -> CheckResult {
     CheckResult::new(case, Outcome::Skip, why, Duration::ZERO)
 }
 
-/// The cases of the driver's calls (after registration and its paths).
-const CALL_CASES: [DraCase; 7] = [
-    DraCase::Prepare,
-    DraCase::Published,
-    DraCase::Cdi,
-    DraCase::RequestNames,
-    DraCase::PrepareIdempotent,
-    DraCase::UnprepareIdempotent,
-    DraCase::CallTime,
-];
+/// The cases of the driver's calls: every case after registration and its
+/// paths (the first three of [`DraCase::ALL`]).
+const CALL_CASES: &[DraCase] = DraCase::ALL.split_at(3).1;
 
 /// A made-up claim: a random UID in namespace and name `dpctl-check`.
 pub fn made_up_claim() -> ClaimRef {
@@ -253,7 +246,7 @@ pub async fn run(
         interrupted: false,
     };
     let Some(api) = super::chosen_node_api(&info.supported_versions) else {
-        for case in CALL_CASES {
+        for &case in CALL_CASES {
             results.push(skipped(case, "no DRAPlugin service a 1.34+ kubelet knows is advertised"));
         }
         report.results = results;

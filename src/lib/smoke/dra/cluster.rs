@@ -132,13 +132,8 @@ impl Runner<'_> {
     async fn launch_and_register(&mut self) -> bool {
         self.rows.started(StepId::Launch);
         let t0 = Instant::now();
-        let proc = match super::runner::spawn(&self.cfg, &self.sb, 1, true).await {
-            Ok(p) => p,
-            Err(e) => {
-                self.rows.record(judge::verdict(StepId::Launch, false, e.to_string(), t0.elapsed()));
-                self.rows.why_not = Some("the driver did not start".into());
-                return false;
-            }
+        let Some(proc) = super::runner::launch(&self.cfg, &self.sb, &mut self.rows, t0).await else {
+            return false;
         };
         self.driver = Some(proc);
         self.rows.started(StepId::Registration);

@@ -88,6 +88,24 @@ pub(super) fn rows<'p>(
 }
 
 /// Starts one instance of the driver in `sb`.
+/// The launch step's first driver: started with its logs kept, or the
+/// launch row failed naming why (then nothing after it runs).
+pub(super) async fn launch(
+    cfg: &DraSmokeConfig,
+    sb: &Sandbox,
+    rows: &mut Rows<'_, StepId>,
+    t0: Instant,
+) -> Option<PluginProcess> {
+    match spawn(cfg, sb, 1, true).await {
+        Ok(p) => Some(p),
+        Err(e) => {
+            rows.record(judge::verdict(StepId::Launch, false, e.to_string(), t0.elapsed()));
+            rows.why_not = Some("the driver did not start".into());
+            None
+        }
+    }
+}
+
 pub(super) async fn spawn(cfg: &DraSmokeConfig, sb: &Sandbox, instance: u32, logs: bool) -> Result<PluginProcess> {
     PluginProcess::spawn(Launch {
         command: sb.substitute(&cfg.command, instance),

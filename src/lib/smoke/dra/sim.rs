@@ -256,13 +256,8 @@ impl Runner<'_> {
         self.rows.started(StepId::Launch);
         let t0 = Instant::now();
         let mut events = self.sim.subscribe();
-        let proc = match super::runner::spawn(&self.cfg, &self.sb, 1, true).await {
-            Ok(p) => p,
-            Err(e) => {
-                self.rows.record(judge::verdict(StepId::Launch, false, e.to_string(), t0.elapsed()));
-                self.rows.why_not = Some("the driver did not start".into());
-                return false;
-            }
+        let Some(proc) = super::runner::launch(&self.cfg, &self.sb, &mut self.rows, t0).await else {
+            return false;
         };
         let pid = proc.pid();
         self.rows.send(SmokeProgress::Launched { pid, command: self.sb.substitute(&self.cfg.command, 1) });
