@@ -18,6 +18,7 @@ cache directory on first use. Every subcommand prints JSON lines on stdout
 """
 import argparse
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -37,8 +38,16 @@ PROTOS = [
 
 
 def gen_dir():
-    """Generates the Python stubs once per proto content, under a lock."""
-    stamp = "".join(str(int(os.path.getmtime(os.path.join(PROTO_ROOT, p)))) for p in PROTOS)
+    """Generates the Python stubs once per proto content, under a lock.
+
+    The cache is keyed by the protos' bytes, not their mtimes, so every
+    checkout of the same protos shares one directory instead of leaving one
+    more in the temp dir per clone."""
+    digest = hashlib.sha256()
+    for p in PROTOS:
+        with open(os.path.join(PROTO_ROOT, p), "rb") as f:
+            digest.update(f.read())
+    stamp = digest.hexdigest()[:16]
     out = os.path.join(tempfile.gettempdir(), "dpctl-interop-gen-%d-%s" % (os.getuid(), stamp))
     if os.path.isdir(os.path.join(out, "done")):
         return out
